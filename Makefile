@@ -1,0 +1,52 @@
+# The front door. CMake is the real build; these targets drive it.
+BUILD    ?= build
+ASAN_BUILD ?= build-asan
+JOBS     ?= $(shell nproc)
+PREFIX   ?= /usr/local
+PYTHON   ?= /usr/bin/python3
+GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+.PHONY: all deps build run test test-unit test-python test-install asan bench install clean
+
+all: build
+
+deps:
+	@sh scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	@sh scripts/deps.sh
+	cmake -S . -B $(BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Release
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+# the main job: build the library and run the flagship C example end to end on the CPU
+run: build
+	$(BUILD)/example_mlp
+
+test: build test-unit test-python test-install
+
+test-unit:
+	cd $(BUILD) && ctest --output-on-failure
+
+test-python:
+	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q tests/python bindings/python
+
+test-install:
+	sh tests/install/test_install.sh $(BUILD)
+
+asan:
+	@sh scripts/deps.sh
+	cmake -S . -B $(ASAN_BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DTG_SANITIZE=ON -DTG_BUILD_BENCH=OFF
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure
+
+bench: build
+	$(BUILD)/bench_uop --benchmark_min_time=0.2
+	OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-SkylakeX} $(BUILD)/bench_ops bench/results.json
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,247 @@
+/*
+ * libtinygrad: tinygrad's lazy tensors, kernel fusion and code generation as a C library.
+ *
+ * Conventions (apply to every function below unless its comment says otherwise):
+ *  - Objects are opaque, reference-counted handles. A function that makes an object returns a new reference the
+ *    caller owns (release it with the matching *_release) or NULL on failure. *_release(NULL) is a no-op.
+ *  - Functions that do not make an object return a tg_status. On failure the code and a message naming the problem
+ *    are also kept per thread: tg_last_error() / tg_last_error_message(). A successful call does not clear them.
+ *  - Nothing aborts the process because of bad input: NULL handles, wrong shapes, out-of-range axes, wrong byte
+ *    sizes and released handles (where detectable) are reported as errors before anything runs.
+ *  - Data buffers are owned by the caller and passed with explicit byte sizes; the library copies what it keeps.
+ *  - Thread safety: the library's global state (graph interning, caches, device registry) may be used from several
+ *    threads at once. A tg_tensor handle may be used by one thread at a time; distinct handles from distinct threads.
+ *  - Strings returned by the library are UTF-8 and stay valid as stated per function.
+ */
+#ifndef TINYGRAD_H
+#define TINYGRAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define TG_API __declspec(dllexport)
+#else
+#define TG_API __attribute__((visibility("default")))
+#endif
+
+/* ---- version ---------------------------------------------------------------------------------------------------- */
+#define TG_VERSION_MAJOR 0
+#define TG_VERSION_MINOR 1
+#define TG_VERSION_PATCH 0
+#define TG_VERSION_STRING "0.1.0"
+#define TG_VERSION_NUMBER (TG_VERSION_MAJOR * 10000 + TG_VERSION_MINOR * 100 + TG_VERSION_PATCH)
+
+/* The library's version at run time, "MAJOR.MINOR.PATCH" (static storage). Compare with TG_VERSION_STRING. */
+TG_API const char* tg_version(void);
+/* The same as a number, MAJOR*10000 + MINOR*100 + PATCH, to compare with TG_VERSION_NUMBER. */
+TG_API int tg_version_number(void);
+
+/* ---- errors ----------------------------------------------------------------------------------------------------- */
+typedef enum tg_status {
+  TG_OK = 0,
+  TG_ERROR_INVALID_ARGUMENT = 1, /* NULL or released handle, bad pointer/size argument, unknown name */
+  TG_ERROR_SHAPE = 2,            /* shapes that don't match or don't broadcast, bad axis, bad reshape */
+  TG_ERROR_DTYPE = 3,            /* dtype not allowed for the operation */
+  TG_ERROR_DEVICE = 4,           /* device unknown or not available on this machine */
+  TG_ERROR_OUT_OF_MEMORY = 5,    /* an allocation failed */
+  TG_ERROR_COMPILE = 6,          /* a generated kernel failed to compile */
+  TG_ERROR_RUNTIME = 7,          /* a kernel or a copy failed to run */
+  TG_ERROR_IO = 8,               /* a file could not be read or written */
+  TG_ERROR_UNSUPPORTED = 9,      /* valid request the library cannot do yet */
+  TG_ERROR_SPEC = 10,            /* a malformed graph rejected by the verifier (SPEC=1) */
+  TG_ERROR_INTERNAL = 11         /* a bug in the library; the message says where */
+} tg_status;
+
+/* The code of the last error on this thread (TG_OK if none yet). */
+TG_API tg_status tg_last_error(void);
+/* The message of the last error on this thread ("" if none). Valid until the next failing call on this thread. */
+TG_API const char* tg_last_error_message(void);
+/* Reset this thread's last error to TG_OK / "". */
+TG_API void tg_clear_error(void);
+/* A constant name for a status code, e.g. "TG_ERROR_SHAPE". */
+TG_API const char* tg_status_name(tg_status status);
+
+/* ---- dtypes ----------------------------------------------------------------------------------------------------- */
+typedef enum tg_dtype {
+  TG_BOOL = 0,
+  TG_INT8 = 1,
+  TG_UINT8 = 2,
+  TG_INT16 = 3,
+  TG_UINT16 = 4,
+  TG_INT32 = 5,
+  TG_UINT32 = 6,
+  TG_INT64 = 7,
+  TG_UINT64 = 8,
+  TG_FLOAT16 = 9,  /* IEEE half, stored as 16-bit patterns */
+  TG_BFLOAT16 = 10,
+  TG_FLOAT32 = 11,
+  TG_FLOAT64 = 12
+} tg_dtype;
+
+/* Bytes per element of `dtype`; 0 if dtype is not a tg_dtype. */
+TG_API size_t tg_dtype_size(tg_dtype dtype);
+/* tinygrad's name of `dtype` ("float32", ...); NULL if dtype is not a tg_dtype. Static storage. */
+TG_API const char* tg_dtype_name(tg_dtype dtype);
+/* The dtype two operands promote to (tinygrad's least_upper_dtype). */
+TG_API tg_status tg_dtype_promote(tg_dtype a, tg_dtype b, tg_dtype* out);
+
+/* ---- opaque handles --------------------------------------------------------------------------------------------- */
+typedef struct tg_tensor tg_tensor; /* a lazy tensor */
+typedef struct tg_expr tg_expr;     /* a symbolic integer expression (index arithmetic, shapes) */
+typedef struct tg_jit tg_jit;       /* a captured function (TinyJit) */
+typedef struct tg_device tg_device; /* a compute device */
+
+/* ---- symbolic expressions --------------------------------------------------------------------------------------- */
+/* Integer expressions over bounded variables, simplified with the same rules kernels use for index arithmetic.
+ * Division and modulo truncate toward zero, like C. Handles are immutable; any thread may use them. */
+typedef enum tg_binop { TG_ADD = 0, TG_SUB, TG_MUL, TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT } tg_binop;
+
+/* A variable named `name` (copied) taking values in [min, max]. NULL if min > max or name is empty. */
+TG_API tg_expr* tg_expr_variable(const char* name, int64_t min, int64_t max);
+TG_API tg_expr* tg_expr_const(int64_t value);
+/* a <op> b. Fails with TG_ERROR_INVALID_ARGUMENT on a NULL operand and on division/modulo by constant zero. */
+TG_API tg_expr* tg_expr_binary(tg_binop op, const tg_expr* a, const tg_expr* b);
+/* The simplified expression (a new reference). */
+TG_API tg_expr* tg_expr_simplify(const tg_expr* e);
+/* Render `e` as infix text into buf (NUL-terminated, truncated to size). Returns the full length, or -1 on error. */
+TG_API int64_t tg_expr_render(const tg_expr* e, char* buf, size_t size);
+/* Evaluate with variables bound by name (names[i] = values[i]); every variable in `e` must be bound. */
+TG_API tg_status tg_expr_eval(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, int64_t* out);
+/* Smallest and largest value `e` can take given its variables' bounds. */
+TG_API tg_status tg_expr_bounds(const tg_expr* e, int64_t* min, int64_t* max);
+TG_API tg_expr* tg_expr_retain(tg_expr* e);
+TG_API void tg_expr_release(tg_expr* e);
+
+/* ---- tensors: creation ------------------------------------------------------------------------------------------ */
+/* `device` may be NULL for the default device ($DEVICE, else "CPU"). Shapes are `ndim` int64 sizes (>= 0). */
+
+/* A tensor holding a copy of `data` (`nbytes` must equal numel * dtype size; row-major). */
+TG_API tg_tensor* tg_tensor_from_data(const void* data, size_t nbytes, tg_dtype dtype, const int64_t* shape, size_t ndim,
+                                      const char* device);
+/* Uninitialized storage of the given shape. */
+TG_API tg_tensor* tg_tensor_empty(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_zeros(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_ones(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_full(const int64_t* shape, size_t ndim, double value, tg_dtype dtype, const char* device);
+/* [start, start+step, ...) up to stop, like tinygrad's Tensor.arange. step must be non-zero. */
+TG_API tg_tensor* tg_tensor_arange(double start, double stop, double step, tg_dtype dtype, const char* device);
+/* The n x n identity. */
+TG_API tg_tensor* tg_tensor_eye(int64_t n, tg_dtype dtype, const char* device);
+
+/* ---- tensors: properties ---------------------------------------------------------------------------------------- */
+/* Number of dims, or -1 on error. */
+TG_API int64_t tg_tensor_ndim(const tg_tensor* t);
+/* Number of elements, or -1 on error. */
+TG_API int64_t tg_tensor_numel(const tg_tensor* t);
+/* Copy the shape into out[0..ndim); `capacity` is out's length and must be >= ndim. */
+TG_API tg_status tg_tensor_shape(const tg_tensor* t, int64_t* out, size_t capacity);
+TG_API tg_status tg_tensor_dtype(const tg_tensor* t, tg_dtype* out);
+/* The device name ("CPU"); valid while `t` is alive. NULL on error. */
+TG_API const char* tg_tensor_device(const tg_tensor* t);
+
+/* ---- tensors: elementwise --------------------------------------------------------------------------------------- */
+/* Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
+ * promote to float); idiv is integer division truncating toward zero. Comparisons return TG_BOOL tensors. */
+TG_API tg_tensor* tg_tensor_add(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_sub(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_mul(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_div(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_idiv(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_maximum(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_minimum(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_pow(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_lt(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_le(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_gt(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_ge(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_eq(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_ne(tg_tensor* a, tg_tensor* b);
+/* a <op> scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float). */
+TG_API tg_tensor* tg_tensor_add_scalar(tg_tensor* a, double b);
+TG_API tg_tensor* tg_tensor_sub_scalar(tg_tensor* a, double b);
+TG_API tg_tensor* tg_tensor_mul_scalar(tg_tensor* a, double b);
+TG_API tg_tensor* tg_tensor_div_scalar(tg_tensor* a, double b);
+TG_API tg_tensor* tg_tensor_pow_scalar(tg_tensor* a, double b);
+/* cond ? x : y, broadcast together; cond is cast to bool. */
+TG_API tg_tensor* tg_tensor_where(tg_tensor* cond, tg_tensor* x, tg_tensor* y);
+TG_API tg_tensor* tg_tensor_cast(tg_tensor* t, tg_dtype dtype);
+/* Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule). */
+TG_API tg_tensor* tg_tensor_neg(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_exp(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_exp2(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_log(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_log2(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_sqrt(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_reciprocal(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_sin(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_cos(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_abs(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_relu(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_sigmoid(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_tanh(tg_tensor* t);
+
+/* ---- tensors: reductions ---------------------------------------------------------------------------------------- */
+/* Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced dims as
+ * size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float. */
+TG_API tg_tensor* tg_tensor_sum(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+TG_API tg_tensor* tg_tensor_prod(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+TG_API tg_tensor* tg_tensor_max(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+TG_API tg_tensor* tg_tensor_min(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+TG_API tg_tensor* tg_tensor_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+/* softmax / log_softmax along `axis`. */
+TG_API tg_tensor* tg_tensor_softmax(tg_tensor* t, int64_t axis);
+TG_API tg_tensor* tg_tensor_log_softmax(tg_tensor* t, int64_t axis);
+
+/* ---- tensors: movement (views: no data is copied) --------------------------------------------------------------- */
+/* New shape with the same numel; one dim may be -1. */
+TG_API tg_tensor* tg_tensor_reshape(tg_tensor* t, const int64_t* shape, size_t ndim);
+/* order is a permutation of 0..ndim-1. */
+TG_API tg_tensor* tg_tensor_permute(tg_tensor* t, const int64_t* order, size_t ndim);
+/* Broadcast size-1 dims to `shape` (-1 keeps a dim); new leading dims may be added. */
+TG_API tg_tensor* tg_tensor_expand(tg_tensor* t, const int64_t* shape, size_t ndim);
+/* pads: ndim (before, after) pairs, each >= 0; padded area holds `value`. */
+TG_API tg_tensor* tg_tensor_pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value);
+/* bounds: ndim (start, end) pairs with 0 <= start <= end <= size. */
+TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t npairs);
+TG_API tg_tensor* tg_tensor_flip(tg_tensor* t, const int64_t* axes, size_t naxes);
+TG_API tg_tensor* tg_tensor_transpose(tg_tensor* t, int64_t dim0, int64_t dim1);
+
+/* ---- tensors: linear algebra ------------------------------------------------------------------------------------ */
+/* Matrix product with numpy's rules for 1-D and batched operands. */
+TG_API tg_tensor* tg_tensor_matmul(tg_tensor* a, tg_tensor* b);
+
+/* ---- tensors: realization and data ------------------------------------------------------------------------------ */
+/* A tensor that is its own buffer when realized (forces a kernel boundary). */
+TG_API tg_tensor* tg_tensor_contiguous(tg_tensor* t);
+/* Run every kernel `t` needs; afterwards `t` refers to its computed buffer. */
+TG_API tg_status tg_tensor_realize(tg_tensor* t);
+/* Realize `n` tensors together (one schedule, shared work is done once). */
+TG_API tg_status tg_tensor_realize_many(tg_tensor* const* ts, size_t n);
+/* Realize and copy the row-major contents into `out`; nbytes must equal numel * dtype size. */
+TG_API tg_status tg_tensor_to_data(tg_tensor* t, void* out, size_t nbytes);
+/* Another reference to the same tensor. */
+TG_API tg_tensor* tg_tensor_retain(tg_tensor* t);
+TG_API void tg_tensor_release(tg_tensor* t);
+
+/* ---- counters --------------------------------------------------------------------------------------------------- */
+/* Process-wide counters (tinygrad's GlobalCounters). A small struct that may grow: set struct_size first. */
+typedef struct tg_counters {
+  size_t struct_size;      /* sizeof(tg_counters) as the caller knows it */
+  uint64_t kernel_count;   /* kernels run */
+  uint64_t global_ops;     /* estimated arithmetic ops run */
+  uint64_t global_mem;     /* estimated bytes moved by kernels */
+  double time_sum_s;       /* seconds spent in kernels */
+  uint64_t compile_count;  /* kernels compiled (not found in a cache) */
+} tg_counters;
+TG_API tg_status tg_counters_get(tg_counters* out);
+TG_API void tg_counters_reset(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TINYGRAD_H */

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Install the Debian packages the build, tests and benchmarks need. Idempotent: does nothing when all are present.
+set -e
+PKGS="cmake ninja-build g++ clang pkg-config ccache libgtest-dev libbenchmark-dev libopenblas-dev python3-numpy python3-pytest"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "missing Debian packages:$missing (run 'make deps' as root, or: sudo apt-get install$missing)" >&2
+  exit 1
+fi
+echo "installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,180 @@
+// C API: version, errors, dtypes, symbolic expressions.
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "api/api.h"
+#include "uop/symbolic.h"
+
+namespace tg::api {
+static thread_local tg_status last_code = TG_OK;
+static thread_local std::string last_msg;
+void set_error(tg_status code, const std::string& msg) { last_code = code, last_msg = msg; }
+tg_status status_from_current_exception() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    set_error(e.code, e.what());
+  } catch (const std::bad_alloc&) {
+    set_error(TG_ERROR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    set_error(TG_ERROR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    set_error(TG_ERROR_INTERNAL, "internal error: unknown exception");
+  }
+  return last_code;
+}
+}  // namespace tg::api
+
+using namespace tg;
+
+struct tg_expr {
+  UOpRef u;
+};
+
+// live expression handles, so a released handle is reported instead of dereferenced
+static std::mutex expr_mu;
+static std::unordered_map<const tg_expr*, int64_t>& expr_live() {
+  static auto* m = new std::unordered_map<const tg_expr*, int64_t>();
+  return *m;
+}
+static const tg_expr* new_expr(UOpRef u) {
+  auto* e = new tg_expr{std::move(u)};
+  std::lock_guard<std::mutex> lk(expr_mu);
+  expr_live()[e] = 1;
+  return e;
+}
+static const UOpRef& expr_of(const tg_expr* e, const char* what) {
+  TG_ARG(e, std::string(what) + ": expression is NULL");
+  std::lock_guard<std::mutex> lk(expr_mu);
+  TG_ARG(expr_live().count(e), std::string(what) + ": expression handle is not live (released?)");
+  return e->u;
+}
+
+extern "C" {
+
+const char* tg_version(void) { return TG_VERSION_STRING; }
+int tg_version_number(void) { return TG_VERSION_NUMBER; }
+tg_status tg_last_error(void) { return api::last_code; }
+const char* tg_last_error_message(void) { return api::last_msg.c_str(); }
+void tg_clear_error(void) { api::set_error(TG_OK, ""); }
+const char* tg_status_name(tg_status s) {
+  static const char* names[] = {"TG_OK",           "TG_ERROR_INVALID_ARGUMENT", "TG_ERROR_SHAPE",   "TG_ERROR_DTYPE",
+                                "TG_ERROR_DEVICE", "TG_ERROR_OUT_OF_MEMORY",    "TG_ERROR_COMPILE", "TG_ERROR_RUNTIME",
+                                "TG_ERROR_IO",     "TG_ERROR_UNSUPPORTED",      "TG_ERROR_SPEC",    "TG_ERROR_INTERNAL"};
+  return unsigned(s) < sizeof(names) / sizeof(*names) ? names[s] : "TG_UNKNOWN_STATUS";
+}
+
+size_t tg_dtype_size(tg_dtype d) { return unsigned(d) <= TG_FLOAT64 ? size_t(dtypes::all()[d].itemsize()) : 0; }
+const char* tg_dtype_name(tg_dtype d) {
+  static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
+  return unsigned(d) <= TG_FLOAT64 ? names[d] : nullptr;
+}
+tg_status tg_dtype_promote(tg_dtype a, tg_dtype b, tg_dtype* out) {
+  return api::call([&] {
+    TG_ARG(unsigned(a) <= TG_FLOAT64 && unsigned(b) <= TG_FLOAT64, strformat("dtype_promote: unknown dtype %d/%d", int(a), int(b)));
+    TG_ARG(out, "dtype_promote: out is NULL");
+    *out = tg_dtype(least_upper_dtype(dtypes::all()[a], dtypes::all()[b]).scalar);
+  });
+}
+
+tg_expr* tg_expr_variable(const char* name, int64_t min, int64_t max) {
+  return api::make([&] {
+    TG_ARG(name && *name, "expr_variable: name is NULL or empty");
+    TG_ARG(min <= max, strformat("expr_variable '%s': min %lld > max %lld", name, (long long)min, (long long)max));
+    return const_cast<tg_expr*>(new_expr(UOp::variable(name, min, max)));
+  });
+}
+tg_expr* tg_expr_const(int64_t v) {
+  return api::make([&] { return const_cast<tg_expr*>(new_expr(UOp::const_int(dtypes::index, v))); });
+}
+tg_expr* tg_expr_binary(tg_binop op, const tg_expr* a, const tg_expr* b) {
+  return api::make([&] {
+    const UOpRef& x = expr_of(a, "expr_binary");
+    const UOpRef& y = expr_of(b, "expr_binary");
+    UOpRef r;
+    switch (op) {
+      case TG_ADD: r = x + y; break;
+      case TG_SUB: r = x - y; break;
+      case TG_MUL: r = x * y; break;
+      case TG_IDIV:
+      case TG_MOD:
+        TG_ARG(!y->is_const(0), std::string("expr_binary: ") + (op == TG_IDIV ? "division" : "modulo") + " by zero");
+        r = op == TG_IDIV ? x / y : x % y;
+        break;
+      case TG_MAX: r = x->maximum(y); break;
+      case TG_MIN: r = x->minimum(y); break;
+      case TG_LT: r = (x < y)->cast(dtypes::index); break;
+      default: fail(TG_ERROR_INVALID_ARGUMENT, strformat("expr_binary: unknown op %d", int(op)));
+    }
+    return const_cast<tg_expr*>(new_expr(r));
+  });
+}
+tg_expr* tg_expr_simplify(const tg_expr* e) {
+  return api::make([&] { return const_cast<tg_expr*>(new_expr(expr_of(e, "expr_simplify")->simplify())); });
+}
+int64_t tg_expr_render(const tg_expr* e, char* buf, size_t size) {
+  int64_t n = -1;
+  tg_status s = api::call([&] {
+    std::string r = expr_of(e, "expr_render")->render();
+    TG_ARG(buf || size == 0, "expr_render: buf is NULL with size > 0");
+    if (size) {
+      size_t k = std::min(size - 1, r.size());
+      std::memcpy(buf, r.data(), k);
+      buf[k] = 0;
+    }
+    n = int64_t(r.size());
+  });
+  return s == TG_OK ? n : -1;
+}
+tg_status tg_expr_eval(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, int64_t* out) {
+  return api::call([&] {
+    const UOpRef& u = expr_of(e, "expr_eval");
+    TG_ARG(out, "expr_eval: out is NULL");
+    TG_ARG(n == 0 || (names && values), "expr_eval: names/values are NULL");
+    std::unordered_map<const UOp*, double> val;
+    for (auto& x : u->toposort()) {
+      if (x->op == Ops::DEFINE_VAR) {
+        auto& va = x->argv<VarArg>();
+        size_t i = 0;
+        while (i < n && (!names[i] || va.name != names[i])) i++;
+        TG_ARG(i < n, "expr_eval: variable '" + va.name + "' is not bound");
+        TG_ARG(values[i] >= va.vmin && values[i] <= va.vmax,
+               strformat("expr_eval: %s=%lld is outside [%lld, %lld]", va.name.c_str(), (long long)values[i], (long long)va.vmin, (long long)va.vmax));
+        val[x.get()] = double(values[i]);
+      } else if (x->op == Ops::CONST) val[x.get()] = x->const_value();
+      else {
+        std::vector<double> v;
+        for (auto& s : x->src) v.push_back(val.at(s.get()));
+        TG_ARG(!((x->op == Ops::IDIV || x->op == Ops::MOD) && v[1] == 0), "expr_eval: division by zero");
+        val[x.get()] = x->op == Ops::CAST ? truncate_to(x->dtype, v[0]) : exec_alu(x->op, x->dtype, v);
+      }
+    }
+    *out = int64_t(val.at(u.get()));
+  });
+}
+tg_status tg_expr_bounds(const tg_expr* e, int64_t* min, int64_t* max) {
+  return api::call([&] {
+    const UOpRef& u = expr_of(e, "expr_bounds");
+    TG_ARG(min && max, "expr_bounds: min/max is NULL");
+    *min = u->vmin(), *max = u->vmax();
+  });
+}
+tg_expr* tg_expr_retain(tg_expr* e) {
+  return api::make([&] {
+    expr_of(e, "expr_retain");
+    std::lock_guard<std::mutex> lk(expr_mu);
+    expr_live()[e]++;
+    return e;
+  });
+}
+void tg_expr_release(tg_expr* e) {
+  if (!e) return;
+  std::lock_guard<std::mutex> lk(expr_mu);
+  auto it = expr_live().find(e);
+  if (it == expr_live().end()) return api::set_error(TG_ERROR_INVALID_ARGUMENT, "expr_release: handle is not live (released twice?)");
+  if (--it->second == 0) expr_live().erase(it), delete e;
+}
+
+}  // extern "C"

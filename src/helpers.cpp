@@ -1,0 +1,79 @@
+#include "helpers.h"
+
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+namespace tg {
+
+void fail(tg_status code, const std::string& msg) { throw Error(code, msg); }
+
+static std::mutex env_mu;
+int64_t getenv_int(const char* name, int64_t dflt) {
+  static std::unordered_map<std::string, int64_t> cache;
+  std::lock_guard<std::mutex> lk(env_mu);
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  const char* v = std::getenv(name);
+  int64_t r = (v && *v) ? std::strtoll(v, nullptr, 10) : dflt;
+  cache.emplace(name, r);
+  return r;
+}
+std::string getenv_str(const char* name, const std::string& dflt) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : dflt;
+}
+
+static thread_local std::vector<std::pair<const char*, int64_t>> ctx_stack;
+int64_t ContextVar::get() const {
+  for (auto it = ctx_stack.rbegin(); it != ctx_stack.rend(); ++it)
+    if (std::strcmp(it->first, name) == 0) return it->second;
+  int64_t v = env_.load(std::memory_order_relaxed);
+  if (v == INT64_MIN) env_.store(v = getenv_int(name, dflt), std::memory_order_relaxed);
+  return v;
+}
+const ContextVar DEBUG{"DEBUG", 0}, SPEC{"SPEC", 0}, NOOPT{"NOOPT", 0}, BEAM{"BEAM", 0}, CACHELEVEL{"CACHELEVEL", 2};
+
+Context::Context(std::initializer_list<std::pair<const char*, int64_t>> vals) : n_(vals.size()) {
+  for (auto& v : vals) ctx_stack.push_back(v);
+}
+Context::~Context() { ctx_stack.resize(ctx_stack.size() - n_); }
+
+void debug_log(int level, const char* fmt, ...) {
+  if (DEBUG.get() < level) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+std::string strformat(const char* fmt, ...) {
+  va_list ap, ap2;
+  va_start(ap, fmt);
+  va_copy(ap2, ap);
+  int n = std::vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  std::string s(size_t(n), '\0');
+  std::vsnprintf(s.data(), size_t(n) + 1, fmt, ap2);
+  va_end(ap2);
+  return s;
+}
+std::string join_ints(const std::vector<int64_t>& v, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); i++) s += (i ? sep : "") + std::to_string(v[i]);
+  return s;
+}
+std::string shape_str(const std::vector<int64_t>& v) { return "(" + join_ints(v) + (v.size() == 1 ? ",)" : ")"); }
+int64_t prod(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (auto x : v) p *= x;
+  return p;
+}
+uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
+  auto p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace tg

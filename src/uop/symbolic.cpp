@@ -1,0 +1,223 @@
+#include "uop/symbolic.h"
+
+#include <numeric>
+
+namespace tg {
+
+static bool is_intlike(DType d) { return dtypes::is_int(d); }
+static int64_t ci(const UOpRef& c) { return std::get<int64_t>(c->arg); }
+static UOpRef cint(const UOpRef& like, int64_t v) { return UOp::const_int(like->dtype, v); }
+static UPat ivar(const char* n) { return UPat::var(n).scalar_kind(is_intlike); }
+
+// a sum as (base, coefficient) terms plus a constant, in first-seen order
+struct Terms {
+  std::vector<std::pair<UOpRef, int64_t>> terms;
+  int64_t k = 0;
+  int nconst = 0;
+};
+static Terms collect_terms(const UOp* sum) {
+  UOps flat;
+  sum->split_uop(Ops::ADD, flat);
+  Terms t;
+  std::unordered_map<const UOp*, size_t> at;
+  for (auto& x : flat) {
+    if (x->op == Ops::CONST) {
+      t.k += ci(x), t.nconst++;
+      continue;
+    }
+    UOpRef base = x;
+    int64_t coef = 1;
+    if (x->op == Ops::MUL && x->src[1]->op == Ops::CONST) base = x->src[0], coef = ci(x->src[1]);
+    auto [it, fresh] = at.try_emplace(base.get(), t.terms.size());
+    if (fresh) t.terms.emplace_back(base, coef);
+    else t.terms[it->second].second += coef;
+  }
+  return t;
+}
+static UOpRef build_sum(const UOp* like, const std::vector<std::pair<UOpRef, int64_t>>& terms, int64_t k) {
+  UOpRef out;
+  for (auto& [b, c] : terms) {
+    if (c == 0) continue;
+    UOpRef term = c == 1 ? b : b * cint(b, c);
+    out = out ? out + term : term;
+  }
+  if (!out) return UOp::const_int(like->dtype, k);
+  return k ? out + cint(out, k) : out;
+}
+
+// x%c*k + x//c*(k*c) == x*k: pair them up inside a sum
+static bool fold_divmod_pairs(std::vector<std::pair<UOpRef, int64_t>>& terms) {
+  for (size_t i = 0; i < terms.size(); i++) {
+    auto& [m, km] = terms[i];
+    if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || km == 0) continue;
+    for (size_t j = 0; j < terms.size(); j++) {
+      auto& [d, kd] = terms[j];
+      if (d->op == Ops::IDIV && d->src[0] == m->src[0] && d->src[1] == m->src[1] && kd == km * ci(m->src[1])) {
+        UOpRef x = m->src[0];
+        int64_t k = km;
+        terms[i] = {x, k}, terms[j].second = 0;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+static UOpRef canon_sum(const Match& m) {
+  const UOp* r = m.root;
+  Terms t = collect_terms(r);
+  fold_divmod_pairs(t.terms);
+  // merge bases that became equal
+  std::vector<std::pair<UOpRef, int64_t>> merged;
+  for (auto& [b, c] : t.terms) {
+    auto it = std::find_if(merged.begin(), merged.end(), [&](auto& p) { return p.first == b; });
+    if (it == merged.end()) merged.emplace_back(b, c);
+    else it->second += c;
+  }
+  UOpRef out = build_sum(r, merged, t.k);
+  return out.get() == r ? UOpRef() : out;
+}
+
+// floor-ish division of a nonnegative sum by c > 0: x = c*q + rem with rem >= 0 gives x//c = q + rem//c, x%c = rem%c
+static UOpRef divmod_split(const UOpRef& x, int64_t c, bool is_mod) {
+  if (x->vmin() < 0 || (x->op != Ops::ADD && x->op != Ops::MUL)) return {};
+  Terms t = collect_terms(x.get());
+  std::vector<std::pair<UOpRef, int64_t>> q, rem;
+  for (auto& [b, f] : t.terms) {
+    if (f % c == 0) q.emplace_back(b, f / c);
+    else rem.emplace_back(b, f);
+  }
+  int64_t kq = floordiv(t.k, c), kr = t.k - kq * c;
+  if (q.empty() && kq == 0) return {};
+  UOpRef r = build_sum(x.get(), rem, kr);
+  if (r->vmin() < 0) return {};
+  if (is_mod) return r % cint(r, c);
+  return build_sum(x.get(), q, kq) + r / cint(r, c);
+}
+
+static UOpRef fold_divmod(const Match& m) {
+  UOpRef x = m["x"], cu = m["c"];
+  int64_t c = ci(cu);
+  bool is_mod = m.root->op == Ops::MOD;
+  if (c == 0) return {};
+  if (c < 0) return is_mod ? x % cint(x, -c) : -(x / cint(x, -c));  // C semantics: x%-c == x%c, x/-c == -(x/c)
+  if (c == 1) return is_mod ? cint(x, 0) : x;
+  // the whole range lands in one quotient bucket (truncating division is monotonic)
+  if (x->vmin() != INT64_MIN && x->vmax() != INT64_MAX && x->vmin() / c == x->vmax() / c) {
+    int64_t q = x->vmin() / c;
+    return is_mod ? x - cint(x, q * c) : cint(x, q);
+  }
+  // (x//a)//c == x//(a*c);  (x%a)%c == x%c when c divides a and x >= 0
+  if (!is_mod && x->op == Ops::IDIV && x->src[1]->op == Ops::CONST && ci(x->src[1]) > 0) return x->src[0] / cint(x, ci(x->src[1]) * c);
+  if (is_mod && x->op == Ops::MOD && x->src[1]->op == Ops::CONST && ci(x->src[1]) % c == 0 && x->src[0]->vmin() >= 0) return x->src[0] % cu;
+  // common factor: (g*y)//(g*d) == y//d, (g*y)%(g*d) == (y%d)*g
+  Terms t = collect_terms(x.get());
+  int64_t g = std::gcd(c, t.k);
+  for (auto& [b, f] : t.terms) g = std::gcd(g, f);
+  if (g > 1)
+    if (UOpRef y = x->divides(g)) return is_mod ? (y % cint(y, c / g)) * cint(y, g) : y / cint(y, c / g);
+  return divmod_split(x, c, is_mod);
+}
+
+const PatternMatcher& symbolic_simple() {
+  static const PatternMatcher pm(
+      {
+          // constant folding
+          {UPat({Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::SQRT, Ops::RECIPROCAL, Ops::NEG, Ops::TRUNC, Ops::ADD, Ops::SUB, Ops::MUL, Ops::IDIV,
+                 Ops::FDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::XOR, Ops::OR, Ops::AND, Ops::SHL, Ops::SHR,
+                 Ops::WHERE, Ops::MULACC})
+               .each(UPat(Ops::CONST)),
+           [](const Match& m) -> UOpRef {
+             const UOp* r = m.root;
+             if (r->dtype.count != 1) return {};
+             std::vector<double> v;
+             for (auto& s : r->src) v.push_back(s->const_value());
+             if ((r->op == Ops::IDIV || r->op == Ops::MOD) && v[1] == 0) return {};
+             if (dtypes::is_int(r->dtype)) {  // exact integer path (doubles lose bits past 2^53)
+               std::vector<int64_t> iv;
+               for (auto& s : r->src) iv.push_back(dtypes::is_int(s->dtype) ? std::get<int64_t>(s->arg) : int64_t(s->const_value()));
+               if (r->op == Ops::ADD) return UOp::const_int(r->dtype, int64_t(uint64_t(iv[0]) + uint64_t(iv[1])));
+               if (r->op == Ops::MUL) return UOp::const_int(r->dtype, int64_t(uint64_t(iv[0]) * uint64_t(iv[1])));
+             }
+             return UOp::const_(r->dtype, exec_alu(r->op, r->dtype, v));
+           }},
+          {UPat(Ops::CAST, {UPat::cvar("c")}), [](const Match& m) -> UOpRef {
+             if (m.root->dtype.count != 1) return {};
+             return UOp::const_(m.root->dtype, m["c"]->const_value());
+           }},
+          // identities
+          {UPat::var("x") + 0, [](const Match& m) { return m["x"]; }},
+          {UPat::var("x") * 1, [](const Match& m) { return m["x"]; }},
+          {ivar("x") * 0, [](const Match& m) { return m["x"]->const_like(0); }},
+          {UPat(Ops::FDIV, {UPat::var("x"), UPat::const_(1)}), [](const Match& m) { return m["x"]; }},
+          {UPat(Ops::SUB, {UPat::var("x"), UPat::const_(0)}), [](const Match& m) { return m["x"]; }},
+          {UPat(Ops::MAX, {UPat::var("x"), UPat::var("x")}), [](const Match& m) { return m["x"]; }},
+          {UPat(Ops::AND, {UPat::var("x"), UPat::var("x")}), [](const Match& m) { return m["x"]; }},
+          {UPat(Ops::OR, {UPat::var("x"), UPat::var("x")}), [](const Match& m) { return m["x"]; }},
+          {UPat(Ops::AND, {UPat::var("x").dtype({dtypes::bool_}), UPat::cvar("c")}),
+           [](const Match& m) { return m["c"]->const_value() ? m["x"] : m["c"]; }},
+          {UPat(Ops::OR, {UPat::var("x").dtype({dtypes::bool_}), UPat::cvar("c")}),
+           [](const Match& m) { return m["c"]->const_value() ? m["c"] : m["x"]; }},
+          {UPat(Ops::WHERE, {UPat::var(), UPat::var("x"), UPat::var("x")}), [](const Match& m) { return m["x"]; }},
+          {UPat(Ops::WHERE, {UPat::cvar("c"), UPat::var("a"), UPat::var("b")}),
+           [](const Match& m) { return m["c"]->const_value() ? m["a"] : m["b"]; }},
+          {UPat(Ops::CMPLT, {ivar("x"), UPat::var("x")}), [](const Match& m) { return UOp::const_(dtypes::bool_, 0); }},
+          {UPat(Ops::CMPNE, {ivar("x"), UPat::var("x")}), [](const Match& m) { return UOp::const_(dtypes::bool_, 0); }},
+          {UPat(Ops::CMPEQ, {ivar("x"), UPat::var("x")}), [](const Match& m) { return UOp::const_(dtypes::bool_, 1); }},
+          // an integer/bool ALU node whose value range is one point is that constant
+          {UPat(), [](const Match& m) -> UOpRef {
+             const UOp* r = m.root;
+             if (!GroupOp::alu(r->op) || r->dtype.count != 1 || !(dtypes::is_int(r->dtype) || dtypes::is_bool(r->dtype))) return {};
+             return r->vmin() == r->vmax() ? UOp::const_int(r->dtype, r->vmin()) : UOpRef();
+           }},
+      },
+      "symbolic_simple");
+  return pm;
+}
+
+const PatternMatcher& symbolic() {
+  static const PatternMatcher pm =
+      symbolic_simple() +
+      PatternMatcher(
+          {
+              // canonical integer forms: x-y -> x+y*-1, -x -> x*-1, constants on the right
+              {UPat(Ops::SUB, {ivar("x"), UPat::var("y")}), [](const Match& m) { return m["x"] + m["y"] * -1; }},
+              {UPat(Ops::NEG, {ivar("x")}), [](const Match& m) { return m["x"] * -1; }},
+              {UPat({Ops::ADD, Ops::MUL, Ops::MAX, Ops::AND, Ops::OR, Ops::XOR}, {UPat::cvar("c"), UPat::var("x")}).ordered(),
+               [](const Match& m) -> UOpRef { return m["x"]->op == Ops::CONST ? UOpRef() : m["x"]->alu(m.root->op, {m["c"]}); }},
+              // sums: like terms combined, constants folded to one at the end, x%c + (x//c)*c -> x
+              {UPat(Ops::ADD, {ivar("a"), UPat::var("b")}).ordered(), canon_sum},
+              // (x*c1)*c2 -> x*(c1*c2);  (x+y)*c -> x*c + y*c
+              {UPat(Ops::MUL, {UPat(Ops::MUL, {ivar("x"), UPat::cvar("c1")}).ordered(), UPat::cvar("c2")}).ordered(),
+               [](const Match& m) { return m["x"] * cint(m["x"], ci(m["c1"]) * ci(m["c2"])); }},
+              {UPat(Ops::MUL, {UPat(Ops::ADD, {ivar("x"), UPat::var("y")}).ordered(), UPat::cvar("c")}).ordered(),
+               [](const Match& m) { return m["x"] * m["c"] + m["y"] * m["c"]; }},
+              // division and modulo by a constant
+              {UPat({Ops::IDIV, Ops::MOD}, {ivar("x"), UPat::cvar("c")}), fold_divmod},
+              // max by range
+              {UPat(Ops::MAX, {ivar("x"), UPat::var("y")}), [](const Match& m) -> UOpRef {
+                 if (m["x"]->vmin() >= m["y"]->vmax()) return m["x"];
+                 if (m["y"]->vmin() >= m["x"]->vmax()) return m["y"];
+                 return {};
+               }},
+              // comparisons against constants: move constants and factors to the right
+              {UPat(Ops::CMPLT, {UPat(Ops::ADD, {ivar("x"), UPat::cvar("c1")}).ordered(), UPat::cvar("c2")}).ordered(),
+               [](const Match& m) { return m["x"] < cint(m["x"], ci(m["c2"]) - ci(m["c1"])); }},
+              {UPat(Ops::CMPLT, {UPat(Ops::MUL, {ivar("x"), UPat::cvar("c1")}).ordered(), UPat::cvar("c2")}).ordered(),
+               [](const Match& m) -> UOpRef {
+                 int64_t c1 = ci(m["c1"]), c2 = ci(m["c2"]);
+                 return c1 > 0 ? m["x"] < cint(m["x"], ceildiv(c2, c1)) : UOpRef();
+               }},
+              {UPat(Ops::CMPLT, {UPat(Ops::IDIV, {ivar("x"), UPat::cvar("c1")}).ordered(), UPat::cvar("c2")}).ordered(),
+               [](const Match& m) -> UOpRef {  // x//c < k <=> x < k*c for x >= 0, c > 0, k > 0
+                 int64_t c1 = ci(m["c1"]), c2 = ci(m["c2"]);
+                 return c1 > 0 && c2 > 0 && m["x"]->vmin() >= 0 ? m["x"] < cint(m["x"], c2 * c1) : UOpRef();
+               }},
+          },
+          "symbolic");
+  return pm;
+}
+
+UOpRef UOp::simplify() const { return graph_rewrite(ref(), symbolic(), nullptr, false, "simplify"); }
+
+}  // namespace tg

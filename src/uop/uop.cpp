@@ -1,0 +1,583 @@
+#include "uop/uop.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+#include <unordered_set>
+
+#include "uop/spec.h"
+#include "uop/symbolic.h"
+
+namespace tg {
+
+std::string_view op_name(Ops op) {
+  static const char* names[] = {
+#define TG_OP_NAME(x) #x,
+      TG_OPS(TG_OP_NAME)
+#undef TG_OP_NAME
+  };
+  return int(op) < kNumOps ? names[int(op)] : "?";
+}
+
+// ---- args ----
+static uint64_t dbits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+bool arg_eq(const Arg& a, const Arg& b) {
+  if (a.index() != b.index()) return false;
+  if (auto x = std::get_if<double>(&a)) return dbits(*x) == dbits(std::get<double>(b));
+  if (auto x = std::get_if<VarArg>(&a)) {
+    auto& y = std::get<VarArg>(b);
+    return x->name == y.name && x->vmin == y.vmin && x->vmax == y.vmax;
+  }
+  if (auto x = std::get_if<std::shared_ptr<const ArgExt>>(&a)) {
+    auto& y = std::get<std::shared_ptr<const ArgExt>>(b);
+    return x->get() == y.get() || (*x && y && (*x)->eq(*y));
+  }
+  return a == b;
+}
+size_t arg_hash(const Arg& a) {
+  size_t h = a.index();
+  std::visit(
+      [&](auto&& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+        } else if constexpr (std::is_same_v<T, double>) h = hash_combine(h, dbits(v));
+        else if constexpr (std::is_same_v<T, std::string>) h = hash_combine(h, std::hash<std::string>()(v));
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          for (auto x : v) h = hash_combine(h, size_t(x));
+        } else if constexpr (std::is_same_v<T, VarArg>) h = hash_combine(hash_combine(std::hash<std::string>()(v.name), size_t(v.vmin)), size_t(v.vmax));
+        else if constexpr (std::is_same_v<T, std::shared_ptr<const ArgExt>>) h = hash_combine(h, v ? v->hash() : 0);
+        else h = hash_combine(h, size_t(v));
+      },
+      a);
+  return h;
+}
+std::string arg_str(const Arg& a) {
+  return std::visit(
+      [](auto&& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::monostate>) return "None";
+        else if constexpr (std::is_same_v<T, bool>) return v ? "True" : "False";
+        else if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
+        else if constexpr (std::is_same_v<T, double>) return strformat("%g", v);
+        else if constexpr (std::is_same_v<T, std::string>) return "'" + v + "'";
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return shape_str(v);
+        else if constexpr (std::is_same_v<T, VarArg>) return strformat("('%s', %lld, %lld)", v.name.c_str(), (long long)v.vmin, (long long)v.vmax);
+        else return v ? v->str() : "None";
+      },
+      a);
+}
+
+// ---- interning ----
+struct Interner {
+  struct Key {
+    Ops op;
+    DType dtype;
+    const UOps* src;
+    const Arg* arg;
+    const Arg* tag;
+    size_t hash;
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(const UOp* u) const { return u->hash_; }
+    size_t operator()(const Key& k) const { return k.hash; }
+  };
+  struct Eq {
+    using is_transparent = void;
+    static bool same(Ops op, DType dt, const UOps& src, const Arg& arg, const Arg& tag, const UOp* u) {
+      return u->op == op && u->dtype == dt && u->src == src && arg_eq(u->arg, arg) && arg_eq(u->tag, tag);
+    }
+    bool operator()(const UOp* a, const UOp* b) const { return a == b; }
+    bool operator()(const Key& k, const UOp* u) const { return k.hash == u->hash_ && same(k.op, k.dtype, *k.src, *k.arg, *k.tag, u); }
+    bool operator()(const UOp* u, const Key& k) const { return (*this)(k, u); }
+  };
+  static constexpr size_t kShards = 64;
+  struct Shard {
+    std::mutex mu;
+    std::unordered_set<UOp*, Hash, Eq> set;
+  };
+  Shard shards[kShards];
+  Shard& shard(size_t h) { return shards[(h >> 7) % kShards]; }
+  static void destroy(const UOp* u) { delete u; }
+  static Interner& get() {
+    static Interner* in = new Interner();  // never destroyed: nodes may outlive static destruction order
+    return *in;
+  }
+};
+
+static size_t node_hash(Ops op, DType dt, const UOps& src, const Arg& arg, const Arg& tag) {
+  size_t h = hash_combine(size_t(op) * 0x100000001b3ull, dt.hash());
+  for (auto& s : src) h = hash_combine(h, s->hash());
+  h = hash_combine(h, arg_hash(arg));
+  if (tag.index() != 0) h = hash_combine(h, arg_hash(tag));
+  return h;
+}
+
+UOp::UOp(Ops op, DType dtype, UOps src, Arg arg, Arg tag, size_t hash)
+    : op(op), dtype(dtype), src(std::move(src)), arg(std::move(arg)), tag(std::move(tag)), hash_(hash) {
+  compute_range();
+  compute_shape();
+}
+
+UOpRef UOp::make(Ops op, DType dtype, UOps src, Arg arg, Arg tag) {
+  if (SPEC.get() >= 1) spec::check_node(op, dtype, src, arg);
+  size_t h = node_hash(op, dtype, src, arg, tag);
+  auto& sh = Interner::get().shard(h);
+  std::lock_guard<std::mutex> lk(sh.mu);
+  auto it = sh.set.find(Interner::Key{op, dtype, &src, &arg, &tag, h});
+  if (it != sh.set.end()) {
+    // take a reference only if the node is not already dying (refcount 0 means its destructor is on its way)
+    int32_t c = (*it)->rc_.load(std::memory_order_relaxed);
+    while (c > 0)
+      if ((*it)->rc_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) return UOpRef(*it, UOpRef::Adopt{});
+    sh.set.erase(it);  // dying: replace its entry with a fresh node
+  }
+  UOp* u = new UOp(op, dtype, std::move(src), std::move(arg), std::move(tag), h);
+  u->rc_.store(1, std::memory_order_relaxed);
+  sh.set.insert(u);
+  return UOpRef(u, UOpRef::Adopt{});
+}
+
+size_t UOp::live_count() {
+  size_t n = 0;
+  for (auto& sh : Interner::get().shards) {
+    std::lock_guard<std::mutex> lk(sh.mu);
+    n += sh.set.size();
+  }
+  return n;
+}
+
+// Nodes are freed iteratively: a long chain dropping its last reference would otherwise recurse once per node.
+static thread_local std::vector<const UOp*>* pending_free = nullptr;
+static void free_node(const UOp* u);
+
+UOpRef::UOpRef(const UOp* p) : p_(p) {
+  if (p_) p_->rc_.fetch_add(1, std::memory_order_relaxed);
+}
+UOpRef::UOpRef(const UOpRef& o) : p_(o.p_) {
+  if (p_) p_->rc_.fetch_add(1, std::memory_order_relaxed);
+}
+UOpRef& UOpRef::operator=(const UOpRef& o) {
+  if (o.p_) o.p_->rc_.fetch_add(1, std::memory_order_relaxed);
+  const UOp* old = p_;
+  p_ = o.p_;
+  if (old && old->rc_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_node(old);
+  return *this;
+}
+UOpRef& UOpRef::operator=(UOpRef&& o) noexcept {
+  if (this != &o) {
+    const UOp* old = p_;
+    p_ = o.p_;
+    o.p_ = nullptr;
+    if (old && old->rc_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_node(old);
+  }
+  return *this;
+}
+UOpRef::~UOpRef() {
+  if (p_ && p_->rc_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_node(p_);
+}
+
+static void free_node(const UOp* u) {
+  if (pending_free) {
+    pending_free->push_back(u);
+    return;
+  }
+  std::vector<const UOp*> todo{u};
+  pending_free = &todo;
+  while (!todo.empty()) {
+    const UOp* n = todo.back();
+    todo.pop_back();
+    auto& sh = Interner::get().shard(n->hash());
+    {
+      std::lock_guard<std::mutex> lk(sh.mu);
+      auto it = sh.set.find(const_cast<UOp*>(n));
+      if (it != sh.set.end() && *it == n) sh.set.erase(it);
+    }
+    Interner::destroy(n);  // releasing its sources may push more nodes onto todo
+  }
+  pending_free = nullptr;
+}
+
+
+// ---- value ranges (integers and bools only; saturating int64) ----
+static int64_t sat(__int128 v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : int64_t(v); }
+static bool ranged(DType d) { return !d.ptr && d.count == 1 && (dtypes::is_int(d) || dtypes::is_bool(d)); }
+
+void UOp::compute_range() {
+  if (!ranged(dtype)) {
+    vmin_ = INT64_MIN, vmax_ = INT64_MAX;
+    return;
+  }
+  double dlo = dtypes::min(dtype), dhi = dtypes::max(dtype);
+  int64_t lo = dlo <= -9.2e18 ? INT64_MIN : int64_t(dlo), hi = dhi >= 9.2e18 ? INT64_MAX : int64_t(dhi);
+  auto set = [&](__int128 a, __int128 b) {
+    if (a >= lo && b <= hi && a <= b) vmin_ = sat(a), vmax_ = sat(b);
+    else vmin_ = lo, vmax_ = hi;  // could overflow the dtype: no claim
+  };
+  set(lo, hi);
+  auto s = [&](int i) { return src[size_t(i)].get(); };
+  switch (op) {
+    case Ops::CONST: {
+      int64_t v = std::holds_alternative<bool>(arg) ? int64_t(std::get<bool>(arg)) : std::get<int64_t>(arg);
+      set(v, v);
+      break;
+    }
+    case Ops::DEFINE_VAR: set(std::get<VarArg>(arg).vmin, std::get<VarArg>(arg).vmax); break;
+    case Ops::BIND: set(s(0)->vmin_, s(0)->vmax_); break;
+    case Ops::RANGE:
+    case Ops::SPECIAL: set(0, std::max<__int128>(0, __int128(s(0)->vmax_) - 1)); break;
+    case Ops::ADD: set(__int128(s(0)->vmin_) + s(1)->vmin_, __int128(s(0)->vmax_) + s(1)->vmax_); break;
+    case Ops::SUB: set(__int128(s(0)->vmin_) - s(1)->vmax_, __int128(s(0)->vmax_) - s(1)->vmin_); break;
+    case Ops::NEG: set(-__int128(s(0)->vmax_), -__int128(s(0)->vmin_)); break;
+    case Ops::MUL: {
+      __int128 c[4] = {__int128(s(0)->vmin_) * s(1)->vmin_, __int128(s(0)->vmin_) * s(1)->vmax_, __int128(s(0)->vmax_) * s(1)->vmin_,
+                       __int128(s(0)->vmax_) * s(1)->vmax_};
+      set(*std::min_element(c, c + 4), *std::max_element(c, c + 4));
+      break;
+    }
+    case Ops::IDIV:
+      if (s(1)->vmin_ > 0 || s(1)->vmax_ < 0) {  // truncating division is monotonic per sign of the divisor: corners bound it
+        __int128 c[4] = {__int128(s(0)->vmin_) / s(1)->vmin_, __int128(s(0)->vmin_) / s(1)->vmax_, __int128(s(0)->vmax_) / s(1)->vmin_,
+                         __int128(s(0)->vmax_) / s(1)->vmax_};
+        set(*std::min_element(c, c + 4), *std::max_element(c, c + 4));
+      }
+      break;
+    case Ops::MOD:
+      if (s(1)->vmin_ > 0) {
+        int64_t m = s(1)->vmax_ - 1;
+        if (s(0)->vmin_ >= 0) set(0, std::min(s(0)->vmax_, m));
+        else if (s(0)->vmax_ <= 0) set(std::max(s(0)->vmin_, -m), 0);
+        else set(-m, m);
+      }
+      break;
+    case Ops::MAX: set(std::max(s(0)->vmin_, s(1)->vmin_), std::max(s(0)->vmax_, s(1)->vmax_)); break;
+    case Ops::CMPLT:
+      if (s(0)->vmax_ < s(1)->vmin_) set(1, 1);
+      else if (s(0)->vmin_ >= s(1)->vmax_) set(0, 0);
+      else set(0, 1);
+      break;
+    case Ops::CMPNE:
+    case Ops::CMPEQ: {
+      bool disjoint = s(0)->vmax_ < s(1)->vmin_ || s(1)->vmax_ < s(0)->vmin_;
+      bool same_single = s(0)->vmin_ == s(0)->vmax_ && s(1)->vmin_ == s(1)->vmax_ && s(0)->vmin_ == s(1)->vmin_;
+      int64_t ne = disjoint ? 1 : same_single ? 0 : -1;
+      if (ne < 0 || !ranged(s(0)->dtype)) set(0, 1);
+      else set(op == Ops::CMPNE ? ne : 1 - ne, op == Ops::CMPNE ? ne : 1 - ne);
+      break;
+    }
+    case Ops::WHERE:
+      if (s(0)->vmin_ == 1) set(s(1)->vmin_, s(1)->vmax_);
+      else if (s(0)->vmax_ == 0) set(s(2)->vmin_, s(2)->vmax_);
+      else set(std::min(s(1)->vmin_, s(2)->vmin_), std::max(s(1)->vmax_, s(2)->vmax_));
+      break;
+    case Ops::AND:
+      if (dtypes::is_bool(dtype)) set(s(0)->vmin_ & s(1)->vmin_, s(0)->vmax_ & s(1)->vmax_);
+      else if (s(0)->vmin_ >= 0 && s(1)->vmin_ >= 0) set(0, std::min(s(0)->vmax_, s(1)->vmax_));
+      break;
+    case Ops::OR:
+      if (dtypes::is_bool(dtype)) set(s(0)->vmin_ | s(1)->vmin_, s(0)->vmax_ | s(1)->vmax_);
+      break;
+    case Ops::SHR:
+      if (s(1)->op == Ops::CONST && s(0)->vmin_ >= 0 && s(1)->vmin_ >= 0 && s(1)->vmin_ < 63)
+        set(s(0)->vmin_ >> s(1)->vmin_, s(0)->vmax_ >> s(1)->vmin_);
+      break;
+    case Ops::CAST:
+      if (ranged(s(0)->dtype)) set(s(0)->vmin_, s(0)->vmax_);
+      break;
+    default: break;
+  }
+}
+
+// ---- tensor-level shapes ----
+void UOp::compute_shape() {
+  auto from = [&](const UOp* s) {
+    if (s->has_shape_) has_shape_ = true, shape_ = s->shape_;
+    return s->has_shape_;
+  };
+  auto ints = [&]() -> const std::vector<int64_t>& { return std::get<std::vector<int64_t>>(arg); };
+  switch (op) {
+    case Ops::BUFFER: has_shape_ = true, shape_ = {std::get<int64_t>(arg)}; break;
+    case Ops::PARAM: has_shape_ = true, shape_ = {ints().at(1)}; break;
+    case Ops::CONST:
+    case Ops::DEFINE_VAR:
+    case Ops::BIND:
+      if (src.empty() || op == Ops::BIND) has_shape_ = true;
+      break;
+    case Ops::RESHAPE:
+    case Ops::EXPAND:
+      if (src[0]->has_shape_) has_shape_ = true, shape_ = ints();
+      break;
+    case Ops::PERMUTE:
+      if (src[0]->has_shape_)
+        for (auto p : ints()) has_shape_ = true, shape_.push_back(src[0]->shape_.at(size_t(p)));
+      break;
+    case Ops::PAD:
+    case Ops::SHRINK:
+      if (from(src[0].get()))
+        for (size_t i = 0; i < shape_.size(); i++)
+          shape_[i] = op == Ops::PAD ? shape_[i] + ints().at(2 * i) + ints().at(2 * i + 1) : ints().at(2 * i + 1) - ints().at(2 * i);
+      break;
+    case Ops::REDUCE_AXIS:
+      if (from(src[0].get()))
+        for (size_t i = 1; i < ints().size(); i++) shape_.at(size_t(ints()[i])) = 1;
+      break;
+    case Ops::FLIP:
+    case Ops::CONTIGUOUS:
+    case Ops::CONTIGUOUS_BACKWARD:
+    case Ops::DETACH:
+    case Ops::COPY:
+    case Ops::ASSIGN:
+    case Ops::CAST:
+    case Ops::BITCAST: from(src[0].get()); break;
+    default:
+      if (GroupOp::alu(op) && std::all_of(src.begin(), src.end(), [](auto& s) { return s->has_shape_; })) from(src.back().get());
+  }
+}
+
+// ---- constants and builders ----
+double UOp::const_value() const {
+  if (auto b = std::get_if<bool>(&arg)) return *b;
+  if (auto i = std::get_if<int64_t>(&arg)) return double(*i);
+  return std::get<double>(arg);
+}
+UOpRef UOp::const_(DType dtype, double v) {
+  DType b = dtype.base();
+  if (dtypes::is_bool(b)) return make(Ops::CONST, b, {}, v != 0);
+  if (dtypes::is_int(b)) return make(Ops::CONST, b, {}, int64_t(truncate_to(b, v)));
+  return make(Ops::CONST, b, {}, truncate_to(b, v));
+}
+UOpRef UOp::const_int(DType dtype, int64_t v) {
+  return dtypes::is_int(dtype) ? make(Ops::CONST, dtype.base(), {}, v) : const_(dtype, double(v));
+}
+UOpRef UOp::variable(const std::string& name, int64_t vmin, int64_t vmax, DType dtype) {
+  TG_CHECK(vmin <= vmax, TG_ERROR_INVALID_ARGUMENT, strformat("variable '%s': min %lld > max %lld", name.c_str(), (long long)vmin, (long long)vmax));
+  return make(Ops::DEFINE_VAR, dtype, {}, VarArg{name, vmin, vmax});
+}
+UOpRef UOp::range(int64_t end, int64_t axis, int64_t kind) {
+  return make(Ops::RANGE, dtypes::index, {const_int(dtypes::index, end)}, std::vector<int64_t>{axis, kind});
+}
+
+UOpRef UOp::replace(Ops o) const { return make(o, dtype, src, arg, tag); }
+UOpRef UOp::replace_src(UOps s) const { return make(op, dtype, std::move(s), arg, tag); }
+UOpRef UOp::replace_arg(Arg a) const { return make(op, dtype, src, std::move(a), tag); }
+UOpRef UOp::replace_dtype(DType dt) const { return make(op, dt, src, arg, tag); }
+UOpRef UOp::with_tag(Arg t) const { return make(op, dtype, src, arg, std::move(t)); }
+UOpRef UOp::const_like(double v) const { return const_(dtype, v); }
+UOpRef UOp::alu(Ops o, UOps more) const {
+  UOps s{ref()};
+  for (auto& m : more) s.push_back(m);
+  DType dt = GroupOp::comparison(o) ? dtypes::bool_.vec(dtype.count) : o == Ops::WHERE ? s.at(1)->dtype : dtype;
+  return make(o, dt, std::move(s));
+}
+UOpRef UOp::cast(DType dt) const { return dt == dtype ? ref() : make(Ops::CAST, dt, {ref()}); }
+UOpRef UOp::bitcast(DType dt) const { return dt == dtype ? ref() : make(Ops::BITCAST, dt, {ref()}); }
+UOpRef UOp::lt(const UOpRef& b) const { return alu(Ops::CMPLT, {b}); }
+UOpRef UOp::ne(const UOpRef& b) const { return alu(Ops::CMPNE, {b}); }
+UOpRef UOp::eq(const UOpRef& b) const { return alu(Ops::CMPEQ, {b}); }
+UOpRef UOp::maximum(const UOpRef& b) const { return alu(Ops::MAX, {b}); }
+UOpRef UOp::minimum(const UOpRef& b) const { return -((-ref()).get()->maximum(-b)); }
+UOpRef UOp::where(const UOpRef& a, const UOpRef& b) const { return alu(Ops::WHERE, {a, b}); }
+UOpRef UOp::logical_not() const { return ne(const_like(1)); }
+
+UOpRef operator+(const UOpRef& a, const UOpRef& b) { return a->alu(Ops::ADD, {b}); }
+UOpRef operator*(const UOpRef& a, const UOpRef& b) { return a->alu(Ops::MUL, {b}); }
+// integer subtraction is canonicalized to a + b*-1 so the symbolic rules see one form of every sum
+UOpRef operator-(const UOpRef& a, const UOpRef& b) { return dtypes::is_int(a->dtype) ? a + b * -1 : a->alu(Ops::SUB, {b}); }
+UOpRef operator-(const UOpRef& a) { return dtypes::is_int(a->dtype) ? a * -1 : a->alu(Ops::NEG); }
+UOpRef operator/(const UOpRef& a, const UOpRef& b) { return a->alu(dtypes::is_float(a->dtype) ? Ops::FDIV : Ops::IDIV, {b}); }
+UOpRef operator%(const UOpRef& a, const UOpRef& b) { return a->alu(Ops::MOD, {b}); }
+UOpRef operator<(const UOpRef& a, const UOpRef& b) { return a->lt(b); }
+UOpRef operator&(const UOpRef& a, const UOpRef& b) { return a->alu(Ops::AND, {b}); }
+UOpRef operator|(const UOpRef& a, const UOpRef& b) { return a->alu(Ops::OR, {b}); }
+UOpRef operator^(const UOpRef& a, const UOpRef& b) { return a->alu(Ops::XOR, {b}); }
+
+// ---- algebra helpers ----
+int64_t UOp::const_factor() const {
+  if (op == Ops::CONST && dtypes::is_int(dtype)) return std::abs(std::get<int64_t>(arg));
+  if (op == Ops::ADD) return std::gcd(src[0]->const_factor(), src[1]->const_factor());
+  if (op == Ops::MUL) return sat(__int128(src[0]->const_factor()) * src[1]->const_factor());
+  return 1;
+}
+UOpRef UOp::divides(int64_t v) const {
+  if (v == 1) return ref();
+  if (v == 0) return {};
+  if (op == Ops::CONST && dtypes::is_int(dtype)) return std::get<int64_t>(arg) % v == 0 ? const_like(double(std::get<int64_t>(arg) / v)) : UOpRef();
+  if (op == Ops::ADD) {
+    auto a = src[0]->divides(v), b = a ? src[1]->divides(v) : UOpRef();
+    return b ? a + b : UOpRef();
+  }
+  if (op == Ops::MUL) {
+    if (auto a = src[0]->divides(v)) return a * src[1];
+    if (auto b = src[1]->divides(v)) return src[0] * b;
+  }
+  return {};
+}
+UOpRef UOp::pop_const(int64_t* c) const {
+  if (op == Ops::ADD && src[1]->op == Ops::CONST && dtypes::is_int(dtype)) return *c = std::get<int64_t>(src[1]->arg), src[0];
+  return *c = 0, ref();
+}
+void UOp::split_uop(Ops sep, UOps& out) const {
+  if (op == sep)
+    for (auto& s : src) s->split_uop(sep, out);
+  else out.push_back(ref());
+}
+
+UOps UOp::toposort() const {
+  UOps order;
+  std::unordered_set<const UOp*> seen;
+  std::vector<std::pair<const UOp*, size_t>> stack{{this, 0}};
+  seen.insert(this);
+  while (!stack.empty()) {
+    auto& [n, i] = stack.back();
+    if (i < n->src.size()) {
+      const UOp* c = n->src[i++].get();
+      if (seen.insert(c).second) stack.push_back({c, 0});
+    } else {
+      order.push_back(n->ref());
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+std::string UOp::str() const {
+  std::unordered_map<const UOp*, int> names;
+  std::unordered_map<const UOp*, int> uses;
+  for (auto& n : toposort())
+    for (auto& s : n->src) uses[s.get()]++;
+  std::string out;
+  std::function<void(const UOp*, int)> rec = [&](const UOp* u, int depth) {
+    std::string pad(size_t(depth) * 2, ' ');
+    if (auto it = names.find(u); it != names.end()) {
+      out += pad + "x" + std::to_string(it->second) + "\n";
+      return;
+    }
+    std::string nm;
+    if (uses[u] > 1) names[u] = int(names.size()), nm = "x" + std::to_string(names[u]) + ":";
+    out += pad + nm + "UOp(Ops." + std::string(op_name(u->op)) + ", " + u->dtype.name();
+    if (u->arg.index() != 0) out += ", arg=" + arg_str(u->arg);
+    if (u->tag.index() != 0) out += ", tag=" + arg_str(u->tag);
+    if (u->src.empty()) {
+      out += ")\n";
+      return;
+    }
+    out += ", src=(\n";
+    for (auto& s : u->src) rec(s.get(), depth + 1);
+    out += pad + "))\n";
+  };
+  rec(this, 0);
+  return out;
+}
+
+std::string UOp::render() const {
+  auto r = [](const UOpRef& u) { return u->render(); };
+  static const std::unordered_map<int, const char*> infix = {{int(Ops::ADD), "+"},  {int(Ops::SUB), "-"},   {int(Ops::MUL), "*"},
+                                                             {int(Ops::IDIV), "//"}, {int(Ops::FDIV), "/"},  {int(Ops::MOD), "%"},
+                                                             {int(Ops::CMPLT), "<"}, {int(Ops::CMPNE), "!="}, {int(Ops::CMPEQ), "=="},
+                                                             {int(Ops::AND), "&"},   {int(Ops::OR), "|"},    {int(Ops::XOR), "^"}};
+  switch (op) {
+    case Ops::CONST: return dtypes::is_float(dtype) ? strformat("%g", const_value()) : dtypes::is_bool(dtype) ? (const_value() ? "True" : "False") : std::to_string(std::get<int64_t>(arg));
+    case Ops::DEFINE_VAR: return std::get<VarArg>(arg).name;
+    case Ops::RANGE: return "ridx" + std::to_string(arg_ints()[0]);
+    case Ops::NEG: return "(-" + r(src[0]) + ")";
+    case Ops::MAX: return "max(" + r(src[0]) + ", " + r(src[1]) + ")";
+    case Ops::WHERE: return "(" + r(src[1]) + " if " + r(src[0]) + " else " + r(src[2]) + ")";
+    case Ops::CAST: return dtype.name() + "(" + r(src[0]) + ")";
+    default:
+      if (auto it = infix.find(int(op)); it != infix.end()) {
+        // a + b*-1 reads as a - b
+        if (op == Ops::ADD && src[1]->op == Ops::MUL && src[1]->src[1]->is_const(-1)) return "(" + r(src[0]) + "-" + r(src[1]->src[0]) + ")";
+        if (op == Ops::MUL && src[1]->is_const(-1)) return "(-" + r(src[0]) + ")";
+        return "(" + r(src[0]) + it->second + r(src[1]) + ")";
+      }
+      std::string s = std::string(op_name(op)) + "(";
+      for (size_t i = 0; i < src.size(); i++) s += (i ? ", " : "") + r(src[i]);
+      return s + ")";
+  }
+}
+
+// ---- constant evaluation ----
+static float f16_round(float f) {  // round a float to the nearest half, returned as float
+  return float(_Float16(f));
+}
+static float bf16_round(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  if ((b & 0x7fffffff) > 0x7f800000) return f;  // NaN stays
+  b = (b + 0x7fff + ((b >> 16) & 1)) & 0xffff0000u;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+double truncate_to(DType dt, double v) {
+  switch (dt.scalar) {
+    case Scalar::Bool: return v != 0;
+    case Scalar::Float16: return f16_round(float(v));
+    case Scalar::BFloat16: return bf16_round(float(v));
+    case Scalar::Float32: return double(float(v));
+    case Scalar::Float64: return v;
+    default: break;
+  }
+  if (std::isnan(v) || std::isinf(v)) return 0;
+  int bits = dt.base().itemsize() * 8;
+  __int128 i = __int128(std::trunc(v));
+  uint64_t u = uint64_t(i) & (bits == 64 ? ~0ull : ((1ull << bits) - 1));
+  if (dtypes::is_unsigned(dt)) return double(u);
+  if (bits < 64 && (u >> (bits - 1))) return double(int64_t(u) - (int64_t(1) << bits));
+  return double(int64_t(u));
+}
+
+double exec_alu(Ops op, DType dt, const std::vector<double>& v) {
+  if (op == Ops::WHERE) return v[0] != 0 ? v[1] : v[2];
+  if (GroupOp::comparison(op)) {
+    bool r = op == Ops::CMPLT ? v[0] < v[1] : op == Ops::CMPNE ? v[0] != v[1] : v[0] == v[1];
+    return r;
+  }
+  if (dtypes::is_int(dt) || dtypes::is_bool(dt)) {
+    // integers compute in 128 bits, then wrap to the dtype
+    __int128 a = __int128(v[0]), b = v.size() > 1 ? __int128(v[1]) : 0, r = 0;
+    switch (op) {
+      case Ops::NEG: r = -a; break;
+      case Ops::ADD: r = a + b; break;
+      case Ops::SUB: r = a - b; break;
+      case Ops::MUL: r = a * b; break;
+      case Ops::IDIV: r = b == 0 ? 0 : a / b; break;
+      case Ops::MOD: r = b == 0 ? 0 : a % b; break;
+      case Ops::MAX: r = std::max(a, b); break;
+      case Ops::AND: r = a & b; break;
+      case Ops::OR: r = a | b; break;
+      case Ops::XOR: r = a ^ b; break;
+      case Ops::SHL: r = b >= 64 ? 0 : a << int(b); break;
+      case Ops::SHR: r = b >= 64 ? 0 : a >> int(b); break;
+      case Ops::MULACC: r = a * b + __int128(v[2]); break;
+      default: fail(TG_ERROR_INTERNAL, "exec_alu: no integer rule for " + std::string(op_name(op)));
+    }
+    return truncate_to(dt, double(int64_t(uint64_t(r))));
+  }
+  double a = v[0], b = v.size() > 1 ? v[1] : 0, r = 0;
+  switch (op) {
+    case Ops::NEG: r = -a; break;
+    case Ops::EXP2: r = std::exp2(a); break;
+    case Ops::LOG2: r = std::log2(a); break;
+    case Ops::SIN: r = std::sin(a); break;
+    case Ops::SQRT: r = std::sqrt(a); break;
+    case Ops::RECIPROCAL: r = 1.0 / a; break;
+    case Ops::TRUNC: r = std::trunc(a); break;
+    case Ops::ADD: r = a + b; break;
+    case Ops::SUB: r = a - b; break;
+    case Ops::MUL: r = a * b; break;
+    case Ops::FDIV: r = a / b; break;
+    case Ops::MAX: r = std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); break;
+    case Ops::POW: r = std::pow(a, b); break;
+    case Ops::MULACC: r = a * b + v[2]; break;
+    default: fail(TG_ERROR_INTERNAL, "exec_alu: no float rule for " + std::string(op_name(op)));
+  }
+  return truncate_to(dt, r);
+}
+
+}  // namespace tg
