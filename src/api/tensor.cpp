@@ -1,0 +1,205 @@
+// C API: tensors. Handles are checked against a live set, so NULL and released handles are errors, not crashes.
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
+#include "api/api.h"
+#include "tensor/tensor.h"
+
+using namespace tg;
+
+struct tg_tensor {
+  Tensor t;
+  std::atomic<int64_t> rc{1};
+};
+
+namespace {
+std::mutex live_mu;
+std::unordered_set<const tg_tensor*>& live() {
+  static auto* s = new std::unordered_set<const tg_tensor*>();
+  return *s;
+}
+tg_tensor* wrap(Tensor t) {
+  auto* h = new tg_tensor{std::move(t)};
+  std::lock_guard<std::mutex> lk(live_mu);
+  live().insert(h);
+  return h;
+}
+Tensor& get(const tg_tensor* h, const char* fn, const char* arg = "tensor") {
+  TG_ARG(h, std::string(fn) + ": " + arg + " is NULL");
+  std::lock_guard<std::mutex> lk(live_mu);
+  TG_ARG(live().count(h), std::string(fn) + ": " + arg + " is not a live tensor handle (released?)");
+  return const_cast<tg_tensor*>(h)->t;
+}
+DType dt_of(tg_dtype d, const char* fn) {
+  TG_CHECK(unsigned(d) <= TG_FLOAT64, TG_ERROR_DTYPE, strformat("%s: unknown dtype %d", fn, int(d)));
+  return dtypes::all()[size_t(d)];
+}
+std::vector<int64_t> ints(const int64_t* p, size_t n, const char* fn, const char* what) {
+  TG_ARG(p || n == 0, std::string(fn) + ": " + what + " is NULL with a nonzero count");
+  TG_ARG(n <= 64, strformat("%s: %zu %s is too many", fn, n, what));
+  return std::vector<int64_t>(p, p + n);
+}
+std::vector<std::pair<int64_t, int64_t>> pairs(const int64_t* p, size_t n, const char* fn) {
+  auto v = ints(p, 2 * n, fn, "pairs");
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (size_t i = 0; i < n; i++) out.emplace_back(v[2 * i], v[2 * i + 1]);
+  return out;
+}
+}  // namespace
+
+#define TG_T(name, body) \
+  tg_tensor* tg_tensor_##name { return api::make([&]() -> tg_tensor* { body }); }
+#define TG_UNARY(name) TG_T(name(tg_tensor* t), return wrap(get(t, #name).name());)
+#define TG_BINARY(name) TG_T(name(tg_tensor* a, tg_tensor* b), return wrap(get(a, #name, "a").name(get(b, #name, "b")));)
+#define TG_SCALAR(name, op) TG_T(name##_scalar(tg_tensor* a, double b), Tensor& x = get(a, #name "_scalar"); return wrap(x.op(x.scalar_like(b)));)
+#define TG_REDUCE(name) \
+  TG_T(name(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim), return wrap(get(t, #name).name(ints(axes, naxes, #name, "axes"), keepdim != 0));)
+
+extern "C" {
+
+TG_T(from_data(const void* data, size_t nbytes, tg_dtype dtype, const int64_t* shape, size_t ndim, const char* device),
+     return wrap(Tensor::from_data(data, nbytes, dt_of(dtype, "from_data"), ints(shape, ndim, "from_data", "shape"), canonical_device(device)));)
+TG_T(empty(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
+     return wrap(Tensor::empty(ints(shape, ndim, "empty", "shape"), dt_of(dtype, "empty"), canonical_device(device)));)
+TG_T(zeros(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
+     return wrap(Tensor::full(ints(shape, ndim, "zeros", "shape"), 0, dt_of(dtype, "zeros"), canonical_device(device)));)
+TG_T(ones(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
+     return wrap(Tensor::full(ints(shape, ndim, "ones", "shape"), 1, dt_of(dtype, "ones"), canonical_device(device)));)
+TG_T(full(const int64_t* shape, size_t ndim, double value, tg_dtype dtype, const char* device),
+     return wrap(Tensor::full(ints(shape, ndim, "full", "shape"), value, dt_of(dtype, "full"), canonical_device(device)));)
+TG_T(arange(double start, double stop, double step, tg_dtype dtype, const char* device),
+     return wrap(Tensor::arange(start, stop, step, dt_of(dtype, "arange"), canonical_device(device)));)
+TG_T(eye(int64_t n, tg_dtype dtype, const char* device), return wrap(Tensor::eye(n, dt_of(dtype, "eye"), canonical_device(device)));)
+
+int64_t tg_tensor_ndim(const tg_tensor* t) {
+  int64_t r = -1;
+  api::call([&] { r = get(t, "ndim").ndim(); });
+  return r;
+}
+int64_t tg_tensor_numel(const tg_tensor* t) {
+  int64_t r = -1;
+  api::call([&] { r = get(t, "numel").numel(); });
+  return r;
+}
+tg_status tg_tensor_shape(const tg_tensor* t, int64_t* out, size_t capacity) {
+  return api::call([&] {
+    const Shape& s = get(t, "shape").shape();
+    TG_ARG(out || s.empty(), "shape: out is NULL");
+    TG_ARG(capacity >= s.size(), strformat("shape: capacity %zu < ndim %zu", capacity, s.size()));
+    std::copy(s.begin(), s.end(), out);
+  });
+}
+tg_status tg_tensor_dtype(const tg_tensor* t, tg_dtype* out) {
+  return api::call([&] {
+    DType d = get(t, "dtype").dtype();
+    TG_ARG(out, "dtype: out is NULL");
+    *out = tg_dtype(d.scalar);
+  });
+}
+const char* tg_tensor_device(const tg_tensor* t) {
+  const char* r = nullptr;
+  api::call([&] { r = get(t, "device").device().c_str(); });
+  return r;
+}
+
+TG_BINARY(add)
+TG_BINARY(sub)
+TG_BINARY(mul)
+TG_BINARY(div)
+TG_BINARY(idiv)
+TG_BINARY(maximum)
+TG_BINARY(minimum)
+TG_BINARY(pow)
+TG_BINARY(lt)
+TG_BINARY(le)
+TG_BINARY(gt)
+TG_BINARY(ge)
+TG_BINARY(eq)
+TG_BINARY(ne)
+TG_BINARY(matmul)
+TG_SCALAR(add, add)
+TG_SCALAR(sub, sub)
+TG_SCALAR(mul, mul)
+TG_SCALAR(div, div)
+TG_SCALAR(pow, pow)
+TG_T(where(tg_tensor* c, tg_tensor* x, tg_tensor* y), return wrap(get(c, "where", "cond").where(get(x, "where", "x"), get(y, "where", "y")));)
+TG_T(cast(tg_tensor* t, tg_dtype dtype), return wrap(get(t, "cast").cast(dt_of(dtype, "cast")));)
+TG_UNARY(neg)
+TG_UNARY(exp)
+TG_UNARY(exp2)
+TG_UNARY(log)
+TG_UNARY(log2)
+TG_UNARY(sqrt)
+TG_UNARY(reciprocal)
+TG_UNARY(sin)
+TG_UNARY(cos)
+TG_UNARY(abs)
+TG_UNARY(relu)
+TG_UNARY(sigmoid)
+TG_UNARY(tanh)
+TG_UNARY(contiguous)
+TG_REDUCE(sum)
+TG_REDUCE(prod)
+TG_REDUCE(max)
+TG_REDUCE(min)
+TG_REDUCE(mean)
+TG_T(softmax(tg_tensor* t, int64_t axis), return wrap(get(t, "softmax").softmax(axis));)
+TG_T(log_softmax(tg_tensor* t, int64_t axis), return wrap(get(t, "log_softmax").log_softmax(axis));)
+TG_T(reshape(tg_tensor* t, const int64_t* shape, size_t ndim), return wrap(get(t, "reshape").reshape(ints(shape, ndim, "reshape", "shape")));)
+TG_T(permute(tg_tensor* t, const int64_t* order, size_t ndim), return wrap(get(t, "permute").permute(ints(order, ndim, "permute", "order")));)
+TG_T(expand(tg_tensor* t, const int64_t* shape, size_t ndim), return wrap(get(t, "expand").expand(ints(shape, ndim, "expand", "shape")));)
+TG_T(pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value), return wrap(get(t, "pad").pad(pairs(pads, npairs, "pad"), value));)
+TG_T(shrink(tg_tensor* t, const int64_t* bounds, size_t npairs), return wrap(get(t, "shrink").shrink(pairs(bounds, npairs, "shrink")));)
+TG_T(flip(tg_tensor* t, const int64_t* axes, size_t naxes), return wrap(get(t, "flip").flip(ints(axes, naxes, "flip", "axes")));)
+TG_T(transpose(tg_tensor* t, int64_t d0, int64_t d1), return wrap(get(t, "transpose").transpose(d0, d1));)
+
+tg_status tg_tensor_realize(tg_tensor* t) {
+  return api::call([&] { get(t, "realize").realize(); });
+}
+tg_status tg_tensor_realize_many(tg_tensor* const* ts, size_t n) {
+  return api::call([&] {
+    TG_ARG(ts || n == 0, "realize_many: tensors is NULL");
+    std::vector<Tensor*> v;
+    for (size_t i = 0; i < n; i++) v.push_back(&get(ts[i], "realize_many", strformat("tensors[%zu]", i).c_str()));
+    TG_ARG(v.empty() || std::all_of(v.begin(), v.end(), [&](Tensor* x) { return x->device() == v[0]->device(); }), "realize_many: tensors are on different devices");
+    Tensor::realize_all(v);
+  });
+}
+tg_status tg_tensor_to_data(tg_tensor* t, void* out, size_t nbytes) {
+  return api::call([&] { get(t, "to_data").to_data(out, nbytes); });
+}
+tg_tensor* tg_tensor_retain(tg_tensor* t) {
+  return api::make([&] {
+    get(t, "retain");
+    t->rc++;
+    return t;
+  });
+}
+void tg_tensor_release(tg_tensor* t) {
+  if (!t) return;
+  {
+    std::lock_guard<std::mutex> lk(live_mu);
+    if (!live().count(t)) return api::set_error(TG_ERROR_INVALID_ARGUMENT, "release: not a live tensor handle (released twice?)");
+    if (--t->rc > 0) return;
+    live().erase(t);
+  }
+  delete t;
+}
+
+tg_status tg_counters_get(tg_counters* out) {
+  return api::call([&] {
+    TG_ARG(out, "counters_get: out is NULL");
+    TG_ARG(out->struct_size >= offsetof(tg_counters, kernel_count) + sizeof(uint64_t), "counters_get: struct_size is not set");
+    tg_counters c{};
+    c.struct_size = sizeof c;
+    c.kernel_count = GlobalCounters::kernel_count, c.global_ops = GlobalCounters::global_ops, c.global_mem = GlobalCounters::global_mem;
+    c.time_sum_s = GlobalCounters::time_sum_s, c.compile_count = GlobalCounters::compile_count;
+    size_t n = std::min(out->struct_size, sizeof c);  // a caller built against an older, smaller struct gets its prefix
+    std::memcpy(out, &c, n);
+    out->struct_size = n;
+  });
+}
+void tg_counters_reset(void) { GlobalCounters::reset(); }
+
+}  // extern "C"

@@ -1,0 +1,146 @@
+// Each node is placed in the innermost loop it depends on: a value that does not use a loop's index is computed
+// before that loop opens. Loops nest as output axes (in order), then each REDUCE's axes inside the scope it needs.
+#include "codegen/linearize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+namespace tg {
+
+double reduce_identity(Ops op, DType dt) {
+  if (op == Ops::ADD) return 0;
+  if (op == Ops::MUL) return 1;
+  return dtypes::is_float(dt) ? -std::numeric_limits<double>::infinity() : dtypes::min(dt);
+}
+
+namespace {
+struct Scope {
+  const UOp* range = nullptr;
+  Scope* parent = nullptr;
+  int depth = 0;
+  uint64_t trip = 1;
+  UOps body;
+};
+
+struct Linearizer {
+  std::vector<std::unique_ptr<Scope>> scopes;
+  std::unordered_map<const UOp*, Scope*> range_scope;
+  std::unordered_map<const UOp*, UOpRef> done;         // emitted node -> what later uses read (the acc for a REDUCE)
+  LinearProgram lp;
+  int64_t acc_id = 0;
+
+  Scope* new_scope(Scope* parent, const UOp* range) {
+    auto s = std::make_unique<Scope>();
+    s->parent = parent, s->range = range, s->depth = parent ? parent->depth + 1 : 0;
+    s->trip = (parent ? parent->trip : 1) * uint64_t(range ? std::max<int64_t>(range->src[0]->vmax(), 0) : 1);
+    if (range) range_scope[range] = s.get();
+    scopes.push_back(std::move(s));
+    return scopes.back().get();
+  }
+  static Scope* deeper(Scope* a, Scope* b) { return !a ? b : !b ? a : (b->depth > a->depth ? b : a); }
+
+  // the loops a node's value depends on (a REDUCE closes its own)
+  std::unordered_map<const UOp*, std::vector<const UOp*>> deps;
+  const std::vector<const UOp*>& ranges_of(const UOp* n) {
+    if (auto it = deps.find(n); it != deps.end()) return it->second;
+    std::vector<const UOp*> r;
+    if (n->op == Ops::RANGE) r.push_back(n);
+    for (size_t i = 0; i < (n->op == Ops::REDUCE ? 1 : n->src.size()); i++)
+      for (auto* x : ranges_of(n->src[i].get()))
+        if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
+    if (n->op == Ops::REDUCE)
+      for (size_t i = 1; i < n->src.size(); i++) r.erase(std::remove(r.begin(), r.end(), n->src[i].get()), r.end());
+    return deps[n] = std::move(r);
+  }
+  // the innermost open loop scope this node's value depends on
+  Scope* scope_of(const UOp* n) {
+    Scope* s = scopes[0].get();
+    for (auto* r : ranges_of(n)) s = deeper(s, range_scope.at(r));
+    return s;
+  }
+
+  void close(Scope* s, Scope* into) {
+    into->body.push_back(s->range->ref());
+    into->body.insert(into->body.end(), s->body.begin(), s->body.end());
+    into->body.push_back(UOp::make(Ops::END, dtypes::void_, {s->range->ref()}));
+  }
+
+  void push(Scope* s, const UOpRef& u) {
+    s->body.push_back(u);
+    if (GroupOp::alu(u->op) && u->dtype != dtypes::index) lp.ops += s->trip;
+  }
+
+  UOpRef emit(const UOp* n) {
+    if (auto it = done.find(n); it != done.end()) return it->second;
+    UOpRef out = n->ref();
+    switch (n->op) {
+      case Ops::CONST:
+      case Ops::RANGE: break;
+      case Ops::DEFINE_GLOBAL: {
+        size_t i = size_t(std::get<int64_t>(n->arg));
+        if (lp.globals.size() <= i) lp.globals.resize(i + 1);
+        lp.globals[i] = out;
+        lp.mem += uint64_t(std::max<int64_t>(n->dtype.size, 0)) * uint64_t(n->dtype.base().itemsize());
+        break;
+      }
+      case Ops::INDEX:  // rendered inline by its LOAD/STORE
+        for (auto& s : n->src) emit(s.get());
+        break;
+      case Ops::REDUCE: {
+        Scope* parent = scope_of(n);
+        Ops rop = Ops(std::get<int64_t>(n->arg));
+        UOpRef acc = UOp::make(Ops::DEFINE_REG, n->dtype.ptr_to(1, AddrSpace::Reg), {UOp::const_(n->dtype, reduce_identity(rop, n->dtype))}, acc_id++);
+        push(parent, acc);
+        Scope* inner = parent;
+        std::vector<Scope*> chain;
+        for (size_t i = 1; i < n->src.size(); i++) {
+          chain.push_back(inner = new_scope(inner, n->src[i].get()));
+        }
+        UOpRef v = emit(n->src[0].get());
+        UOpRef cur = UOp::make(Ops::LOAD, n->dtype, {acc});
+        push(inner, UOp::make(Ops::STORE, dtypes::void_, {acc, cur->alu(rop, {v})}));
+        for (size_t i = chain.size(); i-- > 0;) close(chain[i], i ? chain[i - 1] : parent);
+        out = cur;
+        lp.reduce_acc[n->ref()] = acc;
+        break;
+      }
+      default:
+        for (auto& s : n->src) emit(s.get());
+        push(scope_of(n), out);
+    }
+    done[n] = out;
+    return out;
+  }
+
+  LinearProgram run(const UOpRef& ast, const std::string& name) {
+    lp.name = name;
+    Scope* root = new_scope(nullptr, nullptr);
+    // output loops: LOOP ranges in axis order, outermost first
+    std::vector<const UOp*> loops;
+    for (auto& u : ast->toposort())
+      if (u->op == Ops::RANGE && u->arg_ints()[1] == 0) loops.push_back(u.get());
+    std::sort(loops.begin(), loops.end(), [](auto* a, auto* b) { return a->arg_ints()[0] < b->arg_ints()[0]; });
+    std::vector<Scope*> chain{root};
+    for (auto* r : loops) chain.push_back(new_scope(chain.back(), r));
+    // reduce ranges get their scopes when their REDUCE is emitted, nested under the scope it needs
+    for (auto& st : ast->src) emit(st.get());
+    for (size_t i = chain.size(); i-- > 1;) close(chain[i], chain[i - 1]);
+    lp.uops = root->body;
+    return std::move(lp);
+  }
+};
+}  // namespace
+
+LinearProgram linearize(const UOpRef& ast, const std::string& name) {
+  Linearizer l;
+  LinearProgram lp = l.run(ast, name);
+  if (DEBUG >= 5) {
+    std::fprintf(stderr, "=== linearized %s: %zu uops ===\n", name.c_str(), lp.uops.size());
+    for (auto& u : lp.uops) std::fprintf(stderr, "  %-14s %-16s %s\n", op_name(u->op).data(), u->dtype.name().c_str(), arg_str(u->arg).c_str());
+  }
+  return lp;
+}
+
+}  // namespace tg

@@ -1,0 +1,23 @@
+// Codegen: lower a kernel AST (SINK of STOREs with REDUCE nodes over RANGEs) to a linear program with loops.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "uop/uop.h"
+
+namespace tg {
+
+// A linear program: RANGE opens a loop, END closes it; DEFINE_REG declares an accumulator (src: its initial value);
+// STORE to a DEFINE_REG updates it and LOAD of one reads it. Every other node is computed once where it is listed.
+struct LinearProgram {
+  std::string name;
+  UOps globals;  // DEFINE_GLOBALs by arg index
+  UOps uops;
+  UOpMap<UOpRef> reduce_acc;  // REDUCE node -> the DEFINE_REG holding its result
+  uint64_t ops = 0;  // estimated arithmetic ops per run
+  uint64_t mem = 0;  // bytes of the buffers it touches
+};
+LinearProgram linearize(const UOpRef& ast, const std::string& name);
+double reduce_identity(Ops op, DType dt);
+
+}  // namespace tg

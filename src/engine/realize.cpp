@@ -1,0 +1,82 @@
+#include "engine/realize.h"
+
+#include <chrono>
+
+#include "codegen/linearize.h"
+#include "renderer/cstyle.h"
+#include "schedule/schedule.h"
+#include "tensor/tensor.h"
+
+namespace tg {
+
+using Clock = std::chrono::steady_clock;
+static double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+static void compile_kernel(const KernelItem& k, Device& dev) {
+  std::call_once(k.compiled, [&] {
+    if (DEBUG >= 3) std::fprintf(stderr, "=== kernel %s AST ===\n%s", k.name.c_str(), k.ast->str().c_str());
+    LinearProgram lp = linearize(k.ast, k.name);
+    k.src = render_c(lp);
+    if (DEBUG >= 4) std::fprintf(stderr, "=== kernel %s source ===\n%s", k.name.c_str(), k.src.c_str());
+    k.ops = lp.ops, k.mem = lp.mem;
+    k.prog = dev.compiler().compile(k.name, k.src);
+  });
+}
+
+std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device) {
+  auto t0 = Clock::now();
+  Device& dev = get_device(device);
+  // normalize: input buffers become PARAM slots, so graphs that differ only in their data share one schedule
+  UOpRef sink = UOp::sink(roots);
+  std::vector<UOpRef> inputs;
+  std::vector<std::pair<DType, int64_t>> specs;
+  UOpMap<UOpRef> to_param;
+  for (auto& u : sink->toposort())
+    if (u->op == Ops::BUFFER) {
+      to_param[u] = UOp::make(Ops::PARAM, u->dtype, {}, std::vector<int64_t>{int64_t(inputs.size()), std::get<int64_t>(u->arg)});
+      inputs.push_back(u), specs.emplace_back(u->dtype, std::get<int64_t>(u->arg));
+    }
+  UOpRef norm = sink->substitute(to_param);
+  auto sched = get_schedule(norm, specs);
+  double t_sched = since(t0);
+
+  // buffers for every slot: inputs as given, the rest new
+  std::vector<std::shared_ptr<Buffer>> bufs(sched->slots.size());
+  UOpMap<UOpRef> from_param;
+  for (size_t i = 0; i < sched->slots.size(); i++) {
+    UOpRef param = UOp::make(Ops::PARAM, sched->slots[i].first, {}, std::vector<int64_t>{int64_t(i), sched->slots[i].second});
+    if (i < inputs.size()) {
+      bufs[i] = static_cast<const BufferArg*>(std::get<std::shared_ptr<const ArgExt>>(inputs[i]->src[0]->arg).get())->buf;
+      from_param[param] = inputs[i];
+    } else {
+      bufs[i] = std::make_shared<Buffer>(device, sched->slots[i].first, sched->slots[i].second);
+      from_param[param] = buffer_uop(bufs[i]);
+    }
+  }
+  double t_run = 0;
+  for (auto& k : sched->kernels) {
+    compile_kernel(*k, dev);
+    std::vector<void*> ptrs;
+    for (int s : k->slots) ptrs.push_back(bufs[size_t(s)]->ptr());
+    auto t1 = Clock::now();
+    k->prog->entry(ptrs.data(), nullptr);
+    dev.synchronize();
+    double dt = since(t1);
+    t_run += dt;
+    GlobalCounters::kernel_count++, GlobalCounters::global_ops += k->ops, GlobalCounters::global_mem += k->mem;
+    for (double cur = GlobalCounters::time_sum_s.load(); !GlobalCounters::time_sum_s.compare_exchange_weak(cur, cur + dt);) {
+    }
+    if (DEBUG >= 2)
+      std::fprintf(stderr, "*** %-4s %6llu %-28s arg %2zu mem %6.3f GB tm %10.2fus (%9.2f GFLOPS %7.2f GB/s)\n", device.c_str(),
+                   (unsigned long long)GlobalCounters::kernel_count.load(), k->name.c_str(), k->slots.size(), double(GlobalCounters::global_mem.load()) * 1e-9,
+                   dt * 1e6, double(k->ops) / dt * 1e-9, double(k->mem) / dt * 1e-9);
+  }
+  if (DEBUG >= 1 && !sched->kernels.empty())
+    std::fprintf(stderr, "realize: %zu kernel%s, schedule %.3f ms, run %.3f ms\n", sched->kernels.size(), sched->kernels.size() == 1 ? "" : "s", t_sched * 1e3,
+                 t_run * 1e3);
+  std::vector<UOpRef> outs;
+  for (auto& o : sched->outputs) outs.push_back(o->substitute(from_param));
+  return outs;
+}
+
+}  // namespace tg

@@ -1,0 +1,194 @@
+#include "renderer/cstyle.h"
+
+#include <cmath>
+#include <unordered_map>
+
+namespace tg {
+
+static const char* kPrelude = R"(#include <math.h>
+#include <stdint.h>
+#include <string.h>
+/* float16 and bfloat16 are stored as 16-bit patterns and computed in float, rounded after every op */
+static inline float tg_h2f(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, b;
+  if (e == 0) { if (m == 0) b = s; else { e = 113; while (!(m & 0x400)) { m <<= 1; e--; } b = s | (e << 23) | ((m & 0x3ff) << 13); } }
+  else if (e == 31) b = s | 0x7f800000u | (m << 13);
+  else b = s | ((e + 112) << 23) | (m << 13);
+  float f; memcpy(&f, &b, 4); return f;
+}
+static inline uint16_t tg_f2h(float f) {
+  uint32_t b; memcpy(&b, &f, 4);
+  uint32_t s = (b >> 16) & 0x8000, a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00);
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);
+  if (a < 0x38800000u) { /* subnormal half: round to nearest even in units of 2^-24 */
+    float af; memcpy(&af, &a, 4); float q = af * 16777216.0f; uint32_t r = (uint32_t)q; float fr = q - (float)r;
+    if (fr > 0.5f || (fr == 0.5f && (r & 1))) r++; return (uint16_t)(s | r);
+  }
+  uint32_t r = a + 0xc8000fffu + ((a >> 13) & 1); return (uint16_t)(s | (r >> 13));
+}
+static inline float tg_bf2f(uint16_t h) { uint32_t b = (uint32_t)h << 16; float f; memcpy(&f, &b, 4); return f; }
+static inline uint16_t tg_f2bf(float f) {
+  uint32_t b; memcpy(&b, &f, 4);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40);
+  return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
+}
+static inline float tg_hround(float f) { return tg_h2f(tg_f2h(f)); }
+static inline float tg_bfround(float f) { return tg_bf2f(tg_f2bf(f)); }
+)";
+
+static bool is16(DType d) { return d.scalar == Scalar::Float16 || d.scalar == Scalar::BFloat16; }
+// the C type values of `d` are computed in (16-bit floats compute in float)
+static std::string ctype(DType d) {
+  switch (d.scalar) {
+    case Scalar::Bool: return "_Bool";
+    case Scalar::Int8: return "signed char";
+    case Scalar::UInt8: return "unsigned char";
+    case Scalar::Int16: return "short";
+    case Scalar::UInt16: return "unsigned short";
+    case Scalar::Int32: return "int";
+    case Scalar::UInt32: return "unsigned int";
+    case Scalar::Int64: return "long long";
+    case Scalar::UInt64: return "unsigned long long";
+    case Scalar::Float16:
+    case Scalar::BFloat16:
+    case Scalar::Float32: return "float";
+    case Scalar::Float64: return "double";
+    default: return "void";
+  }
+}
+static std::string storage_type(DType d) { return is16(d) ? "uint16_t" : ctype(d); }
+static std::string round16(DType d, const std::string& x) {
+  return d.scalar == Scalar::Float16 ? "tg_hround(" + x + ")" : d.scalar == Scalar::BFloat16 ? "tg_bfround(" + x + ")" : x;
+}
+static std::string literal(DType d, double v) {
+  if (dtypes::is_float(d)) {
+    if (std::isnan(v)) return "NAN";
+    if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+    std::string t = strformat(d.scalar == Scalar::Float64 ? "%.17g" : "%.9g", v);
+    if (t.find_first_of(".e") == std::string::npos) t += ".0";
+    return d.scalar == Scalar::Float64 ? t : t + "f";
+  }
+  if (dtypes::is_bool(d)) return v != 0 ? "1" : "0";
+  if (d.scalar == Scalar::UInt64) return strformat("%lluull", (unsigned long long)v);
+  if (d.scalar == Scalar::Int64) return v == -9223372036854775808.0 ? "(-9223372036854775807ll-1)" : strformat("%lldll", (long long)v);
+  if (d.scalar == Scalar::UInt32) return strformat("%lluu", (unsigned long long)v);
+  return v < 0 ? strformat("(%lld)", (long long)v) : strformat("%lld", (long long)v);
+}
+static std::string fn(DType d, const char* name) { return std::string(name) + (d.scalar == Scalar::Float64 ? "" : "f"); }
+
+struct CRenderer {
+  const LinearProgram& lp;
+  std::unordered_map<const UOp*, std::string> names;
+  std::string out;
+  int indent = 1;
+  int counter = 0;
+
+  std::string r(const UOpRef& u) {
+    if (auto it = names.find(u.get()); it != names.end()) return it->second;
+    if (u->op == Ops::CONST) return literal(u->dtype, u->const_value());
+    if (u->op == Ops::LOAD && u->src[0]->op == Ops::DEFINE_REG) return r(u->src[0]);
+    if (u->op == Ops::REDUCE) return r(lp.reduce_acc.at(u));
+    return expr(u);  // an update's ALU, rendered inline
+  }
+  std::string index(const UOpRef& idx) { return r(idx->src[0]) + "[" + r(idx->src[1]) + "]"; }
+  std::string expr(const UOpRef& u) {
+    auto& s = u->src;
+    DType d = u->dtype;
+    auto bin = [&](const char* op) { return "(" + r(s[0]) + op + r(s[1]) + ")"; };
+    switch (u->op) {
+      case Ops::LOAD: {
+        const UOpRef& idx = s[0];
+        std::string v = index(idx);
+        if (d.scalar == Scalar::Float16) v = "tg_h2f(" + v + ")";
+        if (d.scalar == Scalar::BFloat16) v = "tg_bf2f(" + v + ")";
+        return idx->src.size() > 2 ? "(" + r(idx->src[2]) + "?" + v + ":" + literal(d, 0) + ")" : v;
+      }
+      case Ops::ADD: return round16(d, bin("+"));
+      case Ops::SUB: return round16(d, bin("-"));
+      case Ops::MUL: return round16(d, bin("*"));
+      case Ops::FDIV:
+      case Ops::IDIV: return round16(d, bin("/"));
+      case Ops::MOD: return bin("%");
+      case Ops::CMPLT: return bin("<");
+      case Ops::CMPNE: return bin("!=");
+      case Ops::CMPEQ: return bin("==");
+      case Ops::AND: return bin("&");
+      case Ops::OR: return bin("|");
+      case Ops::XOR: return bin("^");
+      case Ops::SHL: return bin("<<");
+      case Ops::SHR: return bin(">>");
+      case Ops::MAX: return "((" + r(s[0]) + ">" + r(s[1]) + ")?" + r(s[0]) + ":" + r(s[1]) + ")";
+      case Ops::NEG: return "(-" + r(s[0]) + ")";
+      case Ops::WHERE: return "(" + r(s[0]) + "?" + r(s[1]) + ":" + r(s[2]) + ")";
+      case Ops::MULACC: return round16(d, "(" + r(s[0]) + "*" + r(s[1]) + "+" + r(s[2]) + ")");
+      case Ops::EXP2: return round16(d, fn(d, "exp2") + "(" + r(s[0]) + ")");
+      case Ops::LOG2: return round16(d, fn(d, "log2") + "(" + r(s[0]) + ")");
+      case Ops::SIN: return round16(d, fn(d, "sin") + "(" + r(s[0]) + ")");
+      case Ops::SQRT: return round16(d, fn(d, "sqrt") + "(" + r(s[0]) + ")");
+      case Ops::TRUNC: return round16(d, fn(d, "trunc") + "(" + r(s[0]) + ")");
+      case Ops::POW: return round16(d, fn(d, "pow") + "(" + r(s[0]) + "," + r(s[1]) + ")");
+      case Ops::RECIPROCAL: return round16(d, "(" + literal(d, 1) + "/" + r(s[0]) + ")");
+      case Ops::CAST: {
+        DType from = s[0]->dtype;
+        if (dtypes::is_bool(d)) return "(" + r(s[0]) + "!=0)";
+        // float -> unsigned goes through int64 so negative values wrap like numpy instead of being undefined
+        if (dtypes::is_float(from) && dtypes::is_unsigned(d)) return "((" + ctype(d) + ")(long long)(" + r(s[0]) + "))";
+        return round16(d, "((" + ctype(d) + ")(" + r(s[0]) + "))");
+      }
+      case Ops::BITCAST:
+        return "({" + ctype(d) + " _b; " + storage_type(s[0]->dtype) + " _a = " + r(s[0]) + "; memcpy(&_b, &_a, sizeof _b); _b;})";
+      default: fail(TG_ERROR_UNSUPPORTED, "C renderer: no rule for " + std::string(op_name(u->op)));
+    }
+  }
+  void line(const std::string& s) { out += std::string(size_t(indent) * 2, ' ') + s + "\n"; }
+
+  std::string run() {
+    std::string params, entry_args;
+    for (size_t i = 0; i < lp.globals.size(); i++) {
+      DType pd = lp.globals[i]->dtype;
+      std::string nm = "data" + std::to_string(i), t = storage_type(pd.base());
+      names[lp.globals[i].get()] = nm;
+      params += (i ? ", " : "") + std::string(i ? "const " : "") + t + "* restrict " + nm;
+      entry_args += (i ? ", " : "") + std::string("(") + (i ? "const " : "") + t + "*)bufs[" + std::to_string(i) + "]";
+    }
+    // inputs are only read: mark every global but those stored to as const
+    for (auto& u : lp.uops) {
+      if (u->op == Ops::RANGE) {
+        std::string nm = "ridx" + std::to_string(u->arg_ints()[0]);
+        names[u.get()] = nm;
+        line("for (long long " + nm + " = 0; " + nm + " < " + r(u->src[0]) + "; " + nm + "++) {");
+        indent++;
+      } else if (u->op == Ops::END) {
+        indent--;
+        line("}");
+      } else if (u->op == Ops::DEFINE_REG) {
+        std::string nm = "acc" + std::to_string(std::get<int64_t>(u->arg));
+        names[u.get()] = nm;
+        line(ctype(u->dtype) + " " + nm + " = " + r(u->src[0]) + ";");
+      } else if (u->op == Ops::STORE) {
+        if (u->src[0]->op == Ops::DEFINE_REG) line(r(u->src[0]) + " = " + r(u->src[1]) + ";");
+        else {
+          DType d = u->src[1]->dtype;
+          std::string v = r(u->src[1]);
+          if (d.scalar == Scalar::Float16) v = "tg_f2h(" + v + ")";
+          if (d.scalar == Scalar::BFloat16) v = "tg_f2bf(" + v + ")";
+          line(index(u->src[0]) + " = " + v + ";");
+        }
+      } else {
+        std::string nm = (u->op == Ops::LOAD ? "val" : "alu") + std::to_string(counter++);
+        line((u->dtype == dtypes::index ? std::string("long long") : ctype(u->dtype)) + " " + nm + " = " + expr(u) + ";");
+        names[u.get()] = nm;
+      }
+    }
+    std::string body = std::move(out);
+    // the output (data0) is the only global written; fix its qualifier
+    std::string sig = params;
+    return std::string(kPrelude) + "void " + lp.name + "(" + sig + ") {\n" + body + "}\n" + "void tg_entry(void** bufs, const int64_t* vars) {\n  (void)vars;\n  " +
+           lp.name + "(" + entry_args + ");\n}\n";
+  }
+};
+
+std::string render_c(const LinearProgram& lp) { return CRenderer{lp}.run(); }
+
+}  // namespace tg

@@ -1,0 +1,67 @@
+#include <cstdlib>
+#include <cstring>
+
+#include "helpers.h"
+#include "runtime/device.h"
+
+namespace tg {
+
+void* Allocator::alloc(size_t nbytes) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = cache_.find(nbytes);
+    if (it != cache_.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      cached_ -= nbytes;
+      return p;
+    }
+  }
+  void* p = raw_alloc(nbytes);
+  if (!p) {  // free what we hold and retry once before giving up
+    clear_cache();
+    p = raw_alloc(nbytes);
+  }
+  TG_CHECK(p, TG_ERROR_OUT_OF_MEMORY, strformat("allocation of %zu bytes failed", nbytes));
+  return p;
+}
+void Allocator::free(void* p, size_t nbytes) {
+  static const size_t limit = size_t(getenv_int("TG_ALLOC_CACHE_MB", 1024)) << 20;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (cached_ + nbytes > limit) return raw_free(p, nbytes);
+  cache_[nbytes].push_back(p);
+  cached_ += nbytes;
+}
+void Allocator::clear_cache() {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& [n, v] : cache_)
+    for (void* p : v) raw_free(p, n);
+  cache_.clear();
+  cached_ = 0;
+}
+
+Buffer::Buffer(std::string device, DType dtype, int64_t size) : device_(std::move(device)), dtype_(dtype), size_(size), dev_(&get_device(device_)) {
+  TG_CHECK(size >= 0, TG_ERROR_INVALID_ARGUMENT, "buffer size must be >= 0");
+}
+Buffer::~Buffer() {
+  if (ptr_) dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);
+}
+void* Buffer::ptr() {
+  if (!ptr_) ptr_ = dev_->allocator().alloc(nbytes() ? nbytes() : 1);
+  return ptr_;
+}
+void Buffer::copyin(const void* src, size_t n) {
+  TG_CHECK(n == nbytes(), TG_ERROR_INVALID_ARGUMENT, strformat("copyin: %zu bytes given, buffer holds %zu", n, nbytes()));
+  if (n) std::memcpy(ptr(), src, n);
+}
+void Buffer::copyout(void* dst, size_t n) {
+  TG_CHECK(n == nbytes(), TG_ERROR_INVALID_ARGUMENT, strformat("copyout: %zu bytes asked, buffer holds %zu", n, nbytes()));
+  dev_->synchronize();
+  if (n) std::memcpy(dst, ptr(), n);
+}
+
+std::atomic<uint64_t> GlobalCounters::kernel_count{0}, GlobalCounters::global_ops{0}, GlobalCounters::global_mem{0}, GlobalCounters::compile_count{0};
+std::atomic<double> GlobalCounters::time_sum_s{0};
+void GlobalCounters::reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0; }
+
+}  // namespace tg

@@ -1,0 +1,97 @@
+// Runtime: devices, buffers with an LRU free-list allocator, compilers with an on-disk cache, loaded programs.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "uop/dtype.h"
+
+namespace tg {
+
+// Caches freed allocations by size so a training loop reuses memory instead of going back to the OS.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  void* alloc(size_t nbytes);
+  void free(void* p, size_t nbytes);
+  void clear_cache();
+  size_t cached_bytes() const { return cached_; }
+
+ protected:
+  virtual void* raw_alloc(size_t nbytes) = 0;
+  virtual void raw_free(void* p, size_t nbytes) = 0;
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> cache_;
+  size_t cached_ = 0;
+};
+
+// A compiled kernel: entry(bufs, vars) calls the generated function with typed pointers.
+struct Program {
+  using Entry = void (*)(void** bufs, const int64_t* vars);
+  std::string name;
+  Entry entry = nullptr;
+  void* handle = nullptr;  // dlopen handle, kept for the process lifetime (programs are cached)
+};
+
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  // compile C source to a loadable program; cached in memory and (CACHELEVEL>0) on disk
+  virtual std::shared_ptr<Program> compile(const std::string& name, const std::string& src) = 0;
+};
+
+class Device {
+ public:
+  explicit Device(std::string name) : name_(std::move(name)) {}
+  virtual ~Device() = default;
+  const std::string& name() const { return name_; }
+  virtual Allocator& allocator() = 0;
+  virtual Compiler& compiler() = 0;
+  virtual void synchronize() {}
+
+ private:
+  std::string name_;
+};
+
+// The registry: "CPU" (and later "LLVM", "CUDA", "CL"). Throws TG_ERROR_DEVICE for unknown or unavailable devices.
+Device& get_device(const std::string& name);
+std::string canonical_device(const char* name);  // NULL -> $DEVICE or "CPU"; upper-cases, strips ":0"
+
+// Device memory for one tensor buffer. Allocated lazily; the host reaches it only through copyin/copyout.
+class Buffer {
+ public:
+  Buffer(std::string device, DType dtype, int64_t size);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  const std::string& device() const { return device_; }
+  DType dtype() const { return dtype_; }
+  int64_t size() const { return size_; }
+  size_t nbytes() const { return size_t(size_) * size_t(dtype_.itemsize()); }
+  void* ptr();  // allocates on first use
+  bool allocated() const { return ptr_ != nullptr; }
+  void copyin(const void* src, size_t nbytes);
+  void copyout(void* dst, size_t nbytes);
+
+ private:
+  std::string device_;
+  DType dtype_;
+  int64_t size_;
+  void* ptr_ = nullptr;
+  Device* dev_;
+};
+
+// counters (tinygrad's GlobalCounters)
+struct GlobalCounters {
+  static std::atomic<uint64_t> kernel_count, global_ops, global_mem, compile_count;
+  static std::atomic<double> time_sum_s;
+  static void reset();
+};
+
+}  // namespace tg

@@ -1,0 +1,396 @@
+#include "tensor/tensor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "engine/realize.h"
+
+namespace tg {
+
+std::string BufferArg::str() const { return strformat("<%s %s[%lld]>", buf->device().c_str(), buf->dtype().name().c_str(), (long long)buf->size()); }
+UOpRef buffer_uop(std::shared_ptr<Buffer> buf) {
+  DType dt = buf->dtype();
+  int64_t n = buf->size();
+  auto unique = UOp::make(Ops::UNIQUE, dtypes::void_, {}, std::shared_ptr<const ArgExt>(std::make_shared<BufferArg>(std::move(buf))));
+  return UOp::make(Ops::BUFFER, dt, {unique}, n);
+}
+Buffer* buffer_of(const UOp* b) {
+  auto& ext = std::get<std::shared_ptr<const ArgExt>>(b->src.at(0)->arg);
+  return static_cast<const BufferArg*>(ext.get())->buf.get();
+}
+
+// store one value of `dt` at p, converting from double with C cast semantics
+static void write_scalar(DType dt, void* p, double v) {
+  switch (dt.scalar) {
+    case Scalar::Bool: *static_cast<uint8_t*>(p) = v != 0; break;
+    case Scalar::Int8: *static_cast<int8_t*>(p) = int8_t(truncate_to(dt, v)); break;
+    case Scalar::UInt8: *static_cast<uint8_t*>(p) = uint8_t(truncate_to(dt, v)); break;
+    case Scalar::Int16: *static_cast<int16_t*>(p) = int16_t(truncate_to(dt, v)); break;
+    case Scalar::UInt16: *static_cast<uint16_t*>(p) = uint16_t(truncate_to(dt, v)); break;
+    case Scalar::Int32: *static_cast<int32_t*>(p) = int32_t(truncate_to(dt, v)); break;
+    case Scalar::UInt32: *static_cast<uint32_t*>(p) = uint32_t(truncate_to(dt, v)); break;
+    case Scalar::Int64: *static_cast<int64_t*>(p) = int64_t(v); break;
+    case Scalar::UInt64: *static_cast<uint64_t*>(p) = uint64_t(v); break;
+    case Scalar::Float16: {
+      _Float16 h = _Float16(float(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case Scalar::BFloat16: {
+      float f = float(truncate_to(dt, v));
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      uint16_t h = uint16_t(b >> 16);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case Scalar::Float32: *static_cast<float*>(p) = float(v); break;
+    case Scalar::Float64: *static_cast<double*>(p) = v; break;
+    default: fail(TG_ERROR_DTYPE, "can't store " + dt.name());
+  }
+}
+
+static void check_shape(const Shape& s, const char* what) {
+  for (auto d : s) TG_CHECK(d >= 0, TG_ERROR_SHAPE, std::string(what) + ": negative dimension in shape " + shape_str(s));
+}
+static UOpRef view_as(UOpRef u, const Shape& shape) {
+  return u->shape() == shape ? u : UOp::make(Ops::RESHAPE, u->dtype, {u}, std::vector<int64_t>(shape));
+}
+
+Tensor Tensor::from_data(const void* data, size_t nbytes, DType dtype, const Shape& shape, const std::string& device) {
+  check_shape(shape, "from_data");
+  size_t need = size_t(tg::prod(shape)) * size_t(dtype.itemsize());
+  TG_CHECK(nbytes == need, TG_ERROR_INVALID_ARGUMENT,
+           strformat("from_data: %zu bytes given, shape %s of %s needs %zu", nbytes, shape_str(shape).c_str(), dtype.name().c_str(), need));
+  TG_CHECK(data || nbytes == 0, TG_ERROR_INVALID_ARGUMENT, "from_data: data is NULL");
+  auto buf = std::make_shared<Buffer>(device, dtype, tg::prod(shape));
+  buf->copyin(data, nbytes);
+  return Tensor(view_as(buffer_uop(std::move(buf)), shape), device);
+}
+Tensor Tensor::empty(const Shape& shape, DType dtype, const std::string& device) {
+  check_shape(shape, "empty");
+  return Tensor(view_as(buffer_uop(std::make_shared<Buffer>(device, dtype, tg::prod(shape))), shape), device);
+}
+Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::string& device) {
+  check_shape(shape, "full");
+  get_device(device);
+  UOpRef c = UOp::const_(dtype, value);
+  if (shape.empty()) return Tensor(c, device);
+  c = UOp::make(Ops::RESHAPE, dtype, {c}, std::vector<int64_t>(shape.size(), 1));
+  return Tensor(UOp::make(Ops::EXPAND, dtype, {c}, std::vector<int64_t>(shape)), device);
+}
+Tensor Tensor::arange(double start, double stop, double step, DType dtype, const std::string& device) {
+  TG_CHECK(step != 0 && std::isfinite(step) && std::isfinite(start) && std::isfinite(stop), TG_ERROR_INVALID_ARGUMENT,
+           strformat("arange: start %g, stop %g, step %g must be finite with step != 0", start, stop, step));
+  int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
+  std::vector<uint8_t> host(size_t(n) * size_t(dtype.itemsize()));
+  for (int64_t i = 0; i < n; i++) write_scalar(dtype, host.data() + size_t(i) * size_t(dtype.itemsize()), start + double(i) * step);
+  return from_data(host.data(), host.size(), dtype, {n}, device);
+}
+Tensor Tensor::eye(int64_t n, DType dtype, const std::string& device) {
+  TG_CHECK(n >= 0, TG_ERROR_SHAPE, strformat("eye: n=%lld must be >= 0", (long long)n));
+  Tensor a = arange(0, double(n), 1, dtypes::int32, device);
+  return a.reshape({n, 1}).eq(a.reshape({1, n})).cast(dtype);
+}
+
+// ---- elementwise ----
+static Shape broadcast_shape(const Shape& a, const Shape& b, const char* what) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; i++) {
+    int64_t x = i + a.size() >= n ? a[i + a.size() - n] : 1, y = i + b.size() >= n ? b[i + b.size() - n] : 1;
+    TG_CHECK(x == y || x == 1 || y == 1, TG_ERROR_SHAPE, std::string(what) + ": shapes " + shape_str(a) + " and " + shape_str(b) + " can't be broadcast");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+std::pair<Tensor, Tensor> Tensor::broadcasted(const Tensor& o, const char* what) const {
+  TG_CHECK(device_ == o.device_, TG_ERROR_DEVICE, std::string(what) + ": tensors are on different devices (" + device_ + ", " + o.device_ + ")");
+  DType dt = least_upper_dtype(dtype(), o.dtype());
+  Shape out = broadcast_shape(shape(), o.shape(), what);
+  return {cast(dt).expand(out), o.cast(dt).expand(out)};
+}
+Tensor Tensor::scalar_like(double v) const {
+  DType dt = dtype();
+  bool integral = std::floor(v) == v && std::isfinite(v);
+  if (!dtypes::is_float(dt) && !integral) dt = dtypes::default_float;  // int tensor op 2.5 -> float
+  else if (dtypes::is_bool(dt) && !(v == 0 || v == 1)) dt = dtypes::default_int;
+  return Tensor(UOp::const_(dt, v), device_);
+}
+Tensor Tensor::alu(Ops op, const Tensor& o, bool cmp) const {
+  auto [a, b] = broadcasted(o, op_name(op).data());
+  (void)cmp;
+  return Tensor(a.uop_->alu(op, {b.uop_}), device_);
+}
+Tensor Tensor::add(const Tensor& o) const { return alu(Ops::ADD, o); }
+Tensor Tensor::sub(const Tensor& o) const {
+  auto [a, b] = broadcasted(o, "sub");
+  return Tensor(a.uop_->alu(Ops::SUB, {b.uop_}), device_);
+}
+Tensor Tensor::mul(const Tensor& o) const { return alu(Ops::MUL, o); }
+Tensor Tensor::div(const Tensor& o) const {
+  auto [a, b] = broadcasted(o, "div");
+  DType ft = least_upper_float(a.dtype());
+  return Tensor(a.cast(ft).uop_->alu(Ops::FDIV, {b.cast(ft).uop_}), device_);
+}
+Tensor Tensor::idiv(const Tensor& o) const {
+  auto [a, b] = broadcasted(o, "idiv");
+  TG_CHECK(dtypes::is_int(a.dtype()), TG_ERROR_DTYPE, "idiv: needs integer tensors, got " + a.dtype().name());
+  return Tensor(a.uop_->alu(Ops::IDIV, {b.uop_}), device_);
+}
+Tensor Tensor::maximum(const Tensor& o) const { return alu(Ops::MAX, o); }
+Tensor Tensor::minimum(const Tensor& o) const {
+  auto [a, b] = broadcasted(o, "minimum");
+  return a.lt(b).where(a, b);
+}
+Tensor Tensor::pow(const Tensor& o) const {
+  auto [a, b] = broadcasted(o, "pow");
+  DType dt = a.dtype(), ct = dtypes::is_float(dt) ? dt : dtypes::float64;  // integer powers are exact through float64
+  TG_CHECK(!dtypes::is_bool(dt), TG_ERROR_DTYPE, "pow: bool tensors have no power");
+  return Tensor(a.cast(ct).uop_->alu(Ops::POW, {b.cast(ct).uop_}), device_).cast(dt);
+}
+Tensor Tensor::lt(const Tensor& o) const { return alu(Ops::CMPLT, o, true); }
+Tensor Tensor::gt(const Tensor& o) const { return o.alu(Ops::CMPLT, *this, true); }
+Tensor Tensor::eq(const Tensor& o) const { return alu(Ops::CMPEQ, o, true); }
+Tensor Tensor::ne(const Tensor& o) const { return alu(Ops::CMPNE, o, true); }
+Tensor Tensor::le(const Tensor& o) const { return Tensor(lt(o).uop_ | eq(o).uop_, device_); }
+Tensor Tensor::ge(const Tensor& o) const { return Tensor(gt(o).uop_ | eq(o).uop_, device_); }
+Tensor Tensor::where(const Tensor& x, const Tensor& y) const {
+  auto [bx, by] = x.broadcasted(y, "where");
+  TG_CHECK(device_ == x.device_, TG_ERROR_DEVICE, "where: condition is on " + device_ + ", values on " + x.device_);
+  Shape out = broadcast_shape(shape(), bx.shape(), "where");
+  return Tensor(cast(dtypes::bool_).expand(out).uop_->where(bx.expand(out).uop_, by.expand(out).uop_), device_);
+}
+Tensor Tensor::cast(DType dt) const { return dt == dtype() ? *this : Tensor(uop_->cast(dt.base()), device_); }
+Tensor Tensor::logical_not() const { return Tensor(cast(dtypes::bool_).uop_->ne(UOp::const_(dtypes::bool_, 1)), device_); }
+Tensor Tensor::neg() const { return dtypes::is_bool(dtype()) ? logical_not() : Tensor(uop_->alu(Ops::NEG), device_); }
+Tensor Tensor::unary_float(Ops op) const {
+  Tensor x = cast(least_upper_float(dtype()));
+  return Tensor(x.uop_->alu(op), device_);
+}
+Tensor Tensor::exp2() const { return unary_float(Ops::EXP2); }
+Tensor Tensor::log2() const { return unary_float(Ops::LOG2); }
+Tensor Tensor::sqrt() const { return unary_float(Ops::SQRT); }
+Tensor Tensor::reciprocal() const { return unary_float(Ops::RECIPROCAL); }
+Tensor Tensor::sin() const { return unary_float(Ops::SIN); }
+Tensor Tensor::exp() const {
+  Tensor x = cast(least_upper_float(dtype()));
+  return x.mul(x.scalar_like(1.0 / M_LN2)).exp2();
+}
+Tensor Tensor::log() const {
+  Tensor l = log2();
+  return l.mul(l.scalar_like(M_LN2));
+}
+Tensor Tensor::cos() const {
+  Tensor x = cast(least_upper_float(dtype()));
+  return x.scalar_like(M_PI / 2).sub(x).sin();
+}
+Tensor Tensor::abs() const {
+  if (dtypes::is_unsigned(dtype()) || dtypes::is_bool(dtype())) return *this;
+  return lt(scalar_like(0)).where(neg(), *this);
+}
+Tensor Tensor::relu() const { return gt(scalar_like(0)).where(*this, scalar_like(0)); }
+Tensor Tensor::sigmoid() const {
+  Tensor x = cast(least_upper_float(dtype()));
+  return x.scalar_like(1).add(x.neg().exp()).reciprocal();
+}
+Tensor Tensor::tanh() const {
+  Tensor x = cast(least_upper_float(dtype()));
+  return x.mul(x.scalar_like(2)).sigmoid().mul(x.scalar_like(2)).sub(x.scalar_like(1));
+}
+
+// ---- reductions ----
+int64_t Tensor::resolve_axis(int64_t axis, const char* what) const {
+  int64_t n = ndim();
+  TG_CHECK(axis >= -std::max<int64_t>(n, 1) && axis < std::max<int64_t>(n, 1), TG_ERROR_SHAPE,
+           strformat("%s: axis %lld is out of range for shape %s", what, (long long)axis, shape_str(shape()).c_str()));
+  return axis < 0 ? axis + n : axis;
+}
+Tensor Tensor::reduce(Ops op, std::vector<int64_t> axes, bool keepdim) const {
+  const char* what = op == Ops::ADD ? "sum" : op == Ops::MUL ? "prod" : "max";
+  if (axes.empty())
+    for (int64_t i = 0; i < ndim(); i++) axes.push_back(i);
+  for (auto& a : axes) a = resolve_axis(a, what);
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (ndim() == 0) return *this;
+  std::vector<int64_t> arg{int64_t(op)};
+  arg.insert(arg.end(), axes.begin(), axes.end());
+  Tensor r(UOp::make(Ops::REDUCE_AXIS, dtype(), {uop_}, arg), device_);
+  if (keepdim) return r;
+  Shape s;
+  for (int64_t i = 0; i < ndim(); i++)
+    if (!std::binary_search(axes.begin(), axes.end(), i)) s.push_back(shape()[size_t(i)]);
+  return r.reshape(s);
+}
+Tensor Tensor::sum(std::vector<int64_t> axes, bool keepdim) const {
+  Tensor r = cast(sum_acc_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim);
+  return dtype() == dtypes::float16 || dtype() == dtypes::bfloat16 ? r.cast(dtype()) : r;
+}
+Tensor Tensor::prod(std::vector<int64_t> axes, bool keepdim) const {
+  Tensor r = cast(sum_acc_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim);
+  return dtype() == dtypes::float16 || dtype() == dtypes::bfloat16 ? r.cast(dtype()) : r;
+}
+Tensor Tensor::max(std::vector<int64_t> axes, bool keepdim) const { return reduce(Ops::MAX, std::move(axes), keepdim); }
+Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
+  // min(x) = inverse(max(inverse(x))): negation for floats, bitwise not for ints, logical not for bools
+  auto inv = [&](const Tensor& t) {
+    if (dtypes::is_float(t.dtype())) return t.neg();
+    if (dtypes::is_bool(t.dtype())) return t.logical_not();
+    return Tensor(t.uop_ ^ UOp::const_(t.dtype(), -1), device_);
+  };
+  return inv(inv(*this).max(std::move(axes), keepdim));
+}
+Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
+  Tensor s = sum(axes, keepdim);
+  double n = s.numel() == 0 ? 0 : double(numel()) / double(s.numel());
+  if (s.numel() == 0 && numel() == 0) n = 1;
+  if (numel() == 0 && s.numel() > 0) n = 0;  // mean over an empty axis is nan, like numpy
+  Tensor f = s.cast(least_upper_float(s.dtype()));
+  return f.div(f.scalar_like(n));
+}
+Tensor Tensor::softmax(int64_t axis) const {
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor m = x.sub(x.max({axis}, true));
+  Tensor e = m.exp();
+  return e.div(e.sum({axis}, true));
+}
+Tensor Tensor::log_softmax(int64_t axis) const {
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor m = x.sub(x.max({axis}, true));
+  return m.sub(m.exp().sum({axis}, true).log());
+}
+
+// ---- movement ----
+Tensor Tensor::mv(Ops op, std::vector<int64_t> arg) const { return Tensor(UOp::make(op, dtype(), {uop_}, std::move(arg)), device_); }
+Tensor Tensor::reshape(Shape s) const {
+  int64_t infer = -1, known = 1;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == -1) {
+      TG_CHECK(infer < 0, TG_ERROR_SHAPE, "reshape: only one dimension can be -1 in " + shape_str(s));
+      infer = int64_t(i);
+    } else {
+      TG_CHECK(s[i] >= 0, TG_ERROR_SHAPE, "reshape: negative dimension in " + shape_str(s));
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    TG_CHECK(known != 0 && numel() % known == 0, TG_ERROR_SHAPE, "reshape: can't reshape " + shape_str(shape()) + " to " + shape_str(s));
+    s[size_t(infer)] = numel() / known;
+  }
+  TG_CHECK(tg::prod(s) == numel(), TG_ERROR_SHAPE, "reshape: can't reshape " + shape_str(shape()) + " to " + shape_str(s));
+  return s == shape() ? *this : mv(Ops::RESHAPE, s);
+}
+Tensor Tensor::permute(std::vector<int64_t> order) const {
+  TG_CHECK(int64_t(order.size()) == ndim(), TG_ERROR_SHAPE, "permute: order " + shape_str(order) + " doesn't match shape " + shape_str(shape()));
+  std::vector<bool> seen(order.size());
+  for (auto& o : order) {
+    o = resolve_axis(o, "permute");
+    TG_CHECK(!seen[size_t(o)], TG_ERROR_SHAPE, "permute: order " + shape_str(order) + " repeats an axis");
+    seen[size_t(o)] = true;
+  }
+  bool ident = true;
+  for (size_t i = 0; i < order.size(); i++) ident &= order[i] == int64_t(i);
+  return ident ? *this : mv(Ops::PERMUTE, order);
+}
+Tensor Tensor::expand(Shape s) const {
+  TG_CHECK(s.size() >= shape().size(), TG_ERROR_SHAPE, "expand: can't expand " + shape_str(shape()) + " to " + shape_str(s));
+  Shape src(s.size() - shape().size(), 1);
+  src.insert(src.end(), shape().begin(), shape().end());
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == -1) s[i] = src[i];
+    TG_CHECK(s[i] == src[i] || (src[i] == 1 && s[i] >= 0), TG_ERROR_SHAPE, "expand: can't expand " + shape_str(shape()) + " to " + shape_str(s));
+  }
+  Tensor r = reshape(src);
+  return s == src ? r : r.mv(Ops::EXPAND, s);
+}
+Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double value) const {
+  TG_CHECK(int64_t(pads.size()) == ndim(), TG_ERROR_SHAPE, strformat("pad: %zu pairs given for shape %s", pads.size(), shape_str(shape()).c_str()));
+  std::vector<int64_t> arg;
+  bool any = false;
+  for (auto [b, a] : pads) {
+    TG_CHECK(b >= 0 && a >= 0, TG_ERROR_SHAPE, "pad: padding must be >= 0");
+    arg.push_back(b), arg.push_back(a), any |= b || a;
+  }
+  if (!any) return *this;
+  Tensor p = mv(Ops::PAD, arg);
+  if (value == 0) return p;
+  Tensor mask = Tensor::full(shape(), 1, dtypes::bool_, device_).mv(Ops::PAD, arg);
+  return mask.where(p, p.scalar_like(value).cast(dtype()));
+}
+Tensor Tensor::shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const {
+  TG_CHECK(int64_t(bounds.size()) == ndim(), TG_ERROR_SHAPE, strformat("shrink: %zu pairs given for shape %s", bounds.size(), shape_str(shape()).c_str()));
+  std::vector<int64_t> arg;
+  bool any = false;
+  for (size_t i = 0; i < bounds.size(); i++) {
+    auto [s, e] = bounds[i];
+    TG_CHECK(0 <= s && s <= e && e <= shape()[i], TG_ERROR_SHAPE,
+             strformat("shrink: bounds (%lld,%lld) outside dim %zu of shape %s", (long long)s, (long long)e, i, shape_str(shape()).c_str()));
+    arg.push_back(s), arg.push_back(e), any |= s != 0 || e != shape()[i];
+  }
+  return any ? mv(Ops::SHRINK, arg) : *this;
+}
+Tensor Tensor::flip(std::vector<int64_t> axes) const {
+  std::vector<int64_t> flags(static_cast<size_t>(ndim()), 0);
+  for (auto a : axes) {
+    int64_t r = resolve_axis(a, "flip");
+    TG_CHECK(!flags[size_t(r)], TG_ERROR_SHAPE, "flip: axis repeated");
+    flags[size_t(r)] = 1;
+  }
+  return std::count(flags.begin(), flags.end(), 1) ? mv(Ops::FLIP, flags) : *this;
+}
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  std::vector<int64_t> order(static_cast<size_t>(ndim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[size_t(resolve_axis(d0, "transpose"))], order[size_t(resolve_axis(d1, "transpose"))]);
+  return permute(order);
+}
+
+Tensor Tensor::matmul(const Tensor& w) const {
+  int64_t n1 = ndim(), n2 = w.ndim();
+  TG_CHECK(n1 >= 1 && n2 >= 1, TG_ERROR_SHAPE, "matmul: both operands need at least 1 dimension, got shapes " + shape_str(shape()) + " and " + shape_str(w.shape()));
+  int64_t kw = w.shape()[size_t(n2 - std::min<int64_t>(n2, 2))];
+  TG_CHECK(shape().back() == kw, TG_ERROR_SHAPE, "matmul: shapes " + shape_str(shape()) + " and " + shape_str(w.shape()) + " don't match");
+  int64_t ones = std::min<int64_t>({n1 - 1, n2 - 1, 1});
+  Shape xs(shape().begin(), shape().end() - 1), ws(w.shape().begin(), w.shape().end() - std::min<int64_t>(n2, 2));
+  xs.insert(xs.end(), size_t(ones), 1), xs.push_back(shape().back());
+  ws.insert(ws.end(), size_t(ones), 1), ws.insert(ws.end(), w.shape().end() - std::min<int64_t>(n2, 2), w.shape().end());
+  Tensor x = reshape(xs), ww = w.reshape(ws).transpose(-1, -std::min<int64_t>(n2, 2));
+  return x.mul(ww).sum({-1}).cast(least_upper_dtype(dtype(), w.dtype()));
+}
+
+static bool is_buffer_view(const UOp* u, int64_t numel) {
+  if (u->op == Ops::RESHAPE) u = u->src[0].get();
+  return u->op == Ops::BUFFER && std::get<int64_t>(u->arg) == numel;
+}
+Tensor Tensor::contiguous() const { return is_buffer_view(uop_.get(), numel()) ? *this : Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {uop_}), device_); }
+Tensor Tensor::detach() const { return Tensor(UOp::make(Ops::DETACH, dtype(), {uop_}), device_); }
+
+Tensor& Tensor::realize() {
+  realize_all({this});
+  return *this;
+}
+void Tensor::realize_all(const std::vector<Tensor*>& ts) {
+  std::vector<UOpRef> roots;
+  for (auto* t : ts) roots.push_back(t->uop_);
+  std::vector<UOpRef> outs = realize_uops(roots, ts.empty() ? std::string("CPU") : ts[0]->device_);
+  for (size_t i = 0; i < ts.size(); i++) ts[i]->uop_ = outs[i];
+}
+void Tensor::to_data(void* out, size_t nbytes) {
+  size_t need = size_t(numel()) * size_t(dtype().itemsize());
+  TG_CHECK(nbytes == need, TG_ERROR_INVALID_ARGUMENT,
+           strformat("to_data: buffer of %zu bytes given, tensor %s of %s needs %zu", nbytes, shape_str(shape()).c_str(), dtype().name().c_str(), need));
+  TG_CHECK(out || nbytes == 0, TG_ERROR_INVALID_ARGUMENT, "to_data: out is NULL");
+  Tensor c = contiguous();
+  c.realize();
+  const UOp* b = c.uop_.get();
+  if (b->op == Ops::RESHAPE) b = b->src[0].get();
+  TG_CHECK(b->op == Ops::BUFFER, TG_ERROR_INTERNAL, "to_data: realized tensor is not a buffer");
+  if (nbytes) buffer_of(b)->copyout(out, nbytes);
+  if (uop_ != c.uop_ && !is_buffer_view(uop_.get(), numel())) uop_ = c.uop_;  // keep the computed result
+}
+
+}  // namespace tg
