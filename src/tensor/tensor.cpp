@@ -240,7 +240,7 @@ Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
   auto inv = [&](const Tensor& t) {
     if (dtypes::is_float(t.dtype())) return t.neg();
     if (dtypes::is_bool(t.dtype())) return t.logical_not();
-    return Tensor(t.uop_ ^ UOp::const_(t.dtype(), -1), device_);
+    return Tensor(t.uop_ ^ UOp::const_int(t.dtype(), -1), device_);
   };
   return inv(inv(*this).max(std::move(axes), keepdim));
 }

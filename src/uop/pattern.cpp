@@ -49,15 +49,27 @@ UOpRef Match::operator[](const char* n) const {
   return u->ref();
 }
 
-static bool match_srcs(const std::vector<UPat>& pats, const UOps& src, size_t i, Match& m) {
-  if (i == pats.size()) return true;
-  size_t mark = m.binds.size();
-  if (upat_match(pats[i], src[i].get(), m) && match_srcs(pats, src, i + 1, m)) return true;
-  m.binds.resize(mark);
-  return false;
-}
+// Matching backtracks across nested choices: each step gets the rest of the match as a continuation, so a commutative
+// source that binds a name one way is retried the other way when a later part of the pattern disagrees.
+namespace {
+class Cont {  // a non-owning bool() callable
+ public:
+  template <class F>
+  Cont(F& f) : obj_(&f), fn_([](void* o) { return (*static_cast<F*>(o))(); }) {}
+  bool operator()() const { return fn_(obj_); }
 
-bool upat_match(const UPat& p, const UOp* u, Match& m) {
+ private:
+  void* obj_;
+  bool (*fn_)(void*);
+};
+bool match(const UPat& p, const UOp* u, Match& m, Cont k);
+// pats[i] against srcs[i] for every i (or p against every src when `each`), then k
+bool match_list(const UPat* pats, bool each, const UOp* const* srcs, size_t n, Match& m, Cont k) {
+  if (n == 0) return k();
+  auto rest = [&] { return match_list(each ? pats : pats + 1, each, srcs + 1, n - 1, m, k); };
+  return match(*pats, srcs[0], m, Cont(rest));
+}
+bool match(const UPat& p, const UOp* u, Match& m, Cont k) {
   if (p.ops.any() && !p.ops.test(size_t(u->op))) return false;
   if (!p.dts.empty() && std::find(p.dts.begin(), p.dts.end(), u->dtype) == p.dts.end()) return false;
   if (p.kind_pred && !p.kind_pred(u->dtype)) return false;
@@ -69,30 +81,31 @@ bool upat_match(const UPat& p, const UOp* u, Match& m) {
       if (prev != u) return false;  // a repeated name must bind the same node
     } else m.binds.emplace_back(p.name, u);
   }
-  bool ok = true;
+  size_t n = u->src.size();
+  const UOp* small[4];
+  std::vector<const UOp*> big(n > 4 ? n : 0);
+  const UOp** src = n > 4 ? big.data() : small;
+  for (size_t i = 0; i < n && p.mode != UPat::SrcMode::Any; i++) src[i] = u->src[i].get();
+  bool ok = false;
   switch (p.mode) {
-    case UPat::SrcMode::Any: break;
-    case UPat::SrcMode::Each:
-      for (auto& s : u->src)
-        if (!(ok = upat_match(p.src[0], s.get(), m))) break;
-      break;
+    case UPat::SrcMode::Any: ok = k(); break;
+    case UPat::SrcMode::Each: ok = match_list(p.src.data(), true, src, n, m, k); break;
     case UPat::SrcMode::Ordered:
-      ok = (p.prefix ? u->src.size() >= p.src.size() : u->src.size() == p.src.size()) && match_srcs(p.src, u->src, 0, m);
+      ok = (p.prefix ? n >= p.src.size() : n == p.src.size()) && match_list(p.src.data(), false, src, p.src.size(), m, k);
       break;
-    case UPat::SrcMode::Permute: {
-      ok = false;
-      if (u->src.size() != p.src.size()) break;
-      std::vector<size_t> idx(u->src.size());
-      for (size_t i = 0; i < idx.size(); i++) idx[i] = i;
-      UOps perm(u->src.size());
-      do {
-        for (size_t i = 0; i < idx.size(); i++) perm[i] = u->src[idx[i]];
-        if ((ok = match_srcs(p.src, perm, 0, m))) break;
-      } while (std::next_permutation(idx.begin(), idx.end()));
-    }
+    case UPat::SrcMode::Permute:  // two sources of a commutative op: as given, then swapped
+      if (n != 2 || p.src.size() != 2) break;
+      ok = match_list(p.src.data(), false, src, 2, m, k);
+      if (!ok && src[0] != src[1]) std::swap(src[0], src[1]), ok = match_list(p.src.data(), false, src, 2, m, k);
   }
   if (!ok) m.binds.resize(mark);
   return ok;
+}
+}  // namespace
+
+bool upat_match(const UPat& p, const UOp* u, Match& m) {
+  auto done = [] { return true; };
+  return match(p, u, m, Cont(done));
 }
 
 PatternMatcher::PatternMatcher(std::vector<Rule> rules, std::string name)
@@ -144,7 +157,10 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, bo
     if (it.stage == 0) {
       if (top_down) {
         UOpRef cur = it.new_n;
-        while (UOpRef x = pm.rewrite(cur.get(), ctx)) cur = std::move(x);
+        for (int n = 0; UOpRef x = pm.rewrite(cur.get(), ctx); n++) {
+          TG_CHECK(n < 100000, TG_ERROR_INTERNAL, "graph_rewrite: rules rewrite in a loop (" + pm.name() + ")");
+          cur = std::move(x);
+        }
         if (auto f = replace.find(cur.get()); f != replace.end()) {
           replace[it.n] = f->second;
           continue;

@@ -1,5 +1,6 @@
 #include "uop/symbolic.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace tg {
@@ -8,6 +9,47 @@ static bool is_intlike(DType d) { return dtypes::is_int(d); }
 static int64_t ci(const UOpRef& c) { return std::get<int64_t>(c->arg); }
 static UOpRef cint(const UOpRef& like, int64_t v) { return UOp::const_int(like->dtype, v); }
 static UPat ivar(const char* n) { return UPat::var(n).scalar_kind(is_intlike); }
+
+// ---- exact integer constants (doubles lose bits past 2^53) ----
+static bool int_or_bool(DType d) { return d.count == 1 && !d.ptr && (dtypes::is_int(d) || dtypes::is_bool(d)); }
+static __int128 const_exact(const UOp* c) {  // uint64 args hold the bit pattern
+  if (auto b = std::get_if<bool>(&c->arg)) return *b;
+  int64_t v = std::get<int64_t>(c->arg);
+  return c->dtype.scalar == Scalar::UInt64 ? __int128(uint64_t(v)) : __int128(v);
+}
+// two's complement wrap to the dtype, like a C cast; bool is != 0
+static UOpRef const_wrapped(DType dt, __int128 v) {
+  if (dtypes::is_bool(dt)) return UOp::const_(dt, v != 0);
+  int bits = dt.itemsize() * 8;
+  uint64_t u = uint64_t(v) & (bits == 64 ? ~0ull : (1ull << bits) - 1);
+  int64_t r = !dtypes::is_unsigned(dt) && bits < 64 && (u >> (bits - 1)) ? int64_t(u) - (int64_t(1) << bits) : int64_t(u);
+  return UOp::const_int(dt, r);
+}
+static UOpRef fold_int_alu(const UOp* r) {
+  std::vector<__int128> v;
+  for (auto& s : r->src) v.push_back(const_exact(s.get()));
+  auto u = [&](size_t i) { return uint64_t(v[i]); };  // ADD/SUB/MUL/SHL wrap mod 2^64 anyway
+  switch (r->op) {
+    case Ops::NEG: return const_wrapped(r->dtype, -v[0]);
+    case Ops::ADD: return const_wrapped(r->dtype, u(0) + u(1));
+    case Ops::SUB: return const_wrapped(r->dtype, u(0) - u(1));
+    case Ops::MUL: return const_wrapped(r->dtype, u(0) * u(1));
+    case Ops::MULACC: return const_wrapped(r->dtype, u(0) * u(1) + u(2));
+    case Ops::IDIV: return v[1] == 0 ? UOpRef() : const_wrapped(r->dtype, v[0] / v[1]);
+    case Ops::MOD: return v[1] == 0 ? UOpRef() : const_wrapped(r->dtype, v[0] % v[1]);
+    case Ops::MAX: return const_wrapped(r->dtype, std::max(v[0], v[1]));
+    case Ops::CMPLT: return const_wrapped(r->dtype, v[0] < v[1]);
+    case Ops::CMPNE: return const_wrapped(r->dtype, v[0] != v[1]);
+    case Ops::CMPEQ: return const_wrapped(r->dtype, v[0] == v[1]);
+    case Ops::AND: return const_wrapped(r->dtype, v[0] & v[1]);
+    case Ops::OR: return const_wrapped(r->dtype, v[0] | v[1]);
+    case Ops::XOR: return const_wrapped(r->dtype, v[0] ^ v[1]);
+    case Ops::SHL: return v[1] < 0 ? UOpRef() : const_wrapped(r->dtype, v[1] >= 64 ? 0 : u(0) << int(v[1]));
+    case Ops::SHR: return v[1] < 0 ? UOpRef() : const_wrapped(r->dtype, v[1] >= 64 ? 0 : v[0] >> int(v[1]));
+    case Ops::WHERE: return const_wrapped(r->dtype, v[0] ? v[1] : v[2]);
+    default: return {};
+  }
+}
 
 // a sum as (base, coefficient) terms plus a constant, in first-seen order
 struct Terms {
@@ -78,13 +120,15 @@ static UOpRef canon_sum(const Match& m) {
   return out.get() == r ? UOpRef() : out;
 }
 
-// floor-ish division of a nonnegative sum by c > 0: x = c*q + rem with rem >= 0 gives x//c = q + rem//c, x%c = rem%c
+// division of a nonnegative sum by c > 0: x = c*q + rem with rem >= 0 gives x//c = q + rem//c, x%c = rem%c.
+// A term f*b with f > c and b >= 0 splits as c*(f//c)*b + (f%c)*b, so (x*5)//4 -> x + x//4 and (x*5)%4 -> x%4.
 static UOpRef divmod_split(const UOpRef& x, int64_t c, bool is_mod) {
   if (x->vmin() < 0 || (x->op != Ops::ADD && x->op != Ops::MUL)) return {};
   Terms t = collect_terms(x.get());
   std::vector<std::pair<UOpRef, int64_t>> q, rem;
   for (auto& [b, f] : t.terms) {
     if (f % c == 0) q.emplace_back(b, f / c);
+    else if (f > c && b->vmin() >= 0) q.emplace_back(b, f / c), rem.emplace_back(b, f % c);
     else rem.emplace_back(b, f);
   }
   int64_t kq = floordiv(t.k, c), kr = t.k - kq * c;
@@ -99,7 +143,7 @@ static UOpRef fold_divmod(const Match& m) {
   UOpRef x = m["x"], cu = m["c"];
   int64_t c = ci(cu);
   bool is_mod = m.root->op == Ops::MOD;
-  if (c == 0) return {};
+  if (c == 0 || c == INT64_MIN) return {};
   if (c < 0) return is_mod ? x % cint(x, -c) : -(x / cint(x, -c));  // C semantics: x%-c == x%c, x/-c == -(x/c)
   if (c == 1) return is_mod ? cint(x, 0) : x;
   // the whole range lands in one quotient bucket (truncating division is monotonic)
@@ -107,9 +151,11 @@ static UOpRef fold_divmod(const Match& m) {
     int64_t q = x->vmin() / c;
     return is_mod ? x - cint(x, q * c) : cint(x, q);
   }
-  // (x//a)//c == x//(a*c);  (x%a)%c == x%c when c divides a and x >= 0
-  if (!is_mod && x->op == Ops::IDIV && x->src[1]->op == Ops::CONST && ci(x->src[1]) > 0) return x->src[0] / cint(x, ci(x->src[1]) * c);
-  if (is_mod && x->op == Ops::MOD && x->src[1]->op == Ops::CONST && ci(x->src[1]) % c == 0 && x->src[0]->vmin() >= 0) return x->src[0] % cu;
+  // (x//a)//c == x//(a*c), for truncation too;  (x%a)%c == x%c when c divides a (both keep x's sign and are congruent mod c)
+  int64_t ac;
+  if (!is_mod && x->op == Ops::IDIV && x->src[1]->op == Ops::CONST && ci(x->src[1]) > 0 && !__builtin_mul_overflow(ci(x->src[1]), c, &ac))
+    return x->src[0] / cint(x, ac);
+  if (is_mod && x->op == Ops::MOD && x->src[1]->op == Ops::CONST && ci(x->src[1]) > 0 && ci(x->src[1]) % c == 0) return x->src[0] % cu;
   // common factor: (g*y)//(g*d) == y//d, (g*y)%(g*d) == (y%d)*g
   Terms t = collect_terms(x.get());
   int64_t g = std::gcd(c, t.k);
@@ -117,6 +163,23 @@ static UOpRef fold_divmod(const Match& m) {
   if (g > 1)
     if (UOpRef y = x->divides(g)) return is_mod ? (y % cint(y, c / g)) * cint(y, g) : y / cint(y, c / g);
   return divmod_split(x, c, is_mod);
+}
+
+// sum of multiples of d + p < c with 0 <= p < d and d | c  <=>  (sum/d) < c/d
+static UOpRef lt_folding(const Match& m) {
+  UOps terms, np;
+  m["x"]->split_uop(Ops::ADD, terms);
+  int64_t c = ci(m["c"]), d = c;
+  __int128 lo = 0, hi = 0;
+  for (auto& t : terms) {
+    if (t->const_factor() == 1) lo += t->vmin(), hi += t->vmax();
+    else np.push_back(t), d = std::gcd(d, t->const_factor());
+  }
+  if (np.empty() || d <= 1 || lo < 0 || hi >= d) return {};
+  UOpRef s = np[0];
+  for (size_t i = 1; i < np.size(); i++) s = s + np[i];
+  UOpRef q = s->divides(d);
+  return q ? q < cint(q, c / d) : UOpRef();
 }
 
 const PatternMatcher& symbolic_simple() {
@@ -130,19 +193,17 @@ const PatternMatcher& symbolic_simple() {
            [](const Match& m) -> UOpRef {
              const UOp* r = m.root;
              if (r->dtype.count != 1) return {};
+             // integers and bools fold exactly; WHERE's condition is bool, so only its branches decide
+             if (int_or_bool(r->dtype) && std::all_of(r->src.begin(), r->src.end(), [](auto& s) { return int_or_bool(s->dtype); }))
+               return fold_int_alu(r);
              std::vector<double> v;
              for (auto& s : r->src) v.push_back(s->const_value());
              if ((r->op == Ops::IDIV || r->op == Ops::MOD) && v[1] == 0) return {};
-             if (dtypes::is_int(r->dtype)) {  // exact integer path (doubles lose bits past 2^53)
-               std::vector<int64_t> iv;
-               for (auto& s : r->src) iv.push_back(dtypes::is_int(s->dtype) ? std::get<int64_t>(s->arg) : int64_t(s->const_value()));
-               if (r->op == Ops::ADD) return UOp::const_int(r->dtype, int64_t(uint64_t(iv[0]) + uint64_t(iv[1])));
-               if (r->op == Ops::MUL) return UOp::const_int(r->dtype, int64_t(uint64_t(iv[0]) * uint64_t(iv[1])));
-             }
              return UOp::const_(r->dtype, exec_alu(r->op, r->dtype, v));
            }},
           {UPat(Ops::CAST, {UPat::cvar("c")}), [](const Match& m) -> UOpRef {
              if (m.root->dtype.count != 1) return {};
+             if (int_or_bool(m.root->dtype) && int_or_bool(m["c"]->dtype)) return const_wrapped(m.root->dtype, const_exact(m["c"].get()));
              return UOp::const_(m.root->dtype, m["c"]->const_value());
            }},
           // identities
@@ -203,11 +264,15 @@ const PatternMatcher& symbolic() {
               // comparisons against constants: move constants and factors to the right
               {UPat(Ops::CMPLT, {UPat(Ops::ADD, {ivar("x"), UPat::cvar("c1")}).ordered(), UPat::cvar("c2")}).ordered(),
                [](const Match& m) { return m["x"] < cint(m["x"], ci(m["c2"]) - ci(m["c1"])); }},
+              // x*c1 < c2  <=>  x < ceil(c2/c1) for c1 > 0,  floor(c2/c1) < x for c1 < 0
               {UPat(Ops::CMPLT, {UPat(Ops::MUL, {ivar("x"), UPat::cvar("c1")}).ordered(), UPat::cvar("c2")}).ordered(),
                [](const Match& m) -> UOpRef {
                  int64_t c1 = ci(m["c1"]), c2 = ci(m["c2"]);
-                 return c1 > 0 ? m["x"] < cint(m["x"], ceildiv(c2, c1)) : UOpRef();
+                 if (c2 == INT64_MIN) return {};
+                 if (c1 > 0) return m["x"] < cint(m["x"], ceildiv(c2, c1));
+                 return c1 < 0 ? cint(m["x"], floordiv(c2, c1)) < m["x"] : UOpRef();
                }},
+              {UPat(Ops::CMPLT, {UPat(Ops::ADD, {}, "x").scalar_kind(is_intlike), UPat::cvar("c")}).ordered(), lt_folding},
               {UPat(Ops::CMPLT, {UPat(Ops::IDIV, {ivar("x"), UPat::cvar("c1")}).ordered(), UPat::cvar("c2")}).ordered(),
                [](const Match& m) -> UOpRef {  // x//c < k <=> x < k*c for x >= 0, c > 0, k > 0
                  int64_t c1 = ci(m["c1"]), c2 = ci(m["c2"]);

@@ -349,6 +349,8 @@ double UOp::const_value() const {
 UOpRef UOp::const_(DType dtype, double v) {
   DType b = dtype.base();
   if (dtypes::is_bool(b)) return make(Ops::CONST, b, {}, v != 0);
+  if (b.scalar == Scalar::UInt64)  // the arg holds the uint64 bits
+    return make(Ops::CONST, b, {}, v >= 18446744073709551615.0 ? int64_t(-1) : v >= 9.2e18 ? int64_t(uint64_t(v)) : int64_t(v));
   if (dtypes::is_int(b)) return make(Ops::CONST, b, {}, int64_t(truncate_to(b, v)));
   return make(Ops::CONST, b, {}, truncate_to(b, v));
 }
