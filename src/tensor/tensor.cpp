@@ -120,9 +120,8 @@ Tensor Tensor::scalar_like(double v) const {
   else if (dtypes::is_bool(dt) && !(v == 0 || v == 1)) dt = dtypes::default_int;
   return Tensor(UOp::const_(dt, v), device_);
 }
-Tensor Tensor::alu(Ops op, const Tensor& o, bool cmp) const {
+Tensor Tensor::alu(Ops op, const Tensor& o) const {
   auto [a, b] = broadcasted(o, op_name(op).data());
-  (void)cmp;
   return Tensor(a.uop_->alu(op, {b.uop_}), device_);
 }
 Tensor Tensor::add(const Tensor& o) const { return alu(Ops::ADD, o); }
@@ -152,12 +151,12 @@ Tensor Tensor::pow(const Tensor& o) const {
   TG_CHECK(!dtypes::is_bool(dt), TG_ERROR_DTYPE, "pow: bool tensors have no power");
   return Tensor(a.cast(ct).uop_->alu(Ops::POW, {b.cast(ct).uop_}), device_).cast(dt);
 }
-Tensor Tensor::lt(const Tensor& o) const { return alu(Ops::CMPLT, o, true); }
-Tensor Tensor::gt(const Tensor& o) const { return o.alu(Ops::CMPLT, *this, true); }
-Tensor Tensor::eq(const Tensor& o) const { return alu(Ops::CMPEQ, o, true); }
-Tensor Tensor::ne(const Tensor& o) const { return alu(Ops::CMPNE, o, true); }
-Tensor Tensor::le(const Tensor& o) const { return Tensor(lt(o).uop_ | eq(o).uop_, device_); }
-Tensor Tensor::ge(const Tensor& o) const { return Tensor(gt(o).uop_ | eq(o).uop_, device_); }
+Tensor Tensor::lt(const Tensor& o) const { return alu(Ops::CMPLT, o); }
+Tensor Tensor::gt(const Tensor& o) const { return o.alu(Ops::CMPLT, *this); }
+Tensor Tensor::eq(const Tensor& o) const { return alu(Ops::CMPEQ, o); }
+Tensor Tensor::ne(const Tensor& o) const { return alu(Ops::CMPNE, o); }
+Tensor Tensor::le(const Tensor& o) const { return lt(o).alu(Ops::OR, eq(o)); }
+Tensor Tensor::ge(const Tensor& o) const { return gt(o).alu(Ops::OR, eq(o)); }
 Tensor Tensor::where(const Tensor& x, const Tensor& y) const {
   auto [bx, by] = x.broadcasted(y, "where");
   TG_CHECK(device_ == x.device_, TG_ERROR_DEVICE, "where: condition is on " + device_ + ", values on " + x.device_);
@@ -165,7 +164,7 @@ Tensor Tensor::where(const Tensor& x, const Tensor& y) const {
   return Tensor(cast(dtypes::bool_).expand(out).uop_->where(bx.expand(out).uop_, by.expand(out).uop_), device_);
 }
 Tensor Tensor::cast(DType dt) const { return dt == dtype() ? *this : Tensor(uop_->cast(dt.base()), device_); }
-Tensor Tensor::logical_not() const { return Tensor(cast(dtypes::bool_).uop_->ne(UOp::const_(dtypes::bool_, 1)), device_); }
+Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(UOp::const_(dtypes::bool_, 1), device_)); }
 Tensor Tensor::neg() const { return dtypes::is_bool(dtype()) ? logical_not() : Tensor(uop_->alu(Ops::NEG), device_); }
 Tensor Tensor::unary_float(Ops op) const {
   Tensor x = cast(least_upper_float(dtype()));
@@ -240,7 +239,7 @@ Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
   auto inv = [&](const Tensor& t) {
     if (dtypes::is_float(t.dtype())) return t.neg();
     if (dtypes::is_bool(t.dtype())) return t.logical_not();
-    return Tensor(t.uop_ ^ UOp::const_int(t.dtype(), -1), device_);
+    return t.alu(Ops::XOR, Tensor(UOp::const_int(t.dtype(), -1), device_));
   };
   return inv(inv(*this).max(std::move(axes), keepdim));
 }

@@ -97,7 +97,7 @@ class Tensor {
   void set_uop(UOpRef u) { uop_ = std::move(u); }
 
  private:
-  Tensor alu(Ops op, const Tensor& o, bool cmp = false) const;
+  Tensor alu(Ops op, const Tensor& o) const;  // broadcast, promote, apply
   Tensor unary_float(Ops op) const;
   Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim) const;
   std::pair<Tensor, Tensor> broadcasted(const Tensor& o, const char* what) const;

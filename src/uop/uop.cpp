@@ -336,7 +336,9 @@ void UOp::compute_shape() {
     case Ops::CAST:
     case Ops::BITCAST: from(src[0].get()); break;
     default:
-      if (GroupOp::alu(op) && std::all_of(src.begin(), src.end(), [](auto& s) { return s->has_shape_; })) from(src.back().get());
+      // a tensor-level ALU: sources share one shape (a scalar CONST among them takes the others' rank)
+      if (GroupOp::alu(op) && std::all_of(src.begin(), src.end(), [](auto& s) { return s->has_shape_; }))
+        from(std::max_element(src.begin(), src.end(), [](auto& a, auto& b) { return a->shape_.size() < b->shape_.size(); })->get());
   }
 }
 
