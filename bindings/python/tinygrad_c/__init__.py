@@ -1,0 +1,612 @@
+"""tinygrad_c: a ctypes binding over libtinygrad.so with tinygrad's Tensor names.
+
+The library is found by $TINYGRAD_LIB (a path to the .so), else the repository's build/libtinygrad.so, else
+ctypes.util.find_library("tinygrad"). Every failing C call raises TinygradError.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from pathlib import Path
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+__all__ = ["Tensor", "TinygradError", "DType", "dtypes", "least_upper_dtype", "Expr", "Variable", "version",
+           "version_number", "counters", "reset_counters", "library_path", "has_tensor_api"]
+
+
+# ---- library ---------------------------------------------------------------------------------------------------------
+def _find_library() -> str:
+  if env := os.environ.get("TINYGRAD_LIB"):
+    if not os.path.exists(env): raise OSError(f"TINYGRAD_LIB={env!r} does not exist")
+    return env
+  repo_build = Path(__file__).resolve().parents[3] / "build" / "libtinygrad.so"
+  if repo_build.exists(): return str(repo_build)
+  if found := ctypes.util.find_library("tinygrad"): return found
+  raise OSError("libtinygrad.so not found: set TINYGRAD_LIB to its path, or build the repository into build/")
+
+
+library_path = _find_library()
+_dll = ctypes.CDLL(library_path)
+
+_p, _i64, _u64, _sz, _int, _dbl, _str = ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int, \
+  ctypes.c_double, ctypes.c_char_p
+_i64p, _status, _dtype_t = ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.c_int
+
+
+class _Counters(ctypes.Structure):
+  _fields_ = [("struct_size", _sz), ("kernel_count", _u64), ("global_ops", _u64), ("global_mem", _u64),
+              ("time_sum_s", _dbl), ("compile_count", _u64)]
+
+
+_SIGNATURES = {
+  # version / errors / dtypes
+  "tg_version": (_str, []), "tg_version_number": (_int, []),
+  "tg_last_error": (_status, []), "tg_last_error_message": (_str, []), "tg_clear_error": (None, []),
+  "tg_status_name": (_str, [_status]),
+  "tg_dtype_size": (_sz, [_dtype_t]), "tg_dtype_name": (_str, [_dtype_t]),
+  "tg_dtype_promote": (_status, [_dtype_t, _dtype_t, ctypes.POINTER(_dtype_t)]),
+  # expressions
+  "tg_expr_variable": (_p, [_str, _i64, _i64]), "tg_expr_const": (_p, [_i64]), "tg_expr_binary": (_p, [_int, _p, _p]),
+  "tg_expr_simplify": (_p, [_p]), "tg_expr_render": (_i64, [_p, ctypes.c_char_p, _sz]),
+  "tg_expr_eval": (_status, [_p, ctypes.POINTER(ctypes.c_char_p), _i64p, _sz, _i64p]),
+  "tg_expr_bounds": (_status, [_p, _i64p, _i64p]), "tg_expr_retain": (_p, [_p]), "tg_expr_release": (None, [_p]),
+  # tensors: creation
+  "tg_tensor_from_data": (_p, [_p, _sz, _dtype_t, _i64p, _sz, _str]),
+  "tg_tensor_empty": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_zeros": (_p, [_i64p, _sz, _dtype_t, _str]),
+  "tg_tensor_ones": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_full": (_p, [_i64p, _sz, _dbl, _dtype_t, _str]),
+  "tg_tensor_arange": (_p, [_dbl, _dbl, _dbl, _dtype_t, _str]), "tg_tensor_eye": (_p, [_i64, _dtype_t, _str]),
+  # tensors: properties
+  "tg_tensor_ndim": (_i64, [_p]), "tg_tensor_numel": (_i64, [_p]), "tg_tensor_shape": (_status, [_p, _i64p, _sz]),
+  "tg_tensor_dtype": (_status, [_p, ctypes.POINTER(_dtype_t)]), "tg_tensor_device": (_str, [_p]),
+  # tensors: elementwise
+  **{f"tg_tensor_{n}": (_p, [_p, _p]) for n in ("add", "sub", "mul", "div", "idiv", "maximum", "minimum", "pow", "lt", "le",
+                                                "gt", "ge", "eq", "ne")},
+  **{f"tg_tensor_{n}_scalar": (_p, [_p, _dbl]) for n in ("add", "sub", "mul", "div", "pow")},
+  "tg_tensor_where": (_p, [_p, _p, _p]), "tg_tensor_cast": (_p, [_p, _dtype_t]),
+  **{f"tg_tensor_{n}": (_p, [_p]) for n in ("neg", "exp", "exp2", "log", "log2", "sqrt", "reciprocal", "sin", "cos", "abs",
+                                            "relu", "sigmoid", "tanh")},
+  # tensors: reductions
+  **{f"tg_tensor_{n}": (_p, [_p, _i64p, _sz, _int]) for n in ("sum", "prod", "max", "min", "mean")},
+  "tg_tensor_softmax": (_p, [_p, _i64]), "tg_tensor_log_softmax": (_p, [_p, _i64]),
+  # tensors: movement
+  "tg_tensor_reshape": (_p, [_p, _i64p, _sz]), "tg_tensor_permute": (_p, [_p, _i64p, _sz]),
+  "tg_tensor_expand": (_p, [_p, _i64p, _sz]), "tg_tensor_pad": (_p, [_p, _i64p, _sz, _dbl]),
+  "tg_tensor_shrink": (_p, [_p, _i64p, _sz]), "tg_tensor_flip": (_p, [_p, _i64p, _sz]),
+  "tg_tensor_transpose": (_p, [_p, _i64, _i64]),
+  # tensors: linear algebra, realization, data
+  "tg_tensor_matmul": (_p, [_p, _p]), "tg_tensor_contiguous": (_p, [_p]), "tg_tensor_realize": (_status, [_p]),
+  "tg_tensor_realize_many": (_status, [ctypes.POINTER(_p), _sz]), "tg_tensor_to_data": (_status, [_p, _p, _sz]),
+  "tg_tensor_retain": (_p, [_p]), "tg_tensor_release": (None, [_p]),
+  # counters
+  "tg_counters_get": (_status, [ctypes.POINTER(_Counters)]), "tg_counters_reset": (None, []),
+}
+
+
+class _Lib:
+  """The C functions by name, without the tg_ prefix. A function the loaded library lacks raises TG_ERROR_UNSUPPORTED."""
+
+
+C = _Lib()
+_missing = set()
+for _name, (_res, _args) in _SIGNATURES.items():
+  try:
+    _fn = getattr(_dll, _name)
+    _fn.restype, _fn.argtypes = _res, _args
+  except AttributeError:
+    _missing.add(_name)
+    def _fn(*a, _name=_name):
+      raise TinygradError("TG_ERROR_UNSUPPORTED", f"{_name} is not exported by {library_path}")
+  setattr(C, _name[3:], _fn)
+
+
+def has_tensor_api() -> bool:
+  """True when the loaded library exports the tensor functions."""
+  return "tg_tensor_from_data" not in _missing
+
+
+# ---- errors ----------------------------------------------------------------------------------------------------------
+class TinygradError(RuntimeError):
+  """A failing C call. .status is the code's name ("TG_ERROR_SHAPE", ...), .message the library's text."""
+  def __init__(self, status: str, message: str):
+    super().__init__(f"{status}: {message}")
+    self.status, self.message = status, message
+  def __reduce__(self): return (TinygradError, (self.status, self.message))
+
+
+def _raise_last(what: str):
+  code = C.last_error()
+  msg = (C.last_error_message() or b"").decode("utf-8", "replace")
+  C.clear_error()
+  if code == 0: raise TinygradError("TG_ERROR_INTERNAL", f"{what} failed without recording an error")
+  raise TinygradError(C.status_name(code).decode(), msg)
+
+
+def _ok(status: int, what: str):
+  if status != 0: _raise_last(what)
+
+
+def _made(handle: Optional[int], what: str) -> int:
+  if not handle: _raise_last(what)
+  return handle
+
+
+def _i64s(vals: Sequence[int]):
+  return (ctypes.c_int64 * len(vals))(*[int(v) for v in vals])
+
+
+# ---- dtypes ----------------------------------------------------------------------------------------------------------
+class DType:
+  """A tinygrad dtype: .name ("float32"), .itemsize, .value (the tg_dtype code), .np (the numpy dtype of .numpy())."""
+  __slots__ = ("value", "name", "itemsize", "np")
+  def __init__(self, value: int, np_dtype):
+    self.value, self.np = value, np.dtype(np_dtype)
+    self.name, self.itemsize = C.dtype_name(value).decode(), C.dtype_size(value)
+  def __repr__(self): return f"dtypes.{self.name}"
+  def __reduce__(self): return (getattr, (dtypes, self.name))
+  @property
+  def is_float(self) -> bool: return self.value >= 9
+  @property
+  def is_int(self) -> bool: return 1 <= self.value <= 8
+  @property
+  def is_unsigned(self) -> bool: return self.value in (2, 4, 6, 8)
+
+
+class dtypes:
+  bool = DType(0, np.bool_)
+  int8, uint8, int16, uint16 = DType(1, np.int8), DType(2, np.uint8), DType(3, np.int16), DType(4, np.uint16)
+  int32, uint32, int64, uint64 = DType(5, np.int32), DType(6, np.uint32), DType(7, np.int64), DType(8, np.uint64)
+  float16, bfloat16, float32, float64 = DType(9, np.float16), DType(10, np.float32), DType(11, np.float32), DType(12, np.float64)
+  half, float, double, int, uint = float16, float32, float64, int32, uint32
+  char, uchar, short, ushort, long, ulong = int8, uint8, int16, uint16, int64, uint64
+  default_float, default_int = float32, int32
+  all = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32, float64)
+
+  @staticmethod
+  def from_np(d) -> DType:
+    d = np.dtype(d)
+    for dt in dtypes.all:
+      if dt.np == d and dt is not dtypes.bfloat16: return dt
+    raise TypeError(f"numpy dtype {d} has no tinygrad dtype")
+
+  @staticmethod
+  def from_py(x) -> DType:
+    if isinstance(x, (bool, np.bool_)): return dtypes.bool
+    if isinstance(x, (int, np.integer)): return dtypes.default_int
+    if isinstance(x, (float, np.floating)): return dtypes.default_float
+    raise TypeError(f"no dtype for {type(x).__name__}")
+
+  @staticmethod
+  def is_float(d: DType) -> bool: return to_dtype(d).is_float
+
+  @staticmethod
+  def is_int(d: DType) -> bool: return to_dtype(d).is_int
+
+  @staticmethod
+  def is_unsigned(d: DType) -> bool: return to_dtype(d).is_unsigned
+
+
+_BY_VALUE = {d.value: d for d in dtypes.all}
+_BY_NAME = {d.name: d for d in dtypes.all}
+
+
+def to_dtype(d) -> DType:
+  """A DType from a DType, its name, a numpy dtype or a Python type (float, int, bool)."""
+  if isinstance(d, DType): return d
+  if isinstance(d, str) and d in _BY_NAME: return _BY_NAME[d]
+  if d is float: return dtypes.default_float
+  if d is int: return dtypes.default_int
+  if d is bool: return dtypes.bool
+  return dtypes.from_np(d)
+
+
+def least_upper_dtype(a, b) -> DType:
+  out = ctypes.c_int()
+  _ok(C.dtype_promote(to_dtype(a).value, to_dtype(b).value, ctypes.byref(out)), "dtype_promote")
+  return _BY_VALUE[out.value]
+
+
+# ---- tensors ---------------------------------------------------------------------------------------------------------
+Scalar = Union[int, float, bool]
+_enc = lambda device: None if device is None else device.encode()
+
+
+def _shape_args(shape) -> Tuple[int, ...]:
+  return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+
+
+def _to_bf16_bits(a: np.ndarray) -> np.ndarray:
+  """float32 -> bfloat16 bit patterns, rounding to nearest even (NaN stays NaN)."""
+  f = np.asarray(a, dtype=np.float32).reshape(-1)  # 1-d: numpy scalars would promote the uint32 math to float
+  u, k16 = f.view(np.uint32), np.uint32(16)
+  r = ((u + np.uint32(0x7FFF) + ((u >> k16) & np.uint32(1))) >> k16).astype(np.uint16)  # no overflow below the NaNs
+  return np.where(np.isnan(f), np.uint16(0x7FC0), r).reshape(np.shape(a))
+
+
+class Tensor:
+  """A lazy tensor over a tg_tensor handle. Nothing runs until .realize() / .numpy()."""
+  __slots__ = ("_h", "__weakref__")
+  _release = C.tensor_release  # a class attribute, so __del__ still finds it at interpreter shutdown
+
+  def __init__(self, data, dtype=None, device: Optional[str] = None):
+    if isinstance(data, Tensor):
+      self._h = _made(C.tensor_retain(data._h), "tensor_retain")
+      if dtype is not None and to_dtype(dtype) is not data.dtype: self._swap(C.tensor_cast(data._h, to_dtype(dtype).value))
+      return
+    if isinstance(data, np.ndarray): arr = data
+    else:
+      arr = np.array(data)
+      if arr.dtype == object: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
+      # Python data takes tinygrad's defaults: floats -> float32, ints -> int32
+      if arr.dtype.kind == "f": arr = arr.astype(np.float32)
+      elif arr.dtype.kind in "iu": arr = arr.astype(np.int32)
+    dt = to_dtype(dtype) if dtype is not None else dtypes.from_np(arr.dtype)
+    if dt is dtypes.bfloat16: buf = _to_bf16_bits(arr.astype(np.float32))
+    else: buf = np.asarray(arr, dtype=dt.np, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+    shape = _i64s(buf.shape)
+    self._h = _made(C.tensor_from_data(buf.ctypes.data, buf.nbytes, dt.value, shape, buf.ndim, _enc(device)),
+                    "tensor_from_data")
+
+  @classmethod
+  def _wrap(cls, handle: Optional[int], what: str) -> "Tensor":
+    t = object.__new__(cls)
+    t._h = _made(handle, what)
+    return t
+
+  def _swap(self, handle):
+    new = _made(handle, "tensor")
+    old, self._h = self._h, new
+    C.tensor_release(old)
+
+  def __del__(self):
+    h = getattr(self, "_h", None)
+    if h:
+      self._h = None
+      try: type(self)._release(h)
+      except Exception: pass
+
+  # -- creation
+  @staticmethod
+  def _make(name: str, shape, dtype, device, *extra):
+    shape = _shape_args(shape)
+    fn = getattr(C, f"tensor_{name}")
+    return Tensor._wrap(fn(_i64s(shape), len(shape), *extra, to_dtype(dtype).value, _enc(device)), f"tensor_{name}")
+
+  @staticmethod
+  def empty(*shape, dtype=None, device=None) -> "Tensor":
+    return Tensor._make("empty", shape, dtype or dtypes.default_float, device)
+
+  @staticmethod
+  def zeros(*shape, dtype=None, device=None) -> "Tensor":
+    return Tensor._make("zeros", shape, dtype or dtypes.default_float, device)
+
+  @staticmethod
+  def ones(*shape, dtype=None, device=None) -> "Tensor":
+    return Tensor._make("ones", shape, dtype or dtypes.default_float, device)
+
+  @staticmethod
+  def full(shape, fill_value: Scalar, dtype=None, device=None) -> "Tensor":
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
+    return Tensor._make("full", shape, dt, device, float(fill_value))
+
+  @staticmethod
+  def arange(start, stop=None, step=1, dtype=None, device=None) -> "Tensor":
+    if stop is None: start, stop = 0, start
+    if dtype is None: dtype = dtypes.default_int if all(isinstance(x, int) for x in (start, stop, step)) else dtypes.default_float
+    return Tensor._wrap(C.tensor_arange(float(start), float(stop), float(step), to_dtype(dtype).value, _enc(device)), "tensor_arange")
+
+  @staticmethod
+  def eye(n: int, m: Optional[int] = None, dtype=None, device=None) -> "Tensor":
+    t = Tensor._wrap(C.tensor_eye(int(n), to_dtype(dtype or dtypes.default_float).value, _enc(device)), "tensor_eye")
+    if m is None or m == n: return t
+    return t.shrink(((0, n), (0, m))) if m < n else t.pad(((0, 0), (0, m - n)))
+
+  # -- properties
+  @property
+  def shape(self) -> Tuple[int, ...]:
+    n = C.tensor_ndim(self._h)
+    if n < 0: _raise_last("tensor_ndim")
+    out = (ctypes.c_int64 * max(n, 1))()
+    _ok(C.tensor_shape(self._h, out, n), "tensor_shape")
+    return tuple(out[:n])
+
+  @property
+  def ndim(self) -> int: return len(self.shape)
+
+  def numel(self) -> int:
+    n = C.tensor_numel(self._h)
+    if n < 0: _raise_last("tensor_numel")
+    return n
+
+  def __len__(self):
+    if not (s := self.shape): raise TypeError("len() of a 0-d tensor")
+    return s[0]
+
+  @property
+  def dtype(self) -> DType:
+    out = ctypes.c_int()
+    _ok(C.tensor_dtype(self._h, ctypes.byref(out)), "tensor_dtype")
+    return _BY_VALUE[out.value]
+
+  @property
+  def device(self) -> str:
+    d = C.tensor_device(self._h)
+    if d is None: _raise_last("tensor_device")
+    return d.decode()
+
+  def __repr__(self): return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r}>"
+  def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
+  __hash__ = object.__hash__
+  __array_ufunc__ = None  # ndarray <op> Tensor defers to Tensor's reflected operators
+
+  # -- realization and data
+  def realize(self) -> "Tensor":
+    _ok(C.tensor_realize(self._h), "tensor_realize")
+    return self
+
+  @staticmethod
+  def realize_many(*ts: "Tensor"):
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    _ok(C.tensor_realize_many(arr, len(ts)), "tensor_realize_many")
+
+  def contiguous(self) -> "Tensor": return Tensor._wrap(C.tensor_contiguous(self._h), "tensor_contiguous")
+
+  def numpy(self) -> np.ndarray:
+    dt, shape = self.dtype, self.shape
+    out = np.empty(shape, dtype=np.uint16 if dt is dtypes.bfloat16 else dt.np)
+    _ok(C.tensor_to_data(self._h, out.ctypes.data, out.nbytes), "tensor_to_data")
+    if dt is dtypes.bfloat16: return (out.reshape(-1).astype(np.uint32) << 16).view(np.float32).reshape(shape)
+    return out
+
+  def item(self): return self.numpy().item()
+  def tolist(self): return self.numpy().tolist()
+
+  # -- broadcasting helpers
+  def _const(self, y: Scalar) -> "Tensor":
+    """A 0-d tensor for scalar y next to self, typed by tinygrad's rule for Python scalars."""
+    dt = self.dtype
+    if not (dt.is_float or (dt.is_int and isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_)))):
+      dt = dtypes.from_py(y)
+    return Tensor.full((), y, dtype=dt, device=self.device)
+
+  def _bin(self, name: str, y, reverse=False) -> "Tensor":
+    y = y if isinstance(y, Tensor) else Tensor(y, device=self.device) if isinstance(y, (np.ndarray, list, tuple)) else self._const(y)
+    a, b = (y, self) if reverse else (self, y)
+    return Tensor._wrap(getattr(C, f"tensor_{name}")(a._h, b._h), f"tensor_{name}")
+
+  def _scalar_op(self, name: str, y, reverse=False) -> "Tensor":
+    # the C *_scalar functions give the scalar self's dtype; bool tensors/scalars follow tinygrad's promotion instead
+    if isinstance(y, Tensor) or reverse or isinstance(y, (bool, np.bool_)) or self.dtype is dtypes.bool:
+      return self._bin(name, y, reverse)
+    if not isinstance(y, (int, float, np.integer, np.floating)): return self._bin(name, y)
+    return Tensor._wrap(getattr(C, f"tensor_{name}_scalar")(self._h, float(y)), f"tensor_{name}_scalar")
+
+  # -- elementwise binary
+  def add(self, x, reverse=False): return self._scalar_op("add", x, reverse)
+  def sub(self, x, reverse=False): return self._scalar_op("sub", x, reverse)
+  def mul(self, x, reverse=False): return self._scalar_op("mul", x, reverse)
+  def div(self, x, reverse=False): return self._scalar_op("div", x, reverse)
+  def pow(self, x, reverse=False): return self._scalar_op("pow", x, reverse)
+  def idiv(self, x, reverse=False): return self._bin("idiv", x, reverse)
+  def maximum(self, x): return self._bin("maximum", x)
+  def minimum(self, x): return self._bin("minimum", x)
+
+  def __add__(self, x): return self.add(x)
+  def __radd__(self, x): return self.add(x)  # commutative: keeps the scalar path
+  def __sub__(self, x): return self.sub(x)
+  def __rsub__(self, x): return self.sub(x, reverse=True)
+  def __mul__(self, x): return self.mul(x)
+  def __rmul__(self, x): return self.mul(x)
+  def __truediv__(self, x): return self.div(x)
+  def __rtruediv__(self, x): return self.div(x, reverse=True)
+  def __floordiv__(self, x): return self.idiv(x)
+  def __rfloordiv__(self, x): return self.idiv(x, reverse=True)
+  def __pow__(self, x): return self.pow(x)
+  def __rpow__(self, x): return self.pow(x, reverse=True)
+  def __matmul__(self, x): return self.matmul(x)
+  def __rmatmul__(self, x): return self.matmul(x, reverse=True)
+  def __neg__(self): return self.neg()
+  def __pos__(self): return self
+
+  def __lt__(self, x): return self._bin("lt", x)
+  def __le__(self, x): return self._bin("le", x)
+  def __gt__(self, x): return self._bin("gt", x)
+  def __ge__(self, x): return self._bin("ge", x)
+  def __eq__(self, x): return self._bin("eq", x)  # like tinygrad: a Tensor, not a bool
+  def __ne__(self, x): return self._bin("ne", x)
+
+  def where(self, x, y) -> "Tensor":
+    """self ? x : y, with self as the condition (tinygrad's cond.where(x, y)); x and y may be Python scalars."""
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+      dt = least_upper_dtype(dtypes.from_py(x), dtypes.from_py(y))
+      x, y = Tensor.full((), x, dtype=dt, device=self.device), Tensor.full((), y, dtype=dt, device=self.device)
+    elif not isinstance(x, Tensor): x = y._const(x)
+    elif not isinstance(y, Tensor): y = x._const(y)
+    return Tensor._wrap(C.tensor_where(self._h, x._h, y._h), "tensor_where")
+
+  def cast(self, dtype) -> "Tensor": return Tensor._wrap(C.tensor_cast(self._h, to_dtype(dtype).value), "tensor_cast")
+  def float(self) -> "Tensor": return self.cast(dtypes.float32)
+  def half(self) -> "Tensor": return self.cast(dtypes.float16)
+  def int(self) -> "Tensor": return self.cast(dtypes.int32)
+  def bool(self) -> "Tensor": return self.cast(dtypes.bool)
+
+  # -- elementwise unary
+  def _un(self, name: str) -> "Tensor": return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h), f"tensor_{name}")
+  def neg(self): return self._un("neg")
+  def exp(self): return self._un("exp")
+  def exp2(self): return self._un("exp2")
+  def log(self): return self._un("log")
+  def log2(self): return self._un("log2")
+  def sqrt(self): return self._un("sqrt")
+  def reciprocal(self): return self._un("reciprocal")
+  def sin(self): return self._un("sin")
+  def cos(self): return self._un("cos")
+  def abs(self): return self._un("abs")
+  def relu(self): return self._un("relu")
+  def sigmoid(self): return self._un("sigmoid")
+  def tanh(self): return self._un("tanh")
+  def __abs__(self): return self.abs()
+
+  # -- reductions
+  def _reduce(self, name: str, axis, keepdim: bool) -> "Tensor":
+    if axis is not None and not isinstance(axis, (int, np.integer)) and len(tuple(axis)) == 0:
+      # axis=() reduces nothing, but the C API reads naxes == 0 as "every axis": reduce a new size-1 axis instead
+      r = getattr(self.reshape(*self.shape, 1), name)(axis=-1)
+      return r.reshape(*self.shape)
+    axes = () if axis is None else (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    fn = getattr(C, f"tensor_{name}")
+    return Tensor._wrap(fn(self._h, _i64s(axes), len(axes), int(bool(keepdim))), f"tensor_{name}")
+
+  def sum(self, axis=None, keepdim=False): return self._reduce("sum", axis, keepdim)
+  def prod(self, axis=None, keepdim=False): return self._reduce("prod", axis, keepdim)
+  def max(self, axis=None, keepdim=False): return self._reduce("max", axis, keepdim)
+  def min(self, axis=None, keepdim=False): return self._reduce("min", axis, keepdim)
+  def mean(self, axis=None, keepdim=False): return self._reduce("mean", axis, keepdim)
+  def softmax(self, axis=-1): return Tensor._wrap(C.tensor_softmax(self._h, int(axis)), "tensor_softmax")
+  def log_softmax(self, axis=-1): return Tensor._wrap(C.tensor_log_softmax(self._h, int(axis)), "tensor_log_softmax")
+
+  # -- movement
+  def _mv(self, name: str, vals: Sequence[int], *extra) -> "Tensor":
+    n = len(vals) // 2 if name in ("pad", "shrink") else len(vals)
+    return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h, _i64s(vals), n, *extra), f"tensor_{name}")
+
+  def reshape(self, shape, *args) -> "Tensor": return self._mv("reshape", _shape_args((shape, *args)))
+  def view(self, shape, *args) -> "Tensor": return self.reshape(shape, *args)
+  def permute(self, order, *args) -> "Tensor": return self._mv("permute", _shape_args((order, *args)))
+  def expand(self, shape, *args) -> "Tensor": return self._mv("expand", _shape_args((shape, *args)))
+  def flip(self, axis, *args) -> "Tensor": return self._mv("flip", _shape_args((axis, *args)))
+
+  def pad(self, padding, value: float = 0.0) -> "Tensor":
+    """padding: one (before, after) pair (or None) per dim, or torch's flat form (last dim first)."""
+    padding, ndim = tuple(padding), len(self.shape)
+    if all(isinstance(p, (int, np.integer)) for p in padding) and len(padding) % 2 == 0 and padding:
+      pairs = ((0, 0),) * (ndim - len(padding) // 2) + tuple(zip(padding[-2::-2], padding[::-2]))
+    else: pairs = tuple((0, 0) if p is None else tuple(p) for p in padding)
+    return self._mv("pad", [v for p in pairs for v in p], float(value))
+
+  def shrink(self, arg) -> "Tensor":
+    """arg: one (start, end) pair (or None for the whole dim) per dim."""
+    pairs = tuple((0, s) if p is None else tuple(p) for p, s in zip(arg, self.shape))
+    return self._mv("shrink", [v for p in pairs for v in p])
+
+  def transpose(self, dim0: int = 1, dim1: int = 0) -> "Tensor":
+    return Tensor._wrap(C.tensor_transpose(self._h, int(dim0), int(dim1)), "tensor_transpose")
+
+  @property
+  def T(self) -> "Tensor": return self.transpose()
+
+  def flatten(self) -> "Tensor": return self.reshape(-1)
+
+  # -- linear algebra
+  def matmul(self, x, reverse=False) -> "Tensor":
+    x = x if isinstance(x, Tensor) else Tensor(x, device=self.device)
+    a, b = (x, self) if reverse else (self, x)
+    return Tensor._wrap(C.tensor_matmul(a._h, b._h), "tensor_matmul")
+
+  def dot(self, w) -> "Tensor": return self.matmul(w)
+
+
+# ---- symbolic expressions ----------------------------------------------------------------------------------------------
+_ADD, _SUB, _MUL, _IDIV, _MOD, _MAX, _MIN, _LT = range(8)
+
+
+class Expr:
+  """An immutable symbolic integer expression (tg_expr). Division and modulo truncate toward zero, like C."""
+  __slots__ = ("_h",)
+  _release = C.expr_release
+
+  def __init__(self, value: Union[int, "Expr"]):
+    h = C.expr_retain(value._h) if isinstance(value, Expr) else C.expr_const(int(value))
+    self._h = _made(h, "expr")
+
+  @classmethod
+  def _wrap(cls, handle, what: str) -> "Expr":
+    e = object.__new__(cls)
+    e._h = _made(handle, what)
+    return e
+
+  @staticmethod
+  def variable(name: str, min_val: int, max_val: int) -> "Expr":
+    return Expr._wrap(C.expr_variable(name.encode(), int(min_val), int(max_val)), "expr_variable")
+
+  def __del__(self):
+    h = getattr(self, "_h", None)
+    if h:
+      self._h = None
+      try: type(self)._release(h)
+      except Exception: pass
+
+  def _bin(self, op: int, other, reverse=False) -> "Expr":
+    if not isinstance(other, Expr):
+      if not isinstance(other, (int, np.integer)): return NotImplemented
+      other = Expr(other)
+    a, b = (other, self) if reverse else (self, other)
+    return Expr._wrap(C.expr_binary(op, a._h, b._h), "expr_binary")
+
+  def __add__(self, x): return self._bin(_ADD, x)
+  def __radd__(self, x): return self._bin(_ADD, x, True)
+  def __sub__(self, x): return self._bin(_SUB, x)
+  def __rsub__(self, x): return self._bin(_SUB, x, True)
+  def __mul__(self, x): return self._bin(_MUL, x)
+  def __rmul__(self, x): return self._bin(_MUL, x, True)
+  def __floordiv__(self, x): return self._bin(_IDIV, x)
+  def __rfloordiv__(self, x): return self._bin(_IDIV, x, True)
+  def __mod__(self, x): return self._bin(_MOD, x)
+  def __rmod__(self, x): return self._bin(_MOD, x, True)
+  def __neg__(self): return self * -1
+  def __lt__(self, x): return self._bin(_LT, x)
+  def maximum(self, x): return self._bin(_MAX, x)
+  def minimum(self, x): return self._bin(_MIN, x)
+  __hash__ = object.__hash__
+
+  def simplify(self) -> "Expr": return Expr._wrap(C.expr_simplify(self._h), "expr_simplify")
+
+  def render(self) -> str:
+    n = C.expr_render(self._h, None, 0)
+    if n < 0: _raise_last("expr_render")
+    buf = ctypes.create_string_buffer(n + 1)
+    if C.expr_render(self._h, buf, n + 1) < 0: _raise_last("expr_render")
+    return buf.value.decode()
+
+  def __str__(self): return self.render()
+  def __repr__(self): return f"Expr({self.render()})"
+
+  def eval(self, **values: int) -> int:
+    names = (ctypes.c_char_p * len(values))(*[k.encode() for k in values])
+    vals = _i64s(list(values.values()))
+    out = ctypes.c_int64()
+    _ok(C.expr_eval(self._h, names, vals, len(values), ctypes.byref(out)), "expr_eval")
+    return out.value
+
+  def bounds(self) -> Tuple[int, int]:
+    lo, hi = ctypes.c_int64(), ctypes.c_int64()
+    _ok(C.expr_bounds(self._h, ctypes.byref(lo), ctypes.byref(hi)), "expr_bounds")
+    return lo.value, hi.value
+
+  @property
+  def vmin(self) -> int: return self.bounds()[0]
+  @property
+  def vmax(self) -> int: return self.bounds()[1]
+
+
+def Variable(name: str, min_val: int, max_val: int) -> Expr:
+  """A symbolic variable taking integer values in [min_val, max_val]."""
+  return Expr.variable(name, min_val, max_val)
+
+
+# ---- misc ------------------------------------------------------------------------------------------------------------
+def version() -> str: return C.version().decode()
+def version_number() -> int: return C.version_number()
+
+
+def counters() -> dict:
+  """tinygrad's GlobalCounters: kernel_count, global_ops, global_mem, time_sum_s, compile_count."""
+  c = _Counters(struct_size=ctypes.sizeof(_Counters))
+  _ok(C.counters_get(ctypes.byref(c)), "counters_get")
+  return {name: getattr(c, name) for name, _ in _Counters._fields_ if name != "struct_size"}
+
+
+def reset_counters(): C.counters_reset()
