@@ -123,7 +123,10 @@ struct CRenderer {
       case Ops::XOR: return bin("^");
       case Ops::SHL: return bin("<<");
       case Ops::SHR: return bin(">>");
-      case Ops::MAX: return "((" + r(s[0]) + ">" + r(s[1]) + ")?" + r(s[0]) + ":" + r(s[1]) + ")";
+      case Ops::MAX: {  // NaN wins, like numpy's maximum
+        std::string a = r(s[0]), b = r(s[1]);
+        return dtypes::is_float(d) ? "((" + a + ">" + b + "||" + a + "!=" + a + ")?" + a + ":" + b + ")" : "((" + a + ">" + b + ")?" + a + ":" + b + ")";
+      }
       case Ops::NEG: return "(-" + r(s[0]) + ")";
       case Ops::WHERE: return "(" + r(s[0]) + "?" + r(s[1]) + ":" + r(s[2]) + ")";
       case Ops::MULACC: return round16(d, "(" + r(s[0]) + "*" + r(s[1]) + "+" + r(s[2]) + ")");
