@@ -54,7 +54,8 @@ typedef enum tg_status {
   TG_ERROR_IO = 8,               /* a file could not be read or written */
   TG_ERROR_UNSUPPORTED = 9,      /* valid request the library cannot do yet */
   TG_ERROR_SPEC = 10,            /* a malformed graph rejected by the verifier (SPEC=1) */
-  TG_ERROR_INTERNAL = 11         /* a bug in the library; the message says where */
+  TG_ERROR_INTERNAL = 11,        /* a bug in the library; the message says where */
+  TG_STATUS_MAX_ENUM = 0x7fffffff /* forces a 32-bit enum so any int a caller passes is a valid value */
 } tg_status;
 
 /* The code of the last error on this thread (TG_OK if none yet). */
@@ -80,7 +81,8 @@ typedef enum tg_dtype {
   TG_FLOAT16 = 9,  /* IEEE half, stored as 16-bit patterns */
   TG_BFLOAT16 = 10,
   TG_FLOAT32 = 11,
-  TG_FLOAT64 = 12
+  TG_FLOAT64 = 12,
+  TG_DTYPE_MAX_ENUM = 0x7fffffff
 } tg_dtype;
 
 /* Bytes per element of `dtype`; 0 if dtype is not a tg_dtype. */
@@ -99,7 +101,7 @@ typedef struct tg_device tg_device; /* a compute device */
 /* ---- symbolic expressions --------------------------------------------------------------------------------------- */
 /* Integer expressions over bounded variables, simplified with the same rules kernels use for index arithmetic.
  * Division and modulo truncate toward zero, like C. Handles are immutable; any thread may use them. */
-typedef enum tg_binop { TG_ADD = 0, TG_SUB, TG_MUL, TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT } tg_binop;
+typedef enum tg_binop { TG_ADD = 0, TG_SUB, TG_MUL, TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT, TG_BINOP_MAX_ENUM = 0x7fffffff } tg_binop;
 
 /* A variable named `name` (copied) taking values in [min, max]. NULL if min > max or name is empty. */
 TG_API tg_expr* tg_expr_variable(const char* name, int64_t min, int64_t max);

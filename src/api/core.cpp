@@ -133,25 +133,21 @@ tg_status tg_expr_eval(const tg_expr* e, const char* const* names, const int64_t
     const UOpRef& u = expr_of(e, "expr_eval");
     TG_ARG(out, "expr_eval: out is NULL");
     TG_ARG(n == 0 || (names && values), "expr_eval: names/values are NULL");
-    std::unordered_map<const UOp*, double> val;
+    // bind the variables as constants and fold exactly in integers (no trip through double)
+    UOpMap<UOpRef> bind;
     for (auto& x : u->toposort()) {
-      if (x->op == Ops::DEFINE_VAR) {
-        auto& va = x->argv<VarArg>();
-        size_t i = 0;
-        while (i < n && (!names[i] || va.name != names[i])) i++;
-        TG_ARG(i < n, "expr_eval: variable '" + va.name + "' is not bound");
-        TG_ARG(values[i] >= va.vmin && values[i] <= va.vmax,
-               strformat("expr_eval: %s=%lld is outside [%lld, %lld]", va.name.c_str(), (long long)values[i], (long long)va.vmin, (long long)va.vmax));
-        val[x.get()] = double(values[i]);
-      } else if (x->op == Ops::CONST) val[x.get()] = x->const_value();
-      else {
-        std::vector<double> v;
-        for (auto& s : x->src) v.push_back(val.at(s.get()));
-        TG_ARG(!((x->op == Ops::IDIV || x->op == Ops::MOD) && v[1] == 0), "expr_eval: division by zero");
-        val[x.get()] = x->op == Ops::CAST ? truncate_to(x->dtype, v[0]) : exec_alu(x->op, x->dtype, v);
-      }
+      if (x->op != Ops::DEFINE_VAR) continue;
+      auto& va = x->argv<VarArg>();
+      size_t i = 0;
+      while (i < n && (!names[i] || va.name != names[i])) i++;
+      TG_ARG(i < n, "expr_eval: variable '" + va.name + "' is not bound");
+      TG_ARG(values[i] >= va.vmin && values[i] <= va.vmax,
+             strformat("expr_eval: %s=%lld is outside [%lld, %lld]", va.name.c_str(), (long long)values[i], (long long)va.vmin, (long long)va.vmax));
+      bind[x] = UOp::const_int(x->dtype, values[i]);
     }
-    *out = int64_t(val.at(u.get()));
+    UOpRef r = graph_rewrite(u->substitute(bind), symbolic_simple());
+    TG_ARG(r->op == Ops::CONST, "expr_eval: division by zero");
+    *out = dtypes::is_int(r->dtype) ? std::get<int64_t>(r->arg) : int64_t(r->const_value());
   });
 }
 tg_status tg_expr_bounds(const tg_expr* e, int64_t* min, int64_t* max) {

@@ -11,7 +11,7 @@ static const char* scalar_names[] = {"bool",    "int8",     "uint8",   "int16", 
                                      "int64",   "uint64",   "float16", "bfloat16", "float32", "float64", "void"};
 static const int scalar_sizes[] = {1, 1, 1, 2, 2, 4, 4, 8, 8, 2, 2, 4, 8, 0};
 
-DType DType::vec(int n) const { return n == 1 ? DType(scalar) : DType(scalar, uint16_t(n), ptr, addrspace, size); }
+DType DType::vec(int n) const { return n == 1 ? *this : DType(scalar, uint16_t(n), ptr, addrspace, size); }
 int DType::itemsize() const { return ptr ? 8 : scalar_sizes[int(scalar)] * count; }
 
 std::string DType::name() const {

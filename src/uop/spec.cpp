@@ -53,7 +53,8 @@ void check_node(Ops op, DType dtype, const UOps& src, const Arg& arg) {
     case Ops::DEFINE_VAR:
       nsrc(op, src, 0, 0);
       if (!std::holds_alternative<VarArg>(arg) || !dtypes::is_int(dtype)) bad(op, "needs a (name, min, max) arg and an int dtype");
-      if (auto& v = std::get<VarArg>(arg); v.vmin > v.vmax) bad(op, strformat("'%s': min %lld > max %lld", v.name.c_str(), (long long)v.vmin, (long long)v.vmax));
+      if (auto& v = std::get<VarArg>(arg); v.vmin > v.vmax)
+        bad(op, strformat("'%s': min %lld > max %lld", v.name.c_str(), (long long)v.vmin, (long long)v.vmax));
       break;
     case Ops::RANGE:
       nsrc(op, src, 1, 1);

@@ -263,7 +263,10 @@ const PatternMatcher& symbolic() {
                }},
               // comparisons against constants: move constants and factors to the right
               {UPat(Ops::CMPLT, {UPat(Ops::ADD, {ivar("x"), UPat::cvar("c1")}).ordered(), UPat::cvar("c2")}).ordered(),
-               [](const Match& m) { return m["x"] < cint(m["x"], ci(m["c2"]) - ci(m["c1"])); }},
+               [](const Match& m) -> UOpRef {
+                 int64_t k;
+                 return __builtin_sub_overflow(ci(m["c2"]), ci(m["c1"]), &k) ? UOpRef() : m["x"] < cint(m["x"], k);
+               }},
               // x*c1 < c2  <=>  x < ceil(c2/c1) for c1 > 0,  floor(c2/c1) < x for c1 < 0
               {UPat(Ops::CMPLT, {UPat(Ops::MUL, {ivar("x"), UPat::cvar("c1")}).ordered(), UPat::cvar("c2")}).ordered(),
                [](const Match& m) -> UOpRef {
@@ -275,8 +278,8 @@ const PatternMatcher& symbolic() {
               {UPat(Ops::CMPLT, {UPat(Ops::ADD, {}, "x").scalar_kind(is_intlike), UPat::cvar("c")}).ordered(), lt_folding},
               {UPat(Ops::CMPLT, {UPat(Ops::IDIV, {ivar("x"), UPat::cvar("c1")}).ordered(), UPat::cvar("c2")}).ordered(),
                [](const Match& m) -> UOpRef {  // x//c < k <=> x < k*c for x >= 0, c > 0, k > 0
-                 int64_t c1 = ci(m["c1"]), c2 = ci(m["c2"]);
-                 return c1 > 0 && c2 > 0 && m["x"]->vmin() >= 0 ? m["x"] < cint(m["x"], c2 * c1) : UOpRef();
+                 int64_t c1 = ci(m["c1"]), c2 = ci(m["c2"]), k;
+                 return c1 > 0 && c2 > 0 && m["x"]->vmin() >= 0 && !__builtin_mul_overflow(c2, c1, &k) ? m["x"] < cint(m["x"], k) : UOpRef();
                }},
           },
           "symbolic");

@@ -127,6 +127,10 @@ UOp::UOp(Ops op, DType dtype, UOps src, Arg arg, Arg tag, size_t hash)
 
 UOpRef UOp::make(Ops op, DType dtype, UOps src, Arg arg, Arg tag) {
   if (SPEC.get() >= 1) spec::check_node(op, dtype, src, arg);
+  // the range and shape computations index sources: a wrong count must be an error even with SPEC off
+  else if ((GroupOp::alu(op) && src.size() != size_t(GroupOp::alu_arity(op))) || ((GroupOp::movement(op) || op == Ops::REDUCE_AXIS) && src.size() != 1) ||
+           ((op == Ops::RANGE || op == Ops::SPECIAL || op == Ops::CAST || op == Ops::BIND) && src.empty()))
+    spec::check_node(op, dtype, src, arg);
   size_t h = node_hash(op, dtype, src, arg, tag);
   auto& sh = Interner::get().shard(h);
   std::lock_guard<std::mutex> lk(sh.mu);
@@ -357,7 +361,13 @@ UOpRef UOp::const_(DType dtype, double v) {
   return make(Ops::CONST, b, {}, truncate_to(b, v));
 }
 UOpRef UOp::const_int(DType dtype, int64_t v) {
-  return dtypes::is_int(dtype) ? make(Ops::CONST, dtype.base(), {}, v) : const_(dtype, double(v));
+  if (!dtypes::is_int(dtype)) return const_(dtype, double(v));
+  int bits = dtype.base().itemsize() * 8;  // wrap to the dtype like a C cast, exactly
+  if (bits < 64) {
+    uint64_t u = uint64_t(v) & ((1ull << bits) - 1);
+    v = !dtypes::is_unsigned(dtype) && (u >> (bits - 1)) ? int64_t(u) - (int64_t(1) << bits) : int64_t(u);
+  }
+  return make(Ops::CONST, dtype.base(), {}, v);
 }
 UOpRef UOp::variable(const std::string& name, int64_t vmin, int64_t vmax, DType dtype) {
   TG_CHECK(vmin <= vmax, TG_ERROR_INVALID_ARGUMENT, strformat("variable '%s': min %lld > max %lld", name.c_str(), (long long)vmin, (long long)vmax));
@@ -385,7 +395,8 @@ UOpRef UOp::lt(const UOpRef& b) const { return alu(Ops::CMPLT, {b}); }
 UOpRef UOp::ne(const UOpRef& b) const { return alu(Ops::CMPNE, {b}); }
 UOpRef UOp::eq(const UOpRef& b) const { return alu(Ops::CMPEQ, {b}); }
 UOpRef UOp::maximum(const UOpRef& b) const { return alu(Ops::MAX, {b}); }
-UOpRef UOp::minimum(const UOpRef& b) const { return -((-ref()).get()->maximum(-b)); }
+// -max(-a,-b) is wrong for unsigned values and INT64_MIN: ints select instead
+UOpRef UOp::minimum(const UOpRef& b) const { return dtypes::is_float(dtype) ? -((-ref())->maximum(-b)) : lt(b)->where(ref(), b); }
 UOpRef UOp::where(const UOpRef& a, const UOpRef& b) const { return alu(Ops::WHERE, {a, b}); }
 UOpRef UOp::logical_not() const { return ne(const_like(1)); }
 

@@ -156,11 +156,16 @@ UOpRef operator-(const UOpRef& a);
 UOpRef operator&(const UOpRef& a, const UOpRef& b);
 UOpRef operator|(const UOpRef& a, const UOpRef& b);
 UOpRef operator^(const UOpRef& a, const UOpRef& b);
+template <class T>
+UOpRef scalar_const_like(const UOpRef& like, T v) {  // integers stay exact past 2^53
+  if constexpr (std::is_integral_v<T>) return UOp::const_int(like->dtype, int64_t(v));
+  else return like->const_like(double(v));
+}
 #define TG_SCALAR_OP(OP)                                                                    \
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>                     \
-  UOpRef operator OP(const UOpRef& a, T b) { return a OP a->const_like(double(b)); }       \
+  UOpRef operator OP(const UOpRef& a, T b) { return a OP scalar_const_like(a, b); }        \
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>                     \
-  UOpRef operator OP(T a, const UOpRef& b) { return b->const_like(double(a)) OP b; }
+  UOpRef operator OP(T a, const UOpRef& b) { return scalar_const_like(b, a) OP b; }
 TG_SCALAR_OP(+)
 TG_SCALAR_OP(-)
 TG_SCALAR_OP(*)
