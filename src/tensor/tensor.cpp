@@ -143,6 +143,7 @@ Tensor Tensor::idiv(const Tensor& o) const {
 Tensor Tensor::maximum(const Tensor& o) const { return alu(Ops::MAX, o); }
 Tensor Tensor::minimum(const Tensor& o) const {
   auto [a, b] = broadcasted(o, "minimum");
+  if (dtypes::is_float(a.dtype())) return a.neg().maximum(b.neg()).neg();  // NaN propagates through MAX
   return a.lt(b).where(a, b);
 }
 Tensor Tensor::pow(const Tensor& o) const {
@@ -365,7 +366,10 @@ static bool is_buffer_view(const UOp* u, int64_t numel) {
   if (u->op == Ops::RESHAPE) u = u->src[0].get();
   return u->op == Ops::BUFFER && std::get<int64_t>(u->arg) == numel;
 }
-Tensor Tensor::contiguous() const { return is_buffer_view(uop_.get(), numel()) ? *this : Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {uop_}), device_); }
+Tensor Tensor::contiguous() const {
+  if (is_buffer_view(uop_.get(), numel()) || uop_->op == Ops::CONTIGUOUS) return *this;
+  return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {uop_}), device_);
+}
 Tensor Tensor::detach() const { return Tensor(UOp::make(Ops::DETACH, dtype(), {uop_}), device_); }
 
 Tensor& Tensor::realize() {
