@@ -58,6 +58,10 @@ std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::st
     compile_kernel(*k, dev);
     std::vector<void*> ptrs;
     for (int s : k->slots) ptrs.push_back(bufs[size_t(s)]->ptr());
+    if (DEBUG >= 3)
+      for (size_t i = 0; i < k->slots.size(); i++)
+        std::fprintf(stderr, "  %s buf%zu: %s[%lld] %s\n", k->name.c_str(), i, bufs[size_t(k->slots[i])]->dtype().name().c_str(),
+                     (long long)bufs[size_t(k->slots[i])]->size(), i == 0 ? "(out)" : "(in)");
     auto t1 = Clock::now();
     k->prog->entry(ptrs.data(), nullptr);
     dev.synchronize();
