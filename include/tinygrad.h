@@ -43,6 +43,7 @@ TG_API int tg_version_number(void);
 
 /* ---- errors ----------------------------------------------------------------------------------------------------- */
 typedef enum tg_status {
+  TG_STATUS_INVALID = -1, /* never returned */
   TG_OK = 0,
   TG_ERROR_INVALID_ARGUMENT = 1, /* NULL or released handle, bad pointer/size argument, unknown name */
   TG_ERROR_SHAPE = 2,            /* shapes that don't match or don't broadcast, bad axis, bad reshape */
@@ -69,6 +70,7 @@ TG_API const char* tg_status_name(tg_status status);
 
 /* ---- dtypes ----------------------------------------------------------------------------------------------------- */
 typedef enum tg_dtype {
+  TG_DTYPE_INVALID = -1, /* never valid; with TG_DTYPE_MAX_ENUM it makes every int a representable value */
   TG_BOOL = 0,
   TG_INT8 = 1,
   TG_UINT8 = 2,
@@ -101,7 +103,7 @@ typedef struct tg_device tg_device; /* a compute device */
 /* ---- symbolic expressions --------------------------------------------------------------------------------------- */
 /* Integer expressions over bounded variables, simplified with the same rules kernels use for index arithmetic.
  * Division and modulo truncate toward zero, like C. Handles are immutable; any thread may use them. */
-typedef enum tg_binop { TG_ADD = 0, TG_SUB, TG_MUL, TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT, TG_BINOP_MAX_ENUM = 0x7fffffff } tg_binop;
+typedef enum tg_binop { TG_BINOP_INVALID = -1, TG_ADD = 0, TG_SUB, TG_MUL, TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT, TG_BINOP_MAX_ENUM = 0x7fffffff } tg_binop;
 
 /* A variable named `name` (copied) taking values in [min, max]. NULL if min > max or name is empty. */
 TG_API tg_expr* tg_expr_variable(const char* name, int64_t min, int64_t max);
@@ -241,6 +243,7 @@ typedef struct tg_counters {
   uint64_t compile_count;  /* kernels compiled (not found in a cache) */
 } tg_counters;
 TG_API tg_status tg_counters_get(tg_counters* out);
+/* Set every counter to zero. */
 TG_API void tg_counters_reset(void);
 
 #ifdef __cplusplus

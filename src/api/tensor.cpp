@@ -63,9 +63,9 @@ TG_T(from_data(const void* data, size_t nbytes, tg_dtype dtype, const int64_t* s
 TG_T(empty(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
      return wrap(Tensor::empty(ints(shape, ndim, "empty", "shape"), dt_of(dtype, "empty"), canonical_device(device)));)
 TG_T(zeros(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
-     return wrap(Tensor::full(ints(shape, ndim, "zeros", "shape"), 0, dt_of(dtype, "zeros"), canonical_device(device)));)
+     return wrap(Tensor::full(ints(shape, ndim, "zeros", "shape"), 0, dt_of(dtype, "zeros"), canonical_device(device), "zeros"));)
 TG_T(ones(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
-     return wrap(Tensor::full(ints(shape, ndim, "ones", "shape"), 1, dt_of(dtype, "ones"), canonical_device(device)));)
+     return wrap(Tensor::full(ints(shape, ndim, "ones", "shape"), 1, dt_of(dtype, "ones"), canonical_device(device), "ones"));)
 TG_T(full(const int64_t* shape, size_t ndim, double value, tg_dtype dtype, const char* device),
      return wrap(Tensor::full(ints(shape, ndim, "full", "shape"), value, dt_of(dtype, "full"), canonical_device(device)));)
 TG_T(arange(double start, double stop, double step, tg_dtype dtype, const char* device),

@@ -62,6 +62,6 @@ void Buffer::copyout(void* dst, size_t n) {
 
 std::atomic<uint64_t> GlobalCounters::kernel_count{0}, GlobalCounters::global_ops{0}, GlobalCounters::global_mem{0}, GlobalCounters::compile_count{0};
 std::atomic<double> GlobalCounters::time_sum_s{0};
-void GlobalCounters::reset() { kernel_count = 0, global_ops = 0, global_mem = 0, time_sum_s = 0; }
+void GlobalCounters::reset() { kernel_count = 0, global_ops = 0, global_mem = 0, compile_count = 0, time_sum_s = 0; }
 
 }  // namespace tg

@@ -74,8 +74,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, const std::string& device)
   check_shape(shape, "empty");
   return Tensor(view_as(buffer_uop(std::make_shared<Buffer>(device, dtype, tg::prod(shape))), shape), device);
 }
-Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::string& device) {
-  check_shape(shape, "full");
+Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::string& device, const char* what) {
+  check_shape(shape, what);
   get_device(device);
   UOpRef c = UOp::const_(dtype, value);
   if (shape.empty()) return Tensor(c, device);
@@ -209,8 +209,7 @@ int64_t Tensor::resolve_axis(int64_t axis, const char* what) const {
            strformat("%s: axis %lld is out of range for shape %s", what, (long long)axis, shape_str(shape()).c_str()));
   return axis < 0 ? axis + n : axis;
 }
-Tensor Tensor::reduce(Ops op, std::vector<int64_t> axes, bool keepdim) const {
-  const char* what = op == Ops::ADD ? "sum" : op == Ops::MUL ? "prod" : "max";
+Tensor Tensor::reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* what) const {
   if (axes.empty())
     for (int64_t i = 0; i < ndim(); i++) axes.push_back(i);
   for (auto& a : axes) a = resolve_axis(a, what);
@@ -226,15 +225,15 @@ Tensor Tensor::reduce(Ops op, std::vector<int64_t> axes, bool keepdim) const {
     if (!std::binary_search(axes.begin(), axes.end(), i)) s.push_back(shape()[size_t(i)]);
   return r.reshape(s);
 }
-Tensor Tensor::sum(std::vector<int64_t> axes, bool keepdim) const {
-  Tensor r = cast(sum_acc_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim);
+Tensor Tensor::sum(std::vector<int64_t> axes, bool keepdim, const char* what) const {
+  Tensor r = cast(sum_acc_dtype(dtype())).reduce(Ops::ADD, std::move(axes), keepdim, what);
   return dtype() == dtypes::float16 || dtype() == dtypes::bfloat16 ? r.cast(dtype()) : r;
 }
 Tensor Tensor::prod(std::vector<int64_t> axes, bool keepdim) const {
-  Tensor r = cast(sum_acc_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim);
+  Tensor r = cast(sum_acc_dtype(dtype())).reduce(Ops::MUL, std::move(axes), keepdim, "prod");
   return dtype() == dtypes::float16 || dtype() == dtypes::bfloat16 ? r.cast(dtype()) : r;
 }
-Tensor Tensor::max(std::vector<int64_t> axes, bool keepdim) const { return reduce(Ops::MAX, std::move(axes), keepdim); }
+Tensor Tensor::max(std::vector<int64_t> axes, bool keepdim, const char* what) const { return reduce(Ops::MAX, std::move(axes), keepdim, what); }
 Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
   // min(x) = inverse(max(inverse(x))): negation for floats, bitwise not for ints, logical not for bools
   auto inv = [&](const Tensor& t) {
@@ -242,10 +241,10 @@ Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
     if (dtypes::is_bool(t.dtype())) return t.logical_not();
     return t.alu(Ops::XOR, Tensor(UOp::const_int(t.dtype(), -1), device_));
   };
-  return inv(inv(*this).max(std::move(axes), keepdim));
+  return inv(inv(*this).max(std::move(axes), keepdim, "min"));
 }
 Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
-  Tensor s = sum(axes, keepdim);
+  Tensor s = sum(axes, keepdim, "mean");
   double n = s.numel() == 0 ? 0 : double(numel()) / double(s.numel());
   if (s.numel() == 0 && numel() == 0) n = 1;
   if (numel() == 0 && s.numel() > 0) n = 0;  // mean over an empty axis is nan, like numpy

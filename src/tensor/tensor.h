@@ -25,7 +25,7 @@ class Tensor {
   // creation
   static Tensor from_data(const void* data, size_t nbytes, DType dtype, const Shape& shape, const std::string& device);
   static Tensor empty(const Shape& shape, DType dtype, const std::string& device);
-  static Tensor full(const Shape& shape, double value, DType dtype, const std::string& device);
+  static Tensor full(const Shape& shape, double value, DType dtype, const std::string& device, const char* what = "full");
   static Tensor arange(double start, double stop, double step, DType dtype, const std::string& device);
   static Tensor eye(int64_t n, DType dtype, const std::string& device);
 
@@ -70,9 +70,9 @@ class Tensor {
   Tensor logical_not() const;
 
   // reductions; empty axes = all
-  Tensor sum(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor sum(std::vector<int64_t> axes = {}, bool keepdim = false, const char* what = "sum") const;
   Tensor prod(std::vector<int64_t> axes = {}, bool keepdim = false) const;
-  Tensor max(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor max(std::vector<int64_t> axes = {}, bool keepdim = false, const char* what = "max") const;
   Tensor min(std::vector<int64_t> axes = {}, bool keepdim = false) const;
   Tensor mean(std::vector<int64_t> axes = {}, bool keepdim = false) const;
   Tensor softmax(int64_t axis = -1) const;
@@ -99,7 +99,7 @@ class Tensor {
  private:
   Tensor alu(Ops op, const Tensor& o) const;  // broadcast, promote, apply
   Tensor unary_float(Ops op) const;
-  Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim) const;
+  Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* what) const;
   std::pair<Tensor, Tensor> broadcasted(const Tensor& o, const char* what) const;
   Tensor mv(Ops op, std::vector<int64_t> arg) const;
   int64_t resolve_axis(int64_t axis, const char* what) const;
