@@ -461,7 +461,19 @@ UOps UOp::toposort() const {
   return order;
 }
 
+// the printers recurse: refuse graphs deep enough to exhaust the stack instead of crashing the host
+static void check_depth(const UOp* root, const char* what) {
+  std::unordered_map<const UOp*, size_t> depth;
+  for (auto& n : root->toposort()) {
+    size_t d = 0;
+    for (auto& s : n->src) d = std::max(d, depth[s.get()] + 1);
+    depth[n.get()] = d;
+  }
+  TG_CHECK(depth[root] <= 10000, TG_ERROR_UNSUPPORTED, strformat("%s: graph is %zu levels deep (at most 10000 can be printed)", what, depth[root]));
+}
+
 std::string UOp::str() const {
+  check_depth(this, "str");
   std::unordered_map<const UOp*, int> names;
   std::unordered_map<const UOp*, int> uses;
   for (auto& n : toposort())
@@ -491,6 +503,15 @@ std::string UOp::str() const {
 }
 
 std::string UOp::render() const {
+  static thread_local int level = 0;  // check the depth once, at the outermost call
+  if (level == 0) check_depth(this, "render");
+  level++;
+  struct Exit {
+    ~Exit() { level--; }
+  } exit_guard;
+  return render_();
+}
+std::string UOp::render_() const {
   auto r = [](const UOpRef& u) { return u->render(); };
   static const std::unordered_map<int, const char*> infix = {{int(Ops::ADD), "+"},  {int(Ops::SUB), "-"},   {int(Ops::MUL), "*"},
                                                              {int(Ops::IDIV), "//"}, {int(Ops::FDIV), "/"},  {int(Ops::MOD), "%"},

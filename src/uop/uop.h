@@ -136,6 +136,7 @@ class UOp {
   friend struct Interner;
   UOp(Ops op, DType dtype, UOps src, Arg arg, Arg tag, size_t hash);
   ~UOp() = default;
+  std::string render_() const;
   void compute_range();
   void compute_shape();
   size_t hash_;
