@@ -45,15 +45,22 @@ static double time_median(timed_fn f, void* ctx, int warmup) {
   return median(t, RUNS);
 }
 
+/* realize `t` (built since t0), release it, and return the seconds since t0 */
+static double realize_timed(double t0, tg_tensor* t) {
+  CHECK(t && tg_tensor_realize(t) == TG_OK);
+  double dt = now() - t0;
+  tg_tensor_release(t);
+  return dt;
+}
+
 /* ---- elementwise ---- */
 typedef struct { tg_tensor* x; float *in, *out; size_t n; } ew_ctx;
 static double ew_tg(void* p) {
   ew_ctx* c = p;
   double t0 = now();
-  tg_tensor *a = tg_tensor_add_scalar(c->x, 1), *b = tg_tensor_mul_scalar(a, 2), *d = tg_tensor_sub_scalar(b, 1), *e = tg_tensor_div_scalar(d, 2);
-  CHECK(e && tg_tensor_realize(e) == TG_OK);
-  double t = now() - t0;
-  tg_tensor_release(a), tg_tensor_release(b), tg_tensor_release(d), tg_tensor_release(e);
+  tg_tensor *a = tg_tensor_add_scalar(c->x, 1), *b = tg_tensor_mul_scalar(a, 2), *d = tg_tensor_sub_scalar(b, 1);
+  double t = realize_timed(t0, tg_tensor_div_scalar(d, 2));
+  tg_tensor_release(a), tg_tensor_release(b), tg_tensor_release(d);
   return t;
 }
 static double ew_ref(void* p) {
@@ -67,11 +74,7 @@ static volatile float sink;
 static double sum_tg(void* p) {
   ew_ctx* c = p;
   double t0 = now();
-  tg_tensor* s = tg_tensor_sum(c->x, NULL, 0, 0);
-  CHECK(s && tg_tensor_realize(s) == TG_OK);
-  double t = now() - t0;
-  tg_tensor_release(s);
-  return t;
+  return realize_timed(t0, tg_tensor_sum(c->x, NULL, 0, 0));
 }
 static double sum_ref(void* p) {
   ew_ctx* c = p;
@@ -89,11 +92,7 @@ typedef struct { tg_tensor *a, *b; float *ha, *hb, *hc; int n; } mm_ctx;
 static double mm_tg(void* p) {
   mm_ctx* c = p;
   double t0 = now();
-  tg_tensor* m = tg_tensor_matmul(c->a, c->b);
-  CHECK(m && tg_tensor_realize(m) == TG_OK);
-  double t = now() - t0;
-  tg_tensor_release(m);
-  return t;
+  return realize_timed(t0, tg_tensor_matmul(c->a, c->b));
 }
 static double mm_ref(void* p) {
   mm_ctx* c = p;

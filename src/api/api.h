@@ -1,7 +1,9 @@
 // The catch-all boundary: every extern "C" entry point runs its body through these, so no C++ exception crosses the ABI.
 #pragma once
+#include <mutex>
 #include <new>
 #include <string>
+#include <unordered_map>
 
 #include "helpers.h"
 
@@ -32,6 +34,43 @@ auto make(F&& f) noexcept -> decltype(f()) {
     return nullptr;
   }
 }
+// The handles a C caller holds, each with its reference count. Looking a handle up here before touching it turns
+// NULL and released handles into errors instead of crashes. Instances are never destroyed (handles may outlive statics).
+template <class H>
+class LiveHandles {
+ public:
+  H* add(H* h) {
+    std::lock_guard<std::mutex> lk(mu_);
+    rc_[h] = 1;
+    return h;
+  }
+  bool live(const H* h) {
+    std::lock_guard<std::mutex> lk(mu_);
+    return rc_.count(h) > 0;
+  }
+  bool retain(const H* h) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = rc_.find(h);
+    return it != rc_.end() && ++it->second > 0;
+  }
+  // drops one reference, deleting the handle with the last; false if `h` was not live
+  bool release(H* h) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      auto it = rc_.find(h);
+      if (it == rc_.end()) return false;
+      if (--it->second > 0) return true;
+      rc_.erase(it);
+    }
+    delete h;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const H*, int64_t> rc_;
+};
+
 // A failed argument check: records the error and returns it.
 #define TG_ARG(cond, msg) TG_CHECK(cond, TG_ERROR_INVALID_ARGUMENT, msg)
 

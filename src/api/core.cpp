@@ -1,8 +1,6 @@
 // C API: version, errors, dtypes, symbolic expressions.
 #include <cstring>
-#include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "api/api.h"
 #include "uop/symbolic.h"
@@ -33,22 +31,14 @@ struct tg_expr {
   UOpRef u;
 };
 
-// live expression handles, so a released handle is reported instead of dereferenced
-static std::mutex expr_mu;
-static std::unordered_map<const tg_expr*, int64_t>& expr_live() {
-  static auto* m = new std::unordered_map<const tg_expr*, int64_t>();
-  return *m;
+static api::LiveHandles<tg_expr>& exprs() {
+  static auto* h = new api::LiveHandles<tg_expr>();
+  return *h;
 }
-static const tg_expr* new_expr(UOpRef u) {
-  auto* e = new tg_expr{std::move(u)};
-  std::lock_guard<std::mutex> lk(expr_mu);
-  expr_live()[e] = 1;
-  return e;
-}
+static const tg_expr* new_expr(UOpRef u) { return exprs().add(new tg_expr{std::move(u)}); }
 static const UOpRef& expr_of(const tg_expr* e, const char* what) {
   TG_ARG(e, std::string(what) + ": expression is NULL");
-  std::lock_guard<std::mutex> lk(expr_mu);
-  TG_ARG(expr_live().count(e), std::string(what) + ": expression handle is not live (released?)");
+  TG_ARG(exprs().live(e), std::string(what) + ": expression handle is not live (released?)");
   return e->u;
 }
 
@@ -160,17 +150,12 @@ tg_status tg_expr_bounds(const tg_expr* e, int64_t* min, int64_t* max) {
 tg_expr* tg_expr_retain(tg_expr* e) {
   return api::make([&] {
     expr_of(e, "expr_retain");
-    std::lock_guard<std::mutex> lk(expr_mu);
-    expr_live()[e]++;
+    TG_ARG(exprs().retain(e), "expr_retain: expression handle is not live (released?)");
     return e;
   });
 }
 void tg_expr_release(tg_expr* e) {
-  if (!e) return;
-  std::lock_guard<std::mutex> lk(expr_mu);
-  auto it = expr_live().find(e);
-  if (it == expr_live().end()) return api::set_error(TG_ERROR_INVALID_ARGUMENT, "expr_release: handle is not live (released twice?)");
-  if (--it->second == 0) expr_live().erase(it), delete e;
+  if (e && !exprs().release(e)) api::set_error(TG_ERROR_INVALID_ARGUMENT, "expr_release: handle is not live (released twice?)");
 }
 
 }  // extern "C"

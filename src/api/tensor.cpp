@@ -1,7 +1,5 @@
 // C API: tensors. Handles are checked against a live set, so NULL and released handles are errors, not crashes.
 #include <cstring>
-#include <mutex>
-#include <unordered_set>
 
 #include "api/api.h"
 #include "tensor/tensor.h"
@@ -10,25 +8,17 @@ using namespace tg;
 
 struct tg_tensor {
   Tensor t;
-  std::atomic<int64_t> rc{1};
 };
 
 namespace {
-std::mutex live_mu;
-std::unordered_set<const tg_tensor*>& live() {
-  static auto* s = new std::unordered_set<const tg_tensor*>();
-  return *s;
+api::LiveHandles<tg_tensor>& handles() {
+  static auto* h = new api::LiveHandles<tg_tensor>();
+  return *h;
 }
-tg_tensor* wrap(Tensor t) {
-  auto* h = new tg_tensor{std::move(t)};
-  std::lock_guard<std::mutex> lk(live_mu);
-  live().insert(h);
-  return h;
-}
+tg_tensor* wrap(Tensor t) { return handles().add(new tg_tensor{std::move(t)}); }
 Tensor& get(const tg_tensor* h, const char* fn, const char* arg = "tensor") {
   TG_ARG(h, std::string(fn) + ": " + arg + " is NULL");
-  std::lock_guard<std::mutex> lk(live_mu);
-  TG_ARG(live().count(h), std::string(fn) + ": " + arg + " is not a live tensor handle (released?)");
+  TG_ARG(handles().live(h), std::string(fn) + ": " + arg + " is not a live tensor handle (released?)");
   return const_cast<tg_tensor*>(h)->t;
 }
 DType dt_of(tg_dtype d, const char* fn) {
@@ -172,19 +162,12 @@ tg_status tg_tensor_to_data(tg_tensor* t, void* out, size_t nbytes) {
 tg_tensor* tg_tensor_retain(tg_tensor* t) {
   return api::make([&] {
     get(t, "retain");
-    t->rc++;
+    TG_ARG(handles().retain(t), "retain: tensor is not a live tensor handle (released?)");
     return t;
   });
 }
 void tg_tensor_release(tg_tensor* t) {
-  if (!t) return;
-  {
-    std::lock_guard<std::mutex> lk(live_mu);
-    if (!live().count(t)) return api::set_error(TG_ERROR_INVALID_ARGUMENT, "release: not a live tensor handle (released twice?)");
-    if (--t->rc > 0) return;
-    live().erase(t);
-  }
-  delete t;
+  if (t && !handles().release(t)) api::set_error(TG_ERROR_INVALID_ARGUMENT, "release: not a live tensor handle (released twice?)");
 }
 
 tg_status tg_counters_get(tg_counters* out) {

@@ -46,7 +46,7 @@ std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::st
   for (size_t i = 0; i < sched->slots.size(); i++) {
     UOpRef param = UOp::make(Ops::PARAM, sched->slots[i].first, {}, std::vector<int64_t>{int64_t(i), sched->slots[i].second});
     if (i < inputs.size()) {
-      bufs[i] = static_cast<const BufferArg*>(std::get<std::shared_ptr<const ArgExt>>(inputs[i]->src[0]->arg).get())->buf;
+      bufs[i] = buffer_of(inputs[i].get());
       from_param[param] = inputs[i];
     } else {
       bufs[i] = std::make_shared<Buffer>(device, sched->slots[i].first, sched->slots[i].second);

@@ -19,7 +19,6 @@ class Allocator {
   void* alloc(size_t nbytes);
   void free(void* p, size_t nbytes);
   void clear_cache();
-  size_t cached_bytes() const { return cached_; }
 
  protected:
   virtual void* raw_alloc(size_t nbytes) = 0;

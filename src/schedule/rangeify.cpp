@@ -36,8 +36,7 @@ static bool is_contiguous_input(const UOp* u) {
 
 struct ScheduleBuilder {
   Schedule& s;
-  std::unordered_map<const UOp*, int> slot_of;  // realized tensor-level node (or PARAM) -> slot
-  std::unordered_map<const UOp*, UOpRef> keep;  // nodes whose slot we remember stay alive
+  std::unordered_map<const UOp*, int> slot_of;  // realized tensor-level node -> slot (nodes live in the sink being scheduled)
 
   int slot(const UOp* n);
 };
@@ -219,7 +218,6 @@ int ScheduleBuilder::slot(const UOp* n) {
     s.kernels.push_back(std::move(k));
   }
   slot_of[n] = out;
-  keep.emplace(n, n->ref());
   return out;
 }
 
@@ -227,7 +225,7 @@ std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink, const std::v
   auto s = std::make_shared<Schedule>();
   s->n_inputs = int(inputs.size());
   s->slots = inputs;
-  ScheduleBuilder sb{*s, {}, {}};
+  ScheduleBuilder sb{*s, {}};
   for (auto& root : sink->src) {
     if (is_view_of_input(root.get())) {
       s->outputs.push_back(root);

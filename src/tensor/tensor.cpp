@@ -17,9 +17,9 @@ UOpRef buffer_uop(std::shared_ptr<Buffer> buf) {
   auto unique = UOp::make(Ops::UNIQUE, dtypes::void_, {}, std::shared_ptr<const ArgExt>(std::make_shared<BufferArg>(std::move(buf))));
   return UOp::make(Ops::BUFFER, dt, {unique}, n);
 }
-Buffer* buffer_of(const UOp* b) {
+const std::shared_ptr<Buffer>& buffer_of(const UOp* b) {
   auto& ext = std::get<std::shared_ptr<const ArgExt>>(b->src.at(0)->arg);
-  return static_cast<const BufferArg*>(ext.get())->buf.get();
+  return static_cast<const BufferArg*>(ext.get())->buf;
 }
 
 // store one value of `dt` at p, converting from double with C cast semantics

@@ -16,7 +16,7 @@ struct BufferArg : ArgExt {
   std::string str() const override;
 };
 UOpRef buffer_uop(std::shared_ptr<Buffer> buf);  // BUFFER(UNIQUE(buf)) with shape (size,)
-Buffer* buffer_of(const UOp* buffer_node);
+const std::shared_ptr<Buffer>& buffer_of(const UOp* buffer_node);
 
 class Tensor {
  public:
@@ -94,7 +94,6 @@ class Tensor {
   Tensor& realize();
   static void realize_all(const std::vector<Tensor*>& ts);
   void to_data(void* out, size_t nbytes);
-  void set_uop(UOpRef u) { uop_ = std::move(u); }
 
  private:
   Tensor alu(Ops op, const Tensor& o) const;  // broadcast, promote, apply
