@@ -24,7 +24,10 @@ build: $(BUILD)/CMakeCache.txt
 run: build
 	$(BUILD)/example_mlp
 
-test: build test-unit test-python test-install
+# Every run starts cold: the kernel disk cache lives in a new empty directory for the whole run and is removed after,
+# so a pass never depends on what an earlier run left on disk.
+test: build
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-unit test-python test-install
 
 test-unit:
 	cd $(BUILD) && ctest --output-on-failure
@@ -39,7 +42,8 @@ asan:
 	@sh scripts/deps.sh
 	cmake -S . -B $(ASAN_BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DTG_SANITIZE=ON -DTG_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && cd $(ASAN_BUILD) && \
+	  XDG_CACHE_HOME="$$d" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure
 
 bench: build
 	$(BUILD)/bench_uop --benchmark_min_time=0.2

@@ -102,7 +102,9 @@ typedef struct tg_device tg_device; /* a compute device */
 
 /* ---- symbolic expressions --------------------------------------------------------------------------------------- */
 /* Integer expressions over bounded variables, simplified with the same rules kernels use for index arithmetic.
- * Division and modulo truncate toward zero, like C. Handles are immutable; any thread may use them. */
+ * Division and modulo truncate toward zero, like C; a divisor that is 0 when evaluated gives x//0 == 0 and x%0 == x, as
+ * in kernels (a literal constant 0 divisor is rejected when the expression is built). Handles are immutable; any
+ * thread may use them. */
 typedef enum tg_binop { TG_BINOP_INVALID = -1, TG_ADD = 0, TG_SUB, TG_MUL, TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT, TG_BINOP_MAX_ENUM = 0x7fffffff } tg_binop;
 
 /* A variable named `name` (copied) taking values in [min, max]. NULL if min > max or name is empty. */
@@ -122,7 +124,10 @@ TG_API tg_expr* tg_expr_retain(tg_expr* e);
 TG_API void tg_expr_release(tg_expr* e);
 
 /* ---- tensors: creation ------------------------------------------------------------------------------------------ */
-/* `device` may be NULL for the default device ($DEVICE, else "CPU"). Shapes are `ndim` int64 sizes (>= 0). */
+/* `device` may be NULL for the default device ($DEVICE, else "CPU"). Shapes are `ndim` int64 sizes (>= 0) whose
+ * element count times the dtype size fits in int64; any function that would make a larger shape (creation, reshape,
+ * expand, pad, arange, eye) fails with TG_ERROR_SHAPE naming it. A shape that fits but can't be allocated fails at
+ * realize with TG_ERROR_OUT_OF_MEMORY. */
 
 /* A tensor holding a copy of `data` (`nbytes` must equal numel * dtype size; row-major). */
 TG_API tg_tensor* tg_tensor_from_data(const void* data, size_t nbytes, tg_dtype dtype, const int64_t* shape, size_t ndim,
@@ -131,6 +136,8 @@ TG_API tg_tensor* tg_tensor_from_data(const void* data, size_t nbytes, tg_dtype 
 TG_API tg_tensor* tg_tensor_empty(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
 TG_API tg_tensor* tg_tensor_zeros(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
 TG_API tg_tensor* tg_tensor_ones(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+/* Filled with `value`. NaN or +-inf into an integer dtype is TG_ERROR_INVALID_ARGUMENT (tinygrad raises too); other
+ * values convert like a C cast, wrapping to the dtype's width. */
 TG_API tg_tensor* tg_tensor_full(const int64_t* shape, size_t ndim, double value, tg_dtype dtype, const char* device);
 /* [start, start+step, ...) up to stop, like tinygrad's Tensor.arange. step must be non-zero. */
 TG_API tg_tensor* tg_tensor_arange(double start, double stop, double step, tg_dtype dtype, const char* device);
@@ -150,7 +157,8 @@ TG_API const char* tg_tensor_device(const tg_tensor* t);
 
 /* ---- tensors: elementwise --------------------------------------------------------------------------------------- */
 /* Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
- * promote to float); idiv is integer division truncating toward zero. Comparisons return TG_BOOL tensors. */
+ * promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad:
+ * x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors. */
 TG_API tg_tensor* tg_tensor_add(tg_tensor* a, tg_tensor* b);
 TG_API tg_tensor* tg_tensor_sub(tg_tensor* a, tg_tensor* b);
 TG_API tg_tensor* tg_tensor_mul(tg_tensor* a, tg_tensor* b);
@@ -212,6 +220,8 @@ TG_API tg_tensor* tg_tensor_expand(tg_tensor* t, const int64_t* shape, size_t nd
 TG_API tg_tensor* tg_tensor_pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value);
 /* bounds: ndim (start, end) pairs with 0 <= start <= end <= size. */
 TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t npairs);
+/* Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or -1 and is
+ * returned unchanged, as in torch; so does transpose(t, 0, 0). */
 TG_API tg_tensor* tg_tensor_flip(tg_tensor* t, const int64_t* axes, size_t naxes);
 TG_API tg_tensor* tg_tensor_transpose(tg_tensor* t, int64_t dim0, int64_t dim1);
 

@@ -54,6 +54,12 @@ std::string join_ints(const std::vector<int64_t>& v, const char* sep = ",");
 std::string shape_str(const std::vector<int64_t>& v);  // "(3,4)"
 int64_t prod(const std::vector<int64_t>& v);
 uint64_t fnv1a(const void* data, size_t n, uint64_t seed = 1469598103934665603ull);
-inline size_t hash_combine(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
+// boost's combine followed by a multiply-xorshift round, so chains of similar nodes (x+1, (x+1)+1, ...) spread over
+// every bit instead of cycling in the low bits hash tables index by
+inline size_t hash_combine(size_t h, size_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 31);
+}
 
 }  // namespace tg

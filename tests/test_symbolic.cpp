@@ -33,8 +33,8 @@ struct Eval {
       case Ops::IDIV:
       case Ops::MOD: {
         __int128 a = s(0), b = s(1);
-        if (b == 0) return err = "division by zero in " + u->render(), 0;
-        v = u->op == Ops::IDIV ? a / b : a % b;
+        // defined as tinygrad defines it: x//0 == 0, x%0 == x
+        v = b == 0 ? (u->op == Ops::IDIV ? 0 : a) : u->op == Ops::IDIV ? a / b : a % b;
         break;
       }
       case Ops::MAX: v = std::max(s(0), s(1)); break;

@@ -136,7 +136,7 @@ tg_status tg_expr_eval(const tg_expr* e, const char* const* names, const int64_t
       bind[x] = UOp::const_int(x->dtype, values[i]);
     }
     UOpRef r = graph_rewrite(u->substitute(bind), symbolic_simple());
-    TG_ARG(r->op == Ops::CONST, "expr_eval: division by zero");
+    TG_CHECK(r->op == Ops::CONST, TG_ERROR_INTERNAL, "expr_eval: the expression did not fold to a constant");
     *out = dtypes::is_int(r->dtype) ? std::get<int64_t>(r->arg) : int64_t(r->const_value());
   });
 }

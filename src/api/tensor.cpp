@@ -31,6 +31,7 @@ std::vector<int64_t> ints(const int64_t* p, size_t n, const char* fn, const char
   return std::vector<int64_t>(p, p + n);
 }
 std::vector<std::pair<int64_t, int64_t>> pairs(const int64_t* p, size_t n, const char* fn) {
+  TG_ARG(n <= 64, strformat("%s: %zu pairs is too many", fn, n));  // before 2*n can wrap
   auto v = ints(p, 2 * n, fn, "pairs");
   std::vector<std::pair<int64_t, int64_t>> out;
   for (size_t i = 0; i < n; i++) out.emplace_back(v[2 * i], v[2 * i + 1]);

@@ -41,19 +41,23 @@ struct Linearizer {
   }
   static Scope* deeper(Scope* a, Scope* b) { return !a ? b : !b ? a : (b->depth > a->depth ? b : a); }
 
-  // the loops a node's value depends on (a REDUCE closes its own)
+  // the loops a node's value depends on (a REDUCE closes its own), for every node of the AST in one pass over its
+  // toposort (no recursion: kernels can be deep)
   std::unordered_map<const UOp*, std::vector<const UOp*>> deps;
-  const std::vector<const UOp*>& ranges_of(const UOp* n) {
-    if (auto it = deps.find(n); it != deps.end()) return it->second;
-    std::vector<const UOp*> r;
-    if (n->op == Ops::RANGE) r.push_back(n);
-    for (size_t i = 0; i < (n->op == Ops::REDUCE ? 1 : n->src.size()); i++)
-      for (auto* x : ranges_of(n->src[i].get()))
-        if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
-    if (n->op == Ops::REDUCE)
-      for (size_t i = 1; i < n->src.size(); i++) r.erase(std::remove(r.begin(), r.end(), n->src[i].get()), r.end());
-    return deps[n] = std::move(r);
+  void compute_deps(const UOpRef& ast) {
+    for (auto& u : ast->toposort()) {
+      const UOp* n = u.get();
+      std::vector<const UOp*> r;
+      if (n->op == Ops::RANGE) r.push_back(n);
+      for (size_t i = 0; i < (n->op == Ops::REDUCE ? 1 : n->src.size()); i++)
+        for (auto* x : deps.at(n->src[i].get()))
+          if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
+      if (n->op == Ops::REDUCE)
+        for (size_t i = 1; i < n->src.size(); i++) r.erase(std::remove(r.begin(), r.end(), n->src[i].get()), r.end());
+      deps[n] = std::move(r);
+    }
   }
+  const std::vector<const UOp*>& ranges_of(const UOp* n) { return deps.at(n); }
   // the innermost open loop scope this node's value depends on
   Scope* scope_of(const UOp* n) {
     Scope* s = scopes[0].get();
@@ -72,51 +76,72 @@ struct Linearizer {
     if (GroupOp::alu(u->op) && u->dtype != dtypes::index) lp.ops += s->trip;
   }
 
-  UOpRef emit(const UOp* n) {
-    if (auto it = done.find(n); it != done.end()) return it->second;
-    UOpRef out = n->ref();
-    switch (n->op) {
-      case Ops::CONST:
-      case Ops::RANGE: break;
-      case Ops::DEFINE_GLOBAL: {
-        size_t i = size_t(std::get<int64_t>(n->arg));
-        if (lp.globals.size() <= i) lp.globals.resize(i + 1);
-        lp.globals[i] = out;
-        lp.mem += uint64_t(std::max<int64_t>(n->dtype.size, 0)) * uint64_t(n->dtype.base().itemsize());
-        break;
-      }
-      case Ops::INDEX:  // rendered inline by its LOAD/STORE
-        for (auto& s : n->src) emit(s.get());
-        break;
-      case Ops::REDUCE: {
-        Scope* parent = scope_of(n);
-        Ops rop = Ops(std::get<int64_t>(n->arg));
-        UOpRef acc = UOp::make(Ops::DEFINE_REG, n->dtype.ptr_to(1, AddrSpace::Reg), {UOp::const_(n->dtype, reduce_identity(rop, n->dtype))}, acc_id++);
-        push(parent, acc);
-        Scope* inner = parent;
-        std::vector<Scope*> chain;
-        for (size_t i = 1; i < n->src.size(); i++) {
-          chain.push_back(inner = new_scope(inner, n->src[i].get()));
+  // Emits a node after its sources, depth first, with an explicit stack. A REDUCE opens its accumulator and loops
+  // before its source is emitted (stage 0) and stores and closes them after (stage 1).
+  void emit(const UOp* top) {
+    struct Item {
+      const UOp* n;
+      int stage;
+      std::vector<Scope*> chain;
+      Scope* parent;
+      UOpRef acc;
+    };
+    std::vector<Item> stack{{top, 0, {}, nullptr, {}}};
+    while (!stack.empty()) {
+      Item it = std::move(stack.back());
+      stack.pop_back();
+      const UOp* n = it.n;
+      if (it.stage == 0 && done.count(n)) continue;
+      UOpRef out = n->ref();
+      if (it.stage == 0) {
+        switch (n->op) {
+          case Ops::CONST:
+          case Ops::RANGE: done[n] = out; continue;
+          case Ops::DEFINE_GLOBAL: {
+            size_t i = size_t(std::get<int64_t>(n->arg));
+            if (lp.globals.size() <= i) lp.globals.resize(i + 1);
+            lp.globals[i] = out;
+            lp.mem += uint64_t(std::max<int64_t>(n->dtype.size, 0)) * uint64_t(n->dtype.base().itemsize());
+            done[n] = out;
+            continue;
+          }
+          case Ops::REDUCE: {
+            Scope* parent = scope_of(n);
+            Ops rop = Ops(std::get<int64_t>(n->arg));
+            UOpRef acc = UOp::make(Ops::DEFINE_REG, n->dtype.ptr_to(1, AddrSpace::Reg), {UOp::const_(n->dtype, reduce_identity(rop, n->dtype))}, acc_id++);
+            push(parent, acc);
+            Scope* inner = parent;
+            std::vector<Scope*> chain;
+            for (size_t i = 1; i < n->src.size(); i++) chain.push_back(inner = new_scope(inner, n->src[i].get()));
+            stack.push_back({n, 1, std::move(chain), parent, acc});
+            stack.push_back({n->src[0].get(), 0, {}, nullptr, {}});
+            continue;
+          }
+          default:  // INDEX is rendered inline by its LOAD/STORE: its sources are emitted, the node isn't placed
+            stack.push_back({n, 1, {}, nullptr, {}});
+            for (size_t i = n->src.size(); i-- > 0;) stack.push_back({n->src[i].get(), 0, {}, nullptr, {}});
+            continue;
         }
-        UOpRef v = emit(n->src[0].get());
-        UOpRef cur = UOp::make(Ops::LOAD, n->dtype, {acc});
-        push(inner, UOp::make(Ops::STORE, dtypes::void_, {acc, cur->alu(rop, {v})}));
-        for (size_t i = chain.size(); i-- > 0;) close(chain[i], i ? chain[i - 1] : parent);
-        out = cur;
-        lp.reduce_acc[n->ref()] = acc;
-        break;
       }
-      default:
-        for (auto& s : n->src) emit(s.get());
+      if (n->op == Ops::REDUCE) {
+        Ops rop = Ops(std::get<int64_t>(n->arg));
+        UOpRef cur = UOp::make(Ops::LOAD, n->dtype, {it.acc});
+        Scope* inner = it.chain.empty() ? it.parent : it.chain.back();
+        push(inner, UOp::make(Ops::STORE, dtypes::void_, {it.acc, cur->alu(rop, {done.at(n->src[0].get())})}));
+        for (size_t i = it.chain.size(); i-- > 0;) close(it.chain[i], i ? it.chain[i - 1] : it.parent);
+        out = cur;
+        lp.reduce_acc[n->ref()] = it.acc;
+      } else if (n->op != Ops::INDEX) {
         push(scope_of(n), out);
+      }
+      done[n] = out;
     }
-    done[n] = out;
-    return out;
   }
 
   LinearProgram run(const UOpRef& ast, const std::string& name) {
     lp.name = name;
     Scope* root = new_scope(nullptr, nullptr);
+    compute_deps(ast);
     // output loops: LOOP ranges in axis order, outermost first
     std::vector<const UOp*> loops;
     for (auto& u : ast->toposort())

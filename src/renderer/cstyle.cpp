@@ -96,6 +96,19 @@ struct CRenderer {
     if (u->op == Ops::REDUCE) return r(lp.reduce_acc.at(u));
     return expr(u);  // an update's ALU, rendered inline
   }
+  // Integer division is defined for every input, as in tinygrad: x//0 == 0, x%0 == x, and MIN//-1 wraps to MIN (C leaves
+  // these undefined and x86 traps). A constant divisor other than 0 and -1 needs no guard.
+  std::string divmod(const UOpRef& u) {
+    bool mod = u->op == Ops::MOD;
+    std::string a = r(u->src[0]), b = r(u->src[1]), plain = "(" + a + (mod ? "%" : "/") + b + ")";
+    const UOpRef& c = u->src[1];
+    if (c->op == Ops::CONST && !c->is_const(0) && (dtypes::is_unsigned(c->dtype) || !c->is_const(-1))) return plain;
+    std::string zero = mod ? a : literal(u->dtype, 0);
+    if (dtypes::is_unsigned(u->dtype)) return "(" + b + "==0?" + zero + ":" + plain + ")";
+    // x/-1 is -x, computed in unsigned arithmetic so MIN wraps
+    std::string t = u->dtype == dtypes::index ? "long long" : ctype(u->dtype), neg = mod ? literal(u->dtype, 0) : "(" + t + ")(0ull-(unsigned long long)" + a + ")";
+    return "(" + b + "==0?" + zero + ":" + b + "==-1?" + neg + ":" + plain + ")";
+  }
   std::string index(const UOpRef& idx) { return r(idx->src[0]) + "[" + r(idx->src[1]) + "]"; }
   std::string expr(const UOpRef& u) {
     auto& s = u->src;
@@ -112,9 +125,9 @@ struct CRenderer {
       case Ops::ADD: return round16(d, bin("+"));
       case Ops::SUB: return round16(d, bin("-"));
       case Ops::MUL: return round16(d, bin("*"));
-      case Ops::FDIV:
-      case Ops::IDIV: return round16(d, bin("/"));
-      case Ops::MOD: return bin("%");
+      case Ops::FDIV: return round16(d, bin("/"));
+      case Ops::IDIV:
+      case Ops::MOD: return divmod(u);
       case Ops::CMPLT: return bin("<");
       case Ops::CMPNE: return bin("!=");
       case Ops::CMPEQ: return bin("==");

@@ -26,11 +26,15 @@ void* Allocator::alloc(size_t nbytes) {
   return p;
 }
 void Allocator::free(void* p, size_t nbytes) {
-  static const size_t limit = size_t(getenv_int("TG_ALLOC_CACHE_MB", 1024)) << 20;
+  static const size_t limit = size_t(getenv_int("TG_ALLOC_CACHE_MB", 256)) << 20;
   std::lock_guard<std::mutex> lk(mu_);
   if (cached_ + nbytes > limit) return raw_free(p, nbytes);
   cache_[nbytes].push_back(p);
   cached_ += nbytes;
+}
+size_t Allocator::cached_bytes() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return cached_;
 }
 void Allocator::clear_cache() {
   std::lock_guard<std::mutex> lk(mu_);
@@ -41,7 +45,8 @@ void Allocator::clear_cache() {
 }
 
 Buffer::Buffer(std::string device, DType dtype, int64_t size) : device_(std::move(device)), dtype_(dtype), size_(size), dev_(&get_device(device_)) {
-  TG_CHECK(size >= 0, TG_ERROR_INVALID_ARGUMENT, "buffer size must be >= 0");
+  TG_CHECK(size >= 0 && size <= INT64_MAX / dtype.itemsize(), TG_ERROR_INVALID_ARGUMENT,
+           strformat("buffer of %lld %s elements: the size must be >= 0 and its bytes fit in int64", (long long)size, dtype.name().c_str()));
 }
 Buffer::~Buffer() {
   if (ptr_) dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);

@@ -1,10 +1,12 @@
 // The CPU device: aligned host memory, kernels compiled by the system C compiler and loaded with dlopen.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -13,6 +15,9 @@
 
 #include "helpers.h"
 #include "runtime/device.h"
+#include "runtime/diskcache.h"
+
+extern char** environ;
 
 namespace tg {
 
@@ -21,41 +26,77 @@ class CPUAllocator : public Allocator {
   void raw_free(void* p, size_t) override { std::free(p); }
 };
 
-static std::string cache_dir() {
-  std::string base = getenv_str("XDG_CACHE_HOME");
-  if (base.empty()) base = getenv_str("HOME", "/tmp") + "/.cache";
-  return base + "/tinygrad/kernels";
-}
-static void mkdirs(const std::string& path) {
-  for (size_t i = 1; i <= path.size(); i++)
-    if (i == path.size() || path[i] == '/') ::mkdir(path.substr(0, i).c_str(), 0755);
-}
 static std::string hex128(const std::string& s) {
   return strformat("%016llx%016llx", (unsigned long long)fnv1a(s.data(), s.size()), (unsigned long long)fnv1a(s.data(), s.size(), 0x84222325cbf29ce4ull));
 }
+static std::vector<std::string> split_words(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
 
-// Runs `cc` with flags on a source file, producing a shared object. Output is captured for error messages.
+// Runs argv[0] (found on PATH) with argv, no shell in between, and returns its exit status with stdout+stderr.
+static int run_process(const std::vector<std::string>& args, std::string& output) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int fds[2];
+  TG_CHECK(::pipe2(fds, O_CLOEXEC) == 0, TG_ERROR_COMPILE, std::string("can't create a pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  pid_t pid;
+  int err = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  if (err != 0) {
+    ::close(fds[0]);
+    fail(TG_ERROR_COMPILE, "can't run the C compiler '" + args[0] + "': " + std::strerror(err) + " (set TG_CC, or use another device)");
+  }
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    output.append(buf, size_t(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// Compiles C source with the system compiler into a shared object and loads it with dlopen. Objects are cached in
+// memory and (CACHELEVEL>0) on disk, keyed by compiler, flags and source.
 class ClangCompiler : public Compiler {
  public:
   ClangCompiler()
-      : cc_(getenv_str("TG_CC", "clang")), flags_(getenv_str("TG_CFLAGS", "-O2 -march=native -fno-math-errno -ffp-contract=off")) {}
+      : cc_(split_words(getenv_str("TG_CC", "clang"))),
+        flags_(split_words(getenv_str("TG_CFLAGS", "-O2 -march=native -fno-math-errno -ffp-contract=off -fwrapv"))) {
+    if (cc_.empty()) cc_.push_back("clang");
+  }
 
   std::shared_ptr<Program> compile(const std::string& name, const std::string& src) override {
-    std::string key = hex128(cc_ + "\n" + flags_ + "\n" + src);
+    std::string ident;
+    for (auto& w : cc_) ident += w + " ";
+    for (auto& w : flags_) ident += w + " ";
+    std::string key = hex128(ident + "\n" + src) + ".so";
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (auto it = progs_.find(key); it != progs_.end()) return it->second;
     }
-    bool disk = CACHELEVEL.get() > 0;
-    std::string dir = disk ? cache_dir() : std::string("/tmp");
-    std::string so = dir + "/" + (disk ? key : key + strformat(".%d.%zx", int(getpid()), std::hash<std::thread::id>()(std::this_thread::get_id()))) + ".so";
-    if (!disk || ::access(so.c_str(), R_OK) != 0) build(dir, so, name, src);
-    void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h && disk) {  // a truncated or stale cache file: rebuild once
-      build(dir, so, name, src);
+    DiskCache& dc = DiskCache::get();
+    void* h = nullptr;
+    if (std::string cached = dc.lookup(key); !cached.empty()) h = ::dlopen(cached.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {  // not cached, or a truncated/stale file: build it in our private directory and load it from there
+      std::string so = DiskCache::scratch_dir() + "/" + key + strformat(".%llu", (unsigned long long)++builds_);
+      build(so, name, src);
+      dc.store(so, key);
       h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+      ::unlink(so.c_str());
     }
-    if (!disk) ::unlink(so.c_str());
     TG_CHECK(h, TG_ERROR_COMPILE, "loading kernel " + name + " failed: " + std::string(dlerror()));
     auto p = std::make_shared<Program>();
     p->name = name, p->handle = h;
@@ -66,28 +107,28 @@ class ClangCompiler : public Compiler {
   }
 
  private:
-  void build(const std::string& dir, const std::string& so, const std::string& name, const std::string& src) {
-    mkdirs(dir);
-    // unique temp names; rename() makes the finished file appear atomically for other processes
-    std::string tmp = so + strformat(".tmp.%d.%zx", int(getpid()), std::hash<std::thread::id>()(std::this_thread::get_id()));
-    { std::ofstream(tmp + ".c") << src; }
-    std::string cmd = cc_ + " " + flags_ + " -shared -fPIC -x c " + tmp + ".c -o " + tmp + " -lm 2>&1";
+  void build(const std::string& so, const std::string& name, const std::string& src) {
+    std::string c = so + ".c";
+    {
+      std::ofstream f(c);
+      f << src;
+      TG_CHECK(f.good(), TG_ERROR_IO, "can't write kernel source " + c);
+    }
+    std::vector<std::string> args = cc_;
+    args.insert(args.end(), flags_.begin(), flags_.end());
+    for (const char* a : {"-shared", "-fPIC", "-x", "c", c.c_str(), "-o", so.c_str(), "-lm"}) args.push_back(a);
     std::string out;
-    FILE* f = ::popen(cmd.c_str(), "r");
-    TG_CHECK(f, TG_ERROR_COMPILE, "can't run the C compiler: " + cmd);
-    char buf[512];
-    while (size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-    int rc = ::pclose(f);
-    ::unlink((tmp + ".c").c_str());
+    int rc = run_process(args, out);
+    ::unlink(c.c_str());
     if (rc != 0) {
-      ::unlink(tmp.c_str());
-      fail(TG_ERROR_COMPILE, "compiling kernel " + name + " with '" + cc_ + "' failed:\n" + out + "\n--- source ---\n" + src);
+      ::unlink(so.c_str());
+      fail(TG_ERROR_COMPILE, "compiling kernel " + name + " with '" + cc_[0] + "' failed:\n" + out + "\n--- source ---\n" + src);
     }
     GlobalCounters::compile_count++;
-    TG_CHECK(::rename(tmp.c_str(), so.c_str()) == 0, TG_ERROR_IO, "can't write kernel cache file " + so);
   }
-  std::string cc_, flags_;
+  std::vector<std::string> cc_, flags_;
   std::mutex mu_;
+  std::atomic<uint64_t> builds_{0};
   std::unordered_map<std::string, std::shared_ptr<Program>> progs_;
 };
 

@@ -19,6 +19,7 @@ class Allocator {
   void* alloc(size_t nbytes);
   void free(void* p, size_t nbytes);
   void clear_cache();
+  size_t cached_bytes();  // freed memory held for reuse, at most TG_ALLOC_CACHE_MB
 
  protected:
   virtual void* raw_alloc(size_t nbytes) = 0;

@@ -3,6 +3,7 @@
 // under an EXPAND).
 #include <algorithm>
 #include <list>
+#include <unordered_set>
 
 #include "schedule/schedule.h"
 #include "uop/symbolic.h"
@@ -36,17 +37,35 @@ static bool is_contiguous_input(const UOp* u) {
 
 struct ScheduleBuilder {
   Schedule& s;
-  std::unordered_map<const UOp*, int> slot_of;  // realized tensor-level node -> slot (nodes live in the sink being scheduled)
+  std::unordered_map<const UOp*, int> slot_of;          // tensor-level node that gets a buffer -> its slot
+  std::vector<std::pair<const UOp*, int>> pending;      // nodes with a slot whose kernel isn't built yet
+  std::vector<std::vector<int>> reads;                  // per kernel: the slots it reads
+  std::unordered_map<int, size_t> producer;             // slot -> the kernel that writes it
+  std::unordered_set<const UOp*> split;                 // nodes realized only to keep kernels a compilable size
+
+  void mark_splits(const UOpRef& sink);
 
   int slot(const UOp* n);
+  void build(const UOp* n, int out);
+  void build_pending();
+  void order_kernels();
 };
 
-// Builds one kernel: evaluates the tensor graph at symbolic indices.
+// Builds one kernel: evaluates the tensor graph at symbolic indices. The walk keeps its own stack, so graphs of any
+// depth (a lazy chain of a million ops, long movement chains) are safe on any thread's stack.
 struct KernelBuilder {
   ScheduleBuilder& sb;
+  const UOp* root;         // the node this kernel computes (its own slot must not be loaded)
   std::vector<int> slots;  // kernel arg -> schedule slot
+  std::unordered_map<int, int64_t> arg_of;
   int64_t next_axis = 0;
   std::vector<int64_t> reduce_sizes;
+  struct Ctx {
+    const UOp* n;
+    UOps idx;
+    UOpRef gate;
+    bool expanded;
+  };
   struct Key {
     const UOp* n;
     std::vector<const UOp*> idx;
@@ -62,12 +81,26 @@ struct KernelBuilder {
     }
   };
   std::unordered_map<Key, UOpRef, KeyHash> memo;
+  // one node being evaluated: either a value right away (`value`), or sources to evaluate first (`kids`) and a
+  // combination of their values (`finish`)
+  struct Frame {
+    Ctx c;
+    Key key;
+    std::vector<Ctx> kids;
+    UOps vals;
+    UOpRef value, valid;  // valid: PAD's in-bounds condition, applied when finishing
+    UOps rr;              // REDUCE_AXIS: its new reduce ranges
+  };
 
+  static Key key_of(const Ctx& c) {
+    Key k{c.n, {}, c.gate.get(), c.expanded};
+    for (auto& i : c.idx) k.idx.push_back(i.get());
+    return k;
+  }
   UOpRef global(int slot, DType dt, int64_t size) {
-    auto it = std::find(slots.begin(), slots.end(), slot);
-    int64_t arg = it - slots.begin();
-    if (it == slots.end()) slots.push_back(slot);
-    return UOp::make(Ops::DEFINE_GLOBAL, dt.ptr_to(size), {}, arg);
+    auto [it, fresh] = arg_of.try_emplace(slot, int64_t(slots.size()));
+    if (fresh) slots.push_back(slot);
+    return UOp::make(Ops::DEFINE_GLOBAL, dt.ptr_to(size), {}, it->second);
   }
   UOpRef load(int slot, const UOp* n, const UOps& idx, const UOpRef& gate) {
     auto [dt, size] = sb.s.slots[size_t(slot)];
@@ -76,26 +109,58 @@ struct KernelBuilder {
     return UOp::make(Ops::LOAD, dt, {UOp::make(Ops::INDEX, dt.ptr_to(size), isrc)});
   }
 
-  UOpRef eval(const UOp* n, const UOps& idx, const UOpRef& gate, bool expanded) {
-    Key k{n, {}, gate.get(), expanded};
-    for (auto& i : idx) k.idx.push_back(i.get());
-    if (auto it = memo.find(k); it != memo.end()) return it->second;
-    UOpRef r = eval_(n, idx, gate, expanded);
-    memo.emplace(std::move(k), r);
-    return r;
+  UOpRef eval(Ctx start) {
+    std::vector<Frame> stack;
+    UOpRef done;
+    auto push = [&](Ctx c) {
+      Key k = key_of(c);
+      if (auto it = memo.find(k); it != memo.end()) return it->second;
+      stack.push_back(Frame{std::move(c), std::move(k), {}, {}, {}, {}, {}});
+      plan(stack.back());
+      return UOpRef();
+    };
+    if (UOpRef v = push(std::move(start))) return v;
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (!f.value && f.vals.size() < f.kids.size()) {
+        Ctx c = std::move(f.kids[f.vals.size()]);
+        if (UOpRef v = push(std::move(c))) stack.back().vals.push_back(v);  // memo hit: no frame was pushed
+        continue;
+      }
+      UOpRef v = f.value ? f.value : finish(f);
+      memo.emplace(std::move(f.key), v);
+      stack.pop_back();
+      if (stack.empty()) done = v;
+      else stack.back().vals.push_back(v);
+    }
+    return done;
   }
 
-  UOpRef eval_(const UOp* n, const UOps& idx, const UOpRef& gate, bool expanded) {
+  void plan(Frame& f) {
+    const UOp* n = f.c.n;
+    const UOps& idx = f.c.idx;
+    const UOpRef& gate = f.c.gate;
     const Shape& shape = n->shape();
-    if (auto it = sb.slot_of.find(n); it != sb.slot_of.end()) return load(it->second, n, idx, gate);
+    auto src0 = [&](UOps sidx, UOpRef g, bool ex) { f.kids.push_back(Ctx{n->src[0].get(), std::move(sidx), std::move(g), ex}); };
+    if (n != root) {
+      if (auto it = sb.slot_of.find(n); it != sb.slot_of.end()) {
+        f.value = load(it->second, n, idx, gate);
+        return;
+      }
+      if (sb.split.count(n)) {
+        f.value = load(sb.slot(n), n, idx, gate);
+        return;
+      }
+    }
     switch (n->op) {
-      case Ops::PARAM: return load(sb.slot(n), n, idx, gate);
-      case Ops::CONST: return n->ref();
+      case Ops::PARAM: f.value = load(sb.slot(n), n, idx, gate); return;
+      case Ops::CONST: f.value = n->ref(); return;
       case Ops::CONTIGUOUS:
-        if (is_contiguous_input(n->src[0].get())) return eval(n->src[0].get(), idx, gate, expanded);
-        return load(sb.slot(n), n, idx, gate);
+        if (n == root || is_contiguous_input(n->src[0].get())) return src0(idx, gate, f.c.expanded);
+        f.value = load(sb.slot(n), n, idx, gate);
+        return;
       case Ops::DETACH:
-      case Ops::CONTIGUOUS_BACKWARD: return eval(n->src[0].get(), idx, gate, expanded);
+      case Ops::CONTIGUOUS_BACKWARD: return src0(idx, gate, f.c.expanded);
       case Ops::RESHAPE: {
         const Shape& ss = n->src[0]->shape();
         // fast path: only size-1 dims differ, so indices map one to one
@@ -114,35 +179,35 @@ struct KernelBuilder {
           Shape st = strides_of(ss);
           for (size_t i = 0; i < ss.size(); i++) sidx.push_back(ss[i] == 1 ? idx_const(0) : (lin / idx_const(st[i])) % idx_const(ss[i]));
         }
-        return eval(n->src[0].get(), sidx, gate, expanded);
+        return src0(std::move(sidx), gate, f.c.expanded);
       }
       case Ops::PERMUTE: {
         auto& p = n->arg_ints();
         UOps sidx(idx.size());
         for (size_t i = 0; i < p.size(); i++) sidx[size_t(p[i])] = idx[i];
-        return eval(n->src[0].get(), sidx, gate, expanded);
+        return src0(std::move(sidx), gate, f.c.expanded);
       }
       case Ops::EXPAND: {
         const Shape& ss = n->src[0]->shape();
         UOps sidx(idx);
-        bool ex = expanded;
+        bool ex = f.c.expanded;
         for (size_t i = 0; i < ss.size(); i++)
           if (ss[i] != shape[i]) sidx[i] = idx_const(0), ex |= shape[i] > 1;
-        return eval(n->src[0].get(), sidx, gate, ex);
+        return src0(std::move(sidx), gate, ex);
       }
       case Ops::SHRINK: {
         auto& a = n->arg_ints();
         UOps sidx(idx);
         for (size_t i = 0; i < idx.size(); i++)
           if (a[2 * i]) sidx[i] = idx[i] + idx_const(a[2 * i]);
-        return eval(n->src[0].get(), sidx, gate, expanded);
+        return src0(std::move(sidx), gate, f.c.expanded);
       }
       case Ops::FLIP: {
         auto& a = n->arg_ints();
         UOps sidx(idx);
         for (size_t i = 0; i < idx.size(); i++)
           if (a[i]) sidx[i] = idx_const(shape[i] - 1) - idx[i];
-        return eval(n->src[0].get(), sidx, gate, expanded);
+        return src0(std::move(sidx), gate, f.c.expanded);
       }
       case Ops::PAD: {
         auto& a = n->arg_ints();
@@ -158,35 +223,50 @@ struct KernelBuilder {
         }
         valid = valid->simplify();
         UOpRef g = gate ? (gate & valid)->simplify() : valid;
-        if (g->is_const(0)) return UOp::const_(n->dtype, 0);
-        UOpRef v = eval(n->src[0].get(), sidx, g->is_const(1) ? gate : g, expanded);
-        return g->is_const(1) ? v : valid->where(v, UOp::const_(n->dtype, 0));
+        if (g->is_const(0)) {
+          f.value = UOp::const_(n->dtype, 0);
+          return;
+        }
+        if (!g->is_const(1)) f.valid = valid;
+        return src0(std::move(sidx), g->is_const(1) ? gate : g, f.c.expanded);
       }
       case Ops::REDUCE_AXIS: {
-        if (expanded) return load(sb.slot(n), n, idx, gate);  // fused, it would be recomputed for every expanded element
+        if (f.c.expanded) {  // fused, it would be recomputed for every expanded element
+          f.value = load(sb.slot(n), n, idx, gate);
+          return;
+        }
         auto& a = n->arg_ints();
         const Shape& ss = n->src[0]->shape();
-        UOps sidx(idx), rr;
+        UOps sidx(idx);
         for (size_t i = 1; i < a.size(); i++) {
           size_t ax = size_t(a[i]);
           if (ss[ax] == 1) continue;
           UOpRef r = UOp::range(ss[ax], next_axis++, REDUCE);
           reduce_sizes.push_back(ss[ax]);
-          sidx[ax] = r, rr.push_back(r);
+          sidx[ax] = r, f.rr.push_back(r);
         }
-        UOpRef v = eval(n->src[0].get(), sidx, gate, expanded);
-        if (rr.empty()) return v;
-        rr.insert(rr.begin(), v);
-        return UOp::make(Ops::REDUCE, n->dtype, rr, a[0]);
+        return src0(std::move(sidx), gate, f.c.expanded);
       }
       default: break;
     }
     if (GroupOp::alu(n->op) || n->op == Ops::CAST || n->op == Ops::BITCAST) {
-      UOps src;
-      for (auto& x : n->src) src.push_back(eval(x.get(), idx, gate, expanded));
-      return n->replace_src(std::move(src));
+      for (auto& x : n->src) f.kids.push_back(Ctx{x.get(), idx, gate, f.c.expanded});
+      return;
     }
     fail(TG_ERROR_UNSUPPORTED, "schedule: can't lower tensor op " + std::string(op_name(n->op)));
+  }
+
+  UOpRef finish(Frame& f) {
+    const UOp* n = f.c.n;
+    if (n->op == Ops::PAD) return f.valid ? f.valid->where(f.vals[0], UOp::const_(n->dtype, 0)) : f.vals[0];
+    if (n->op == Ops::REDUCE_AXIS) {
+      if (f.rr.empty()) return f.vals[0];
+      UOps src{f.vals[0]};
+      src.insert(src.end(), f.rr.begin(), f.rr.end());
+      return UOp::make(Ops::REDUCE, n->dtype, std::move(src), n->arg_ints()[0]);
+    }
+    if (GroupOp::alu(n->op) || n->op == Ops::CAST || n->op == Ops::BITCAST) return n->replace_src(std::move(f.vals));
+    return f.vals[0];  // a view or a pass-through
   }
 };
 
@@ -198,34 +278,97 @@ static std::string kernel_name(bool reduce, const Shape& out, const std::vector<
   return s == "E" || s == "r" ? s + "_1" : s;
 }
 
+// Fused regions past these limits become several kernels. One kernel of a million lines, or reading 40k buffers, takes
+// a C compiler minutes and gigabytes; a long chain of movement ops that don't simplify (reshapes of permutes) nests
+// index arithmetic until compilers overflow their own stacks. A buffer every few hundred ops costs one memory pass.
+// Inputs are counted per path (a buffer read twice counts twice), so the count is an upper bound.
+void ScheduleBuilder::mark_splits(const UOpRef& sink) {
+  static const int64_t max_alu = getenv_int("TG_MAX_FUSED_ALU", 256), max_mv = getenv_int("TG_MAX_FUSED_MOVEMENT", 64),
+                       max_in = getenv_int("TG_MAX_FUSED_INPUTS", 256);
+  struct Depth {
+    int64_t alu = 0, mv = 0, in = 0;
+  };
+  std::unordered_map<const UOp*, Depth> depth;
+  for (auto& u : sink->toposort()) {
+    Depth d;
+    for (auto& x : u->src) {
+      const Depth& s = depth[x.get()];
+      d.alu = std::max(d.alu, s.alu), d.mv = std::max(d.mv, s.mv), d.in = std::min<int64_t>(d.in + s.in, INT64_MAX / 4);
+    }
+    if (GroupOp::alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST || u->op == Ops::REDUCE_AXIS) d.alu++;
+    if (GroupOp::movement(u->op)) d.mv++;
+    if (u->op == Ops::PARAM || u->op == Ops::BUFFER) d.in = 1;
+    if (d.alu >= max_alu || d.mv >= max_mv || d.in > max_in) split.insert(u.get()), d = Depth{0, 0, 1};
+    if (u->op == Ops::CONTIGUOUS) d = Depth{0, 0, 1};
+    depth[u.get()] = d;
+  }
+}
+
+// A node that needs a buffer gets its slot now and its kernel later, so nested kernel boundaries never recurse.
 int ScheduleBuilder::slot(const UOp* n) {
   if (auto it = slot_of.find(n); it != slot_of.end()) return it->second;
   if (n->op == Ops::PARAM) return int(n->arg_ints()[0]);
   int out = int(s.slots.size());
   s.slots.emplace_back(n->dtype, prod(n->shape()));
-  KernelBuilder kb{*this};
-  kb.slots.push_back(out);
-  const Shape& shape = n->shape();
-  if (prod(shape) > 0) {
-    UOps idx;
-    for (size_t i = 0; i < shape.size(); i++) idx.push_back(shape[i] == 1 ? idx_const(0) : UOp::range(shape[i], kb.next_axis++, LOOP));
-    const UOp* body = n->op == Ops::CONTIGUOUS ? n->src[0].get() : n;
-    UOpRef v = kb.eval(body, idx, {}, false);
-    UOpRef store = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, n->dtype.ptr_to(prod(shape)), {kb.global(out, n->dtype, prod(shape)), linear_index(idx, shape)}), v});
-    UOpRef ast = graph_rewrite(UOp::sink({store}), symbolic(), nullptr, false, "rangeify");
-    auto k = std::make_shared<KernelItem>();
-    k->ast = ast, k->slots = kb.slots, k->name = kernel_name(!kb.reduce_sizes.empty(), shape, kb.reduce_sizes);
-    s.kernels.push_back(std::move(k));
-  }
   slot_of[n] = out;
+  pending.emplace_back(n, out);
   return out;
+}
+
+void ScheduleBuilder::build(const UOp* n, int out) {
+  const Shape& shape = n->shape();
+  if (prod(shape) == 0) return;
+  KernelBuilder kb{*this, n, {}, {}};
+  kb.global(out, n->dtype, prod(shape));
+  UOps idx;
+  for (size_t i = 0; i < shape.size(); i++) idx.push_back(shape[i] == 1 ? idx_const(0) : UOp::range(shape[i], kb.next_axis++, LOOP));
+  UOpRef v = kb.eval({n, idx, {}, false});
+  UOpRef store = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, n->dtype.ptr_to(prod(shape)), {kb.global(out, n->dtype, prod(shape)), linear_index(idx, shape)}), v});
+  UOpRef ast = graph_rewrite(UOp::sink({store}), symbolic(), nullptr, false, "rangeify");
+  auto k = std::make_shared<KernelItem>();
+  k->ast = ast, k->slots = kb.slots, k->name = kernel_name(!kb.reduce_sizes.empty(), shape, kb.reduce_sizes);
+  producer[out] = s.kernels.size();
+  reads.emplace_back(kb.slots.begin() + 1, kb.slots.end());
+  s.kernels.push_back(std::move(k));
+}
+
+void ScheduleBuilder::build_pending() {
+  for (size_t i = 0; i < pending.size(); i++) build(pending[i].first, pending[i].second);  // build() may append
+  pending.clear();
+}
+
+// kernels run after the kernels whose outputs they read: a depth-first post-order from the kernels in build order
+void ScheduleBuilder::order_kernels() {
+  std::vector<std::shared_ptr<KernelItem>> out;
+  std::vector<uint8_t> state(s.kernels.size(), 0);  // 0 new, 1 on the stack, 2 placed
+  for (size_t k0 = 0; k0 < s.kernels.size(); k0++) {
+    std::vector<std::pair<size_t, size_t>> stack{{k0, 0}};
+    while (!stack.empty()) {
+      auto& [k, i] = stack.back();
+      if (state[k] == 2) {
+        stack.pop_back();
+        continue;
+      }
+      state[k] = 1;
+      if (i < reads[k].size()) {
+        auto it = producer.find(reads[k][i++]);
+        if (it != producer.end() && state[it->second] == 0) stack.emplace_back(it->second, 0);
+        continue;
+      }
+      state[k] = 2;
+      out.push_back(s.kernels[k]);
+      stack.pop_back();
+    }
+  }
+  s.kernels = std::move(out);
 }
 
 std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink, const std::vector<std::pair<DType, int64_t>>& inputs) {
   auto s = std::make_shared<Schedule>();
   s->n_inputs = int(inputs.size());
   s->slots = inputs;
-  ScheduleBuilder sb{*s, {}};
+  ScheduleBuilder sb{*s, {}, {}, {}, {}, {}};
+  sb.mark_splits(sink);
   for (auto& root : sink->src) {
     if (is_view_of_input(root.get())) {
       s->outputs.push_back(root);
@@ -235,6 +378,8 @@ std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink, const std::v
     UOpRef p = UOp::make(Ops::PARAM, root->dtype, {}, std::vector<int64_t>{k, prod(root->shape())});
     s->outputs.push_back(root->shape() == p->shape() ? p : UOp::make(Ops::RESHAPE, root->dtype, {p}, std::vector<int64_t>(root->shape())));
   }
+  sb.build_pending();
+  sb.order_kernels();
   return s;
 }
 

@@ -53,15 +53,24 @@ static void write_scalar(DType dt, void* p, double v) {
   }
 }
 
-static void check_shape(const Shape& s, const char* what) {
-  for (auto d : s) TG_CHECK(d >= 0, TG_ERROR_SHAPE, std::string(what) + ": negative dimension in shape " + shape_str(s));
+// Every shape a tensor can take: dims >= 0 and an element count whose bytes fit in int64, so sizes, strides and the
+// kernels' int64 index arithmetic never overflow.
+static void check_shape(const Shape& s, DType dt, const char* what) {
+  int64_t n = 1;
+  for (auto d : s) {
+    TG_CHECK(d >= 0, TG_ERROR_SHAPE, std::string(what) + ": negative dimension in shape " + shape_str(s));
+    TG_CHECK(!__builtin_mul_overflow(n, d, &n), TG_ERROR_SHAPE, std::string(what) + ": shape " + shape_str(s) + " has more elements than fit in int64");
+  }
+  int64_t bytes;
+  TG_CHECK(!__builtin_mul_overflow(n, int64_t(dt.itemsize()), &bytes), TG_ERROR_SHAPE,
+           strformat("%s: shape %s of %s is %lld elements, more bytes than fit in int64", what, shape_str(s).c_str(), dt.name().c_str(), (long long)n));
 }
 static UOpRef view_as(UOpRef u, const Shape& shape) {
   return u->shape() == shape ? u : UOp::make(Ops::RESHAPE, u->dtype, {u}, std::vector<int64_t>(shape));
 }
 
 Tensor Tensor::from_data(const void* data, size_t nbytes, DType dtype, const Shape& shape, const std::string& device) {
-  check_shape(shape, "from_data");
+  check_shape(shape, dtype, "from_data");
   size_t need = size_t(tg::prod(shape)) * size_t(dtype.itemsize());
   TG_CHECK(nbytes == need, TG_ERROR_INVALID_ARGUMENT,
            strformat("from_data: %zu bytes given, shape %s of %s needs %zu", nbytes, shape_str(shape).c_str(), dtype.name().c_str(), need));
@@ -71,12 +80,15 @@ Tensor Tensor::from_data(const void* data, size_t nbytes, DType dtype, const Sha
   return Tensor(view_as(buffer_uop(std::move(buf)), shape), device);
 }
 Tensor Tensor::empty(const Shape& shape, DType dtype, const std::string& device) {
-  check_shape(shape, "empty");
+  check_shape(shape, dtype, "empty");
   return Tensor(view_as(buffer_uop(std::make_shared<Buffer>(device, dtype, tg::prod(shape))), shape), device);
 }
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::string& device, const char* what) {
-  check_shape(shape, what);
+  check_shape(shape, dtype, what);
   get_device(device);
+  // tinygrad raises for int(nan) and int(inf): a silent 0 or 2^63 would be a lie
+  TG_CHECK(std::isfinite(value) || dtypes::is_float(dtype) || dtypes::is_bool(dtype), TG_ERROR_INVALID_ARGUMENT,
+           strformat("%s: %g can't be stored in %s", what, value, dtype.name().c_str()));
   UOpRef c = UOp::const_(dtype, value);
   if (shape.empty()) return Tensor(c, device);
   c = UOp::make(Ops::RESHAPE, dtype, {c}, std::vector<int64_t>(shape.size(), 1));
@@ -85,13 +97,17 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::st
 Tensor Tensor::arange(double start, double stop, double step, DType dtype, const std::string& device) {
   TG_CHECK(step != 0 && std::isfinite(step) && std::isfinite(start) && std::isfinite(stop), TG_ERROR_INVALID_ARGUMENT,
            strformat("arange: start %g, stop %g, step %g must be finite with step != 0", start, stop, step));
-  int64_t n = std::max<int64_t>(0, int64_t(std::ceil((stop - start) / step)));
+  double len = std::ceil((stop - start) / step);
+  TG_CHECK(len < 9.2e18, TG_ERROR_SHAPE, strformat("arange: start %g, stop %g, step %g gives %g elements, more than fit in int64", start, stop, step, len));
+  int64_t n = std::max<int64_t>(0, int64_t(len));
+  check_shape({n}, dtype, "arange");
   std::vector<uint8_t> host(size_t(n) * size_t(dtype.itemsize()));
   for (int64_t i = 0; i < n; i++) write_scalar(dtype, host.data() + size_t(i) * size_t(dtype.itemsize()), start + double(i) * step);
   return from_data(host.data(), host.size(), dtype, {n}, device);
 }
 Tensor Tensor::eye(int64_t n, DType dtype, const std::string& device) {
   TG_CHECK(n >= 0, TG_ERROR_SHAPE, strformat("eye: n=%lld must be >= 0", (long long)n));
+  check_shape({n, n}, dtype, "eye");
   Tensor a = arange(0, double(n), 1, dtypes::int32, device);
   return a.reshape({n, 1}).eq(a.reshape({1, n})).cast(dtype);
 }
@@ -273,7 +289,7 @@ Tensor Tensor::reshape(Shape s) const {
       infer = int64_t(i);
     } else {
       TG_CHECK(s[i] >= 0, TG_ERROR_SHAPE, "reshape: negative dimension in " + shape_str(s));
-      known *= s[i];
+      TG_CHECK(!__builtin_mul_overflow(known, s[i], &known), TG_ERROR_SHAPE, "reshape: shape " + shape_str(s) + " has more elements than fit in int64");
     }
   }
   if (infer >= 0) {
@@ -303,17 +319,23 @@ Tensor Tensor::expand(Shape s) const {
     if (s[i] == -1) s[i] = src[i];
     TG_CHECK(s[i] == src[i] || (src[i] == 1 && s[i] >= 0), TG_ERROR_SHAPE, "expand: can't expand " + shape_str(shape()) + " to " + shape_str(s));
   }
+  check_shape(s, dtype(), "expand");
   Tensor r = reshape(src);
   return s == src ? r : r.mv(Ops::EXPAND, s);
 }
 Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double value) const {
   TG_CHECK(int64_t(pads.size()) == ndim(), TG_ERROR_SHAPE, strformat("pad: %zu pairs given for shape %s", pads.size(), shape_str(shape()).c_str()));
   std::vector<int64_t> arg;
+  Shape out = shape();
   bool any = false;
-  for (auto [b, a] : pads) {
+  for (size_t i = 0; i < pads.size(); i++) {
+    auto [b, a] = pads[i];
     TG_CHECK(b >= 0 && a >= 0, TG_ERROR_SHAPE, "pad: padding must be >= 0");
+    TG_CHECK(!__builtin_add_overflow(out[i], b, &out[i]) && !__builtin_add_overflow(out[i], a, &out[i]), TG_ERROR_SHAPE,
+             strformat("pad: padding (%lld,%lld) of dim %zu of shape %s overflows int64", (long long)b, (long long)a, i, shape_str(shape()).c_str()));
     arg.push_back(b), arg.push_back(a), any |= b || a;
   }
+  check_shape(out, dtype(), "pad");
   if (!any) return *this;
   Tensor p = mv(Ops::PAD, arg);
   if (value == 0) return p;
@@ -336,6 +358,7 @@ Tensor Tensor::flip(std::vector<int64_t> axes) const {
   std::vector<int64_t> flags(static_cast<size_t>(ndim()), 0);
   for (auto a : axes) {
     int64_t r = resolve_axis(a, "flip");
+    if (ndim() == 0) continue;  // a scalar's only axis (0 or -1) flips to itself, as in torch
     TG_CHECK(!flags[size_t(r)], TG_ERROR_SHAPE, "flip: axis repeated");
     flags[size_t(r)] = 1;
   }
@@ -344,7 +367,9 @@ Tensor Tensor::flip(std::vector<int64_t> axes) const {
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   std::vector<int64_t> order(static_cast<size_t>(ndim()));
   std::iota(order.begin(), order.end(), 0);
-  std::swap(order[size_t(resolve_axis(d0, "transpose"))], order[size_t(resolve_axis(d1, "transpose"))]);
+  int64_t a0 = resolve_axis(d0, "transpose"), a1 = resolve_axis(d1, "transpose");
+  if (ndim() == 0) return *this;  // a scalar transposes to itself, as in torch
+  std::swap(order[size_t(a0)], order[size_t(a1)]);
   return permute(order);
 }
 

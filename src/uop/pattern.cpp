@@ -149,8 +149,10 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, bo
   std::unordered_map<const UOp*, UOpRef> replace;
   std::vector<UOpRef> keep;  // rewritten intermediates must stay alive while `replace` points at them
   std::vector<Item> stack{{root.get(), 0, root}};
+  // a deep graph needs a deep stack, so the loop guard counts rewrites: rules that cycle keep rewriting the same nodes
+  // while `replace` stops growing
+  size_t rewrites = 0;
   while (!stack.empty()) {
-    TG_CHECK(stack.size() < 1000000, TG_ERROR_INTERNAL, "graph_rewrite: rules rewrite in a loop (" + pm.name() + ")");
     Item it = std::move(stack.back());
     stack.pop_back();
     if (replace.count(it.n)) continue;
@@ -158,7 +160,7 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, bo
       if (top_down) {
         UOpRef cur = it.new_n;
         for (int n = 0; UOpRef x = pm.rewrite(cur.get(), ctx); n++) {
-          TG_CHECK(n < 100000, TG_ERROR_INTERNAL, "graph_rewrite: rules rewrite in a loop (" + pm.name() + ")");
+          TG_CHECK(n < 100000 && ++rewrites < 1000000 + 64 * replace.size(), TG_ERROR_INTERNAL, "graph_rewrite: rules rewrite in a loop (" + pm.name() + ")");
           cur = std::move(x);
         }
         if (auto f = replace.find(cur.get()); f != replace.end()) {
@@ -190,6 +192,7 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, bo
         }
         stack.push_back({it.n, 2, x});
         stack.push_back({x.get(), 0, x});
+        TG_CHECK(++rewrites < 1000000 + 64 * replace.size(), TG_ERROR_INTERNAL, "graph_rewrite: rules rewrite in a loop (" + pm.name() + ")");
       } else {
         UOpRef x = nn->replace_src(std::move(new_src));
         stack.push_back({it.n, 2, x});

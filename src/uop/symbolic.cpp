@@ -35,8 +35,9 @@ static UOpRef fold_int_alu(const UOp* r) {
     case Ops::SUB: return const_wrapped(r->dtype, u(0) - u(1));
     case Ops::MUL: return const_wrapped(r->dtype, u(0) * u(1));
     case Ops::MULACC: return const_wrapped(r->dtype, u(0) * u(1) + u(2));
-    case Ops::IDIV: return v[1] == 0 ? UOpRef() : const_wrapped(r->dtype, v[0] / v[1]);
-    case Ops::MOD: return v[1] == 0 ? UOpRef() : const_wrapped(r->dtype, v[0] % v[1]);
+    // defined for every input, as the renderers define them: x//0 == 0, x%0 == x (INT_MIN//-1 wraps)
+    case Ops::IDIV: return const_wrapped(r->dtype, v[1] == 0 ? 0 : v[0] / v[1]);
+    case Ops::MOD: return const_wrapped(r->dtype, v[1] == 0 ? v[0] : v[0] % v[1]);
     case Ops::MAX: return const_wrapped(r->dtype, std::max(v[0], v[1]));
     case Ops::CMPLT: return const_wrapped(r->dtype, v[0] < v[1]);
     case Ops::CMPNE: return const_wrapped(r->dtype, v[0] != v[1]);
@@ -143,7 +144,8 @@ static UOpRef fold_divmod(const Match& m) {
   UOpRef x = m["x"], cu = m["c"];
   int64_t c = ci(cu);
   bool is_mod = m.root->op == Ops::MOD;
-  if (c == 0 || c == INT64_MIN) return {};
+  if (c == 0) return is_mod ? x : cint(x, 0);  // defined, as tinygrad: x//0 == 0, x%0 == x
+  if (c == INT64_MIN || (c < 0 && dtypes::is_unsigned(x->dtype))) return {};  // a uint64 constant past 2^63 is not negative
   if (c < 0) return is_mod ? x % cint(x, -c) : -(x / cint(x, -c));  // C semantics: x%-c == x%c, x/-c == -(x/c)
   if (c == 1) return is_mod ? cint(x, 0) : x;
   // the whole range lands in one quotient bucket (truncating division is monotonic)
@@ -198,13 +200,19 @@ const PatternMatcher& symbolic_simple() {
                return fold_int_alu(r);
              std::vector<double> v;
              for (auto& s : r->src) v.push_back(s->const_value());
-             if ((r->op == Ops::IDIV || r->op == Ops::MOD) && v[1] == 0) return {};
              return UOp::const_(r->dtype, exec_alu(r->op, r->dtype, v));
            }},
           {UPat(Ops::CAST, {UPat::cvar("c")}), [](const Match& m) -> UOpRef {
              if (m.root->dtype.count != 1) return {};
              if (int_or_bool(m.root->dtype) && int_or_bool(m["c"]->dtype)) return const_wrapped(m.root->dtype, const_exact(m["c"].get()));
              return UOp::const_(m.root->dtype, m["c"]->const_value());
+           }},
+          // two-stage folding of an associative op, for every dtype as tinygrad does: (x+c1)+c2 -> x+(c1+c2)
+          {UPat({Ops::ADD, Ops::MUL, Ops::MAX, Ops::AND, Ops::OR}, {UPat({Ops::ADD, Ops::MUL, Ops::MAX, Ops::AND, Ops::OR}, {UPat::var("x"), UPat::cvar("c1")}, "f"),
+                                                                   UPat::cvar("c2")}),
+           [](const Match& m) -> UOpRef {
+             if (m["f"]->op != m.root->op || m.root->dtype.count != 1) return {};
+             return m["x"]->alu(m.root->op, {m["c1"]->alu(m.root->op, {m["c2"]})});
            }},
           // identities
           {UPat::var("x") + 0, [](const Match& m) { return m["x"]; }},

@@ -413,34 +413,65 @@ UOpRef operator|(const UOpRef& a, const UOpRef& b) { return a->alu(Ops::OR, {b})
 UOpRef operator^(const UOpRef& a, const UOpRef& b) { return a->alu(Ops::XOR, {b}); }
 
 // ---- algebra helpers ----
+// The helpers below walk ADD/MUL trees with their own stacks: symbolic expressions come from users too (tg_expr), and
+// a chain a million terms long must not overflow the stack.
+template <class F>
+static void post_order_addmul(const UOp* root, F&& visit) {  // visit(node) after its ADD/MUL sources, once per node
+  std::unordered_set<const UOp*> seen{root};
+  std::vector<std::pair<const UOp*, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [n, expanded] = stack.back();
+    stack.pop_back();
+    if (expanded || (n->op != Ops::ADD && n->op != Ops::MUL)) {
+      visit(n);
+      continue;
+    }
+    stack.push_back({n, true});
+    for (auto& s : n->src)
+      if (seen.insert(s.get()).second) stack.push_back({s.get(), false});
+  }
+}
 int64_t UOp::const_factor() const {
-  if (op == Ops::CONST && dtypes::is_int(dtype)) return std::abs(std::get<int64_t>(arg));
-  if (op == Ops::ADD) return std::gcd(src[0]->const_factor(), src[1]->const_factor());
-  if (op == Ops::MUL) return sat(__int128(src[0]->const_factor()) * src[1]->const_factor());
-  return 1;
+  std::unordered_map<const UOp*, int64_t> f;
+  post_order_addmul(this, [&](const UOp* n) {
+    if (n->op == Ops::CONST && dtypes::is_int(n->dtype)) f[n] = std::abs(std::get<int64_t>(n->arg));
+    else if (n->op == Ops::ADD) f[n] = std::gcd(f.at(n->src[0].get()), f.at(n->src[1].get()));
+    else if (n->op == Ops::MUL) f[n] = sat(__int128(f.at(n->src[0].get())) * f.at(n->src[1].get()));
+    else f[n] = 1;
+  });
+  return f.at(this);
 }
 UOpRef UOp::divides(int64_t v) const {
   if (v == 1) return ref();
   if (v == 0) return {};
-  if (op == Ops::CONST && dtypes::is_int(dtype)) return std::get<int64_t>(arg) % v == 0 ? const_like(double(std::get<int64_t>(arg) / v)) : UOpRef();
-  if (op == Ops::ADD) {
-    auto a = src[0]->divides(v), b = a ? src[1]->divides(v) : UOpRef();
-    return b ? a + b : UOpRef();
-  }
-  if (op == Ops::MUL) {
-    if (auto a = src[0]->divides(v)) return a * src[1];
-    if (auto b = src[1]->divides(v)) return src[0] * b;
-  }
-  return {};
+  std::unordered_map<const UOp*, UOpRef> q;  // n / v when exact, else null
+  post_order_addmul(this, [&](const UOp* n) {
+    UOpRef r;
+    if (n->op == Ops::CONST && dtypes::is_int(n->dtype)) r = std::get<int64_t>(n->arg) % v == 0 ? n->const_like(double(std::get<int64_t>(n->arg) / v)) : UOpRef();
+    else if (n->op == Ops::ADD) {
+      const UOpRef &a = q.at(n->src[0].get()), &b = q.at(n->src[1].get());
+      if (a && b) r = a + b;
+    } else if (n->op == Ops::MUL) {
+      if (const UOpRef& a = q.at(n->src[0].get())) r = a * n->src[1];
+      else if (const UOpRef& b = q.at(n->src[1].get())) r = n->src[0] * b;
+    }
+    q[n] = std::move(r);
+  });
+  return q.at(this);
 }
 UOpRef UOp::pop_const(int64_t* c) const {
   if (op == Ops::ADD && src[1]->op == Ops::CONST && dtypes::is_int(dtype)) return *c = std::get<int64_t>(src[1]->arg), src[0];
   return *c = 0, ref();
 }
 void UOp::split_uop(Ops sep, UOps& out) const {
-  if (op == sep)
-    for (auto& s : src) s->split_uop(sep, out);
-  else out.push_back(ref());
+  std::vector<const UOp*> stack{this};
+  while (!stack.empty()) {
+    const UOp* n = stack.back();
+    stack.pop_back();
+    if (n->op != sep) out.push_back(n->ref());
+    else
+      for (size_t i = n->src.size(); i-- > 0;) stack.push_back(n->src[i].get());  // left to right
+  }
 }
 
 UOps UOp::toposort() const {
@@ -561,7 +592,8 @@ double truncate_to(DType dt, double v) {
   }
   if (std::isnan(v) || std::isinf(v)) return 0;
   int bits = dt.base().itemsize() * 8;
-  __int128 i = __int128(std::trunc(v));
+  // reduce mod 2^64 first (exact in double), so the cast to 128 bits is always defined
+  __int128 i = __int128(std::fmod(std::trunc(v), 18446744073709551616.0));
   uint64_t u = uint64_t(i) & (bits == 64 ? ~0ull : ((1ull << bits) - 1));
   if (dtypes::is_unsigned(dt)) return double(u);
   if (bits < 64 && (u >> (bits - 1))) return double(int64_t(u) - (int64_t(1) << bits));
@@ -582,8 +614,8 @@ double exec_alu(Ops op, DType dt, const std::vector<double>& v) {
       case Ops::ADD: r = a + b; break;
       case Ops::SUB: r = a - b; break;
       case Ops::MUL: r = a * b; break;
-      case Ops::IDIV: r = b == 0 ? 0 : a / b; break;
-      case Ops::MOD: r = b == 0 ? 0 : a % b; break;
+      case Ops::IDIV: r = b == 0 ? 0 : a / b; break;  // x//0 == 0 and x%0 == x, as tinygrad defines them
+      case Ops::MOD: r = b == 0 ? a : a % b; break;
       case Ops::MAX: r = std::max(a, b); break;
       case Ops::AND: r = a & b; break;
       case Ops::OR: r = a | b; break;

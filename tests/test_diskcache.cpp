@@ -1,0 +1,139 @@
+// The kernel disk cache, seen from separate processes (tg_cache_probe, built next to this binary): a second process finds
+// the first one's kernels and compiles nothing; cache paths with shell characters are only paths; a cache that can't be
+// used (not a directory, writable by others) is reported once and skipped, and nothing is loaded from it; the size cap
+// evicts. Every test makes its own empty cache directory, so none depends on what an earlier run left on disk.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+std::string probe_path() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string self = n > 0 ? std::string(buf, size_t(n)) : std::string("./tg_tests");
+  return self.substr(0, self.rfind('/') + 1) + "tg_cache_probe";
+}
+std::string quote(const std::string& s) {  // single-quoted for /bin/sh
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char t[] = "/tmp/tg-diskcache-test-XXXXXX";
+    path = ::mkdtemp(t) ? t : "";
+  }
+  ~TempDir() { std::system(("chmod -R u+rwx " + quote(path) + " 2>/dev/null; rm -rf " + quote(path)).c_str()); }
+};
+struct ProbeRun {
+  int rc;
+  std::string out, err;
+  long compiles() const {
+    auto p = out.find("compiles=");
+    return p == std::string::npos ? -1 : std::atol(out.c_str() + p + 9);
+  }
+};
+std::string slurp(const std::string& f) {
+  std::ifstream in(f);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+// runs the probe with `env` (VAR=value words, already quoted) and argument k
+ProbeRun probe(const TempDir& scratch, const std::string& env, double k = 1) {
+  std::string o = scratch.path + "/probe.out", e = scratch.path + "/probe.err";
+  std::string cmd = "env -u XDG_CACHE_HOME -u CACHELEVEL -u TG_DISK_CACHE_MB " + env + " " + quote(probe_path()) + " " + std::to_string(k) + " >" + quote(o) +
+                    " 2>" + quote(e);
+  int rc = std::system(cmd.c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(o), slurp(e)};
+}
+size_t files_in(const std::string& dir) {
+  size_t n = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (struct dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n;
+}
+const double kResult = 2 * (120 + 16 * 1);  // ((0..15) + 1) * 2, summed
+
+TEST(DiskCache, SecondProcessFindsKernelsAndCompilesNothing) {
+  TempDir t;
+  std::string env = "XDG_CACHE_HOME=" + quote(t.path + "/cache");
+  ProbeRun a = probe(t, env), b = probe(t, env);
+  ASSERT_EQ(a.rc, 0) << a.err;
+  ASSERT_EQ(b.rc, 0) << b.err;
+  EXPECT_GE(a.compiles(), 1) << "a cold cache compiles: " << a.out;
+  EXPECT_EQ(b.compiles(), 0) << "the second process compiled: " << b.out;
+  for (auto* r : {&a, &b}) EXPECT_NE(r->out.find("result=" + std::to_string(int(kResult))), std::string::npos) << r->out;
+  EXPECT_GE(files_in(t.path + "/cache/tinygrad/kernels"), 1u);
+  EXPECT_EQ(a.err, "");
+}
+
+TEST(DiskCache, ShellCharactersInThePathAreJustAPath) {
+  TempDir t;
+  std::string marker = t.path + "/pwned";
+  for (std::string dir : {t.path + "/a;touch " + marker + ";", t.path + "/with space", t.path + "/$(touch " + marker + ")", t.path + "/`id`'\"q"}) {
+    ProbeRun r = probe(t, "XDG_CACHE_HOME=" + quote(dir));
+    EXPECT_EQ(r.rc, 0) << dir << ": " << r.err;
+    EXPECT_GE(r.compiles(), 1) << dir;
+    EXPECT_GE(files_in(dir + "/tinygrad/kernels"), 1u) << "the cache should be used at " << dir;
+    EXPECT_EQ(::access(marker.c_str(), F_OK), -1) << "a command in the cache path ran: " << dir;
+    ProbeRun again = probe(t, "XDG_CACHE_HOME=" + quote(dir));
+    EXPECT_EQ(again.compiles(), 0) << dir;
+  }
+}
+
+TEST(DiskCache, UnusableDirIsReportedOnceAndSkipped) {
+  TempDir t;
+  std::string file = t.path + "/not-a-dir";
+  std::ofstream(file) << "x";
+  ProbeRun r = probe(t, "XDG_CACHE_HOME=" + quote(file));
+  EXPECT_EQ(r.rc, 0) << "realize must work without a disk cache: " << r.err;
+  EXPECT_NE(r.out.find("result="), std::string::npos);
+  size_t first = r.err.find("kernel disk cache is not usable");
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("kernel disk cache is not usable", first + 1), std::string::npos) << "reported more than once:\n" << r.err;
+}
+
+// kernels are never loaded from a directory other users can write: a planted file there must not be used
+TEST(DiskCache, DirWritableByOthersIsNotLoadedFrom) {
+  TempDir t;
+  std::string base = t.path + "/shared", k = base + "/tinygrad/kernels";
+  ProbeRun warm = probe(t, "XDG_CACHE_HOME=" + quote(base));  // fills the cache...
+  ASSERT_EQ(warm.rc, 0) << warm.err;
+  ASSERT_GE(files_in(k), 1u);
+  ASSERT_EQ(::chmod(k.c_str(), 0777), 0);  // ...which then becomes writable by everyone
+  ProbeRun r = probe(t, "XDG_CACHE_HOME=" + quote(base));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_GE(r.compiles(), 1) << "kernels were loaded from a world-writable directory";
+  EXPECT_NE(r.err.find("writable by other users"), std::string::npos) << r.err;
+}
+
+TEST(DiskCache, CacheLevelZeroWritesNothing) {
+  TempDir t;
+  ProbeRun r = probe(t, "CACHELEVEL=0 XDG_CACHE_HOME=" + quote(t.path + "/c"));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_GE(r.compiles(), 1);
+  EXPECT_EQ(files_in(t.path + "/c/tinygrad/kernels"), 0u);
+}
+
+TEST(DiskCache, SizeCapEvicts) {
+  TempDir t;
+  std::string env = "TG_DISK_CACHE_MB=0 XDG_CACHE_HOME=" + quote(t.path + "/c");
+  ProbeRun a = probe(t, env), b = probe(t, env);
+  EXPECT_EQ(a.rc, 0) << a.err;
+  EXPECT_EQ(files_in(t.path + "/c/tinygrad/kernels"), 0u) << "a 0 MB cap keeps nothing";
+  EXPECT_GE(b.compiles(), 1) << "nothing was kept, so the second process compiles again";
+}
+
+}  // namespace
