@@ -6,7 +6,7 @@ PREFIX   ?= /usr/local
 PYTHON   ?= /usr/bin/python3
 GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build run test test-unit test-python test-install asan bench install clean
+.PHONY: all deps build run test test-unit test-python test-install fuzz asan bench install clean
 
 all: build
 
@@ -38,12 +38,17 @@ test-python:
 test-install:
 	sh tests/install/test_install.sh $(BUILD)
 
+# the C API fuzzer alone, for much longer than make test runs it (TG_FUZZ_SEED picks another sequence)
+fuzz: build
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" TG_FUZZ_CALLS=$${TG_FUZZ_CALLS:-2000000} \
+	  $(BUILD)/tg_tests --gtest_filter='CApiFuzz.*'
+
 asan:
 	@sh scripts/deps.sh
 	cmake -S . -B $(ASAN_BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DTG_SANITIZE=ON -DTG_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && cd $(ASAN_BUILD) && \
-	  XDG_CACHE_HOME="$$d" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure
+	  XDG_CACHE_HOME="$$d" ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure
 
 bench: build
 	$(BUILD)/bench_uop --benchmark_min_time=0.2

@@ -325,10 +325,23 @@ void ScheduleBuilder::build(const UOp* n, int out) {
   UOpRef v = kb.eval({n, idx, {}, false});
   UOpRef store = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, n->dtype.ptr_to(prod(shape)), {kb.global(out, n->dtype, prod(shape)), linear_index(idx, shape)}), v});
   UOpRef ast = graph_rewrite(UOp::sink({store}), symbolic(), nullptr, false, "rangeify");
+  // simplification can drop every load of a buffer (x*0, a pad that is never in bounds): number the globals still used
+  // 0..n-1 again, so the kernel takes exactly the buffers it reads
+  std::vector<const UOp*> globals;
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::DEFINE_GLOBAL) globals.push_back(u.get());
+  std::sort(globals.begin(), globals.end(), [](const UOp* a, const UOp* b) { return a->argv<int64_t>() < b->argv<int64_t>(); });
+  std::vector<int> used;
+  UOpMap<UOpRef> renumber;
+  for (auto* g : globals) {
+    if (g->argv<int64_t>() != int64_t(used.size())) renumber[g->ref()] = g->replace_arg(int64_t(used.size()));
+    used.push_back(kb.slots[size_t(g->argv<int64_t>())]);
+  }
+  if (!renumber.empty()) ast = ast->substitute(renumber);
   auto k = std::make_shared<KernelItem>();
-  k->ast = ast, k->slots = kb.slots, k->name = kernel_name(!kb.reduce_sizes.empty(), shape, kb.reduce_sizes);
+  k->ast = ast, k->slots = used, k->name = kernel_name(!kb.reduce_sizes.empty(), shape, kb.reduce_sizes);
   producer[out] = s.kernels.size();
-  reads.emplace_back(kb.slots.begin() + 1, kb.slots.end());
+  reads.emplace_back(used.begin() + 1, used.end());
   s.kernels.push_back(std::move(k));
 }
 

@@ -22,37 +22,6 @@ const std::shared_ptr<Buffer>& buffer_of(const UOp* b) {
   return static_cast<const BufferArg*>(ext.get())->buf;
 }
 
-// store one value of `dt` at p, converting from double with C cast semantics
-static void write_scalar(DType dt, void* p, double v) {
-  switch (dt.scalar) {
-    case Scalar::Bool: *static_cast<uint8_t*>(p) = v != 0; break;
-    case Scalar::Int8: *static_cast<int8_t*>(p) = int8_t(truncate_to(dt, v)); break;
-    case Scalar::UInt8: *static_cast<uint8_t*>(p) = uint8_t(truncate_to(dt, v)); break;
-    case Scalar::Int16: *static_cast<int16_t*>(p) = int16_t(truncate_to(dt, v)); break;
-    case Scalar::UInt16: *static_cast<uint16_t*>(p) = uint16_t(truncate_to(dt, v)); break;
-    case Scalar::Int32: *static_cast<int32_t*>(p) = int32_t(truncate_to(dt, v)); break;
-    case Scalar::UInt32: *static_cast<uint32_t*>(p) = uint32_t(truncate_to(dt, v)); break;
-    case Scalar::Int64: *static_cast<int64_t*>(p) = int64_t(v); break;
-    case Scalar::UInt64: *static_cast<uint64_t*>(p) = uint64_t(v); break;
-    case Scalar::Float16: {
-      _Float16 h = _Float16(float(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case Scalar::BFloat16: {
-      float f = float(truncate_to(dt, v));
-      uint32_t b;
-      std::memcpy(&b, &f, 4);
-      uint16_t h = uint16_t(b >> 16);
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case Scalar::Float32: *static_cast<float*>(p) = float(v); break;
-    case Scalar::Float64: *static_cast<double*>(p) = v; break;
-    default: fail(TG_ERROR_DTYPE, "can't store " + dt.name());
-  }
-}
-
 // Every shape a tensor can take: dims >= 0 and an element count whose bytes fit in int64, so sizes, strides and the
 // kernels' int64 index arithmetic never overflow.
 static void check_shape(const Shape& s, DType dt, const char* what) {
@@ -94,6 +63,27 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::st
   c = UOp::make(Ops::RESHAPE, dtype, {c}, std::vector<int64_t>(shape.size(), 1));
   return Tensor(UOp::make(Ops::EXPAND, dtype, {c}, std::vector<int64_t>(shape)), device);
 }
+// 0..n-1 as int64 without a host loop over n: the index written in base 1024, each digit a load from one 1024-entry
+// table expanded along its own axis, so the values are generated inside whatever kernel uses them.
+static Tensor iota(int64_t n, const std::string& device) {
+  constexpr int64_t B = 1024;
+  std::vector<int64_t> digits(B);
+  std::iota(digits.begin(), digits.end(), int64_t(0));
+  Tensor table = Tensor::from_data(digits.data(), sizeof(int64_t) * B, dtypes::int64, {B}, device);
+  Shape dims{std::max<int64_t>(n, 1)};  // most significant digit first; the leading one only as large as n needs
+  while (dims[0] > B) dims.insert(dims.begin() + 1, B), dims[0] = (dims[0] + B - 1) / B;
+  int64_t weight = 1;
+  Tensor sum = Tensor(UOp::const_int(dtypes::int64, 0), device);
+  for (size_t d = dims.size(); d-- > 0;) {
+    Shape rs(dims.size(), 1);
+    rs[d] = dims[d];
+    Tensor digit = table.shrink({{0, dims[d]}}).reshape(rs).expand(dims);
+    sum = sum.add(weight == 1 ? digit : digit.mul(Tensor(UOp::const_int(dtypes::int64, weight), device)));
+    weight *= dims[d];
+  }
+  return sum.reshape({weight}).shrink({{0, n}});
+}
+
 Tensor Tensor::arange(double start, double stop, double step, DType dtype, const std::string& device) {
   TG_CHECK(step != 0 && std::isfinite(step) && std::isfinite(start) && std::isfinite(stop), TG_ERROR_INVALID_ARGUMENT,
            strformat("arange: start %g, stop %g, step %g must be finite with step != 0", start, stop, step));
@@ -101,15 +91,19 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype, const
   TG_CHECK(len < 9.2e18, TG_ERROR_SHAPE, strformat("arange: start %g, stop %g, step %g gives %g elements, more than fit in int64", start, stop, step, len));
   int64_t n = std::max<int64_t>(0, int64_t(len));
   check_shape({n}, dtype, "arange");
-  std::vector<uint8_t> host(size_t(n) * size_t(dtype.itemsize()));
-  for (int64_t i = 0; i < n; i++) write_scalar(dtype, host.data() + size_t(i) * size_t(dtype.itemsize()), start + double(i) * step);
-  return from_data(host.data(), host.size(), dtype, {n}, device);
+  get_device(device);
+  // start + i*step, in float64 like the host formula it replaces, then converted to dtype
+  Tensor i = iota(n, device).cast(dtypes::float64);
+  Tensor v = i.mul(Tensor(UOp::const_(dtypes::float64, step), device)).add(Tensor(UOp::const_(dtypes::float64, start), device));
+  return v.cast(dtype);
 }
+// tinygrad's trick: ones (n,1) padded to rows of n+1 puts the ones n+1 apart; flattened and cut to n*n, they are the diagonal
 Tensor Tensor::eye(int64_t n, DType dtype, const std::string& device) {
   TG_CHECK(n >= 0, TG_ERROR_SHAPE, strformat("eye: n=%lld must be >= 0", (long long)n));
   check_shape({n, n}, dtype, "eye");
-  Tensor a = arange(0, double(n), 1, dtypes::int32, device);
-  return a.reshape({n, 1}).eq(a.reshape({1, n})).cast(dtype);
+  int64_t nn = n * n;
+  check_shape({n, n + 1}, dtype, "eye");
+  return Tensor::full({n, 1}, 1, dtype, device, "eye").pad({{0, 0}, {0, n}}).reshape({n * (n + 1)}).shrink({{0, nn}}).reshape({n, n});
 }
 
 // ---- elementwise ----

@@ -355,9 +355,7 @@ double UOp::const_value() const {
 UOpRef UOp::const_(DType dtype, double v) {
   DType b = dtype.base();
   if (dtypes::is_bool(b)) return make(Ops::CONST, b, {}, v != 0);
-  if (b.scalar == Scalar::UInt64)  // the arg holds the uint64 bits
-    return make(Ops::CONST, b, {}, v >= 18446744073709551615.0 ? int64_t(-1) : v >= 9.2e18 ? int64_t(uint64_t(v)) : int64_t(v));
-  if (dtypes::is_int(b)) return make(Ops::CONST, b, {}, int64_t(truncate_to(b, v)));
+  if (dtypes::is_int(b)) return make(Ops::CONST, b, {}, int_bits(b, v));  // uint64 args hold the bit pattern
   return make(Ops::CONST, b, {}, truncate_to(b, v));
 }
 UOpRef UOp::const_int(DType dtype, int64_t v) {
@@ -581,6 +579,15 @@ static float bf16_round(float f) {
   std::memcpy(&f, &b, 4);
   return f;
 }
+int64_t int_bits(DType dt, double v) {
+  if (std::isnan(v) || std::isinf(v)) return 0;
+  int bits = dt.base().itemsize() * 8;
+  // reduce mod 2^64 first (exact in double), so the cast to 128 bits is always defined
+  __int128 i = __int128(std::fmod(std::trunc(v), 18446744073709551616.0));
+  uint64_t u = uint64_t(i) & (bits == 64 ? ~0ull : ((1ull << bits) - 1));
+  if (!dtypes::is_unsigned(dt) && bits < 64 && (u >> (bits - 1))) return int64_t(u) - (int64_t(1) << bits);
+  return int64_t(u);
+}
 double truncate_to(DType dt, double v) {
   switch (dt.scalar) {
     case Scalar::Bool: return v != 0;
@@ -590,14 +597,8 @@ double truncate_to(DType dt, double v) {
     case Scalar::Float64: return v;
     default: break;
   }
-  if (std::isnan(v) || std::isinf(v)) return 0;
-  int bits = dt.base().itemsize() * 8;
-  // reduce mod 2^64 first (exact in double), so the cast to 128 bits is always defined
-  __int128 i = __int128(std::fmod(std::trunc(v), 18446744073709551616.0));
-  uint64_t u = uint64_t(i) & (bits == 64 ? ~0ull : ((1ull << bits) - 1));
-  if (dtypes::is_unsigned(dt)) return double(u);
-  if (bits < 64 && (u >> (bits - 1))) return double(int64_t(u) - (int64_t(1) << bits));
-  return double(int64_t(u));
+  int64_t b = int_bits(dt, v);
+  return dtypes::is_unsigned(dt) ? double(uint64_t(b)) : double(b);
 }
 
 double exec_alu(Ops op, DType dt, const std::vector<double>& v) {

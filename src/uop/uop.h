@@ -179,5 +179,7 @@ TG_SCALAR_OP(<)
 double exec_alu(Ops op, DType dtype, const std::vector<double>& vals);
 // truncate a value to what `dtype` can hold (C cast semantics)
 double truncate_to(DType dtype, double v);
+// the bits an integer dtype holds for v: truncated toward zero, wrapped to the width (NaN and inf give 0); uint64 as int64
+int64_t int_bits(DType dtype, double v);
 
 }  // namespace tg

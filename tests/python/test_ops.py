@@ -1,4 +1,4 @@
-# Tensor ops through the Python binding, checked element by element against numpy (and torch where installed).
+# Tensor ops through the Python binding, checked element by element against numpy (and torch for a few).
 #
 # Tolerances (rtol, atol) per result dtype:
 #   exact ops (ints, bool, movement, cast to int):  exact equality
@@ -21,12 +21,7 @@ import pytest
 import tinygrad_c as tg
 from tinygrad_c import Tensor, TinygradError, dtypes
 
-pytestmark = pytest.mark.skipif(not tg.has_tensor_api(), reason=f"{tg.library_path} does not export the tensor API yet")
-
-try:
-  import torch
-except ImportError:
-  torch = None
+import torch  # python3-torch, installed by `make deps`
 
 F16, F32, F64, I8, U8, I32, B = np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.bool_
 TG = {F16: dtypes.float16, F32: dtypes.float32, F64: dtypes.float64, I8: dtypes.int8, U8: dtypes.uint8, I32: dtypes.int32,
@@ -612,8 +607,7 @@ def test_many_handles_released():
   check(b, np.full(4, 2, F32))
 
 
-# ---- torch (only where installed) -----------------------------------------------------------------------------------
-@pytest.mark.skipif(torch is None, reason="torch is not installed")
+# ---- torch ------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "sigmoid", "tanh", "matmul"])
 def test_against_torch(op):
   rng = rng_for("torch", op)

@@ -133,8 +133,18 @@ def _made(handle: Optional[int], what: str) -> int:
   return handle
 
 
-def _i64s(vals: Sequence[int]):
-  return (ctypes.c_int64 * len(vals))(*[int(v) for v in vals])
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _i64(v, what: str = "value") -> int:
+  """A Python int for an int64_t parameter; ctypes would silently wrap one that doesn't fit."""
+  i = int(v)
+  if not _I64_MIN <= i <= _I64_MAX: raise OverflowError(f"{what} {i} doesn't fit in int64")
+  return i
+
+
+def _i64s(vals: Sequence[int], what: str = "value"):
+  return (ctypes.c_int64 * len(vals))(*[_i64(v, what) for v in vals])
 
 
 # ---- dtypes ----------------------------------------------------------------------------------------------------------
@@ -225,6 +235,23 @@ def _to_bf16_bits(a: np.ndarray) -> np.ndarray:
   return np.where(np.isnan(f), np.uint16(0x7FC0), r).reshape(np.shape(a))
 
 
+def _from_py(data) -> np.ndarray:
+  """Python scalars and (nested) lists as tinygrad types them: floats -> float32, bools -> bool, ints -> int32, or int64
+  when a value doesn't fit int32 (never a silent wrap); an int past int64 is an OverflowError."""
+  try: arr = np.array(data)
+  except OverflowError as e: raise OverflowError(f"a value in the data doesn't fit in int64: {e}") from None
+  if arr.dtype == object:
+    flat = arr.reshape(-1) if arr.ndim else [arr.item()]
+    if len(flat) and all(isinstance(x, int) for x in flat): raise OverflowError("an int in the data doesn't fit in int64")
+    raise TypeError(f"can't make a Tensor from {type(data).__name__}")
+  if arr.dtype.kind == "f": return arr.astype(np.float32)
+  if arr.dtype.kind in "iu":
+    if arr.size and (arr.max() > _I64_MAX or arr.min() < _I64_MIN): raise OverflowError("an int in the data doesn't fit in int64")
+    fits32 = not arr.size or (arr.min() >= -(1 << 31) and arr.max() < (1 << 31))
+    return arr.astype(np.int32 if fits32 else np.int64)
+  return arr
+
+
 class Tensor:
   """A lazy tensor over a tg_tensor handle. Nothing runs until .realize() / .numpy()."""
   __slots__ = ("_h", "__weakref__")
@@ -237,11 +264,7 @@ class Tensor:
       return
     if isinstance(data, np.ndarray): arr = data
     else:
-      arr = np.array(data)
-      if arr.dtype == object: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
-      # Python data takes tinygrad's defaults: floats -> float32, ints -> int32
-      if arr.dtype.kind == "f": arr = arr.astype(np.float32)
-      elif arr.dtype.kind in "iu": arr = arr.astype(np.int32)
+      arr = _from_py(data)
     dt = to_dtype(dtype) if dtype is not None else dtypes.from_np(arr.dtype)
     if dt is dtypes.bfloat16: buf = _to_bf16_bits(arr.astype(np.float32))
     else: buf = np.asarray(arr, dtype=dt.np, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
@@ -300,7 +323,7 @@ class Tensor:
 
   @staticmethod
   def eye(n: int, m: Optional[int] = None, dtype=None, device=None) -> "Tensor":
-    t = Tensor._wrap(C.tensor_eye(int(n), to_dtype(dtype or dtypes.default_float).value, _enc(device)), "tensor_eye")
+    t = Tensor._wrap(C.tensor_eye(_i64(n, "n"), to_dtype(dtype or dtypes.default_float).value, _enc(device)), "tensor_eye")
     if m is None or m == n: return t
     return t.shrink(((0, n), (0, m))) if m < n else t.pad(((0, 0), (0, m - n)))
 
@@ -465,8 +488,8 @@ class Tensor:
   def max(self, axis=None, keepdim=False): return self._reduce("max", axis, keepdim)
   def min(self, axis=None, keepdim=False): return self._reduce("min", axis, keepdim)
   def mean(self, axis=None, keepdim=False): return self._reduce("mean", axis, keepdim)
-  def softmax(self, axis=-1): return Tensor._wrap(C.tensor_softmax(self._h, int(axis)), "tensor_softmax")
-  def log_softmax(self, axis=-1): return Tensor._wrap(C.tensor_log_softmax(self._h, int(axis)), "tensor_log_softmax")
+  def softmax(self, axis=-1): return Tensor._wrap(C.tensor_softmax(self._h, _i64(axis, "axis")), "tensor_softmax")
+  def log_softmax(self, axis=-1): return Tensor._wrap(C.tensor_log_softmax(self._h, _i64(axis, "axis")), "tensor_log_softmax")
 
   # -- movement
   def _mv(self, name: str, vals: Sequence[int], *extra) -> "Tensor":
@@ -493,7 +516,7 @@ class Tensor:
     return self._mv("shrink", [v for p in pairs for v in p])
 
   def transpose(self, dim0: int = 1, dim1: int = 0) -> "Tensor":
-    return Tensor._wrap(C.tensor_transpose(self._h, int(dim0), int(dim1)), "tensor_transpose")
+    return Tensor._wrap(C.tensor_transpose(self._h, _i64(dim0, "dim"), _i64(dim1, "dim")), "tensor_transpose")
 
   @property
   def T(self) -> "Tensor": return self.transpose()
@@ -519,7 +542,7 @@ class Expr:
   _release = C.expr_release
 
   def __init__(self, value: Union[int, "Expr"]):
-    h = C.expr_retain(value._h) if isinstance(value, Expr) else C.expr_const(int(value))
+    h = C.expr_retain(value._h) if isinstance(value, Expr) else C.expr_const(_i64(value))
     self._h = _made(h, "expr")
 
   @classmethod
@@ -530,7 +553,7 @@ class Expr:
 
   @staticmethod
   def variable(name: str, min_val: int, max_val: int) -> "Expr":
-    return Expr._wrap(C.expr_variable(name.encode(), int(min_val), int(max_val)), "expr_variable")
+    return Expr._wrap(C.expr_variable(name.encode(), _i64(min_val, "min"), _i64(max_val, "max")), "expr_variable")
 
   def __del__(self):
     h = getattr(self, "_h", None)
