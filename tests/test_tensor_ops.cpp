@@ -9,9 +9,11 @@
 // the shape/view cases are dealt out round robin over the ops, so each case meets several ops. About 650 kernels here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -1168,6 +1170,152 @@ TEST(TensorReference, HandChecked) {
   EXPECT_NEAR(Nd({2}, dt::float32, {0, 0}).softmax().v[0], 0.5, 1e-15);
   EXPECT_EQ(round_to(dt::float16, 1.0 + 1.0 / 4096), 1.0);
   EXPECT_EQ(round_to(dt::bfloat16, 1.0 + 1.0 / 512), 1.0);
+}
+
+// ---- random graphs ----------------------------------------------------------------------------------------------------
+// Seeded random chains of 6-10 ops mixing elementwise (unary, binary with broadcasting), movement (reshape, permute,
+// expand, pad, shrink, flip) and reductions (sum/max/min/mean over random axes, keepdim or not), on float32 and
+// float64. The generator tracks the shape, so each step is concrete; one program runs on Nd and on Tensor, and every
+// element is compared (float32 at the transcendental tolerance, scaled by the graph on |inputs|).
+struct GraphStep {
+  int kind;                     // 0 unary, 1 binary, 2 reshape, 3 permute, 4 expand, 5 pad, 6 shrink, 7 flip, 8 reduce
+  int which = 0;                // which unary/binary/reduce
+  std::vector<int64_t> ints;    // shape, order, axes
+  Pairs pairs;                  // pad / shrink
+  bool keepdim = false;
+  int operand = -1;             // binary: index into the graph's inputs
+};
+struct Graph {
+  std::vector<GraphStep> steps;
+  std::vector<Nd> inputs;  // inputs[0] is the start; the rest are binary operands
+};
+Graph random_graph(std::mt19937_64& g, DType d) {
+  auto ri = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(g); };
+  Shape sh;
+  for (int64_t i = 0, n = ri(1, 3); i < n; i++) sh.push_back(ri(1, 5));
+  Graph gr;
+  gr.inputs.push_back(rnd(sh, d, Dom::Any, g));
+  int reductions = 0;
+  for (int64_t n = ri(6, 10), i = 0; i < n; i++) {
+    GraphStep st{int(ri(0, 8))};
+    int64_t nd = int64_t(sh.size());
+    if ((st.kind == 8 && (reductions >= 2 || nd == 0)) || (nd == 0 && st.kind >= 3)) st.kind = int(ri(0, 2));
+    switch (st.kind) {
+      case 0: st.which = int(ri(0, 6)); break;
+      case 1: {  // the operand broadcasts: some dims 1, maybe fewer dims
+        st.which = int(ri(0, 4));
+        Shape os(sh.begin() + ri(0, nd), sh.end());
+        for (auto& x : os)
+          if (ri(0, 2) == 0) x = 1;
+        st.operand = int(gr.inputs.size());
+        gr.inputs.push_back(rnd(os, d, Dom::Any, g));
+        break;
+      }
+      case 2: {  // flatten, or split a dim into two factors
+        Shape ns;
+        int64_t k = nd ? ri(0, nd - 1) : 0;
+        if (nd && ri(0, 1)) {
+          ns.push_back(tg::prod(sh));
+        } else {
+          for (int64_t j = 0; j < nd; j++) {
+            if (j == k && sh[size_t(j)] % 2 == 0) ns.push_back(2), ns.push_back(sh[size_t(j)] / 2);
+            else ns.push_back(sh[size_t(j)]);
+          }
+          if (ns.size() > 4) ns = {tg::prod(sh)};
+        }
+        st.ints = ns, sh = ns;
+        break;
+      }
+      case 3: {
+        std::vector<int64_t> o(size_t(nd), 0);
+        std::iota(o.begin(), o.end(), 0);
+        std::shuffle(o.begin(), o.end(), g);
+        Shape ns;
+        for (auto x : o) ns.push_back(sh[size_t(x)]);
+        st.ints = o, sh = ns;
+        break;
+      }
+      case 4: {  // a new leading dim of 2 or 3, or a size-1 dim expanded
+        Shape ns = sh;
+        bool any1 = false;
+        for (auto& x : ns)
+          if (x == 1 && !any1) x = ri(2, 3), any1 = true;
+        if (!any1 && ns.size() < 4) ns.insert(ns.begin(), ri(2, 3));
+        st.ints = ns, sh = ns;
+        break;
+      }
+      case 5:
+        for (auto& x : sh) {
+          int64_t b = ri(0, 2), a = ri(0, 1);
+          st.pairs.emplace_back(b, a), x += a + b;
+        }
+        break;
+      case 6:
+        for (auto& x : sh) {
+          int64_t b = ri(0, x - 1), e = ri(b + 1, x);
+          st.pairs.emplace_back(b, e), x = e - b;
+        }
+        break;
+      case 7:
+        for (int64_t j = 0; j < nd; j++)
+          if (ri(0, 1)) st.ints.push_back(ri(0, 1) ? j : j - nd);
+        break;
+      case 8: {
+        reductions++;
+        st.which = int(ri(0, 3)), st.keepdim = ri(0, 1);
+        for (int64_t j = 0; j < nd; j++)
+          if (ri(0, 1)) st.ints.push_back(j);
+        if (st.ints.empty()) st.ints.push_back(ri(0, nd - 1));
+        Shape ns;
+        for (int64_t j = 0; j < nd; j++) {
+          bool red = std::find(st.ints.begin(), st.ints.end(), j) != st.ints.end();
+          if (!red) ns.push_back(sh[size_t(j)]);
+          else if (st.keepdim) ns.push_back(1);
+        }
+        sh = ns;
+        break;
+      }
+    }
+    gr.steps.push_back(st);
+  }
+  return gr;
+}
+template <class T>
+T run_graph(const Graph& gr, const std::vector<T>& in) {
+  T x = in[0];
+  for (auto& st : gr.steps) {
+    switch (st.kind) {
+      case 0: {
+        const int w = st.which;
+        x = w == 0 ? x.neg() : w == 1 ? x.sigmoid() : w == 2 ? x.tanh() : w == 3 ? x.sin() : w == 4 ? x.abs() : w == 5 ? x.relu() : x.cos();
+        break;
+      }
+      case 1: {
+        const T& y = in[size_t(st.operand)];
+        x = st.which == 0 ? x.add(y) : st.which == 1 ? x.sub(y) : st.which == 2 ? x.mul(y) : st.which == 3 ? x.maximum(y) : x.minimum(y);
+        break;
+      }
+      case 2: x = x.reshape(st.ints); break;
+      case 3: x = x.permute(st.ints); break;
+      case 4: x = x.expand(st.ints); break;
+      case 5: x = x.pad(st.pairs); break;
+      case 6: x = x.shrink(st.pairs); break;
+      case 7: x = x.flip(st.ints); break;
+      case 8:
+        x = st.which == 0 ? x.sum(st.ints, st.keepdim) : st.which == 1 ? x.max(st.ints, st.keepdim) : st.which == 2 ? x.min(st.ints, st.keepdim)
+                                                                                                      : x.mean(st.ints, st.keepdim);
+        break;
+    }
+  }
+  return x;
+}
+TEST(RandomGraph, ChainsMatchTheReference) {
+  std::mt19937_64 g(seed_of("random graphs"));
+  for (int i = 0; i < 60; i++) {
+    DType d = i % 2 ? dt::float64 : dt::float32;
+    Graph gr = random_graph(g, d);
+    check("random graph " + std::to_string(i) + " " + d.name(), gr.inputs, [&](const auto& in) { return run_graph(gr, in); }, Kind::Transc, true);
+  }
 }
 
 }  // namespace
