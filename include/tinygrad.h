@@ -125,8 +125,9 @@ TG_API void tg_expr_release(tg_expr* e);
 
 /* ---- tensors: creation ------------------------------------------------------------------------------------------ */
 /* `device` may be NULL for the default device ($DEVICE, else "CPU"). Shapes are `ndim` int64 sizes (>= 0) whose
- * element count times the dtype size fits in int64; any function that would make a larger shape (creation, reshape,
- * expand, pad, arange, eye) fails with TG_ERROR_SHAPE naming it. A shape that fits but can't be allocated fails at
+ * nonzero sizes multiply, times the dtype size, to a number that fits in int64 (a 0 dim does not excuse huge others:
+ * a permute or a reduction would make them a real shape); any function that would make a larger shape (creation,
+ * movement, broadcasting, cast, reduction, arange, eye) fails with TG_ERROR_SHAPE naming it. A shape that fits but can't be allocated fails at
  * realize with TG_ERROR_OUT_OF_MEMORY. */
 
 /* A tensor holding a copy of `data` (`nbytes` must equal numel * dtype size; row-major). */

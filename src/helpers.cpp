@@ -1,5 +1,6 @@
 #include "helpers.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +67,7 @@ std::string join_ints(const std::vector<int64_t>& v, const char* sep) {
 }
 std::string shape_str(const std::vector<int64_t>& v) { return "(" + join_ints(v) + (v.size() == 1 ? ",)" : ")"); }
 int64_t prod(const std::vector<int64_t>& v) {
+  if (std::find(v.begin(), v.end(), 0) != v.end()) return 0;  // an empty shape's other dims may multiply past int64
   int64_t p = 1;
   for (auto x : v) p *= x;
   return p;

@@ -22,13 +22,15 @@ const std::shared_ptr<Buffer>& buffer_of(const UOp* b) {
   return static_cast<const BufferArg*>(ext.get())->buf;
 }
 
-// Every shape a tensor can take: dims >= 0 and an element count whose bytes fit in int64, so sizes, strides and the
-// kernels' int64 index arithmetic never overflow.
+// Every shape a tensor can take: dims >= 0, and its nonzero dims multiply to an element count whose bytes fit in int64.
+// Zeros don't excuse huge dims: a permute or a reduction over the empty axis would otherwise make a huge nonempty
+// shape, so sizes, strides and the kernels' int64 index arithmetic never overflow.
 static void check_shape(const Shape& s, DType dt, const char* what) {
   int64_t n = 1;
   for (auto d : s) {
     TG_CHECK(d >= 0, TG_ERROR_SHAPE, std::string(what) + ": negative dimension in shape " + shape_str(s));
-    TG_CHECK(!__builtin_mul_overflow(n, d, &n), TG_ERROR_SHAPE, std::string(what) + ": shape " + shape_str(s) + " has more elements than fit in int64");
+    TG_CHECK(!__builtin_mul_overflow(n, std::max<int64_t>(d, 1), &n), TG_ERROR_SHAPE,
+             std::string(what) + ": shape " + shape_str(s) + " has more elements than fit in int64");
   }
   int64_t bytes;
   TG_CHECK(!__builtin_mul_overflow(n, int64_t(dt.itemsize()), &bytes), TG_ERROR_SHAPE,
@@ -87,9 +89,9 @@ static Tensor iota(int64_t n, const std::string& device) {
 Tensor Tensor::arange(double start, double stop, double step, DType dtype, const std::string& device) {
   TG_CHECK(step != 0 && std::isfinite(step) && std::isfinite(start) && std::isfinite(stop), TG_ERROR_INVALID_ARGUMENT,
            strformat("arange: start %g, stop %g, step %g must be finite with step != 0", start, stop, step));
-  double len = std::ceil((stop - start) / step);
+  double len = std::max(0.0, std::ceil((stop - start) / step));  // clamped before the int64 conversion
   TG_CHECK(len < 9.2e18, TG_ERROR_SHAPE, strformat("arange: start %g, stop %g, step %g gives %g elements, more than fit in int64", start, stop, step, len));
-  int64_t n = std::max<int64_t>(0, int64_t(len));
+  int64_t n = int64_t(len);
   check_shape({n}, dtype, "arange");
   get_device(device);
   // start + i*step, in float64 like the host formula it replaces, then converted to dtype
@@ -121,6 +123,7 @@ std::pair<Tensor, Tensor> Tensor::broadcasted(const Tensor& o, const char* what)
   TG_CHECK(device_ == o.device_, TG_ERROR_DEVICE, std::string(what) + ": tensors are on different devices (" + device_ + ", " + o.device_ + ")");
   DType dt = least_upper_dtype(dtype(), o.dtype());
   Shape out = broadcast_shape(shape(), o.shape(), what);
+  check_shape(out, dt, what);
   return {cast(dt).expand(out), o.cast(dt).expand(out)};
 }
 Tensor Tensor::scalar_like(double v) const {
@@ -174,7 +177,11 @@ Tensor Tensor::where(const Tensor& x, const Tensor& y) const {
   Shape out = broadcast_shape(shape(), bx.shape(), "where");
   return Tensor(cast(dtypes::bool_).expand(out).uop_->where(bx.expand(out).uop_, by.expand(out).uop_), device_);
 }
-Tensor Tensor::cast(DType dt) const { return dt == dtype() ? *this : Tensor(uop_->cast(dt.base()), device_); }
+Tensor Tensor::cast(DType dt) const {
+  if (dt == dtype()) return *this;
+  check_shape(shape(), dt, "cast");  // a wider dtype may not fit the same shape
+  return Tensor(uop_->cast(dt.base()), device_);
+}
 Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(UOp::const_(dtypes::bool_, 1), device_)); }
 Tensor Tensor::neg() const { return dtypes::is_bool(dtype()) ? logical_not() : Tensor(uop_->alu(Ops::NEG), device_); }
 Tensor Tensor::unary_float(Ops op) const {
@@ -274,7 +281,11 @@ Tensor Tensor::log_softmax(int64_t axis) const {
 }
 
 // ---- movement ----
-Tensor Tensor::mv(Ops op, std::vector<int64_t> arg) const { return Tensor(UOp::make(op, dtype(), {uop_}, std::move(arg)), device_); }
+Tensor Tensor::mv(Ops op, std::vector<int64_t> arg) const {
+  UOpRef u = UOp::make(op, dtype(), {uop_}, std::move(arg));
+  check_shape(u->shape(), dtype(), op_name(op).data());
+  return Tensor(u, device_);
+}
 Tensor Tensor::reshape(Shape s) const {
   int64_t infer = -1, known = 1;
   for (size_t i = 0; i < s.size(); i++) {

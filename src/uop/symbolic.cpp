@@ -52,6 +52,8 @@ static UOpRef fold_int_alu(const UOp* r) {
   }
 }
 
+// index arithmetic wraps modulo 2^64 like the ints it models, so combining constants and coefficients wraps too
+static int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 // a sum as (base, coefficient) terms plus a constant, in first-seen order
 struct Terms {
   std::vector<std::pair<UOpRef, int64_t>> terms;
@@ -65,7 +67,7 @@ static Terms collect_terms(const UOp* sum) {
   std::unordered_map<const UOp*, size_t> at;
   for (auto& x : flat) {
     if (x->op == Ops::CONST) {
-      t.k += ci(x), t.nconst++;
+      t.k = wrap_add(t.k, ci(x)), t.nconst++;
       continue;
     }
     UOpRef base = x;
@@ -73,7 +75,7 @@ static Terms collect_terms(const UOp* sum) {
     if (x->op == Ops::MUL && x->src[1]->op == Ops::CONST) base = x->src[0], coef = ci(x->src[1]);
     auto [it, fresh] = at.try_emplace(base.get(), t.terms.size());
     if (fresh) t.terms.emplace_back(base, coef);
-    else t.terms[it->second].second += coef;
+    else t.terms[it->second].second = wrap_add(t.terms[it->second].second, coef);
   }
   return t;
 }
@@ -95,7 +97,8 @@ static bool fold_divmod_pairs(std::vector<std::pair<UOpRef, int64_t>>& terms) {
     if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || km == 0) continue;
     for (size_t j = 0; j < terms.size(); j++) {
       auto& [d, kd] = terms[j];
-      if (d->op == Ops::IDIV && d->src[0] == m->src[0] && d->src[1] == m->src[1] && kd == km * ci(m->src[1])) {
+      int64_t kc;
+      if (d->op == Ops::IDIV && d->src[0] == m->src[0] && d->src[1] == m->src[1] && !__builtin_mul_overflow(km, ci(m->src[1]), &kc) && kd == kc) {
         UOpRef x = m->src[0];
         int64_t k = km;
         terms[i] = {x, k}, terms[j].second = 0;
@@ -115,7 +118,7 @@ static UOpRef canon_sum(const Match& m) {
   for (auto& [b, c] : t.terms) {
     auto it = std::find_if(merged.begin(), merged.end(), [&](auto& p) { return p.first == b; });
     if (it == merged.end()) merged.emplace_back(b, c);
-    else it->second += c;
+    else it->second = wrap_add(it->second, c);
   }
   UOpRef out = build_sum(r, merged, t.k);
   return out.get() == r ? UOpRef() : out;

@@ -168,6 +168,7 @@ BINARY = {
   "mul": (lambda a, b: a * b, np.multiply, (-2, 2), (-2, 2, False), "arith"),
   "div": (lambda a, b: a / b, np.divide, (-2, 2), (-2, 2, True), "arith"),
   "idiv": (lambda a, b: a // b, lambda a, b: np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b)), (-20, 20), (-6, 6, True), "arith"),
+  "mod": (lambda a, b: a % b, np.fmod, (-20, 20), (-6, 6, True), "arith"),  # the remainder of the truncating //: C's %
   "maximum": (lambda a, b: a.maximum(b), np.maximum, (-2, 2), (-2, 2, False), "arith"),
   "minimum": (lambda a, b: a.minimum(b), np.minimum, (-2, 2), (-2, 2, False), "arith"),
   "pow": (lambda a, b: a ** b, np.power, (0.25, 3), (-2, 2, False), "trans"),
@@ -181,11 +182,11 @@ BINARY = {
 CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
 BIN_SHAPES = [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((3, 1), (1, 4)), ((1,), (5,)), ((), (2, 3)), ((0, 3), (1, 3)), ((2, 1, 3), (2, 4, 1))]
 # every shape for the main ops, two shapes for the rest (they share the broadcasting code)
-BIN_SHAPE_CASES = [(op, sa, sb) for op in BINARY for sa, sb in (BIN_SHAPES if op in ("add", "mul", "div", "idiv", "maximum", "pow", "lt")
+BIN_SHAPE_CASES = [(op, sa, sb) for op in BINARY for sa, sb in (BIN_SHAPES if op in ("add", "mul", "div", "idiv", "mod", "maximum", "pow", "lt")
                                                                else BIN_SHAPES[1:3])]
-# dtypes each op is meaningful for (idiv is integer-only); the variants of an op get two
+# dtypes each op is meaningful for (idiv and mod are integer-only); the variants of an op get two
 _ALL_DT = [F64, F16, I32, I8, U8]
-BIN_DTYPES = {"add": _ALL_DT + [B], "mul": _ALL_DT + [B], "div": _ALL_DT, "idiv": [I32, I8, U8], "maximum": _ALL_DT + [B],
+BIN_DTYPES = {"add": _ALL_DT + [B], "mul": _ALL_DT + [B], "div": _ALL_DT, "idiv": [I32, I8, U8], "mod": [I32, I8, U8], "maximum": _ALL_DT + [B],
               "pow": [F64, F16, I32, U8], "lt": _ALL_DT + [B], "eq": _ALL_DT + [B], "sub": [F16, U8], "minimum": [I8, B],
               "le": [F16, I8], "gt": [F64, U8], "ge": [I32, B], "ne": [F16, B]}
 
@@ -210,14 +211,14 @@ def _run_binary(op, sa, sb, dt):
   fn, npfn, _, _, kind = BINARY[op]
   a, b = _bin_inputs(op, sa, sb, dt)
   out = _bin_out(op, dt)
-  if op == "idiv": want = npfn(a, b).astype(dt)
+  if op in ("idiv", "mod"): want = npfn(a, b).astype(dt)
   else: want = ref(npfn, a, b, out=out)
   check(fn(Tensor(a), Tensor(b)), want, kind)
 
 
 @pytest.mark.parametrize("op, sa, sb", BIN_SHAPE_CASES, ids=str)
 def test_binary_shapes(op, sa, sb):
-  _run_binary(op, sa, sb, I32 if op == "idiv" else F32)
+  _run_binary(op, sa, sb, I32 if op in ("idiv", "mod") else F32)
 
 
 @pytest.mark.parametrize("op, dt", [(op, dt) for op in BINARY for dt in BIN_DTYPES[op]], ids=lambda x: getattr(x, "__name__", str(x)))
@@ -259,7 +260,9 @@ SCALAR_CASES = {
   "min(t,1)": (lambda t: t.minimum(1), lambda a: np.minimum(a, 1), I32, I32, "arith"),
   "int+5": (lambda t: t + 5, lambda a: a + 5, I32, I32, "arith"), "5-int": (lambda t: 5 - t, lambda a: 5 - a, I32, I32, "arith"),
   "int*-3": (lambda t: t * -3, lambda a: a * -3, I32, I32, "arith"), "int//3": (lambda t: t // 3, lambda a: np.trunc(a / 3), I32, I32, "arith"),
-  "int+2.5": (lambda t: t + 2.5, lambda a: a + 2.5, I32, F32, "arith"), "int/2": (lambda t: t / 2, lambda a: a / 2, I32, F32, "arith"),
+  "int+2.5": (lambda t: t + 2.5, lambda a: a + 2.5, I32, F32, "arith"),
+  "int+2.0": (lambda t: t + 2.0, lambda a: a + 2.0, I32, F32, "arith"),  # a float scalar makes it float, as tinygrad
+  "int%3": (lambda t: t % 3, lambda a: np.fmod(a, 3), I32, I32, "arith"), "7%int": (lambda t: 7 % t, lambda a: np.fmod(7, a), I32, I32, "arith"), "int/2": (lambda t: t / 2, lambda a: a / 2, I32, F32, "arith"),
   "int*0.5": (lambda t: t * 0.5, lambda a: a * 0.5, I32, F32, "arith"), "uint8+3": (lambda t: t + 3, lambda a: a + 3, U8, U8, "arith"),
   "3-uint8": (lambda t: 3 - t, lambda a: np.uint8(3) - a, U8, U8, "arith"), "int8*2": (lambda t: t * 2, lambda a: a * np.int8(2), I8, I8, "arith"),
   "bool+1": (lambda t: t + 1, lambda a: a.astype(I32) + 1, B, I32, "arith"), "bool*2.5": (lambda t: t * 2.5, lambda a: a * 2.5, B, F32, "arith"),

@@ -1,19 +1,27 @@
 """tinygrad_c: a ctypes binding over libtinygrad.so with tinygrad's Tensor names.
 
 The library is found by $TINYGRAD_LIB (a path to the .so), else the repository's build/libtinygrad.so, else
-ctypes.util.find_library("tinygrad"). Every failing C call raises TinygradError.
+ctypes.util.find_library("tinygrad"). Every failing C call raises TinygradError (a RuntimeError; shape and argument
+errors are also ValueErrors, allocation failures MemoryErrors, as in tinygrad).
+
+No Python int is wrapped silently on its way into C: shape dims, axes, pads, counts and dtype codes are range-checked
+(OverflowError for ints that don't fit the C parameter, TypeError for non-integers), and integer fill values and data
+must fit the tensor's dtype.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
+import operator
 import os
 from pathlib import Path
 from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-__all__ = ["Tensor", "TinygradError", "DType", "dtypes", "least_upper_dtype", "Expr", "Variable", "version",
+__all__ = ["Tensor", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "DType", "dtypes",
+           "least_upper_dtype", "Expr", "Variable", "version",
            "version_number", "counters", "reset_counters", "library_path", "has_tensor_api"]
 
 
@@ -85,6 +93,25 @@ _SIGNATURES = {
 }
 
 
+def _checked_int(ctype, lo: int, hi: int):
+  """An argtypes entry for an integer parameter that refuses what ctypes would wrap: an int outside [lo, hi] is an
+  OverflowError, a non-integer (float, str) a TypeError (ctypes reports both as ctypes.ArgumentError naming them)."""
+  name = ctype.__name__
+  def from_param(cls, v):
+    if isinstance(v, ctype): return v
+    try: i = operator.index(v)
+    except TypeError: raise TypeError(f"{name} argument must be an int, got {type(v).__name__}") from None
+    if not lo <= i <= hi: raise OverflowError(f"{i} doesn't fit in {name} [{lo}, {hi}]")
+    return ctype(i)
+  return type(f"_checked_{name}", (), {"from_param": classmethod(from_param)})
+
+
+# every scalar int parameter is range-checked: ctypes itself would silently keep the low bits of a big int
+_CHECKED = {ctypes.c_int64: _checked_int(ctypes.c_int64, -(1 << 63), (1 << 63) - 1),
+            ctypes.c_size_t: _checked_int(ctypes.c_size_t, 0, (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1),
+            ctypes.c_int: _checked_int(ctypes.c_int, -(1 << 31), (1 << 31) - 1)}
+
+
 class _Lib:
   """The C functions by name, without the tg_ prefix. A function the loaded library lacks raises TG_ERROR_UNSUPPORTED."""
 
@@ -94,7 +121,7 @@ _missing = set()
 for _name, (_res, _args) in _SIGNATURES.items():
   try:
     _fn = getattr(_dll, _name)
-    _fn.restype, _fn.argtypes = _res, _args
+    _fn.restype, _fn.argtypes = _res, [_CHECKED.get(a, a) for a in _args]
   except AttributeError:
     _missing.add(_name)
     def _fn(*a, _name=_name):
@@ -109,11 +136,35 @@ def has_tensor_api() -> bool:
 
 # ---- errors ----------------------------------------------------------------------------------------------------------
 class TinygradError(RuntimeError):
-  """A failing C call. .status is the code's name ("TG_ERROR_SHAPE", ...), .message the library's text."""
-  def __init__(self, status: str, message: str):
+  """A failing C call. .status is the code's name ("TG_ERROR_SHAPE", ...), .message the library's text.
+
+  TinygradError(status, message) makes the subclass for the status, so each is also the builtin exception tinygrad raises
+  for that kind of mistake: TG_ERROR_SHAPE -> ShapeError (a ValueError), TG_ERROR_INVALID_ARGUMENT -> InvalidArgumentError
+  (a ValueError), TG_ERROR_OUT_OF_MEMORY -> OutOfMemoryError (a MemoryError). Every one is a TinygradError and a
+  RuntimeError."""
+  def __new__(cls, status: str = "TG_ERROR_INTERNAL", message: str = ""):
+    if cls is TinygradError: cls = _ERROR_CLASSES.get(status, TinygradError)
+    return super().__new__(cls, status, message)
+  def __init__(self, status: str = "TG_ERROR_INTERNAL", message: str = ""):
     super().__init__(f"{status}: {message}")
     self.status, self.message = status, message
   def __reduce__(self): return (TinygradError, (self.status, self.message))
+
+
+class ShapeError(TinygradError, ValueError):
+  """TG_ERROR_SHAPE: shapes that don't match or broadcast, a bad axis or reshape, a shape too large for int64."""
+
+
+class InvalidArgumentError(TinygradError, ValueError):
+  """TG_ERROR_INVALID_ARGUMENT: a bad argument value (NaN into an int dtype, unknown name, released handle, ...)."""
+
+
+class OutOfMemoryError(TinygradError, MemoryError):
+  """TG_ERROR_OUT_OF_MEMORY: an allocation failed."""
+
+
+_ERROR_CLASSES = {"TG_ERROR_SHAPE": ShapeError, "TG_ERROR_INVALID_ARGUMENT": InvalidArgumentError,
+                  "TG_ERROR_OUT_OF_MEMORY": OutOfMemoryError}
 
 
 def _raise_last(what: str):
@@ -133,18 +184,34 @@ def _made(handle: Optional[int], what: str) -> int:
   return handle
 
 
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_I64_MIN, _I64_MAX, _U64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
+_EXACT = 1 << 53  # ints up to this size survive the C API's double parameters exactly
+
+
+def _index(v, what: str = "value") -> int:
+  """operator.index(v): ints and numpy ints, never a float that would be truncated."""
+  try: return operator.index(v)
+  except TypeError: raise TypeError(f"{what} must be an int, got {type(v).__name__} {v!r}") from None
 
 
 def _i64(v, what: str = "value") -> int:
   """A Python int for an int64_t parameter; ctypes would silently wrap one that doesn't fit."""
-  i = int(v)
+  i = _index(v, what)
   if not _I64_MIN <= i <= _I64_MAX: raise OverflowError(f"{what} {i} doesn't fit in int64")
   return i
 
 
 def _i64s(vals: Sequence[int], what: str = "value"):
   return (ctypes.c_int64 * len(vals))(*[_i64(v, what) for v in vals])
+
+
+def _cstr(s: Optional[str], what: str) -> Optional[bytes]:
+  """A str for a const char* parameter; an embedded NUL would silently cut it short."""
+  if s is None: return None
+  if not isinstance(s, str): raise TypeError(f"{what} must be a str, got {type(s).__name__}")
+  if "\0" in s: raise ValueError(f"{what} {s!r} contains a NUL character")
+  return s.encode()
 
 
 # ---- dtypes ----------------------------------------------------------------------------------------------------------
@@ -183,8 +250,10 @@ class dtypes:
 
   @staticmethod
   def from_py(x) -> DType:
+    """tinygrad's dtype for a Python scalar: bool, default_float, or default_int -- int64 when the int doesn't fit
+    int32 (uint64 past int64, like numpy); an int past uint64 is an OverflowError."""
     if isinstance(x, (bool, np.bool_)): return dtypes.bool
-    if isinstance(x, (int, np.integer)): return dtypes.default_int
+    if isinstance(x, (int, np.integer)): return _int_dtype_for(int(x), int(x))
     if isinstance(x, (float, np.floating)): return dtypes.default_float
     raise TypeError(f"no dtype for {type(x).__name__}")
 
@@ -200,6 +269,37 @@ class dtypes:
 
 _BY_VALUE = {d.value: d for d in dtypes.all}
 _BY_NAME = {d.name: d for d in dtypes.all}
+
+
+def _int_dtype_for(lo: int, hi: int) -> DType:
+  """The dtype Python ints in [lo, hi] get: default_int (int32) when they fit, else int64, else uint64 (numpy's rule)."""
+  if _I32_MIN <= lo and hi <= _I32_MAX: return dtypes.default_int
+  if _I64_MIN <= lo and hi <= _I64_MAX: return dtypes.int64
+  if 0 <= lo and hi <= _U64_MAX: return dtypes.uint64
+  if lo < _I64_MIN or hi > _U64_MAX: raise OverflowError(f"int {lo if lo < _I64_MIN else hi} doesn't fit in int64 or uint64")
+  raise OverflowError(f"ints {lo} and {hi} don't fit one integer dtype (int64 holds the first, uint64 the second)")
+
+
+def _int_range(dt: "DType") -> Tuple[int, int]:
+  info = np.iinfo(dt.np)
+  return int(info.min), int(info.max)
+
+
+def _check_int_fits(lo: int, hi: int, dt: "DType", what: str):
+  """OverflowError unless every int in [lo, hi] fits dt (an int dtype): nothing wraps silently."""
+  dmin, dmax = _int_range(dt)
+  if lo < dmin or hi > dmax: raise OverflowError(f"{what} {lo if lo < dmin else hi} doesn't fit in {dt.name} [{dmin}, {dmax}]")
+
+
+def _py_int(v, what: str) -> int:
+  """int(v) as tinygrad's int() would do it: bools and ints as they are, floats truncated, NaN a ValueError, +-inf an
+  OverflowError."""
+  if isinstance(v, (bool, np.bool_)): return int(v)
+  if isinstance(v, (int, np.integer)): return int(v)
+  f = float(v)
+  if math.isnan(f): raise ValueError(f"cannot convert float NaN to integer ({what})")
+  if math.isinf(f): raise OverflowError(f"cannot convert float infinity to integer ({what})")
+  return int(f)
 
 
 def to_dtype(d) -> DType:
@@ -220,7 +320,7 @@ def least_upper_dtype(a, b) -> DType:
 
 # ---- tensors ---------------------------------------------------------------------------------------------------------
 Scalar = Union[int, float, bool]
-_enc = lambda device: None if device is None else device.encode()
+_enc = lambda device: _cstr(device, "device")
 
 
 def _shape_args(shape) -> Tuple[int, ...]:
@@ -235,21 +335,47 @@ def _to_bf16_bits(a: np.ndarray) -> np.ndarray:
   return np.where(np.isnan(f), np.uint16(0x7FC0), r).reshape(np.shape(a))
 
 
-def _from_py(data) -> np.ndarray:
+_NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def _from_objects(obj: np.ndarray, dt: Optional[DType]) -> np.ndarray:
+  """Python numbers numpy couldn't type (ints past 64 bits, or ints that fit only int64 and uint64 together): floats if
+  there is one or dt is a float, else exact ints checked against dt (or the dtype inferred for them)."""
+  flat = obj.reshape(-1).tolist()
+  if not all(isinstance(x, _NUMBER) for x in flat): raise TypeError(f"can't make a Tensor from {obj.dtype} data")
+  if (dt is not None and dt.is_float) or any(isinstance(x, (float, np.floating)) for x in flat):
+    return np.array([float(x) for x in flat], dtype=np.float64).reshape(obj.shape)  # float(): OverflowError past double
+  if dt is dtypes.bool: return np.array([bool(x) for x in flat], dtype=np.bool_).reshape(obj.shape)
+  ints = [int(x) for x in flat]
+  lo, hi = min(ints), max(ints)
+  if dt is None: dt = _int_dtype_for(lo, hi)
+  else: _check_int_fits(lo, hi, dt, "int")
+  return np.array(ints, dtype=dt.np).reshape(obj.shape)
+
+
+def _from_py(data, dt: Optional[DType]) -> Tuple[np.ndarray, DType]:
   """Python scalars and (nested) lists as tinygrad types them: floats -> float32, bools -> bool, ints -> int32, or int64
-  when a value doesn't fit int32 (never a silent wrap); an int past int64 is an OverflowError."""
+  when a value doesn't fit int32 (uint64 for values past int64, as numpy), never a silent wrap: ints past that are an
+  OverflowError. With dt given, the values must fit it: ints out of its range are an OverflowError, and floats into an
+  int dtype convert like int() (truncated; NaN a ValueError, inf an OverflowError). Returns the array and its dtype."""
   try: arr = np.array(data)
-  except OverflowError as e: raise OverflowError(f"a value in the data doesn't fit in int64: {e}") from None
-  if arr.dtype == object:
-    flat = arr.reshape(-1) if arr.ndim else [arr.item()]
-    if len(flat) and all(isinstance(x, int) for x in flat): raise OverflowError("an int in the data doesn't fit in int64")
-    raise TypeError(f"can't make a Tensor from {type(data).__name__}")
-  if arr.dtype.kind == "f": return arr.astype(np.float32)
-  if arr.dtype.kind in "iu":
-    if arr.size and (arr.max() > _I64_MAX or arr.min() < _I64_MIN): raise OverflowError("an int in the data doesn't fit in int64")
-    fits32 = not arr.size or (arr.min() >= -(1 << 31) and arr.max() < (1 << 31))
-    return arr.astype(np.int32 if fits32 else np.int64)
-  return arr
+  except OverflowError: arr = np.array(data, dtype=object)  # numpy 2 refuses ints past 64 bits
+  if arr.dtype == object: arr = _from_objects(arr, dt)
+  elif arr.dtype.kind == "f" and arr.size and np.abs(arr).max() >= 2.0 ** 63:
+    arr = _from_objects(np.array(data, dtype=object), dt)  # numpy makes [-1, 2**63] float64: were they all ints?
+  if arr.dtype.kind not in "biuf": raise TypeError(f"can't make a Tensor from {arr.dtype} data")
+  if dt is None:
+    if arr.dtype.kind == "f": return arr.astype(np.float32), dtypes.default_float
+    if arr.dtype.kind == "b": return arr, dtypes.bool
+    dt = _int_dtype_for(int(arr.min()), int(arr.max())) if arr.size else dtypes.default_int
+    return arr.astype(dt.np), dt
+  if dt.is_int and arr.size:
+    if arr.dtype.kind in "iu": _check_int_fits(int(arr.min()), int(arr.max()), dt, "int")
+    elif arr.dtype.kind == "f":
+      if np.isnan(arr).any(): raise ValueError(f"cannot convert float NaN to integer ({dt.name})")
+      if np.isinf(arr).any(): raise OverflowError(f"cannot convert float infinity to integer ({dt.name})")
+      _check_int_fits(math.trunc(float(arr.min())), math.trunc(float(arr.max())), dt, "value")
+  return arr, dt  # still float64 for floats: converted once, to dt
 
 
 class Tensor:
@@ -262,10 +388,8 @@ class Tensor:
       self._h = _made(C.tensor_retain(data._h), "tensor_retain")
       if dtype is not None and to_dtype(dtype) is not data.dtype: self._swap(C.tensor_cast(data._h, to_dtype(dtype).value))
       return
-    if isinstance(data, np.ndarray): arr = data
-    else:
-      arr = _from_py(data)
-    dt = to_dtype(dtype) if dtype is not None else dtypes.from_np(arr.dtype)
+    if isinstance(data, np.ndarray): arr, dt = data, to_dtype(dtype) if dtype is not None else dtypes.from_np(data.dtype)
+    else: arr, dt = _from_py(data, to_dtype(dtype) if dtype is not None else None)
     if dt is dtypes.bfloat16: buf = _to_bf16_bits(arr.astype(np.float32))
     else: buf = np.asarray(arr, dtype=dt.np, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
     shape = _i64s(buf.shape)
@@ -295,7 +419,7 @@ class Tensor:
   def _make(name: str, shape, dtype, device, *extra):
     shape = _shape_args(shape)
     fn = getattr(C, f"tensor_{name}")
-    return Tensor._wrap(fn(_i64s(shape), len(shape), *extra, to_dtype(dtype).value, _enc(device)), f"tensor_{name}")
+    return Tensor._wrap(fn(_i64s(shape, "shape dim"), len(shape), *extra, to_dtype(dtype).value, _enc(device)), f"tensor_{name}")
 
   @staticmethod
   def empty(*shape, dtype=None, device=None) -> "Tensor":
@@ -311,18 +435,54 @@ class Tensor:
 
   @staticmethod
   def full(shape, fill_value: Scalar, dtype=None, device=None) -> "Tensor":
+    """Filled with fill_value. Without dtype it is the value's (from_py: an int past int32 makes int64). Into an int
+    dtype the value converts like int() (NaN: ValueError, inf: OverflowError) and must fit the dtype (OverflowError)."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
-    return Tensor._make("full", shape, dt, device, float(fill_value))
+    if dt.is_int:
+      v = _py_int(fill_value, f"fill value for {dt.name}")
+      _check_int_fits(v, v, dt, "fill value")
+      if abs(v) > _EXACT:  # tg_tensor_full takes a double: go through an exact 0-d tensor instead
+        return Tensor._make("zeros", shape, dt, device).add(Tensor(np.array(v, dtype=dt.np), device=device))
+      value = float(v)
+    elif dt is dtypes.bool: value = 1.0 if fill_value else 0.0
+    else: value = float(fill_value)  # an int past double's range: OverflowError
+    return Tensor._make("full", shape, dt, device, value)
 
   @staticmethod
   def arange(start, stop=None, step=1, dtype=None, device=None) -> "Tensor":
+    """[start, stop) by step. All-int arguments make default_int, or int64 when a value doesn't fit int32; into an int
+    dtype every value must fit it (OverflowError). Ints past 2**53 are exact (not rounded through a double)."""
     if stop is None: start, stop = 0, start
-    if dtype is None: dtype = dtypes.default_int if all(isinstance(x, int) for x in (start, stop, step)) else dtypes.default_float
-    return Tensor._wrap(C.tensor_arange(float(start), float(stop), float(step), to_dtype(dtype).value, _enc(device)), "tensor_arange")
+    dt = to_dtype(dtype) if dtype is not None else None
+    if all(isinstance(x, (int, np.integer)) for x in (start, stop, step)):
+      start, stop, step = int(start), int(stop), int(step)
+      n = max(0, -((start - stop) // step)) if step else 0  # ceil((stop - start) / step); step 0 is the library's error
+      last = start + (n - 1) * step if n else start
+      if dt is None: dt = _int_dtype_for(min(start, last), max(start, last))
+      elif dt.is_int and n: _check_int_fits(min(start, last), max(start, last), dt, "arange value")
+      if dt.is_int and n and max(abs(start), abs(stop), abs(step), n) > _EXACT: return Tensor._arange_exact(start, step, n, dt, device)
+    elif dt is None: dt = dtypes.default_float
+    return Tensor._wrap(C.tensor_arange(float(start), float(stop), float(step), dt.value, _enc(device)), "tensor_arange")
+
+  @staticmethod
+  def _arange_exact(start: int, step: int, n: int, dt: DType, device) -> "Tensor":
+    """start + i*step for i < n, exactly: computed in the unsigned dtype of dt's width (wrapping arithmetic is exact
+    modulo 2**bits, and every result fits dt), then cast."""
+    udt = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[dt.itemsize]
+    mask = (1 << (8 * dt.itemsize)) - 1
+    n = _i64(n, "arange length")
+    if n <= _EXACT: idx = Tensor.arange(0, n, 1, dtype=udt, device=device)
+    else:  # i = hi * 2**26 + lo, each part an exact double
+      b = 1 << 26
+      a = -(-n // b)
+      hi = Tensor.arange(0, a, 1, dtype=udt, device=device).reshape(a, 1) * b
+      idx = (hi + Tensor.arange(0, b, 1, dtype=udt, device=device).reshape(1, b)).reshape(a * b).shrink(((0, n),))
+    return (idx * (step & mask) + (start & mask)).cast(dt)
 
   @staticmethod
   def eye(n: int, m: Optional[int] = None, dtype=None, device=None) -> "Tensor":
+    if m is not None: m = _i64(m, "m")
     t = Tensor._wrap(C.tensor_eye(_i64(n, "n"), to_dtype(dtype or dtypes.default_float).value, _enc(device)), "tensor_eye")
     if m is None or m == n: return t
     return t.shrink(((0, n), (0, m))) if m < n else t.pad(((0, 0), (0, m - n)))
@@ -401,10 +561,17 @@ class Tensor:
     return Tensor._wrap(getattr(C, f"tensor_{name}")(a._h, b._h), f"tensor_{name}")
 
   def _scalar_op(self, name: str, y, reverse=False) -> "Tensor":
-    # the C *_scalar functions give the scalar self's dtype; bool tensors/scalars follow tinygrad's promotion instead
+    # the C *_scalar functions give the scalar self's dtype (through a double); everything else goes through _bin and
+    # _const: bool tensors/scalars, a float scalar next to an int tensor (tinygrad makes that float32), and int scalars
+    # past 2**53 (exact as a 0-d tensor). An int scalar must fit an int tensor's dtype: OverflowError, never a wrap.
     if isinstance(y, Tensor) or reverse or isinstance(y, (bool, np.bool_)) or self.dtype is dtypes.bool:
       return self._bin(name, y, reverse)
     if not isinstance(y, (int, float, np.integer, np.floating)): return self._bin(name, y)
+    dt = self.dtype
+    if dt.is_int:
+      if not isinstance(y, (int, np.integer)): return self._bin(name, y)
+      _check_int_fits(int(y), int(y), dt, "scalar")
+      if abs(int(y)) > _EXACT: return self._bin(name, y)
     return Tensor._wrap(getattr(C, f"tensor_{name}_scalar")(self._h, float(y)), f"tensor_{name}_scalar")
 
   # -- elementwise binary
@@ -414,6 +581,13 @@ class Tensor:
   def div(self, x, reverse=False): return self._scalar_op("div", x, reverse)
   def pow(self, x, reverse=False): return self._scalar_op("pow", x, reverse)
   def idiv(self, x, reverse=False): return self._bin("idiv", x, reverse)
+  def mod(self, x, reverse=False) -> "Tensor":
+    """self - (self // x) * x: the remainder of the truncating //, so x % 0 == x (as x // 0 == 0) and MIN % -1 == 0."""
+    a, b = self, x
+    if reverse:
+      a = x if isinstance(x, Tensor) else Tensor(x, device=self.device) if isinstance(x, (np.ndarray, list, tuple)) else self._const(x)
+      b = self
+    return a - (a // b) * b
   def maximum(self, x): return self._bin("maximum", x)
   def minimum(self, x): return self._bin("minimum", x)
 
@@ -427,6 +601,8 @@ class Tensor:
   def __rtruediv__(self, x): return self.div(x, reverse=True)
   def __floordiv__(self, x): return self.idiv(x)
   def __rfloordiv__(self, x): return self.idiv(x, reverse=True)
+  def __mod__(self, x): return self.mod(x)
+  def __rmod__(self, x): return self.mod(x, reverse=True)
   def __pow__(self, x): return self.pow(x)
   def __rpow__(self, x): return self.pow(x, reverse=True)
   def __matmul__(self, x): return self.matmul(x)
@@ -475,13 +651,13 @@ class Tensor:
 
   # -- reductions
   def _reduce(self, name: str, axis, keepdim: bool) -> "Tensor":
-    if axis is not None and not isinstance(axis, (int, np.integer)) and len(tuple(axis)) == 0:
+    axes = () if axis is None else tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if axis is not None and not axes:
       # axis=() reduces nothing, but the C API reads naxes == 0 as "every axis": reduce a new size-1 axis instead
       r = getattr(self.reshape(*self.shape, 1), name)(axis=-1)
       return r.reshape(*self.shape)
-    axes = () if axis is None else (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     fn = getattr(C, f"tensor_{name}")
-    return Tensor._wrap(fn(self._h, _i64s(axes), len(axes), int(bool(keepdim))), f"tensor_{name}")
+    return Tensor._wrap(fn(self._h, _i64s(axes, "axis"), len(axes), int(bool(keepdim))), f"tensor_{name}")
 
   def sum(self, axis=None, keepdim=False): return self._reduce("sum", axis, keepdim)
   def prod(self, axis=None, keepdim=False): return self._reduce("prod", axis, keepdim)
@@ -494,7 +670,7 @@ class Tensor:
   # -- movement
   def _mv(self, name: str, vals: Sequence[int], *extra) -> "Tensor":
     n = len(vals) // 2 if name in ("pad", "shrink") else len(vals)
-    return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h, _i64s(vals), n, *extra), f"tensor_{name}")
+    return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h, _i64s(vals, f"{name} argument"), n, *extra), f"tensor_{name}")
 
   def reshape(self, shape, *args) -> "Tensor": return self._mv("reshape", _shape_args((shape, *args)))
   def view(self, shape, *args) -> "Tensor": return self.reshape(shape, *args)
@@ -508,12 +684,13 @@ class Tensor:
     if all(isinstance(p, (int, np.integer)) for p in padding) and len(padding) % 2 == 0 and padding:
       pairs = ((0, 0),) * (ndim - len(padding) // 2) + tuple(zip(padding[-2::-2], padding[::-2]))
     else: pairs = tuple((0, 0) if p is None else tuple(p) for p in padding)
-    return self._mv("pad", [v for p in pairs for v in p], float(value))
+    return self._mv("pad", _flat_pairs("pad", pairs, "(before, after)"), float(value))
 
   def shrink(self, arg) -> "Tensor":
     """arg: one (start, end) pair (or None for the whole dim) per dim."""
-    pairs = tuple((0, s) if p is None else tuple(p) for p, s in zip(arg, self.shape))
-    return self._mv("shrink", [v for p in pairs for v in p])
+    shape = self.shape
+    pairs = tuple(tuple(p) if p is not None else (0, shape[i] if i < len(shape) else 0) for i, p in enumerate(arg))
+    return self._mv("shrink", _flat_pairs("shrink", pairs, "(start, end)"))  # all of them: the library checks the count
 
   def transpose(self, dim0: int = 1, dim1: int = 0) -> "Tensor":
     return Tensor._wrap(C.tensor_transpose(self._h, _i64(dim0, "dim"), _i64(dim1, "dim")), "tensor_transpose")
@@ -530,6 +707,12 @@ class Tensor:
     return Tensor._wrap(C.tensor_matmul(a._h, b._h), "tensor_matmul")
 
   def dot(self, w) -> "Tensor": return self.matmul(w)
+
+
+def _flat_pairs(what: str, pairs, kind: str):
+  for p in pairs:
+    if len(p) != 2: raise ValueError(f"{what}: each dim takes a {kind} pair, got {p!r}")
+  return [v for p in pairs for v in p]
 
 
 # ---- symbolic expressions ----------------------------------------------------------------------------------------------
@@ -553,7 +736,7 @@ class Expr:
 
   @staticmethod
   def variable(name: str, min_val: int, max_val: int) -> "Expr":
-    return Expr._wrap(C.expr_variable(name.encode(), _i64(min_val, "min"), _i64(max_val, "max")), "expr_variable")
+    return Expr._wrap(C.expr_variable(_cstr(name, "name"), _i64(min_val, "min"), _i64(max_val, "max")), "expr_variable")
 
   def __del__(self):
     h = getattr(self, "_h", None)
@@ -598,7 +781,7 @@ class Expr:
   def __repr__(self): return f"Expr({self.render()})"
 
   def eval(self, **values: int) -> int:
-    names = (ctypes.c_char_p * len(values))(*[k.encode() for k in values])
+    names = (ctypes.c_char_p * len(values))(*[_cstr(k, "name") for k in values])
     vals = _i64s(list(values.values()))
     out = ctypes.c_int64()
     _ok(C.expr_eval(self._h, names, vals, len(values), ctypes.byref(out)), "expr_eval")

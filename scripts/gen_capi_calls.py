@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Generate the C API fuzzer's call table (tests/test_fuzz_capi.cpp) from include/tinygrad.h.
+
+Every `TG_API` prototype in the header becomes one table row: the function's name, whether it realizes (compiles and
+runs kernels, so the fuzzer gives it a small share of the calls), and a thunk `void call(FuzzCtx&)` that
+  1. builds each argument from the fuzz context by the parameter's C type and name (a pointer followed by a size_t
+     count such as `shape, ndim` or `pads, npairs` is drawn as one array-and-count pair, so the array is as long as
+     the count says, or the count is huge and the pointer NULL/short and the library must refuse from the count alone),
+  2. asks the context whether the call may run (known-defect exclusions, see the top of test_fuzz_capi.cpp),
+  3. calls the function and hands the result to the context's checker for its return type.
+So a function added to the header later is fuzzed without a new test.
+
+Coverage can't silently drop: a prototype this script can't parse, a parameter type with no generator, an unnamed
+parameter or a return type with no checker stops the build with a non-zero exit and a message naming the function.
+
+usage: gen_capi_calls.py include/tinygrad.h out.inc
+"""
+import re
+import sys
+
+PROG = "gen_capi_calls.py"
+
+# parameter C type -> context generator (called with the parameter's name)
+SCALARS = {
+    "int64_t": "f.i64",
+    "int": "f.int32",
+    "size_t": "f.size",
+    "double": "f.f64",
+    "tg_dtype": "f.dtype",
+    "tg_binop": "f.binop",
+    "tg_status": "f.status",
+    "const char*": "f.str",
+    "tg_tensor*": "f.tensor",
+    "const tg_tensor*": "f.tensor",
+    "tg_expr*": "f.expr",
+    "const tg_expr*": "f.expr",
+    "int64_t*": "f.out_i64",
+    "const int64_t*": "f.in_i64",
+    "tg_dtype*": "f.out_dtype",
+    "tg_counters*": "f.counters",
+    "const void*": "f.in_ptr",
+    "void*": "f.out_ptr",
+}
+# in a function that takes ownership of its handle (…_release), the handle is handed over instead of lent
+OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr"}
+# pointer parameter(s) followed by their size_t count -> context generator (called with all the names)
+GROUPS = {
+    ("const int64_t*",): "f.i64_array",
+    ("int64_t*",): "f.out_i64_array",
+    ("const void*",): "f.in_bytes",
+    ("void*",): "f.out_bytes",
+    ("char*",): "f.out_chars",
+    ("tg_tensor* const*",): "f.tensor_array",
+    ("const char* const*", "const int64_t*"): "f.bindings",
+}
+# a size_t right after a pointer is that pointer's count when its name says so
+COUNT_NAME = re.compile(r"^(n|n[a-z_]+|size|capacity|count|len|length)$")
+# return C type -> context checker
+RETURNS = {
+    "tg_tensor*": "f.ret_tensor",
+    "tg_expr*": "f.ret_expr",
+    "tg_status": "f.ret_status",
+    "const char*": "f.ret_cstr",
+    "int64_t": "f.ret_i64",
+    "int": "f.ret_int",
+    "size_t": "f.ret_size",
+    "void": None,
+}
+# functions that compile and run kernels: a small share of the calls (each kernel costs 50-250 ms on a cold cache)
+REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy)$")
+
+
+def die(msg):
+    sys.stderr.write(f"{PROG}: error: {msg}\n")
+    sys.exit(1)
+
+
+def norm_type(t):
+    """'const  tg_tensor *' -> 'const tg_tensor*', 'tg_tensor *const *' -> 'tg_tensor* const*'."""
+    t = re.sub(r"\s+", " ", t.strip())
+    t = re.sub(r"\s*\*\s*", "* ", t).strip()
+    return re.sub(r"\*\s+\*", "**", t)
+
+
+def strip_c(text):
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    # preprocessor lines (the TG_API definition itself), with continuations
+    return re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
+
+
+def parse(path):
+    try:
+        text = strip_c(open(path, encoding="utf-8").read())
+    except OSError as e:
+        die(f"cannot read {path}: {e}")
+    fns = []
+    # every TG_API declaration must parse: find them all, then parse each up to its ';'
+    for m in re.finditer(r"\bTG_API\b", text):
+        end = text.find(";", m.end())
+        decl = re.sub(r"\s+", " ", text[m.end():end]).strip()
+        pm = re.fullmatch(r"(.+?)\b(tg_\w+)\s*\((.*)\)", decl)
+        if end < 0 or not pm or "(" in pm.group(3) or ")" in pm.group(3):
+            die(f"cannot parse the declaration 'TG_API {decl}' in {path} (function pointers and macros in prototypes "
+                f"need support here)")
+        ret, name, plist = norm_type(pm.group(1)), pm.group(2), pm.group(3).strip()
+        params = []
+        if plist and plist != "void":
+            for p in plist.split(","):
+                p = p.strip()
+                if p == "...":
+                    die(f"{name}: variadic functions have no generator")
+                am = re.fullmatch(r"(.*?[\s*])(\w+)\s*(\[\s*\w*\s*\])?", p)
+                if not am or not am.group(1).strip() or am.group(2) in ("int", "double", "void", "char", "const"):
+                    die(f"{name}: parameter '{p}' has no name (the generator picks values by type and name)")
+                t = norm_type(am.group(1) + ("*" if am.group(3) else ""))
+                params.append((t, am.group(2)))
+        fns.append((ret, name, params))
+    if not fns:
+        die(f"no TG_API prototypes found in {path}")
+    names = [f[1] for f in fns]
+    dups = {n for n in names if names.count(n) > 1}
+    if dups:
+        die(f"duplicate prototypes: {', '.join(sorted(dups))}")
+    return fns
+
+
+def thunk(ret, name, params):
+    lines, args, i = [], [], 0
+    owns = name.endswith("_release")
+    while i < len(params):
+        t, n = params[i]
+        # the longest run of pointer parameters ending in a size_t count that forms a known group
+        group = None
+        for k in (2, 1):
+            ts = tuple(p[0] for p in params[i:i + k])
+            if len(ts) == k and ts in GROUPS and i + k < len(params):
+                ct, cn = params[i + k]
+                if ct == "size_t" and COUNT_NAME.match(cn):
+                    group = (k, GROUPS[ts])
+                    break
+        v = f"a{i}"
+        if group:
+            k, gen = group
+            names = [p[1] for p in params[i:i + k + 1]]
+            per = 2 if re.search(r"pair", names[-1]) else 1  # pads/bounds: `npairs` (before, after) pairs
+            extra = f", {per}" if gen == "f.i64_array" else ""
+            lines.append(f"auto {v} = {gen}({', '.join(chr(34) + x + chr(34) for x in names)}{extra});")
+            if k == 1:
+                args += [f"{v}.p", f"{v}.n"]
+            else:
+                args += [f"{v}.p0", f"{v}.p1", f"{v}.n"]
+            i += k + 1
+            continue
+        gen = OWNED.get(t) if owns else None
+        gen = gen or SCALARS.get(t)
+        if not gen:
+            die(f"no generator for parameter '{t} {n}' of {name}: add one to {PROG} and the fuzz context in "
+                f"tests/test_fuzz_capi.cpp (or name its count parameter so it pairs with its pointer)")
+        lines.append(f"auto {v} = {gen}(\"{n}\");")
+        args.append(v)
+        i += 1
+    if ret not in RETURNS:
+        die(f"no result checker for return type '{ret}' of {name}: add one to {PROG} and tests/test_fuzz_capi.cpp")
+    call = f"{name}({', '.join(args)})"
+    check = RETURNS[ret]
+    lines.append("f.begin_call();")
+    lines.append(f"{check}({call});" if check else f"{call};")
+    lines.append("f.end_call();")
+    body = "\n       ".join(lines)
+    realizing = "true" if REALIZING.search(name) else "false"
+    return f"    {{\"{name}\", {realizing}, [](FuzzCtx& f) {{\n       {body}\n     }}}},"
+
+
+def main():
+    if len(sys.argv) != 3:
+        die("usage: gen_capi_calls.py include/tinygrad.h out.inc")
+    header, out = sys.argv[1], sys.argv[2]
+    fns = parse(header)
+    rows = [thunk(*fn) for fn in fns]
+    text = (f"// Generated by scripts/{PROG} from include/tinygrad.h ({len(fns)} functions). Do not edit.\n"
+            "// Included by tests/test_fuzz_capi.cpp, which defines FuzzCtx and FuzzFn.\n"
+            f"static const FuzzFn kCApiCalls[{len(fns)}] = {{\n" + "\n".join(rows) + "\n};\n")
+    try:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        die(f"cannot write {out}: {e}")
+
+
+if __name__ == "__main__":
+    main()

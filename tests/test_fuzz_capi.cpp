@@ -1,0 +1,1027 @@
+// Systematic fuzzing of the C API. The call table is generated at build time from include/tinygrad.h by
+// scripts/gen_capi_calls.py: every TG_API function gets a thunk that builds each argument by its C type and name from
+// the FuzzCtx below, calls the function and hands the result to the checker for its return type. A function added to
+// the header is fuzzed without touching this file; a parameter type with no generator stops the build.
+//
+// Arguments: integers {0, 1, -1, 2, INT64_MIN, INT64_MAX, +-2^k, +-(2^k +- 1) for k in 7,8,15,16,31,32,62,63, small},
+// doubles {0, -0, +-1, NaN, +-inf, +-1e308, 1e-308, 5e-324, +-2^63, 2^64, small}, sizes {0, 1, 2, small, SIZE_MAX,
+// SIZE_MAX/2+1 (= 2^63), 2^62, 2^32}, dtypes {-1, 0..12, 13, 1000, INT_MIN, INT_MAX}, strings {NULL, "", "CPU",
+// "cpu:0", "NOPE", 10000 chars, ...}, handles from a pool of live tensors (every dtype; 0-d, size-0 and small N-d
+// shapes; leaves and results of earlier calls) plus NULL, released handles and garbage non-NULL pointers (a correct
+// library checks handles against its live set and never dereferences them), arrays as long as their counts (half the
+// time shaped to pass validation: real permutations, in-range bounds, reshapes that keep numel), or a count too large
+// for any array to exist with a NULL or short pointer (the library must refuse from the count alone).
+//
+// Checks per call: the process survives (a fatal signal or a sanitizer report prints the call first); the error state
+// is cleared before each call, then a returned pointer is non-NULL with no error set, or NULL with tg_last_error() !=
+// TG_OK and a non-empty message; a returned status equals tg_last_error(); an int64 result is >= 0, or -1 with the
+// error set; no call leaves TG_ERROR_INTERNAL; every returned tensor has ndim/shape/numel/dtype/device readable and
+// consistent, bytes that fit in int64, and where the header pins it down the shape (and dtype) its arguments give:
+// elementwise, broadcasting, comparisons (bool), cast, movement, reductions, matmul, creation. Results with numel <=
+// 4096 join the pool (so realizing them stays cheap); the pool is reset to fresh leaves every 1000 calls, so graphs stay
+// small. Every handle the fuzzer gets is released (leak-free under `make asan`).
+//
+// Budget: TG_FUZZ_CALLS calls (default 100000), of which one in 700 goes to a realizing function (realize,
+// realize_many, to_data: each may compile kernels with clang, 50-250 ms apiece on a cold cache), the rest to
+// everything else. TG_FUZZ_SEED (default below) picks the sequence; the seed and the call count are printed. A failure
+// prints the call number, the function and its arguments, and the environment that replays it (a seed replays the
+// same calls; only a released handle whose address malloc has since reused is passed as NULL instead).
+// TG_FUZZ_TRACE=1 logs every call and its outcome; TG_FUZZ_NO_EXCLUSIONS=1 ignores the known-defect list below.
+// `make fuzz` runs 2M calls.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tinygrad.h"
+
+extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
+namespace {
+
+constexpr uint64_t kDefaultSeed = 0x7467667a7a01ull;
+constexpr uint64_t kDefaultCalls = 100000;
+constexpr uint64_t kRealizeEvery = 700;   // one call in this many goes to a realizing function
+constexpr uint64_t kResetEvery = 1000;    // fresh leaves this often
+constexpr int64_t kPoolMaxNumel = 4096;   // results larger than this are released at once
+constexpr size_t kPoolMax = 48, kExprPoolMax = 32, kDeadMax = 64;
+constexpr int64_t I64MIN = std::numeric_limits<int64_t>::min(), I64MAX = std::numeric_limits<int64_t>::max();
+
+// ---- the current call's arguments, as recorded while they are built ---------------------------------------------------
+struct Arg {
+  std::string name, text;
+  std::string rendered;       // expression handles: the full tg_expr_render text
+  enum Kind { Int, Real, Size, Handle, Str, Array, Other } kind = Other;
+  int64_t i = 0;              // Int (and dtype/binop/status): the value
+  double d = 0;               // Real
+  size_t n = 0;               // Size / Array count
+  std::vector<int64_t> ints;  // Array: the contents (when readable); Handle: the tensor's shape
+  const void* p = nullptr;    // Handle / Array / Str pointer
+  enum HandleState { Null, Live, Released, Garbage } state = Null;
+  int64_t ndim = -1, numel = -1;  // tensor handles
+  int dtype = -1;
+};
+struct Call {
+  const char* fn = "";
+  std::vector<Arg> args;
+  const Arg* arg(std::string_view name) const {
+    for (auto& a : args)
+      if (a.name == name) return &a;
+    return nullptr;
+  }
+  // facts for the exclusion patterns: -2 when the argument is absent or not a live tensor
+  int64_t tensor_ndim(std::string_view name) const {
+    const Arg* a = arg(name);
+    return a && a->kind == Arg::Handle && a->state == Arg::Live ? a->ndim : -2;
+  }
+};
+
+// ---- what the header says a successful call returns ------------------------------------------------------------------
+// an int128 result as int64; INT64_MIN (never a valid dim) where it doesn't fit, so a comparison with it fails
+int64_t clamp64(__int128 v) { return v > I64MAX || v < I64MIN ? I64MIN : int64_t(v); }
+// The shape (and dtype, or -1) a successful call must give where the header pins it down: elementwise ops keep the
+// shape, binary ops broadcast, comparisons give bool, movement ops and reductions follow their arguments, creation
+// follows its shape. False where the header leaves it open (matmul, arange) or an input isn't a live tensor. Safe on
+// any arguments (the exclusion patterns ask before the call): where they can't be valid, the shape is just wrong.
+bool predict(const Call& call, std::vector<int64_t>& out, int& dtype) {
+  std::string_view fn = call.fn;
+  if (fn.rfind("tg_tensor_", 0) != 0) return false;
+  fn.remove_prefix(10);
+  auto live = [&](const char* n) -> const Arg* {
+    const Arg* a = call.arg(n);
+    return a && a->kind == Arg::Handle && a->state == Arg::Live && a->ndim >= 0 ? a : nullptr;
+  };
+  auto is = [&](std::initializer_list<const char*> names) {
+    for (auto n : names)
+      if (fn == n) return true;
+    return false;
+  };
+  auto ints = [&](const char* n) { return call.arg(n) ? call.arg(n)->ints : std::vector<int64_t>{}; };
+  auto broadcast = [](std::vector<int64_t> a, const std::vector<int64_t>& b) {
+    if (a.size() < b.size()) a.insert(a.begin(), b.size() - a.size(), 1);
+    for (size_t i = 0; i < b.size(); i++) {
+      int64_t& x = a[a.size() - b.size() + i];
+      x = x == 1 ? b[i] : x;
+    }
+    return a;
+  };
+  dtype = -1;
+  if (is({"neg", "exp", "exp2", "log", "log2", "sqrt", "reciprocal", "sin", "cos", "abs", "relu", "sigmoid", "tanh", "contiguous",
+          "softmax", "log_softmax", "flip", "retain", "cast"})) {
+    const Arg* t = live("t");
+    if (!t) return false;
+    out = t->ints;
+    if (fn == "retain") dtype = t->dtype;
+    if (fn == "cast") dtype = int(call.arg("dtype")->i);
+    return true;
+  }
+  if (is({"add_scalar", "sub_scalar", "mul_scalar", "div_scalar", "pow_scalar"})) {
+    const Arg* a = live("a");
+    return a ? (out = a->ints, true) : false;
+  }
+  if (is({"add", "sub", "mul", "div", "idiv", "maximum", "minimum", "pow", "lt", "le", "gt", "ge", "eq", "ne"})) {
+    const Arg *a = live("a"), *b = live("b");
+    if (!a || !b) return false;
+    out = broadcast(a->ints, b->ints);
+    if (is({"lt", "le", "gt", "ge", "eq", "ne"})) dtype = TG_BOOL;
+    return true;
+  }
+  if (fn == "matmul") {  // numpy: a 1-D a is (1, k) and b (k, 1) with that dim dropped after; batch dims broadcast
+    const Arg *a = live("a"), *b = live("b");
+    if (!a || !b || a->ints.empty() || b->ints.empty()) return false;
+    std::vector<int64_t> x = a->ints, y = b->ints;
+    if (x.size() == 1) x.insert(x.begin(), 1);
+    if (y.size() == 1) y.push_back(1);
+    out = broadcast(std::vector<int64_t>(x.begin(), x.end() - 2), std::vector<int64_t>(y.begin(), y.end() - 2));
+    if (a->ints.size() > 1) out.push_back(x[x.size() - 2]);
+    if (b->ints.size() > 1) out.push_back(y.back());
+    return true;
+  }
+  if (fn == "where") {
+    const Arg *c = live("cond"), *x = live("x"), *y = live("y");
+    return c && x && y ? (out = broadcast(broadcast(c->ints, x->ints), y->ints), true) : false;
+  }
+  if (is({"from_data", "empty", "zeros", "ones", "full"})) return out = ints("shape"), true;
+  if (fn == "eye") return out = {call.arg("n")->i, call.arg("n")->i}, true;
+  const Arg* t = live("t");
+  if (!t) return false;
+  const std::vector<int64_t>& s = t->ints;
+  int64_t nd = int64_t(s.size());
+  // an axis as an index; a library that accepted an axis out of range gets a shape that can't match (not a crash here)
+  bool bad_axis = false;
+  auto axis = [&](int64_t a) {
+    a = a < 0 ? a + nd : a;
+    return a >= 0 && a < nd ? a : (bad_axis = true, int64_t(0));
+  };
+  if (fn == "reshape") {
+    out = ints("shape");
+    __int128 known = 1;
+    int64_t infer = -1;
+    for (size_t i = 0; i < out.size(); i++) {
+      if (out[i] == -1) infer = int64_t(i);
+      else known = std::clamp<__int128>(known * out[i], -((__int128)1 << 63), (__int128)1 << 63);  // no overflow in here either
+    }
+    if (infer >= 0) {
+      if (known <= 0) return false;
+      out[size_t(infer)] = int64_t(t->numel / known);
+    }
+    return true;
+  }
+  if (fn == "permute") {
+    for (auto o : ints("order")) {
+      int64_t a = axis(o);
+      out.push_back(bad_axis ? I64MIN : s[size_t(a)]);
+    }
+    if (bad_axis) out = {I64MIN};
+    return true;
+  }
+  if (fn == "expand") {
+    out = ints("shape");
+    for (size_t i = 0; i < out.size(); i++)
+      if (out[i] == -1) out[i] = i + s.size() >= out.size() ? s[i + s.size() - out.size()] : 1;
+    return true;
+  }
+  if (fn == "pad" || fn == "shrink") {
+    std::vector<int64_t> p = ints(fn == "pad" ? "pads" : "bounds");
+    out = s;
+    for (size_t i = 0; i < out.size() && 2 * i + 1 < p.size(); i++)
+      out[i] = clamp64(fn == "pad" ? (__int128)s[i] + p[2 * i] + p[2 * i + 1] : (__int128)p[2 * i + 1] - p[2 * i]);
+    return true;
+  }
+  if (fn == "transpose") {
+    out = s;
+    if (nd) std::swap(out[size_t(axis(call.arg("dim0")->i))], out[size_t(axis(call.arg("dim1")->i))]);
+    if (bad_axis) out = {I64MIN};
+    return true;
+  }
+  if (is({"sum", "prod", "max", "min", "mean"})) {
+    if (nd == 0) return true;  // a 0-d tensor reduces to itself (axis 0 / -1 allowed)
+    std::vector<int64_t> axes = ints("axes");
+    std::vector<bool> red(s.size(), axes.empty());
+    for (auto a : axes) red[size_t(axis(a))] = true;
+    bool keep = call.arg("keepdim")->i != 0;
+    for (size_t i = 0; i < s.size(); i++)
+      if (!red[i]) out.push_back(s[i]);
+      else if (keep) out.push_back(1);
+    if (bad_axis) out = {I64MIN};
+    return true;
+  }
+  return false;
+}
+
+// the header's shape rule: a shape's nonzero dims multiply to a count that fits int64, even when another dim is 0
+bool oversized_shape(const std::vector<int64_t>& s) {
+  __int128 p = 1;
+  for (auto d : s)
+    if ((p *= std::max<int64_t>(d, 1)) > I64MAX) return true;
+  return false;
+}
+
+// ---- fatal signals and sanitizer reports name the call that caused them ----------------------------------------------
+char g_current_call[8192];
+volatile sig_atomic_t g_in_call = 0;
+const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+struct sigaction g_old_actions[sizeof kFatalSignals / sizeof *kFatalSignals];
+stack_t g_old_altstack;
+std::vector<char> g_altstack(1 << 16);
+
+void print_current_call() {
+  if (!g_in_call) return;
+  const char head[] = "\n[ FUZZ     ] died in ";
+  ssize_t w = write(2, head, sizeof head - 1);
+  w = write(2, g_current_call, strnlen(g_current_call, sizeof g_current_call));
+  w = write(2, "\n", 1);
+  (void)w;
+}
+void on_fatal_signal(int sig) {
+  print_current_call();
+  g_in_call = 0;
+  for (size_t i = 0; i < std::size(kFatalSignals); i++)  // the previous handlers (default or a sanitizer's) take it from here:
+    if (kFatalSignals[i] == sig) sigaction(sig, &g_old_actions[i], nullptr);  // a fault re-executes, abort() re-raises
+}
+// A sanitizer report names the call too. GCC links ASan and UBSan as separate runtimes, each with its own death
+// callback, so every loaded sanitizer runtime gets it.
+void set_sanitizer_death_callbacks(void (*cb)(void)) {
+  if (&__sanitizer_set_death_callback) __sanitizer_set_death_callback(cb);
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        if (!info->dlpi_name || !std::strstr(info->dlpi_name, "san")) return 0;
+        if (void* h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD)) {
+          if (auto set = reinterpret_cast<void (*)(void (*)(void))>(dlsym(h, "__sanitizer_set_death_callback"))) set(reinterpret_cast<void (*)(void)>(data));
+          dlclose(h);
+        }
+        return 0;
+      },
+      reinterpret_cast<void*>(cb));
+}
+struct CrashReporter {
+  CrashReporter() {
+    stack_t ss{};
+    ss.ss_sp = g_altstack.data(), ss.ss_size = g_altstack.size();
+    sigaltstack(&ss, &g_old_altstack);
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    sa.sa_flags = SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < std::size(kFatalSignals); i++) sigaction(kFatalSignals[i], &sa, &g_old_actions[i]);
+    set_sanitizer_death_callbacks(print_current_call);
+  }
+  ~CrashReporter() {
+    for (size_t i = 0; i < std::size(kFatalSignals); i++) sigaction(kFatalSignals[i], &g_old_actions[i], nullptr);
+    set_sanitizer_death_callbacks(nullptr);
+    sigaltstack(&g_old_altstack, nullptr);
+  }
+};
+
+// ---- the fuzz context -------------------------------------------------------------------------------------------------
+template <class P>
+struct Arr {
+  P p;
+  size_t n;
+};
+struct Bind {
+  const char* const* p0;
+  const int64_t* p1;
+  size_t n;
+};
+
+std::vector<int64_t> boundary_ints() {
+  std::vector<int64_t> v{0, 1, -1, 2, -2, I64MIN, I64MAX, I64MIN + 1, I64MAX - 1};
+  for (int k : {7, 8, 15, 16, 31, 32, 62, 63})
+    for (int64_t d : {-1, 0, 1}) {
+      uint64_t x = (uint64_t(1) << k) + uint64_t(d);  // 2^63 +- 1 wraps, as a C caller's would
+      v.push_back(int64_t(x)), v.push_back(int64_t(0 - x));
+    }
+  return v;
+}
+std::string fmt_double(double x) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g", x);
+  return b;
+}
+std::string fmt_ptr(const void* p) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%p", p);
+  return b;
+}
+std::string fmt_ints(const std::vector<int64_t>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "}";
+}
+std::string status_str(tg_status s) { return std::string(tg_status_name(s)) + "(" + std::to_string(int(s)) + ")"; }
+
+struct FuzzCtx;
+struct FuzzFn {
+  const char* name;
+  bool realizing;  // compiles and runs kernels: a small share of the calls
+  void (*call)(FuzzCtx&);
+};
+
+struct FuzzCtx {
+  std::mt19937_64 rng;
+  uint64_t seed, call_no = 0;
+  bool trace = std::getenv("TG_FUZZ_TRACE") != nullptr;  // every call (before it runs) and its outcome on stderr
+  Call call;
+  std::vector<tg_tensor*> pool;  // owned references (a handle may appear more than once: retain)
+  std::vector<tg_expr*> exprs;   // owned references
+  // handles we released for good, in rings of fixed size: which one a call draws never depends on addresses, so a seed
+  // replays the same sequence even where malloc hands a released address to a new handle (that slot then draws NULL)
+  std::vector<tg_tensor*> dead = std::vector<tg_tensor*>(kDeadMax, nullptr);
+  std::vector<tg_expr*> dead_exprs = std::vector<tg_expr*>(kDeadMax, nullptr);
+  size_t dead_next = 0, dead_exprs_next = 0;
+  std::vector<tg_tensor*> recent = std::vector<tg_tensor*>(8, nullptr);  // the latest pooled results
+  size_t recent_next = 0;
+  bool realizing = false;  // the current call realizes: it draws the latest results more often (graphs, not leaves)
+  tg_tensor* handed_over = nullptr;  // an owned handle given to a *_release call
+  tg_expr* handed_over_expr = nullptr;
+  std::deque<std::vector<uint8_t>> keep;  // argument buffers, alive for one call
+  std::deque<std::string> strs;
+  std::vector<uint8_t> junk = std::vector<uint8_t>(1024);  // readable memory that is not a handle
+  const std::vector<int64_t> bints = boundary_ints();
+  uint64_t nfailures = 0, errors = 0, pooled = 0, released_results = 0, predicted = 0;
+
+  explicit FuzzCtx(uint64_t s) : rng(s), seed(s) {
+    for (auto& b : junk) b = uint8_t(rng());
+  }
+  ~FuzzCtx() { clear_pools(); }
+
+  uint64_t r(uint64_t n) { return n ? rng() % n : 0; }
+  int64_t ri(int64_t lo, int64_t hi) {  // any range, INT64_MIN..INT64_MAX included
+    uint64_t span = uint64_t(hi) - uint64_t(lo) + 1;
+    return int64_t(uint64_t(lo) + (span ? r(span) : rng()));
+  }
+  bool pct(int p) { return r(100) < uint64_t(p); }
+  template <class T>
+  T pick(std::initializer_list<T> v) { return v.begin()[r(v.size())]; }
+  template <class T>
+  T pick(const std::vector<T>& v) { return v[r(v.size())]; }
+
+  Arg& rec(const char* name, Arg::Kind k, std::string text) {
+    call.args.push_back(Arg{});
+    Arg& a = call.args.back();
+    a.name = name, a.kind = k, a.text = std::move(text);
+    return a;
+  }
+  template <class T>
+  T* buffer(size_t count) {  // zero-size requests still get a distinct non-NULL pointer
+    keep.emplace_back(std::max<size_t>(count * sizeof(T), 1) + sizeof(T));
+    auto& b = keep.back();
+    for (auto& x : b) x = uint8_t(rng());
+    return reinterpret_cast<T*>(b.data());
+  }
+  void* garbage() {
+    switch (r(6)) {
+      case 0: return reinterpret_cast<void*>(uintptr_t(1));
+      case 1: return reinterpret_cast<void*>(uintptr_t(0xdeadbeef));
+      case 2: return reinterpret_cast<void*>(uintptr_t(0xffff800000000000ull));  // non-canonical
+      case 3: return junk.data() + 8 * r(junk.size() / 8);
+      case 4:
+        if (!pool.empty()) return reinterpret_cast<char*>(pick(pool)) + 1;  // inside a live handle, misaligned
+        [[fallthrough]];
+      default: return reinterpret_cast<void*>(uintptr_t(0x1000) + 16 * r(4096));
+    }
+  }
+
+  // ---- scalars ----
+  int64_t i64(const char* name) {
+    std::string_view n = name;
+    bool axis = n == "axis" || n.rfind("dim", 0) == 0;
+    int64_t v = axis && pct(60) ? ri(-4, 4) : pct(70) ? pick(bints) : ri(-8, 8);
+    rec(name, Arg::Int, std::to_string(v)).i = v;
+    return v;
+  }
+  int int32(const char* name) {
+    int v = pct(70) ? pick({0, 1, -1, 2, INT_MIN, INT_MAX, 255, 65536}) : int(ri(-8, 8));
+    rec(name, Arg::Int, std::to_string(v)).i = v;
+    return v;
+  }
+  double f64(const char* name) {
+    static const std::vector<double> b{0.0, -0.0, 1.0, -1.0, NAN, -NAN, INFINITY, -INFINITY, 1e308, -1e308, 1e-308, 5e-324,
+                                       9223372036854775808.0, -9223372036854775808.0, 18446744073709551616.0, 0.5, -2.5,
+                                       65504.0, 65536.0, 2147483648.0, 4294967296.0, 1e-8, 3.0, 4096.0};
+    double v = pct(65) ? pick(b) : double(ri(-128, 128)) / 8;
+    rec(name, Arg::Real, fmt_double(v)).d = v;
+    return v;
+  }
+  size_t size(const char* name) {
+    size_t v = pct(60) ? pick<size_t>({0, 1, 2, SIZE_MAX, SIZE_MAX / 2 + 1, size_t(1) << 62, size_t(1) << 32}) : size_t(r(9));
+    rec(name, Arg::Size, std::to_string(v)).n = v;
+    return v;
+  }
+  tg_dtype dtype(const char* name) {
+    int v = pct(80) ? int(r(13)) : pick({-1, 13, 1000, INT_MIN, INT_MAX});
+    const char* nm = tg_dtype_name(tg_dtype(v));
+    rec(name, Arg::Int, nm ? nm : "dtype " + std::to_string(v)).i = v;
+    return tg_dtype(v);
+  }
+  tg_binop binop(const char* name) {
+    int v = pct(85) ? int(r(8)) : pick({-1, 8, 1000, INT_MIN, INT_MAX});
+    rec(name, Arg::Int, "binop " + std::to_string(v)).i = v;
+    return tg_binop(v);
+  }
+  tg_status status(const char* name) {
+    int v = pct(80) ? int(r(12)) : pick({-1, 12, 1000, INT_MIN, INT_MAX});
+    rec(name, Arg::Int, "status " + std::to_string(v)).i = v;
+    return tg_status(v);
+  }
+  const char* str(const char* name) {
+    std::string_view n = name;
+    if (pct(8)) return rec(name, Arg::Str, "NULL"), nullptr;
+    std::string s;
+    if (n == "name" && pct(60)) s = pick<const char*>({"x", "y", "z", "i", "gidx0"});
+    else s = pick<std::string>({"", "CPU", "cpu:0", "NOPE", std::string(10000, 'D'), "cpu", "CPU:0", "CPU:1", "CUDA", "x"});
+    strs.push_back(std::move(s));
+    const std::string& k = strs.back();
+    rec(name, Arg::Str, k.size() > 20 ? "\"" + k.substr(0, 8) + "...\" (" + std::to_string(k.size()) + " chars)" : "\"" + k + "\"").p = k.c_str();
+    return k.c_str();
+  }
+
+  // ---- handles ----
+  void record_tensor(Arg& a, tg_tensor* t) {
+    a.p = t;
+    a.ndim = tg_tensor_ndim(t), a.numel = tg_tensor_numel(t);
+    tg_dtype d = TG_DTYPE_INVALID;
+    tg_tensor_dtype(t, &d);
+    a.dtype = int(d);
+    if (a.ndim >= 0) {
+      a.ints.resize(size_t(a.ndim));
+      tg_tensor_shape(t, a.ints.data(), a.ints.size());
+    }
+    const char* dn = tg_dtype_name(d);
+    std::string sh = "(";
+    for (size_t i = 0; i < a.ints.size(); i++) sh += (i ? "," : "") + std::to_string(a.ints[i]);
+    a.text = "tensor " + fmt_ptr(t) + " " + sh + (a.ints.size() == 1 ? ",)" : ")") + " " + (dn ? dn : "?");
+  }
+  tg_tensor* tensor(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 5 || pool.empty()) return nullptr;
+    if (k < 10) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_tensor*)a.p;
+    if (k < 15) {
+      tg_tensor* t = pick(dead);
+      if (!t || std::count(pool.begin(), pool.end(), t)) return nullptr;  // empty slot, or the address is live again
+      return a.state = Arg::Released, a.p = t, a.text = "released " + fmt_ptr(t), t;
+    }
+    tg_tensor* t = pick(pool);
+    if (realizing && pct(60)) {  // a recent result if it is still pooled
+      tg_tensor* c = pick(recent);
+      if (c) t = c;  // entries leave `recent` when they leave the pool
+    }
+    a.state = Arg::Live;
+    record_tensor(a, t);
+    return t;
+  }
+  tg_tensor* owned_tensor(const char* name) {  // the callee takes our reference (tg_tensor_release)
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 8 || pool.empty()) return nullptr;
+    if (k < 16) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_tensor*)a.p;
+    if (k < 30) {  // never one whose address is live again: that would release a reference the pool holds
+      tg_tensor* t = pick(dead);
+      if (!t || std::count(pool.begin(), pool.end(), t)) return nullptr;
+      return a.state = Arg::Released, a.p = t, a.text = "released " + fmt_ptr(t), t;
+    }
+    size_t i = r(pool.size());
+    tg_tensor* t = pool[i];
+    record_tensor(a, t);
+    a.state = Arg::Live, a.text = "owned " + a.text;
+    pool.erase(pool.begin() + long(i));
+    handed_over = t;
+    return t;
+  }
+  tg_expr* expr(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 5 || exprs.empty()) return nullptr;
+    if (k < 10) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_expr*)a.p;
+    if (k < 15) {
+      tg_expr* e = pick(dead_exprs);
+      if (!e || std::count(exprs.begin(), exprs.end(), e)) return nullptr;
+      return a.state = Arg::Released, a.p = e, a.text = "released expr " + fmt_ptr(e), e;
+    }
+    tg_expr* e = pick(exprs);
+    a.state = Arg::Live, a.p = e, a.rendered = render_all(e);
+    a.text = "expr " + fmt_ptr(e) + " " + (a.rendered.size() > 120 ? a.rendered.substr(0, 120) + "..." : a.rendered);
+    return e;
+  }
+  tg_expr* owned_expr(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 8 || exprs.empty()) return nullptr;
+    if (k < 16) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_expr*)a.p;
+    if (k < 30) {
+      tg_expr* e = pick(dead_exprs);
+      if (!e || std::count(exprs.begin(), exprs.end(), e)) return nullptr;
+      return a.state = Arg::Released, a.p = e, a.text = "released expr " + fmt_ptr(e), e;
+    }
+    size_t i = r(exprs.size());
+    tg_expr* e = exprs[i];
+    a.state = Arg::Live, a.p = e, a.text = "owned expr " + fmt_ptr(e);
+    exprs.erase(exprs.begin() + long(i));
+    handed_over_expr = e;
+    return e;
+  }
+  static std::string render_all(const tg_expr* e) {
+    int64_t n = tg_expr_render(e, nullptr, 0);
+    if (n < 0 || n > (1 << 20)) return "?";
+    std::string b(size_t(n) + 1, '\0');
+    tg_expr_render(e, b.data(), b.size());
+    b.resize(size_t(n));
+    return b;
+  }
+  static std::string render(const tg_expr* e) {
+    char b[64];
+    int64_t n = tg_expr_render(e, b, sizeof b);
+    return n < 0 ? "?" : n >= int64_t(sizeof b) ? std::string(b) + "..." : std::string(b);
+  }
+
+  // ---- single out/in pointers ----
+  int64_t* out_i64(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
+    return rec(name, Arg::Other, "&int64"), buffer<int64_t>(1);
+  }
+  const int64_t* in_i64(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
+    int64_t* p = buffer<int64_t>(1);
+    *p = pick(bints);
+    return rec(name, Arg::Other, "&" + std::to_string(*p)), p;
+  }
+  tg_dtype* out_dtype(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
+    return rec(name, Arg::Other, "&dtype"), buffer<tg_dtype>(1);
+  }
+  tg_counters* counters(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
+    // the caller's struct is struct_size bytes (an older or newer tg_counters); ASan catches a write past it
+    size_t ss = pick<size_t>({sizeof(tg_counters), sizeof(tg_counters), 0, 8, 16, 24, 40, sizeof(tg_counters) + 16, SIZE_MAX});
+    size_t bytes = std::max<size_t>(sizeof(size_t), ss == SIZE_MAX ? sizeof(tg_counters) + 64 : ss);
+    keep.emplace_back(bytes);
+    auto* c = reinterpret_cast<tg_counters*>(keep.back().data());
+    std::memcpy(c, &ss, sizeof ss);
+    rec(name, Arg::Other, "counters{struct_size=" + std::to_string(ss) + "}");
+    return c;
+  }
+  const void* in_ptr(const char* name) {
+    if (pct(20)) return rec(name, Arg::Other, "NULL"), nullptr;
+    return rec(name, Arg::Other, "buffer[256]"), buffer<uint8_t>(256);
+  }
+  void* out_ptr(const char* name) {
+    if (pct(20)) return rec(name, Arg::Other, "NULL"), nullptr;
+    return rec(name, Arg::Other, "buffer[256]"), buffer<uint8_t>(256);
+  }
+
+  // ---- arrays with their counts ----
+  // a count no array of `elem` bytes can have (so the library must refuse it without reading)
+  static bool impossible(size_t n, size_t elem) { return n > (size_t(1) << 48) / elem; }
+  size_t count_for(int small_max) {
+    uint64_t k = r(100);
+    if (k < 80) return size_t(r(uint64_t(small_max) + 1));
+    if (k < 88) return pick<size_t>({63, 64, 65, 100, 1000});
+    return pick<size_t>({SIZE_MAX, SIZE_MAX / 2 + 1, size_t(1) << 62, (size_t(1) << 61) + 1, size_t(1) << 32});
+  }
+  const Arg* first_live_tensor() const {
+    for (auto& a : call.args)
+      if (a.kind == Arg::Handle && a.state == Arg::Live && a.ndim >= 0) return &a;
+    return nullptr;
+  }
+  // a random shape with exactly `numel` elements (numel 0 gets a 0 dim; -1 once in a while for reshape)
+  std::vector<int64_t> shape_with(int64_t numel, bool allow_infer) {
+    std::vector<int64_t> s;
+    if (numel == 0) {
+      for (int64_t i = 0, n = ri(1, 3); i < n; i++) s.push_back(ri(0, 3));
+      s[size_t(r(s.size()))] = 0;
+      return s;
+    }
+    int64_t left = numel;
+    for (int64_t d = 2; d <= left && s.size() < 5;) {
+      if (left % d == 0 && pct(70)) s.push_back(d), left /= d;
+      else d++;
+    }
+    if (left > 1) s.push_back(left);
+    std::shuffle(s.begin(), s.end(), rng);
+    for (int i = 0, n = int(r(3)); i < n && s.size() < 6; i++) s.insert(s.begin() + long(r(s.size() + 1)), 1);
+    if (allow_infer && !s.empty() && pct(25)) s[size_t(r(s.size()))] = -1;
+    return s;
+  }
+  // arrays shaped to get past validation for the tensor already drawn for this call
+  bool plausible(std::string_view what, size_t per, std::vector<int64_t>& out) {
+    std::string_view fn = call.fn;
+    const Arg* t = first_live_tensor();
+    if (what == "shape" && !t) {  // creation: from_data's numel follows nbytes and dtype
+      const Arg *nb = call.arg("nbytes"), *dt = call.arg("dtype");
+      size_t isz = dt ? tg_dtype_size(tg_dtype(dt->i)) : 0;
+      if (nb && isz && nb->n % isz == 0 && nb->n / isz <= 4096) return out = shape_with(int64_t(nb->n / isz), false), true;
+      for (int64_t i = 0, n = ri(0, 4); i < n; i++) out.push_back(ri(0, 5));
+      return true;
+    }
+    if (!t) return false;
+    const std::vector<int64_t>& s = t->ints;
+    int64_t nd = int64_t(s.size());
+    if (what == "axes") {
+      for (int64_t a = 0; a < nd; a++)
+        if (pct(50)) out.push_back(pct(50) ? a : a - nd);
+      if (nd == 0 && pct(50)) out.push_back(pick<int64_t>({0, -1}));
+      std::shuffle(out.begin(), out.end(), rng);
+    } else if (what == "order") {
+      out.resize(size_t(nd));
+      std::iota(out.begin(), out.end(), 0);
+      std::shuffle(out.begin(), out.end(), rng);
+    } else if (per == 2 && what == "pads") {
+      for (int64_t a = 0; a < nd; a++) out.push_back(ri(0, 2)), out.push_back(ri(0, 2));
+    } else if (per == 2) {  // bounds
+      for (int64_t a = 0; a < nd; a++) {
+        int64_t b = ri(0, s[size_t(a)]), e = ri(b, s[size_t(a)]);
+        out.push_back(b), out.push_back(e);
+      }
+    } else if (what == "shape" && fn.find("expand") != std::string_view::npos) {
+      out = s;
+      for (auto& x : out) {
+        if (x == 1 && pct(60)) x = ri(1, 3);
+        else if (pct(20)) x = -1;
+      }
+      for (int i = 0, n = int(r(3)); i < n; i++) out.insert(out.begin(), ri(1, 3));
+    } else if (what == "shape") {
+      out = shape_with(t->numel, true);
+    } else {
+      return false;
+    }
+    return true;
+  }
+  Arr<const int64_t*> i64_array(const char* name, const char* count_name, size_t per) {
+    std::vector<int64_t> v;
+    size_t n;
+    bool made = pct(50) && plausible(name, per, v);
+    if (made) {
+      if (pct(5) && !v.empty()) v[size_t(r(v.size()))] = pick(bints);  // one bad entry
+      n = v.size() / per;
+    } else {
+      n = count_for(per == 2 ? 4 : 5);
+      if (!impossible(n, 8 * per) && n <= 1000)
+        for (size_t i = 0; i < n * per; i++) v.push_back(pct(75) ? ri(-2, 5) : pick(bints));
+    }
+    rec(name, Arg::Array, "");
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    const int64_t* p = nullptr;
+    if (impossible(n, 8 * per)) {  // NULL or a short array: the count alone must be refused
+      if (pct(50)) {
+        int64_t* q = buffer<int64_t>(4 * per);
+        for (size_t i = 0; i < 4 * per; i++) q[i] = 1;
+        p = q;
+      }
+      call.args[call.args.size() - 2].text = p ? "short{1,1,1,1...}" : "NULL";
+    } else if (n * per > v.size() || (pct(4) && n > 0)) {  // NULL with a nonzero count
+      call.args[call.args.size() - 2].text = "NULL";
+    } else {
+      int64_t* q = buffer<int64_t>(v.size());
+      std::copy(v.begin(), v.end(), q);
+      p = q;
+      if (n == 0 && pct(30)) p = nullptr;
+      Arg& aa = call.args[call.args.size() - 2];
+      aa.ints = v, aa.text = p ? fmt_ints(v) : "NULL";
+    }
+    call.args[call.args.size() - 2].p = p;
+    return {p, n};
+  }
+  Arr<int64_t*> out_i64_array(const char* name, const char* count_name) {
+    const Arg* t = first_live_tensor();
+    size_t n = t && pct(50) ? size_t(t->ndim) + size_t(r(2)) : count_for(8);
+    int64_t* p = nullptr;
+    if (n <= 1000) p = pct(8) ? nullptr : buffer<int64_t>(n);
+    else if (impossible(n, 8) && pct(50)) p = buffer<int64_t>(64);  // writes stop at ndim (<= 64 for any shape)
+    rec(name, Arg::Array, p ? "int64[" + std::to_string(std::min<size_t>(n, 64)) + "]" : "NULL").p = p;
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {p, n};
+  }
+  Arr<const void*> in_bytes(const char* name, const char* count_name) {
+    size_t n = pct(85) ? pick<size_t>({0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256})
+                       : pick<size_t>({SIZE_MAX, SIZE_MAX / 2 + 1, size_t(1) << 62, size_t(1) << 40, 4097, 65536});
+    const void* p = nullptr;
+    if (n <= 65536) {
+      if (!pct(5)) p = buffer<uint8_t>(n);
+    } else if (n > size_t(I64MAX) && pct(50)) {
+      p = buffer<uint8_t>(64);  // short, with more bytes than any valid shape has: refused before anything is read
+    }
+    rec(name, Arg::Array, p ? "bytes[" + std::to_string(std::min<size_t>(n, 65536)) + "]" : "NULL").p = p;
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {p, n};
+  }
+  Arr<void*> out_bytes(const char* name, const char* count_name) {
+    const Arg* t = first_live_tensor();
+    size_t exact = t && t->numel >= 0 ? size_t(t->numel) * tg_dtype_size(tg_dtype(t->dtype)) : 0;
+    size_t n = t && pct(70) ? exact
+                            : pick<size_t>({0, 1, 2, 4, 8, 64, 4096, exact + 1, exact ? exact - 1 : 3, SIZE_MAX, SIZE_MAX / 2 + 1, size_t(1) << 62});
+    void* p = nullptr;
+    if (n <= (size_t(1) << 20)) {
+      if (!pct(5)) p = buffer<uint8_t>(n);
+    } else if (pct(50)) p = buffer<uint8_t>(64);  // short: nbytes never matches a pooled tensor, so nothing is written
+    rec(name, Arg::Array, p ? "out[" + std::to_string(std::min<size_t>(n, size_t(1) << 20)) + "]" : "NULL").p = p;
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {p, n};
+  }
+  Arr<char*> out_chars(const char* name, const char* count_name) {
+    size_t n = pct(85) ? pick<size_t>({0, 1, 2, 3, 5, 8, 16, 64, 4096}) : pick<size_t>({SIZE_MAX, SIZE_MAX / 2 + 1});
+    char* p = n <= 4096 && !pct(5) ? buffer<char>(n) : nullptr;  // a huge size only with NULL: the rendering may be long
+    rec(name, Arg::Array, p ? "char[" + std::to_string(n) + "]" : "NULL").p = p;
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {p, n};
+  }
+  Arr<tg_tensor* const*> tensor_array(const char* name, const char* count_name) {
+    size_t n = count_for(4);
+    if (n > 100) {  // only NULL: an array of live handles gives the library no way to see where it ends
+      rec(name, Arg::Array, "NULL");
+      rec(count_name, Arg::Size, std::to_string(n)).n = n;
+      return {nullptr, n};
+    }
+    size_t at = call.args.size();
+    rec(name, Arg::Array, "");
+    tg_tensor** p = buffer<tg_tensor*>(n);
+    std::string text = "{";
+    for (size_t i = 0; i < n; i++) {
+      p[i] = tensor("ts[i]");
+      text += (i ? ", " : "") + call.args.back().text;
+      call.args.pop_back();
+    }
+    if (pct(4) && n > 0) p = nullptr, text = "NULL";
+    else if (n == 0 && pct(40)) p = nullptr, text = "NULL";
+    else text += "}";
+    call.args[at].text = text, call.args[at].p = p;
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {p, n};
+  }
+  Bind bindings(const char* names_name, const char* values_name, const char* count_name) {
+    size_t n = pct(90) ? size_t(r(4)) : pick<size_t>({SIZE_MAX, SIZE_MAX / 2 + 1});
+    if (n > 100) {
+      rec(names_name, Arg::Array, "NULL"), rec(values_name, Arg::Array, "NULL");
+      rec(count_name, Arg::Size, std::to_string(n)).n = n;
+      return {nullptr, nullptr, n};
+    }
+    const char** names = buffer<const char*>(n);
+    int64_t* values = buffer<int64_t>(n);
+    std::string nt = "{", vt = "{";
+    for (size_t i = 0; i < n; i++) {
+      names[i] = pick<const char*>({"x", "y", "z", "x", "y", "", nullptr});
+      values[i] = pct(70) ? ri(-10, 10) : pick(bints);
+      nt += (i ? "," : "") + (names[i] ? "\"" + std::string(names[i]) + "\"" : std::string("NULL"));
+      vt += (i ? "," : "") + std::to_string(values[i]);
+    }
+    bool nn = n && pct(5), nv = n && pct(5);
+    rec(names_name, Arg::Array, nn ? "NULL" : nt + "}");
+    rec(values_name, Arg::Array, nv ? "NULL" : vt + "}");
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {nn ? nullptr : names, nv ? nullptr : values, n};
+  }
+
+  // ---- the call ----
+  std::string describe() const {
+    std::string s = std::string(call.fn) + "(";
+    for (size_t i = 0; i < call.args.size(); i++) s += (i ? ", " : "") + call.args[i].name + "=" + call.args[i].text;
+    return s + ")";
+  }
+  std::string replay() const {
+    return "call #" + std::to_string(call_no) + " (replay: TG_FUZZ_SEED=" + std::to_string(seed) + " TG_FUZZ_CALLS=" + std::to_string(call_no + 1) +
+           " build/tg_tests --gtest_filter='FuzzCApi.*')";
+  }
+  void begin_call() {
+    std::string d = replay() + ": " + describe();
+    std::snprintf(g_current_call, sizeof g_current_call, "%s", d.c_str());
+    if (trace) std::fprintf(stderr, "%s\n", d.c_str());
+    tg_clear_error();
+    g_in_call = 1;
+  }
+  void end_call() {
+    g_in_call = 0;
+    tg_status e = tg_last_error();
+    if (trace) std::fprintf(stderr, "  -> %s %s\n", tg_status_name(e), tg_last_error_message());
+    if (e < TG_OK || e > TG_ERROR_INTERNAL) fail("tg_last_error() is " + std::to_string(int(e)) + ", not a tg_status the header defines");
+    else if (e != TG_OK && !*tg_last_error_message()) fail("error " + status_str(e) + " with an empty message");
+    if (e == TG_ERROR_INTERNAL) fail(std::string("an internal error (a library bug by the header's definition): ") + tg_last_error_message());
+    if (e != TG_OK) errors++;
+    if (handed_over && !std::count(pool.begin(), pool.end(), handed_over)) remember_dead(handed_over);
+    if (handed_over_expr && !std::count(exprs.begin(), exprs.end(), handed_over_expr)) remember_dead(handed_over_expr);
+    handed_over = nullptr, handed_over_expr = nullptr;
+  }
+  void fail(const std::string& what) {
+    if (nfailures++ < 30)
+      ADD_FAILURE() << replay() << "\n  " << describe() << "\n  " << what << "\n  [last error " << status_str(tg_last_error()) << ": "
+                    << std::string(tg_last_error_message()).substr(0, 300) << "]";
+  }
+  void expect_error(const char* what) {
+    tg_status e = tg_last_error();
+    if (e == TG_OK) fail(std::string(what) + " but tg_last_error() is TG_OK");
+    else if (!*tg_last_error_message()) fail(std::string(what) + " with an empty tg_last_error_message()");
+  }
+  void expect_no_error(const char* what) {
+    if (tg_last_error() != TG_OK) fail(std::string(what) + " and an error set at once");
+  }
+
+  // ---- result checks ----
+  void ret_tensor(tg_tensor* t) {
+    if (!t) return expect_error("returned NULL");
+    expect_no_error("returned a tensor");
+    int64_t nd = tg_tensor_ndim(t);
+    std::vector<int64_t> s;
+    if (nd < 0 || nd > 4096) fail("the returned tensor has ndim " + std::to_string(nd)), nd = -1;
+    else if (s.resize(size_t(nd)), tg_tensor_shape(t, s.data(), s.size()) != TG_OK) fail("tg_tensor_shape fails on the returned tensor"), nd = -1;
+    if (nd >= 0 && oversized_shape(s)) fail("the returned tensor's nonzero dims multiply past int64: shape " + fmt_ints(s)), nd = -1;
+    int64_t numel = tg_tensor_numel(t);
+    tg_dtype d = TG_DTYPE_INVALID;
+    if (nd >= 0) {
+      unsigned __int128 p = 1;
+      bool neg = false;
+      for (auto x : s) {
+        neg |= x < 0;
+        p *= (unsigned __int128)(x < 0 ? 0 : x);
+        if (p > (unsigned __int128)I64MAX) p = (unsigned __int128)I64MAX + 1;
+      }
+      if (neg) fail("the returned tensor has a negative dim: shape " + fmt_ints(s));
+      else if (numel < 0 || (unsigned __int128)numel != p) fail("numel " + std::to_string(numel) + " disagrees with shape " + fmt_ints(s));
+    }
+    if (tg_tensor_dtype(t, &d) != TG_OK || !tg_dtype_name(d)) fail("the returned tensor has no valid dtype (" + std::to_string(int(d)) + ")");
+    else if (numel > 0 && double(numel) * double(tg_dtype_size(d)) > 9.3e18) fail("numel * itemsize overflows int64: shape " + fmt_ints(s));
+    std::vector<int64_t> want;
+    int want_dtype = -1;
+    if (nd >= 0 && predict(call, want, want_dtype)) {
+      predicted++;
+      if (want != s) fail("shape " + fmt_ints(s) + ", but the arguments give " + fmt_ints(want));
+      if (want_dtype >= 0 && int(d) != want_dtype) fail("dtype " + std::to_string(int(d)) + ", but the header gives " + std::to_string(want_dtype));
+    }
+    const char* dev = tg_tensor_device(t);
+    if (!dev || !*dev) fail("the returned tensor has no device");
+    if (tg_last_error() != TG_OK) fail("querying the returned tensor set an error");
+    if (numel >= 0 && numel <= kPoolMaxNumel) {
+      pooled++;
+      recent[recent_next++ % recent.size()] = t;
+      if (pool.size() >= kPoolMax) {  // replace a random entry
+        size_t i = r(pool.size());
+        tg_tensor* old = pool[i];
+        pool[i] = t;
+        tg_tensor_release(old);
+        if (!std::count(pool.begin(), pool.end(), old)) remember_dead(old);
+      } else pool.push_back(t);
+    } else {
+      released_results++;
+      tg_tensor_release(t);
+      if (!std::count(pool.begin(), pool.end(), t)) remember_dead(t);
+    }
+  }
+  void ret_expr(tg_expr* e) {
+    if (!e) return expect_error("returned NULL");
+    expect_no_error("returned an expression");
+    int64_t lo = 0, hi = 0;
+    if (tg_expr_bounds(e, &lo, &hi) != TG_OK) fail("tg_expr_bounds fails on the returned expression");
+    else if (lo > hi) fail("the returned expression has bounds [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (exprs.size() >= kExprPoolMax) {
+      size_t i = r(exprs.size());
+      tg_expr* old = exprs[i];
+      exprs[i] = e;
+      tg_expr_release(old);
+      if (!std::count(exprs.begin(), exprs.end(), old)) remember_dead(old);
+    } else exprs.push_back(e);
+  }
+  void ret_status(tg_status s) {
+    tg_status e = tg_last_error();
+    if (s == TG_OK) return expect_no_error("returned TG_OK");
+    if (s != e) fail("returned " + status_str(s) + " but tg_last_error() is " + status_str(e));
+    if (s < TG_OK || s > TG_ERROR_INTERNAL) fail("returned " + std::to_string(int(s)) + ", not a tg_status the header defines");
+    expect_error("returned an error status");
+  }
+  // header: tg_dtype_name returns NULL for a value that is not a tg_dtype; that is its answer, not an error
+  void ret_cstr(const char* s) {
+    bool null_is_an_answer = !std::strcmp(call.fn, "tg_dtype_name");
+    if (!s && !null_is_an_answer) return expect_error("returned NULL");
+    if (s) {
+      if (strnlen(s, 1 << 20) == (1 << 20)) fail("returned a string longer than 1 MiB (unterminated?)");
+      if (std::strcmp(call.fn, "tg_last_error_message")) expect_no_error("returned a string");
+    }
+  }
+  void ret_i64(int64_t v) {  // the header's int64 results (ndim, numel, render length) are >= 0, or -1 on error
+    if (v >= 0) return expect_no_error(("returned " + std::to_string(v)).c_str());
+    if (v != -1) fail("returned " + std::to_string(v) + " (negative results are -1 on error)");
+    expect_error("returned -1");
+  }
+  void ret_int(int) {}
+  void ret_size(size_t) {}
+
+  // ---- pools ----
+  void remember_dead(tg_tensor* t) {
+    dead[dead_next++ % kDeadMax] = t;
+    std::replace(recent.begin(), recent.end(), t, static_cast<tg_tensor*>(nullptr));
+  }
+  void remember_dead(tg_expr* e) { dead_exprs[dead_exprs_next++ % kDeadMax] = e; }
+  void clear_pools() {
+    for (auto* t : pool) tg_tensor_release(t), remember_dead(t);
+    for (auto* e : exprs) tg_expr_release(e), remember_dead(e);
+    pool.clear(), exprs.clear();
+  }
+  // fresh leaves: every dtype, 0-d, size-0 and small N-d shapes, values that are mostly small with some special ones
+  void reset_pools() {
+    clear_pools();
+    static const std::vector<std::vector<int64_t>> shapes{{}, {}, {0}, {1}, {3}, {5}, {2, 3}, {3, 2}, {2, 1, 4}, {4, 4},
+                                                          {1, 0, 2}, {3, 1}, {1, 3}, {2, 2, 2, 2}, {1, 1}, {16, 16}};
+    for (int i = 0; i < 20; i++) {
+      const auto& s = pick(shapes);
+      tg_dtype d = tg_dtype(r(13));
+      int64_t n = 1;
+      for (auto x : s) n *= x;
+      size_t isz = tg_dtype_size(d);
+      std::vector<uint8_t> data(size_t(n) * isz + 1);
+      for (int64_t k = 0; k < n; k++) {
+        uint8_t* p = data.data() + size_t(k) * isz;
+        if (d == TG_BOOL) *p = uint8_t(r(2));
+        else if (pct(85)) {  // a small value of the dtype
+          double v = double(ri(-4, 6));
+          if (d == TG_FLOAT32) { float f = float(v) / 2; std::memcpy(p, &f, 4); }
+          else if (d == TG_FLOAT64) { double f = v / 2; std::memcpy(p, &f, 8); }
+          else if (d == TG_FLOAT16) { _Float16 f = _Float16(v / 2); std::memcpy(p, &f, 2); }
+          else if (d == TG_BFLOAT16) { float f = float(v) / 2; uint32_t b; std::memcpy(&b, &f, 4); uint16_t h = uint16_t(b >> 16); std::memcpy(p, &h, 2); }
+          else { int64_t iv = int64_t(v); std::memcpy(p, &iv, isz); }
+        } else for (size_t b = 0; b < isz; b++) p[b] = uint8_t(rng());  // any bit pattern: NaNs, infinities, extremes
+      }
+      tg_tensor* t = tg_tensor_from_data(data.data(), size_t(n) * isz, d, s.data(), s.size(), pct(50) ? nullptr : "CPU");
+      EXPECT_NE(t, nullptr) << "fresh leaf: " << tg_last_error_message();
+      if (t) pool.push_back(t);
+    }
+    int64_t shape[2] = {2, 3};  // lazy constants too
+    for (tg_tensor* t : {tg_tensor_full(shape, 2, 1.5, TG_FLOAT32, nullptr), tg_tensor_arange(0, 6, 1, TG_INT32, nullptr),
+                         tg_tensor_eye(3, TG_FLOAT64, nullptr), tg_tensor_zeros(shape, 0, TG_INT8, nullptr)})
+      if (t) pool.push_back(t);
+    for (tg_expr* e : {tg_expr_variable("x", 0, 10), tg_expr_variable("y", -5, 5), tg_expr_variable("z", I64MIN, I64MAX),
+                       tg_expr_const(0), tg_expr_const(1), tg_expr_const(3), tg_expr_const(-7), tg_expr_const(I64MIN), tg_expr_const(I64MAX)})
+      if (e) exprs.push_back(e);
+    tg_clear_error();
+  }
+};
+
+#include "capi_calls.inc"
+
+uint64_t env_u64(const char* name, uint64_t dflt) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = nullptr;
+  uint64_t x = std::strtoull(v, &end, 0);
+  return end && *end == 0 ? x : dflt;
+}
+
+TEST(FuzzCApi, EveryFunctionWithRandomAndBoundaryArguments) {
+  const uint64_t seed = env_u64("TG_FUZZ_SEED", kDefaultSeed), total = env_u64("TG_FUZZ_CALLS", kDefaultCalls);
+  const size_t nfns = std::size(kCApiCalls);
+  std::printf("[ FUZZ     ] seed %llu, %llu calls over %zu functions (TG_FUZZ_SEED / TG_FUZZ_CALLS override)\n", (unsigned long long)seed,
+              (unsigned long long)total, nfns);
+  std::fflush(stdout);
+  std::vector<const FuzzFn*> cheap, realizing;
+  for (auto& fn : kCApiCalls) (fn.realizing ? realizing : cheap).push_back(&fn);
+  ASSERT_FALSE(cheap.empty());
+
+  CrashReporter crash_reporter;
+  FuzzCtx f(seed);
+  std::vector<uint64_t> per_fn(nfns, 0);
+  uint64_t realize_calls = 0;
+  double realize_secs = 0;
+  uint64_t kernels_compiled = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (uint64_t i = 0; i < total && f.nfailures < 200; i++) {
+    if (i % kResetEvery == 0) f.reset_pools();
+    // every function once in table order first, then cheap ones at random with realizing ones one call in kRealizeEvery
+    const FuzzFn* fn = i < nfns ? &kCApiCalls[i] : i % kRealizeEvery == kRealizeEvery - 1 && !realizing.empty() ? f.pick(realizing) : f.pick(cheap);
+    f.call_no = i, f.call.fn = fn->name, f.realizing = fn->realizing, f.call.args.clear(), f.keep.clear(), f.strs.clear();
+    auto c0 = std::chrono::steady_clock::now();
+    tg_counters k0{sizeof(tg_counters)}, k1{sizeof(tg_counters)};
+    if (fn->realizing) tg_counters_get(&k0);
+    fn->call(f);
+    if (fn->realizing && tg_counters_get(&k1) == TG_OK) kernels_compiled += k1.compile_count - k0.compile_count;
+    per_fn[size_t(fn - kCApiCalls)]++;
+    if (fn->realizing) realize_calls++, realize_secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  }
+  f.clear_pools();
+  tg_clear_error();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  uint64_t ran = std::accumulate(per_fn.begin(), per_fn.end(), uint64_t(0));
+  std::printf("[ FUZZ     ] %llu calls (%llu realizing: %llu kernels compiled in %.1f s) in %.1f s: %llu returned errors, %llu tensors "
+              "pooled, %llu large results released, %llu result shapes checked against their arguments\n",
+              (unsigned long long)ran, (unsigned long long)realize_calls, (unsigned long long)kernels_compiled, realize_secs, secs,
+              (unsigned long long)f.errors, (unsigned long long)f.pooled, (unsigned long long)f.released_results, (unsigned long long)f.predicted);
+  if (f.nfailures > 30) ADD_FAILURE() << f.nfailures << " failures in all (the first 30 are shown)";
+  if (total >= nfns) {
+    for (size_t i = 0; i < nfns; i++) EXPECT_GT(per_fn[i], 0u) << kCApiCalls[i].name << " was never called";
+  }
+}
+
+}  // namespace
