@@ -197,6 +197,63 @@ TG_API tg_tensor* tg_tensor_abs(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_relu(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_sigmoid(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_tanh(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_rsqrt(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_square(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_tan(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_asin(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_acos(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_atan(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_sinh(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_cosh(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_asinh(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_acosh(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_atanh(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_erf(tg_tensor* t);
+/* sign: -1, 0 or 1 in t's dtype (0 for NaN's sign is NaN, as torch). trunc/floor/ceil/round keep the dtype; round is
+ * half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. */
+TG_API tg_tensor* tg_tensor_sign(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_trunc(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_floor(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_ceil(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_round(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_isnan(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_isinf(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_isfinite(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_logical_not(tg_tensor* t);
+/* Activations, with tinygrad's formulas and defaults where a parameter is taken. */
+TG_API tg_tensor* tg_tensor_relu6(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_leaky_relu(tg_tensor* t, double neg_slope);
+TG_API tg_tensor* tg_tensor_elu(tg_tensor* t, double alpha);
+TG_API tg_tensor* tg_tensor_celu(tg_tensor* t, double alpha);
+TG_API tg_tensor* tg_tensor_selu(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_gelu(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_quick_gelu(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_silu(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_mish(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_hardsigmoid(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_logsigmoid(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_softplus(tg_tensor* t, double beta);
+TG_API tg_tensor* tg_tensor_softsign(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_hardswish(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_hardtanh(tg_tensor* t, double min_val, double max_val);
+/* clamp to [min_val, max_val] (NaN bounds are not allowed: use maximum/minimum for one side). */
+TG_API tg_tensor* tg_tensor_clamp(tg_tensor* t, double min_val, double max_val);
+/* Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
+ * bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed stably. */
+TG_API tg_tensor* tg_tensor_mod(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_fmod(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_bitwise_and(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_bitwise_or(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_bitwise_xor(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_bitwise_not(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_lshift(tg_tensor* t, int64_t bits);
+TG_API tg_tensor* tg_tensor_rshift(tg_tensor* t, int64_t bits);
+TG_API tg_tensor* tg_tensor_copysign(tg_tensor* a, tg_tensor* b);
+TG_API tg_tensor* tg_tensor_logaddexp(tg_tensor* a, tg_tensor* b);
+/* a + (b - a) * weight. */
+TG_API tg_tensor* tg_tensor_lerp(tg_tensor* a, tg_tensor* b, tg_tensor* weight);
+/* |a - b| <= atol + rtol * |b|, NaNs equal when equal_nan != 0. */
+TG_API tg_tensor* tg_tensor_isclose(tg_tensor* a, tg_tensor* b, double rtol, double atol, int equal_nan);
 
 /* ---- tensors: reductions ---------------------------------------------------------------------------------------- */
 /* Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced dims as
@@ -206,6 +263,24 @@ TG_API tg_tensor* tg_tensor_prod(tg_tensor* t, const int64_t* axes, size_t naxes
 TG_API tg_tensor* tg_tensor_max(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
 TG_API tg_tensor* tg_tensor_min(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
 TG_API tg_tensor* tg_tensor_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+/* std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float. std_mean/var_mean write two
+ * new references to out[0] (std or var) and out[1] (mean). */
+TG_API tg_tensor* tg_tensor_std(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction);
+TG_API tg_tensor* tg_tensor_var(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction);
+TG_API tg_status tg_tensor_std_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction, tg_tensor** out);
+TG_API tg_status tg_tensor_var_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction, tg_tensor** out);
+/* all/any are TG_BOOL; logsumexp is float. */
+TG_API tg_tensor* tg_tensor_all(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+TG_API tg_tensor* tg_tensor_any(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+TG_API tg_tensor* tg_tensor_logsumexp(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+/* Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches the flattened tensor. */
+TG_API tg_tensor* tg_tensor_argmax(tg_tensor* t, int64_t axis, int keepdim, int flatten);
+TG_API tg_tensor* tg_tensor_argmin(tg_tensor* t, int64_t axis, int keepdim, int flatten);
+/* Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype. */
+TG_API tg_tensor* tg_tensor_cumsum(tg_tensor* t, int64_t axis);
+TG_API tg_tensor* tg_tensor_cumprod(tg_tensor* t, int64_t axis);
+TG_API tg_tensor* tg_tensor_cummax(tg_tensor* t, int64_t axis);
+TG_API tg_tensor* tg_tensor_cummin(tg_tensor* t, int64_t axis);
 /* softmax / log_softmax along `axis`. */
 TG_API tg_tensor* tg_tensor_softmax(tg_tensor* t, int64_t axis);
 TG_API tg_tensor* tg_tensor_log_softmax(tg_tensor* t, int64_t axis);
@@ -225,10 +300,64 @@ TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t n
  * returned unchanged, as in torch; so does transpose(t, 0, 0). */
 TG_API tg_tensor* tg_tensor_flip(tg_tensor* t, const int64_t* axes, size_t naxes);
 TG_API tg_tensor* tg_tensor_transpose(tg_tensor* t, int64_t dim0, int64_t dim1);
+/* Merge dims start_dim..end_dim (inclusive, negative counts from the end) into one. */
+TG_API tg_tensor* tg_tensor_flatten(tg_tensor* t, int64_t start_dim, int64_t end_dim);
+/* Split dim into `sizes` (one may be -1). */
+TG_API tg_tensor* tg_tensor_unflatten(tg_tensor* t, int64_t dim, const int64_t* sizes, size_t nsizes);
+/* Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1 dim. */
+TG_API tg_tensor* tg_tensor_squeeze(tg_tensor* t, int64_t dim);
+TG_API tg_tensor* tg_tensor_squeeze_all(tg_tensor* t);
+/* Insert a size-1 dim at `dim` (in -ndim-1..ndim). */
+TG_API tg_tensor* tg_tensor_unsqueeze(tg_tensor* t, int64_t dim);
+/* Tile `repeats` times along each dim (nrepeats >= ndim; extra leading entries add dims), as torch's repeat. */
+TG_API tg_tensor* tg_tensor_repeat(tg_tensor* t, const int64_t* repeats, size_t nrepeats);
+/* Each element `repeats` times along `dim`. */
+TG_API tg_tensor* tg_tensor_repeat_interleave(tg_tensor* t, int64_t repeats, int64_t dim);
+/* Rotate by shifts[i] along dims[i]. */
+TG_API tg_tensor* tg_tensor_roll(tg_tensor* t, const int64_t* shifts, const int64_t* dims, size_t n);
+/* Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim. */
+TG_API tg_tensor* tg_tensor_cat(tg_tensor* const* ts, size_t n, int64_t dim);
+TG_API tg_tensor* tg_tensor_stack(tg_tensor* const* ts, size_t n, int64_t dim);
+/* Lower / upper triangle of the last two dims, keeping diagonals >= k (tril: <= k); the rest is 0. */
+TG_API tg_tensor* tg_tensor_tril(tg_tensor* t, int64_t k);
+TG_API tg_tensor* tg_tensor_triu(tg_tensor* t, int64_t k);
+/* pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). */
+TG_API tg_tensor* tg_tensor_pad_mode(tg_tensor* t, const int64_t* pads, size_t npairs, int mode, double value);
 
 /* ---- tensors: linear algebra ------------------------------------------------------------------------------------ */
 /* Matrix product with numpy's rules for 1-D and batched operands. */
 TG_API tg_tensor* tg_tensor_matmul(tg_tensor* a, tg_tensor* b);
+
+/* ---- tensors: random numbers ------------------------------------------------------------------------------------- */
+/* Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random tensors
+ * were made since, so a program gives the same numbers on every run; they are generated inside the kernels that use
+ * them. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-Muller);
+ * uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes refused). */
+TG_API void tg_manual_seed(uint64_t seed);
+TG_API tg_tensor* tg_tensor_rand(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_randn(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_uniform(const int64_t* shape, size_t ndim, double low, double high, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_normal(const int64_t* shape, size_t ndim, double mean, double std, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_randint(const int64_t* shape, size_t ndim, int64_t low, int64_t high, tg_dtype dtype, const char* device);
+
+/* ---- tensors: autograd ------------------------------------------------------------------------------------------ */
+/* Reverse-mode gradients, derived by rewriting the op graph (no op is run while deriving). A tensor takes part when
+ * its requires_grad flag is set (tensors start without it). backward(loss) needs a 0-d (or one-element) loss; it adds
+ * d loss / d t to t's grad for every tensor t with requires_grad that loss depends on (a tensor loss does not depend
+ * on gets no grad). The gradients are lazy tensors: realize them together with the loss for the fewest kernels. */
+TG_API tg_status tg_tensor_set_requires_grad(tg_tensor* t, int requires_grad);
+/* 1 or 0; -1 on error. */
+TG_API int tg_tensor_requires_grad(const tg_tensor* t);
+TG_API tg_status tg_tensor_backward(tg_tensor* loss);
+/* A new reference to t's accumulated gradient; NULL with TG_ERROR_INVALID_ARGUMENT if it has none. */
+TG_API tg_tensor* tg_tensor_grad(tg_tensor* t);
+/* Replace t's gradient by `grad` (same shape; NULL clears it, as zero_grad does). */
+TG_API tg_status tg_tensor_set_grad(tg_tensor* t, tg_tensor* grad);
+/* d target / d wrt[i] for a 0-d (or one-element) target into out[i] (new references), whatever the requires_grad
+ * flags; a wrt target does not depend on gets zeros. */
+TG_API tg_status tg_tensor_gradient(tg_tensor* target, tg_tensor* const* wrt, size_t n, tg_tensor** out);
+/* The same values with no gradient flowing back through them. */
+TG_API tg_tensor* tg_tensor_detach(tg_tensor* t);
 
 /* ---- tensors: realization and data ------------------------------------------------------------------------------ */
 /* A tensor that is its own buffer when realized (forces a kernel boundary). */

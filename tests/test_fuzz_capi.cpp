@@ -351,6 +351,8 @@ struct FuzzCtx {
   size_t recent_next = 0;
   bool realizing = false;  // the current call realizes: it draws the latest results more often (graphs, not leaves)
   tg_tensor* handed_over = nullptr;  // an owned handle given to a *_release call
+  static constexpr size_t kOutSlots = 1024;
+  tg_tensor** out_slots = nullptr;
   tg_expr* handed_over_expr = nullptr;
   std::deque<std::vector<uint8_t>> keep;  // argument buffers, alive for one call
   std::deque<std::string> strs;
@@ -406,6 +408,11 @@ struct FuzzCtx {
     bool axis = n == "axis" || n.rfind("dim", 0) == 0;
     int64_t v = axis && pct(60) ? ri(-4, 4) : pct(70) ? pick(bints) : ri(-8, 8);
     rec(name, Arg::Int, std::to_string(v)).i = v;
+    return v;
+  }
+  uint64_t u64(const char* name) {
+    uint64_t v = pct(50) ? uint64_t(pick(bints)) : rng();
+    rec(name, Arg::Int, std::to_string(v)).i = int64_t(v);
     return v;
   }
   int int32(const char* name) {
@@ -588,6 +595,15 @@ struct FuzzCtx {
     return rec(name, Arg::Other, "buffer[256]"), buffer<uint8_t>(256);
   }
 
+  // tensors the call writes as new references (std_mean's pair, gradient's results): zeroed slots, more than any
+  // count the fuzzer gives with a live array, checked and pooled after the call
+  tg_tensor** out_tensors(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), out_slots = nullptr;
+    out_slots = buffer<tg_tensor*>(kOutSlots);
+    std::fill(out_slots, out_slots + kOutSlots, nullptr);
+    return rec(name, Arg::Other, "tg_tensor*[" + std::to_string(kOutSlots) + "]"), out_slots;
+  }
+
   // ---- arrays with their counts ----
   // a count no array of `elem` bytes can have (so the library must refuse it without reading)
   static bool impossible(size_t n, size_t elem) { return n > (size_t(1) << 48) / elem; }
@@ -766,6 +782,25 @@ struct FuzzCtx {
     rec(count_name, Arg::Size, std::to_string(n)).n = n;
     return {p, n};
   }
+  struct Arr2 {
+    const int64_t* p0;
+    const int64_t* p1;
+    size_t n;
+  };
+  // two int64 arrays sharing one count (roll's shifts and dims): the second as long as the first, or NULL
+  Arr2 i64_arrays2(const char* name0, const char* name1, const char* count_name) {
+    Arr<const int64_t*> a = i64_array(name0, count_name, 1);
+    const int64_t* q = nullptr;
+    std::string text = "NULL";
+    if (a.p && a.n <= 1000 && !pct(5)) {
+      int64_t* b = buffer<int64_t>(a.n);
+      std::vector<int64_t> v;
+      for (size_t i = 0; i < a.n; i++) v.push_back(b[i] = pct(75) ? ri(-4, 4) : pick(bints));
+      q = b, text = fmt_ints(v);
+    }
+    rec(name1, Arg::Array, text).p = q;
+    return {a.p, q, a.n};
+  }
   Bind bindings(const char* names_name, const char* values_name, const char* count_name) {
     size_t n = pct(90) ? size_t(r(4)) : pick<size_t>({SIZE_MAX, SIZE_MAX / 2 + 1});
     if (n > 100) {
@@ -814,6 +849,15 @@ struct FuzzCtx {
     else if (e != TG_OK && !*tg_last_error_message()) fail("error " + status_str(e) + " with an empty message");
     if (e == TG_ERROR_INTERNAL) fail(std::string("an internal error (a library bug by the header's definition): ") + tg_last_error_message());
     if (e != TG_OK) errors++;
+    if (out_slots) {
+      tg_tensor** outs = out_slots;
+      out_slots = nullptr;
+      for (size_t i = 0; i < kOutSlots; i++)
+        if (outs[i]) {
+          if (e != TG_OK) fail("wrote a tensor to out[" + std::to_string(i) + "] and failed");
+          ret_tensor(outs[i]);
+        }
+    }
     if (handed_over && !std::count(pool.begin(), pool.end(), handed_over)) remember_dead(handed_over);
     if (handed_over_expr && !std::count(exprs.begin(), exprs.end(), handed_over_expr)) remember_dead(handed_over_expr);
     handed_over = nullptr, handed_over_expr = nullptr;

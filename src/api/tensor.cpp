@@ -37,6 +37,13 @@ std::vector<std::pair<int64_t, int64_t>> pairs(const int64_t* p, size_t n, const
   for (size_t i = 0; i < n; i++) out.emplace_back(v[2 * i], v[2 * i + 1]);
   return out;
 }
+std::vector<Tensor> tensors(tg_tensor* const* ts, size_t n, const char* fn) {
+  TG_ARG(ts || n == 0, std::string(fn) + ": tensors is NULL with a nonzero count");
+  TG_ARG(n <= (size_t(1) << 20), strformat("%s: %zu tensors is too many", fn, n));
+  std::vector<Tensor> v;
+  for (size_t i = 0; i < n; i++) v.push_back(get(ts[i], fn, strformat("tensors[%zu]", i).c_str()));
+  return v;
+}
 }  // namespace
 
 #define TG_T(name, body) \
@@ -130,11 +137,87 @@ TG_UNARY(relu)
 TG_UNARY(sigmoid)
 TG_UNARY(tanh)
 TG_UNARY(contiguous)
+TG_UNARY(rsqrt)
+TG_UNARY(square)
+TG_UNARY(tan)
+TG_UNARY(asin)
+TG_UNARY(acos)
+TG_UNARY(atan)
+TG_UNARY(sinh)
+TG_UNARY(cosh)
+TG_UNARY(asinh)
+TG_UNARY(acosh)
+TG_UNARY(atanh)
+TG_UNARY(erf)
+TG_UNARY(sign)
+TG_UNARY(trunc)
+TG_UNARY(floor)
+TG_UNARY(ceil)
+TG_UNARY(round)
+TG_UNARY(isnan)
+TG_UNARY(isinf)
+TG_UNARY(isfinite)
+TG_UNARY(logical_not)
+TG_UNARY(relu6)
+TG_UNARY(selu)
+TG_UNARY(gelu)
+TG_UNARY(quick_gelu)
+TG_UNARY(silu)
+TG_UNARY(mish)
+TG_UNARY(hardsigmoid)
+TG_UNARY(logsigmoid)
+TG_UNARY(softsign)
+TG_UNARY(hardswish)
+TG_UNARY(bitwise_not)
+TG_BINARY(mod)
+TG_BINARY(fmod)
+TG_BINARY(bitwise_and)
+TG_BINARY(bitwise_or)
+TG_BINARY(bitwise_xor)
+TG_BINARY(copysign)
+TG_BINARY(logaddexp)
+TG_T(leaky_relu(tg_tensor* t, double s), return wrap(get(t, "leaky_relu").leaky_relu(s));)
+TG_T(elu(tg_tensor* t, double alpha), return wrap(get(t, "elu").elu(alpha));)
+TG_T(celu(tg_tensor* t, double alpha), return wrap(get(t, "celu").celu(alpha));)
+TG_T(softplus(tg_tensor* t, double beta), return wrap(get(t, "softplus").softplus(beta));)
+TG_T(hardtanh(tg_tensor* t, double lo, double hi), return wrap(get(t, "hardtanh").hardtanh(lo, hi));)
+TG_T(clamp(tg_tensor* t, double lo, double hi), return wrap(get(t, "clamp").clamp(lo, hi));)
+TG_T(lshift(tg_tensor* t, int64_t bits), return wrap(get(t, "lshift").lshift(bits));)
+TG_T(rshift(tg_tensor* t, int64_t bits), return wrap(get(t, "rshift").rshift(bits));)
+TG_T(lerp(tg_tensor* a, tg_tensor* b, tg_tensor* w), return wrap(get(a, "lerp", "a").lerp(get(b, "lerp", "b"), get(w, "lerp", "weight")));)
+TG_T(isclose(tg_tensor* a, tg_tensor* b, double rtol, double atol, int equal_nan),
+     return wrap(get(a, "isclose", "a").isclose(get(b, "isclose", "b"), rtol, atol, equal_nan != 0));)
 TG_REDUCE(sum)
 TG_REDUCE(prod)
 TG_REDUCE(max)
 TG_REDUCE(min)
 TG_REDUCE(mean)
+TG_REDUCE(all)
+TG_REDUCE(any)
+TG_REDUCE(logsumexp)
+#define TG_STAT(name)                                                                                                  \
+  TG_T(name(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction),                          \
+       return wrap(get(t, #name).name(ints(axes, naxes, #name, "axes"), keepdim != 0, correction));)                   \
+  tg_status tg_tensor_##name##_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction, tg_tensor** out) { \
+    return api::call([&] {                                                                                             \
+      Tensor& x = get(t, #name "_mean");                                                                               \
+      auto ax = ints(axes, naxes, #name "_mean", "axes");                                                              \
+      TG_ARG(out, #name "_mean: out is NULL");                                                                         \
+      Tensor a = x.name(ax, keepdim != 0, correction), m = x.mean(ax, keepdim != 0);                                   \
+      out[0] = wrap(a), out[1] = wrap(m);                                                                              \
+    });                                                                                                                \
+  }
+TG_STAT(std)
+TG_STAT(var)
+#undef TG_STAT
+TG_T(argmax(tg_tensor* t, int64_t axis, int keepdim, int flatten),
+     return wrap(get(t, "argmax").argmax(flatten ? std::nullopt : std::optional<int64_t>(axis), keepdim != 0));)
+TG_T(argmin(tg_tensor* t, int64_t axis, int keepdim, int flatten),
+     return wrap(get(t, "argmin").argmin(flatten ? std::nullopt : std::optional<int64_t>(axis), keepdim != 0));)
+TG_T(cumsum(tg_tensor* t, int64_t axis), return wrap(get(t, "cumsum").cumsum(axis));)
+TG_T(cumprod(tg_tensor* t, int64_t axis), return wrap(get(t, "cumprod").cumprod(axis));)
+TG_T(cummax(tg_tensor* t, int64_t axis), return wrap(get(t, "cummax").cummax(axis));)
+TG_T(cummin(tg_tensor* t, int64_t axis), return wrap(get(t, "cummin").cummin(axis));)
 TG_T(softmax(tg_tensor* t, int64_t axis), return wrap(get(t, "softmax").softmax(axis));)
 TG_T(log_softmax(tg_tensor* t, int64_t axis), return wrap(get(t, "log_softmax").log_softmax(axis));)
 TG_T(reshape(tg_tensor* t, const int64_t* shape, size_t ndim), return wrap(get(t, "reshape").reshape(ints(shape, ndim, "reshape", "shape")));)
@@ -144,6 +227,68 @@ TG_T(pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value), return
 TG_T(shrink(tg_tensor* t, const int64_t* bounds, size_t npairs), return wrap(get(t, "shrink").shrink(pairs(bounds, npairs, "shrink")));)
 TG_T(flip(tg_tensor* t, const int64_t* axes, size_t naxes), return wrap(get(t, "flip").flip(ints(axes, naxes, "flip", "axes")));)
 TG_T(transpose(tg_tensor* t, int64_t d0, int64_t d1), return wrap(get(t, "transpose").transpose(d0, d1));)
+TG_T(flatten(tg_tensor* t, int64_t a, int64_t b), return wrap(get(t, "flatten").flatten(a, b));)
+TG_T(unflatten(tg_tensor* t, int64_t dim, const int64_t* sizes, size_t n), return wrap(get(t, "unflatten").unflatten(dim, ints(sizes, n, "unflatten", "sizes")));)
+TG_T(squeeze(tg_tensor* t, int64_t dim), return wrap(get(t, "squeeze").squeeze(dim));)
+TG_T(squeeze_all(tg_tensor* t), return wrap(get(t, "squeeze_all").squeeze());)
+TG_T(unsqueeze(tg_tensor* t, int64_t dim), return wrap(get(t, "unsqueeze").unsqueeze(dim));)
+TG_T(repeat(tg_tensor* t, const int64_t* reps, size_t n), return wrap(get(t, "repeat").repeat(ints(reps, n, "repeat", "repeats")));)
+TG_T(repeat_interleave(tg_tensor* t, int64_t repeats, int64_t dim), return wrap(get(t, "repeat_interleave").repeat_interleave(repeats, dim));)
+TG_T(roll(tg_tensor* t, const int64_t* shifts, const int64_t* dims, size_t n),
+     return wrap(get(t, "roll").roll(ints(shifts, n, "roll", "shifts"), ints(dims, n, "roll", "dims")));)
+TG_T(cat(tg_tensor* const* ts, size_t n, int64_t dim), return wrap(Tensor::cat(tensors(ts, n, "cat"), dim));)
+TG_T(stack(tg_tensor* const* ts, size_t n, int64_t dim), return wrap(Tensor::stack(tensors(ts, n, "stack"), dim));)
+TG_T(tril(tg_tensor* t, int64_t k), return wrap(get(t, "tril").tril(k));)
+TG_T(triu(tg_tensor* t, int64_t k), return wrap(get(t, "triu").triu(k));)
+TG_T(pad_mode(tg_tensor* t, const int64_t* pads, size_t npairs, int mode, double value), {
+  TG_ARG(mode >= 0 && mode <= 3, strformat("pad_mode: unknown mode %d (0 constant, 1 reflect, 2 replicate, 3 circular)", mode));
+  return wrap(get(t, "pad_mode").pad(pairs(pads, npairs, "pad_mode"), Tensor::PadMode(mode), value));
+})
+
+void tg_manual_seed(uint64_t seed) { Tensor::manual_seed(seed); }
+TG_T(rand(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
+     return wrap(Tensor::rand(ints(shape, ndim, "rand", "shape"), dt_of(dtype, "rand"), canonical_device(device)));)
+TG_T(randn(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
+     return wrap(Tensor::randn(ints(shape, ndim, "randn", "shape"), dt_of(dtype, "randn"), canonical_device(device)));)
+TG_T(uniform(const int64_t* shape, size_t ndim, double low, double high, tg_dtype dtype, const char* device),
+     return wrap(Tensor::uniform(ints(shape, ndim, "uniform", "shape"), low, high, dt_of(dtype, "uniform"), canonical_device(device)));)
+TG_T(normal(const int64_t* shape, size_t ndim, double mean, double std, tg_dtype dtype, const char* device),
+     return wrap(Tensor::normal(ints(shape, ndim, "normal", "shape"), mean, std, dt_of(dtype, "normal"), canonical_device(device)));)
+TG_T(randint(const int64_t* shape, size_t ndim, int64_t low, int64_t high, tg_dtype dtype, const char* device),
+     return wrap(Tensor::randint(ints(shape, ndim, "randint", "shape"), low, high, dt_of(dtype, "randint"), canonical_device(device)));)
+
+tg_status tg_tensor_set_requires_grad(tg_tensor* t, int flag) {
+  return api::call([&] { get(t, "set_requires_grad").requires_grad_(flag != 0); });
+}
+int tg_tensor_requires_grad(const tg_tensor* t) {
+  int r = -1;
+  api::call([&] { r = get(t, "requires_grad").requires_grad() ? 1 : 0; });
+  return r;
+}
+tg_status tg_tensor_backward(tg_tensor* loss) {
+  return api::call([&] { get(loss, "backward").backward(); });
+}
+TG_T(grad(tg_tensor* t), {
+  auto g = get(t, "grad").grad();
+  TG_ARG(g, "grad: the tensor has no gradient (requires_grad not set, or no backward through it yet)");
+  return wrap(*g);
+})
+tg_status tg_tensor_set_grad(tg_tensor* t, tg_tensor* g) {
+  return api::call([&] {
+    Tensor& x = get(t, "set_grad");
+    x.set_grad(g ? std::optional<Tensor>(get(g, "set_grad", "grad")) : std::nullopt);
+  });
+}
+tg_status tg_tensor_gradient(tg_tensor* target, tg_tensor* const* wrt, size_t n, tg_tensor** out) {
+  return api::call([&] {
+    Tensor& y = get(target, "gradient", "target");
+    std::vector<Tensor> xs = tensors(wrt, n, "gradient");
+    TG_ARG(out || n == 0, "gradient: out is NULL");
+    std::vector<Tensor> gs = y.gradient(xs);
+    for (size_t i = 0; i < n; i++) out[i] = wrap(gs[i]);
+  });
+}
+TG_UNARY(detach)
 
 tg_status tg_tensor_realize(tg_tensor* t) {
   return api::call([&] { get(t, "realize").realize(); });

@@ -134,7 +134,9 @@ struct CRenderer {
       case Ops::AND: return bin("&");
       case Ops::OR: return bin("|");
       case Ops::XOR: return bin("^");
-      case Ops::SHL: return bin("<<");
+      case Ops::SHL:  // through unsigned: a signed left shift that moves bits into or past the sign is undefined in C
+        if (!dtypes::is_unsigned(d)) return "((" + ctype(d) + ")((unsigned long long)" + r(s[0]) + "<<" + r(s[1]) + "))";
+        return bin("<<");
       case Ops::SHR: return bin(">>");
       case Ops::MAX: {  // NaN wins, like numpy's maximum
         std::string a = r(s[0]), b = r(s[1]);

@@ -2,6 +2,7 @@
 // kernel boundary appears only where a buffer must exist (a root, CONTIGUOUS, a reduce whose value would be recomputed
 // under an EXPAND).
 #include <algorithm>
+#include <iterator>
 #include <list>
 #include <unordered_set>
 
@@ -281,26 +282,33 @@ static std::string kernel_name(bool reduce, const Shape& out, const std::vector<
 // Fused regions past these limits become several kernels. One kernel of a million lines, or reading 40k buffers, takes
 // a C compiler minutes and gigabytes; a long chain of movement ops that don't simplify (reshapes of permutes) nests
 // index arithmetic until compilers overflow their own stacks. A buffer every few hundred ops costs one memory pass.
-// Inputs are counted per path (a buffer read twice counts twice), so the count is an upper bound.
+// Inputs are the distinct buffers a region reads (a shared subgraph renders once), tracked as sorted sets capped
+// just past the limit.
 void ScheduleBuilder::mark_splits(const UOpRef& sink) {
   static const int64_t max_alu = getenv_int("TG_MAX_FUSED_ALU", 256), max_mv = getenv_int("TG_MAX_FUSED_MOVEMENT", 64),
                        max_in = getenv_int("TG_MAX_FUSED_INPUTS", 256);
   struct Depth {
-    int64_t alu = 0, mv = 0, in = 0;
+    int64_t alu = 0, mv = 0;
+    std::vector<const UOp*> in;  // sorted, at most max_in + 1 entries
   };
   std::unordered_map<const UOp*, Depth> depth;
+  std::vector<const UOp*> merged;
   for (auto& u : sink->toposort()) {
     Depth d;
     for (auto& x : u->src) {
       const Depth& s = depth[x.get()];
-      d.alu = std::max(d.alu, s.alu), d.mv = std::max(d.mv, s.mv), d.in = std::min<int64_t>(d.in + s.in, INT64_MAX / 4);
+      d.alu = std::max(d.alu, s.alu), d.mv = std::max(d.mv, s.mv);
+      merged.clear();
+      std::set_union(d.in.begin(), d.in.end(), s.in.begin(), s.in.end(), std::back_inserter(merged));
+      if (int64_t(merged.size()) > max_in + 1) merged.resize(size_t(max_in + 1));
+      d.in.swap(merged);
     }
     if (GroupOp::alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST || u->op == Ops::REDUCE_AXIS) d.alu++;
     if (GroupOp::movement(u->op)) d.mv++;
-    if (u->op == Ops::PARAM || u->op == Ops::BUFFER) d.in = 1;
-    if (d.alu >= max_alu || d.mv >= max_mv || d.in > max_in) split.insert(u.get()), d = Depth{0, 0, 1};
-    if (u->op == Ops::CONTIGUOUS) d = Depth{0, 0, 1};
-    depth[u.get()] = d;
+    if (u->op == Ops::PARAM || u->op == Ops::BUFFER) d.in = {u.get()};
+    if (d.alu >= max_alu || d.mv >= max_mv || int64_t(d.in.size()) > max_in) split.insert(u.get()), d = Depth{0, 0, {u.get()}};
+    if (u->op == Ops::CONTIGUOUS) d = Depth{0, 0, {u.get()}};
+    depth[u.get()] = std::move(d);
   }
 }
 

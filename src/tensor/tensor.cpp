@@ -25,7 +25,7 @@ const std::shared_ptr<Buffer>& buffer_of(const UOp* b) {
 // Every shape a tensor can take: dims >= 0, and its nonzero dims multiply to an element count whose bytes fit in int64.
 // Zeros don't excuse huge dims: a permute or a reduction over the empty axis would otherwise make a huge nonempty
 // shape, so sizes, strides and the kernels' int64 index arithmetic never overflow.
-static void check_shape(const Shape& s, DType dt, const char* what) {
+void check_shape(const Shape& s, DType dt, const char* what) {
   int64_t n = 1;
   for (auto d : s) {
     TG_CHECK(d >= 0, TG_ERROR_SHAPE, std::string(what) + ": negative dimension in shape " + shape_str(s));
@@ -120,7 +120,7 @@ static Shape broadcast_shape(const Shape& a, const Shape& b, const char* what) {
   return out;
 }
 std::pair<Tensor, Tensor> Tensor::broadcasted(const Tensor& o, const char* what) const {
-  TG_CHECK(device_ == o.device_, TG_ERROR_DEVICE, std::string(what) + ": tensors are on different devices (" + device_ + ", " + o.device_ + ")");
+  TG_CHECK(s_->device == o.s_->device, TG_ERROR_DEVICE, std::string(what) + ": tensors are on different devices (" + s_->device + ", " + o.s_->device + ")");
   DType dt = least_upper_dtype(dtype(), o.dtype());
   Shape out = broadcast_shape(shape(), o.shape(), what);
   check_shape(out, dt, what);
@@ -131,27 +131,27 @@ Tensor Tensor::scalar_like(double v) const {
   bool integral = std::floor(v) == v && std::isfinite(v);
   if (!dtypes::is_float(dt) && !integral) dt = dtypes::default_float;  // int tensor op 2.5 -> float
   else if (dtypes::is_bool(dt) && !(v == 0 || v == 1)) dt = dtypes::default_int;
-  return Tensor(UOp::const_(dt, v), device_);
+  return Tensor(UOp::const_(dt, v), s_->device);
 }
 Tensor Tensor::alu(Ops op, const Tensor& o) const {
   auto [a, b] = broadcasted(o, op_name(op).data());
-  return Tensor(a.uop_->alu(op, {b.uop_}), device_);
+  return Tensor(a.s_->uop->alu(op, {b.s_->uop}), s_->device);
 }
 Tensor Tensor::add(const Tensor& o) const { return alu(Ops::ADD, o); }
 Tensor Tensor::sub(const Tensor& o) const {
   auto [a, b] = broadcasted(o, "sub");
-  return Tensor(a.uop_->alu(Ops::SUB, {b.uop_}), device_);
+  return Tensor(a.s_->uop->alu(Ops::SUB, {b.s_->uop}), s_->device);
 }
 Tensor Tensor::mul(const Tensor& o) const { return alu(Ops::MUL, o); }
 Tensor Tensor::div(const Tensor& o) const {
   auto [a, b] = broadcasted(o, "div");
   DType ft = least_upper_float(a.dtype());
-  return Tensor(a.cast(ft).uop_->alu(Ops::FDIV, {b.cast(ft).uop_}), device_);
+  return Tensor(a.cast(ft).s_->uop->alu(Ops::FDIV, {b.cast(ft).s_->uop}), s_->device);
 }
 Tensor Tensor::idiv(const Tensor& o) const {
   auto [a, b] = broadcasted(o, "idiv");
   TG_CHECK(dtypes::is_int(a.dtype()), TG_ERROR_DTYPE, "idiv: needs integer tensors, got " + a.dtype().name());
-  return Tensor(a.uop_->alu(Ops::IDIV, {b.uop_}), device_);
+  return Tensor(a.s_->uop->alu(Ops::IDIV, {b.s_->uop}), s_->device);
 }
 Tensor Tensor::maximum(const Tensor& o) const { return alu(Ops::MAX, o); }
 Tensor Tensor::minimum(const Tensor& o) const {
@@ -163,7 +163,7 @@ Tensor Tensor::pow(const Tensor& o) const {
   auto [a, b] = broadcasted(o, "pow");
   DType dt = a.dtype(), ct = dtypes::is_float(dt) ? dt : dtypes::float64;  // integer powers are exact through float64
   TG_CHECK(!dtypes::is_bool(dt), TG_ERROR_DTYPE, "pow: bool tensors have no power");
-  return Tensor(a.cast(ct).uop_->alu(Ops::POW, {b.cast(ct).uop_}), device_).cast(dt);
+  return Tensor(a.cast(ct).s_->uop->alu(Ops::POW, {b.cast(ct).s_->uop}), s_->device).cast(dt);
 }
 Tensor Tensor::lt(const Tensor& o) const { return alu(Ops::CMPLT, o); }
 Tensor Tensor::gt(const Tensor& o) const { return o.alu(Ops::CMPLT, *this); }
@@ -173,20 +173,20 @@ Tensor Tensor::le(const Tensor& o) const { return lt(o).alu(Ops::OR, eq(o)); }
 Tensor Tensor::ge(const Tensor& o) const { return gt(o).alu(Ops::OR, eq(o)); }
 Tensor Tensor::where(const Tensor& x, const Tensor& y) const {
   auto [bx, by] = x.broadcasted(y, "where");
-  TG_CHECK(device_ == x.device_, TG_ERROR_DEVICE, "where: condition is on " + device_ + ", values on " + x.device_);
+  TG_CHECK(s_->device == x.s_->device, TG_ERROR_DEVICE, "where: condition is on " + s_->device + ", values on " + x.s_->device);
   Shape out = broadcast_shape(shape(), bx.shape(), "where");
-  return Tensor(cast(dtypes::bool_).expand(out).uop_->where(bx.expand(out).uop_, by.expand(out).uop_), device_);
+  return Tensor(cast(dtypes::bool_).expand(out).s_->uop->where(bx.expand(out).s_->uop, by.expand(out).s_->uop), s_->device);
 }
 Tensor Tensor::cast(DType dt) const {
   if (dt == dtype()) return *this;
   check_shape(shape(), dt, "cast");  // a wider dtype may not fit the same shape
-  return Tensor(uop_->cast(dt.base()), device_);
+  return Tensor(s_->uop->cast(dt.base()), s_->device);
 }
-Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(UOp::const_(dtypes::bool_, 1), device_)); }
-Tensor Tensor::neg() const { return dtypes::is_bool(dtype()) ? logical_not() : Tensor(uop_->alu(Ops::NEG), device_); }
+Tensor Tensor::logical_not() const { return cast(dtypes::bool_).ne(Tensor(UOp::const_(dtypes::bool_, 1), s_->device)); }
+Tensor Tensor::neg() const { return dtypes::is_bool(dtype()) ? logical_not() : Tensor(s_->uop->alu(Ops::NEG), s_->device); }
 Tensor Tensor::unary_float(Ops op) const {
   Tensor x = cast(least_upper_float(dtype()));
-  return Tensor(x.uop_->alu(op), device_);
+  return Tensor(x.s_->uop->alu(op), s_->device);
 }
 Tensor Tensor::exp2() const { return unary_float(Ops::EXP2); }
 Tensor Tensor::log2() const { return unary_float(Ops::LOG2); }
@@ -235,7 +235,7 @@ Tensor Tensor::reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const cha
   if (ndim() == 0) return *this;
   std::vector<int64_t> arg{int64_t(op)};
   arg.insert(arg.end(), axes.begin(), axes.end());
-  Tensor r(UOp::make(Ops::REDUCE_AXIS, dtype(), {uop_}, arg), device_);
+  Tensor r(UOp::make(Ops::REDUCE_AXIS, dtype(), {s_->uop}, arg), s_->device);
   if (keepdim) return r;
   Shape s;
   for (int64_t i = 0; i < ndim(); i++)
@@ -256,7 +256,7 @@ Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
   auto inv = [&](const Tensor& t) {
     if (dtypes::is_float(t.dtype())) return t.neg();
     if (dtypes::is_bool(t.dtype())) return t.logical_not();
-    return t.alu(Ops::XOR, Tensor(UOp::const_int(t.dtype(), -1), device_));
+    return t.alu(Ops::XOR, Tensor(UOp::const_int(t.dtype(), -1), s_->device));
   };
   return inv(inv(*this).max(std::move(axes), keepdim, "min"));
 }
@@ -282,9 +282,9 @@ Tensor Tensor::log_softmax(int64_t axis) const {
 
 // ---- movement ----
 Tensor Tensor::mv(Ops op, std::vector<int64_t> arg) const {
-  UOpRef u = UOp::make(op, dtype(), {uop_}, std::move(arg));
+  UOpRef u = UOp::make(op, dtype(), {s_->uop}, std::move(arg));
   check_shape(u->shape(), dtype(), op_name(op).data());
-  return Tensor(u, device_);
+  return Tensor(u, s_->device);
 }
 Tensor Tensor::reshape(Shape s) const {
   int64_t infer = -1, known = 1;
@@ -344,7 +344,7 @@ Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double 
   if (!any) return *this;
   Tensor p = mv(Ops::PAD, arg);
   if (value == 0) return p;
-  Tensor mask = Tensor::full(shape(), 1, dtypes::bool_, device_).mv(Ops::PAD, arg);
+  Tensor mask = Tensor::full(shape(), 1, dtypes::bool_, s_->device).mv(Ops::PAD, arg);
   return mask.where(p, p.scalar_like(value).cast(dtype()));
 }
 Tensor Tensor::shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const {
@@ -396,10 +396,10 @@ static bool is_buffer_view(const UOp* u, int64_t numel) {
   return u->op == Ops::BUFFER && std::get<int64_t>(u->arg) == numel;
 }
 Tensor Tensor::contiguous() const {
-  if (is_buffer_view(uop_.get(), numel()) || uop_->op == Ops::CONTIGUOUS) return *this;
-  return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {uop_}), device_);
+  if (is_buffer_view(s_->uop.get(), numel()) || s_->uop->op == Ops::CONTIGUOUS) return *this;
+  return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {s_->uop}), s_->device);
 }
-Tensor Tensor::detach() const { return Tensor(UOp::make(Ops::DETACH, dtype(), {uop_}), device_); }
+Tensor Tensor::detach() const { return Tensor(UOp::make(Ops::DETACH, dtype(), {s_->uop}), s_->device); }
 
 Tensor& Tensor::realize() {
   realize_all({this});
@@ -407,9 +407,9 @@ Tensor& Tensor::realize() {
 }
 void Tensor::realize_all(const std::vector<Tensor*>& ts) {
   std::vector<UOpRef> roots;
-  for (auto* t : ts) roots.push_back(t->uop_);
-  std::vector<UOpRef> outs = realize_uops(roots, ts.empty() ? std::string("CPU") : ts[0]->device_);
-  for (size_t i = 0; i < ts.size(); i++) ts[i]->uop_ = outs[i];
+  for (auto* t : ts) roots.push_back(t->s_->uop);
+  std::vector<UOpRef> outs = realize_uops(roots, ts.empty() ? std::string("CPU") : ts[0]->s_->device);
+  for (size_t i = 0; i < ts.size(); i++) ts[i]->s_->uop = outs[i];
 }
 void Tensor::to_data(void* out, size_t nbytes) {
   size_t need = size_t(numel()) * size_t(dtype().itemsize());
@@ -418,11 +418,11 @@ void Tensor::to_data(void* out, size_t nbytes) {
   TG_CHECK(out || nbytes == 0, TG_ERROR_INVALID_ARGUMENT, "to_data: out is NULL");
   Tensor c = contiguous();
   c.realize();
-  const UOp* b = c.uop_.get();
+  const UOp* b = c.s_->uop.get();
   if (b->op == Ops::RESHAPE) b = b->src[0].get();
   TG_CHECK(b->op == Ops::BUFFER, TG_ERROR_INTERNAL, "to_data: realized tensor is not a buffer");
   if (nbytes) buffer_of(b)->copyout(out, nbytes);
-  if (uop_ != c.uop_ && !is_buffer_view(uop_.get(), numel())) uop_ = c.uop_;  // keep the computed result
+  if (s_->uop != c.s_->uop && !is_buffer_view(s_->uop.get(), numel())) s_->uop = c.s_->uop;  // keep the computed result
 }
 
 }  // namespace tg

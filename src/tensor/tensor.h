@@ -1,6 +1,7 @@
 // Tensor: a lazy handle over a tensor-level UOp graph. Every op appends UOps; nothing runs until realize().
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,22 @@ struct BufferArg : ArgExt {
 UOpRef buffer_uop(std::shared_ptr<Buffer> buf);  // BUFFER(UNIQUE(buf)) with shape (size,)
 const std::shared_ptr<Buffer>& buffer_of(const UOp* buffer_node);
 
+// TG_ERROR_SHAPE naming `what` unless the shape is one a tensor of dtype can take (dims >= 0, the nonzero ones
+// multiplying, times the itemsize, to an int64)
+void check_shape(const Shape& s, DType dt, const char* what);
+
+// What a Tensor handle points at. Copies of a Tensor share it, as Python references to one tinygrad Tensor do: realize
+// swaps its graph for the computed buffer, backward fills its grad, for every copy.
+struct TensorState {
+  UOpRef uop;
+  std::string device;
+  bool requires_grad = false;
+  std::shared_ptr<TensorState> grad;
+};
+
 class Tensor {
  public:
-  Tensor(UOpRef uop, std::string device) : uop_(std::move(uop)), device_(std::move(device)) {}
+  Tensor(UOpRef uop, std::string device) : s_(std::make_shared<TensorState>(TensorState{std::move(uop), std::move(device)})) {}
 
   // creation
   static Tensor from_data(const void* data, size_t nbytes, DType dtype, const Shape& shape, const std::string& device);
@@ -29,12 +43,13 @@ class Tensor {
   static Tensor arange(double start, double stop, double step, DType dtype, const std::string& device);
   static Tensor eye(int64_t n, DType dtype, const std::string& device);
 
-  const UOpRef& uop() const { return uop_; }
-  const Shape& shape() const { return uop_->shape(); }
+  const UOpRef& uop() const { return s_->uop; }
+  const Shape& shape() const { return uop()->shape(); }
   int64_t ndim() const { return int64_t(shape().size()); }
   int64_t numel() const { return tg::prod(shape()); }
-  DType dtype() const { return uop_->dtype; }
-  const std::string& device() const { return device_; }
+  DType dtype() const { return uop()->dtype; }
+  const std::string& device() const { return s_->device; }
+  bool same(const Tensor& o) const { return s_ == o.s_; }  // the same tensor, not just equal graphs
 
   // elementwise (broadcasting, dtype promotion as in tinygrad)
   Tensor add(const Tensor& o) const;
@@ -68,6 +83,57 @@ class Tensor {
   Tensor sigmoid() const;
   Tensor tanh() const;
   Tensor logical_not() const;
+  Tensor rsqrt() const;
+  Tensor square() const;
+  Tensor tan() const;
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor asinh() const;
+  Tensor acosh() const;
+  Tensor atanh() const;
+  Tensor erf() const;
+  Tensor sign() const;
+  Tensor trunc() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  // activations
+  Tensor relu6() const;
+  Tensor leaky_relu(double neg_slope = 0.01) const;
+  Tensor elu(double alpha = 1.0) const;
+  Tensor celu(double alpha = 1.0) const;
+  Tensor selu() const;
+  Tensor gelu() const;
+  Tensor quick_gelu() const;
+  Tensor silu() const;
+  Tensor mish() const;
+  Tensor hardsigmoid() const;
+  Tensor logsigmoid() const;
+  Tensor softplus(double beta = 1.0) const;
+  Tensor softsign() const;
+  Tensor hardswish() const;
+  Tensor hardtanh(double min_val = -1, double max_val = 1) const;
+  Tensor clamp(double min_val, double max_val) const;
+  // more binary
+  Tensor mod(const Tensor& o) const;   // Python's %: the divisor's sign
+  Tensor fmod(const Tensor& o) const;  // C's fmod: the dividend's sign
+  Tensor bitwise_and(const Tensor& o) const;
+  Tensor bitwise_or(const Tensor& o) const;
+  Tensor bitwise_xor(const Tensor& o) const;
+  Tensor bitwise_not() const;
+  Tensor lshift(int64_t bits) const;
+  Tensor rshift(int64_t bits) const;
+  Tensor copysign(const Tensor& o) const;
+  Tensor logaddexp(const Tensor& o) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor isclose(const Tensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  Tensor full_like(double v) const;  // a constant of this shape and dtype (a view, no memory)
 
   // reductions; empty axes = all
   Tensor sum(std::vector<int64_t> axes = {}, bool keepdim = false, const char* what = "sum") const;
@@ -77,6 +143,17 @@ class Tensor {
   Tensor mean(std::vector<int64_t> axes = {}, bool keepdim = false) const;
   Tensor softmax(int64_t axis = -1) const;
   Tensor log_softmax(int64_t axis = -1) const;
+  Tensor var(std::vector<int64_t> axes = {}, bool keepdim = false, double correction = 1) const;
+  Tensor std(std::vector<int64_t> axes = {}, bool keepdim = false, double correction = 1) const;
+  Tensor all(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor any(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor logsumexp(std::vector<int64_t> axes = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const;  // nullopt: flattened
+  Tensor argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const;
+  Tensor cumsum(int64_t axis = 0) const;
+  Tensor cumprod(int64_t axis = 0) const;
+  Tensor cummax(int64_t axis = 0) const;
+  Tensor cummin(int64_t axis = 0) const;
 
   // movement: views, no copies
   Tensor reshape(Shape shape) const;
@@ -86,6 +163,36 @@ class Tensor {
   Tensor shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const;
   Tensor flip(std::vector<int64_t> axes) const;
   Tensor transpose(int64_t d0 = 1, int64_t d1 = 0) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, Shape sizes) const;
+  Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor repeat(std::vector<int64_t> repeats) const;
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor roll(std::vector<int64_t> shifts, std::vector<int64_t> dims) const;
+  static Tensor cat(const std::vector<Tensor>& ts, int64_t dim = 0);
+  static Tensor stack(const std::vector<Tensor>& ts, int64_t dim = 0);
+  Tensor tril(int64_t k = 0) const;
+  Tensor triu(int64_t k = 0) const;
+  enum class PadMode { Constant, Reflect, Replicate, Circular };
+  Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& pads, PadMode mode, double value = 0) const;
+
+  // random numbers (random.cpp): counter-based threefry, generated inside the kernels that use them
+  static void manual_seed(uint64_t seed);
+  static Tensor rand(const Shape& shape, DType dtype, const std::string& device);
+  static Tensor randn(const Shape& shape, DType dtype, const std::string& device);
+  static Tensor uniform(const Shape& shape, double low, double high, DType dtype, const std::string& device);
+  static Tensor normal(const Shape& shape, double mean, double std, DType dtype, const std::string& device);
+  static Tensor randint(const Shape& shape, int64_t low, int64_t high, DType dtype, const std::string& device);
+
+  // autograd (gradient.cpp)
+  bool requires_grad() const { return s_->requires_grad; }
+  Tensor& requires_grad_(bool on = true);
+  std::optional<Tensor> grad() const;
+  void set_grad(const std::optional<Tensor>& g);
+  Tensor& backward();
+  std::vector<Tensor> gradient(const std::vector<Tensor>& wrt) const;  // d this / d wrt, zeros where unreached
+  Tensor contiguous_backward() const;
 
   Tensor matmul(const Tensor& o) const;
   Tensor contiguous() const;
@@ -99,11 +206,13 @@ class Tensor {
   Tensor alu(Ops op, const Tensor& o) const;  // broadcast, promote, apply
   Tensor unary_float(Ops op) const;
   Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* what) const;
+  std::vector<int64_t> resolve_axes(std::vector<int64_t> axes, const char* what) const;  // sorted, unique; empty = all
+  Tensor cumalu(int64_t axis, Ops op, const char* what) const;
+  explicit Tensor(std::shared_ptr<TensorState> s) : s_(std::move(s)) {}
   std::pair<Tensor, Tensor> broadcasted(const Tensor& o, const char* what) const;
   Tensor mv(Ops op, std::vector<int64_t> arg) const;
   int64_t resolve_axis(int64_t axis, const char* what) const;
-  UOpRef uop_;
-  std::string device_;
+  std::shared_ptr<TensorState> s_;
 };
 
 }  // namespace tg

@@ -1,0 +1,253 @@
+// Reverse-mode autograd over the tensor-level UOp graph, as tinygrad's gradient.py: one table maps an op and the
+// gradient flowing into it to the gradients of its sources; compute_gradient walks the graph once, in reverse
+// topological order, and sums what reaches each node. Nothing is evaluated: the result is more lazy graph, which the
+// scheduler fuses like any forward op.
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <unordered_set>
+
+#include "tensor/tensor.h"
+#include "uop/pattern.h"
+
+namespace tg {
+
+namespace {
+
+struct GradCtx {
+  UOpRef grad;  // d root / d this node
+  std::string device;
+  Tensor t(const UOpRef& u) const { return Tensor(u, device); }
+  Tensor g() const { return t(grad); }
+};
+// A rule's answer: NOOP(grad of src 0, grad of src 1, ...), with a bare NOOP for "no gradient to this source".
+UOpRef none() { return UOp::make(Ops::NOOP); }
+UOpRef grads(std::initializer_list<UOpRef> gs) { return UOp::make(Ops::NOOP, dtypes::void_, UOps(gs)); }
+UOpRef grads_of(std::initializer_list<Tensor> ts) {
+  UOps v;
+  for (auto& t : ts) v.push_back(t.uop());
+  return UOp::make(Ops::NOOP, dtypes::void_, std::move(v));
+}
+
+// the sum of g over the axes `to` has size 1 and g does not (EXPAND's gradient, and the un-broadcast of a reduce)
+Tensor sum_to(const Tensor& g, const Shape& to) {
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < to.size(); i++)
+    if (to[i] == 1 && g.shape()[i] != 1) axes.push_back(int64_t(i));
+  return axes.empty() ? g : g.sum(axes, true).cast(g.dtype());
+}
+
+const PatternMatcher& pm_gradient() {
+  static const PatternMatcher pm(
+      {
+          {UPat(Ops::CAST, {UPat::var("x")}), [](const Match& m) { auto& c = m.ctx<GradCtx>(); return grads_of({c.g().cast(m["x"]->dtype)}); }},
+          {UPat(Ops::NEG), [](const Match& m) { return grads_of({m.ctx<GradCtx>().g().neg()}); }},
+          {UPat(Ops::RECIPROCAL), [](const Match& m) {  // d(1/x) = -1/x^2 = -ret^2
+             auto& c = m.ctx<GradCtx>();
+             Tensor r = c.t(m.root->ref());
+             return grads_of({c.g().neg().mul(r).mul(r)});
+           }},
+          {UPat(Ops::SIN, {UPat::var("x")}), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             Tensor x = c.t(m["x"]);
+             return grads_of({x.scalar_like(M_PI / 2).sub(x).sin().mul(c.g())});
+           }},
+          {UPat(Ops::LOG2, {UPat::var("x")}), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             Tensor x = c.t(m["x"]);
+             return grads_of({c.g().div(x.mul(x.scalar_like(M_LN2)))});
+           }},
+          {UPat(Ops::EXP2), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             Tensor r = c.t(m.root->ref());
+             return grads_of({r.mul(c.g()).mul(r.scalar_like(M_LN2))});
+           }},
+          {UPat(Ops::SQRT), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             Tensor r = c.t(m.root->ref());
+             return grads_of({c.g().div(r.mul(r.scalar_like(2)))});
+           }},
+          // comparisons, bit ops, integer division and rounding carry no gradient
+          {UPat({Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::IDIV, Ops::MOD}),
+           [](const Match&) { return grads({none(), none()}); }},
+          {UPat(Ops::TRUNC), [](const Match&) { return grads({none()}); }},
+          {UPat(Ops::ADD), [](const Match& m) { auto& c = m.ctx<GradCtx>(); return grads({c.grad, c.grad}); }},
+          {UPat(Ops::SUB), [](const Match& m) { auto& c = m.ctx<GradCtx>(); return grads_of({c.g(), c.g().neg()}); }},
+          {UPat(Ops::MUL, {UPat::var("x"), UPat::var("y")}).ordered(), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             return grads_of({c.t(m["y"]).mul(c.g()), c.t(m["x"]).mul(c.g())});
+           }},
+          {UPat(Ops::FDIV, {UPat::var("x"), UPat::var("y")}).ordered(), [](const Match& m) {  // d(x/y) = dx/y - x dy/y^2
+             auto& c = m.ctx<GradCtx>();
+             Tensor x = c.t(m["x"]), y = c.t(m["y"]);
+             return grads_of({c.g().div(y), c.g().neg().mul(x).div(y.mul(y))});
+           }},
+          // ties share the gradient equally, as tinygrad
+          {UPat(Ops::MAX, {UPat::var("x"), UPat::var("y")}).ordered(), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             Tensor x = c.t(m["x"]), y = c.t(m["y"]), g = c.g(), half = g.mul(g.scalar_like(0.5)), zero = g.full_like(0);
+             return grads_of({x.gt(y).where(g, x.eq(y).where(half, zero)), x.lt(y).where(g, x.eq(y).where(half, zero))});
+           }},
+          // d(b^e)/db = e*b^(e-1), d(b^e)/de = b^e*ln(b); at b == 0 the limits tinygrad takes
+          {UPat(Ops::POW, {UPat::var("b"), UPat::var("e")}).ordered(), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             Tensor b = c.t(m["b"]), e = c.t(m["e"]), r = c.t(m.root->ref()), g = c.g();
+             Tensor b0 = b.eq(b.full_like(0)), e0 = e.eq(e.full_like(0));
+             Tensor db = b0.bitwise_and(e0).where(e, e.mul(b.pow(e.sub(e.full_like(1)))));
+             Tensor de = b0.where(e.lt(e.full_like(0)).where(r.full_like(-INFINITY), r.full_like(0)), r.mul(b.log()));
+             return grads_of({g.mul(db), g.mul(de)});
+           }},
+          {UPat(Ops::WHERE, {UPat::var("c"), UPat::var("x"), UPat::var("y")}).ordered(), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             Tensor cond = c.t(m["c"]), g = c.g(), zero = g.full_like(0);
+             return grads({none(), cond.where(g, zero).uop(), cond.where(zero, g).uop()});
+           }},
+          {UPat(Ops::REDUCE_AXIS, {UPat::var("x")}), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             Tensor x = c.t(m["x"]), g = c.g(), r = c.t(m.root->ref());
+             std::vector<int64_t> axes(m.root->arg_ints().begin() + 1, m.root->arg_ints().end());
+             switch (Ops(m.root->arg_ints()[0])) {
+               case Ops::ADD: return grads_of({g.expand(x.shape())});
+               case Ops::MUL: return grads_of({g.mul(r).expand(x.shape()).div(x)});  // tinygrad's rule: undefined at x == 0
+               case Ops::MAX: {  // split among the maxima
+                 Tensor mask = x.eq(r.expand(x.shape())).cast(g.dtype());
+                 Tensor count = mask.sum(axes, true).cast(g.dtype());
+                 return grads_of({mask.mul(g.div(count).expand(x.shape()))});
+               }
+               default: return UOpRef();
+             }
+           }},
+          {UPat({Ops::CONTIGUOUS, Ops::COPY}), [](const Match& m) { return grads({m.ctx<GradCtx>().grad}); }},
+          {UPat(Ops::CONTIGUOUS_BACKWARD), [](const Match& m) { return grads_of({m.ctx<GradCtx>().g().contiguous()}); }},
+          {UPat(Ops::DETACH), [](const Match&) { return grads({none()}); }},
+          {UPat(Ops::RESHAPE, {UPat::var("x")}), [](const Match& m) { return grads_of({m.ctx<GradCtx>().g().reshape(m["x"]->shape())}); }},
+          {UPat(Ops::EXPAND, {UPat::var("x")}), [](const Match& m) { return grads_of({sum_to(m.ctx<GradCtx>().g(), m["x"]->shape())}); }},
+          {UPat(Ops::PERMUTE), [](const Match& m) {
+             auto& order = m.root->arg_ints();
+             std::vector<int64_t> inv(order.size());
+             for (size_t i = 0; i < order.size(); i++) inv[size_t(order[i])] = int64_t(i);
+             return grads_of({m.ctx<GradCtx>().g().permute(inv)});
+           }},
+          {UPat(Ops::PAD, {UPat::var("x")}), [](const Match& m) {
+             auto& a = m.root->arg_ints();
+             std::vector<std::pair<int64_t, int64_t>> b;
+             for (size_t i = 0; i < m["x"]->shape().size(); i++) b.emplace_back(a[2 * i], a[2 * i] + m["x"]->shape()[i]);
+             return grads_of({m.ctx<GradCtx>().g().shrink(b)});
+           }},
+          {UPat(Ops::SHRINK, {UPat::var("x")}), [](const Match& m) {
+             auto& a = m.root->arg_ints();
+             std::vector<std::pair<int64_t, int64_t>> p;
+             for (size_t i = 0; i < m["x"]->shape().size(); i++) p.emplace_back(a[2 * i], m["x"]->shape()[i] - a[2 * i + 1]);
+             return grads_of({m.ctx<GradCtx>().g().pad(p)});
+           }},
+          {UPat(Ops::FLIP), [](const Match& m) {
+             std::vector<int64_t> axes;
+             for (size_t i = 0; i < m.root->arg_ints().size(); i++)
+               if (m.root->arg_ints()[i]) axes.push_back(int64_t(i));
+             return grads_of({m.ctx<GradCtx>().g().flip(axes)});
+           }},
+      },
+      "gradient");
+  return pm;
+}
+
+// d root / d each node on a path from root to a target, seeded with root_grad. Iterative: graphs may be very deep.
+UOpMap<UOpRef> compute_gradient(const UOpRef& root, const UOpRef& root_grad, const std::unordered_set<const UOp*>& targets, const std::string& device) {
+  UOps order = root->toposort();
+  // a node is on a path when it is a target or one of its sources is; DETACH cuts every path through it
+  std::unordered_set<const UOp*> on_path;
+  for (auto& u : order) {
+    if (targets.count(u.get())) on_path.insert(u.get());
+    else if (u->op != Ops::DETACH && std::any_of(u->src.begin(), u->src.end(), [&](const UOpRef& s) { return on_path.count(s.get()); }))
+      on_path.insert(u.get());
+  }
+  UOpMap<UOpRef> g;
+  g[root] = root_grad;
+  for (size_t i = order.size(); i-- > 0;) {
+    const UOpRef& u = order[i];
+    auto it = g.find(u);
+    if (it == g.end() || std::none_of(u->src.begin(), u->src.end(), [&](const UOpRef& s) { return on_path.count(s.get()); })) continue;
+    GradCtx ctx{it->second, device};
+    UOpRef r = pm_gradient().rewrite(u.get(), &ctx);
+    TG_CHECK(r && r->op == Ops::NOOP && r->src.size() == u->src.size(), TG_ERROR_UNSUPPORTED,
+             "gradient: no derivative for " + std::string(op_name(u->op)) + " of " + u->dtype.name());
+    for (size_t k = 0; k < u->src.size(); k++) {
+      const UOpRef& s = u->src[k];
+      if (r->src[k]->op == Ops::NOOP || !on_path.count(s.get())) continue;
+      UOpRef gk = r->src[k];
+      auto [slot, fresh] = g.try_emplace(s, gk);
+      if (!fresh) slot->second = Tensor(slot->second, device).add(Tensor(gk, device)).uop();
+    }
+  }
+  return g;
+}
+
+// tensors with requires_grad set, found again by backward (tinygrad walks all live tensors the same way)
+std::mutex g_grad_mu;
+std::vector<std::weak_ptr<TensorState>> g_grad_tensors;
+
+Tensor one_like_loss(const Tensor& t, const char* what) {
+  TG_CHECK(t.numel() == 1, TG_ERROR_SHAPE, std::string(what) + ": needs a 0-d or one-element tensor, got shape " + shape_str(t.shape()));
+  TG_CHECK(dtypes::is_float(t.dtype()), TG_ERROR_DTYPE, std::string(what) + ": needs a float tensor, got " + t.dtype().name());
+  return t.full_like(1);
+}
+
+}  // namespace
+
+Tensor& Tensor::requires_grad_(bool on) {
+  if (on && !s_->requires_grad) {
+    TG_CHECK(dtypes::is_float(dtype()), TG_ERROR_DTYPE, "requires_grad: only float tensors can require gradients, not " + dtype().name());
+    std::lock_guard<std::mutex> lk(g_grad_mu);
+    std::erase_if(g_grad_tensors, [](auto& w) { return w.expired(); });
+    g_grad_tensors.push_back(s_);
+  }
+  s_->requires_grad = on;
+  return *this;
+}
+std::optional<Tensor> Tensor::grad() const {
+  if (!s_->grad) return std::nullopt;
+  return Tensor(s_->grad);
+}
+void Tensor::set_grad(const std::optional<Tensor>& g) {
+  if (g) TG_CHECK(g->shape() == shape(), TG_ERROR_SHAPE, "set_grad: gradient of shape " + shape_str(g->shape()) + " for a tensor of shape " + shape_str(shape()));
+  s_->grad = g ? g->s_ : nullptr;
+}
+
+std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& wrt) const {
+  Tensor seed = one_like_loss(*this, "gradient");
+  std::unordered_set<const UOp*> targets;
+  for (auto& w : wrt) {
+    TG_CHECK(w.device() == device(), TG_ERROR_DEVICE, "gradient: a tensor is on " + w.device() + ", the target on " + device());
+    targets.insert(w.uop().get());
+  }
+  auto g = compute_gradient(uop(), seed.uop(), targets, device());
+  std::vector<Tensor> out;
+  for (auto& w : wrt) {
+    auto it = g.find(w.uop());
+    out.push_back(it == g.end() ? w.full_like(0) : Tensor(it->second, device()).cast(w.dtype()).reshape(w.shape()));
+  }
+  return out;
+}
+
+Tensor& Tensor::backward() {
+  one_like_loss(*this, "backward");
+  std::unordered_set<const UOp*> in_graph;
+  for (auto& u : uop()->toposort()) in_graph.insert(u.get());
+  std::vector<Tensor> need;
+  {
+    std::lock_guard<std::mutex> lk(g_grad_mu);
+    std::erase_if(g_grad_tensors, [](auto& w) { return w.expired(); });
+    for (auto& w : g_grad_tensors)
+      if (auto s = w.lock(); s && s->requires_grad && in_graph.count(s->uop.get())) need.push_back(Tensor(s));
+  }
+  std::vector<Tensor> gs = gradient(need);
+  for (size_t i = 0; i < need.size(); i++) {
+    std::optional<Tensor> old = need[i].grad();
+    need[i].set_grad(old ? old->add(gs[i]) : gs[i]);
+  }
+  return *this;
+}
+
+Tensor Tensor::contiguous_backward() const { return Tensor(UOp::make(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()}), device()); }
+
+}  // namespace tg

@@ -1,0 +1,173 @@
+// Movement ops composed from the six primitive views (reshape, permute, expand, pad, shrink, flip): still views, no
+// copies; cat and the pad modes become padded views added together, which fuse into the consumer's kernel.
+#include <algorithm>
+#include <numeric>
+
+#include "tensor/tensor.h"
+
+namespace tg {
+
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  if (ndim() == 0) return reshape({1});
+  int64_t a = resolve_axis(start, "flatten"), b = resolve_axis(end, "flatten");
+  TG_CHECK(a <= b, TG_ERROR_SHAPE, strformat("flatten: start_dim %lld is after end_dim %lld", (long long)start, (long long)end));
+  Shape s(shape().begin(), shape().begin() + a);
+  s.push_back(tg::prod(Shape(shape().begin() + a, shape().begin() + b + 1)));
+  s.insert(s.end(), shape().begin() + b + 1, shape().end());
+  return reshape(s);
+}
+Tensor Tensor::unflatten(int64_t dim, Shape sizes) const {
+  int64_t d = resolve_axis(dim, "unflatten");
+  TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "unflatten: a 0-d tensor has no dim to split");
+  Tensor part = Tensor(UOp::const_(dtype(), 0), device()).reshape({1}).expand({shape()[size_t(d)]}).reshape(sizes);  // checks sizes
+  Shape s(shape().begin(), shape().begin() + d);
+  s.insert(s.end(), part.shape().begin(), part.shape().end());
+  s.insert(s.end(), shape().begin() + d + 1, shape().end());
+  return reshape(s);
+}
+Tensor Tensor::squeeze(std::optional<int64_t> dim) const {
+  Shape s;
+  if (!dim) {
+    for (auto x : shape())
+      if (x != 1) s.push_back(x);
+    return reshape(s);
+  }
+  int64_t d = resolve_axis(*dim, "squeeze");
+  if (ndim() == 0 || shape()[size_t(d)] != 1) return *this;
+  s = shape();
+  s.erase(s.begin() + d);
+  return reshape(s);
+}
+Tensor Tensor::unsqueeze(int64_t dim) const {
+  int64_t n = ndim() + 1;
+  TG_CHECK(dim >= -n && dim < n, TG_ERROR_SHAPE, strformat("unsqueeze: dim %lld is out of range for shape %s", (long long)dim, shape_str(shape()).c_str()));
+  Shape s = shape();
+  s.insert(s.begin() + (dim < 0 ? dim + n : dim), 1);
+  return reshape(s);
+}
+// (s0, s1) repeated (r0, r1): view as (1, s0, 1, s1), expand to (r0, s0, r1, s1), merge pairs
+Tensor Tensor::repeat(std::vector<int64_t> reps) const {
+  TG_CHECK(reps.size() >= shape().size(), TG_ERROR_SHAPE,
+           strformat("repeat: %zu repeats for shape %s (at least one per dim)", reps.size(), shape_str(shape()).c_str()));
+  Shape base(reps.size() - shape().size(), 1);
+  base.insert(base.end(), shape().begin(), shape().end());
+  Shape inter, big, out;
+  for (size_t i = 0; i < reps.size(); i++) {
+    TG_CHECK(reps[i] >= 0, TG_ERROR_SHAPE, "repeat: negative repeat count " + std::to_string(reps[i]));
+    inter.push_back(1), inter.push_back(base[i]);
+    big.push_back(reps[i]), big.push_back(base[i]);
+    int64_t o;
+    TG_CHECK(!__builtin_mul_overflow(reps[i], base[i], &o), TG_ERROR_SHAPE, "repeat: the result has more elements than fit in int64");
+    out.push_back(o);
+  }
+  return reshape(inter).expand(big).reshape(out);
+}
+Tensor Tensor::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) const {
+  TG_CHECK(repeats >= 0, TG_ERROR_SHAPE, "repeat_interleave: negative repeat count " + std::to_string(repeats));
+  Tensor x = dim ? *this : flatten();
+  int64_t d = x.resolve_axis(dim.value_or(0), "repeat_interleave");
+  Shape e = x.unsqueeze(d + 1).shape();
+  e[size_t(d + 1)] = repeats;
+  return x.unsqueeze(d + 1).expand(e).flatten(d, d + 1);
+}
+Tensor Tensor::roll(std::vector<int64_t> shifts, std::vector<int64_t> dims) const {
+  TG_CHECK(shifts.size() == dims.size(), TG_ERROR_SHAPE, "roll: shifts and dims differ in length");
+  Tensor x = *this;
+  for (size_t k = 0; k < dims.size(); k++) {
+    int64_t d = resolve_axis(dims[k], "roll");
+    if (ndim() == 0) continue;
+    int64_t n = shape()[size_t(d)];
+    if (n == 0) continue;
+    int64_t s = ((shifts[k] % n) + n) % n;
+    if (s == 0) continue;
+    std::vector<std::pair<int64_t, int64_t>> tail, head;
+    for (int64_t i = 0; i < ndim(); i++) tail.emplace_back(0, shape()[size_t(i)]), head.emplace_back(0, shape()[size_t(i)]);
+    tail[size_t(d)] = {n - s, n}, head[size_t(d)] = {0, n - s};
+    x = Tensor::cat({x.shrink(tail), x.shrink(head)}, d);
+  }
+  return x;
+}
+// each piece padded to the full extent along dim and the pieces added: one elementwise graph, no copy kernels
+Tensor Tensor::cat(const std::vector<Tensor>& ts, int64_t dim) {
+  TG_CHECK(!ts.empty(), TG_ERROR_INVALID_ARGUMENT, "cat: no tensors");
+  const Tensor& f = ts[0];
+  TG_CHECK(f.ndim() > 0, TG_ERROR_SHAPE, "cat: zero-dimensional tensors can't be concatenated");
+  int64_t d = f.resolve_axis(dim, "cat");
+  DType dt = f.dtype();
+  int64_t total = 0;
+  for (auto& t : ts) {
+    TG_CHECK(t.device() == f.device(), TG_ERROR_DEVICE, "cat: tensors are on different devices (" + f.device() + ", " + t.device() + ")");
+    bool same = t.ndim() == f.ndim();
+    for (int64_t i = 0; same && i < f.ndim(); i++) same = i == d || t.shape()[size_t(i)] == f.shape()[size_t(i)];
+    TG_CHECK(same, TG_ERROR_SHAPE, "cat: shapes " + shape_str(f.shape()) + " and " + shape_str(t.shape()) + " differ outside dim " + std::to_string(d));
+    dt = least_upper_dtype(dt, t.dtype());
+    TG_CHECK(!__builtin_add_overflow(total, t.shape()[size_t(d)], &total), TG_ERROR_SHAPE, "cat: the result is too large");
+  }
+  if (ts.size() == 1) return f.cast(dt);
+  std::optional<Tensor> out;
+  int64_t at = 0;
+  for (auto& t : ts) {
+    std::vector<std::pair<int64_t, int64_t>> p(size_t(f.ndim()), {0, 0});
+    int64_t n = t.shape()[size_t(d)];
+    p[size_t(d)] = {at, total - at - n};
+    at += n;
+    Tensor piece = t.cast(dt).pad(p);
+    out = !out ? piece : dtypes::is_bool(dt) ? out->bitwise_or(piece) : out->add(piece);
+  }
+  return *out;
+}
+Tensor Tensor::stack(const std::vector<Tensor>& ts, int64_t dim) {
+  TG_CHECK(!ts.empty(), TG_ERROR_INVALID_ARGUMENT, "stack: no tensors");
+  for (auto& t : ts)
+    TG_CHECK(t.shape() == ts[0].shape(), TG_ERROR_SHAPE, "stack: shapes " + shape_str(ts[0].shape()) + " and " + shape_str(t.shape()) + " differ");
+  std::vector<Tensor> us;
+  for (auto& t : ts) us.push_back(t.unsqueeze(dim));
+  return cat(us, dim < 0 ? dim + ts[0].ndim() + 1 : dim);
+}
+// keep [i, j] where j - i >= k (triu) or j - i <= k (tril), over the last two dims
+static Tensor triangle(const Tensor& t, int64_t k, bool upper, const char* what) {
+  TG_CHECK(t.ndim() >= 2, TG_ERROR_SHAPE, std::string(what) + ": needs at least 2 dims, got shape " + shape_str(t.shape()));
+  int64_t r = t.shape()[t.shape().size() - 2], c = t.shape().back();
+  Tensor i = Tensor::arange(0, double(r), 1, dtypes::int64, t.device()).reshape({r, 1});
+  Tensor j = Tensor::arange(0, double(c), 1, dtypes::int64, t.device()).reshape({1, c});
+  Tensor diff = j.sub(i).sub(Tensor(UOp::const_int(dtypes::int64, k), t.device()));  // j - i - k
+  Tensor zero = Tensor(UOp::const_int(dtypes::int64, 0), t.device());
+  Tensor keep = upper ? diff.ge(zero) : diff.le(zero);
+  return keep.expand(t.shape()).where(t, t.full_like(0));
+}
+Tensor Tensor::tril(int64_t k) const { return triangle(*this, k, false, "tril"); }
+Tensor Tensor::triu(int64_t k) const { return triangle(*this, k, true, "triu"); }
+
+Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, PadMode mode, double value) const {
+  if (mode == PadMode::Constant) return pad(pads, value);
+  const char* what = mode == PadMode::Reflect ? "pad(reflect)" : mode == PadMode::Replicate ? "pad(replicate)" : "pad(circular)";
+  TG_CHECK(int64_t(pads.size()) == ndim(), TG_ERROR_SHAPE, strformat("%s: %zu pairs given for shape %s", what, pads.size(), shape_str(shape()).c_str()));
+  Tensor x = *this;
+  for (size_t d = 0; d < pads.size(); d++) {
+    auto [b, a] = pads[d];
+    if (!b && !a) continue;
+    int64_t n = x.shape()[d];
+    TG_CHECK(b >= 0 && a >= 0, TG_ERROR_SHAPE, std::string(what) + ": padding must be >= 0");
+    TG_CHECK(mode == PadMode::Replicate ? n > 0 : mode == PadMode::Reflect ? b < n && a < n : b <= n && a <= n, TG_ERROR_SHAPE,
+             strformat("%s: padding (%lld,%lld) is too large for dim %zu of size %lld", what, (long long)b, (long long)a, d, (long long)n));
+    auto slice = [&](int64_t s, int64_t e) {
+      std::vector<std::pair<int64_t, int64_t>> bounds;
+      for (int64_t i = 0; i < x.ndim(); i++) bounds.emplace_back(0, x.shape()[size_t(i)]);
+      bounds[d] = {s, e};
+      return x.shrink(bounds);
+    };
+    auto along = [&](const Tensor& t, int64_t len) {  // a size-1 slice repeated len times along d
+      Shape s = t.shape();
+      s[d] = len;
+      return t.expand(s);
+    };
+    std::vector<Tensor> parts;
+    if (b) parts.push_back(mode == PadMode::Reflect ? slice(1, b + 1).flip({int64_t(d)}) : mode == PadMode::Replicate ? along(slice(0, 1), b) : slice(n - b, n));
+    parts.push_back(x);
+    if (a) parts.push_back(mode == PadMode::Reflect ? slice(n - 1 - a, n - 1).flip({int64_t(d)}) : mode == PadMode::Replicate ? along(slice(n - 1, n), a) : slice(0, a));
+    x = Tensor::cat(parts, int64_t(d));
+  }
+  return x;
+}
+
+}  // namespace tg
