@@ -196,3 +196,58 @@ TEST(KernelCount, ContiguousOfContiguousIsOneKernel) {
 }
 
 }  // namespace
+
+namespace {
+
+// tinygrad's counts on the same graphs, equal or fewer: log_softmax <= 3, std <= 2, cumsum <= 3, and the forward and
+// backward of an MLP layer with its gradients realized together
+TEST(KernelCount, LogSoftmaxStdCumsum) {
+  auto xv = randf(8 * 32, 5);
+  Tensor x = tf(xv, {8, 32});
+  Tensor ls = x.log_softmax(-1);
+  EXPECT_LE(kernels_to_realize(ls), 3u);
+  Tensor sd = tf(xv, {8, 32}).std({1});
+  EXPECT_LE(kernels_to_realize(sd), 2u);
+  Tensor cs = tf(xv, {8, 32}).cumsum(1);
+  EXPECT_LE(kernels_to_realize(cs), 3u);
+  std::vector<double> want_sd, want_cs;
+  for (int r = 0; r < 8; r++) {
+    double m = 0, v = 0, c = 0;
+    for (int i = 0; i < 32; i++) m += xv[size_t(r * 32 + i)] / 32.0;
+    for (int i = 0; i < 32; i++) v += (xv[size_t(r * 32 + i)] - m) * (xv[size_t(r * 32 + i)] - m) / 31.0;
+    for (int i = 0; i < 32; i++) want_cs.push_back(c += xv[size_t(r * 32 + i)]);
+    want_sd.push_back(std::sqrt(v));
+  }
+  expect_near_all(read(sd), want_sd, 1e-5, 1e-5);
+  expect_near_all(read(cs), want_cs, 1e-5, 1e-5);
+}
+
+TEST(KernelCount, RandOfAMillionIsOneKernel) {
+  Tensor::manual_seed(3);
+  Tensor r = Tensor::rand({1 << 20}, dt::float32, "CPU");
+  EXPECT_EQ(kernels_to_realize(r), 1u);
+}
+
+TEST(KernelCount, LinearReluBackwardRealizedTogether) {
+  auto xv = randf(64 * 32, 6), wv = randf(32 * 16, 7);
+  Tensor x = tf(xv, {64, 32}), w = tf(wv, {32, 16});
+  w.requires_grad_();
+  Tensor loss = x.matmul(w).relu().sum();
+  loss.backward();
+  Tensor g = *w.grad();
+  tg_counters_reset();
+  Tensor::realize_all({&loss, &g});
+  EXPECT_LE(counters().kernel_count, 3u);
+  // d sum(relu(x w)) / d w = x^T (x w > 0)
+  std::vector<double> want(32 * 16, 0.0);
+  for (int b = 0; b < 64; b++)
+    for (int o = 0; o < 16; o++) {
+      double z = 0;
+      for (int i = 0; i < 32; i++) z += double(xv[size_t(b * 32 + i)]) * wv[size_t(i * 16 + o)];
+      if (z > 0)
+        for (int i = 0; i < 32; i++) want[size_t(i * 16 + o)] += xv[size_t(b * 32 + i)];
+    }
+  expect_near_all(read(g), want, 1e-4, 1e-4);
+}
+
+}  // namespace
