@@ -328,6 +328,43 @@ TG_API tg_tensor* tg_tensor_pad_mode(tg_tensor* t, const int64_t* pads, size_t n
 /* Matrix product with numpy's rules for 1-D and batched operands. */
 TG_API tg_tensor* tg_tensor_matmul(tg_tensor* a, tg_tensor* b);
 
+/* ---- tensors: nn functional ------------------------------------------------------------------------------------ */
+/* tinygrad's Tensor methods of the same names. Optional tensors (bias, weight, mask) may be NULL. `reduction` is 0
+ * none, 1 mean, 2 sum. */
+/* x @ weight + bias with weight (in, out), as Tensor.linear (nn.Linear keeps (out, in) and passes its transpose). */
+TG_API tg_tensor* tg_tensor_linear(tg_tensor* x, tg_tensor* weight, tg_tensor* bias);
+/* Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding, plus bias (Cout). */
+TG_API tg_tensor* tg_tensor_conv2d(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, int64_t stride_h, int64_t stride_w,
+                                   int64_t dilation_h, int64_t dilation_w, int64_t pad_h, int64_t pad_w);
+/* Max / average over kernel windows of the last two dims; padding is -inf / 0 (count_include_pad counts it in the mean). */
+TG_API tg_tensor* tg_tensor_max_pool2d(tg_tensor* t, int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t dilation_h,
+                                       int64_t dilation_w, int64_t pad_h, int64_t pad_w);
+TG_API tg_tensor* tg_tensor_avg_pool2d(tg_tensor* t, int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                       int64_t pad_w, int count_include_pad);
+/* (x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part. */
+TG_API tg_tensor* tg_tensor_layernorm(tg_tensor* t, const int64_t* axes, size_t naxes, double eps);
+/* (x - mean) * weight * invstd + bias, the per-channel tensors broadcast along dim 1. */
+TG_API tg_tensor* tg_tensor_batchnorm(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, tg_tensor* mean, tg_tensor* invstd);
+/* Zeroes each element with probability p and scales the rest by 1/(1-p) (call it in training only). */
+TG_API tg_tensor* tg_tensor_dropout(tg_tensor* t, double p);
+/* softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps where true; is_causal masks the upper triangle. */
+TG_API tg_tensor* tg_tensor_scaled_dot_product_attention(tg_tensor* q, tg_tensor* k, tg_tensor* v, tg_tensor* mask, int is_causal);
+/* TG_INT32 one-hot along a new last dim. */
+TG_API tg_tensor* tg_tensor_one_hot(tg_tensor* t, int64_t num_classes);
+/* Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
+ * sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to ignore_index;
+ * nll_loss takes log-probabilities (N, C, ...) and class indices. */
+TG_API tg_tensor* tg_tensor_cross_entropy(tg_tensor* logits, tg_tensor* target, double label_smoothing, int reduction);
+TG_API tg_tensor* tg_tensor_sparse_categorical_crossentropy(tg_tensor* logits, tg_tensor* labels, int64_t ignore_index, double label_smoothing,
+                                                            int reduction);
+TG_API tg_tensor* tg_tensor_nll_loss(tg_tensor* logprobs, tg_tensor* target, int reduction);
+TG_API tg_tensor* tg_tensor_binary_crossentropy(tg_tensor* p, tg_tensor* y, int reduction);
+TG_API tg_tensor* tg_tensor_binary_crossentropy_logits(tg_tensor* x, tg_tensor* y, int reduction);
+/* out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank). */
+TG_API tg_tensor* tg_tensor_gather(tg_tensor* t, int64_t dim, tg_tensor* index);
+/* t takes value's contents (same shape; cast to t's dtype). Tensors made from t before keep the old contents. */
+TG_API tg_status tg_tensor_assign(tg_tensor* t, tg_tensor* value);
+
 /* ---- tensors: random numbers ------------------------------------------------------------------------------------- */
 /* Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random tensors
  * were made since, so a program gives the same numbers on every run; they are generated inside the kernels that use

@@ -251,3 +251,95 @@ TEST(KernelCount, LinearReluBackwardRealizedTogether) {
 }
 
 }  // namespace
+
+namespace {
+
+// a direct 3x3 convolution (stride 1, padding 1) with bias and relu, in double
+std::vector<double> conv_ref(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b, int N, int C, int H, int W, int O) {
+  std::vector<double> out;
+  for (int n = 0; n < N; n++)
+    for (int o = 0; o < O; o++)
+      for (int y = 0; y < H; y++)
+        for (int xx = 0; xx < W; xx++) {
+          double acc = b[size_t(o)];
+          for (int c = 0; c < C; c++)
+            for (int ky = 0; ky < 3; ky++)
+              for (int kx = 0; kx < 3; kx++) {
+                int iy = y + ky - 1, ix = xx + kx - 1;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                acc += double(x[size_t(((n * C + c) * H + iy) * W + ix)]) * w[size_t(((o * C + c) * 3 + ky) * 3 + kx)];
+              }
+          out.push_back(std::max(acc, 0.0));
+        }
+  return out;
+}
+
+TEST(KernelCount, Conv2dBiasReluIsOneKernel) {
+  const int N = 2, C = 3, H = 8, W = 7, O = 4;
+  auto xv = randf(N * C * H * W, 11), wv = randf(O * C * 9, 12), bv = randf(O, 13);
+  Tensor y = tf(xv, {N, C, H, W}).conv2d(tf(wv, {O, C, 3, 3}), tf(bv, {O}), 1, {1}, {1}, {1}).relu();
+  EXPECT_EQ(kernels_to_realize(y), 1u);
+  expect_near_all(read(y), conv_ref(xv, wv, bv, N, C, H, W, O), 1e-4, 1e-4);
+}
+
+TEST(KernelCount, MaxPool2dIsOneKernel) {
+  auto xv = randf(2 * 3 * 8 * 8, 14);
+  Tensor y = tf(xv, {2, 3, 8, 8}).max_pool2d({2, 2});
+  EXPECT_EQ(kernels_to_realize(y), 1u);
+  std::vector<double> want;
+  for (int p = 0; p < 6; p++)
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++) {
+        double m = -INFINITY;
+        for (int a = 0; a < 2; a++)
+          for (int b = 0; b < 2; b++) m = std::max(m, double(xv[size_t(p * 64 + (2 * i + a) * 8 + 2 * j + b)]));
+        want.push_back(m);
+      }
+  expect_near_all(read(y), want);
+}
+
+TEST(KernelCount, LayernormCrossEntropyAttention) {
+  auto xv = randf(16 * 32, 15);
+  Tensor ln = tf(xv, {16, 32}).layernorm();
+  EXPECT_LE(kernels_to_realize(ln), 3u);
+  std::vector<int32_t> labels(16);
+  for (int i = 0; i < 16; i++) labels[size_t(i)] = (i * 7) % 10;
+  Tensor y = Tensor::from_data(labels.data(), labels.size() * 4, dt::int32, {16}, "CPU");
+  Tensor ce = tf(randf(16 * 10, 16), {16, 10}).cross_entropy(y);
+  EXPECT_LE(kernels_to_realize(ce), 4u);
+  auto q = randf(2 * 8 * 16, 17), k = randf(2 * 8 * 16, 18), v = randf(2 * 8 * 16, 19);
+  Tensor att = tf(q, {2, 8, 16}).scaled_dot_product_attention(tf(k, {2, 8, 16}), tf(v, {2, 8, 16}), std::nullopt, true);
+  EXPECT_LE(kernels_to_realize(att), 4u);
+  // causal attention reference for batch 0, row 3
+  std::vector<float> got = read(att);
+  for (int d = 0; d < 16; d++) {
+    double w[8], m = -INFINITY, s = 0, o = 0;
+    for (int j = 0; j <= 3; j++) {
+      w[j] = 0;
+      for (int e = 0; e < 16; e++) w[j] += double(q[size_t(3 * 16 + e)]) * k[size_t(j * 16 + e)];
+      w[j] /= 4.0, m = std::max(m, w[j]);
+    }
+    for (int j = 0; j <= 3; j++) s += std::exp(w[j] - m);
+    for (int j = 0; j <= 3; j++) o += std::exp(w[j] - m) / s * v[size_t(j * 16 + d)];
+    EXPECT_NEAR(got[size_t(3 * 16 + d)], o, 1e-5);
+  }
+}
+
+// tinygrad 0.13 runs 12 kernels for this step: the loss and all four gradients realized together
+TEST(KernelCount, MlpForwardBackwardAtMostTwelve) {
+  Tensor::manual_seed(5);
+  Tensor w1 = Tensor::uniform({784, 128}, -0.05, 0.05, dt::float32, "CPU"), b1 = Tensor::full({128}, 0, dt::float32, "CPU");
+  Tensor w2 = Tensor::uniform({128, 10}, -0.05, 0.05, dt::float32, "CPU"), b2 = Tensor::full({10}, 0, dt::float32, "CPU");
+  Tensor::realize_all({&w1, &b1, &w2, &b2});
+  for (Tensor* p : {&w1, &b1, &w2, &b2}) p->requires_grad_();
+  Tensor x = Tensor::rand({64, 784}, dt::float32, "CPU").realize();
+  Tensor y = Tensor::randint({64}, 0, 10, dt::int32, "CPU").realize();
+  Tensor loss = x.linear(w1, b1).relu().linear(w2, b2).sparse_categorical_crossentropy(y);
+  loss.backward();
+  Tensor g1 = *w1.grad(), g2 = *b1.grad(), g3 = *w2.grad(), g4 = *b2.grad();
+  tg_counters_reset();
+  Tensor::realize_all({&loss, &g1, &g2, &g3, &g4});
+  EXPECT_LE(counters().kernel_count, 12u);
+}
+
+}  // namespace

@@ -37,6 +37,11 @@ std::vector<std::pair<int64_t, int64_t>> pairs(const int64_t* p, size_t n, const
   for (size_t i = 0; i < n; i++) out.emplace_back(v[2 * i], v[2 * i + 1]);
   return out;
 }
+// an optional tensor argument: NULL means none, anything else must be a live handle
+std::optional<Tensor> opt(const tg_tensor* h, const char* fn, const char* arg) {
+  if (!h) return std::nullopt;
+  return get(h, fn, arg);
+}
 std::vector<Tensor> tensors(tg_tensor* const* ts, size_t n, const char* fn) {
   TG_ARG(ts || n == 0, std::string(fn) + ": tensors is NULL with a nonzero count");
   TG_ARG(n <= (size_t(1) << 20), strformat("%s: %zu tensors is too many", fn, n));
@@ -244,6 +249,42 @@ TG_T(pad_mode(tg_tensor* t, const int64_t* pads, size_t npairs, int mode, double
   TG_ARG(mode >= 0 && mode <= 3, strformat("pad_mode: unknown mode %d (0 constant, 1 reflect, 2 replicate, 3 circular)", mode));
   return wrap(get(t, "pad_mode").pad(pairs(pads, npairs, "pad_mode"), Tensor::PadMode(mode), value));
 })
+
+TG_T(linear(tg_tensor* x, tg_tensor* w, tg_tensor* b), return wrap(get(x, "linear", "x").linear(get(w, "linear", "weight"), opt(b, "linear", "bias")));)
+TG_T(conv2d(tg_tensor* x, tg_tensor* w, tg_tensor* b, int64_t groups, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t ph, int64_t pw),
+     return wrap(get(x, "conv2d", "x").conv2d(get(w, "conv2d", "weight"), opt(b, "conv2d", "bias"), groups, {sh, sw}, {dh, dw}, {ph, pw}));)
+TG_T(max_pool2d(tg_tensor* t, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t ph, int64_t pw),
+     return wrap(get(t, "max_pool2d").max_pool2d({kh, kw}, {sh, sw}, {dh, dw}, {ph, pw}));)
+TG_T(avg_pool2d(tg_tensor* t, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int count_include_pad),
+     return wrap(get(t, "avg_pool2d").avg_pool2d({kh, kw}, {sh, sw}, {ph, pw}, count_include_pad != 0));)
+TG_T(layernorm(tg_tensor* t, const int64_t* axes, size_t naxes, double eps), {
+  auto ax = ints(axes, naxes, "layernorm", "axes");
+  return wrap(get(t, "layernorm").layernorm(ax.empty() ? std::vector<int64_t>{-1} : ax, eps));
+})
+TG_T(batchnorm(tg_tensor* x, tg_tensor* w, tg_tensor* b, tg_tensor* mean, tg_tensor* invstd),
+     return wrap(get(x, "batchnorm", "x").batchnorm(opt(w, "batchnorm", "weight"), opt(b, "batchnorm", "bias"), get(mean, "batchnorm", "mean"),
+                                                    get(invstd, "batchnorm", "invstd")));)
+TG_T(dropout(tg_tensor* t, double p), return wrap(get(t, "dropout").dropout(p));)
+TG_T(scaled_dot_product_attention(tg_tensor* q, tg_tensor* k, tg_tensor* v, tg_tensor* mask, int is_causal),
+     return wrap(get(q, "scaled_dot_product_attention", "q").scaled_dot_product_attention(get(k, "scaled_dot_product_attention", "k"),
+                                                                                          get(v, "scaled_dot_product_attention", "v"),
+                                                                                          opt(mask, "scaled_dot_product_attention", "mask"), is_causal != 0));)
+TG_T(one_hot(tg_tensor* t, int64_t n), return wrap(get(t, "one_hot").one_hot(n));)
+TG_T(cross_entropy(tg_tensor* x, tg_tensor* y, double ls, int red),
+     return wrap(get(x, "cross_entropy", "logits").cross_entropy(get(y, "cross_entropy", "target"), ls, red));)
+TG_T(sparse_categorical_crossentropy(tg_tensor* x, tg_tensor* y, int64_t ignore, double ls, int red),
+     return wrap(get(x, "sparse_categorical_crossentropy", "logits").sparse_categorical_crossentropy(get(y, "sparse_categorical_crossentropy", "labels"), ignore, ls, red));)
+TG_T(nll_loss(tg_tensor* x, tg_tensor* y, int red), return wrap(get(x, "nll_loss", "logprobs").nll_loss(get(y, "nll_loss", "target"), red));)
+TG_T(binary_crossentropy(tg_tensor* x, tg_tensor* y, int red), return wrap(get(x, "binary_crossentropy", "p").binary_crossentropy(get(y, "binary_crossentropy", "y"), red));)
+TG_T(binary_crossentropy_logits(tg_tensor* x, tg_tensor* y, int red),
+     return wrap(get(x, "binary_crossentropy_logits", "x").binary_crossentropy_logits(get(y, "binary_crossentropy_logits", "y"), red));)
+TG_T(gather(tg_tensor* t, int64_t dim, tg_tensor* idx), return wrap(get(t, "gather").gather(dim, get(idx, "gather", "index")));)
+tg_status tg_tensor_assign(tg_tensor* t, tg_tensor* v) {
+  return api::call([&] {
+    Tensor& x = get(t, "assign");
+    x.assign(get(v, "assign", "value"));
+  });
+}
 
 void tg_manual_seed(uint64_t seed) { Tensor::manual_seed(seed); }
 TG_T(rand(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),

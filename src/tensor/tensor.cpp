@@ -270,13 +270,13 @@ Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
 }
 Tensor Tensor::softmax(int64_t axis) const {
   Tensor x = cast(least_upper_float(dtype()));
-  Tensor m = x.sub(x.max({axis}, true));
+  Tensor m = x.sub(x.max({axis}, true).detach());  // shift-invariant: the max needs no gradient
   Tensor e = m.exp();
   return e.div(e.sum({axis}, true));
 }
 Tensor Tensor::log_softmax(int64_t axis) const {
   Tensor x = cast(least_upper_float(dtype()));
-  Tensor m = x.sub(x.max({axis}, true));
+  Tensor m = x.sub(x.max({axis}, true).detach());  // shift-invariant: the max needs no gradient
   return m.sub(m.exp().sum({axis}, true).log());
 }
 

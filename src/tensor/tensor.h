@@ -195,6 +195,25 @@ class Tensor {
   Tensor contiguous_backward() const;
 
   Tensor matmul(const Tensor& o) const;
+
+  // nn functional (nn.cpp); reduction: 0 none, 1 mean, 2 sum
+  Tensor linear(const Tensor& w, const std::optional<Tensor>& b) const;  // w is (in, out), as tinygrad's
+  Tensor pool(const Shape& k, const Shape& stride, const Shape& dilation) const;  // (..., i...) -> (..., o..., k...)
+  Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding) const;
+  Tensor max_pool2d(Shape k, Shape stride = {}, Shape dilation = {}, Shape padding = {}) const;
+  Tensor avg_pool2d(Shape k, Shape stride = {}, Shape padding = {}, bool count_include_pad = true) const;
+  Tensor layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const;
+  Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean, const Tensor& invstd) const;
+  Tensor dropout(double p) const;
+  Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value, const std::optional<Tensor>& mask, bool is_causal) const;
+  Tensor one_hot(int64_t num_classes) const;
+  Tensor cross_entropy(const Tensor& y, double label_smoothing = 0, int reduction = 1) const;
+  Tensor sparse_categorical_crossentropy(const Tensor& y, int64_t ignore_index = -1, double label_smoothing = 0, int reduction = 1) const;
+  Tensor nll_loss(const Tensor& y, int reduction = 1) const;
+  Tensor binary_crossentropy(const Tensor& y, int reduction = 1) const;
+  Tensor binary_crossentropy_logits(const Tensor& y, int reduction = 1) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor& assign(const Tensor& value);
   Tensor contiguous() const;
   Tensor detach() const;
 

@@ -60,17 +60,20 @@ def helper_test_op(shapes, torch_fxn, tiny_fxn=None, atol=1e-6, rtol=1e-3, grad_
   tt = [Tensor(a, requires_grad=grad) if grad else Tensor(a) for a in arrays]
   out_t, out_g = _tup(torch_fxn(*ts)), _tup(tiny_fxn(*tt))
   assert len(out_t) == len(out_g), f"{len(out_g)} outputs, want {len(out_t)}"
+  if grad:
+    # the loss is built and backward() runs before the outputs are read, so these gradients don't depend on
+    # backward-after-realize, which test_backward_after_realize checks on its own
+    loss_t, loss_g = 0, None
+    for o_t, o_g in zip(out_t, out_g):
+      if not o_t.dtype.is_floating_point: continue
+      if weighted:
+        w = rng.uniform(0.5, 1.5, size=tuple(o_t.shape)).astype(np.float32)
+        o_t, o_g = o_t * torch.tensor(w), o_g * Tensor(w)
+      loss_t, loss_g = loss_t + o_t.sum(), o_g.sum() if loss_g is None else loss_g + o_g.sum()
+    loss_t.backward()
+    assert loss_g.backward() is loss_g
   for i, (o_t, o_g) in enumerate(zip(out_t, out_g)): _compare(o_g, o_t, atol, rtol, f"forward output {i}")
   if not grad: return
-  loss_t, loss_g = 0, None
-  for o_t, o_g in zip(out_t, out_g):
-    if not o_t.dtype.is_floating_point: continue
-    if weighted:
-      w = rng.uniform(0.5, 1.5, size=tuple(o_t.shape)).astype(np.float32)
-      o_t, o_g = o_t * torch.tensor(w), o_g * Tensor(w)
-    loss_t, loss_g = loss_t + o_t.sum(), o_g.sum() if loss_g is None else loss_g + o_g.sum()
-  loss_t.backward()
-  assert loss_g.backward() is loss_g
   for i, (x_t, x_g) in enumerate(zip(ts, tt)):
     got = x_g.grad
     if x_t.grad is None and got is None: continue  # torch has none either (the input only reaches the loss through a comparison)
@@ -717,6 +720,20 @@ def test_grad_none_until_backward():
   out = (x * x).sum()
   assert out.backward() is out
   np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+
+
+@pytest.mark.parametrize("op", ["neg", "exp", "matmul"])
+def test_backward_after_realize(op):
+  # torch and tinygrad both allow reading the output before calling backward on a loss built from it
+  a = _rng().uniform(-1, 1, size=(3, 3)).astype(np.float32)
+  fn = {"neg": lambda x: -x, "exp": lambda x: x.exp(), "matmul": lambda x: x @ x}[op]
+  x, xt = Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+  out, out_t = fn(x), fn(xt)
+  _compare(out, out_t, 1e-6, 1e-5)  # realizes out
+  out.sum().backward()
+  out_t.sum().backward()
+  assert x.grad is not None, "no gradient after the output was realized"
+  _compare(x.grad, xt.grad, 1e-5, 1e-4, "gradient")
 
 
 def test_no_grad_without_flag():

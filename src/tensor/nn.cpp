@@ -1,0 +1,277 @@
+// nn functional ops, as tinygrad's Tensor methods: linear layers, convolution and pooling through _pool (sliding
+// windows made of movement ops only, so a convolution is one fused multiply-reduce), normalization, attention, losses.
+#include <cmath>
+#include <numeric>
+
+#include "tensor/tensor.h"
+
+namespace tg {
+
+namespace {
+int64_t ceildiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }  // a >= 0, b > 0, no overflow
+// a*b+c, or TG_ERROR_SHAPE naming `what` when it doesn't fit int64 (kernel and stride sizes come from callers)
+int64_t checked(int64_t a, int64_t b, int64_t c, const char* what) {
+  int64_t r;
+  TG_CHECK(!__builtin_mul_overflow(a, b, &r) && !__builtin_add_overflow(r, c, &r), TG_ERROR_SHAPE, std::string(what) + ": sizes overflow int64");
+  return r;
+}
+using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+Pairs whole(const Tensor& t) {
+  Pairs p;
+  for (auto d : t.shape()) p.emplace_back(0, d);
+  return p;
+}
+}  // namespace
+
+Tensor Tensor::linear(const Tensor& w, const std::optional<Tensor>& b) const {
+  Tensor x = w.ndim() == 1 ? mul(w) : matmul(w);
+  return b ? x.add(*b) : x;
+}
+
+// Sliding windows over the last k.size() dims: (..., i...) -> (..., o..., k...), with o = ceil((i - d*(k-1)) / s).
+// Each window is a view: repeat the input, then reshape and shrink so that consecutive windows start s apart.
+Tensor Tensor::pool(const Shape& k, const Shape& s, const Shape& d) const {
+  size_t nk = k.size(), lead = size_t(ndim()) - nk;
+  TG_CHECK(size_t(ndim()) >= nk, TG_ERROR_SHAPE, "pool: can't pool shape " + shape_str(shape()) + " with a kernel of " + std::to_string(nk) + " dims");
+  Shape i(shape().end() - long(nk), shape().end()), o(nk);
+  for (size_t j = 0; j < nk; j++) {
+    TG_CHECK(k[j] > 0 && s[j] > 0 && d[j] > 0, TG_ERROR_INVALID_ARGUMENT, "pool: kernel, stride and dilation must be positive");
+    TG_CHECK(checked(d[j], k[j] - 1, 1, "pool") <= i[j], TG_ERROR_SHAPE,
+             strformat("pool: kernel %lld (dilation %lld) is larger than the input's size %lld", (long long)k[j], (long long)d[j], (long long)i[j]));
+    o[j] = ceildiv(i[j] - d[j] * (k[j] - 1), s[j]);
+  }
+  Shape noop(shape().begin(), shape().begin() + long(lead));
+  auto with = [&](const Shape& tail) {
+    Shape r = noop;
+    r.insert(r.end(), tail.begin(), tail.end());
+    return r;
+  };
+  auto bounds = [&](const Pairs& tail) {
+    Pairs r;
+    for (auto x : noop) r.emplace_back(0, x);
+    r.insert(r.end(), tail.begin(), tail.end());
+    return r;
+  };
+  // f doubles the input where the last window would overrun it, so the stride shrink below always fits
+  Shape f(nk), rep, kx, xs, shr;
+  for (size_t j = 0; j < nk; j++) f[j] = 1 + (checked(o[j], s[j], 0, "pool") > i[j] - d[j] * (k[j] - 1) ? 1 : 0);
+  for (size_t j = 0; j < nk; j++) rep.push_back(ceildiv(checked(k[j], checked(i[j], f[j], d[j], "pool"), 0, "pool"), i[j]));
+  Shape reps(lead, 1);
+  reps.insert(reps.end(), rep.begin(), rep.end());
+  Tensor x = repeat(reps);
+  Pairs b1, b2, b3;
+  Shape r1, r2, r3;
+  for (size_t j = 0; j < nk; j++) {
+    int64_t w = i[j] * f[j] + d[j];
+    b1.emplace_back(0, k[j] * w), r1.push_back(k[j]), r1.push_back(w);
+    b2.emplace_back(0, k[j]), b2.emplace_back(0, o[j] * s[j]), r2.push_back(k[j]), r2.push_back(o[j]), r2.push_back(s[j]);
+    b3.emplace_back(0, k[j]), b3.emplace_back(0, o[j]), b3.emplace_back(0, 1), r3.push_back(k[j]), r3.push_back(o[j]);
+  }
+  x = x.shrink(bounds(b1)).reshape(with(r1));  // dilation: rows of k windows, each w apart
+  x = x.shrink(bounds(b2)).reshape(with(r2));  // stride
+  x = x.shrink(bounds(b3)).reshape(with(r3));
+  std::vector<int64_t> perm(lead);
+  std::iota(perm.begin(), perm.end(), 0);
+  for (size_t j = 0; j < nk; j++) perm.push_back(int64_t(lead + 2 * j + 1));
+  for (size_t j = 0; j < nk; j++) perm.push_back(int64_t(lead + 2 * j));
+  return x.permute(perm);
+}
+
+Tensor Tensor::conv2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding) const {
+  TG_CHECK(ndim() >= 3 && w.ndim() == ndim(), TG_ERROR_SHAPE, "conv2d: input " + shape_str(shape()) + " and weight " + shape_str(w.shape()) + " need the same rank >= 3");
+  size_t nsp = size_t(w.ndim()) - 2;
+  auto expand_arg = [&](Shape v, const char* what) {
+    if (v.size() == 1) v.assign(nsp, v[0]);
+    TG_CHECK(v.size() == nsp, TG_ERROR_SHAPE, strformat("conv2d: %s has %zu values for %zu spatial dims", what, v.size(), nsp));
+    return v;
+  };
+  stride = expand_arg(stride, "stride"), dilation = expand_arg(dilation, "dilation"), padding = expand_arg(padding, "padding");
+  int64_t bs = shape()[0], cin_ = shape()[1], cout = w.shape()[0], cin = w.shape()[1];
+  int64_t gc;
+  TG_CHECK(groups > 0 && cout % groups == 0 && !__builtin_mul_overflow(groups, cin, &gc) && gc == cin_, TG_ERROR_SHAPE,
+           strformat("conv2d: input channels %lld don't match weight %s with %lld groups", (long long)cin_, shape_str(w.shape()).c_str(), (long long)groups));
+  Shape hw(w.shape().begin() + 2, w.shape().end());
+  Pairs pads{{0, 0}, {0, 0}};
+  for (auto p : padding) {
+    TG_CHECK(p >= 0, TG_ERROR_SHAPE, "conv2d: negative padding");
+    pads.emplace_back(p, p);
+  }
+  Tensor x = pad(pads).pool(hw, stride, dilation);  // (bs, cin_, o..., k...)
+  Shape oyx(x.shape().begin() + 2, x.shape().begin() + 2 + long(nsp));
+  int64_t rcout = cout / groups;
+  Shape s1{bs, groups, cin, 1}, s2{bs, groups, cin, rcout};
+  s1.insert(s1.end(), oyx.begin(), oyx.end()), s1.insert(s1.end(), hw.begin(), hw.end());
+  s2.insert(s2.end(), oyx.begin(), oyx.end()), s2.insert(s2.end(), hw.begin(), hw.end());
+  std::vector<int64_t> perm{0, 1, 3};
+  for (size_t j = 0; j < nsp; j++) perm.push_back(int64_t(4 + j));
+  perm.push_back(2);
+  for (size_t j = 0; j < nsp; j++) perm.push_back(int64_t(4 + nsp + j));
+  x = x.reshape(s1).expand(s2).permute(perm);  // (bs, groups, rcout, o..., cin, k...)
+  Shape ws{1, groups, rcout};
+  ws.insert(ws.end(), nsp, 1), ws.push_back(cin), ws.insert(ws.end(), hw.begin(), hw.end());
+  std::vector<int64_t> axes;
+  for (size_t j = 0; j <= nsp; j++) axes.push_back(-1 - int64_t(j));
+  Shape out{bs, cout};
+  out.insert(out.end(), oyx.begin(), oyx.end());
+  Tensor ret = x.mul(w.reshape(ws)).sum(axes, true).reshape(out);
+  if (!bias) return ret;
+  Shape bsh{1, -1};
+  bsh.insert(bsh.end(), nsp, 1);
+  return ret.add(bias->reshape(bsh));
+}
+
+Tensor Tensor::max_pool2d(Shape k, Shape stride, Shape dilation, Shape padding) const {
+  if (stride.empty()) stride = k;
+  size_t n = k.size();
+  TG_CHECK(n >= 1 && size_t(ndim()) >= n, TG_ERROR_SHAPE, "max_pool2d: kernel of " + std::to_string(n) + " dims for shape " + shape_str(shape()));
+  if (dilation.empty()) dilation.assign(n, 1);
+  if (padding.empty()) padding.assign(n, 0);
+  TG_CHECK(stride.size() == n && dilation.size() == n && padding.size() == n, TG_ERROR_SHAPE, "max_pool2d: kernel, stride, dilation and padding differ in length");
+  Pairs p(size_t(ndim()) - n, {0, 0});
+  for (auto x : padding) p.emplace_back(x, x);
+  std::vector<int64_t> axes;
+  for (size_t j = 0; j < n; j++) axes.push_back(-1 - int64_t(j));
+  double lowest = dtypes::is_float(dtype()) ? -INFINITY : dtypes::min(dtype());
+  return pad(p, lowest).pool(k, stride, dilation).max(axes);
+}
+// count_include_pad as torch's default: padded zeros count in the mean
+Tensor Tensor::avg_pool2d(Shape k, Shape stride, Shape padding, bool count_include_pad) const {
+  if (stride.empty()) stride = k;
+  size_t n = k.size();
+  TG_CHECK(n >= 1 && size_t(ndim()) >= n, TG_ERROR_SHAPE, "avg_pool2d: kernel of " + std::to_string(n) + " dims for shape " + shape_str(shape()));
+  if (padding.empty()) padding.assign(n, 0);
+  TG_CHECK(stride.size() == n && padding.size() == n, TG_ERROR_SHAPE, "avg_pool2d: kernel, stride and padding differ in length");
+  Pairs p(size_t(ndim()) - n, {0, 0});
+  for (auto x : padding) p.emplace_back(x, x);
+  std::vector<int64_t> axes;
+  for (size_t j = 0; j < n; j++) axes.push_back(-1 - int64_t(j));
+  Shape ones(n, 1);
+  Tensor x = cast(least_upper_float(dtype()));
+  if (count_include_pad) return x.pad(p).pool(k, stride, ones).mean(axes);
+  Tensor num = x.pad(p).pool(k, stride, ones).sum(axes), cnt = x.full_like(1).pad(p).pool(k, stride, ones).sum(axes);
+  return num.div(cnt);
+}
+
+Tensor Tensor::layernorm(std::vector<int64_t> axes, double eps) const {
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor y = x.sub(x.mean(axes, true));
+  return y.mul(y.square().mean(axes, true).add(y.scalar_like(eps)).rsqrt());
+}
+// (x - mean) * weight * invstd + bias, the per-channel tensors broadcast along dim 1
+Tensor Tensor::batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean, const Tensor& invstd) const {
+  TG_CHECK(ndim() >= 2, TG_ERROR_SHAPE, "batchnorm: needs at least 2 dims, got shape " + shape_str(shape()));
+  Shape s{1, -1};
+  s.insert(s.end(), size_t(ndim()) - 2, 1);
+  Tensor x = sub(mean.reshape(s));
+  if (weight) x = x.mul(weight->reshape(s));
+  x = x.mul(invstd.ndim() == 1 ? invstd.reshape(s) : invstd);
+  return bias ? x.add(bias->reshape(s)) : x;
+}
+Tensor Tensor::dropout(double p) const {
+  TG_CHECK(p >= 0 && p <= 1, TG_ERROR_INVALID_ARGUMENT, strformat("dropout: p = %g is not in [0, 1]", p));
+  if (p == 0) return *this;
+  if (p == 1) return full_like(0);
+  Tensor keep = Tensor::rand(shape(), dtypes::float32, device()).ge(Tensor(UOp::const_(dtypes::float32, p), device()));
+  return keep.where(*this, full_like(0)).mul(scalar_like(1.0 / (1.0 - p)));
+}
+Tensor Tensor::scaled_dot_product_attention(const Tensor& key, const Tensor& value, const std::optional<Tensor>& mask, bool is_causal) const {
+  TG_CHECK(ndim() >= 2 && key.ndim() >= 2 && value.ndim() >= 2, TG_ERROR_SHAPE, "scaled_dot_product_attention: query, key and value need at least 2 dims");
+  TG_CHECK(!(mask && is_causal), TG_ERROR_INVALID_ARGUMENT, "scaled_dot_product_attention: a mask and is_causal together");
+  Tensor q = cast(least_upper_float(dtype()));
+  Tensor qk = q.matmul(key.transpose(-2, -1)).div(q.scalar_like(std::sqrt(double(key.shape().back()))));
+  std::optional<Tensor> m = mask;
+  if (is_causal) {
+    int64_t t = qk.shape()[qk.shape().size() - 2], s = qk.shape().back();
+    m = Tensor::full({t, s}, 1, dtypes::bool_, device()).tril(0);
+  }
+  if (m) qk = qk.add(dtypes::is_bool(m->dtype()) ? m->where(qk.full_like(0), qk.full_like(-INFINITY)) : *m);
+  return qk.softmax(-1).matmul(value);
+}
+
+static Tensor reduce_loss(const Tensor& t, int reduction, const char* what) {
+  TG_CHECK(reduction >= 0 && reduction <= 2, TG_ERROR_INVALID_ARGUMENT, strformat("%s: unknown reduction %d (0 none, 1 mean, 2 sum)", what, reduction));
+  return reduction == 0 ? t : reduction == 1 ? t.mean() : t.sum();
+}
+// (N, d1, ..., C) -> (N, C, d1, ...): a one-hot's class dim where losses keep it
+static Tensor class_dim_second(const Tensor& t) {
+  std::vector<int64_t> perm{0, t.ndim() - 1};
+  for (int64_t i = 1; i < t.ndim() - 1; i++) perm.push_back(i);
+  return t.permute(perm);
+}
+// one-hot along a new last dim: index == arange(num_classes)
+Tensor Tensor::one_hot(int64_t num_classes) const {
+  TG_CHECK(dtypes::is_int(dtype()), TG_ERROR_DTYPE, "one_hot: needs an int tensor, got " + dtype().name());
+  TG_CHECK(num_classes > 0, TG_ERROR_INVALID_ARGUMENT, "one_hot: num_classes must be positive");
+  Tensor idx = unsqueeze(-1).cast(dtypes::int64);
+  Shape s = idx.shape();
+  s.back() = num_classes;
+  Tensor classes = Tensor::arange(0, double(num_classes), 1, dtypes::int64, device());
+  return idx.expand(s).eq(classes.expand(s)).cast(dtypes::int32);
+}
+Tensor Tensor::cross_entropy(const Tensor& y, double label_smoothing, int reduction) const {
+  TG_CHECK(ndim() >= 2, TG_ERROR_SHAPE, "cross_entropy: logits need a class dim (N, C, ...), got " + shape_str(shape()));
+  int64_t c = shape()[1];
+  Tensor target = y.ndim() < ndim() ? class_dim_second(y.one_hot(c)) : y;  // class indices (N, ...) -> probabilities (N, C, ...)
+  Tensor tf = target.cast(least_upper_float(dtype()));
+  tf = tf.mul(tf.scalar_like(1 - label_smoothing)).add(tf.scalar_like(label_smoothing / double(c)));
+  Tensor ret = log_softmax(1).mul(tf).sum({1}).neg();
+  return reduce_loss(ret, reduction, "cross_entropy");
+}
+Tensor Tensor::sparse_categorical_crossentropy(const Tensor& y, int64_t ignore_index, double label_smoothing, int reduction) const {
+  TG_CHECK(ndim() >= 1 && y.ndim() == ndim() - 1, TG_ERROR_SHAPE,
+           "sparse_categorical_crossentropy: logits " + shape_str(shape()) + " need labels of one dim less, got " + shape_str(y.shape()));
+  Tensor log_probs = log_softmax(-1);
+  Tensor keep = y.ne(Tensor(UOp::const_int(y.dtype(), ignore_index), device()));
+  Tensor yo = y.one_hot(shape().back()).cast(log_probs.dtype()).mul(keep.unsqueeze(-1).cast(log_probs.dtype()));
+  Tensor kf = keep.cast(log_probs.dtype());
+  Tensor smoothing = log_probs.mean({-1}).mul(kf).mul(kf.scalar_like(label_smoothing));
+  Tensor unreduced = log_probs.mul(yo).sum({-1}).mul(kf.scalar_like(1 - label_smoothing)).add(smoothing);
+  if (reduction == 1) return unreduced.sum().div(kf.sum()).neg();
+  return reduce_loss(unreduced.neg(), reduction, "sparse_categorical_crossentropy");
+}
+Tensor Tensor::nll_loss(const Tensor& y, int reduction) const {
+  TG_CHECK(ndim() >= 2, TG_ERROR_SHAPE, "nll_loss: log-probabilities need a class dim (N, C, ...), got " + shape_str(shape()));
+  Tensor target = class_dim_second(y.one_hot(shape()[1]));
+  Tensor ret = mul(target.cast(dtype())).sum({1}).neg();
+  return reduce_loss(ret, reduction, "nll_loss");
+}
+Tensor Tensor::binary_crossentropy(const Tensor& y, int reduction) const {
+  Tensor p = cast(least_upper_float(dtype())), one = p.scalar_like(1);
+  Tensor yf = y.cast(p.dtype());
+  return reduce_loss(yf.neg().mul(p.log()).sub(one.sub(yf).mul(one.sub(p).log())), reduction, "binary_crossentropy");
+}
+// max(x, 0) - y*x + log(1 + exp(-|x|)): stable for large |x|
+Tensor Tensor::binary_crossentropy_logits(const Tensor& y, int reduction) const {
+  Tensor x = cast(least_upper_float(dtype()));
+  Tensor yf = y.cast(x.dtype());
+  return reduce_loss(x.relu().sub(yf.mul(x)).add(x.abs().neg().exp().add(x.scalar_like(1)).log()), reduction, "binary_crossentropy_logits");
+}
+
+// out[..., i, ...] = t[..., index[..., i, ...], ...] along dim: a one-hot of the index reduced against t
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  int64_t d = resolve_axis(dim, "gather");
+  TG_CHECK(index.ndim() == ndim(), TG_ERROR_SHAPE, "gather: index " + shape_str(index.shape()) + " and tensor " + shape_str(shape()) + " differ in rank");
+  TG_CHECK(dtypes::is_int(index.dtype()), TG_ERROR_DTYPE, "gather: index must be an int tensor, got " + index.dtype().name());
+  for (int64_t i = 0; i < ndim(); i++)
+    TG_CHECK(i == d || index.shape()[size_t(i)] <= shape()[size_t(i)], TG_ERROR_SHAPE,
+             "gather: index " + shape_str(index.shape()) + " is larger than tensor " + shape_str(shape()) + " outside dim " + std::to_string(d));
+  int64_t n = shape()[size_t(d)];
+  Pairs b = whole(*this);
+  for (int64_t i = 0; i < ndim(); i++)
+    if (i != d) b[size_t(i)] = {0, index.shape()[size_t(i)]};
+  Tensor x = shrink(b).unsqueeze(-1).transpose(-1, d);  // (..., 1 at d, ..., n)
+  Tensor oh = index.one_hot(n).cast(dtype());           // (..., index size at d, ..., n)
+  Shape s = oh.shape();
+  Tensor picked = x.expand(s).mul(oh);
+  return (dtypes::is_bool(dtype()) ? picked.any({-1}) : picked.sum({-1})).cast(dtype());
+}
+
+// the graph of this tensor becomes value's (cast to its dtype, same shape): every later use sees the new value
+Tensor& Tensor::assign(const Tensor& value) {
+  TG_CHECK(value.shape() == shape(), TG_ERROR_SHAPE, "assign: value of shape " + shape_str(value.shape()) + " for a tensor of shape " + shape_str(shape()));
+  TG_CHECK(value.device() == device(), TG_ERROR_DEVICE, "assign: value is on " + value.device() + ", the tensor on " + device());
+  s_->uop = value.cast(dtype()).uop();
+  return *this;
+}
+
+}  // namespace tg
