@@ -328,6 +328,28 @@ TG_API tg_tensor* tg_tensor_pad_mode(tg_tensor* t, const int64_t* pads, size_t n
 /* Matrix product with numpy's rules for 1-D and batched operands. */
 TG_API tg_tensor* tg_tensor_matmul(tg_tensor* a, tg_tensor* b);
 
+/* ---- tensors: indexing ------------------------------------------------------------------------------------------ */
+/* One entry of a Python-style index, t[1, 2:8:2, None, ..., idx]. The layout is fixed for this major version. */
+typedef enum tg_index_kind {
+  TG_INDEX_INT = 0,      /* `start` is the index (negative counts from the end) */
+  TG_INDEX_SLICE = 1,    /* start:stop:step, each used only when its has_* flag is set (Python's None otherwise) */
+  TG_INDEX_NEWAXIS = 2,  /* None: a new size-1 dim */
+  TG_INDEX_ELLIPSIS = 3, /* ...: as many full slices as the other entries leave dims */
+  TG_INDEX_TENSOR = 4,   /* an int tensor (borrowed): numpy's advanced indexing, out-of-range entries give 0 */
+  TG_INDEX_KIND_MAX_ENUM = 0x7fffffff
+} tg_index_kind;
+typedef struct tg_index {
+  tg_index_kind kind;
+  int64_t start, stop, step;
+  int has_start, has_stop, has_step;
+  tg_tensor* tensor;
+} tg_index;
+/* t[idx[0], ..., idx[n-1]]: basic indices give a view; tensor indices gather. */
+TG_API tg_tensor* tg_tensor_getitem(tg_tensor* t, const tg_index* idx, size_t n);
+/* t[idx...] = value (broadcast to the selection, cast to t's dtype), then t refers to the result, as assign does. Int,
+ * slice, None and ellipsis entries; a tensor entry is TG_ERROR_UNSUPPORTED. */
+TG_API tg_status tg_tensor_setitem(tg_tensor* t, const tg_index* idx, size_t n, tg_tensor* value);
+
 /* ---- tensors: nn functional ------------------------------------------------------------------------------------ */
 /* tinygrad's Tensor methods of the same names. Optional tensors (bias, weight, mask) may be NULL. `reduction` is 0
  * none, 1 mean, 2 sum. */

@@ -54,6 +54,7 @@ GROUPS = {
     ("tg_tensor* const*",): "f.tensor_array",
     ("const char* const*", "const int64_t*"): "f.bindings",
     ("const int64_t*", "const int64_t*"): "f.i64_arrays2",
+    ("const tg_index*",): "f.index_array",
 }
 # a size_t right after a pointer is that pointer's count when its name says so
 COUNT_NAME = re.compile(r"^(n|n[a-z_]+|size|capacity|count|len|length)$")

@@ -782,6 +782,32 @@ struct FuzzCtx {
     rec(count_name, Arg::Size, std::to_string(n)).n = n;
     return {p, n};
   }
+  // index entries of every kind, with boundary starts/stops/steps and live, released or NULL tensors
+  Arr<const tg_index*> index_array(const char* name, const char* count_name) {
+    size_t n = pct(90) ? size_t(r(5)) : pick<size_t>({65, 1000, SIZE_MAX, size_t(1) << 62});
+    if (n > 64) {
+      rec(name, Arg::Array, "NULL");
+      rec(count_name, Arg::Size, std::to_string(n)).n = n;
+      return {nullptr, n};
+    }
+    tg_index* p = buffer<tg_index>(n);
+    std::string text = "{";
+    for (size_t i = 0; i < n; i++) {
+      tg_index& e = p[i];
+      e.kind = pct(3) ? tg_index_kind(pick<int>({-1, 5, 1000})) : tg_index_kind(r(5));
+      auto v = [&] { return pct(70) ? ri(-5, 5) : pick(bints); };
+      e.start = v(), e.stop = v(), e.step = pct(60) ? ri(-3, 3) : v();
+      e.has_start = int(r(2)), e.has_stop = int(r(2)), e.has_step = int(r(2));
+      e.tensor = e.kind == TG_INDEX_TENSOR ? tensor("idx.tensor") : nullptr;
+      if (e.kind == TG_INDEX_TENSOR) call.args.pop_back();
+      text += std::string(i ? "," : "") + "{" + std::to_string(int(e.kind)) + "," + std::to_string(e.start) + "," + std::to_string(e.stop) + "," +
+              std::to_string(e.step) + "}";
+    }
+    bool null = n && pct(4);
+    rec(name, Arg::Array, null ? "NULL" : text + "}");
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {null ? nullptr : p, n};
+  }
   struct Arr2 {
     const int64_t* p0;
     const int64_t* p1;

@@ -42,6 +42,19 @@ std::optional<Tensor> opt(const tg_tensor* h, const char* fn, const char* arg) {
   if (!h) return std::nullopt;
   return get(h, fn, arg);
 }
+std::vector<Index> indices(const tg_index* idx, size_t n, const char* fn) {
+  TG_ARG(idx || n == 0, std::string(fn) + ": idx is NULL with a nonzero count");
+  TG_ARG(n <= 64, strformat("%s: %zu index entries is too many", fn, n));
+  std::vector<Index> out;
+  for (size_t i = 0; i < n; i++) {
+    const tg_index& e = idx[i];
+    TG_ARG(unsigned(e.kind) <= TG_INDEX_TENSOR, strformat("%s: idx[%zu] has unknown kind %d", fn, i, int(e.kind)));
+    Index ix{Index::Kind(e.kind), e.start, e.stop, e.step, e.has_start != 0, e.has_stop != 0, e.has_step != 0, nullptr};
+    if (e.kind == TG_INDEX_TENSOR) ix.tensor = std::make_shared<Tensor>(get(e.tensor, fn, strformat("idx[%zu].tensor", i).c_str()));
+    out.push_back(std::move(ix));
+  }
+  return out;
+}
 std::vector<Tensor> tensors(tg_tensor* const* ts, size_t n, const char* fn) {
   TG_ARG(ts || n == 0, std::string(fn) + ": tensors is NULL with a nonzero count");
   TG_ARG(n <= (size_t(1) << 20), strformat("%s: %zu tensors is too many", fn, n));
@@ -283,6 +296,14 @@ tg_status tg_tensor_assign(tg_tensor* t, tg_tensor* v) {
   return api::call([&] {
     Tensor& x = get(t, "assign");
     x.assign(get(v, "assign", "value"));
+  });
+}
+
+TG_T(getitem(tg_tensor* t, const tg_index* idx, size_t n), return wrap(get(t, "getitem").getitem(indices(idx, n, "getitem")));)
+tg_status tg_tensor_setitem(tg_tensor* t, const tg_index* idx, size_t n, tg_tensor* value) {
+  return api::call([&] {
+    Tensor& x = get(t, "setitem");
+    x.setitem(indices(idx, n, "setitem"), get(value, "setitem", "value"));
   });
 }
 

@@ -32,6 +32,15 @@ struct TensorState {
   std::shared_ptr<TensorState> grad;
 };
 
+class Tensor;
+// One entry of a Python-style index: t[1, 2:8:2, None, ..., idx]
+struct Index {
+  enum Kind { Int, Slice, NewAxis, Ellipsis, TensorIdx } kind = Slice;
+  int64_t start = 0, stop = 0, step = 1;  // Int: start is the index
+  bool has_start = false, has_stop = false, has_step = false;
+  std::shared_ptr<Tensor> tensor;  // TensorIdx
+};
+
 class Tensor {
  public:
   Tensor(UOpRef uop, std::string device) : s_(std::make_shared<TensorState>(TensorState{std::move(uop), std::move(device)})) {}
@@ -214,6 +223,9 @@ class Tensor {
   Tensor binary_crossentropy_logits(const Tensor& y, int reduction = 1) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor& assign(const Tensor& value);
+  // indexing (indexing.cpp)
+  Tensor getitem(const std::vector<Index>& idx) const;
+  Tensor& setitem(const std::vector<Index>& idx, const Tensor& value);  // basic indices only
   Tensor contiguous() const;
   Tensor detach() const;
 
