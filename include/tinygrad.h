@@ -144,6 +144,8 @@ TG_API tg_tensor* tg_tensor_full(const int64_t* shape, size_t ndim, double value
 TG_API tg_tensor* tg_tensor_arange(double start, double stop, double step, tg_dtype dtype, const char* device);
 /* The n x n identity. */
 TG_API tg_tensor* tg_tensor_eye(int64_t n, tg_dtype dtype, const char* device);
+/* `steps` values from start to stop inclusive, evenly spaced. */
+TG_API tg_tensor* tg_tensor_linspace(double start, double stop, int64_t steps, tg_dtype dtype, const char* device);
 
 /* ---- tensors: properties ---------------------------------------------------------------------------------------- */
 /* Number of dims, or -1 on error. */
@@ -350,14 +352,51 @@ TG_API tg_tensor* tg_tensor_getitem(tg_tensor* t, const tg_index* idx, size_t n)
  * slice, None and ellipsis entries; a tensor entry is TG_ERROR_UNSUPPORTED. */
 TG_API tg_status tg_tensor_setitem(tg_tensor* t, const tg_index* idx, size_t n, tg_tensor* value);
 
+/* More shape and index ops. Functions that write several tensors write new references to out[0..] (out must have
+ * room for them: 2 for sort/topk, nsizes for split, capacity for chunk, n for meshgrid). */
+TG_API tg_status tg_tensor_split(tg_tensor* t, const int64_t* sizes, size_t nsizes, int64_t dim, tg_tensor** out);
+/* ceil(size / chunks) per piece as torch; returns the number of pieces (<= chunks), -1 on error or if over capacity. */
+TG_API int64_t tg_tensor_chunk(tg_tensor* t, int64_t chunks, int64_t dim, tg_tensor** out, size_t capacity);
+TG_API tg_status tg_tensor_meshgrid(tg_tensor* const* ts, size_t n, int xy_indexing, tg_tensor** out);
+/* diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims. */
+TG_API tg_tensor* tg_tensor_diag(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_diagonal(tg_tensor* t);
+/* Windows of `size` every `step` along dim, as a new last dim (torch's unfold). */
+TG_API tg_tensor* tg_tensor_unfold(tg_tensor* t, int64_t dim, int64_t size, int64_t step);
+/* Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of it. */
+TG_API tg_status tg_tensor_sort(tg_tensor* t, int64_t dim, int descending, tg_tensor** out);
+TG_API tg_tensor* tg_tensor_argsort(tg_tensor* t, int64_t dim, int descending);
+TG_API tg_status tg_tensor_topk(tg_tensor* t, int64_t k, int64_t dim, int largest, tg_tensor** out);
+/* out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean", "amax",
+ * "amin") everything sent to one place, with t's own value when include_self != 0. */
+TG_API tg_tensor* tg_tensor_scatter(tg_tensor* t, int64_t dim, tg_tensor* index, tg_tensor* src);
+TG_API tg_tensor* tg_tensor_scatter_reduce(tg_tensor* t, int64_t dim, tg_tensor* index, tg_tensor* src, const char* reduce, int include_self);
+/* mask ? value : t. */
+TG_API tg_tensor* tg_tensor_masked_fill(tg_tensor* t, tg_tensor* mask, tg_tensor* value);
+/* Data-dependent shapes: these realize (the count is read back first). nonzero: (count, ndim) TG_INT64 coordinates of
+ * the nonzero elements in row-major order (at most 2^24 elements); masked_select: the 1-d selected elements. */
+TG_API tg_tensor* tg_tensor_nonzero(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_masked_select(tg_tensor* t, tg_tensor* mask);
+/* The same bits viewed as another dtype of the same size. */
+TG_API tg_tensor* tg_tensor_bitcast(tg_tensor* t, tg_dtype dtype);
+
 /* ---- tensors: nn functional ------------------------------------------------------------------------------------ */
 /* tinygrad's Tensor methods of the same names. Optional tensors (bias, weight, mask) may be NULL. `reduction` is 0
  * none, 1 mean, 2 sum. */
 /* x @ weight + bias with weight (in, out), as Tensor.linear (nn.Linear keeps (out, in) and passes its transpose). */
 TG_API tg_tensor* tg_tensor_linear(tg_tensor* x, tg_tensor* weight, tg_tensor* bias);
+TG_API tg_tensor* tg_tensor_dot(tg_tensor* a, tg_tensor* b);
+/* Einstein summation over letters ("ij,jk->ik"; without "->" the output is the letters used once, sorted). */
+TG_API tg_tensor* tg_tensor_einsum(const char* formula, tg_tensor* const* ts, size_t n);
 /* Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding, plus bias (Cout). */
 TG_API tg_tensor* tg_tensor_conv2d(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, int64_t stride_h, int64_t stride_w,
                                    int64_t dilation_h, int64_t dilation_w, int64_t pad_h, int64_t pad_w);
+/* The transposed convolution: weight (Cin, Cout/groups, kH, kW). */
+TG_API tg_tensor* tg_tensor_conv_transpose2d(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, int64_t stride_h, int64_t stride_w,
+                                             int64_t dilation_h, int64_t dilation_w, int64_t pad_h, int64_t pad_w, int64_t output_pad_h,
+                                             int64_t output_pad_w);
+/* Resize the last nsize dims to `size` ("linear", "nearest" or "nearest-exact"). */
+TG_API tg_tensor* tg_tensor_interpolate(tg_tensor* t, const int64_t* size, size_t nsize, const char* mode, int align_corners);
 /* Max / average over kernel windows of the last two dims; padding is -inf / 0 (count_include_pad counts it in the mean). */
 TG_API tg_tensor* tg_tensor_max_pool2d(tg_tensor* t, int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t dilation_h,
                                        int64_t dilation_w, int64_t pad_h, int64_t pad_w);
@@ -398,6 +437,21 @@ TG_API tg_tensor* tg_tensor_randn(const int64_t* shape, size_t ndim, tg_dtype dt
 TG_API tg_tensor* tg_tensor_uniform(const int64_t* shape, size_t ndim, double low, double high, tg_dtype dtype, const char* device);
 TG_API tg_tensor* tg_tensor_normal(const int64_t* shape, size_t ndim, double mean, double std, tg_dtype dtype, const char* device);
 TG_API tg_tensor* tg_tensor_randint(const int64_t* shape, size_t ndim, int64_t low, int64_t high, tg_dtype dtype, const char* device);
+/* tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
+ * glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a. */
+TG_API tg_tensor* tg_tensor_scaled_uniform(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_glorot_uniform(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_kaiming_uniform(const int64_t* shape, size_t ndim, double a, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_kaiming_normal(const int64_t* shape, size_t ndim, double a, tg_dtype dtype, const char* device);
+/* A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d or 2-d). */
+TG_API tg_tensor* tg_tensor_randperm(int64_t n, tg_dtype dtype, const char* device);
+TG_API tg_tensor* tg_tensor_multinomial(tg_tensor* weights, int64_t num_samples, int replacement);
+/* rand/randn/full/zeros/ones with t's shape, dtype and device. */
+TG_API tg_tensor* tg_tensor_rand_like(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_randn_like(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_full_like(tg_tensor* t, double value);
+TG_API tg_tensor* tg_tensor_zeros_like(tg_tensor* t);
+TG_API tg_tensor* tg_tensor_ones_like(tg_tensor* t);
 
 /* ---- tensors: autograd ------------------------------------------------------------------------------------------ */
 /* Reverse-mode gradients, derived by rewriting the op graph (no op is run while deriving). A tensor takes part when

@@ -55,6 +55,7 @@ GROUPS = {
     ("const char* const*", "const int64_t*"): "f.bindings",
     ("const int64_t*", "const int64_t*"): "f.i64_arrays2",
     ("const tg_index*",): "f.index_array",
+    ("tg_tensor**",): "f.out_tensor_array",
 }
 # a size_t right after a pointer is that pointer's count when its name says so
 COUNT_NAME = re.compile(r"^(n|n[a-z_]+|size|capacity|count|len|length)$")
@@ -70,7 +71,7 @@ RETURNS = {
     "void": None,
 }
 # functions that compile and run kernels: a small share of the calls (each kernel costs 50-250 ms on a cold cache)
-REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy)$")
+REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy|nonzero|masked_select)$")
 
 
 def die(msg):

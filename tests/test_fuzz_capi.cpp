@@ -604,6 +604,14 @@ struct FuzzCtx {
     return rec(name, Arg::Other, "tg_tensor*[" + std::to_string(kOutSlots) + "]"), out_slots;
   }
 
+  // out slots with their capacity (chunk): usually within the slots, sometimes a huge capacity with NULL
+  Arr<tg_tensor**> out_tensor_array(const char* name, const char* count_name) {
+    size_t n = pct(90) ? size_t(r(8)) : pick<size_t>({SIZE_MAX, size_t(1) << 40});
+    tg_tensor** p = n <= 8 ? out_tensors(name) : (rec(name, Arg::Other, "NULL"), nullptr);
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {p, n};
+  }
+
   // ---- arrays with their counts ----
   // a count no array of `elem` bytes can have (so the library must refuse it without reading)
   static bool impossible(size_t n, size_t elem) { return n > (size_t(1) << 48) / elem; }

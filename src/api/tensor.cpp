@@ -307,6 +307,93 @@ tg_status tg_tensor_setitem(tg_tensor* t, const tg_index* idx, size_t n, tg_tens
   });
 }
 
+// the tensors of a multi-result function into out[0..]: all or none
+void write_out(std::vector<Tensor> ts, tg_tensor** out, const char* fn) {
+  TG_ARG(out || ts.empty(), std::string(fn) + ": out is NULL");
+  std::vector<tg_tensor*> made;
+  for (auto& t : ts) made.push_back(wrap(std::move(t)));
+  std::copy(made.begin(), made.end(), out);
+}
+tg_status tg_tensor_split(tg_tensor* t, const int64_t* sizes, size_t n, int64_t dim, tg_tensor** out) {
+  return api::call([&] { write_out(get(t, "split").split(ints(sizes, n, "split", "sizes"), dim), out, "split"); });
+}
+int64_t tg_tensor_chunk(tg_tensor* t, int64_t chunks, int64_t dim, tg_tensor** out, size_t capacity) {
+  int64_t r = -1;
+  api::call([&] {
+    Tensor& x = get(t, "chunk");
+    TG_ARG(chunks > 0, "chunk: chunks must be positive");
+    TG_CHECK(x.ndim() > 0, TG_ERROR_SHAPE, "chunk: a 0-d tensor can't be chunked");
+    int64_t d = dim < 0 ? dim + x.ndim() : dim;
+    TG_CHECK(dim >= -x.ndim() && d < x.ndim(), TG_ERROR_SHAPE, strformat("chunk: dim %lld is out of range for shape %s", (long long)dim, shape_str(x.shape()).c_str()));
+    int64_t n = x.shape()[size_t(d)], step = std::max<int64_t>(1, n / chunks + (n % chunks != 0)), pieces = std::max<int64_t>(1, n / step + (n % step != 0));
+    TG_ARG(uint64_t(pieces) <= capacity, strformat("chunk: %lld pieces, out has room for %zu", (long long)pieces, capacity));
+    std::vector<Tensor> ts = x.chunk(chunks, dim);
+    write_out(ts, out, "chunk");
+    r = int64_t(ts.size());
+  });
+  return r;
+}
+tg_status tg_tensor_meshgrid(tg_tensor* const* ts, size_t n, int xy, tg_tensor** out) {
+  return api::call([&] { write_out(Tensor::meshgrid(tensors(ts, n, "meshgrid"), xy != 0), out, "meshgrid"); });
+}
+TG_UNARY(diag)
+TG_UNARY(diagonal)
+TG_UNARY(nonzero)
+TG_T(unfold(tg_tensor* t, int64_t dim, int64_t size, int64_t step), return wrap(get(t, "unfold").unfold(dim, size, step));)
+tg_status tg_tensor_sort(tg_tensor* t, int64_t dim, int descending, tg_tensor** out) {
+  return api::call([&] {
+    auto [v, i] = get(t, "sort").sort(dim, descending != 0);
+    write_out({v, i}, out, "sort");
+  });
+}
+TG_T(argsort(tg_tensor* t, int64_t dim, int descending), return wrap(get(t, "argsort").argsort(dim, descending != 0));)
+tg_status tg_tensor_topk(tg_tensor* t, int64_t k, int64_t dim, int largest, tg_tensor** out) {
+  return api::call([&] {
+    auto [v, i] = get(t, "topk").topk(k, dim, largest != 0);
+    write_out({v, i}, out, "topk");
+  });
+}
+TG_T(scatter(tg_tensor* t, int64_t dim, tg_tensor* index, tg_tensor* src),
+     return wrap(get(t, "scatter").scatter(dim, get(index, "scatter", "index"), get(src, "scatter", "src")));)
+TG_T(scatter_reduce(tg_tensor* t, int64_t dim, tg_tensor* index, tg_tensor* src, const char* reduce, int include_self), {
+  TG_ARG(reduce, "scatter_reduce: reduce is NULL");
+  return wrap(get(t, "scatter_reduce").scatter_reduce(dim, get(index, "scatter_reduce", "index"), get(src, "scatter_reduce", "src"), reduce, include_self != 0));
+})
+TG_T(masked_fill(tg_tensor* t, tg_tensor* mask, tg_tensor* value),
+     return wrap(get(t, "masked_fill").masked_fill(get(mask, "masked_fill", "mask"), get(value, "masked_fill", "value")));)
+TG_T(masked_select(tg_tensor* t, tg_tensor* mask), return wrap(get(t, "masked_select").masked_select(get(mask, "masked_select", "mask")));)
+TG_T(bitcast(tg_tensor* t, tg_dtype dtype), return wrap(get(t, "bitcast").bitcast(dt_of(dtype, "bitcast")));)
+TG_T(dot(tg_tensor* a, tg_tensor* b), return wrap(get(a, "dot", "a").dot(get(b, "dot", "b")));)
+TG_T(einsum(const char* formula, tg_tensor* const* ts, size_t n), {
+  TG_ARG(formula, "einsum: formula is NULL");
+  return wrap(Tensor::einsum(formula, tensors(ts, n, "einsum")));
+})
+TG_T(conv_transpose2d(tg_tensor* x, tg_tensor* w, tg_tensor* b, int64_t groups, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t ph, int64_t pw,
+                      int64_t oph, int64_t opw),
+     return wrap(get(x, "conv_transpose2d", "x").conv_transpose2d(get(w, "conv_transpose2d", "weight"), opt(b, "conv_transpose2d", "bias"), groups, {sh, sw},
+                                                                  {dh, dw}, {ph, pw}, {oph, opw}));)
+TG_T(interpolate(tg_tensor* t, const int64_t* size, size_t n, const char* mode, int align_corners), {
+  TG_ARG(mode, "interpolate: mode is NULL");
+  return wrap(get(t, "interpolate").interpolate(ints(size, n, "interpolate", "size"), mode, align_corners != 0));
+})
+TG_T(linspace(double start, double stop, int64_t steps, tg_dtype dtype, const char* device),
+     return wrap(Tensor::linspace(start, stop, steps, dt_of(dtype, "linspace"), canonical_device(device)));)
+TG_T(scaled_uniform(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
+     return wrap(Tensor::scaled_uniform(ints(shape, ndim, "scaled_uniform", "shape"), dt_of(dtype, "scaled_uniform"), canonical_device(device)));)
+TG_T(glorot_uniform(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
+     return wrap(Tensor::glorot_uniform(ints(shape, ndim, "glorot_uniform", "shape"), dt_of(dtype, "glorot_uniform"), canonical_device(device)));)
+TG_T(kaiming_uniform(const int64_t* shape, size_t ndim, double a, tg_dtype dtype, const char* device),
+     return wrap(Tensor::kaiming_uniform(ints(shape, ndim, "kaiming_uniform", "shape"), a, dt_of(dtype, "kaiming_uniform"), canonical_device(device)));)
+TG_T(kaiming_normal(const int64_t* shape, size_t ndim, double a, tg_dtype dtype, const char* device),
+     return wrap(Tensor::kaiming_normal(ints(shape, ndim, "kaiming_normal", "shape"), a, dt_of(dtype, "kaiming_normal"), canonical_device(device)));)
+TG_T(randperm(int64_t n, tg_dtype dtype, const char* device), return wrap(Tensor::randperm(n, dt_of(dtype, "randperm"), canonical_device(device)));)
+TG_T(multinomial(tg_tensor* t, int64_t n, int replacement), return wrap(get(t, "multinomial").multinomial(n, replacement != 0));)
+TG_T(rand_like(tg_tensor* t), { Tensor& x = get(t, "rand_like"); return wrap(Tensor::rand(x.shape(), x.dtype(), x.device())); })
+TG_T(randn_like(tg_tensor* t), { Tensor& x = get(t, "randn_like"); return wrap(Tensor::randn(x.shape(), x.dtype(), x.device())); })
+TG_T(full_like(tg_tensor* t, double v), { Tensor& x = get(t, "full_like"); return wrap(Tensor::full(x.shape(), v, x.dtype(), x.device(), "full_like")); })
+TG_T(zeros_like(tg_tensor* t), { Tensor& x = get(t, "zeros_like"); return wrap(Tensor::full(x.shape(), 0, x.dtype(), x.device(), "zeros_like")); })
+TG_T(ones_like(tg_tensor* t), { Tensor& x = get(t, "ones_like"); return wrap(Tensor::full(x.shape(), 1, x.dtype(), x.device(), "ones_like")); })
+
 void tg_manual_seed(uint64_t seed) { Tensor::manual_seed(seed); }
 TG_T(rand(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
      return wrap(Tensor::rand(ints(shape, ndim, "rand", "shape"), dt_of(dtype, "rand"), canonical_device(device)));)

@@ -3,6 +3,7 @@
 // pad-reshape-shrink that keeps every step-th element. Tensor indices compare against an arange and reduce, so the
 // lookup is generated inside the consumer's kernel.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "tensor/tensor.h"
@@ -244,6 +245,142 @@ Tensor& Tensor::setitem(const std::vector<Index>& idx_in, const Tensor& value) {
   }
   if (std::any_of(ops.begin(), ops.end(), [](auto& o) { return o.len == 0; })) return *this;  // nothing selected
   return assign(mask.where(v, *this));
+}
+
+}  // namespace tg
+
+namespace tg {
+
+// Sorting by ranks: rank[i] = #{j : x[j] before x[i]} (ties by position, so it is stable), then out[r] is the element
+// whose rank is r. n^2 comparisons per row, all in fused kernels with no data-dependent control flow.
+std::pair<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
+  if (ndim() == 0) return resolve_axis(dim, "sort"), std::pair{*this, full_like(0).cast(dtypes::int32)};
+  int64_t d = resolve_axis(dim, "sort"), n = shape()[size_t(d)];
+  Tensor x = transpose(d, -1);  // sort along the last dim
+  Shape s = x.shape(), sij = s, si = s, sj = s;
+  sij.push_back(n);             // (..., i, j)
+  si.push_back(1);              // x[i] along dim -2
+  sj.insert(sj.end() - 1, 1);   // x[j] along dim -1
+  Tensor xi = x.reshape(si).expand(sij), xj = x.reshape(sj).expand(sij);
+  Tensor ar = Tensor::arange(0, double(n), 1, dtypes::int32, device());
+  Shape ri(sij.size(), 1), rj(sij.size(), 1);
+  ri[ri.size() - 2] = n, rj.back() = n;
+  Tensor ii = ar.reshape(ri).expand(sij), jj = ar.reshape(rj).expand(sij);
+  // NaN sorts last ascending (first descending), as torch: compare with NaN mapped above every number
+  auto before = [&](const Tensor& a, const Tensor& b) {  // a strictly before b
+    Tensor lt = descending ? a.gt(b) : a.lt(b);
+    if (!dtypes::is_float(dtype())) return lt;
+    Tensor an = a.isnan(), bn = b.isnan();
+    return descending ? an.bitwise_and(bn.logical_not()).bitwise_or(lt) : bn.bitwise_and(an.logical_not()).bitwise_or(lt);
+  };
+  Tensor same = before(xj, xi).logical_not().bitwise_and(before(xi, xj).logical_not());
+  Tensor rank = before(xj, xi).bitwise_or(same.bitwise_and(jj.lt(ii))).cast(dtypes::int32).sum({-1});  // (..., i)
+  // out[..., r] = x[..., i] with rank[i] == r: a one-hot over (i, r) reduced along i
+  Tensor hit = rank.reshape(si).expand(sij).eq(jj);  // [i, r]
+  Tensor vals = hit.where(xi, xi.full_like(0));
+  Tensor sorted = (dtypes::is_bool(dtype()) ? vals.any({-2}) : vals.sum({-2})).cast(dtype());
+  Tensor idx = hit.where(ii, ii.full_like(0)).sum({-2}).cast(dtypes::int32);
+  return {sorted.transpose(d, -1), idx.transpose(d, -1)};
+}
+Tensor Tensor::argsort(int64_t dim, bool descending) const { return sort(dim, descending).second; }
+std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest) const {
+  int64_t d = resolve_axis(dim, "topk"), n = ndim() ? shape()[size_t(d)] : 1;
+  TG_CHECK(k >= 0 && k <= n, TG_ERROR_SHAPE, strformat("topk: k = %lld for a dim of size %lld", (long long)k, (long long)n));
+  auto [v, i] = sort(dim, largest);
+  if (ndim() == 0) return {v, i};
+  std::vector<std::pair<int64_t, int64_t>> b;
+  for (auto s : shape()) b.emplace_back(0, s);
+  b[size_t(d)] = {0, k};
+  return {v.shrink(b), i.shrink(b)};
+}
+
+// scatter_reduce: out[.. index[..i..] ..] = reduce(self there (include_self), src[..i..] for every i pointing there).
+// A one-hot of index along a new last dim marks where each source element goes; reducing over dim gives each target.
+Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce, bool include_self) const {
+  int64_t d = resolve_axis(dim, "scatter_reduce");
+  TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "scatter_reduce: a 0-d tensor has no dim to scatter along");
+  TG_CHECK(dtypes::is_int(index.dtype()), TG_ERROR_DTYPE, "scatter_reduce: index must be an int tensor, got " + index.dtype().name());
+  TG_CHECK(index.ndim() == ndim() && src.ndim() == ndim(), TG_ERROR_SHAPE,
+           "scatter_reduce: self " + shape_str(shape()) + ", index " + shape_str(index.shape()) + " and src " + shape_str(src.shape()) + " differ in rank");
+  for (int64_t i = 0; i < ndim(); i++)
+    TG_CHECK(index.shape()[size_t(i)] <= src.shape()[size_t(i)] && (i == d || index.shape()[size_t(i)] <= shape()[size_t(i)]), TG_ERROR_SHAPE,
+             "scatter_reduce: index " + shape_str(index.shape()) + " is larger than src " + shape_str(src.shape()) + " or self " + shape_str(shape()));
+  TG_CHECK(reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin" || reduce == "replace", TG_ERROR_INVALID_ARGUMENT,
+           "scatter_reduce: unknown reduce '" + reduce + "' (sum, prod, mean, amax, amin)");
+  int64_t n = shape()[size_t(d)];
+  std::vector<std::pair<int64_t, int64_t>> b;
+  for (auto s : index.shape()) b.emplace_back(0, s);
+  Tensor s = src.shrink(b).cast(dtype());
+  Tensor hit = index.one_hot(n).cast(dtypes::bool_);  // (index..., n): source element -> target position along d
+  Shape full = hit.shape();
+  Tensor se = s.unsqueeze(-1).expand(full);
+  double id = reduce == "prod" ? 1 : reduce == "amax" ? (dtypes::is_float(dtype()) ? -INFINITY : dtypes::min(dtype()))
+            : reduce == "amin" ? (dtypes::is_float(dtype()) ? INFINITY : dtypes::max(dtype())) : 0;
+  Tensor vals = hit.where(se, se.full_like(id));
+  Tensor got = reduce == "prod" ? vals.prod({d}, true) : reduce == "amax" ? vals.max({d}, true) : reduce == "amin" ? vals.min({d}, true) : vals.sum({d}, true);
+  Tensor cnt = hit.cast(dtypes::int32).sum({d}, true);
+  // (index with d -> 1, n) -> move n to d: (index dims, n at d)
+  got = got.transpose(d, -1).squeeze(-1), cnt = cnt.transpose(d, -1).squeeze(-1);
+  got = got.cast(dtype());
+  std::vector<std::pair<int64_t, int64_t>> p;
+  for (int64_t i = 0; i < ndim(); i++) p.emplace_back(0, i == d ? 0 : shape()[size_t(i)] - got.shape()[size_t(i)]);
+  got = got.pad(p, id), cnt = cnt.pad(p);
+  Tensor touched = cnt.gt(cnt.full_like(0));
+  auto merge = [&]() -> Tensor {
+    if (reduce == "replace") return got;
+    if (reduce == "sum") return include_self ? add(got) : got;
+    if (reduce == "prod") return include_self ? mul(got) : got;
+    if (reduce == "amax") return include_self ? maximum(got) : got;
+    if (reduce == "amin") return include_self ? minimum(got) : got;
+    // mean: (self + sum) / (count + 1) with include_self
+    Tensor num = include_self ? add(got) : got, den = include_self ? cnt.add(cnt.full_like(1)) : cnt;
+    return dtypes::is_float(dtype()) ? num.div(den.cast(dtype())) : num.idiv(den.cast(num.dtype())).cast(dtype());
+  };
+  return touched.where(merge().cast(dtype()), *this);
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const { return scatter_reduce(dim, index, src, "replace", false); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value.cast(dtype()), *this); }
+
+// The result's length depends on the data: the count is read back first (one small realize), then the positions come
+// from a prefix sum of the mask, compared against arange(count).
+Tensor Tensor::nonzero() const {
+  TG_CHECK(numel() <= (int64_t(1) << 24), TG_ERROR_UNSUPPORTED,
+           "nonzero: " + std::to_string(numel()) + " elements; at most 2^24 (the positions take count x numel work)");
+  Tensor flat = flatten().ne(full_like(0).flatten());
+  int64_t n = flat.shape()[0];
+  Tensor cnt = flat.cast(dtypes::int64).sum();
+  int64_t count = 0;
+  cnt.to_data(&count, sizeof count);
+  Tensor pos = flat.cast(dtypes::int64).cumsum(0).sub(Tensor(UOp::const_int(dtypes::int64, 1), device()));  // slot of each hit
+  Tensor k = Tensor::arange(0, double(count), 1, dtypes::int64, device());
+  Tensor sel = flat.reshape({1, n}).expand({count, n}).bitwise_and(pos.reshape({1, n}).expand({count, n}).eq(k.reshape({count, 1}).expand({count, n})));
+  Tensor i = Tensor::arange(0, double(n), 1, dtypes::int64, device()).reshape({1, n}).expand({count, n});
+  Tensor lin = sel.where(i, i.full_like(0)).sum({1});  // flat index of each hit, in order
+  std::vector<Tensor> coords;
+  int64_t stride = n;
+  for (auto s : (ndim() ? shape() : Shape{1})) {
+    stride = s ? stride / s : 0;
+    Tensor st(UOp::const_int(dtypes::int64, std::max<int64_t>(stride, 1)), device()), sz(UOp::const_int(dtypes::int64, std::max<int64_t>(s, 1)), device());
+    coords.push_back(lin.idiv(st).mod(sz).unsqueeze(1));
+  }
+  if (ndim() == 0) return Tensor::full({count, 0}, 0, dtypes::int64, device());
+  return Tensor::cat(coords, 1);
+}
+Tensor Tensor::masked_select(const Tensor& mask) const {
+  Tensor m = mask.cast(dtypes::bool_);
+  Tensor a = broadcasted(m.cast(dtype()), "masked_select").first;
+  Tensor full = m.expand(a.shape());
+  Tensor idx = full.nonzero();  // (count, ndim)
+  int64_t count = idx.shape()[0];
+  if (count == 0) return Tensor::full({0}, 0, dtype(), device());
+  Tensor l(UOp::const_int(dtypes::int64, 0), device());
+  int64_t stride = 1;
+  for (int64_t i = a.ndim() - 1; i >= 0; i--) {
+    Tensor c = idx.shrink({{0, count}, {i, i + 1}}).reshape({count});
+    l = l.add(c.mul(Tensor(UOp::const_int(dtypes::int64, stride), device())));
+    stride *= a.shape()[size_t(i)];
+  }
+  return a.expand(a.shape()).flatten().getitem({Index{Index::TensorIdx, 0, 0, 1, false, false, false, std::make_shared<Tensor>(l)}});
 }
 
 }  // namespace tg

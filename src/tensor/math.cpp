@@ -10,6 +10,10 @@ Tensor Tensor::full_like(double v) const {
   Tensor c(UOp::const_(dtype(), v), device());
   return ndim() ? c.reshape(Shape(shape().size(), 1)).expand(shape()) : c;
 }
+Tensor Tensor::bitcast(DType dt) const {
+  TG_CHECK(dt.itemsize() == dtype().itemsize(), TG_ERROR_DTYPE, "bitcast: " + dtype().name() + " and " + dt.name() + " differ in size");
+  return dt == dtype() ? *this : Tensor(uop()->bitcast(dt), device());
+}
 static Tensor as_float(const Tensor& t) { return t.cast(least_upper_float(t.dtype())); }
 // c0*x^n + ... + cn, by Horner's rule
 static Tensor poly(const Tensor& x, std::initializer_list<double> cs) {

@@ -171,3 +171,94 @@ Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, PadMode
 }
 
 }  // namespace tg
+
+namespace tg {
+
+// pieces of the given sizes along dim (they must add up to its size)
+std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t dim) const {
+  TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "split: a 0-d tensor can't be split");
+  int64_t d = resolve_axis(dim, "split"), total = 0;
+  for (auto s : sizes) {
+    TG_CHECK(s >= 0 && !__builtin_add_overflow(total, s, &total), TG_ERROR_SHAPE, "split: negative or too large sizes");
+  }
+  TG_CHECK(total == shape()[size_t(d)], TG_ERROR_SHAPE,
+           strformat("split: sizes add up to %lld, dim %lld has size %lld", (long long)total, (long long)d, (long long)shape()[size_t(d)]));
+  std::vector<Tensor> out;
+  int64_t at = 0;
+  for (auto s : sizes) {
+    std::vector<std::pair<int64_t, int64_t>> b;
+    for (auto x : shape()) b.emplace_back(0, x);
+    b[size_t(d)] = {at, at + s};
+    out.push_back(shrink(b));
+    at += s;
+  }
+  return out;
+}
+// ceil(n / chunks) per piece, the last one smaller, as torch and tinygrad
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
+  TG_CHECK(chunks > 0, TG_ERROR_INVALID_ARGUMENT, "chunk: chunks must be positive");
+  TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "chunk: a 0-d tensor can't be chunked");
+  int64_t n = shape()[size_t(resolve_axis(dim, "chunk"))], step = std::max<int64_t>(1, n / chunks + (n % chunks != 0));
+  std::vector<int64_t> sizes;
+  for (int64_t at = 0; at < n; at += step) sizes.push_back(std::min(step, n - at));
+  if (sizes.empty()) sizes.push_back(0);
+  return split(sizes, dim);
+}
+// a 1-d tensor on the diagonal of a square matrix: each element followed by n zeros, viewed as (n, n+1), cut to n x n
+Tensor Tensor::diag() const {
+  TG_CHECK(ndim() == 1, TG_ERROR_SHAPE, "diag: needs a 1-d tensor, got shape " + shape_str(shape()));
+  int64_t n = shape()[0];
+  return unsqueeze(-1).pad({{0, 0}, {0, n}}).flatten().shrink({{0, n * n}}).reshape({n, n});
+}
+// the main diagonal of the last two dims (square or not): flatten them, keep every (cols + 1)-th element
+Tensor Tensor::diagonal() const {
+  TG_CHECK(ndim() >= 2, TG_ERROR_SHAPE, "diagonal: needs at least 2 dims, got shape " + shape_str(shape()));
+  int64_t r = shape()[shape().size() - 2], c = shape().back(), m = std::min(r, c);
+  Tensor x = flatten(-2, -1);
+  std::vector<std::pair<int64_t, int64_t>> p(size_t(x.ndim()), {0, 0}), b;
+  p.back() = {0, m * (c + 1) - r * c > 0 ? m * (c + 1) - r * c : 0};
+  x = x.pad(p);
+  for (auto s : x.shape()) b.emplace_back(0, s);
+  b.back() = {0, m * (c + 1)};
+  Shape s(x.shape().begin(), x.shape().end() - 1);
+  s.push_back(m), s.push_back(c + 1);
+  x = x.shrink(b).reshape(s);
+  b.clear();
+  for (auto v : x.shape()) b.emplace_back(0, v);
+  b.back() = {0, 1};
+  s.pop_back();
+  return x.shrink(b).reshape(s);
+}
+std::vector<Tensor> Tensor::meshgrid(const std::vector<Tensor>& ts, bool xy) {
+  TG_CHECK(!ts.empty(), TG_ERROR_INVALID_ARGUMENT, "meshgrid: no tensors");
+  Shape full;
+  for (auto& t : ts) {
+    TG_CHECK(t.ndim() <= 1, TG_ERROR_SHAPE, "meshgrid: needs 0-d or 1-d tensors, got shape " + shape_str(t.shape()));
+    full.push_back(t.numel());
+  }
+  if (xy && full.size() >= 2) std::swap(full[0], full[1]);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < ts.size(); i++) {
+    size_t at = xy && ts.size() >= 2 && i < 2 ? 1 - i : i;
+    Shape s(full.size(), 1);
+    s[at] = full[at];
+    out.push_back(ts[i].reshape(s).expand(full));
+  }
+  return out;
+}
+// windows of `size` every `step` along dim, as a new last dim (torch's unfold)
+Tensor Tensor::unfold(int64_t dim, int64_t size, int64_t step) const {
+  int64_t d = resolve_axis(dim, "unfold");
+  TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "unfold: a 0-d tensor has no dim to unfold");
+  TG_CHECK(size >= 0 && size <= shape()[size_t(d)] && step > 0, TG_ERROR_SHAPE,
+           strformat("unfold: size %lld and step %lld for dim %lld of size %lld", (long long)size, (long long)step, (long long)d, (long long)shape()[size_t(d)]));
+  if (size == 0) {
+    Shape s = shape();
+    s[size_t(d)] = shape()[size_t(d)] / step + 1, s.push_back(0);
+    return Tensor::full(s, 0, dtype(), device());
+  }
+  Tensor w = transpose(d, -1).pool({size}, {step}, {1});  // (..., windows, size) with dim d moved last
+  return w.transpose(d, -2);
+}
+
+}  // namespace tg

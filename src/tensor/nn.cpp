@@ -1,6 +1,9 @@
 // nn functional ops, as tinygrad's Tensor methods: linear layers, convolution and pooling through _pool (sliding
 // windows made of movement ops only, so a convolution is one fused multiply-reduce), normalization, attention, losses.
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "tensor/tensor.h"
@@ -272,6 +275,162 @@ Tensor& Tensor::assign(const Tensor& value) {
   TG_CHECK(value.device() == device(), TG_ERROR_DEVICE, "assign: value is on " + value.device() + ", the tensor on " + device());
   s_->uop = value.cast(dtype()).uop();
   return *this;
+}
+
+}  // namespace tg
+
+namespace tg {
+
+Tensor Tensor::dot(const Tensor& o) const { return matmul(o); }
+
+// Every operand viewed over all the formula's letters (permuted, size-1 dims for letters it lacks, expanded), the
+// product summed over the letters the output drops: one multiply-reduce, like a matmul.
+Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& xs) {
+  std::string f;
+  for (char c : formula)
+    if (c != ' ') f += c;
+  size_t arrow = f.find("->");
+  std::string lhs = f.substr(0, arrow), out;
+  std::vector<std::string> ins;
+  for (size_t at = 0;;) {
+    size_t comma = lhs.find(',', at);
+    ins.push_back(lhs.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  TG_CHECK(ins.size() == xs.size() && !xs.empty(), TG_ERROR_INVALID_ARGUMENT,
+           strformat("einsum: '%s' names %zu operands, %zu given", formula.c_str(), ins.size(), xs.size()));
+  std::map<char, int64_t> size;
+  std::map<char, int> count;
+  for (size_t k = 0; k < ins.size(); k++) {
+    TG_CHECK(int64_t(ins[k].size()) == xs[k].ndim(), TG_ERROR_SHAPE,
+             strformat("einsum: operand %zu has %lld dims, '%s' names %zu", k, (long long)xs[k].ndim(), ins[k].c_str(), ins[k].size()));
+    for (size_t i = 0; i < ins[k].size(); i++) {
+      char c = ins[k][i];
+      TG_CHECK(std::isalpha((unsigned char)c), TG_ERROR_INVALID_ARGUMENT, strformat("einsum: '%c' in '%s' is not a letter (no ellipsis)", c, formula.c_str()));
+      TG_CHECK(ins[k].find(c) == i, TG_ERROR_UNSUPPORTED, strformat("einsum: letter '%c' repeats within operand %zu", c, k));
+      int64_t n = xs[k].shape()[i];
+      auto [it, fresh] = size.try_emplace(c, n);
+      TG_CHECK(fresh || it->second == n || it->second == 1 || n == 1, TG_ERROR_SHAPE,
+               strformat("einsum: letter '%c' has sizes %lld and %lld", c, (long long)it->second, (long long)n));
+      it->second = std::max(it->second, n);
+      count[c]++;
+    }
+  }
+  if (arrow != std::string::npos) {
+    out = f.substr(arrow + 2);
+    for (char c : out) TG_CHECK(size.count(c) && std::count(out.begin(), out.end(), c) == 1, TG_ERROR_INVALID_ARGUMENT, strformat("einsum: bad output '%s'", out.c_str()));
+  } else {
+    for (auto& [c, n] : count)
+      if (n == 1) out += c;
+  }
+  std::string all;  // output letters first, then the summed ones
+  all = out;
+  for (auto& [c, n] : size)
+    if (out.find(c) == std::string::npos) all += c;
+  Shape full;
+  for (char c : all) full.push_back(size[c]);
+  std::optional<Tensor> prod;
+  for (size_t k = 0; k < xs.size(); k++) {
+    std::vector<int64_t> perm;
+    Shape view;
+    for (char c : all)
+      if (size_t p = ins[k].find(c); p != std::string::npos) perm.push_back(int64_t(p));
+    Tensor x = xs[k].permute(perm);
+    size_t j = 0;
+    for (char c : all) view.push_back(ins[k].find(c) != std::string::npos ? x.shape()[j++] : 1);
+    x = x.reshape(view).expand(full);
+    prod = prod ? prod->mul(x) : x;
+  }
+  std::vector<int64_t> axes;
+  for (size_t i = out.size(); i < all.size(); i++) axes.push_back(int64_t(i));
+  return axes.empty() ? *prod : prod->sum(axes).cast(prod->dtype());
+}
+
+// the transposed convolution as tinygrad: zeros between input pixels for the stride, the flipped kernel with in/out
+// swapped, and padding (k-1)*d - p before, (k-1)*d - p + output_padding after (negative padding crops)
+Tensor Tensor::conv_transpose2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding,
+                                Shape output_padding) const {
+  TG_CHECK(ndim() >= 3 && w.ndim() == ndim(), TG_ERROR_SHAPE, "conv_transpose2d: input " + shape_str(shape()) + " and weight " + shape_str(w.shape()) + " need the same rank >= 3");
+  TG_CHECK(groups > 0 && w.shape()[0] % groups == 0, TG_ERROR_SHAPE, "conv_transpose2d: weight's first dim must divide by groups");
+  size_t nsp = size_t(w.ndim()) - 2;
+  auto expand_arg = [&](Shape v, const char* what) {
+    if (v.size() == 1) v.assign(nsp, v[0]);
+    TG_CHECK(v.size() == nsp, TG_ERROR_SHAPE, strformat("conv_transpose2d: %s has %zu values for %zu spatial dims", what, v.size(), nsp));
+    for (auto x : v) TG_CHECK(x >= 0 && x < (int64_t(1) << 31), TG_ERROR_SHAPE, strformat("conv_transpose2d: %s out of range", what));
+    return v;
+  };
+  stride = expand_arg(stride, "stride"), dilation = expand_arg(dilation, "dilation"), padding = expand_arg(padding, "padding");
+  output_padding = expand_arg(output_padding, "output_padding");
+  for (size_t j = 0; j < nsp; j++) TG_CHECK(stride[j] > 0 && dilation[j] > 0, TG_ERROR_SHAPE, "conv_transpose2d: stride and dilation must be positive");
+  Shape hw(w.shape().begin() + 2, w.shape().end());
+  // (groups*cin_g, cout_g, k...) -> (groups, cout_g, cin_g, k...) flipped -> (groups*cout_g, cin_g, k...)
+  Shape u{groups, w.shape()[0] / groups};
+  u.insert(u.end(), w.shape().begin() + 1, w.shape().end());
+  std::vector<int64_t> flips;
+  for (size_t j = 0; j < nsp; j++) flips.push_back(int64_t(3 + j));
+  Tensor ww = w.reshape(u).transpose(1, 2).flip(flips).flatten(0, 1);
+  Tensor x = *this;
+  int64_t lead = x.ndim() - int64_t(nsp);
+  if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; })) {
+    for (size_t j = 0; j < nsp; j++) {
+      size_t d = size_t(lead) + j;
+      int64_t n = x.shape()[d], s = stride[j];
+      if (s == 1) continue;
+      Shape a = x.shape();
+      a.insert(a.begin() + long(d) + 1, 1);
+      std::vector<std::pair<int64_t, int64_t>> p(a.size(), {0, 0});
+      p[d + 1] = {0, s - 1};
+      Shape m = x.shape();
+      m[d] = n * s;
+      x = x.reshape(a).pad(p).reshape(m);
+      std::vector<std::pair<int64_t, int64_t>> b;
+      for (auto v : x.shape()) b.emplace_back(0, v);
+      b[d] = {0, n * s - (s - 1)};
+      x = x.shrink(b);
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> pads(size_t(lead), {0, 0}), crop;
+  for (size_t j = 0; j < nsp; j++) pads.emplace_back((hw[j] - 1) * dilation[j] - padding[j], (hw[j] - 1) * dilation[j] - padding[j] + output_padding[j]);
+  // negative pads crop: pad the positive parts, then shrink the negative ones
+  std::vector<std::pair<int64_t, int64_t>> pos;
+  for (auto [b, a] : pads) pos.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
+  x = x.pad(pos);
+  for (size_t i = 0; i < pads.size(); i++) crop.emplace_back(std::max<int64_t>(-pads[i].first, 0), x.shape()[i] - std::max<int64_t>(-pads[i].second, 0));
+  x = x.shrink(crop);
+  return x.conv2d(ww, bias, groups, Shape(nsp, 1), dilation, Shape(nsp, 0));
+}
+
+// nearest or (bi)linear resizing of the last size.size() dims, as tinygrad: a gather of the source positions, and a
+// lerp between the two neighbours for linear
+Tensor Tensor::interpolate(const Shape& size, const std::string& mode, bool align_corners) const {
+  TG_CHECK(mode == "linear" || mode == "nearest" || mode == "nearest-exact", TG_ERROR_INVALID_ARGUMENT,
+           "interpolate: unknown mode '" + mode + "' (linear, nearest, nearest-exact)");
+  TG_CHECK(size.size() <= size_t(ndim()) && !size.empty(), TG_ERROR_SHAPE, "interpolate: " + std::to_string(size.size()) + " sizes for shape " + shape_str(shape()));
+  Tensor x = cast(least_upper_float(dtype()));
+  Shape expand = shape();
+  for (int64_t i = -1; i >= -int64_t(size.size()); i--) {
+    size_t d = size_t(ndim() + i);
+    int64_t to = size[size.size() + size_t(i)], from = shape()[d];
+    TG_CHECK(to > 0 && from > 0, TG_ERROR_SHAPE, "interpolate: sizes must be positive");
+    double ac = align_corners ? 1 : 0;
+    double scale = to - ac > 0 ? (double(from) - ac) / (double(to) - ac) : 0;
+    Tensor arr = Tensor::arange(0, double(to), 1, dtypes::float32, device());
+    Shape rs(size_t(ndim()), 1);
+    rs[d] = expand[d] = to;
+    if (mode == "linear") {
+      Tensor index = align_corners ? arr.mul(arr.scalar_like(scale)) : arr.add(arr.scalar_like(0.5)).mul(arr.scalar_like(scale)).sub(arr.scalar_like(0.5));
+      index = index.clamp(0, double(from - 1));
+      Tensor lo = index.floor(), hi = index.ceil(), perc = index.sub(lo);
+      auto as_idx = [&](const Tensor& t) { return t.cast(dtypes::int32).reshape(rs).expand(expand); };
+      x = x.gather(int64_t(d), as_idx(lo)).lerp(x.gather(int64_t(d), as_idx(hi)), perc.reshape(rs).expand(expand).cast(x.dtype()));
+    } else {
+      Tensor index = mode == "nearest-exact" ? arr.add(arr.scalar_like(0.5)).mul(arr.scalar_like(scale)) : arr.mul(arr.scalar_like(scale));
+      index = index.cast(dtypes::int32).minimum(Tensor(UOp::const_int(dtypes::int32, from - 1), device()));
+      x = x.gather(int64_t(d), index.reshape(rs).expand(expand));
+    }
+  }
+  return x.cast(dtype());
 }
 
 }  // namespace tg

@@ -108,3 +108,56 @@ Tensor Tensor::randint(const Shape& shape, int64_t low, int64_t high, DType dtyp
 }
 
 }  // namespace tg
+
+namespace tg {
+
+Tensor Tensor::linspace(double start, double stop, int64_t steps, DType dtype, const std::string& device) {
+  TG_CHECK(steps >= 0, TG_ERROR_SHAPE, "linspace: steps must be >= 0");
+  TG_CHECK(std::isfinite(start) && std::isfinite(stop), TG_ERROR_INVALID_ARGUMENT, strformat("linspace: start %g and stop %g must be finite", start, stop));
+  if (steps == 1) return Tensor::full({1}, start, dtype, device, "linspace");
+  Tensor i = Tensor::arange(0, double(steps), 1, dtypes::float64, device);
+  return i.mul(i.scalar_like((stop - start) / double(steps - 1))).add(i.scalar_like(start)).cast(dtype);
+}
+// fan_in = prod(shape[1:]) as tinygrad; glorot uses shape[0] + fan_in
+static double fan_in(const Shape& s) {
+  double f = 1;
+  for (size_t i = 1; i < s.size(); i++) f *= double(s[i]);
+  return f;
+}
+Tensor Tensor::scaled_uniform(const Shape& shape, DType dtype, const std::string& device) {
+  return uniform(shape, -1, 1, dtype, device).mul(Tensor(UOp::const_(dtype, std::pow(double(std::max<int64_t>(tg::prod(shape), 1)), -0.5)), device));
+}
+Tensor Tensor::glorot_uniform(const Shape& shape, DType dtype, const std::string& device) {
+  TG_CHECK(!shape.empty(), TG_ERROR_SHAPE, "glorot_uniform: needs at least one dim");
+  double bound = std::sqrt(6.0 / (double(shape[0]) + fan_in(shape)));
+  return uniform(shape, -bound, bound, dtype, device);
+}
+Tensor Tensor::kaiming_uniform(const Shape& shape, double a, DType dtype, const std::string& device) {
+  double bound = std::sqrt(3.0) * std::sqrt(2.0 / (1 + a * a)) / std::sqrt(std::max(fan_in(shape), 1.0));
+  return uniform(shape, -bound, bound, dtype, device);
+}
+Tensor Tensor::kaiming_normal(const Shape& shape, double a, DType dtype, const std::string& device) {
+  double std = std::sqrt(2.0 / (1 + a * a)) / std::sqrt(std::max(fan_in(shape), 1.0));
+  return normal(shape, 0, std, dtype, device);
+}
+// a random permutation: the ranks of n uniform numbers (ties have probability ~n^2 / 2^24: broken by position)
+Tensor Tensor::randperm(int64_t n, DType dtype, const std::string& device) {
+  TG_CHECK(n >= 0, TG_ERROR_SHAPE, "randperm: n must be >= 0");
+  TG_CHECK(dtypes::is_int(dtype), TG_ERROR_DTYPE, "randperm: needs an int dtype, got " + dtype.name());
+  return rand({n}, dtypes::float32, device).argsort(0).cast(dtype);
+}
+// samples with replacement by inverting the cumulative distribution of each row of weights
+Tensor Tensor::multinomial(int64_t num_samples, bool replacement) const {
+  TG_CHECK(ndim() == 1 || ndim() == 2, TG_ERROR_SHAPE, "multinomial: needs 1-d or 2-d weights, got shape " + shape_str(shape()));
+  TG_CHECK(num_samples > 0, TG_ERROR_INVALID_ARGUMENT, "multinomial: num_samples must be positive");
+  TG_CHECK(replacement || num_samples == 1, TG_ERROR_UNSUPPORTED, "multinomial: sampling without replacement needs num_samples == 1");
+  Tensor w = (ndim() == 1 ? unsqueeze(0) : *this).cast(least_upper_float(dtype()));
+  int64_t rows = w.shape()[0], n = w.shape()[1];
+  Tensor cdf = w.cumsum(1).div(w.sum({1}, true));
+  Tensor u = rand({rows, num_samples, 1}, cdf.dtype(), device());
+  Tensor idx = u.expand({rows, num_samples, n}).ge(cdf.unsqueeze(1).expand({rows, num_samples, n})).cast(dtypes::int32).sum({2});
+  idx = idx.minimum(Tensor(UOp::const_int(dtypes::int32, n - 1), device()));  // u just below 1 with rounding in the cdf
+  return ndim() == 1 ? idx.reshape({num_samples}) : idx;
+}
+
+}  // namespace tg

@@ -78,6 +78,7 @@ class Tensor {
   Tensor where(const Tensor& x, const Tensor& y) const;  // this is the condition
   Tensor scalar_like(double v) const;                     // a broadcastable scalar tensor, promoted like tinygrad's python consts
   Tensor cast(DType dt) const;
+  Tensor bitcast(DType dt) const;  // the same bits as another dtype of the same size
   Tensor neg() const;
   Tensor exp() const;
   Tensor exp2() const;
@@ -185,6 +186,12 @@ class Tensor {
   Tensor triu(int64_t k = 0) const;
   enum class PadMode { Constant, Reflect, Replicate, Circular };
   Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& pads, PadMode mode, double value = 0) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  Tensor diag() const;
+  Tensor diagonal() const;
+  static std::vector<Tensor> meshgrid(const std::vector<Tensor>& ts, bool xy = false);
+  Tensor unfold(int64_t dim, int64_t size, int64_t step) const;
 
   // random numbers (random.cpp): counter-based threefry, generated inside the kernels that use them
   static void manual_seed(uint64_t seed);
@@ -193,6 +200,13 @@ class Tensor {
   static Tensor uniform(const Shape& shape, double low, double high, DType dtype, const std::string& device);
   static Tensor normal(const Shape& shape, double mean, double std, DType dtype, const std::string& device);
   static Tensor randint(const Shape& shape, int64_t low, int64_t high, DType dtype, const std::string& device);
+  static Tensor linspace(double start, double stop, int64_t steps, DType dtype, const std::string& device);
+  static Tensor scaled_uniform(const Shape& shape, DType dtype, const std::string& device);
+  static Tensor glorot_uniform(const Shape& shape, DType dtype, const std::string& device);
+  static Tensor kaiming_uniform(const Shape& shape, double a, DType dtype, const std::string& device);
+  static Tensor kaiming_normal(const Shape& shape, double a, DType dtype, const std::string& device);
+  static Tensor randperm(int64_t n, DType dtype, const std::string& device);
+  Tensor multinomial(int64_t num_samples, bool replacement) const;
 
   // autograd (gradient.cpp)
   bool requires_grad() const { return s_->requires_grad; }
@@ -207,6 +221,11 @@ class Tensor {
 
   // nn functional (nn.cpp); reduction: 0 none, 1 mean, 2 sum
   Tensor linear(const Tensor& w, const std::optional<Tensor>& b) const;  // w is (in, out), as tinygrad's
+  Tensor dot(const Tensor& o) const;
+  static Tensor einsum(const std::string& formula, const std::vector<Tensor>& xs);
+  Tensor conv_transpose2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding,
+                          Shape output_padding) const;
+  Tensor interpolate(const Shape& size, const std::string& mode = "linear", bool align_corners = false) const;
   Tensor pool(const Shape& k, const Shape& stride, const Shape& dilation) const;  // (..., i...) -> (..., o..., k...)
   Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding) const;
   Tensor max_pool2d(Shape k, Shape stride = {}, Shape dilation = {}, Shape padding = {}) const;
@@ -226,6 +245,14 @@ class Tensor {
   // indexing (indexing.cpp)
   Tensor getitem(const std::vector<Index>& idx) const;
   Tensor& setitem(const std::vector<Index>& idx, const Tensor& value);  // basic indices only
+  std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;  // values, int32 indices (stable)
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce, bool include_self = true) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+  Tensor nonzero() const;                          // (count, ndim) int64; reads the count back (data-dependent shape)
+  Tensor masked_select(const Tensor& mask) const;  // 1-d; reads the count back
   Tensor contiguous() const;
   Tensor detach() const;
 
