@@ -49,6 +49,12 @@ class _Counters(ctypes.Structure):
               ("time_sum_s", _dbl), ("compile_count", _u64)]
 
 
+# one-argument tg_tensor_<name>(t) functions
+_UNARY = ("neg", "exp", "exp2", "log", "log2", "sqrt", "reciprocal", "sin", "cos", "abs", "relu", "sigmoid", "tanh", "rsqrt", "square",
+          "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "sign", "trunc", "floor", "ceil", "round",
+          "isnan", "isinf", "isfinite", "logical_not", "relu6", "selu", "gelu", "quick_gelu", "silu", "mish", "hardsigmoid",
+          "logsigmoid", "softsign", "hardswish", "bitwise_not")
+
 _SIGNATURES = {
   # version / errors / dtypes
   "tg_version": (_str, []), "tg_version_number": (_int, []),
@@ -74,16 +80,39 @@ _SIGNATURES = {
                                                 "gt", "ge", "eq", "ne")},
   **{f"tg_tensor_{n}_scalar": (_p, [_p, _dbl]) for n in ("add", "sub", "mul", "div", "pow")},
   "tg_tensor_where": (_p, [_p, _p, _p]), "tg_tensor_cast": (_p, [_p, _dtype_t]),
-  **{f"tg_tensor_{n}": (_p, [_p]) for n in ("neg", "exp", "exp2", "log", "log2", "sqrt", "reciprocal", "sin", "cos", "abs",
-                                            "relu", "sigmoid", "tanh")},
+  **{f"tg_tensor_{n}": (_p, [_p]) for n in _UNARY},
+  **{f"tg_tensor_{n}": (_p, [_p, _dbl]) for n in ("leaky_relu", "elu", "celu", "softplus")},
+  "tg_tensor_hardtanh": (_p, [_p, _dbl, _dbl]), "tg_tensor_clamp": (_p, [_p, _dbl, _dbl]),
+  **{f"tg_tensor_{n}": (_p, [_p, _p]) for n in ("mod", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "copysign", "logaddexp")},
+  "tg_tensor_lshift": (_p, [_p, _i64]), "tg_tensor_rshift": (_p, [_p, _i64]), "tg_tensor_lerp": (_p, [_p, _p, _p]),
+  "tg_tensor_isclose": (_p, [_p, _p, _dbl, _dbl, _int]),
   # tensors: reductions
-  **{f"tg_tensor_{n}": (_p, [_p, _i64p, _sz, _int]) for n in ("sum", "prod", "max", "min", "mean")},
-  "tg_tensor_softmax": (_p, [_p, _i64]), "tg_tensor_log_softmax": (_p, [_p, _i64]),
+  **{f"tg_tensor_{n}": (_p, [_p, _i64p, _sz, _int]) for n in ("sum", "prod", "max", "min", "mean", "all", "any", "logsumexp")},
+  "tg_tensor_std": (_p, [_p, _i64p, _sz, _int, _dbl]), "tg_tensor_var": (_p, [_p, _i64p, _sz, _int, _dbl]),
+  "tg_tensor_std_mean": (_status, [_p, _i64p, _sz, _int, _dbl, ctypes.POINTER(_p)]),
+  "tg_tensor_var_mean": (_status, [_p, _i64p, _sz, _int, _dbl, ctypes.POINTER(_p)]),
+  "tg_tensor_argmax": (_p, [_p, _i64, _int, _int]), "tg_tensor_argmin": (_p, [_p, _i64, _int, _int]),
+  **{f"tg_tensor_{n}": (_p, [_p, _i64]) for n in ("cumsum", "cumprod", "cummax", "cummin", "softmax", "log_softmax")},
   # tensors: movement
   "tg_tensor_reshape": (_p, [_p, _i64p, _sz]), "tg_tensor_permute": (_p, [_p, _i64p, _sz]),
   "tg_tensor_expand": (_p, [_p, _i64p, _sz]), "tg_tensor_pad": (_p, [_p, _i64p, _sz, _dbl]),
   "tg_tensor_shrink": (_p, [_p, _i64p, _sz]), "tg_tensor_flip": (_p, [_p, _i64p, _sz]),
-  "tg_tensor_transpose": (_p, [_p, _i64, _i64]),
+  "tg_tensor_transpose": (_p, [_p, _i64, _i64]), "tg_tensor_flatten": (_p, [_p, _i64, _i64]),
+  "tg_tensor_unflatten": (_p, [_p, _i64, _i64p, _sz]), "tg_tensor_squeeze": (_p, [_p, _i64]), "tg_tensor_squeeze_all": (_p, [_p]),
+  "tg_tensor_unsqueeze": (_p, [_p, _i64]), "tg_tensor_repeat": (_p, [_p, _i64p, _sz]),
+  "tg_tensor_repeat_interleave": (_p, [_p, _i64, _i64]), "tg_tensor_roll": (_p, [_p, _i64p, _i64p, _sz]),
+  "tg_tensor_cat": (_p, [ctypes.POINTER(_p), _sz, _i64]), "tg_tensor_stack": (_p, [ctypes.POINTER(_p), _sz, _i64]),
+  "tg_tensor_tril": (_p, [_p, _i64]), "tg_tensor_triu": (_p, [_p, _i64]),
+  "tg_tensor_pad_mode": (_p, [_p, _i64p, _sz, _int, _dbl]),
+  # tensors: random numbers
+  "tg_manual_seed": (None, [_u64]),
+  "tg_tensor_rand": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_randn": (_p, [_i64p, _sz, _dtype_t, _str]),
+  "tg_tensor_uniform": (_p, [_i64p, _sz, _dbl, _dbl, _dtype_t, _str]), "tg_tensor_normal": (_p, [_i64p, _sz, _dbl, _dbl, _dtype_t, _str]),
+  "tg_tensor_randint": (_p, [_i64p, _sz, _i64, _i64, _dtype_t, _str]),
+  # tensors: autograd
+  "tg_tensor_set_requires_grad": (_status, [_p, _int]), "tg_tensor_requires_grad": (_int, [_p]),
+  "tg_tensor_backward": (_status, [_p]), "tg_tensor_grad": (_p, [_p]), "tg_tensor_set_grad": (_status, [_p, _p]),
+  "tg_tensor_gradient": (_status, [_p, ctypes.POINTER(_p), _sz, ctypes.POINTER(_p)]), "tg_tensor_detach": (_p, [_p]),
   # tensors: linear algebra, realization, data
   "tg_tensor_matmul": (_p, [_p, _p]), "tg_tensor_contiguous": (_p, [_p]), "tg_tensor_realize": (_status, [_p]),
   "tg_tensor_realize_many": (_status, [ctypes.POINTER(_p), _sz]), "tg_tensor_to_data": (_status, [_p, _p, _sz]),
@@ -109,6 +138,7 @@ def _checked_int(ctype, lo: int, hi: int):
 # every scalar int parameter is range-checked: ctypes itself would silently keep the low bits of a big int
 _CHECKED = {ctypes.c_int64: _checked_int(ctypes.c_int64, -(1 << 63), (1 << 63) - 1),
             ctypes.c_size_t: _checked_int(ctypes.c_size_t, 0, (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1),
+            ctypes.c_uint64: _checked_int(ctypes.c_uint64, 0, (1 << 64) - 1),
             ctypes.c_int: _checked_int(ctypes.c_int, -(1 << 31), (1 << 31) - 1)}
 
 
@@ -383,10 +413,11 @@ class Tensor:
   __slots__ = ("_h", "__weakref__")
   _release = C.tensor_release  # a class attribute, so __del__ still finds it at interpreter shutdown
 
-  def __init__(self, data, dtype=None, device: Optional[str] = None):
+  def __init__(self, data, dtype=None, device: Optional[str] = None, requires_grad: Optional[bool] = None):
     if isinstance(data, Tensor):
       self._h = _made(C.tensor_retain(data._h), "tensor_retain")
       if dtype is not None and to_dtype(dtype) is not data.dtype: self._swap(C.tensor_cast(data._h, to_dtype(dtype).value))
+      if requires_grad is not None: self.requires_grad = requires_grad
       return
     if isinstance(data, np.ndarray): arr, dt = data, to_dtype(dtype) if dtype is not None else dtypes.from_np(data.dtype)
     else: arr, dt = _from_py(data, to_dtype(dtype) if dtype is not None else None)
@@ -395,6 +426,7 @@ class Tensor:
     shape = _i64s(buf.shape)
     self._h = _made(C.tensor_from_data(buf.ctypes.data, buf.nbytes, dt.value, shape, buf.ndim, _enc(device)),
                     "tensor_from_data")
+    if requires_grad is not None: self.requires_grad = requires_grad
 
   @classmethod
   def _wrap(cls, handle: Optional[int], what: str) -> "Tensor":
@@ -416,25 +448,34 @@ class Tensor:
 
   # -- creation
   @staticmethod
-  def _make(name: str, shape, dtype, device, *extra):
+  def _make(name: str, shape, dtype, device, *extra, requires_grad: Optional[bool] = None):
     shape = _shape_args(shape)
     fn = getattr(C, f"tensor_{name}")
-    return Tensor._wrap(fn(_i64s(shape, "shape dim"), len(shape), *extra, to_dtype(dtype).value, _enc(device)), f"tensor_{name}")
+    t = Tensor._wrap(fn(_i64s(shape, "shape dim"), len(shape), *extra, to_dtype(dtype).value, _enc(device)), f"tensor_{name}")
+    return t._rg(requires_grad)
+
+  def _rg(self, requires_grad: Optional[bool]) -> "Tensor":
+    if requires_grad is not None: self.requires_grad = requires_grad
+    return self
 
   @staticmethod
-  def empty(*shape, dtype=None, device=None) -> "Tensor":
-    return Tensor._make("empty", shape, dtype or dtypes.default_float, device)
+  def empty(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._make("empty", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
 
   @staticmethod
-  def zeros(*shape, dtype=None, device=None) -> "Tensor":
-    return Tensor._make("zeros", shape, dtype or dtypes.default_float, device)
+  def zeros(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._make("zeros", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
 
   @staticmethod
-  def ones(*shape, dtype=None, device=None) -> "Tensor":
-    return Tensor._make("ones", shape, dtype or dtypes.default_float, device)
+  def ones(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._make("ones", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
 
   @staticmethod
-  def full(shape, fill_value: Scalar, dtype=None, device=None) -> "Tensor":
+  def full(shape, fill_value: Scalar, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._full(shape, fill_value, dtype, device)._rg(requires_grad)
+
+  @staticmethod
+  def _full(shape, fill_value: Scalar, dtype=None, device=None) -> "Tensor":
     """Filled with fill_value. Without dtype it is the value's (from_py: an int past int32 makes int64). Into an int
     dtype the value converts like int() (NaN: ValueError, inf: OverflowError) and must fit the dtype (OverflowError)."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
@@ -450,7 +491,11 @@ class Tensor:
     return Tensor._make("full", shape, dt, device, value)
 
   @staticmethod
-  def arange(start, stop=None, step=1, dtype=None, device=None) -> "Tensor":
+  def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._arange(start, stop, step, dtype, device)._rg(requires_grad)
+
+  @staticmethod
+  def _arange(start, stop=None, step=1, dtype=None, device=None) -> "Tensor":
     """[start, stop) by step. All-int arguments make default_int, or int64 when a value doesn't fit int32; into an int
     dtype every value must fit it (OverflowError). Ints past 2**53 are exact (not rounded through a double)."""
     if stop is None: start, stop = 0, start
@@ -481,11 +526,104 @@ class Tensor:
     return (idx * (step & mask) + (start & mask)).cast(dt)
 
   @staticmethod
-  def eye(n: int, m: Optional[int] = None, dtype=None, device=None) -> "Tensor":
+  def eye(n: int, m: Optional[int] = None, dtype=None, device=None, requires_grad=None) -> "Tensor":
     if m is not None: m = _i64(m, "m")
     t = Tensor._wrap(C.tensor_eye(_i64(n, "n"), to_dtype(dtype or dtypes.default_float).value, _enc(device)), "tensor_eye")
-    if m is None or m == n: return t
-    return t.shrink(((0, n), (0, m))) if m < n else t.pad(((0, 0), (0, m - n)))
+    if m is not None and m != n: t = t.shrink(((0, n), (0, m))) if m < n else t.pad(((0, 0), (0, m - n)))
+    return t._rg(requires_grad)
+
+  # -- random numbers (threefry: the numbers depend on the seed and on how many random tensors were made since)
+  @staticmethod
+  def manual_seed(seed: int = 0) -> None:
+    """Seed every later random tensor (process-wide). seed must fit uint64."""
+    seed = _index(seed, "seed")
+    if not 0 <= seed <= _U64_MAX: raise OverflowError(f"seed {seed} doesn't fit in uint64")
+    C.manual_seed(seed)
+
+  @staticmethod
+  def rand(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """Uniform in [0, 1)."""
+    return Tensor._make("rand", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def randn(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """Standard normal."""
+    return Tensor._make("randn", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """Uniform in [low, high)."""
+    if not low < high: raise ValueError(f"Tensor.uniform requires low < high, got low={low}, high={high}")
+    return Tensor._make("uniform", shape, dtype or dtypes.default_float, device, float(low), float(high), requires_grad=requires_grad)
+
+  @staticmethod
+  def normal(*shape, mean=0.0, std=1.0, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """mean + std * randn."""
+    if std < 0: raise ValueError(f"Tensor.normal requires std >= 0, got std={std}")
+    return Tensor._make("normal", shape, dtype or dtypes.default_float, device, float(mean), float(std), requires_grad=requires_grad)
+
+  @staticmethod
+  def randint(*shape, low=0, high=10, dtype=dtypes.int32, device=None) -> "Tensor":
+    """Ints uniform in [low, high); every value must fit dtype (an int dtype)."""
+    low, high, dt = _i64(low, "low"), _i64(high, "high"), to_dtype(dtype)
+    if not dt.is_int: raise TypeError(f"dtype={dt} must be int")
+    if low >= high: raise ValueError(f"Tensor.randint requires low < high, got low={low}, high={high}")
+    _check_int_fits(low, high - 1, dt, "randint bound")
+    return Tensor._make("randint", shape, dt, device, low, high)
+
+  def rand_like(self, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor.rand(*self.shape, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+  def randn_like(self, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor.randn(*self.shape, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+  # -- autograd
+  @property
+  def requires_grad(self) -> bool:
+    r = C.tensor_requires_grad(self._h)
+    if r < 0: _raise_last("tensor_requires_grad")
+    return bool(r)
+
+  @requires_grad.setter
+  def requires_grad(self, value: bool): _ok(C.tensor_set_requires_grad(self._h, int(bool(value))), "tensor_set_requires_grad")
+
+  def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+    self.requires_grad = requires_grad
+    return self
+
+  @property
+  def grad(self) -> Optional["Tensor"]:
+    """The accumulated gradient (a lazy Tensor), or None when there is none."""
+    h = C.tensor_grad(self._h)
+    if h: return Tensor._wrap(h, "tensor_grad")
+    if C.last_error() != 1: _raise_last("tensor_grad")  # TG_ERROR_INVALID_ARGUMENT is "no gradient"
+    C.clear_error()
+    return None
+
+  @grad.setter
+  def grad(self, g: Optional["Tensor"]):
+    _ok(C.tensor_set_grad(self._h, None if g is None else g._h), "tensor_set_grad")
+
+  def _seeded_loss(self, gradient: Optional["Tensor"]) -> "Tensor":
+    # with an upstream gradient g, d(sum(self * g))/dx is the vector-Jacobian product the C API computes for scalar losses
+    return self if gradient is None else (self * Tensor(gradient).detach()).sum()
+
+  def backward(self, gradient: Optional["Tensor"] = None) -> "Tensor":
+    """Add d self / d t to t.grad for every t with requires_grad that self depends on; self must be a scalar unless gradient
+    is given. Returns self."""
+    loss = self._seeded_loss(gradient)  # kept alive across the call: a temporary's handle would be released first
+    _ok(C.tensor_backward(loss._h), "tensor_backward")
+    return self
+
+  def gradient(self, *targets: "Tensor", gradient: Optional["Tensor"] = None) -> list:
+    """[d self / d t for t in targets] (self a scalar unless gradient is given), whatever the requires_grad flags."""
+    loss = self._seeded_loss(gradient)
+    n = len(targets)
+    wrt, out = (ctypes.c_void_p * max(n, 1))(*[t._h for t in targets]), (ctypes.c_void_p * max(n, 1))()
+    _ok(C.tensor_gradient(loss._h, wrt, n, out), "tensor_gradient")
+    return [Tensor._wrap(out[i], "tensor_gradient") for i in range(n)]
+
+  def detach(self) -> "Tensor": return Tensor._wrap(C.tensor_detach(self._h), "tensor_detach")
 
   # -- properties
   @property
@@ -555,8 +693,12 @@ class Tensor:
       dt = dtypes.from_py(y)
     return Tensor.full((), y, dtype=dt, device=self.device)
 
+  def _tensor(self, y) -> "Tensor":
+    """y as a Tensor next to self: Tensors as they are, arrays and lists through Tensor(), scalars through _const."""
+    return y if isinstance(y, Tensor) else Tensor(y, device=self.device) if isinstance(y, (np.ndarray, list, tuple)) else self._const(y)
+
   def _bin(self, name: str, y, reverse=False) -> "Tensor":
-    y = y if isinstance(y, Tensor) else Tensor(y, device=self.device) if isinstance(y, (np.ndarray, list, tuple)) else self._const(y)
+    y = self._tensor(y)
     a, b = (y, self) if reverse else (self, y)
     return Tensor._wrap(getattr(C, f"tensor_{name}")(a._h, b._h), f"tensor_{name}")
 
@@ -582,14 +724,30 @@ class Tensor:
   def pow(self, x, reverse=False): return self._scalar_op("pow", x, reverse)
   def idiv(self, x, reverse=False): return self._bin("idiv", x, reverse)
   def mod(self, x, reverse=False) -> "Tensor":
-    """self - (self // x) * x: the remainder of the truncating //, so x % 0 == x (as x // 0 == 0) and MIN % -1 == 0."""
-    a, b = self, x
-    if reverse:
-      a = x if isinstance(x, Tensor) else Tensor(x, device=self.device) if isinstance(x, (np.ndarray, list, tuple)) else self._const(x)
-      b = self
+    """self % x. Ints: self - (self // x) * x, the remainder of the truncating // (x % 0 == x as x // 0 == 0, MIN % -1 == 0).
+    Floats: Python's and torch's % (tg_tensor_mod: the result takes the divisor's sign)."""
+    a, b = (self._tensor(x), self) if reverse else (self, self._tensor(x))
+    if least_upper_dtype(a.dtype, b.dtype).is_float: return Tensor._wrap(C.tensor_mod(a._h, b._h), "tensor_mod")
     return a - (a // b) * b
+  def fmod(self, x) -> "Tensor": return self._bin("fmod", x)  # C's fmod: the result takes the dividend's sign
   def maximum(self, x): return self._bin("maximum", x)
   def minimum(self, x): return self._bin("minimum", x)
+  def bitwise_and(self, x, reverse=False): return self._bin("bitwise_and", x, reverse)
+  def bitwise_or(self, x, reverse=False): return self._bin("bitwise_or", x, reverse)
+  def bitwise_xor(self, x, reverse=False): return self._bin("bitwise_xor", x, reverse)
+  def bitwise_not(self): return self._un("bitwise_not")
+  def lshift(self, x: int): return Tensor._wrap(C.tensor_lshift(self._h, _i64(x, "shift")), "tensor_lshift")
+  def rshift(self, x: int): return Tensor._wrap(C.tensor_rshift(self._h, _i64(x, "shift")), "tensor_rshift")
+  def copysign(self, other): return self._bin("copysign", other)
+  def logaddexp(self, other): return self._bin("logaddexp", other)
+  def lerp(self, end, weight) -> "Tensor":
+    """self + (end - self) * weight."""
+    end, weight = self._tensor(end), self._tensor(weight)
+    return Tensor._wrap(C.tensor_lerp(self._h, end._h, weight._h), "tensor_lerp")
+  def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan=False) -> "Tensor":
+    """|self - other| <= atol + rtol * |other| (bool)."""
+    other = self._tensor(other)
+    return Tensor._wrap(C.tensor_isclose(self._h, other._h, float(rtol), float(atol), int(bool(equal_nan))), "tensor_isclose")
 
   def __add__(self, x): return self.add(x)
   def __radd__(self, x): return self.add(x)  # commutative: keeps the scalar path
@@ -609,6 +767,15 @@ class Tensor:
   def __rmatmul__(self, x): return self.matmul(x, reverse=True)
   def __neg__(self): return self.neg()
   def __pos__(self): return self
+  def __and__(self, x): return self.bitwise_and(x)
+  def __rand__(self, x): return self.bitwise_and(x, reverse=True)
+  def __or__(self, x): return self.bitwise_or(x)
+  def __ror__(self, x): return self.bitwise_or(x, reverse=True)
+  def __xor__(self, x): return self.bitwise_xor(x)
+  def __rxor__(self, x): return self.bitwise_xor(x, reverse=True)
+  def __invert__(self): return self.bitwise_not()
+  def __lshift__(self, x): return self.lshift(x)
+  def __rshift__(self, x): return self.rshift(x)
 
   def __lt__(self, x): return self._bin("lt", x)
   def __le__(self, x): return self._bin("le", x)
@@ -648,22 +815,124 @@ class Tensor:
   def sigmoid(self): return self._un("sigmoid")
   def tanh(self): return self._un("tanh")
   def __abs__(self): return self.abs()
+  def rsqrt(self): return self._un("rsqrt")
+  def square(self): return self._un("square")
+  def tan(self): return self._un("tan")
+  def asin(self): return self._un("asin")
+  def acos(self): return self._un("acos")
+  def atan(self): return self._un("atan")
+  def sinh(self): return self._un("sinh")
+  def cosh(self): return self._un("cosh")
+  def asinh(self): return self._un("asinh")
+  def acosh(self): return self._un("acosh")
+  def atanh(self): return self._un("atanh")
+  def erf(self): return self._un("erf")
+  def sign(self): return self._un("sign")
+  def trunc(self): return self._un("trunc")
+  def floor(self): return self._un("floor")
+  def ceil(self): return self._un("ceil")
+  def round(self): return self._un("round")  # half to even
+  def isnan(self): return self._un("isnan")
+  def isinf(self, detect_positive: bool = True, detect_negative: bool = True):
+    if detect_positive and detect_negative: return self._un("isinf")
+    if not detect_positive and not detect_negative: return Tensor.zeros(self.shape, dtype=dtypes.bool, device=self.device)
+    return self == (math.inf if detect_positive else -math.inf)
+  def isfinite(self): return self._un("isfinite")
+  def logical_not(self): return self._un("logical_not")
+
+  # -- activations (tinygrad's formulas and defaults)
+  def relu6(self): return self._un("relu6")
+  def leaky_relu(self, neg_slope=0.01): return Tensor._wrap(C.tensor_leaky_relu(self._h, float(neg_slope)), "tensor_leaky_relu")
+  def elu(self, alpha=1.0): return Tensor._wrap(C.tensor_elu(self._h, float(alpha)), "tensor_elu")
+  def celu(self, alpha=1.0): return Tensor._wrap(C.tensor_celu(self._h, float(alpha)), "tensor_celu")
+  def selu(self, alpha=1.67326, gamma=1.0507):
+    if (alpha, gamma) == (1.67326, 1.0507): return self._un("selu")
+    return gamma * (self >= 0).where(self, alpha * (self.exp() - 1))
+  def gelu(self, approximate: str = "tanh"):
+    """tinygrad's default is the tanh approximation; approximate="none" is the exact erf form."""
+    if approximate == "tanh": return self._un("gelu")
+    if approximate == "none": return self * 0.5 * (1.0 + (self / math.sqrt(2)).erf())
+    raise RuntimeError(f"approximate={approximate!r} is not supported")
+  def quick_gelu(self): return self._un("quick_gelu")
+  def silu(self): return self._un("silu")
+  swish = silu
+  def mish(self): return self._un("mish")
+  def hardsigmoid(self, alpha: float = 1/6, beta: float = 0.5):
+    if (alpha, beta) == (1/6, 0.5): return self._un("hardsigmoid")
+    return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
+  def logsigmoid(self): return self._un("logsigmoid")
+  def softplus(self, beta=1.0): return Tensor._wrap(C.tensor_softplus(self._h, float(beta)), "tensor_softplus")
+  def softsign(self): return self._un("softsign")
+  def hardswish(self): return self._un("hardswish")
+  def hardtanh(self, min_val=-1, max_val=1):
+    return Tensor._wrap(C.tensor_hardtanh(self._h, float(min_val), float(max_val)), "tensor_hardtanh")
+  def clamp(self, min_=None, max_=None) -> "Tensor":
+    """Clip to [min_, max_]; a None bound is open (that side goes through maximum/minimum)."""
+    if min_ is None and max_ is None: raise RuntimeError("at least one of 'min_' or 'max_' must not be None")
+    if min_ is None: return self.minimum(max_)
+    if max_ is None: return self.maximum(min_)
+    if isinstance(min_, Tensor) or isinstance(max_, Tensor) or self.dtype.is_int and max(abs(min_), abs(max_)) > _EXACT:
+      return self.maximum(min_).minimum(max_)
+    return Tensor._wrap(C.tensor_clamp(self._h, float(min_), float(max_)), "tensor_clamp")
+  def clip(self, min_=None, max_=None) -> "Tensor": return self.clamp(min_, max_)
 
   # -- reductions
-  def _reduce(self, name: str, axis, keepdim: bool) -> "Tensor":
+  def _reduce(self, name: str, axis, keepdim: bool, *extra) -> "Tensor":
     axes = () if axis is None else tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     if axis is not None and not axes:
       # axis=() reduces nothing, but the C API reads naxes == 0 as "every axis": reduce a new size-1 axis instead
-      r = getattr(self.reshape(*self.shape, 1), name)(axis=-1)
+      r = self.reshape(*self.shape, 1)._reduce(name, -1, False, *extra)
       return r.reshape(*self.shape)
     fn = getattr(C, f"tensor_{name}")
-    return Tensor._wrap(fn(self._h, _i64s(axes, "axis"), len(axes), int(bool(keepdim))), f"tensor_{name}")
+    return Tensor._wrap(fn(self._h, _i64s(axes, "axis"), len(axes), int(bool(keepdim)), *extra), f"tensor_{name}")
+
+  def _reduce2(self, name: str, axis, keepdim: bool, correction) -> Tuple["Tensor", "Tensor"]:
+    axes = () if axis is None else tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if axis is not None and not axes:
+      r = self.reshape(*self.shape, 1)._reduce2(name, -1, False, correction)
+      return r[0].reshape(*self.shape), r[1].reshape(*self.shape)
+    out = (ctypes.c_void_p * 2)()
+    _ok(getattr(C, f"tensor_{name}")(self._h, _i64s(axes, "axis"), len(axes), int(bool(keepdim)), float(correction), out), f"tensor_{name}")
+    return Tensor._wrap(out[0], f"tensor_{name}"), Tensor._wrap(out[1], f"tensor_{name}")
 
   def sum(self, axis=None, keepdim=False): return self._reduce("sum", axis, keepdim)
   def prod(self, axis=None, keepdim=False): return self._reduce("prod", axis, keepdim)
   def max(self, axis=None, keepdim=False): return self._reduce("max", axis, keepdim)
   def min(self, axis=None, keepdim=False): return self._reduce("min", axis, keepdim)
   def mean(self, axis=None, keepdim=False): return self._reduce("mean", axis, keepdim)
+  def std(self, axis=None, keepdim=False, correction=1): return self._reduce("std", axis, keepdim, float(correction))
+  def var(self, axis=None, keepdim=False, correction=1): return self._reduce("var", axis, keepdim, float(correction))
+  def std_mean(self, axis=None, keepdim=False, correction=1): return self._reduce2("std_mean", axis, keepdim, correction)
+  def var_mean(self, axis=None, keepdim=False, correction=1): return self._reduce2("var_mean", axis, keepdim, correction)
+  def all(self, axis=None, keepdim=False): return self._reduce("all", axis, keepdim)
+  def any(self, axis=None, keepdim=False): return self._reduce("any", axis, keepdim)
+  def logsumexp(self, axis=None, keepdim=False): return self._reduce("logsumexp", axis, keepdim)
+  def argmax(self, axis=None, keepdim=False):
+    """int32 index of the first max along axis (axis=None: of the flattened tensor)."""
+    ax = 0 if axis is None else _i64(axis, "axis")
+    return Tensor._wrap(C.tensor_argmax(self._h, ax, int(bool(keepdim)), int(axis is None)), "tensor_argmax")
+  def argmin(self, axis=None, keepdim=False):
+    ax = 0 if axis is None else _i64(axis, "axis")
+    return Tensor._wrap(C.tensor_argmin(self._h, ax, int(bool(keepdim)), int(axis is None)), "tensor_argmin")
+  def _scan(self, name: str, axis) -> "Tensor":
+    return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h, _i64(axis, "axis")), f"tensor_{name}")
+  def cumsum(self, axis=0): return self._scan("cumsum", axis)
+  def cumprod(self, axis=0): return self._scan("cumprod", axis)
+  def cummax(self, axis=0) -> Tuple["Tensor", "Tensor"]:
+    """(values, indices) as tinygrad: indices (int32) of the first element equal to the running max."""
+    return self._cum_indexed("cummax", axis)
+  def cummin(self, axis=0) -> Tuple["Tensor", "Tensor"]:
+    return self._cum_indexed("cummin", axis)
+  def _cum_indexed(self, name: str, axis) -> Tuple["Tensor", "Tensor"]:
+    values = self._scan(name, axis)
+    if self.ndim == 0: return values, Tensor.zeros((), dtype=dtypes.int32, device=self.device)
+    n = self.shape[_i64(axis, "axis") % self.ndim]
+    x, v = self.transpose(axis, -1), values.transpose(axis, -1)
+    # match[..., j, i]: x[j] equals the running value at i, for j <= i; the index is the smallest such j
+    ar = Tensor.arange(n, device=self.device)
+    match = (x.reshape(*x.shape, 1) == v.reshape(*v.shape[:-1], 1, n)).where(ar.reshape(n, 1) <= ar.reshape(1, n), False)
+    idx = n - match.where(Tensor.arange(n, 0, -1, device=self.device).reshape(n, 1), 0).max(axis=-2)
+    return values, idx.cast(dtypes.int32).transpose(-1, axis)
   def softmax(self, axis=-1): return Tensor._wrap(C.tensor_softmax(self._h, _i64(axis, "axis")), "tensor_softmax")
   def log_softmax(self, axis=-1): return Tensor._wrap(C.tensor_log_softmax(self._h, _i64(axis, "axis")), "tensor_log_softmax")
 
@@ -678,13 +947,21 @@ class Tensor:
   def expand(self, shape, *args) -> "Tensor": return self._mv("expand", _shape_args((shape, *args)))
   def flip(self, axis, *args) -> "Tensor": return self._mv("flip", _shape_args((axis, *args)))
 
-  def pad(self, padding, value: float = 0.0) -> "Tensor":
-    """padding: one (before, after) pair (or None) per dim, or torch's flat form (last dim first)."""
+  _PAD_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
+
+  def pad(self, padding, mode: str = "constant", value: float = 0.0) -> "Tensor":
+    """padding: one (before, after) pair (or None) per dim, or torch's flat form (last dim first). mode: constant (value),
+    reflect, replicate or circular (torch's semantics)."""
+    if not isinstance(mode, str): mode, value = "constant", mode  # the older pad(padding, value)
+    if mode not in Tensor._PAD_MODES: raise NotImplementedError(f"mode={mode!r} is not supported")
     padding, ndim = tuple(padding), len(self.shape)
     if all(isinstance(p, (int, np.integer)) for p in padding) and len(padding) % 2 == 0 and padding:
       pairs = ((0, 0),) * (ndim - len(padding) // 2) + tuple(zip(padding[-2::-2], padding[::-2]))
     else: pairs = tuple((0, 0) if p is None else tuple(p) for p in padding)
-    return self._mv("pad", _flat_pairs("pad", pairs, "(before, after)"), float(value))
+    if mode == "constant": return self._mv("pad", _flat_pairs("pad", pairs, "(before, after)"), float(value))
+    flat = _flat_pairs("pad", pairs, "(before, after)")
+    return Tensor._wrap(C.tensor_pad_mode(self._h, _i64s(flat, "pad argument"), len(flat) // 2, Tensor._PAD_MODES[mode], float(value)),
+                        "tensor_pad_mode")
 
   def shrink(self, arg) -> "Tensor":
     """arg: one (start, end) pair (or None for the whole dim) per dim."""
@@ -698,7 +975,49 @@ class Tensor:
   @property
   def T(self) -> "Tensor": return self.transpose()
 
-  def flatten(self) -> "Tensor": return self.reshape(-1)
+  def flatten(self, start_dim=0, end_dim=-1) -> "Tensor":
+    return Tensor._wrap(C.tensor_flatten(self._h, _i64(start_dim, "start_dim"), _i64(end_dim, "end_dim")), "tensor_flatten")
+
+  def unflatten(self, dim: int, sizes) -> "Tensor":
+    sizes = tuple(sizes)
+    return Tensor._wrap(C.tensor_unflatten(self._h, _i64(dim, "dim"), _i64s(sizes, "size"), len(sizes)), "tensor_unflatten")
+
+  def squeeze(self, dim=None) -> "Tensor":
+    """Remove dim if its size is 1; dim=None removes every size-1 dim."""
+    if dim is None: return Tensor._wrap(C.tensor_squeeze_all(self._h), "tensor_squeeze_all")
+    return Tensor._wrap(C.tensor_squeeze(self._h, _i64(dim, "dim")), "tensor_squeeze")
+
+  def unsqueeze(self, dim: int) -> "Tensor": return Tensor._wrap(C.tensor_unsqueeze(self._h, _i64(dim, "dim")), "tensor_unsqueeze")
+
+  def repeat(self, repeats, *args) -> "Tensor": return self._mv("repeat", _shape_args((repeats, *args)))
+
+  def repeat_interleave(self, repeats: int, dim=None) -> "Tensor":
+    """Each element repeats times along dim (dim=None: of the flattened tensor)."""
+    x, dim = (self.flatten(), 0) if dim is None else (self, dim)
+    return Tensor._wrap(C.tensor_repeat_interleave(x._h, _i64(repeats, "repeats"), _i64(dim, "dim")), "tensor_repeat_interleave")
+
+  def roll(self, shifts, dims=None) -> "Tensor":
+    """Rotate by shifts along dims (dims=None: the flattened tensor, then the shape back)."""
+    if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(shifts) != len(dims): raise RuntimeError(f"len(dims)={len(dims)} != len(shifts)={len(shifts)}")
+    return Tensor._wrap(C.tensor_roll(self._h, _i64s(shifts, "shift"), _i64s(dims, "dim"), len(dims)), "tensor_roll")
+
+  def cat(self, *args: "Tensor", dim: int = 0) -> "Tensor":
+    """Concatenate self and args along dim (also Tensor.cat(a, b, ...))."""
+    ts = (*self, *args) if isinstance(self, (list, tuple)) else (self, *args)
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    return Tensor._wrap(C.tensor_cat(arr, len(ts), _i64(dim, "dim")), "tensor_cat")
+
+  def stack(self, *args: "Tensor", dim: int = 0) -> "Tensor":
+    """Stack self and args along a new dim (also Tensor.stack(a, b, ...))."""
+    ts = (*self, *args) if isinstance(self, (list, tuple)) else (self, *args)
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    return Tensor._wrap(C.tensor_stack(arr, len(ts), _i64(dim, "dim")), "tensor_stack")
+
+  def tril(self, diagonal: int = 0) -> "Tensor": return Tensor._wrap(C.tensor_tril(self._h, _i64(diagonal, "diagonal")), "tensor_tril")
+  def triu(self, diagonal: int = 0) -> "Tensor": return Tensor._wrap(C.tensor_triu(self._h, _i64(diagonal, "diagonal")), "tensor_triu")
 
   # -- linear algebra
   def matmul(self, x, reverse=False) -> "Tensor":
