@@ -211,7 +211,7 @@ TG_API tg_tensor* tg_tensor_asinh(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_acosh(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_atanh(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_erf(tg_tensor* t);
-/* sign: -1, 0 or 1 in t's dtype (0 for NaN's sign is NaN, as torch). trunc/floor/ceil/round keep the dtype; round is
+/* sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype; round is
  * half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. */
 TG_API tg_tensor* tg_tensor_sign(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_trunc(tg_tensor* t);

@@ -2,6 +2,7 @@
 // in float64, backward's accumulation and its errors, detach, and threefry's reproducibility and distribution.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -244,6 +245,65 @@ TEST(Random, RandnRandintDistributions) {
   EXPECT_EQ(tg_tensor_randint(shape, 2, 5, 5, TG_INT32, nullptr), nullptr);
   EXPECT_EQ(tg_tensor_rand(shape, 2, TG_INT32, nullptr), nullptr);
   EXPECT_EQ(tg_last_error(), TG_ERROR_DTYPE);
+}
+
+}  // namespace
+
+namespace {
+
+size_t rss_bytes() {
+  long pages = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  std::fclose(f);
+  return size_t(resident) * size_t(4096);
+}
+
+// forward + backward + SGD update of a tiny MLP, every handle released: a training loop's steady state
+TEST(Autograd, TrainingLoopDoesNotGrowMemory) {
+  const int64_t n = std::getenv("TG_AUTOGRAD_LOOP") ? std::atoll(std::getenv("TG_AUTOGRAD_LOOP")) : 100000;
+  std::mt19937 g(3);
+  T x = from(randv(8 * 4, g), {8, 4}), w1 = from(randv(4 * 6, g), {4, 6}), w2 = from(randv(6 * 3, g), {6, 3});
+  std::vector<int32_t> lab{0, 1, 2, 0, 1, 2, 0, 1};
+  int64_t ls[1] = {8};
+  T y(tg_tensor_from_data(lab.data(), lab.size() * 4, TG_INT32, ls, 1, nullptr));
+  double first = 0, last = 0;
+  size_t rss0 = 0;
+  auto step = [&](int64_t i) {
+    tg_tensor_set_requires_grad(w1, 1), tg_tensor_set_requires_grad(w2, 1);
+    T h(tg_tensor_matmul(x, w1));
+    T a(tg_tensor_relu(h));
+    T o(tg_tensor_matmul(a, w2));
+    T l(tg_tensor_sparse_categorical_crossentropy(o, y, -1, 0, 1));
+    ASSERT_EQ(tg_tensor_backward(l), TG_OK) << tg_last_error_message();
+    T g1(tg_tensor_grad(w1)), g2(tg_tensor_grad(w2));
+    T s1(tg_tensor_mul_scalar(g1, 0.1)), s2(tg_tensor_mul_scalar(g2, 0.1));
+    T n1(tg_tensor_sub(w1, s1)), n2(tg_tensor_sub(w2, s2));
+    T d1(tg_tensor_detach(n1)), d2(tg_tensor_detach(n2));
+    tg_tensor* all[3] = {l, d1, d2};
+    ASSERT_EQ(tg_tensor_realize_many(all, 3), TG_OK) << tg_last_error_message();
+    double loss = 0;
+    T l64(tg_tensor_cast(l, TG_FLOAT64));
+    ASSERT_EQ(tg_tensor_to_data(l64, &loss, sizeof loss), TG_OK);
+    if (i == 0) first = loss;
+    last = loss;
+    w1 = std::move(d1), w2 = std::move(d2);
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; i++) {
+    if (i == std::min<int64_t>(n / 10, 2000)) rss0 = rss_bytes();
+    step(i);
+    if (HasFatalFailure()) return;
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  size_t rss1 = rss_bytes();
+  EXPECT_LT(last, first) << "the loss did not go down";
+#ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's quarantine holds freed memory on purpose
+  EXPECT_LT(double(rss1) - double(rss0), 16.0 * (1 << 20)) << "RSS grew from " << rss0 << " to " << rss1 << " bytes";
+#endif
+  std::printf("[ info     ] %lld training steps in %.2f s (%.0f us each), loss %.4f -> %.4f, RSS %+.2f MiB after warm-up\n", (long long)n, secs,
+              secs / double(n) * 1e6, first, last, (double(rss1) - double(rss0)) / (1 << 20));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <utility>
 #include <unordered_set>
 
 #include "tensor/tensor.h"
@@ -186,6 +187,41 @@ UOpMap<UOpRef> compute_gradient(const UOpRef& root, const UOpRef& root_grad, con
 std::mutex g_grad_mu;
 std::vector<std::weak_ptr<TensorState>> g_grad_tensors;
 
+// realized tensors whose graphs reach a tensor that requires grad, with the graph kept (TensorState::origin), so that
+// realizing an output before backward() doesn't cut the gradient's path
+std::mutex g_origin_mu;
+std::vector<std::weak_ptr<TensorState>> g_origins;
+
+// uops a gradient may have to reach: those of the live tensors that require grad, and of realized ones with an origin
+std::unordered_set<const UOp*> grad_sources() {
+  std::unordered_set<const UOp*> out;
+  {
+    std::lock_guard<std::mutex> lk(g_grad_mu);
+    for (auto& w : g_grad_tensors)
+      if (auto s = w.lock(); s && s->requires_grad) out.insert(s->uop.get());
+  }
+  std::lock_guard<std::mutex> lk(g_origin_mu);
+  for (auto& w : g_origins)
+    if (auto s = w.lock(); s && s->origin) out.insert(s->uop.get());
+  return out;
+}
+// root with every realized buffer that has an origin replaced by that origin (not the targets themselves)
+UOpRef with_origins(UOpRef root, const std::unordered_set<const UOp*>& targets) {
+  UOpMap<UOpRef> m;
+  {
+    std::lock_guard<std::mutex> lk(g_origin_mu);
+    std::erase_if(g_origins, [](auto& w) { return w.expired(); });
+    for (auto& w : g_origins)
+      if (auto s = w.lock(); s && s->origin && !targets.count(s->uop.get())) m[s->uop] = s->origin;
+  }
+  for (int round = 0; round < 64 && !m.empty(); round++) {  // origins may contain realized buffers of their own
+    UOpRef r = root->substitute(m);
+    if (r == root) break;
+    root = r;
+  }
+  return root;
+}
+
 Tensor one_like_loss(const Tensor& t, const char* what) {
   TG_CHECK(t.numel() == 1, TG_ERROR_SHAPE, std::string(what) + ": needs a 0-d or one-element tensor, got shape " + shape_str(t.shape()));
   TG_CHECK(dtypes::is_float(t.dtype()), TG_ERROR_DTYPE, std::string(what) + ": needs a float tensor, got " + t.dtype().name());
@@ -202,6 +238,7 @@ Tensor& Tensor::requires_grad_(bool on) {
     g_grad_tensors.push_back(s_);
   }
   s_->requires_grad = on;
+  if (on) s_->origin = UOpRef();  // a leaf now: gradients stop here
   return *this;
 }
 std::optional<Tensor> Tensor::grad() const {
@@ -220,7 +257,7 @@ std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& wrt) const {
     TG_CHECK(w.device() == device(), TG_ERROR_DEVICE, "gradient: a tensor is on " + w.device() + ", the target on " + device());
     targets.insert(w.uop().get());
   }
-  auto g = compute_gradient(uop(), seed.uop(), targets, device());
+  auto g = compute_gradient(with_origins(uop(), targets), seed.uop(), targets, device());
   std::vector<Tensor> out;
   for (auto& w : wrt) {
     auto it = g.find(w.uop());
@@ -232,7 +269,7 @@ std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& wrt) const {
 Tensor& Tensor::backward() {
   one_like_loss(*this, "backward");
   std::unordered_set<const UOp*> in_graph;
-  for (auto& u : uop()->toposort()) in_graph.insert(u.get());
+  for (auto& u : with_origins(uop(), {})->toposort()) in_graph.insert(u.get());
   std::vector<Tensor> need;
   {
     std::lock_guard<std::mutex> lk(g_grad_mu);
@@ -246,6 +283,30 @@ Tensor& Tensor::backward() {
     need[i].set_grad(old ? old->add(gs[i]) : gs[i]);
   }
   return *this;
+}
+
+void Tensor::became(UOpRef realized) {
+  UOpRef old = std::exchange(s_->uop, std::move(realized));
+  if (old == s_->uop || s_->requires_grad) return;  // a tensor that requires grad is itself where gradients stop
+  std::unordered_set<const UOp*> src = grad_sources();
+  if (src.empty()) return;  // no training going on: keep nothing alive
+  // search old's graph for a source, not below DETACH (no gradient flows there)
+  std::vector<const UOp*> stack{old.get()};
+  std::unordered_set<const UOp*> seen{old.get()};
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (src.count(u)) {
+      s_->origin = old;
+      std::lock_guard<std::mutex> lk(g_origin_mu);
+      if (g_origins.size() % 1024 == 1023) std::erase_if(g_origins, [](auto& w) { return w.expired(); });
+      g_origins.push_back(s_);
+      return;
+    }
+    if (u->op != Ops::DETACH)
+      for (auto& x : u->src)
+        if (seen.insert(x.get()).second) stack.push_back(x.get());
+  }
 }
 
 Tensor Tensor::contiguous_backward() const { return Tensor(UOp::make(Ops::CONTIGUOUS_BACKWARD, dtype(), {uop()}), device()); }

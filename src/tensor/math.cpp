@@ -64,11 +64,11 @@ Tensor Tensor::erf() const {
   Tensor p = t.mul(poly(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}));
   return x.sign().mul(x.scalar_like(1).sub(p.mul(x.square().neg().exp())));
 }
-// -1/0/1; the x*0 term carries NaN through and makes the gradient 0
+// -1/0/1, NaN for NaN; no gradient flows except through the NaN branch (where it is NaN anyway)
 Tensor Tensor::sign() const {
   if (dtypes::is_bool(dtype())) return *this;
   Tensor s = ne(full_like(0)).where(lt(full_like(0)).where(full_like(-1), full_like(1)), full_like(0));
-  return dtypes::is_float(dtype()) ? s.add(mul(full_like(0))) : s;
+  return dtypes::is_float(dtype()) ? isnan().where(*this, s) : s;
 }
 Tensor Tensor::trunc() const { return dtypes::is_float(dtype()) ? Tensor(uop()->alu(Ops::TRUNC), device()) : *this; }
 Tensor Tensor::floor() const {

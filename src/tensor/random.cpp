@@ -66,11 +66,14 @@ void Tensor::manual_seed(uint64_t seed) {
   g_seed = seed, g_made = 0;
 }
 
-// the top 23 bits as a float32 mantissa of a number in [1, 2), minus 1: uniform on [0, 1) in steps of 2^-23
+// the top m bits as the mantissa of a float32 in [1, 2), minus 1: uniform on [0, 1) in steps of 2^-m, m the dtype's
+// mantissa width (23 for float32 and float64, 10 for float16, 7 for bfloat16), so the cast is exact and never rounds to 1
 Tensor Tensor::rand(const Shape& shape, DType dtype, const std::string& device) {
   check_float(dtype, "rand");
+  int m = dtype == dtypes::float16 ? 10 : dtype == dtypes::bfloat16 ? 7 : 23;
   Tensor bits = random_bits(shape, false, device, "rand");
-  Tensor one_two = Tensor(bits.rshift(9).bitwise_or(u32(0x3F800000u, device)).uop()->bitcast(dtypes::float32), device);
+  Tensor mant = m == 23 ? bits.rshift(9) : bits.rshift(32 - m).lshift(23 - m);
+  Tensor one_two = Tensor(mant.bitwise_or(u32(0x3F800000u, device)).uop()->bitcast(dtypes::float32), device);
   return one_two.sub(one_two.full_like(1)).cast(dtype);
 }
 Tensor Tensor::uniform(const Shape& shape, double low, double high, DType dtype, const std::string& device) {

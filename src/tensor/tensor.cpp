@@ -409,7 +409,7 @@ void Tensor::realize_all(const std::vector<Tensor*>& ts) {
   std::vector<UOpRef> roots;
   for (auto* t : ts) roots.push_back(t->s_->uop);
   std::vector<UOpRef> outs = realize_uops(roots, ts.empty() ? std::string("CPU") : ts[0]->s_->device);
-  for (size_t i = 0; i < ts.size(); i++) ts[i]->s_->uop = outs[i];
+  for (size_t i = 0; i < ts.size(); i++) ts[i]->became(outs[i]);
 }
 void Tensor::to_data(void* out, size_t nbytes) {
   size_t need = size_t(numel()) * size_t(dtype().itemsize());
@@ -422,7 +422,7 @@ void Tensor::to_data(void* out, size_t nbytes) {
   if (b->op == Ops::RESHAPE) b = b->src[0].get();
   TG_CHECK(b->op == Ops::BUFFER, TG_ERROR_INTERNAL, "to_data: realized tensor is not a buffer");
   if (nbytes) buffer_of(b)->copyout(out, nbytes);
-  if (s_->uop != c.s_->uop && !is_buffer_view(s_->uop.get(), numel())) s_->uop = c.s_->uop;  // keep the computed result
+  if (s_->uop != c.s_->uop && !is_buffer_view(s_->uop.get(), numel())) became(c.s_->uop);  // keep the computed result
 }
 
 }  // namespace tg

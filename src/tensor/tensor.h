@@ -30,6 +30,7 @@ struct TensorState {
   std::string device;
   bool requires_grad = false;
   std::shared_ptr<TensorState> grad;
+  UOpRef origin;  // the graph a realized tensor was computed from, kept while gradients may need to flow through it
 };
 
 class Tensor;
@@ -216,6 +217,7 @@ class Tensor {
   Tensor& backward();
   std::vector<Tensor> gradient(const std::vector<Tensor>& wrt) const;  // d this / d wrt, zeros where unreached
   Tensor contiguous_backward() const;
+  void became(UOpRef realized);  // this tensor is now `realized` (its buffer); keeps its origin if gradients need it
 
   Tensor matmul(const Tensor& o) const;
 
