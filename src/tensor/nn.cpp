@@ -252,6 +252,7 @@ Tensor Tensor::binary_crossentropy_logits(const Tensor& y, int reduction) const 
 
 // out[..., i, ...] = t[..., index[..., i, ...], ...] along dim: a one-hot of the index reduced against t
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "gather: a 0-d tensor has no dim to gather along");
   int64_t d = resolve_axis(dim, "gather");
   TG_CHECK(index.ndim() == ndim(), TG_ERROR_SHAPE, "gather: index " + shape_str(index.shape()) + " and tensor " + shape_str(shape()) + " differ in rank");
   TG_CHECK(dtypes::is_int(index.dtype()), TG_ERROR_DTYPE, "gather: index must be an int tensor, got " + index.dtype().name());
