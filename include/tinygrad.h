@@ -471,6 +471,8 @@ TG_API tg_status tg_tensor_set_grad(tg_tensor* t, tg_tensor* grad);
 TG_API tg_status tg_tensor_gradient(tg_tensor* target, tg_tensor* const* wrt, size_t n, tg_tensor** out);
 /* The same values with no gradient flowing back through them. */
 TG_API tg_tensor* tg_tensor_detach(tg_tensor* t);
+/* The same values; the gradient flowing back through it is made contiguous (its own buffer), as tinygrad's. */
+TG_API tg_tensor* tg_tensor_contiguous_backward(tg_tensor* t);
 
 /* ---- tensors: realization and data ------------------------------------------------------------------------------ */
 /* A tensor that is its own buffer when realized (forces a kernel boundary). */

@@ -438,6 +438,7 @@ tg_status tg_tensor_gradient(tg_tensor* target, tg_tensor* const* wrt, size_t n,
   });
 }
 TG_UNARY(detach)
+TG_UNARY(contiguous_backward)
 
 tg_status tg_tensor_realize(tg_tensor* t) {
   return api::call([&] { get(t, "realize").realize(); });
