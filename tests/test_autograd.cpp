@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "rss.h"
 #include "tinygrad.h"
 
 namespace {
@@ -251,14 +252,6 @@ TEST(Random, RandnRandintDistributions) {
 
 namespace {
 
-size_t rss_bytes() {
-  long pages = 0, resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-  std::fclose(f);
-  return size_t(resident) * size_t(4096);
-}
 
 // forward + backward + SGD update of a tiny MLP, every handle released: a training loop's steady state
 TEST(Autograd, TrainingLoopDoesNotGrowMemory) {

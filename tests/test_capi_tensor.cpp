@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "rss.h"
 #include "tinygrad.h"
 #include "uop/uop.h"
 
@@ -611,14 +612,6 @@ TEST(CApiTensor, SuccessKeepsLastError) {
 }
 
 // ---- memory ---------------------------------------------------------------------------------------------------------------------
-size_t rss_bytes() {
-  long pages = 0, resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-  std::fclose(f);
-  return size_t(resident) * size_t(sysconf(_SC_PAGESIZE));
-}
 // one iteration: 16 floats in, ((x+x)*x).sum() out, everything released
 bool iteration(int i) {
   float in[16], out = 0;

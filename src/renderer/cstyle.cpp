@@ -19,7 +19,7 @@ static inline float tg_h2f(uint16_t h) {
 static inline uint16_t tg_f2h(float f) {
   uint32_t b; memcpy(&b, &f, 4);
   uint32_t s = (b >> 16) & 0x8000, a = b & 0x7fffffffu;
-  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00);
+  if (a > 0x7f800000u) { uint32_t m = (a >> 13) & 0x3ff; return (uint16_t)(s | 0x7c00 | (m ? m : 0x200)); } /* NaN keeps its payload */
   if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);
   if (a < 0x38800000u) { /* subnormal half: round to nearest even in units of 2^-24 */
     float af; memcpy(&af, &a, 4); float q = af * 16777216.0f; uint32_t r = (uint32_t)q; float fr = q - (float)r;
@@ -159,8 +159,16 @@ struct CRenderer {
         if (dtypes::is_float(from) && dtypes::is_unsigned(d)) return "((" + ctype(d) + ")(long long)(" + r(s[0]) + "))";
         return round16(d, "((" + ctype(d) + ")(" + r(s[0]) + "))");
       }
-      case Ops::BITCAST:
-        return "({" + ctype(d) + " _b; " + storage_type(s[0]->dtype) + " _a = " + r(s[0]) + "; memcpy(&_b, &_a, sizeof _b); _b;})";
+      case Ops::BITCAST: {  // 16-bit floats live as float in registers: go through their storage bits
+        DType from = s[0]->dtype;
+        std::string a = r(s[0]);
+        if (from.scalar == Scalar::Float16) a = "tg_f2h(" + a + ")";
+        if (from.scalar == Scalar::BFloat16) a = "tg_f2bf(" + a + ")";
+        std::string bits = "({" + storage_type(d) + " _b; " + storage_type(from) + " _a = " + a + "; memcpy(&_b, &_a, sizeof _b); _b;})";
+        if (d.scalar == Scalar::Float16) return "tg_h2f(" + bits + ")";
+        if (d.scalar == Scalar::BFloat16) return "tg_bf2f(" + bits + ")";
+        return bits;
+      }
       default: fail(TG_ERROR_UNSUPPORTED, "C renderer: no rule for " + std::string(op_name(u->op)));
     }
   }

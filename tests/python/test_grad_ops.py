@@ -1087,3 +1087,23 @@ def test_raw_randint_float_refused():
   code = tg.C.last_error()
   tg.C.clear_error()
   assert tg.C.status_name(code).decode() in ("TG_ERROR_DTYPE", "TG_ERROR_INVALID_ARGUMENT")
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dt", [np.int32, np.int64, np.float32])
+def test_div_rounding_mode_matches_torch(mode, dt):
+  r = np.random.default_rng(12)
+  a = r.integers(-50, 50, 64).astype(dt)
+  b = r.integers(1, 9, 64).astype(dt) * np.where(r.random(64) < 0.5, -1, 1).astype(dt)
+  got = Tensor(a).div(Tensor(b), rounding_mode=mode).numpy()
+  want = torch.div(torch.tensor(a), torch.tensor(b), rounding_mode=mode).numpy()
+  assert got.dtype == want.dtype
+  np.testing.assert_array_equal(got, want)
+  with pytest.raises(ValueError): Tensor(a).div(Tensor(b), rounding_mode="round")
+
+
+def test_device_default_and_canonical_names():
+  from tinygrad_c import Device
+  assert Device.DEFAULT == Tensor([1.0]).device == "CPU"
+  assert Device.canonicalize("cpu") == "CPU"
+  with pytest.raises(Exception): Device.canonicalize("NO_SUCH_DEVICE")

@@ -1,7 +1,7 @@
 """tinygrad_c: a ctypes binding over libtinygrad.so with tinygrad's Tensor names.
 
-The library is found by $TINYGRAD_LIB (a path to the .so), else the repository's build/libtinygrad.so, else
-ctypes.util.find_library("tinygrad"). Every failing C call raises TinygradError (a RuntimeError; shape and argument
+The library is found by $TINYGRAD_LIB (a path to the .so), else a libtinygrad.so next to this file (inside the installed
+package), else the repository's build/libtinygrad.so, else ctypes.util.find_library("tinygrad"). Every failing C call raises TinygradError (a RuntimeError; shape and argument
 errors are also ValueErrors, allocation failures MemoryErrors, as in tinygrad).
 
 No Python int is wrapped silently on its way into C: shape dims, axes, pads, counts and dtype codes are range-checked
@@ -20,7 +20,7 @@ from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-__all__ = ["Tensor", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "DType", "dtypes",
+__all__ = ["Tensor", "Device", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "DType", "dtypes",
            "least_upper_dtype", "Expr", "Variable", "version",
            "version_number", "counters", "reset_counters", "library_path", "has_tensor_api"]
 
@@ -30,8 +30,12 @@ def _find_library() -> str:
   if env := os.environ.get("TINYGRAD_LIB"):
     if not os.path.exists(env): raise OSError(f"TINYGRAD_LIB={env!r} does not exist")
     return env
-  repo_build = Path(__file__).resolve().parents[3] / "build" / "libtinygrad.so"
-  if repo_build.exists(): return str(repo_build)
+  here = Path(__file__).resolve().parent
+  beside = here / "libtinygrad.so"  # an installed package carries (or is given) its own copy or symlink
+  if beside.exists(): return str(beside)
+  if len(here.parents) > 2:
+    repo_build = here.parents[2] / "build" / "libtinygrad.so"  # bindings/python/tinygrad_c -> the repository root
+    if repo_build.exists() and (here.parents[2] / "include" / "tinygrad.h").exists(): return str(repo_build)
   if found := ctypes.util.find_library("tinygrad"): return found
   raise OSError("libtinygrad.so not found: set TINYGRAD_LIB to its path, or build the repository into build/")
 
@@ -47,6 +51,15 @@ _i64p, _status, _dtype_t = ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.
 class _Counters(ctypes.Structure):
   _fields_ = [("struct_size", _sz), ("kernel_count", _u64), ("global_ops", _u64), ("global_mem", _u64),
               ("time_sum_s", _dbl), ("compile_count", _u64)]
+
+
+class _TgIndex(ctypes.Structure):
+  """struct tg_index, laid out exactly as include/tinygrad.h declares it (kind is a 32-bit enum)."""
+  _fields_ = [("kind", ctypes.c_int), ("start", ctypes.c_int64), ("stop", ctypes.c_int64), ("step", ctypes.c_int64),
+              ("has_start", ctypes.c_int), ("has_stop", ctypes.c_int), ("has_step", ctypes.c_int), ("tensor", ctypes.c_void_p)]
+
+
+_IDX_INT, _IDX_SLICE, _IDX_NEWAXIS, _IDX_ELLIPSIS, _IDX_TENSOR = range(5)
 
 
 # one-argument tg_tensor_<name>(t) functions
@@ -119,6 +132,40 @@ _SIGNATURES = {
   "tg_tensor_retain": (_p, [_p]), "tg_tensor_release": (None, [_p]),
   # counters
   "tg_counters_get": (_status, [ctypes.POINTER(_Counters)]), "tg_counters_reset": (None, []),
+  # tensors: creation (more), indexing, shape and index ops
+  "tg_tensor_linspace": (_p, [_dbl, _dbl, _i64, _dtype_t, _str]),
+  "tg_tensor_getitem": (_p, [_p, ctypes.POINTER(_TgIndex), _sz]),
+  "tg_tensor_setitem": (_status, [_p, ctypes.POINTER(_TgIndex), _sz, _p]),
+  "tg_tensor_split": (_status, [_p, _i64p, _sz, _i64, ctypes.POINTER(_p)]),
+  "tg_tensor_chunk": (_i64, [_p, _i64, _i64, ctypes.POINTER(_p), _sz]),
+  "tg_tensor_meshgrid": (_status, [ctypes.POINTER(_p), _sz, _int, ctypes.POINTER(_p)]),
+  "tg_tensor_diag": (_p, [_p]), "tg_tensor_diagonal": (_p, [_p]), "tg_tensor_unfold": (_p, [_p, _i64, _i64, _i64]),
+  "tg_tensor_sort": (_status, [_p, _i64, _int, ctypes.POINTER(_p)]), "tg_tensor_argsort": (_p, [_p, _i64, _int]),
+  "tg_tensor_topk": (_status, [_p, _i64, _i64, _int, ctypes.POINTER(_p)]),
+  "tg_tensor_scatter": (_p, [_p, _i64, _p, _p]), "tg_tensor_scatter_reduce": (_p, [_p, _i64, _p, _p, _str, _int]),
+  "tg_tensor_masked_fill": (_p, [_p, _p, _p]), "tg_tensor_nonzero": (_p, [_p]), "tg_tensor_masked_select": (_p, [_p, _p]),
+  "tg_tensor_bitcast": (_p, [_p, _dtype_t]),
+  # tensors: nn functional
+  "tg_tensor_linear": (_p, [_p, _p, _p]), "tg_tensor_dot": (_p, [_p, _p]),
+  "tg_tensor_einsum": (_p, [_str, ctypes.POINTER(_p), _sz]),
+  "tg_tensor_conv2d": (_p, [_p, _p, _p] + [_i64] * 7), "tg_tensor_conv_transpose2d": (_p, [_p, _p, _p] + [_i64] * 9),
+  "tg_tensor_interpolate": (_p, [_p, _i64p, _sz, _str, _int]),
+  "tg_tensor_max_pool2d": (_p, [_p] + [_i64] * 8), "tg_tensor_avg_pool2d": (_p, [_p] + [_i64] * 6 + [_int]),
+  "tg_tensor_layernorm": (_p, [_p, _i64p, _sz, _dbl]), "tg_tensor_batchnorm": (_p, [_p, _p, _p, _p, _p]),
+  "tg_tensor_dropout": (_p, [_p, _dbl]), "tg_tensor_scaled_dot_product_attention": (_p, [_p, _p, _p, _p, _int]),
+  "tg_tensor_one_hot": (_p, [_p, _i64]),
+  "tg_tensor_cross_entropy": (_p, [_p, _p, _dbl, _int]),
+  "tg_tensor_sparse_categorical_crossentropy": (_p, [_p, _p, _i64, _dbl, _int]),
+  "tg_tensor_nll_loss": (_p, [_p, _p, _int]), "tg_tensor_binary_crossentropy": (_p, [_p, _p, _int]),
+  "tg_tensor_binary_crossentropy_logits": (_p, [_p, _p, _int]),
+  "tg_tensor_gather": (_p, [_p, _i64, _p]), "tg_tensor_assign": (_status, [_p, _p]),
+  # tensors: random numbers (more)
+  "tg_tensor_scaled_uniform": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_glorot_uniform": (_p, [_i64p, _sz, _dtype_t, _str]),
+  "tg_tensor_kaiming_uniform": (_p, [_i64p, _sz, _dbl, _dtype_t, _str]),
+  "tg_tensor_kaiming_normal": (_p, [_i64p, _sz, _dbl, _dtype_t, _str]),
+  "tg_tensor_randperm": (_p, [_i64, _dtype_t, _str]), "tg_tensor_multinomial": (_p, [_p, _i64, _int]),
+  **{f"tg_tensor_{n}_like": (_p, [_p]) for n in ("rand", "randn", "zeros", "ones")},
+  "tg_tensor_full_like": (_p, [_p, _dbl]),
 }
 
 
@@ -162,6 +209,16 @@ for _name, (_res, _args) in _SIGNATURES.items():
 def has_tensor_api() -> bool:
   """True when the loaded library exports the tensor functions."""
   return "tg_tensor_from_data" not in _missing
+
+
+# ---- devices ---------------------------------------------------------------------------------------------------------
+class Device:
+  """tinygrad's Device: Device.DEFAULT names the device used when none is given ($DEVICE, else "CPU");
+  Device.canonicalize(name) is the library's spelling of a device name (an unknown device raises)."""
+  DEFAULT: str = ""
+
+  @staticmethod
+  def canonicalize(device: Optional[str]) -> str: return Tensor.empty(0, device=device).device
 
 
 # ---- errors ----------------------------------------------------------------------------------------------------------
@@ -411,6 +468,7 @@ def _from_py(data, dt: Optional[DType]) -> Tuple[np.ndarray, DType]:
 class Tensor:
   """A lazy tensor over a tg_tensor handle. Nothing runs until .realize() / .numpy()."""
   __slots__ = ("_h", "__weakref__")
+  training = False  # tinygrad's Tensor.training: dropout (and attention's dropout_p) only act while it is True
   _release = C.tensor_release  # a class attribute, so __del__ still finds it at interpreter shutdown
 
   def __init__(self, data, dtype=None, device: Optional[str] = None, requires_grad: Optional[bool] = None):
@@ -572,9 +630,11 @@ class Tensor:
     return Tensor._make("randint", shape, dt, device, low, high)
 
   def rand_like(self, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    if dtype is None and device is None: return Tensor._wrap(C.tensor_rand_like(self._h), "tensor_rand_like")._rg(requires_grad)
     return Tensor.rand(*self.shape, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
   def randn_like(self, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    if dtype is None and device is None: return Tensor._wrap(C.tensor_randn_like(self._h), "tensor_randn_like")._rg(requires_grad)
     return Tensor.randn(*self.shape, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
   # -- autograd
@@ -720,7 +780,20 @@ class Tensor:
   def add(self, x, reverse=False): return self._scalar_op("add", x, reverse)
   def sub(self, x, reverse=False): return self._scalar_op("sub", x, reverse)
   def mul(self, x, reverse=False): return self._scalar_op("mul", x, reverse)
-  def div(self, x, reverse=False): return self._scalar_op("div", x, reverse)
+  def div(self, x, reverse=False, rounding_mode: Optional[str] = None) -> "Tensor":
+    """True division; rounding_mode "trunc" or "floor" rounds the quotient, exactly for ints (which stay ints)."""
+    if rounding_mode is None: return self._scalar_op("div", x, reverse)
+    if rounding_mode not in ("trunc", "floor"): raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    a, b = (self, x) if not reverse else (x, self)
+    a = a if isinstance(a, Tensor) else self._const(a)
+    b = b if isinstance(b, Tensor) else self._const(b)
+    if least_upper_dtype(a.dtype, b.dtype).is_float:
+      q = a.div(b)
+      return q.trunc() if rounding_mode == "trunc" else q.floor()
+    q = a.idiv(b)  # truncating; floor moves it down where the remainder and the divisor differ in sign
+    if rounding_mode == "trunc": return q
+    r = a - q * b
+    return q - ((r != 0) & ((r < 0) != (b < 0))).cast(q.dtype)
   def pow(self, x, reverse=False): return self._scalar_op("pow", x, reverse)
   def idiv(self, x, reverse=False): return self._bin("idiv", x, reverse)
   def mod(self, x, reverse=False) -> "Tensor":
@@ -1025,7 +1098,425 @@ class Tensor:
     a, b = (x, self) if reverse else (self, x)
     return Tensor._wrap(C.tensor_matmul(a._h, b._h), "tensor_matmul")
 
-  def dot(self, w) -> "Tensor": return self.matmul(w)
+  def dot(self, w) -> "Tensor":
+    """Matrix product (tg_tensor_dot: numpy's rules for 1-D and batched operands)."""
+    w = self._tensor(w)
+    return Tensor._wrap(C.tensor_dot(self._h, w._h), "tensor_dot")
+
+  def linear(self, weight: "Tensor", bias: Optional["Tensor"] = None) -> "Tensor":
+    """self @ weight + bias with weight (in, out), as tinygrad's Tensor.linear."""
+    return Tensor._wrap(C.tensor_linear(self._h, weight._h, None if bias is None else bias._h), "tensor_linear")
+
+  @staticmethod
+  def einsum(formula: str, *operands) -> "Tensor":
+    """Einstein summation ("ij,jk->ik"); operands may also be given as one list."""
+    ops = tuple(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else operands
+    arr = (ctypes.c_void_p * max(len(ops), 1))(*[t._h for t in ops])
+    return Tensor._wrap(C.tensor_einsum(_cstr(formula, "formula"), arr, len(ops)), "tensor_einsum")
+
+  # -- indexing
+  def _resolve_dim(self, dim, extra: bool = False) -> int:
+    n = self.ndim + int(extra)
+    d = _index(dim, "dim")
+    if not -max(n, 1) <= d < max(n, 1): raise IndexError(f"dim={d} out of range [{-max(n, 1)}, {max(n, 1) - 1}]")
+    return d + n if d < 0 else d
+
+  def _index_items(self, indices) -> list:
+    """indices as a list of None / Ellipsis / int / (start, stop, step) / Tensor, checked as tinygrad and numpy check them,
+    with each slice bound clamped to [-(size+1), size+1] (the same selection; nothing reaches C that int64 can't hold)."""
+    if not isinstance(indices, tuple): indices = (indices,)
+    items = []
+    for ix in indices:
+      if ix is None or ix is Ellipsis or isinstance(ix, slice): items.append(ix)
+      elif isinstance(ix, (bool, np.bool_)): raise IndexError(f"{type(ix).__name__} indexing is not supported")
+      elif isinstance(ix, (int, np.integer)): items.append(int(ix))
+      elif isinstance(ix, Tensor):
+        if not ix.dtype.is_int: raise IndexError(f"index dtype {ix.dtype} is not supported: tensor indices must be ints")
+        items.append(ix)
+      elif isinstance(ix, (list, tuple, np.ndarray)):
+        arr = np.asarray(ix)
+        if arr.dtype.kind not in "iu":
+          if arr.size == 0 and arr.dtype.kind == "f": arr = arr.astype(np.int32)  # [] is an empty int index, as numpy
+          else: raise IndexError(f"index of dtype {arr.dtype} is not supported: index arrays must be ints")
+        if arr.ndim == 0: items.append(int(arr))
+        else:
+          if arr.dtype.kind == "u" and arr.size and int(arr.max()) > _I64_MAX: raise IndexError("index out of range")
+          arr = arr.astype(np.int32 if arr.size == 0 or (_I32_MIN <= int(arr.min()) and int(arr.max()) <= _I32_MAX) else np.int64)
+          items.append(Tensor(arr, device=self.device))
+      else: raise IndexError(f"{type(ix).__name__} indexing is not supported")
+    if sum(ix is Ellipsis for ix in items) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
+    shape = self.shape
+    consuming = sum(not (ix is None or ix is Ellipsis) for ix in items)
+    if consuming > len(shape):
+      raise IndexError(f"too many indices for tensor of dimension {len(shape)}: {consuming} were indexed")
+    dim, out = 0, []
+    for ix in items:
+      if ix is None: out.append(None)
+      elif ix is Ellipsis:
+        out.append(Ellipsis)
+        dim += len(shape) - consuming
+      elif isinstance(ix, int):
+        size = shape[dim]
+        if not -size <= ix < size: raise IndexError(f"index {ix} is out of bounds for dimension {dim} with size {size}")
+        out.append(ix)
+        dim += 1
+      elif isinstance(ix, slice):
+        size = shape[dim]
+        vals = [None if v is None else _index(v, "slice index") for v in (ix.start, ix.stop, ix.step)]
+        if vals[2] == 0: raise ValueError("slice step cannot be zero")
+        out.append(tuple(None if v is None else max(-(size + 1), min(size + 1, v)) for v in vals))
+        dim += 1
+      else:
+        out.append(ix)
+        dim += 1
+    return out
+
+  @staticmethod
+  def _index_entries(items):
+    arr = (_TgIndex * max(len(items), 1))()
+    for e, ix in zip(arr, items):
+      if ix is None: e.kind = _IDX_NEWAXIS
+      elif ix is Ellipsis: e.kind = _IDX_ELLIPSIS
+      elif isinstance(ix, int): e.kind, e.start = _IDX_INT, ix
+      elif isinstance(ix, tuple):
+        e.kind = _IDX_SLICE
+        for f, v in zip(("start", "stop", "step"), ix):
+          if v is not None: setattr(e, f, v); setattr(e, "has_" + f, 1)
+      else: e.kind, e.tensor = _IDX_TENSOR, ix._h  # borrowed: `items` keeps the Tensor alive across the call
+    return arr
+
+  def __getitem__(self, indices) -> "Tensor":
+    """Python/numpy indexing: ints, slices (any step), None, ..., and int Tensors, lists or numpy arrays (numpy's advanced
+    indexing; like tinygrad, out-of-range entries of an index tensor give 0). Basic indices make a view."""
+    items = self._index_items(indices)
+    entries = Tensor._index_entries(items)
+    return Tensor._wrap(C.tensor_getitem(self._h, entries, len(items)), "tensor_getitem")
+
+  def __setitem__(self, indices, v) -> None:
+    """self[indices] = v (a scalar, list, array or Tensor, broadcast to the selection and cast to self's dtype); self then
+    refers to the result, as assign does. Tensor indices write through scatter (with repeated positions, one of the
+    values written there wins)."""
+    items = self._index_items(indices)
+    val = v if isinstance(v, Tensor) else Tensor(v, device=self.device) if isinstance(v, (np.ndarray, list, tuple)) else \
+      Tensor.full((), v, dtype=self.dtype, device=self.device)
+    if any(isinstance(ix, Tensor) for ix in items):
+      n = self.numel()
+      pos = Tensor.arange(n, dtype=dtypes.int32 if n <= _I32_MAX else dtypes.int64, device=self.device).reshape(self.shape)[indices]
+      if pos.numel() == 0: return
+      vs = val.cast(self.dtype)
+      if vs.ndim > pos.ndim: vs = vs.reshape(vs.shape[vs.ndim - pos.ndim:]) if all(s == 1 for s in vs.shape[:vs.ndim - pos.ndim]) else vs
+      vs = vs.reshape((1,) * (pos.ndim - vs.ndim) + vs.shape).expand(pos.shape)
+      self.assign(self.reshape(n).scatter(0, pos.reshape(-1), vs.reshape(-1)).reshape(self.shape))
+      return
+    entries = Tensor._index_entries(items)
+    _ok(C.tensor_setitem(self._h, entries, len(items), val._h), "tensor_setitem")
+
+  def assign(self, x) -> "Tensor":
+    """self takes x's contents (same shape, cast to self's dtype); returns self. Tensors made from self before keep the old
+    contents."""
+    x = x if isinstance(x, Tensor) else Tensor(x, dtype=self.dtype, device=self.device)
+    _ok(C.tensor_assign(self._h, x._h), "tensor_assign")
+    return self
+
+  def gather(self, dim: int, index: "Tensor") -> "Tensor":
+    """out[..i..] = self[.. index[..i..] ..] along dim."""
+    return Tensor._wrap(C.tensor_gather(self._h, _i64(dim, "dim"), index._h), "tensor_gather")
+
+  # -- more shape and index ops
+  def split(self, sizes, dim: int = 0) -> tuple:
+    """Pieces along dim: sizes is a list of piece sizes (summing to the dim's size), or an int piece size (the last piece
+    may be smaller), as tinygrad."""
+    d = self._resolve_dim(dim)
+    if isinstance(sizes, (int, np.integer)):
+      step, size = _index(sizes, "split size"), self.shape[d]
+      if step <= 0: raise ValueError(f"split size must be positive, got {step}")
+      sizes = [min(step, size - i) for i in range(0, max(1, size), step)]
+    sizes = [_i64(s, "split size") for s in sizes]
+    out = (ctypes.c_void_p * max(len(sizes), 1))()
+    _ok(C.tensor_split(self._h, _i64s(sizes, "split size"), len(sizes), d, out), "tensor_split")
+    return tuple(Tensor._wrap(out[i], "tensor_split") for i in range(len(sizes)))
+
+  def chunk(self, chunks: int, dim: int = 0) -> list:
+    """At most `chunks` pieces of ceil(size / chunks) along dim (torch's rule)."""
+    chunks, d = _i64(chunks, "chunks"), self._resolve_dim(dim)
+    if chunks <= 0: raise ValueError(f"chunks must be positive, got {chunks}")
+    cap = max(1, min(chunks, self.shape[d]))
+    out = (ctypes.c_void_p * cap)()
+    n = C.tensor_chunk(self._h, chunks, d, out, cap)
+    if n < 0: _raise_last("tensor_chunk")
+    return [Tensor._wrap(out[i], "tensor_chunk") for i in range(n)]
+
+  def meshgrid(self, *args: "Tensor", indexing: str = "ij") -> tuple:
+    """Coordinate grids of self and args (also Tensor.meshgrid(a, b, ...)); indexing "ij" or "xy"."""
+    if indexing not in ("ij", "xy"): raise RuntimeError(f'indexing must be in ("ij", "xy"), got {indexing}')
+    ts = (*self, *args) if isinstance(self, (list, tuple)) else (self, *args)
+    arr, out = (ctypes.c_void_p * max(len(ts), 1))(*[t._h for t in ts]), (ctypes.c_void_p * max(len(ts), 1))()
+    _ok(C.tensor_meshgrid(arr, len(ts), int(indexing == "xy"), out), "tensor_meshgrid")
+    return tuple(Tensor._wrap(out[i], "tensor_meshgrid") for i in range(len(ts)))
+
+  def diag(self) -> "Tensor": return Tensor._wrap(C.tensor_diag(self._h), "tensor_diag")
+  def diagonal(self) -> "Tensor": return Tensor._wrap(C.tensor_diagonal(self._h), "tensor_diagonal")
+
+  def unfold(self, dim: int, size: int, step: int) -> "Tensor":
+    """Windows of `size` every `step` along dim, as a new last dim (torch's unfold)."""
+    return Tensor._wrap(C.tensor_unfold(self._h, _i64(dim, "dim"), _i64(size, "size"), _i64(step, "step")), "tensor_unfold")
+
+  def sort(self, dim: int = -1, descending: bool = False) -> Tuple["Tensor", "Tensor"]:
+    """(values, int32 indices), a stable sort along dim."""
+    out = (ctypes.c_void_p * 2)()
+    _ok(C.tensor_sort(self._h, _i64(dim, "dim"), int(bool(descending)), out), "tensor_sort")
+    return Tensor._wrap(out[0], "tensor_sort"), Tensor._wrap(out[1], "tensor_sort")
+
+  def argsort(self, dim: int = -1, descending: bool = False) -> "Tensor":
+    return Tensor._wrap(C.tensor_argsort(self._h, _i64(dim, "dim"), int(bool(descending))), "tensor_argsort")
+
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted_: bool = True) -> Tuple["Tensor", "Tensor"]:
+    """(values, int32 indices) of the k largest (smallest) along dim, always sorted."""
+    out = (ctypes.c_void_p * 2)()
+    _ok(C.tensor_topk(self._h, _i64(k, "k"), _i64(dim, "dim"), int(bool(largest)), out), "tensor_topk")
+    return Tensor._wrap(out[0], "tensor_topk"), Tensor._wrap(out[1], "tensor_topk")
+
+  def scatter(self, dim: int, index: "Tensor", src, reduce: Optional[str] = None) -> "Tensor":
+    """self with src's elements written at index along dim; src may be a scalar. reduce="add"/"multiply" combine (tinygrad's
+    scatter reduce argument)."""
+    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
+    if reduce is not None:
+      if reduce not in ("add", "multiply"): raise TypeError(f"{reduce=} must be one of None, 'multiply', or 'add'")
+      return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
+    return Tensor._wrap(C.tensor_scatter(self._h, _i64(dim, "dim"), index._h, src._h), "tensor_scatter")
+
+  def scatter_reduce(self, dim: int, index: "Tensor", src: "Tensor", reduce: str, include_self: bool = True) -> "Tensor":
+    """Combine ("sum", "prod", "mean", "amax", "amin") everything sent to one place (and self's value with include_self)."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"): raise RuntimeError(f"{reduce=} must be one of 'sum', 'prod', 'mean', 'amax', 'amin'")
+    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
+    return Tensor._wrap(C.tensor_scatter_reduce(self._h, _i64(dim, "dim"), index._h, src._h, _cstr(reduce, "reduce"),
+                                                int(bool(include_self))), "tensor_scatter_reduce")
+
+  def masked_fill(self, mask: "Tensor", value) -> "Tensor":
+    """mask ? value : self."""
+    value = self._tensor(value)
+    return Tensor._wrap(C.tensor_masked_fill(self._h, mask._h, value._h), "tensor_masked_fill")
+
+  def nonzero(self) -> "Tensor":
+    """(count, ndim) int64 coordinates of the nonzero elements, row-major (realizes self)."""
+    return Tensor._wrap(C.tensor_nonzero(self._h), "tensor_nonzero")
+
+  def masked_select(self, mask: "Tensor") -> "Tensor":
+    """The 1-d elements where mask is true (realizes)."""
+    mask = self._tensor(mask)
+    return Tensor._wrap(C.tensor_masked_select(self._h, mask._h), "tensor_masked_select")
+
+  def bitcast(self, dtype) -> "Tensor":
+    """The same bits as another dtype of the same size."""
+    return Tensor._wrap(C.tensor_bitcast(self._h, to_dtype(dtype).value), "tensor_bitcast")
+
+  # -- nn functional
+  def conv2d(self, weight: "Tensor", bias: Optional["Tensor"] = None, groups=1, stride=1, dilation=1, padding=0, acc_dtype=None) -> "Tensor":
+    """2-d convolution of (N, Cin, H, W) by weight (Cout, Cin/groups, kH, kW). stride/dilation: an int or (h, w); padding:
+    an int, (h, w), or torch's flat (left, right, top, bottom)."""
+    if acc_dtype is not None: raise NotImplementedError("acc_dtype is not supported")
+    (sh, sw), (dh, dw) = _pair(stride, "stride"), _pair(dilation, "dilation")
+    top, bottom, left, right = _pool_pads(padding)
+    x = self
+    if top != bottom or left != right:
+      x, top, bottom, left, right = self.pad((left, right, top, bottom)), 0, 0, 0, 0
+    return Tensor._wrap(C.tensor_conv2d(x._h, weight._h, None if bias is None else bias._h, _i64(groups, "groups"), sh, sw, dh, dw, top, left),
+                        "tensor_conv2d")
+
+  def conv_transpose2d(self, weight: "Tensor", bias: Optional["Tensor"] = None, groups=1, stride=1, dilation=1, padding=0,
+                       output_padding=0) -> "Tensor":
+    """The transposed 2-d convolution, weight (Cin, Cout/groups, kH, kW). Ints or (h, w) pairs."""
+    (sh, sw), (dh, dw) = _pair(stride, "stride"), _pair(dilation, "dilation")
+    (ph, pw), (oh, ow) = _pair(padding, "padding"), _pair(output_padding, "output_padding")
+    return Tensor._wrap(C.tensor_conv_transpose2d(self._h, weight._h, None if bias is None else bias._h, _i64(groups, "groups"), sh, sw, dh,
+                                                  dw, ph, pw, oh, ow), "tensor_conv_transpose2d")
+
+  def interpolate(self, size, mode: str = "linear", align_corners: bool = False) -> "Tensor":
+    """Resize the last len(size) dims to size: mode "linear", "nearest" or "nearest-exact"."""
+    size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    return Tensor._wrap(C.tensor_interpolate(self._h, _i64s(size, "size"), len(size), _cstr(mode, "mode"), int(bool(align_corners))),
+                        "tensor_interpolate")
+
+  def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, return_indices=False) -> "Tensor":
+    """Max over kernel windows of the last two dims (stride defaults to kernel_size; padding is -inf)."""
+    if ceil_mode: raise NotImplementedError("ceil_mode=True is not supported")
+    if return_indices: raise NotImplementedError("return_indices=True is not supported")
+    (kh, kw) = _pair(kernel_size, "kernel_size")
+    (sh, sw), (dh, dw) = _pair(kernel_size if stride is None else stride, "stride"), _pair(dilation, "dilation")
+    top, bottom, left, right = _pool_pads(padding)
+    x = self
+    if top != bottom or left != right:
+      x, top, left = self.pad((left, right, top, bottom), value=-math.inf), 0, 0
+    return Tensor._wrap(C.tensor_max_pool2d(x._h, kh, kw, sh, sw, dh, dw, top, left), "tensor_max_pool2d")
+
+  def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, count_include_pad=True) -> "Tensor":
+    """Mean over kernel windows of the last two dims (stride defaults to kernel_size; zero padding, counted in the mean when
+    count_include_pad). dilation != 1 and ceil_mode=True are not supported."""
+    if ceil_mode: raise NotImplementedError("ceil_mode=True is not supported")
+    if _pair(dilation, "dilation") != (1, 1): raise NotImplementedError("avg_pool2d with dilation != 1 is not supported")
+    (kh, kw) = _pair(kernel_size, "kernel_size")
+    (sh, sw) = _pair(kernel_size if stride is None else stride, "stride")
+    top, bottom, left, right = _pool_pads(padding)
+    x = self
+    if top != bottom or left != right:
+      if not count_include_pad: raise NotImplementedError("asymmetric padding with count_include_pad=False is not supported")
+      x, top, left = self.pad((left, right, top, bottom)), 0, 0
+    return Tensor._wrap(C.tensor_avg_pool2d(x._h, kh, kw, sh, sw, top, left, int(bool(count_include_pad))), "tensor_avg_pool2d")
+
+  def layernorm(self, axis=-1, eps: float = 1e-5) -> "Tensor":
+    """(x - mean) / sqrt(var + eps) over axis (an int or a tuple), no affine part."""
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if not axes: raise ValueError("layernorm needs at least one axis")
+    return Tensor._wrap(C.tensor_layernorm(self._h, _i64s(axes, "axis"), len(axes), float(eps)), "tensor_layernorm")
+
+  def batchnorm(self, weight: Optional["Tensor"], bias: Optional["Tensor"], mean: "Tensor", invstd: "Tensor", axis=1) -> "Tensor":
+    """(x - mean) * weight * invstd + bias, the per-channel tensors along axis (an int or a tuple)."""
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(self._resolve_dim(a) for a in axes)
+    if axes == (1,):
+      return Tensor._wrap(C.tensor_batchnorm(self._h, None if weight is None else weight._h, None if bias is None else bias._h, mean._h,
+                                             invstd._h), "tensor_batchnorm")
+    shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
+    x = self - mean.reshape(shape)
+    if weight is not None: x = x * weight.reshape(shape)
+    ret = x * (invstd.reshape(shape) if len(invstd.shape) == len(axes) else invstd)
+    return (ret + bias.reshape(shape)) if bias is not None else ret
+
+  def dropout(self, p: float = 0.5) -> "Tensor":
+    """In training (Tensor.training), zero each element with probability p and scale the rest by 1/(1-p); else self."""
+    if not 0 <= p <= 1: raise ValueError(f"{p=} is out of range [0, 1]")
+    if not Tensor.training or p == 0: return self
+    if p == 1: return self.zeros_like()
+    return Tensor._wrap(C.tensor_dropout(self._h, float(p)), "tensor_dropout")
+
+  def scaled_dot_product_attention(self, key: "Tensor", value: "Tensor", attn_mask: Optional["Tensor"] = None, dropout_p: float = 0.0,
+                                   is_causal: bool = False) -> "Tensor":
+    """softmax(self @ key^T / sqrt(d) + mask) @ value; a bool mask keeps where true, a float mask is added; is_causal masks
+    the upper triangle; dropout_p applies to the attention weights in training."""
+    if dropout_p and Tensor.training:
+      qk = self.matmul(key.transpose(-2, -1)) / math.sqrt(self.shape[-1])
+      if is_causal:
+        causal = Tensor.ones(qk.shape[-2], qk.shape[-1], dtype=dtypes.bool, device=self.device).tril()
+        qk = causal.where(qk, -math.inf)
+      if attn_mask is not None: qk = attn_mask.where(qk, -math.inf) if attn_mask.dtype is dtypes.bool else qk + attn_mask
+      return qk.softmax(-1).dropout(dropout_p).matmul(value)
+    return Tensor._wrap(C.tensor_scaled_dot_product_attention(self._h, key._h, value._h, None if attn_mask is None else attn_mask._h,
+                                                              int(bool(is_causal))), "tensor_scaled_dot_product_attention")
+
+  def one_hot(self, num_classes: int = -1) -> "Tensor":
+    """int32 one-hot along a new last dim; num_classes=-1 takes max + 1 (realizes)."""
+    if num_classes == -1: num_classes = int(self.max().item()) + 1
+    return Tensor._wrap(C.tensor_one_hot(self._h, _i64(num_classes, "num_classes")), "tensor_one_hot")
+
+  def cross_entropy(self, Y: "Tensor", reduction: str = "mean", label_smoothing: float = 0.0) -> "Tensor":
+    """self: logits (N, C, ...); Y: class indices (N, ...) or probabilities (N, C, ...)."""
+    if not 0.0 <= label_smoothing <= 1.0: raise ValueError("label_smoothing must be in [0.0, 1.0]")
+    return Tensor._wrap(C.tensor_cross_entropy(self._h, Y._h, float(label_smoothing), _reduction(reduction)), "tensor_cross_entropy")
+
+  def sparse_categorical_crossentropy(self, Y: "Tensor", ignore_index: int = -1, label_smoothing: float = 0.0,
+                                      reduction: str = "mean") -> "Tensor":
+    """self: logits (..., C); Y: int labels (...); labels equal to ignore_index are skipped."""
+    if not 0.0 <= label_smoothing <= 1.0: raise ValueError("label_smoothing must be in [0.0, 1.0]")
+    return Tensor._wrap(C.tensor_sparse_categorical_crossentropy(self._h, Y._h, _i64(ignore_index, "ignore_index"), float(label_smoothing),
+                                                                 _reduction(reduction)), "tensor_sparse_categorical_crossentropy")
+
+  def nll_loss(self, Y: "Tensor", weight: Optional["Tensor"] = None, ignore_index: Optional[int] = None, reduction: str = "mean") -> "Tensor":
+    """self: log-probabilities (N, C, ...); Y: class indices. weight and ignore_index are not supported."""
+    if weight is not None: raise NotImplementedError("nll_loss with weight is not supported")
+    if ignore_index is not None: raise NotImplementedError("nll_loss with ignore_index is not supported")
+    return Tensor._wrap(C.tensor_nll_loss(self._h, Y._h, _reduction(reduction)), "tensor_nll_loss")
+
+  def binary_crossentropy(self, Y: "Tensor", reduction: str = "mean") -> "Tensor":
+    """self: probabilities; Y: targets."""
+    return Tensor._wrap(C.tensor_binary_crossentropy(self._h, Y._h, _reduction(reduction)), "tensor_binary_crossentropy")
+
+  def binary_crossentropy_logits(self, Y: "Tensor", reduction: str = "mean", pos_weight: Optional["Tensor"] = None) -> "Tensor":
+    """self: logits; Y: targets. pos_weight is not supported."""
+    if pos_weight is not None: raise NotImplementedError("binary_crossentropy_logits with pos_weight is not supported")
+    return Tensor._wrap(C.tensor_binary_crossentropy_logits(self._h, Y._h, _reduction(reduction)), "tensor_binary_crossentropy_logits")
+
+  # -- creation (more) and initializers
+  @staticmethod
+  def linspace(start, stop, steps: int, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """steps values from start to stop inclusive, evenly spaced."""
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if dt is dtypes.bool: raise ValueError("linspace with bool dtype is not supported")
+    steps = _i64(steps, "steps")
+    if steps < 0: raise ValueError("number of steps must be non-negative")
+    return Tensor._wrap(C.tensor_linspace(float(start), float(stop), steps, dt.value, _enc(device)), "tensor_linspace")._rg(requires_grad)
+
+  @staticmethod
+  def scaled_uniform(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """U(-1, 1) / sqrt(numel)."""
+    return Tensor._make("scaled_uniform", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def glorot_uniform(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """U(+-sqrt(6 / (shape[0] + prod(shape[1:]))))."""
+    return Tensor._make("glorot_uniform", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def kaiming_uniform(*shape, a: float = 0.01, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._make("kaiming_uniform", shape, dtype or dtypes.default_float, device, float(a), requires_grad=requires_grad)
+
+  @staticmethod
+  def kaiming_normal(*shape, a: float = 0.01, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._make("kaiming_normal", shape, dtype or dtypes.default_float, device, float(a), requires_grad=requires_grad)
+
+  @staticmethod
+  def randperm(n: int, device=None, dtype=dtypes.int32, requires_grad=None) -> "Tensor":
+    """A random permutation of 0..n-1."""
+    n, dt = _i64(n, "n"), to_dtype(dtype)
+    if dt.is_int: _check_int_fits(0, max(n - 1, 0), dt, "randperm value")
+    return Tensor._wrap(C.tensor_randperm(n, dt.value, _enc(device)), "tensor_randperm")._rg(requires_grad)
+
+  def multinomial(self, num_samples: int = 1, replacement: bool = False) -> "Tensor":
+    """Samples of the categorical distribution(s) in the rows of self (1-d or 2-d weights)."""
+    return Tensor._wrap(C.tensor_multinomial(self._h, _i64(num_samples, "num_samples"), int(bool(replacement))), "tensor_multinomial")
+
+  def full_like(self, fill_value: Scalar, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """full with self's shape (and dtype and device unless given); fill_value must fit an int dtype."""
+    dt = to_dtype(dtype) if dtype is not None else self.dtype
+    if dt is self.dtype and device is None and dt.is_float:
+      return Tensor._wrap(C.tensor_full_like(self._h, float(fill_value)), "tensor_full_like")._rg(requires_grad)
+    return Tensor.full(self.shape, fill_value, dtype=dt, device=device or self.device, requires_grad=requires_grad)
+
+  def zeros_like(self, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    if dtype is None and device is None: return Tensor._wrap(C.tensor_zeros_like(self._h), "tensor_zeros_like")._rg(requires_grad)
+    return Tensor.zeros(self.shape, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+  def ones_like(self, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    if dtype is None and device is None: return Tensor._wrap(C.tensor_ones_like(self._h), "tensor_ones_like")._rg(requires_grad)
+    return Tensor.ones(self.shape, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _reduction(reduction: str) -> int:
+  if reduction not in _REDUCTIONS: raise ValueError(f"{reduction=} must be one of {tuple(_REDUCTIONS)}")
+  return _REDUCTIONS[reduction]
+
+
+def _pair(v, what: str) -> Tuple[int, int]:
+  """An int or an (h, w) pair as two range-checked ints."""
+  if isinstance(v, (tuple, list)):
+    if len(v) != 2: raise ValueError(f"{what} takes an int or 2 ints, got {v!r}")
+    return _i64(v[0], what), _i64(v[1], what)
+  i = _i64(v, what)
+  return i, i
+
+
+def _pool_pads(padding) -> Tuple[int, int, int, int]:
+  """(top, bottom, left, right) from an int, an (h, w) pair, or torch's flat (left, right, top, bottom), as tinygrad."""
+  if isinstance(padding, (tuple, list)):
+    if len(padding) == 2: (ph, pw) = _pair(padding, "padding"); return ph, ph, pw, pw
+    if len(padding) == 4:
+      left, right, top, bottom = (_i64(p, "padding") for p in padding)
+      return top, bottom, left, right
+    raise ValueError(f"padding takes an int, 2 ints or 4 ints, got {padding!r}")
+  p = _i64(padding, "padding")
+  return p, p, p, p
 
 
 def _flat_pairs(what: str, pairs, kind: str):
@@ -1135,3 +1626,5 @@ def counters() -> dict:
 
 
 def reset_counters(): C.counters_reset()
+
+Device.DEFAULT = Device.canonicalize(None)
