@@ -30,10 +30,11 @@ test: build
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-unit test-python test-install
 
 test-unit:
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# two pytest workers (pytest-xdist): most of the time goes to compiling kernels, one clang per worker
 test-python:
-	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q tests/python bindings/python
+	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) tests/python bindings/python
 
 test-install:
 	sh tests/install/test_install.sh $(BUILD)
@@ -49,7 +50,7 @@ asan:
 	cmake -S . -B $(ASAN_BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Debug -DTG_SANITIZE=ON -DTG_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && cd $(ASAN_BUILD) && \
-	  XDG_CACHE_HOME="$$d" ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure
+	  XDG_CACHE_HOME="$$d" ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
 bench: build
 	$(BUILD)/bench_uop --benchmark_min_time=0.2

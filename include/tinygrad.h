@@ -333,6 +333,7 @@ TG_API tg_tensor* tg_tensor_matmul(tg_tensor* a, tg_tensor* b);
 /* ---- tensors: indexing ------------------------------------------------------------------------------------------ */
 /* One entry of a Python-style index, t[1, 2:8:2, None, ..., idx]. The layout is fixed for this major version. */
 typedef enum tg_index_kind {
+  TG_INDEX_INVALID = -1, /* never valid; makes every int a representable value (a caller's bad kind is an error, not UB) */
   TG_INDEX_INT = 0,      /* `start` is the index (negative counts from the end) */
   TG_INDEX_SLICE = 1,    /* start:stop:step, each used only when its has_* flag is set (Python's None otherwise) */
   TG_INDEX_NEWAXIS = 2,  /* None: a new size-1 dim */

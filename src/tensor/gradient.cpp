@@ -247,7 +247,7 @@ std::optional<Tensor> Tensor::grad() const {
 }
 void Tensor::set_grad(const std::optional<Tensor>& g) {
   if (g) TG_CHECK(g->shape() == shape(), TG_ERROR_SHAPE, "set_grad: gradient of shape " + shape_str(g->shape()) + " for a tensor of shape " + shape_str(shape()));
-  s_->grad = g ? g->s_ : nullptr;
+  s_->grad = g ? std::make_shared<TensorState>(TensorState{g->uop(), g->device()}) : nullptr;
 }
 
 std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& wrt) const {

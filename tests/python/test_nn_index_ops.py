@@ -122,7 +122,7 @@ GETITEM_ERRORS = [(1.5, IndexError), (np.float32(0.0), IndexError), (True, Index
                   ([1.5, 2.0], IndexError), ([True, False, True, False], IndexError), (np.array([0.5]), IndexError), (object(), IndexError)]
 
 
-@pytest.mark.parametrize("index,exc", GETITEM_ERRORS, ids=repr)
+@pytest.mark.parametrize("index,exc", GETITEM_ERRORS, ids=lambda v: "object" if type(v) is object else repr(v))
 def test_getitem_errors(index, exc):
   with pytest.raises(exc): Tensor(X)[index]
 
