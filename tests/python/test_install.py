@@ -1,4 +1,4 @@
-"""bindings/python installs offline with Debian's setuptools (pip --no-build-isolation --no-deps --no-index) into a
+"""bindings/python installs offline with the machine's setuptools (plain pip install, --no-index) into a
 --target directory, and the installed package finds the library through $TINYGRAD_LIB, or a libtinygrad.so shipped
 inside the package, and computes with it from a fresh process outside the repository."""
 import os
@@ -20,7 +20,8 @@ def _install(tmp_path: Path, with_lib: bool) -> Path:
   shutil.copytree(ROOT / "bindings" / "python", src, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
   if with_lib: shutil.copy2(LIB, src / "tinygrad_c" / "libtinygrad.so")
   env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
-  r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", "--no-cache-dir", "--target",
+  # --no-deps: numpy is the system's, which an empty --target directory can't see
+  r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--no-cache-dir", "--target",
                       str(target), str(src)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
   assert r.returncode == 0, r.stdout + r.stderr
   assert (target / "tinygrad_c" / "__init__.py").exists()

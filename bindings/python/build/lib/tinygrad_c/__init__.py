@@ -1,0 +1,1630 @@
+"""tinygrad_c: a ctypes binding over libtinygrad.so with tinygrad's Tensor names.
+
+The library is found by $TINYGRAD_LIB (a path to the .so), else a libtinygrad.so next to this file (inside the installed
+package), else the repository's build/libtinygrad.so, else ctypes.util.find_library("tinygrad"). Every failing C call raises TinygradError (a RuntimeError; shape and argument
+errors are also ValueErrors, allocation failures MemoryErrors, as in tinygrad).
+
+No Python int is wrapped silently on its way into C: shape dims, axes, pads, counts and dtype codes are range-checked
+(OverflowError for ints that don't fit the C parameter, TypeError for non-integers), and integer fill values and data
+must fit the tensor's dtype.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+import operator
+import os
+from pathlib import Path
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+__all__ = ["Tensor", "Device", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "DType", "dtypes",
+           "least_upper_dtype", "Expr", "Variable", "version",
+           "version_number", "counters", "reset_counters", "library_path", "has_tensor_api"]
+
+
+# ---- library ---------------------------------------------------------------------------------------------------------
+def _find_library() -> str:
+  if env := os.environ.get("TINYGRAD_LIB"):
+    if not os.path.exists(env): raise OSError(f"TINYGRAD_LIB={env!r} does not exist")
+    return env
+  here = Path(__file__).resolve().parent
+  beside = here / "libtinygrad.so"  # an installed package carries (or is given) its own copy or symlink
+  if beside.exists(): return str(beside)
+  if len(here.parents) > 2:
+    repo_build = here.parents[2] / "build" / "libtinygrad.so"  # bindings/python/tinygrad_c -> the repository root
+    if repo_build.exists() and (here.parents[2] / "include" / "tinygrad.h").exists(): return str(repo_build)
+  if found := ctypes.util.find_library("tinygrad"): return found
+  raise OSError("libtinygrad.so not found: set TINYGRAD_LIB to its path, or build the repository into build/")
+
+
+library_path = _find_library()
+_dll = ctypes.CDLL(library_path)
+
+_p, _i64, _u64, _sz, _int, _dbl, _str = ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int, \
+  ctypes.c_double, ctypes.c_char_p
+_i64p, _status, _dtype_t = ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.c_int
+
+
+class _Counters(ctypes.Structure):
+  _fields_ = [("struct_size", _sz), ("kernel_count", _u64), ("global_ops", _u64), ("global_mem", _u64),
+              ("time_sum_s", _dbl), ("compile_count", _u64)]
+
+
+class _TgIndex(ctypes.Structure):
+  """struct tg_index, laid out exactly as include/tinygrad.h declares it (kind is a 32-bit enum)."""
+  _fields_ = [("kind", ctypes.c_int), ("start", ctypes.c_int64), ("stop", ctypes.c_int64), ("step", ctypes.c_int64),
+              ("has_start", ctypes.c_int), ("has_stop", ctypes.c_int), ("has_step", ctypes.c_int), ("tensor", ctypes.c_void_p)]
+
+
+_IDX_INT, _IDX_SLICE, _IDX_NEWAXIS, _IDX_ELLIPSIS, _IDX_TENSOR = range(5)
+
+
+# one-argument tg_tensor_<name>(t) functions
+_UNARY = ("neg", "exp", "exp2", "log", "log2", "sqrt", "reciprocal", "sin", "cos", "abs", "relu", "sigmoid", "tanh", "rsqrt", "square",
+          "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "sign", "trunc", "floor", "ceil", "round",
+          "isnan", "isinf", "isfinite", "logical_not", "relu6", "selu", "gelu", "quick_gelu", "silu", "mish", "hardsigmoid",
+          "logsigmoid", "softsign", "hardswish", "bitwise_not")
+
+_SIGNATURES = {
+  # version / errors / dtypes
+  "tg_version": (_str, []), "tg_version_number": (_int, []),
+  "tg_last_error": (_status, []), "tg_last_error_message": (_str, []), "tg_clear_error": (None, []),
+  "tg_status_name": (_str, [_status]),
+  "tg_dtype_size": (_sz, [_dtype_t]), "tg_dtype_name": (_str, [_dtype_t]),
+  "tg_dtype_promote": (_status, [_dtype_t, _dtype_t, ctypes.POINTER(_dtype_t)]),
+  # expressions
+  "tg_expr_variable": (_p, [_str, _i64, _i64]), "tg_expr_const": (_p, [_i64]), "tg_expr_binary": (_p, [_int, _p, _p]),
+  "tg_expr_simplify": (_p, [_p]), "tg_expr_render": (_i64, [_p, ctypes.c_char_p, _sz]),
+  "tg_expr_eval": (_status, [_p, ctypes.POINTER(ctypes.c_char_p), _i64p, _sz, _i64p]),
+  "tg_expr_bounds": (_status, [_p, _i64p, _i64p]), "tg_expr_retain": (_p, [_p]), "tg_expr_release": (None, [_p]),
+  # tensors: creation
+  "tg_tensor_from_data": (_p, [_p, _sz, _dtype_t, _i64p, _sz, _str]),
+  "tg_tensor_empty": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_zeros": (_p, [_i64p, _sz, _dtype_t, _str]),
+  "tg_tensor_ones": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_full": (_p, [_i64p, _sz, _dbl, _dtype_t, _str]),
+  "tg_tensor_arange": (_p, [_dbl, _dbl, _dbl, _dtype_t, _str]), "tg_tensor_eye": (_p, [_i64, _dtype_t, _str]),
+  # tensors: properties
+  "tg_tensor_ndim": (_i64, [_p]), "tg_tensor_numel": (_i64, [_p]), "tg_tensor_shape": (_status, [_p, _i64p, _sz]),
+  "tg_tensor_dtype": (_status, [_p, ctypes.POINTER(_dtype_t)]), "tg_tensor_device": (_str, [_p]),
+  # tensors: elementwise
+  **{f"tg_tensor_{n}": (_p, [_p, _p]) for n in ("add", "sub", "mul", "div", "idiv", "maximum", "minimum", "pow", "lt", "le",
+                                                "gt", "ge", "eq", "ne")},
+  **{f"tg_tensor_{n}_scalar": (_p, [_p, _dbl]) for n in ("add", "sub", "mul", "div", "pow")},
+  "tg_tensor_where": (_p, [_p, _p, _p]), "tg_tensor_cast": (_p, [_p, _dtype_t]),
+  **{f"tg_tensor_{n}": (_p, [_p]) for n in _UNARY},
+  **{f"tg_tensor_{n}": (_p, [_p, _dbl]) for n in ("leaky_relu", "elu", "celu", "softplus")},
+  "tg_tensor_hardtanh": (_p, [_p, _dbl, _dbl]), "tg_tensor_clamp": (_p, [_p, _dbl, _dbl]),
+  **{f"tg_tensor_{n}": (_p, [_p, _p]) for n in ("mod", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "copysign", "logaddexp")},
+  "tg_tensor_lshift": (_p, [_p, _i64]), "tg_tensor_rshift": (_p, [_p, _i64]), "tg_tensor_lerp": (_p, [_p, _p, _p]),
+  "tg_tensor_isclose": (_p, [_p, _p, _dbl, _dbl, _int]),
+  # tensors: reductions
+  **{f"tg_tensor_{n}": (_p, [_p, _i64p, _sz, _int]) for n in ("sum", "prod", "max", "min", "mean", "all", "any", "logsumexp")},
+  "tg_tensor_std": (_p, [_p, _i64p, _sz, _int, _dbl]), "tg_tensor_var": (_p, [_p, _i64p, _sz, _int, _dbl]),
+  "tg_tensor_std_mean": (_status, [_p, _i64p, _sz, _int, _dbl, ctypes.POINTER(_p)]),
+  "tg_tensor_var_mean": (_status, [_p, _i64p, _sz, _int, _dbl, ctypes.POINTER(_p)]),
+  "tg_tensor_argmax": (_p, [_p, _i64, _int, _int]), "tg_tensor_argmin": (_p, [_p, _i64, _int, _int]),
+  **{f"tg_tensor_{n}": (_p, [_p, _i64]) for n in ("cumsum", "cumprod", "cummax", "cummin", "softmax", "log_softmax")},
+  # tensors: movement
+  "tg_tensor_reshape": (_p, [_p, _i64p, _sz]), "tg_tensor_permute": (_p, [_p, _i64p, _sz]),
+  "tg_tensor_expand": (_p, [_p, _i64p, _sz]), "tg_tensor_pad": (_p, [_p, _i64p, _sz, _dbl]),
+  "tg_tensor_shrink": (_p, [_p, _i64p, _sz]), "tg_tensor_flip": (_p, [_p, _i64p, _sz]),
+  "tg_tensor_transpose": (_p, [_p, _i64, _i64]), "tg_tensor_flatten": (_p, [_p, _i64, _i64]),
+  "tg_tensor_unflatten": (_p, [_p, _i64, _i64p, _sz]), "tg_tensor_squeeze": (_p, [_p, _i64]), "tg_tensor_squeeze_all": (_p, [_p]),
+  "tg_tensor_unsqueeze": (_p, [_p, _i64]), "tg_tensor_repeat": (_p, [_p, _i64p, _sz]),
+  "tg_tensor_repeat_interleave": (_p, [_p, _i64, _i64]), "tg_tensor_roll": (_p, [_p, _i64p, _i64p, _sz]),
+  "tg_tensor_cat": (_p, [ctypes.POINTER(_p), _sz, _i64]), "tg_tensor_stack": (_p, [ctypes.POINTER(_p), _sz, _i64]),
+  "tg_tensor_tril": (_p, [_p, _i64]), "tg_tensor_triu": (_p, [_p, _i64]),
+  "tg_tensor_pad_mode": (_p, [_p, _i64p, _sz, _int, _dbl]),
+  # tensors: random numbers
+  "tg_manual_seed": (None, [_u64]),
+  "tg_tensor_rand": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_randn": (_p, [_i64p, _sz, _dtype_t, _str]),
+  "tg_tensor_uniform": (_p, [_i64p, _sz, _dbl, _dbl, _dtype_t, _str]), "tg_tensor_normal": (_p, [_i64p, _sz, _dbl, _dbl, _dtype_t, _str]),
+  "tg_tensor_randint": (_p, [_i64p, _sz, _i64, _i64, _dtype_t, _str]),
+  # tensors: autograd
+  "tg_tensor_set_requires_grad": (_status, [_p, _int]), "tg_tensor_requires_grad": (_int, [_p]),
+  "tg_tensor_backward": (_status, [_p]), "tg_tensor_grad": (_p, [_p]), "tg_tensor_set_grad": (_status, [_p, _p]),
+  "tg_tensor_gradient": (_status, [_p, ctypes.POINTER(_p), _sz, ctypes.POINTER(_p)]), "tg_tensor_detach": (_p, [_p]),
+  # tensors: linear algebra, realization, data
+  "tg_tensor_matmul": (_p, [_p, _p]), "tg_tensor_contiguous": (_p, [_p]), "tg_tensor_realize": (_status, [_p]),
+  "tg_tensor_realize_many": (_status, [ctypes.POINTER(_p), _sz]), "tg_tensor_to_data": (_status, [_p, _p, _sz]),
+  "tg_tensor_retain": (_p, [_p]), "tg_tensor_release": (None, [_p]),
+  # counters
+  "tg_counters_get": (_status, [ctypes.POINTER(_Counters)]), "tg_counters_reset": (None, []),
+  # tensors: creation (more), indexing, shape and index ops
+  "tg_tensor_linspace": (_p, [_dbl, _dbl, _i64, _dtype_t, _str]),
+  "tg_tensor_getitem": (_p, [_p, ctypes.POINTER(_TgIndex), _sz]),
+  "tg_tensor_setitem": (_status, [_p, ctypes.POINTER(_TgIndex), _sz, _p]),
+  "tg_tensor_split": (_status, [_p, _i64p, _sz, _i64, ctypes.POINTER(_p)]),
+  "tg_tensor_chunk": (_i64, [_p, _i64, _i64, ctypes.POINTER(_p), _sz]),
+  "tg_tensor_meshgrid": (_status, [ctypes.POINTER(_p), _sz, _int, ctypes.POINTER(_p)]),
+  "tg_tensor_diag": (_p, [_p]), "tg_tensor_diagonal": (_p, [_p]), "tg_tensor_unfold": (_p, [_p, _i64, _i64, _i64]),
+  "tg_tensor_sort": (_status, [_p, _i64, _int, ctypes.POINTER(_p)]), "tg_tensor_argsort": (_p, [_p, _i64, _int]),
+  "tg_tensor_topk": (_status, [_p, _i64, _i64, _int, ctypes.POINTER(_p)]),
+  "tg_tensor_scatter": (_p, [_p, _i64, _p, _p]), "tg_tensor_scatter_reduce": (_p, [_p, _i64, _p, _p, _str, _int]),
+  "tg_tensor_masked_fill": (_p, [_p, _p, _p]), "tg_tensor_nonzero": (_p, [_p]), "tg_tensor_masked_select": (_p, [_p, _p]),
+  "tg_tensor_bitcast": (_p, [_p, _dtype_t]),
+  # tensors: nn functional
+  "tg_tensor_linear": (_p, [_p, _p, _p]), "tg_tensor_dot": (_p, [_p, _p]),
+  "tg_tensor_einsum": (_p, [_str, ctypes.POINTER(_p), _sz]),
+  "tg_tensor_conv2d": (_p, [_p, _p, _p] + [_i64] * 7), "tg_tensor_conv_transpose2d": (_p, [_p, _p, _p] + [_i64] * 9),
+  "tg_tensor_interpolate": (_p, [_p, _i64p, _sz, _str, _int]),
+  "tg_tensor_max_pool2d": (_p, [_p] + [_i64] * 8), "tg_tensor_avg_pool2d": (_p, [_p] + [_i64] * 6 + [_int]),
+  "tg_tensor_layernorm": (_p, [_p, _i64p, _sz, _dbl]), "tg_tensor_batchnorm": (_p, [_p, _p, _p, _p, _p]),
+  "tg_tensor_dropout": (_p, [_p, _dbl]), "tg_tensor_scaled_dot_product_attention": (_p, [_p, _p, _p, _p, _int]),
+  "tg_tensor_one_hot": (_p, [_p, _i64]),
+  "tg_tensor_cross_entropy": (_p, [_p, _p, _dbl, _int]),
+  "tg_tensor_sparse_categorical_crossentropy": (_p, [_p, _p, _i64, _dbl, _int]),
+  "tg_tensor_nll_loss": (_p, [_p, _p, _int]), "tg_tensor_binary_crossentropy": (_p, [_p, _p, _int]),
+  "tg_tensor_binary_crossentropy_logits": (_p, [_p, _p, _int]),
+  "tg_tensor_gather": (_p, [_p, _i64, _p]), "tg_tensor_assign": (_status, [_p, _p]),
+  # tensors: random numbers (more)
+  "tg_tensor_scaled_uniform": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_glorot_uniform": (_p, [_i64p, _sz, _dtype_t, _str]),
+  "tg_tensor_kaiming_uniform": (_p, [_i64p, _sz, _dbl, _dtype_t, _str]),
+  "tg_tensor_kaiming_normal": (_p, [_i64p, _sz, _dbl, _dtype_t, _str]),
+  "tg_tensor_randperm": (_p, [_i64, _dtype_t, _str]), "tg_tensor_multinomial": (_p, [_p, _i64, _int]),
+  **{f"tg_tensor_{n}_like": (_p, [_p]) for n in ("rand", "randn", "zeros", "ones")},
+  "tg_tensor_full_like": (_p, [_p, _dbl]),
+}
+
+
+def _checked_int(ctype, lo: int, hi: int):
+  """An argtypes entry for an integer parameter that refuses what ctypes would wrap: an int outside [lo, hi] is an
+  OverflowError, a non-integer (float, str) a TypeError (ctypes reports both as ctypes.ArgumentError naming them)."""
+  name = ctype.__name__
+  def from_param(cls, v):
+    if isinstance(v, ctype): return v
+    try: i = operator.index(v)
+    except TypeError: raise TypeError(f"{name} argument must be an int, got {type(v).__name__}") from None
+    if not lo <= i <= hi: raise OverflowError(f"{i} doesn't fit in {name} [{lo}, {hi}]")
+    return ctype(i)
+  return type(f"_checked_{name}", (), {"from_param": classmethod(from_param)})
+
+
+# every scalar int parameter is range-checked: ctypes itself would silently keep the low bits of a big int
+_CHECKED = {ctypes.c_int64: _checked_int(ctypes.c_int64, -(1 << 63), (1 << 63) - 1),
+            ctypes.c_size_t: _checked_int(ctypes.c_size_t, 0, (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1),
+            ctypes.c_uint64: _checked_int(ctypes.c_uint64, 0, (1 << 64) - 1),
+            ctypes.c_int: _checked_int(ctypes.c_int, -(1 << 31), (1 << 31) - 1)}
+
+
+class _Lib:
+  """The C functions by name, without the tg_ prefix. A function the loaded library lacks raises TG_ERROR_UNSUPPORTED."""
+
+
+C = _Lib()
+_missing = set()
+for _name, (_res, _args) in _SIGNATURES.items():
+  try:
+    _fn = getattr(_dll, _name)
+    _fn.restype, _fn.argtypes = _res, [_CHECKED.get(a, a) for a in _args]
+  except AttributeError:
+    _missing.add(_name)
+    def _fn(*a, _name=_name):
+      raise TinygradError("TG_ERROR_UNSUPPORTED", f"{_name} is not exported by {library_path}")
+  setattr(C, _name[3:], _fn)
+
+
+def has_tensor_api() -> bool:
+  """True when the loaded library exports the tensor functions."""
+  return "tg_tensor_from_data" not in _missing
+
+
+# ---- devices ---------------------------------------------------------------------------------------------------------
+class Device:
+  """tinygrad's Device: Device.DEFAULT names the device used when none is given ($DEVICE, else "CPU");
+  Device.canonicalize(name) is the library's spelling of a device name (an unknown device raises)."""
+  DEFAULT: str = ""
+
+  @staticmethod
+  def canonicalize(device: Optional[str]) -> str: return Tensor.empty(0, device=device).device
+
+
+# ---- errors ----------------------------------------------------------------------------------------------------------
+class TinygradError(RuntimeError):
+  """A failing C call. .status is the code's name ("TG_ERROR_SHAPE", ...), .message the library's text.
+
+  TinygradError(status, message) makes the subclass for the status, so each is also the builtin exception tinygrad raises
+  for that kind of mistake: TG_ERROR_SHAPE -> ShapeError (a ValueError), TG_ERROR_INVALID_ARGUMENT -> InvalidArgumentError
+  (a ValueError), TG_ERROR_OUT_OF_MEMORY -> OutOfMemoryError (a MemoryError). Every one is a TinygradError and a
+  RuntimeError."""
+  def __new__(cls, status: str = "TG_ERROR_INTERNAL", message: str = ""):
+    if cls is TinygradError: cls = _ERROR_CLASSES.get(status, TinygradError)
+    return super().__new__(cls, status, message)
+  def __init__(self, status: str = "TG_ERROR_INTERNAL", message: str = ""):
+    super().__init__(f"{status}: {message}")
+    self.status, self.message = status, message
+  def __reduce__(self): return (TinygradError, (self.status, self.message))
+
+
+class ShapeError(TinygradError, ValueError):
+  """TG_ERROR_SHAPE: shapes that don't match or broadcast, a bad axis or reshape, a shape too large for int64."""
+
+
+class InvalidArgumentError(TinygradError, ValueError):
+  """TG_ERROR_INVALID_ARGUMENT: a bad argument value (NaN into an int dtype, unknown name, released handle, ...)."""
+
+
+class OutOfMemoryError(TinygradError, MemoryError):
+  """TG_ERROR_OUT_OF_MEMORY: an allocation failed."""
+
+
+_ERROR_CLASSES = {"TG_ERROR_SHAPE": ShapeError, "TG_ERROR_INVALID_ARGUMENT": InvalidArgumentError,
+                  "TG_ERROR_OUT_OF_MEMORY": OutOfMemoryError}
+
+
+def _raise_last(what: str):
+  code = C.last_error()
+  msg = (C.last_error_message() or b"").decode("utf-8", "replace")
+  C.clear_error()
+  if code == 0: raise TinygradError("TG_ERROR_INTERNAL", f"{what} failed without recording an error")
+  raise TinygradError(C.status_name(code).decode(), msg)
+
+
+def _ok(status: int, what: str):
+  if status != 0: _raise_last(what)
+
+
+def _made(handle: Optional[int], what: str) -> int:
+  if not handle: _raise_last(what)
+  return handle
+
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+_I64_MIN, _I64_MAX, _U64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
+_EXACT = 1 << 53  # ints up to this size survive the C API's double parameters exactly
+
+
+def _index(v, what: str = "value") -> int:
+  """operator.index(v): ints and numpy ints, never a float that would be truncated."""
+  try: return operator.index(v)
+  except TypeError: raise TypeError(f"{what} must be an int, got {type(v).__name__} {v!r}") from None
+
+
+def _i64(v, what: str = "value") -> int:
+  """A Python int for an int64_t parameter; ctypes would silently wrap one that doesn't fit."""
+  i = _index(v, what)
+  if not _I64_MIN <= i <= _I64_MAX: raise OverflowError(f"{what} {i} doesn't fit in int64")
+  return i
+
+
+def _i64s(vals: Sequence[int], what: str = "value"):
+  return (ctypes.c_int64 * len(vals))(*[_i64(v, what) for v in vals])
+
+
+def _cstr(s: Optional[str], what: str) -> Optional[bytes]:
+  """A str for a const char* parameter; an embedded NUL would silently cut it short."""
+  if s is None: return None
+  if not isinstance(s, str): raise TypeError(f"{what} must be a str, got {type(s).__name__}")
+  if "\0" in s: raise ValueError(f"{what} {s!r} contains a NUL character")
+  return s.encode()
+
+
+# ---- dtypes ----------------------------------------------------------------------------------------------------------
+class DType:
+  """A tinygrad dtype: .name ("float32"), .itemsize, .value (the tg_dtype code), .np (the numpy dtype of .numpy())."""
+  __slots__ = ("value", "name", "itemsize", "np")
+  def __init__(self, value: int, np_dtype):
+    self.value, self.np = value, np.dtype(np_dtype)
+    self.name, self.itemsize = C.dtype_name(value).decode(), C.dtype_size(value)
+  def __repr__(self): return f"dtypes.{self.name}"
+  def __reduce__(self): return (getattr, (dtypes, self.name))
+  @property
+  def is_float(self) -> bool: return self.value >= 9
+  @property
+  def is_int(self) -> bool: return 1 <= self.value <= 8
+  @property
+  def is_unsigned(self) -> bool: return self.value in (2, 4, 6, 8)
+
+
+class dtypes:
+  bool = DType(0, np.bool_)
+  int8, uint8, int16, uint16 = DType(1, np.int8), DType(2, np.uint8), DType(3, np.int16), DType(4, np.uint16)
+  int32, uint32, int64, uint64 = DType(5, np.int32), DType(6, np.uint32), DType(7, np.int64), DType(8, np.uint64)
+  float16, bfloat16, float32, float64 = DType(9, np.float16), DType(10, np.float32), DType(11, np.float32), DType(12, np.float64)
+  half, float, double, int, uint = float16, float32, float64, int32, uint32
+  char, uchar, short, ushort, long, ulong = int8, uint8, int16, uint16, int64, uint64
+  default_float, default_int = float32, int32
+  all = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32, float64)
+
+  @staticmethod
+  def from_np(d) -> DType:
+    d = np.dtype(d)
+    for dt in dtypes.all:
+      if dt.np == d and dt is not dtypes.bfloat16: return dt
+    raise TypeError(f"numpy dtype {d} has no tinygrad dtype")
+
+  @staticmethod
+  def from_py(x) -> DType:
+    """tinygrad's dtype for a Python scalar: bool, default_float, or default_int -- int64 when the int doesn't fit
+    int32 (uint64 past int64, like numpy); an int past uint64 is an OverflowError."""
+    if isinstance(x, (bool, np.bool_)): return dtypes.bool
+    if isinstance(x, (int, np.integer)): return _int_dtype_for(int(x), int(x))
+    if isinstance(x, (float, np.floating)): return dtypes.default_float
+    raise TypeError(f"no dtype for {type(x).__name__}")
+
+  @staticmethod
+  def is_float(d: DType) -> bool: return to_dtype(d).is_float
+
+  @staticmethod
+  def is_int(d: DType) -> bool: return to_dtype(d).is_int
+
+  @staticmethod
+  def is_unsigned(d: DType) -> bool: return to_dtype(d).is_unsigned
+
+
+_BY_VALUE = {d.value: d for d in dtypes.all}
+_BY_NAME = {d.name: d for d in dtypes.all}
+
+
+def _int_dtype_for(lo: int, hi: int) -> DType:
+  """The dtype Python ints in [lo, hi] get: default_int (int32) when they fit, else int64, else uint64 (numpy's rule)."""
+  if _I32_MIN <= lo and hi <= _I32_MAX: return dtypes.default_int
+  if _I64_MIN <= lo and hi <= _I64_MAX: return dtypes.int64
+  if 0 <= lo and hi <= _U64_MAX: return dtypes.uint64
+  if lo < _I64_MIN or hi > _U64_MAX: raise OverflowError(f"int {lo if lo < _I64_MIN else hi} doesn't fit in int64 or uint64")
+  raise OverflowError(f"ints {lo} and {hi} don't fit one integer dtype (int64 holds the first, uint64 the second)")
+
+
+def _int_range(dt: "DType") -> Tuple[int, int]:
+  info = np.iinfo(dt.np)
+  return int(info.min), int(info.max)
+
+
+def _check_int_fits(lo: int, hi: int, dt: "DType", what: str):
+  """OverflowError unless every int in [lo, hi] fits dt (an int dtype): nothing wraps silently."""
+  dmin, dmax = _int_range(dt)
+  if lo < dmin or hi > dmax: raise OverflowError(f"{what} {lo if lo < dmin else hi} doesn't fit in {dt.name} [{dmin}, {dmax}]")
+
+
+def _py_int(v, what: str) -> int:
+  """int(v) as tinygrad's int() would do it: bools and ints as they are, floats truncated, NaN a ValueError, +-inf an
+  OverflowError."""
+  if isinstance(v, (bool, np.bool_)): return int(v)
+  if isinstance(v, (int, np.integer)): return int(v)
+  f = float(v)
+  if math.isnan(f): raise ValueError(f"cannot convert float NaN to integer ({what})")
+  if math.isinf(f): raise OverflowError(f"cannot convert float infinity to integer ({what})")
+  return int(f)
+
+
+def to_dtype(d) -> DType:
+  """A DType from a DType, its name, a numpy dtype or a Python type (float, int, bool)."""
+  if isinstance(d, DType): return d
+  if isinstance(d, str) and d in _BY_NAME: return _BY_NAME[d]
+  if d is float: return dtypes.default_float
+  if d is int: return dtypes.default_int
+  if d is bool: return dtypes.bool
+  return dtypes.from_np(d)
+
+
+def least_upper_dtype(a, b) -> DType:
+  out = ctypes.c_int()
+  _ok(C.dtype_promote(to_dtype(a).value, to_dtype(b).value, ctypes.byref(out)), "dtype_promote")
+  return _BY_VALUE[out.value]
+
+
+# ---- tensors ---------------------------------------------------------------------------------------------------------
+Scalar = Union[int, float, bool]
+_enc = lambda device: _cstr(device, "device")
+
+
+def _shape_args(shape) -> Tuple[int, ...]:
+  return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+
+
+def _to_bf16_bits(a: np.ndarray) -> np.ndarray:
+  """float32 -> bfloat16 bit patterns, rounding to nearest even (NaN stays NaN)."""
+  f = np.asarray(a, dtype=np.float32).reshape(-1)  # 1-d: numpy scalars would promote the uint32 math to float
+  u, k16 = f.view(np.uint32), np.uint32(16)
+  r = ((u + np.uint32(0x7FFF) + ((u >> k16) & np.uint32(1))) >> k16).astype(np.uint16)  # no overflow below the NaNs
+  return np.where(np.isnan(f), np.uint16(0x7FC0), r).reshape(np.shape(a))
+
+
+_NUMBER = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def _from_objects(obj: np.ndarray, dt: Optional[DType]) -> np.ndarray:
+  """Python numbers numpy couldn't type (ints past 64 bits, or ints that fit only int64 and uint64 together): floats if
+  there is one or dt is a float, else exact ints checked against dt (or the dtype inferred for them)."""
+  flat = obj.reshape(-1).tolist()
+  if not all(isinstance(x, _NUMBER) for x in flat): raise TypeError(f"can't make a Tensor from {obj.dtype} data")
+  if (dt is not None and dt.is_float) or any(isinstance(x, (float, np.floating)) for x in flat):
+    return np.array([float(x) for x in flat], dtype=np.float64).reshape(obj.shape)  # float(): OverflowError past double
+  if dt is dtypes.bool: return np.array([bool(x) for x in flat], dtype=np.bool_).reshape(obj.shape)
+  ints = [int(x) for x in flat]
+  lo, hi = min(ints), max(ints)
+  if dt is None: dt = _int_dtype_for(lo, hi)
+  else: _check_int_fits(lo, hi, dt, "int")
+  return np.array(ints, dtype=dt.np).reshape(obj.shape)
+
+
+def _from_py(data, dt: Optional[DType]) -> Tuple[np.ndarray, DType]:
+  """Python scalars and (nested) lists as tinygrad types them: floats -> float32, bools -> bool, ints -> int32, or int64
+  when a value doesn't fit int32 (uint64 for values past int64, as numpy), never a silent wrap: ints past that are an
+  OverflowError. With dt given, the values must fit it: ints out of its range are an OverflowError, and floats into an
+  int dtype convert like int() (truncated; NaN a ValueError, inf an OverflowError). Returns the array and its dtype."""
+  try: arr = np.array(data)
+  except OverflowError: arr = np.array(data, dtype=object)  # numpy 2 refuses ints past 64 bits
+  if arr.dtype == object: arr = _from_objects(arr, dt)
+  elif arr.dtype.kind == "f" and arr.size and np.abs(arr).max() >= 2.0 ** 63:
+    arr = _from_objects(np.array(data, dtype=object), dt)  # numpy makes [-1, 2**63] float64: were they all ints?
+  if arr.dtype.kind not in "biuf": raise TypeError(f"can't make a Tensor from {arr.dtype} data")
+  if dt is None:
+    if arr.dtype.kind == "f": return arr.astype(np.float32), dtypes.default_float
+    if arr.dtype.kind == "b": return arr, dtypes.bool
+    dt = _int_dtype_for(int(arr.min()), int(arr.max())) if arr.size else dtypes.default_int
+    return arr.astype(dt.np), dt
+  if dt.is_int and arr.size:
+    if arr.dtype.kind in "iu": _check_int_fits(int(arr.min()), int(arr.max()), dt, "int")
+    elif arr.dtype.kind == "f":
+      if np.isnan(arr).any(): raise ValueError(f"cannot convert float NaN to integer ({dt.name})")
+      if np.isinf(arr).any(): raise OverflowError(f"cannot convert float infinity to integer ({dt.name})")
+      _check_int_fits(math.trunc(float(arr.min())), math.trunc(float(arr.max())), dt, "value")
+  return arr, dt  # still float64 for floats: converted once, to dt
+
+
+class Tensor:
+  """A lazy tensor over a tg_tensor handle. Nothing runs until .realize() / .numpy()."""
+  __slots__ = ("_h", "__weakref__")
+  training = False  # tinygrad's Tensor.training: dropout (and attention's dropout_p) only act while it is True
+  _release = C.tensor_release  # a class attribute, so __del__ still finds it at interpreter shutdown
+
+  def __init__(self, data, dtype=None, device: Optional[str] = None, requires_grad: Optional[bool] = None):
+    if isinstance(data, Tensor):
+      self._h = _made(C.tensor_retain(data._h), "tensor_retain")
+      if dtype is not None and to_dtype(dtype) is not data.dtype: self._swap(C.tensor_cast(data._h, to_dtype(dtype).value))
+      if requires_grad is not None: self.requires_grad = requires_grad
+      return
+    if isinstance(data, np.ndarray): arr, dt = data, to_dtype(dtype) if dtype is not None else dtypes.from_np(data.dtype)
+    else: arr, dt = _from_py(data, to_dtype(dtype) if dtype is not None else None)
+    if dt is dtypes.bfloat16: buf = _to_bf16_bits(arr.astype(np.float32))
+    else: buf = np.asarray(arr, dtype=dt.np, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+    shape = _i64s(buf.shape)
+    self._h = _made(C.tensor_from_data(buf.ctypes.data, buf.nbytes, dt.value, shape, buf.ndim, _enc(device)),
+                    "tensor_from_data")
+    if requires_grad is not None: self.requires_grad = requires_grad
+
+  @classmethod
+  def _wrap(cls, handle: Optional[int], what: str) -> "Tensor":
+    t = object.__new__(cls)
+    t._h = _made(handle, what)
+    return t
+
+  def _swap(self, handle):
+    new = _made(handle, "tensor")
+    old, self._h = self._h, new
+    C.tensor_release(old)
+
+  def __del__(self):
+    h = getattr(self, "_h", None)
+    if h:
+      self._h = None
+      try: type(self)._release(h)
+      except Exception: pass
+
+  # -- creation
+  @staticmethod
+  def _make(name: str, shape, dtype, device, *extra, requires_grad: Optional[bool] = None):
+    shape = _shape_args(shape)
+    fn = getattr(C, f"tensor_{name}")
+    t = Tensor._wrap(fn(_i64s(shape, "shape dim"), len(shape), *extra, to_dtype(dtype).value, _enc(device)), f"tensor_{name}")
+    return t._rg(requires_grad)
+
+  def _rg(self, requires_grad: Optional[bool]) -> "Tensor":
+    if requires_grad is not None: self.requires_grad = requires_grad
+    return self
+
+  @staticmethod
+  def empty(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._make("empty", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def zeros(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._make("zeros", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def ones(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._make("ones", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def full(shape, fill_value: Scalar, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._full(shape, fill_value, dtype, device)._rg(requires_grad)
+
+  @staticmethod
+  def _full(shape, fill_value: Scalar, dtype=None, device=None) -> "Tensor":
+    """Filled with fill_value. Without dtype it is the value's (from_py: an int past int32 makes int64). Into an int
+    dtype the value converts like int() (NaN: ValueError, inf: OverflowError) and must fit the dtype (OverflowError)."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
+    if dt.is_int:
+      v = _py_int(fill_value, f"fill value for {dt.name}")
+      _check_int_fits(v, v, dt, "fill value")
+      if abs(v) > _EXACT:  # tg_tensor_full takes a double: go through an exact 0-d tensor instead
+        return Tensor._make("zeros", shape, dt, device).add(Tensor(np.array(v, dtype=dt.np), device=device))
+      value = float(v)
+    elif dt is dtypes.bool: value = 1.0 if fill_value else 0.0
+    else: value = float(fill_value)  # an int past double's range: OverflowError
+    return Tensor._make("full", shape, dt, device, value)
+
+  @staticmethod
+  def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._arange(start, stop, step, dtype, device)._rg(requires_grad)
+
+  @staticmethod
+  def _arange(start, stop=None, step=1, dtype=None, device=None) -> "Tensor":
+    """[start, stop) by step. All-int arguments make default_int, or int64 when a value doesn't fit int32; into an int
+    dtype every value must fit it (OverflowError). Ints past 2**53 are exact (not rounded through a double)."""
+    if stop is None: start, stop = 0, start
+    dt = to_dtype(dtype) if dtype is not None else None
+    if all(isinstance(x, (int, np.integer)) for x in (start, stop, step)):
+      start, stop, step = int(start), int(stop), int(step)
+      n = max(0, -((start - stop) // step)) if step else 0  # ceil((stop - start) / step); step 0 is the library's error
+      last = start + (n - 1) * step if n else start
+      if dt is None: dt = _int_dtype_for(min(start, last), max(start, last))
+      elif dt.is_int and n: _check_int_fits(min(start, last), max(start, last), dt, "arange value")
+      if dt.is_int and n and max(abs(start), abs(stop), abs(step), n) > _EXACT: return Tensor._arange_exact(start, step, n, dt, device)
+    elif dt is None: dt = dtypes.default_float
+    return Tensor._wrap(C.tensor_arange(float(start), float(stop), float(step), dt.value, _enc(device)), "tensor_arange")
+
+  @staticmethod
+  def _arange_exact(start: int, step: int, n: int, dt: DType, device) -> "Tensor":
+    """start + i*step for i < n, exactly: computed in the unsigned dtype of dt's width (wrapping arithmetic is exact
+    modulo 2**bits, and every result fits dt), then cast."""
+    udt = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[dt.itemsize]
+    mask = (1 << (8 * dt.itemsize)) - 1
+    n = _i64(n, "arange length")
+    if n <= _EXACT: idx = Tensor.arange(0, n, 1, dtype=udt, device=device)
+    else:  # i = hi * 2**26 + lo, each part an exact double
+      b = 1 << 26
+      a = -(-n // b)
+      hi = Tensor.arange(0, a, 1, dtype=udt, device=device).reshape(a, 1) * b
+      idx = (hi + Tensor.arange(0, b, 1, dtype=udt, device=device).reshape(1, b)).reshape(a * b).shrink(((0, n),))
+    return (idx * (step & mask) + (start & mask)).cast(dt)
+
+  @staticmethod
+  def eye(n: int, m: Optional[int] = None, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    if m is not None: m = _i64(m, "m")
+    t = Tensor._wrap(C.tensor_eye(_i64(n, "n"), to_dtype(dtype or dtypes.default_float).value, _enc(device)), "tensor_eye")
+    if m is not None and m != n: t = t.shrink(((0, n), (0, m))) if m < n else t.pad(((0, 0), (0, m - n)))
+    return t._rg(requires_grad)
+
+  # -- random numbers (threefry: the numbers depend on the seed and on how many random tensors were made since)
+  @staticmethod
+  def manual_seed(seed: int = 0) -> None:
+    """Seed every later random tensor (process-wide). seed must fit uint64."""
+    seed = _index(seed, "seed")
+    if not 0 <= seed <= _U64_MAX: raise OverflowError(f"seed {seed} doesn't fit in uint64")
+    C.manual_seed(seed)
+
+  @staticmethod
+  def rand(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """Uniform in [0, 1)."""
+    return Tensor._make("rand", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def randn(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """Standard normal."""
+    return Tensor._make("randn", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def uniform(*shape, low=0.0, high=1.0, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """Uniform in [low, high)."""
+    if not low < high: raise ValueError(f"Tensor.uniform requires low < high, got low={low}, high={high}")
+    return Tensor._make("uniform", shape, dtype or dtypes.default_float, device, float(low), float(high), requires_grad=requires_grad)
+
+  @staticmethod
+  def normal(*shape, mean=0.0, std=1.0, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """mean + std * randn."""
+    if std < 0: raise ValueError(f"Tensor.normal requires std >= 0, got std={std}")
+    return Tensor._make("normal", shape, dtype or dtypes.default_float, device, float(mean), float(std), requires_grad=requires_grad)
+
+  @staticmethod
+  def randint(*shape, low=0, high=10, dtype=dtypes.int32, device=None) -> "Tensor":
+    """Ints uniform in [low, high); every value must fit dtype (an int dtype)."""
+    low, high, dt = _i64(low, "low"), _i64(high, "high"), to_dtype(dtype)
+    if not dt.is_int: raise TypeError(f"dtype={dt} must be int")
+    if low >= high: raise ValueError(f"Tensor.randint requires low < high, got low={low}, high={high}")
+    _check_int_fits(low, high - 1, dt, "randint bound")
+    return Tensor._make("randint", shape, dt, device, low, high)
+
+  def rand_like(self, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    if dtype is None and device is None: return Tensor._wrap(C.tensor_rand_like(self._h), "tensor_rand_like")._rg(requires_grad)
+    return Tensor.rand(*self.shape, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+  def randn_like(self, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    if dtype is None and device is None: return Tensor._wrap(C.tensor_randn_like(self._h), "tensor_randn_like")._rg(requires_grad)
+    return Tensor.randn(*self.shape, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+  # -- autograd
+  @property
+  def requires_grad(self) -> bool:
+    r = C.tensor_requires_grad(self._h)
+    if r < 0: _raise_last("tensor_requires_grad")
+    return bool(r)
+
+  @requires_grad.setter
+  def requires_grad(self, value: bool): _ok(C.tensor_set_requires_grad(self._h, int(bool(value))), "tensor_set_requires_grad")
+
+  def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+    self.requires_grad = requires_grad
+    return self
+
+  @property
+  def grad(self) -> Optional["Tensor"]:
+    """The accumulated gradient (a lazy Tensor), or None when there is none."""
+    h = C.tensor_grad(self._h)
+    if h: return Tensor._wrap(h, "tensor_grad")
+    if C.last_error() != 1: _raise_last("tensor_grad")  # TG_ERROR_INVALID_ARGUMENT is "no gradient"
+    C.clear_error()
+    return None
+
+  @grad.setter
+  def grad(self, g: Optional["Tensor"]):
+    _ok(C.tensor_set_grad(self._h, None if g is None else g._h), "tensor_set_grad")
+
+  def _seeded_loss(self, gradient: Optional["Tensor"]) -> "Tensor":
+    # with an upstream gradient g, d(sum(self * g))/dx is the vector-Jacobian product the C API computes for scalar losses
+    return self if gradient is None else (self * Tensor(gradient).detach()).sum()
+
+  def backward(self, gradient: Optional["Tensor"] = None) -> "Tensor":
+    """Add d self / d t to t.grad for every t with requires_grad that self depends on; self must be a scalar unless gradient
+    is given. Returns self."""
+    loss = self._seeded_loss(gradient)  # kept alive across the call: a temporary's handle would be released first
+    _ok(C.tensor_backward(loss._h), "tensor_backward")
+    return self
+
+  def gradient(self, *targets: "Tensor", gradient: Optional["Tensor"] = None) -> list:
+    """[d self / d t for t in targets] (self a scalar unless gradient is given), whatever the requires_grad flags."""
+    loss = self._seeded_loss(gradient)
+    n = len(targets)
+    wrt, out = (ctypes.c_void_p * max(n, 1))(*[t._h for t in targets]), (ctypes.c_void_p * max(n, 1))()
+    _ok(C.tensor_gradient(loss._h, wrt, n, out), "tensor_gradient")
+    return [Tensor._wrap(out[i], "tensor_gradient") for i in range(n)]
+
+  def detach(self) -> "Tensor": return Tensor._wrap(C.tensor_detach(self._h), "tensor_detach")
+
+  # -- properties
+  @property
+  def shape(self) -> Tuple[int, ...]:
+    n = C.tensor_ndim(self._h)
+    if n < 0: _raise_last("tensor_ndim")
+    out = (ctypes.c_int64 * max(n, 1))()
+    _ok(C.tensor_shape(self._h, out, n), "tensor_shape")
+    return tuple(out[:n])
+
+  @property
+  def ndim(self) -> int: return len(self.shape)
+
+  def numel(self) -> int:
+    n = C.tensor_numel(self._h)
+    if n < 0: _raise_last("tensor_numel")
+    return n
+
+  def __len__(self):
+    if not (s := self.shape): raise TypeError("len() of a 0-d tensor")
+    return s[0]
+
+  @property
+  def dtype(self) -> DType:
+    out = ctypes.c_int()
+    _ok(C.tensor_dtype(self._h, ctypes.byref(out)), "tensor_dtype")
+    return _BY_VALUE[out.value]
+
+  @property
+  def device(self) -> str:
+    d = C.tensor_device(self._h)
+    if d is None: _raise_last("tensor_device")
+    return d.decode()
+
+  def __repr__(self): return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r}>"
+  def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")
+  __hash__ = object.__hash__
+  __array_ufunc__ = None  # ndarray <op> Tensor defers to Tensor's reflected operators
+
+  # -- realization and data
+  def realize(self) -> "Tensor":
+    _ok(C.tensor_realize(self._h), "tensor_realize")
+    return self
+
+  @staticmethod
+  def realize_many(*ts: "Tensor"):
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    _ok(C.tensor_realize_many(arr, len(ts)), "tensor_realize_many")
+
+  def contiguous(self) -> "Tensor": return Tensor._wrap(C.tensor_contiguous(self._h), "tensor_contiguous")
+
+  def numpy(self) -> np.ndarray:
+    dt, shape = self.dtype, self.shape
+    out = np.empty(shape, dtype=np.uint16 if dt is dtypes.bfloat16 else dt.np)
+    _ok(C.tensor_to_data(self._h, out.ctypes.data, out.nbytes), "tensor_to_data")
+    if dt is dtypes.bfloat16: return (out.reshape(-1).astype(np.uint32) << 16).view(np.float32).reshape(shape)
+    return out
+
+  def item(self): return self.numpy().item()
+  def tolist(self): return self.numpy().tolist()
+
+  # -- broadcasting helpers
+  def _const(self, y: Scalar) -> "Tensor":
+    """A 0-d tensor for scalar y next to self, typed by tinygrad's rule for Python scalars."""
+    dt = self.dtype
+    if not (dt.is_float or (dt.is_int and isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_)))):
+      dt = dtypes.from_py(y)
+    return Tensor.full((), y, dtype=dt, device=self.device)
+
+  def _tensor(self, y) -> "Tensor":
+    """y as a Tensor next to self: Tensors as they are, arrays and lists through Tensor(), scalars through _const."""
+    return y if isinstance(y, Tensor) else Tensor(y, device=self.device) if isinstance(y, (np.ndarray, list, tuple)) else self._const(y)
+
+  def _bin(self, name: str, y, reverse=False) -> "Tensor":
+    y = self._tensor(y)
+    a, b = (y, self) if reverse else (self, y)
+    return Tensor._wrap(getattr(C, f"tensor_{name}")(a._h, b._h), f"tensor_{name}")
+
+  def _scalar_op(self, name: str, y, reverse=False) -> "Tensor":
+    # the C *_scalar functions give the scalar self's dtype (through a double); everything else goes through _bin and
+    # _const: bool tensors/scalars, a float scalar next to an int tensor (tinygrad makes that float32), and int scalars
+    # past 2**53 (exact as a 0-d tensor). An int scalar must fit an int tensor's dtype: OverflowError, never a wrap.
+    if isinstance(y, Tensor) or reverse or isinstance(y, (bool, np.bool_)) or self.dtype is dtypes.bool:
+      return self._bin(name, y, reverse)
+    if not isinstance(y, (int, float, np.integer, np.floating)): return self._bin(name, y)
+    dt = self.dtype
+    if dt.is_int:
+      if not isinstance(y, (int, np.integer)): return self._bin(name, y)
+      _check_int_fits(int(y), int(y), dt, "scalar")
+      if abs(int(y)) > _EXACT: return self._bin(name, y)
+    return Tensor._wrap(getattr(C, f"tensor_{name}_scalar")(self._h, float(y)), f"tensor_{name}_scalar")
+
+  # -- elementwise binary
+  def add(self, x, reverse=False): return self._scalar_op("add", x, reverse)
+  def sub(self, x, reverse=False): return self._scalar_op("sub", x, reverse)
+  def mul(self, x, reverse=False): return self._scalar_op("mul", x, reverse)
+  def div(self, x, reverse=False, rounding_mode: Optional[str] = None) -> "Tensor":
+    """True division; rounding_mode "trunc" or "floor" rounds the quotient, exactly for ints (which stay ints)."""
+    if rounding_mode is None: return self._scalar_op("div", x, reverse)
+    if rounding_mode not in ("trunc", "floor"): raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    a, b = (self, x) if not reverse else (x, self)
+    a = a if isinstance(a, Tensor) else self._const(a)
+    b = b if isinstance(b, Tensor) else self._const(b)
+    if least_upper_dtype(a.dtype, b.dtype).is_float:
+      q = a.div(b)
+      return q.trunc() if rounding_mode == "trunc" else q.floor()
+    q = a.idiv(b)  # truncating; floor moves it down where the remainder and the divisor differ in sign
+    if rounding_mode == "trunc": return q
+    r = a - q * b
+    return q - ((r != 0) & ((r < 0) != (b < 0))).cast(q.dtype)
+  def pow(self, x, reverse=False): return self._scalar_op("pow", x, reverse)
+  def idiv(self, x, reverse=False): return self._bin("idiv", x, reverse)
+  def mod(self, x, reverse=False) -> "Tensor":
+    """self % x. Ints: self - (self // x) * x, the remainder of the truncating // (x % 0 == x as x // 0 == 0, MIN % -1 == 0).
+    Floats: Python's and torch's % (tg_tensor_mod: the result takes the divisor's sign)."""
+    a, b = (self._tensor(x), self) if reverse else (self, self._tensor(x))
+    if least_upper_dtype(a.dtype, b.dtype).is_float: return Tensor._wrap(C.tensor_mod(a._h, b._h), "tensor_mod")
+    return a - (a // b) * b
+  def fmod(self, x) -> "Tensor": return self._bin("fmod", x)  # C's fmod: the result takes the dividend's sign
+  def maximum(self, x): return self._bin("maximum", x)
+  def minimum(self, x): return self._bin("minimum", x)
+  def bitwise_and(self, x, reverse=False): return self._bin("bitwise_and", x, reverse)
+  def bitwise_or(self, x, reverse=False): return self._bin("bitwise_or", x, reverse)
+  def bitwise_xor(self, x, reverse=False): return self._bin("bitwise_xor", x, reverse)
+  def bitwise_not(self): return self._un("bitwise_not")
+  def lshift(self, x: int): return Tensor._wrap(C.tensor_lshift(self._h, _i64(x, "shift")), "tensor_lshift")
+  def rshift(self, x: int): return Tensor._wrap(C.tensor_rshift(self._h, _i64(x, "shift")), "tensor_rshift")
+  def copysign(self, other): return self._bin("copysign", other)
+  def logaddexp(self, other): return self._bin("logaddexp", other)
+  def lerp(self, end, weight) -> "Tensor":
+    """self + (end - self) * weight."""
+    end, weight = self._tensor(end), self._tensor(weight)
+    return Tensor._wrap(C.tensor_lerp(self._h, end._h, weight._h), "tensor_lerp")
+  def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan=False) -> "Tensor":
+    """|self - other| <= atol + rtol * |other| (bool)."""
+    other = self._tensor(other)
+    return Tensor._wrap(C.tensor_isclose(self._h, other._h, float(rtol), float(atol), int(bool(equal_nan))), "tensor_isclose")
+
+  def __add__(self, x): return self.add(x)
+  def __radd__(self, x): return self.add(x)  # commutative: keeps the scalar path
+  def __sub__(self, x): return self.sub(x)
+  def __rsub__(self, x): return self.sub(x, reverse=True)
+  def __mul__(self, x): return self.mul(x)
+  def __rmul__(self, x): return self.mul(x)
+  def __truediv__(self, x): return self.div(x)
+  def __rtruediv__(self, x): return self.div(x, reverse=True)
+  def __floordiv__(self, x): return self.idiv(x)
+  def __rfloordiv__(self, x): return self.idiv(x, reverse=True)
+  def __mod__(self, x): return self.mod(x)
+  def __rmod__(self, x): return self.mod(x, reverse=True)
+  def __pow__(self, x): return self.pow(x)
+  def __rpow__(self, x): return self.pow(x, reverse=True)
+  def __matmul__(self, x): return self.matmul(x)
+  def __rmatmul__(self, x): return self.matmul(x, reverse=True)
+  def __neg__(self): return self.neg()
+  def __pos__(self): return self
+  def __and__(self, x): return self.bitwise_and(x)
+  def __rand__(self, x): return self.bitwise_and(x, reverse=True)
+  def __or__(self, x): return self.bitwise_or(x)
+  def __ror__(self, x): return self.bitwise_or(x, reverse=True)
+  def __xor__(self, x): return self.bitwise_xor(x)
+  def __rxor__(self, x): return self.bitwise_xor(x, reverse=True)
+  def __invert__(self): return self.bitwise_not()
+  def __lshift__(self, x): return self.lshift(x)
+  def __rshift__(self, x): return self.rshift(x)
+
+  def __lt__(self, x): return self._bin("lt", x)
+  def __le__(self, x): return self._bin("le", x)
+  def __gt__(self, x): return self._bin("gt", x)
+  def __ge__(self, x): return self._bin("ge", x)
+  def __eq__(self, x): return self._bin("eq", x)  # like tinygrad: a Tensor, not a bool
+  def __ne__(self, x): return self._bin("ne", x)
+
+  def where(self, x, y) -> "Tensor":
+    """self ? x : y, with self as the condition (tinygrad's cond.where(x, y)); x and y may be Python scalars."""
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+      dt = least_upper_dtype(dtypes.from_py(x), dtypes.from_py(y))
+      x, y = Tensor.full((), x, dtype=dt, device=self.device), Tensor.full((), y, dtype=dt, device=self.device)
+    elif not isinstance(x, Tensor): x = y._const(x)
+    elif not isinstance(y, Tensor): y = x._const(y)
+    return Tensor._wrap(C.tensor_where(self._h, x._h, y._h), "tensor_where")
+
+  def cast(self, dtype) -> "Tensor": return Tensor._wrap(C.tensor_cast(self._h, to_dtype(dtype).value), "tensor_cast")
+  def float(self) -> "Tensor": return self.cast(dtypes.float32)
+  def half(self) -> "Tensor": return self.cast(dtypes.float16)
+  def int(self) -> "Tensor": return self.cast(dtypes.int32)
+  def bool(self) -> "Tensor": return self.cast(dtypes.bool)
+
+  # -- elementwise unary
+  def _un(self, name: str) -> "Tensor": return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h), f"tensor_{name}")
+  def neg(self): return self._un("neg")
+  def exp(self): return self._un("exp")
+  def exp2(self): return self._un("exp2")
+  def log(self): return self._un("log")
+  def log2(self): return self._un("log2")
+  def sqrt(self): return self._un("sqrt")
+  def reciprocal(self): return self._un("reciprocal")
+  def sin(self): return self._un("sin")
+  def cos(self): return self._un("cos")
+  def abs(self): return self._un("abs")
+  def relu(self): return self._un("relu")
+  def sigmoid(self): return self._un("sigmoid")
+  def tanh(self): return self._un("tanh")
+  def __abs__(self): return self.abs()
+  def rsqrt(self): return self._un("rsqrt")
+  def square(self): return self._un("square")
+  def tan(self): return self._un("tan")
+  def asin(self): return self._un("asin")
+  def acos(self): return self._un("acos")
+  def atan(self): return self._un("atan")
+  def sinh(self): return self._un("sinh")
+  def cosh(self): return self._un("cosh")
+  def asinh(self): return self._un("asinh")
+  def acosh(self): return self._un("acosh")
+  def atanh(self): return self._un("atanh")
+  def erf(self): return self._un("erf")
+  def sign(self): return self._un("sign")
+  def trunc(self): return self._un("trunc")
+  def floor(self): return self._un("floor")
+  def ceil(self): return self._un("ceil")
+  def round(self): return self._un("round")  # half to even
+  def isnan(self): return self._un("isnan")
+  def isinf(self, detect_positive: bool = True, detect_negative: bool = True):
+    if detect_positive and detect_negative: return self._un("isinf")
+    if not detect_positive and not detect_negative: return Tensor.zeros(self.shape, dtype=dtypes.bool, device=self.device)
+    return self == (math.inf if detect_positive else -math.inf)
+  def isfinite(self): return self._un("isfinite")
+  def logical_not(self): return self._un("logical_not")
+
+  # -- activations (tinygrad's formulas and defaults)
+  def relu6(self): return self._un("relu6")
+  def leaky_relu(self, neg_slope=0.01): return Tensor._wrap(C.tensor_leaky_relu(self._h, float(neg_slope)), "tensor_leaky_relu")
+  def elu(self, alpha=1.0): return Tensor._wrap(C.tensor_elu(self._h, float(alpha)), "tensor_elu")
+  def celu(self, alpha=1.0): return Tensor._wrap(C.tensor_celu(self._h, float(alpha)), "tensor_celu")
+  def selu(self, alpha=1.67326, gamma=1.0507):
+    if (alpha, gamma) == (1.67326, 1.0507): return self._un("selu")
+    return gamma * (self >= 0).where(self, alpha * (self.exp() - 1))
+  def gelu(self, approximate: str = "tanh"):
+    """tinygrad's default is the tanh approximation; approximate="none" is the exact erf form."""
+    if approximate == "tanh": return self._un("gelu")
+    if approximate == "none": return self * 0.5 * (1.0 + (self / math.sqrt(2)).erf())
+    raise RuntimeError(f"approximate={approximate!r} is not supported")
+  def quick_gelu(self): return self._un("quick_gelu")
+  def silu(self): return self._un("silu")
+  swish = silu
+  def mish(self): return self._un("mish")
+  def hardsigmoid(self, alpha: float = 1/6, beta: float = 0.5):
+    if (alpha, beta) == (1/6, 0.5): return self._un("hardsigmoid")
+    return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
+  def logsigmoid(self): return self._un("logsigmoid")
+  def softplus(self, beta=1.0): return Tensor._wrap(C.tensor_softplus(self._h, float(beta)), "tensor_softplus")
+  def softsign(self): return self._un("softsign")
+  def hardswish(self): return self._un("hardswish")
+  def hardtanh(self, min_val=-1, max_val=1):
+    return Tensor._wrap(C.tensor_hardtanh(self._h, float(min_val), float(max_val)), "tensor_hardtanh")
+  def clamp(self, min_=None, max_=None) -> "Tensor":
+    """Clip to [min_, max_]; a None bound is open (that side goes through maximum/minimum)."""
+    if min_ is None and max_ is None: raise RuntimeError("at least one of 'min_' or 'max_' must not be None")
+    if min_ is None: return self.minimum(max_)
+    if max_ is None: return self.maximum(min_)
+    if isinstance(min_, Tensor) or isinstance(max_, Tensor) or self.dtype.is_int and max(abs(min_), abs(max_)) > _EXACT:
+      return self.maximum(min_).minimum(max_)
+    return Tensor._wrap(C.tensor_clamp(self._h, float(min_), float(max_)), "tensor_clamp")
+  def clip(self, min_=None, max_=None) -> "Tensor": return self.clamp(min_, max_)
+
+  # -- reductions
+  def _reduce(self, name: str, axis, keepdim: bool, *extra) -> "Tensor":
+    axes = () if axis is None else tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if axis is not None and not axes:
+      # axis=() reduces nothing, but the C API reads naxes == 0 as "every axis": reduce a new size-1 axis instead
+      r = self.reshape(*self.shape, 1)._reduce(name, -1, False, *extra)
+      return r.reshape(*self.shape)
+    fn = getattr(C, f"tensor_{name}")
+    return Tensor._wrap(fn(self._h, _i64s(axes, "axis"), len(axes), int(bool(keepdim)), *extra), f"tensor_{name}")
+
+  def _reduce2(self, name: str, axis, keepdim: bool, correction) -> Tuple["Tensor", "Tensor"]:
+    axes = () if axis is None else tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if axis is not None and not axes:
+      r = self.reshape(*self.shape, 1)._reduce2(name, -1, False, correction)
+      return r[0].reshape(*self.shape), r[1].reshape(*self.shape)
+    out = (ctypes.c_void_p * 2)()
+    _ok(getattr(C, f"tensor_{name}")(self._h, _i64s(axes, "axis"), len(axes), int(bool(keepdim)), float(correction), out), f"tensor_{name}")
+    return Tensor._wrap(out[0], f"tensor_{name}"), Tensor._wrap(out[1], f"tensor_{name}")
+
+  def sum(self, axis=None, keepdim=False): return self._reduce("sum", axis, keepdim)
+  def prod(self, axis=None, keepdim=False): return self._reduce("prod", axis, keepdim)
+  def max(self, axis=None, keepdim=False): return self._reduce("max", axis, keepdim)
+  def min(self, axis=None, keepdim=False): return self._reduce("min", axis, keepdim)
+  def mean(self, axis=None, keepdim=False): return self._reduce("mean", axis, keepdim)
+  def std(self, axis=None, keepdim=False, correction=1): return self._reduce("std", axis, keepdim, float(correction))
+  def var(self, axis=None, keepdim=False, correction=1): return self._reduce("var", axis, keepdim, float(correction))
+  def std_mean(self, axis=None, keepdim=False, correction=1): return self._reduce2("std_mean", axis, keepdim, correction)
+  def var_mean(self, axis=None, keepdim=False, correction=1): return self._reduce2("var_mean", axis, keepdim, correction)
+  def all(self, axis=None, keepdim=False): return self._reduce("all", axis, keepdim)
+  def any(self, axis=None, keepdim=False): return self._reduce("any", axis, keepdim)
+  def logsumexp(self, axis=None, keepdim=False): return self._reduce("logsumexp", axis, keepdim)
+  def argmax(self, axis=None, keepdim=False):
+    """int32 index of the first max along axis (axis=None: of the flattened tensor)."""
+    ax = 0 if axis is None else _i64(axis, "axis")
+    return Tensor._wrap(C.tensor_argmax(self._h, ax, int(bool(keepdim)), int(axis is None)), "tensor_argmax")
+  def argmin(self, axis=None, keepdim=False):
+    ax = 0 if axis is None else _i64(axis, "axis")
+    return Tensor._wrap(C.tensor_argmin(self._h, ax, int(bool(keepdim)), int(axis is None)), "tensor_argmin")
+  def _scan(self, name: str, axis) -> "Tensor":
+    return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h, _i64(axis, "axis")), f"tensor_{name}")
+  def cumsum(self, axis=0): return self._scan("cumsum", axis)
+  def cumprod(self, axis=0): return self._scan("cumprod", axis)
+  def cummax(self, axis=0) -> Tuple["Tensor", "Tensor"]:
+    """(values, indices) as tinygrad: indices (int32) of the first element equal to the running max."""
+    return self._cum_indexed("cummax", axis)
+  def cummin(self, axis=0) -> Tuple["Tensor", "Tensor"]:
+    return self._cum_indexed("cummin", axis)
+  def _cum_indexed(self, name: str, axis) -> Tuple["Tensor", "Tensor"]:
+    values = self._scan(name, axis)
+    if self.ndim == 0: return values, Tensor.zeros((), dtype=dtypes.int32, device=self.device)
+    n = self.shape[_i64(axis, "axis") % self.ndim]
+    x, v = self.transpose(axis, -1), values.transpose(axis, -1)
+    # match[..., j, i]: x[j] equals the running value at i, for j <= i; the index is the smallest such j
+    ar = Tensor.arange(n, device=self.device)
+    match = (x.reshape(*x.shape, 1) == v.reshape(*v.shape[:-1], 1, n)).where(ar.reshape(n, 1) <= ar.reshape(1, n), False)
+    idx = n - match.where(Tensor.arange(n, 0, -1, device=self.device).reshape(n, 1), 0).max(axis=-2)
+    return values, idx.cast(dtypes.int32).transpose(-1, axis)
+  def softmax(self, axis=-1): return Tensor._wrap(C.tensor_softmax(self._h, _i64(axis, "axis")), "tensor_softmax")
+  def log_softmax(self, axis=-1): return Tensor._wrap(C.tensor_log_softmax(self._h, _i64(axis, "axis")), "tensor_log_softmax")
+
+  # -- movement
+  def _mv(self, name: str, vals: Sequence[int], *extra) -> "Tensor":
+    n = len(vals) // 2 if name in ("pad", "shrink") else len(vals)
+    return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h, _i64s(vals, f"{name} argument"), n, *extra), f"tensor_{name}")
+
+  def reshape(self, shape, *args) -> "Tensor": return self._mv("reshape", _shape_args((shape, *args)))
+  def view(self, shape, *args) -> "Tensor": return self.reshape(shape, *args)
+  def permute(self, order, *args) -> "Tensor": return self._mv("permute", _shape_args((order, *args)))
+  def expand(self, shape, *args) -> "Tensor": return self._mv("expand", _shape_args((shape, *args)))
+  def flip(self, axis, *args) -> "Tensor": return self._mv("flip", _shape_args((axis, *args)))
+
+  _PAD_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
+
+  def pad(self, padding, mode: str = "constant", value: float = 0.0) -> "Tensor":
+    """padding: one (before, after) pair (or None) per dim, or torch's flat form (last dim first). mode: constant (value),
+    reflect, replicate or circular (torch's semantics)."""
+    if not isinstance(mode, str): mode, value = "constant", mode  # the older pad(padding, value)
+    if mode not in Tensor._PAD_MODES: raise NotImplementedError(f"mode={mode!r} is not supported")
+    padding, ndim = tuple(padding), len(self.shape)
+    if all(isinstance(p, (int, np.integer)) for p in padding) and len(padding) % 2 == 0 and padding:
+      pairs = ((0, 0),) * (ndim - len(padding) // 2) + tuple(zip(padding[-2::-2], padding[::-2]))
+    else: pairs = tuple((0, 0) if p is None else tuple(p) for p in padding)
+    if mode == "constant": return self._mv("pad", _flat_pairs("pad", pairs, "(before, after)"), float(value))
+    flat = _flat_pairs("pad", pairs, "(before, after)")
+    return Tensor._wrap(C.tensor_pad_mode(self._h, _i64s(flat, "pad argument"), len(flat) // 2, Tensor._PAD_MODES[mode], float(value)),
+                        "tensor_pad_mode")
+
+  def shrink(self, arg) -> "Tensor":
+    """arg: one (start, end) pair (or None for the whole dim) per dim."""
+    shape = self.shape
+    pairs = tuple(tuple(p) if p is not None else (0, shape[i] if i < len(shape) else 0) for i, p in enumerate(arg))
+    return self._mv("shrink", _flat_pairs("shrink", pairs, "(start, end)"))  # all of them: the library checks the count
+
+  def transpose(self, dim0: int = 1, dim1: int = 0) -> "Tensor":
+    return Tensor._wrap(C.tensor_transpose(self._h, _i64(dim0, "dim"), _i64(dim1, "dim")), "tensor_transpose")
+
+  @property
+  def T(self) -> "Tensor": return self.transpose()
+
+  def flatten(self, start_dim=0, end_dim=-1) -> "Tensor":
+    return Tensor._wrap(C.tensor_flatten(self._h, _i64(start_dim, "start_dim"), _i64(end_dim, "end_dim")), "tensor_flatten")
+
+  def unflatten(self, dim: int, sizes) -> "Tensor":
+    sizes = tuple(sizes)
+    return Tensor._wrap(C.tensor_unflatten(self._h, _i64(dim, "dim"), _i64s(sizes, "size"), len(sizes)), "tensor_unflatten")
+
+  def squeeze(self, dim=None) -> "Tensor":
+    """Remove dim if its size is 1; dim=None removes every size-1 dim."""
+    if dim is None: return Tensor._wrap(C.tensor_squeeze_all(self._h), "tensor_squeeze_all")
+    return Tensor._wrap(C.tensor_squeeze(self._h, _i64(dim, "dim")), "tensor_squeeze")
+
+  def unsqueeze(self, dim: int) -> "Tensor": return Tensor._wrap(C.tensor_unsqueeze(self._h, _i64(dim, "dim")), "tensor_unsqueeze")
+
+  def repeat(self, repeats, *args) -> "Tensor": return self._mv("repeat", _shape_args((repeats, *args)))
+
+  def repeat_interleave(self, repeats: int, dim=None) -> "Tensor":
+    """Each element repeats times along dim (dim=None: of the flattened tensor)."""
+    x, dim = (self.flatten(), 0) if dim is None else (self, dim)
+    return Tensor._wrap(C.tensor_repeat_interleave(x._h, _i64(repeats, "repeats"), _i64(dim, "dim")), "tensor_repeat_interleave")
+
+  def roll(self, shifts, dims=None) -> "Tensor":
+    """Rotate by shifts along dims (dims=None: the flattened tensor, then the shape back)."""
+    if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(shifts) != len(dims): raise RuntimeError(f"len(dims)={len(dims)} != len(shifts)={len(shifts)}")
+    return Tensor._wrap(C.tensor_roll(self._h, _i64s(shifts, "shift"), _i64s(dims, "dim"), len(dims)), "tensor_roll")
+
+  def cat(self, *args: "Tensor", dim: int = 0) -> "Tensor":
+    """Concatenate self and args along dim (also Tensor.cat(a, b, ...))."""
+    ts = (*self, *args) if isinstance(self, (list, tuple)) else (self, *args)
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    return Tensor._wrap(C.tensor_cat(arr, len(ts), _i64(dim, "dim")), "tensor_cat")
+
+  def stack(self, *args: "Tensor", dim: int = 0) -> "Tensor":
+    """Stack self and args along a new dim (also Tensor.stack(a, b, ...))."""
+    ts = (*self, *args) if isinstance(self, (list, tuple)) else (self, *args)
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    return Tensor._wrap(C.tensor_stack(arr, len(ts), _i64(dim, "dim")), "tensor_stack")
+
+  def tril(self, diagonal: int = 0) -> "Tensor": return Tensor._wrap(C.tensor_tril(self._h, _i64(diagonal, "diagonal")), "tensor_tril")
+  def triu(self, diagonal: int = 0) -> "Tensor": return Tensor._wrap(C.tensor_triu(self._h, _i64(diagonal, "diagonal")), "tensor_triu")
+
+  # -- linear algebra
+  def matmul(self, x, reverse=False) -> "Tensor":
+    x = x if isinstance(x, Tensor) else Tensor(x, device=self.device)
+    a, b = (x, self) if reverse else (self, x)
+    return Tensor._wrap(C.tensor_matmul(a._h, b._h), "tensor_matmul")
+
+  def dot(self, w) -> "Tensor":
+    """Matrix product (tg_tensor_dot: numpy's rules for 1-D and batched operands)."""
+    w = self._tensor(w)
+    return Tensor._wrap(C.tensor_dot(self._h, w._h), "tensor_dot")
+
+  def linear(self, weight: "Tensor", bias: Optional["Tensor"] = None) -> "Tensor":
+    """self @ weight + bias with weight (in, out), as tinygrad's Tensor.linear."""
+    return Tensor._wrap(C.tensor_linear(self._h, weight._h, None if bias is None else bias._h), "tensor_linear")
+
+  @staticmethod
+  def einsum(formula: str, *operands) -> "Tensor":
+    """Einstein summation ("ij,jk->ik"); operands may also be given as one list."""
+    ops = tuple(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else operands
+    arr = (ctypes.c_void_p * max(len(ops), 1))(*[t._h for t in ops])
+    return Tensor._wrap(C.tensor_einsum(_cstr(formula, "formula"), arr, len(ops)), "tensor_einsum")
+
+  # -- indexing
+  def _resolve_dim(self, dim, extra: bool = False) -> int:
+    n = self.ndim + int(extra)
+    d = _index(dim, "dim")
+    if not -max(n, 1) <= d < max(n, 1): raise IndexError(f"dim={d} out of range [{-max(n, 1)}, {max(n, 1) - 1}]")
+    return d + n if d < 0 else d
+
+  def _index_items(self, indices) -> list:
+    """indices as a list of None / Ellipsis / int / (start, stop, step) / Tensor, checked as tinygrad and numpy check them,
+    with each slice bound clamped to [-(size+1), size+1] (the same selection; nothing reaches C that int64 can't hold)."""
+    if not isinstance(indices, tuple): indices = (indices,)
+    items = []
+    for ix in indices:
+      if ix is None or ix is Ellipsis or isinstance(ix, slice): items.append(ix)
+      elif isinstance(ix, (bool, np.bool_)): raise IndexError(f"{type(ix).__name__} indexing is not supported")
+      elif isinstance(ix, (int, np.integer)): items.append(int(ix))
+      elif isinstance(ix, Tensor):
+        if not ix.dtype.is_int: raise IndexError(f"index dtype {ix.dtype} is not supported: tensor indices must be ints")
+        items.append(ix)
+      elif isinstance(ix, (list, tuple, np.ndarray)):
+        arr = np.asarray(ix)
+        if arr.dtype.kind not in "iu":
+          if arr.size == 0 and arr.dtype.kind == "f": arr = arr.astype(np.int32)  # [] is an empty int index, as numpy
+          else: raise IndexError(f"index of dtype {arr.dtype} is not supported: index arrays must be ints")
+        if arr.ndim == 0: items.append(int(arr))
+        else:
+          if arr.dtype.kind == "u" and arr.size and int(arr.max()) > _I64_MAX: raise IndexError("index out of range")
+          arr = arr.astype(np.int32 if arr.size == 0 or (_I32_MIN <= int(arr.min()) and int(arr.max()) <= _I32_MAX) else np.int64)
+          items.append(Tensor(arr, device=self.device))
+      else: raise IndexError(f"{type(ix).__name__} indexing is not supported")
+    if sum(ix is Ellipsis for ix in items) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
+    shape = self.shape
+    consuming = sum(not (ix is None or ix is Ellipsis) for ix in items)
+    if consuming > len(shape):
+      raise IndexError(f"too many indices for tensor of dimension {len(shape)}: {consuming} were indexed")
+    dim, out = 0, []
+    for ix in items:
+      if ix is None: out.append(None)
+      elif ix is Ellipsis:
+        out.append(Ellipsis)
+        dim += len(shape) - consuming
+      elif isinstance(ix, int):
+        size = shape[dim]
+        if not -size <= ix < size: raise IndexError(f"index {ix} is out of bounds for dimension {dim} with size {size}")
+        out.append(ix)
+        dim += 1
+      elif isinstance(ix, slice):
+        size = shape[dim]
+        vals = [None if v is None else _index(v, "slice index") for v in (ix.start, ix.stop, ix.step)]
+        if vals[2] == 0: raise ValueError("slice step cannot be zero")
+        out.append(tuple(None if v is None else max(-(size + 1), min(size + 1, v)) for v in vals))
+        dim += 1
+      else:
+        out.append(ix)
+        dim += 1
+    return out
+
+  @staticmethod
+  def _index_entries(items):
+    arr = (_TgIndex * max(len(items), 1))()
+    for e, ix in zip(arr, items):
+      if ix is None: e.kind = _IDX_NEWAXIS
+      elif ix is Ellipsis: e.kind = _IDX_ELLIPSIS
+      elif isinstance(ix, int): e.kind, e.start = _IDX_INT, ix
+      elif isinstance(ix, tuple):
+        e.kind = _IDX_SLICE
+        for f, v in zip(("start", "stop", "step"), ix):
+          if v is not None: setattr(e, f, v); setattr(e, "has_" + f, 1)
+      else: e.kind, e.tensor = _IDX_TENSOR, ix._h  # borrowed: `items` keeps the Tensor alive across the call
+    return arr
+
+  def __getitem__(self, indices) -> "Tensor":
+    """Python/numpy indexing: ints, slices (any step), None, ..., and int Tensors, lists or numpy arrays (numpy's advanced
+    indexing; like tinygrad, out-of-range entries of an index tensor give 0). Basic indices make a view."""
+    items = self._index_items(indices)
+    entries = Tensor._index_entries(items)
+    return Tensor._wrap(C.tensor_getitem(self._h, entries, len(items)), "tensor_getitem")
+
+  def __setitem__(self, indices, v) -> None:
+    """self[indices] = v (a scalar, list, array or Tensor, broadcast to the selection and cast to self's dtype); self then
+    refers to the result, as assign does. Tensor indices write through scatter (with repeated positions, one of the
+    values written there wins)."""
+    items = self._index_items(indices)
+    val = v if isinstance(v, Tensor) else Tensor(v, device=self.device) if isinstance(v, (np.ndarray, list, tuple)) else \
+      Tensor.full((), v, dtype=self.dtype, device=self.device)
+    if any(isinstance(ix, Tensor) for ix in items):
+      n = self.numel()
+      pos = Tensor.arange(n, dtype=dtypes.int32 if n <= _I32_MAX else dtypes.int64, device=self.device).reshape(self.shape)[indices]
+      if pos.numel() == 0: return
+      vs = val.cast(self.dtype)
+      if vs.ndim > pos.ndim: vs = vs.reshape(vs.shape[vs.ndim - pos.ndim:]) if all(s == 1 for s in vs.shape[:vs.ndim - pos.ndim]) else vs
+      vs = vs.reshape((1,) * (pos.ndim - vs.ndim) + vs.shape).expand(pos.shape)
+      self.assign(self.reshape(n).scatter(0, pos.reshape(-1), vs.reshape(-1)).reshape(self.shape))
+      return
+    entries = Tensor._index_entries(items)
+    _ok(C.tensor_setitem(self._h, entries, len(items), val._h), "tensor_setitem")
+
+  def assign(self, x) -> "Tensor":
+    """self takes x's contents (same shape, cast to self's dtype); returns self. Tensors made from self before keep the old
+    contents."""
+    x = x if isinstance(x, Tensor) else Tensor(x, dtype=self.dtype, device=self.device)
+    _ok(C.tensor_assign(self._h, x._h), "tensor_assign")
+    return self
+
+  def gather(self, dim: int, index: "Tensor") -> "Tensor":
+    """out[..i..] = self[.. index[..i..] ..] along dim."""
+    return Tensor._wrap(C.tensor_gather(self._h, _i64(dim, "dim"), index._h), "tensor_gather")
+
+  # -- more shape and index ops
+  def split(self, sizes, dim: int = 0) -> tuple:
+    """Pieces along dim: sizes is a list of piece sizes (summing to the dim's size), or an int piece size (the last piece
+    may be smaller), as tinygrad."""
+    d = self._resolve_dim(dim)
+    if isinstance(sizes, (int, np.integer)):
+      step, size = _index(sizes, "split size"), self.shape[d]
+      if step <= 0: raise ValueError(f"split size must be positive, got {step}")
+      sizes = [min(step, size - i) for i in range(0, max(1, size), step)]
+    sizes = [_i64(s, "split size") for s in sizes]
+    out = (ctypes.c_void_p * max(len(sizes), 1))()
+    _ok(C.tensor_split(self._h, _i64s(sizes, "split size"), len(sizes), d, out), "tensor_split")
+    return tuple(Tensor._wrap(out[i], "tensor_split") for i in range(len(sizes)))
+
+  def chunk(self, chunks: int, dim: int = 0) -> list:
+    """At most `chunks` pieces of ceil(size / chunks) along dim (torch's rule)."""
+    chunks, d = _i64(chunks, "chunks"), self._resolve_dim(dim)
+    if chunks <= 0: raise ValueError(f"chunks must be positive, got {chunks}")
+    cap = max(1, min(chunks, self.shape[d]))
+    out = (ctypes.c_void_p * cap)()
+    n = C.tensor_chunk(self._h, chunks, d, out, cap)
+    if n < 0: _raise_last("tensor_chunk")
+    return [Tensor._wrap(out[i], "tensor_chunk") for i in range(n)]
+
+  def meshgrid(self, *args: "Tensor", indexing: str = "ij") -> tuple:
+    """Coordinate grids of self and args (also Tensor.meshgrid(a, b, ...)); indexing "ij" or "xy"."""
+    if indexing not in ("ij", "xy"): raise RuntimeError(f'indexing must be in ("ij", "xy"), got {indexing}')
+    ts = (*self, *args) if isinstance(self, (list, tuple)) else (self, *args)
+    arr, out = (ctypes.c_void_p * max(len(ts), 1))(*[t._h for t in ts]), (ctypes.c_void_p * max(len(ts), 1))()
+    _ok(C.tensor_meshgrid(arr, len(ts), int(indexing == "xy"), out), "tensor_meshgrid")
+    return tuple(Tensor._wrap(out[i], "tensor_meshgrid") for i in range(len(ts)))
+
+  def diag(self) -> "Tensor": return Tensor._wrap(C.tensor_diag(self._h), "tensor_diag")
+  def diagonal(self) -> "Tensor": return Tensor._wrap(C.tensor_diagonal(self._h), "tensor_diagonal")
+
+  def unfold(self, dim: int, size: int, step: int) -> "Tensor":
+    """Windows of `size` every `step` along dim, as a new last dim (torch's unfold)."""
+    return Tensor._wrap(C.tensor_unfold(self._h, _i64(dim, "dim"), _i64(size, "size"), _i64(step, "step")), "tensor_unfold")
+
+  def sort(self, dim: int = -1, descending: bool = False) -> Tuple["Tensor", "Tensor"]:
+    """(values, int32 indices), a stable sort along dim."""
+    out = (ctypes.c_void_p * 2)()
+    _ok(C.tensor_sort(self._h, _i64(dim, "dim"), int(bool(descending)), out), "tensor_sort")
+    return Tensor._wrap(out[0], "tensor_sort"), Tensor._wrap(out[1], "tensor_sort")
+
+  def argsort(self, dim: int = -1, descending: bool = False) -> "Tensor":
+    return Tensor._wrap(C.tensor_argsort(self._h, _i64(dim, "dim"), int(bool(descending))), "tensor_argsort")
+
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted_: bool = True) -> Tuple["Tensor", "Tensor"]:
+    """(values, int32 indices) of the k largest (smallest) along dim, always sorted."""
+    out = (ctypes.c_void_p * 2)()
+    _ok(C.tensor_topk(self._h, _i64(k, "k"), _i64(dim, "dim"), int(bool(largest)), out), "tensor_topk")
+    return Tensor._wrap(out[0], "tensor_topk"), Tensor._wrap(out[1], "tensor_topk")
+
+  def scatter(self, dim: int, index: "Tensor", src, reduce: Optional[str] = None) -> "Tensor":
+    """self with src's elements written at index along dim; src may be a scalar. reduce="add"/"multiply" combine (tinygrad's
+    scatter reduce argument)."""
+    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
+    if reduce is not None:
+      if reduce not in ("add", "multiply"): raise TypeError(f"{reduce=} must be one of None, 'multiply', or 'add'")
+      return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
+    return Tensor._wrap(C.tensor_scatter(self._h, _i64(dim, "dim"), index._h, src._h), "tensor_scatter")
+
+  def scatter_reduce(self, dim: int, index: "Tensor", src: "Tensor", reduce: str, include_self: bool = True) -> "Tensor":
+    """Combine ("sum", "prod", "mean", "amax", "amin") everything sent to one place (and self's value with include_self)."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"): raise RuntimeError(f"{reduce=} must be one of 'sum', 'prod', 'mean', 'amax', 'amin'")
+    if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
+    return Tensor._wrap(C.tensor_scatter_reduce(self._h, _i64(dim, "dim"), index._h, src._h, _cstr(reduce, "reduce"),
+                                                int(bool(include_self))), "tensor_scatter_reduce")
+
+  def masked_fill(self, mask: "Tensor", value) -> "Tensor":
+    """mask ? value : self."""
+    value = self._tensor(value)
+    return Tensor._wrap(C.tensor_masked_fill(self._h, mask._h, value._h), "tensor_masked_fill")
+
+  def nonzero(self) -> "Tensor":
+    """(count, ndim) int64 coordinates of the nonzero elements, row-major (realizes self)."""
+    return Tensor._wrap(C.tensor_nonzero(self._h), "tensor_nonzero")
+
+  def masked_select(self, mask: "Tensor") -> "Tensor":
+    """The 1-d elements where mask is true (realizes)."""
+    mask = self._tensor(mask)
+    return Tensor._wrap(C.tensor_masked_select(self._h, mask._h), "tensor_masked_select")
+
+  def bitcast(self, dtype) -> "Tensor":
+    """The same bits as another dtype of the same size."""
+    return Tensor._wrap(C.tensor_bitcast(self._h, to_dtype(dtype).value), "tensor_bitcast")
+
+  # -- nn functional
+  def conv2d(self, weight: "Tensor", bias: Optional["Tensor"] = None, groups=1, stride=1, dilation=1, padding=0, acc_dtype=None) -> "Tensor":
+    """2-d convolution of (N, Cin, H, W) by weight (Cout, Cin/groups, kH, kW). stride/dilation: an int or (h, w); padding:
+    an int, (h, w), or torch's flat (left, right, top, bottom)."""
+    if acc_dtype is not None: raise NotImplementedError("acc_dtype is not supported")
+    (sh, sw), (dh, dw) = _pair(stride, "stride"), _pair(dilation, "dilation")
+    top, bottom, left, right = _pool_pads(padding)
+    x = self
+    if top != bottom or left != right:
+      x, top, bottom, left, right = self.pad((left, right, top, bottom)), 0, 0, 0, 0
+    return Tensor._wrap(C.tensor_conv2d(x._h, weight._h, None if bias is None else bias._h, _i64(groups, "groups"), sh, sw, dh, dw, top, left),
+                        "tensor_conv2d")
+
+  def conv_transpose2d(self, weight: "Tensor", bias: Optional["Tensor"] = None, groups=1, stride=1, dilation=1, padding=0,
+                       output_padding=0) -> "Tensor":
+    """The transposed 2-d convolution, weight (Cin, Cout/groups, kH, kW). Ints or (h, w) pairs."""
+    (sh, sw), (dh, dw) = _pair(stride, "stride"), _pair(dilation, "dilation")
+    (ph, pw), (oh, ow) = _pair(padding, "padding"), _pair(output_padding, "output_padding")
+    return Tensor._wrap(C.tensor_conv_transpose2d(self._h, weight._h, None if bias is None else bias._h, _i64(groups, "groups"), sh, sw, dh,
+                                                  dw, ph, pw, oh, ow), "tensor_conv_transpose2d")
+
+  def interpolate(self, size, mode: str = "linear", align_corners: bool = False) -> "Tensor":
+    """Resize the last len(size) dims to size: mode "linear", "nearest" or "nearest-exact"."""
+    size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    return Tensor._wrap(C.tensor_interpolate(self._h, _i64s(size, "size"), len(size), _cstr(mode, "mode"), int(bool(align_corners))),
+                        "tensor_interpolate")
+
+  def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, return_indices=False) -> "Tensor":
+    """Max over kernel windows of the last two dims (stride defaults to kernel_size; padding is -inf)."""
+    if ceil_mode: raise NotImplementedError("ceil_mode=True is not supported")
+    if return_indices: raise NotImplementedError("return_indices=True is not supported")
+    (kh, kw) = _pair(kernel_size, "kernel_size")
+    (sh, sw), (dh, dw) = _pair(kernel_size if stride is None else stride, "stride"), _pair(dilation, "dilation")
+    top, bottom, left, right = _pool_pads(padding)
+    x = self
+    if top != bottom or left != right:
+      x, top, left = self.pad((left, right, top, bottom), value=-math.inf), 0, 0
+    return Tensor._wrap(C.tensor_max_pool2d(x._h, kh, kw, sh, sw, dh, dw, top, left), "tensor_max_pool2d")
+
+  def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, count_include_pad=True) -> "Tensor":
+    """Mean over kernel windows of the last two dims (stride defaults to kernel_size; zero padding, counted in the mean when
+    count_include_pad). dilation != 1 and ceil_mode=True are not supported."""
+    if ceil_mode: raise NotImplementedError("ceil_mode=True is not supported")
+    if _pair(dilation, "dilation") != (1, 1): raise NotImplementedError("avg_pool2d with dilation != 1 is not supported")
+    (kh, kw) = _pair(kernel_size, "kernel_size")
+    (sh, sw) = _pair(kernel_size if stride is None else stride, "stride")
+    top, bottom, left, right = _pool_pads(padding)
+    x = self
+    if top != bottom or left != right:
+      if not count_include_pad: raise NotImplementedError("asymmetric padding with count_include_pad=False is not supported")
+      x, top, left = self.pad((left, right, top, bottom)), 0, 0
+    return Tensor._wrap(C.tensor_avg_pool2d(x._h, kh, kw, sh, sw, top, left, int(bool(count_include_pad))), "tensor_avg_pool2d")
+
+  def layernorm(self, axis=-1, eps: float = 1e-5) -> "Tensor":
+    """(x - mean) / sqrt(var + eps) over axis (an int or a tuple), no affine part."""
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if not axes: raise ValueError("layernorm needs at least one axis")
+    return Tensor._wrap(C.tensor_layernorm(self._h, _i64s(axes, "axis"), len(axes), float(eps)), "tensor_layernorm")
+
+  def batchnorm(self, weight: Optional["Tensor"], bias: Optional["Tensor"], mean: "Tensor", invstd: "Tensor", axis=1) -> "Tensor":
+    """(x - mean) * weight * invstd + bias, the per-channel tensors along axis (an int or a tuple)."""
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(self._resolve_dim(a) for a in axes)
+    if axes == (1,):
+      return Tensor._wrap(C.tensor_batchnorm(self._h, None if weight is None else weight._h, None if bias is None else bias._h, mean._h,
+                                             invstd._h), "tensor_batchnorm")
+    shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
+    x = self - mean.reshape(shape)
+    if weight is not None: x = x * weight.reshape(shape)
+    ret = x * (invstd.reshape(shape) if len(invstd.shape) == len(axes) else invstd)
+    return (ret + bias.reshape(shape)) if bias is not None else ret
+
+  def dropout(self, p: float = 0.5) -> "Tensor":
+    """In training (Tensor.training), zero each element with probability p and scale the rest by 1/(1-p); else self."""
+    if not 0 <= p <= 1: raise ValueError(f"{p=} is out of range [0, 1]")
+    if not Tensor.training or p == 0: return self
+    if p == 1: return self.zeros_like()
+    return Tensor._wrap(C.tensor_dropout(self._h, float(p)), "tensor_dropout")
+
+  def scaled_dot_product_attention(self, key: "Tensor", value: "Tensor", attn_mask: Optional["Tensor"] = None, dropout_p: float = 0.0,
+                                   is_causal: bool = False) -> "Tensor":
+    """softmax(self @ key^T / sqrt(d) + mask) @ value; a bool mask keeps where true, a float mask is added; is_causal masks
+    the upper triangle; dropout_p applies to the attention weights in training."""
+    if dropout_p and Tensor.training:
+      qk = self.matmul(key.transpose(-2, -1)) / math.sqrt(self.shape[-1])
+      if is_causal:
+        causal = Tensor.ones(qk.shape[-2], qk.shape[-1], dtype=dtypes.bool, device=self.device).tril()
+        qk = causal.where(qk, -math.inf)
+      if attn_mask is not None: qk = attn_mask.where(qk, -math.inf) if attn_mask.dtype is dtypes.bool else qk + attn_mask
+      return qk.softmax(-1).dropout(dropout_p).matmul(value)
+    return Tensor._wrap(C.tensor_scaled_dot_product_attention(self._h, key._h, value._h, None if attn_mask is None else attn_mask._h,
+                                                              int(bool(is_causal))), "tensor_scaled_dot_product_attention")
+
+  def one_hot(self, num_classes: int = -1) -> "Tensor":
+    """int32 one-hot along a new last dim; num_classes=-1 takes max + 1 (realizes)."""
+    if num_classes == -1: num_classes = int(self.max().item()) + 1
+    return Tensor._wrap(C.tensor_one_hot(self._h, _i64(num_classes, "num_classes")), "tensor_one_hot")
+
+  def cross_entropy(self, Y: "Tensor", reduction: str = "mean", label_smoothing: float = 0.0) -> "Tensor":
+    """self: logits (N, C, ...); Y: class indices (N, ...) or probabilities (N, C, ...)."""
+    if not 0.0 <= label_smoothing <= 1.0: raise ValueError("label_smoothing must be in [0.0, 1.0]")
+    return Tensor._wrap(C.tensor_cross_entropy(self._h, Y._h, float(label_smoothing), _reduction(reduction)), "tensor_cross_entropy")
+
+  def sparse_categorical_crossentropy(self, Y: "Tensor", ignore_index: int = -1, label_smoothing: float = 0.0,
+                                      reduction: str = "mean") -> "Tensor":
+    """self: logits (..., C); Y: int labels (...); labels equal to ignore_index are skipped."""
+    if not 0.0 <= label_smoothing <= 1.0: raise ValueError("label_smoothing must be in [0.0, 1.0]")
+    return Tensor._wrap(C.tensor_sparse_categorical_crossentropy(self._h, Y._h, _i64(ignore_index, "ignore_index"), float(label_smoothing),
+                                                                 _reduction(reduction)), "tensor_sparse_categorical_crossentropy")
+
+  def nll_loss(self, Y: "Tensor", weight: Optional["Tensor"] = None, ignore_index: Optional[int] = None, reduction: str = "mean") -> "Tensor":
+    """self: log-probabilities (N, C, ...); Y: class indices. weight and ignore_index are not supported."""
+    if weight is not None: raise NotImplementedError("nll_loss with weight is not supported")
+    if ignore_index is not None: raise NotImplementedError("nll_loss with ignore_index is not supported")
+    return Tensor._wrap(C.tensor_nll_loss(self._h, Y._h, _reduction(reduction)), "tensor_nll_loss")
+
+  def binary_crossentropy(self, Y: "Tensor", reduction: str = "mean") -> "Tensor":
+    """self: probabilities; Y: targets."""
+    return Tensor._wrap(C.tensor_binary_crossentropy(self._h, Y._h, _reduction(reduction)), "tensor_binary_crossentropy")
+
+  def binary_crossentropy_logits(self, Y: "Tensor", reduction: str = "mean", pos_weight: Optional["Tensor"] = None) -> "Tensor":
+    """self: logits; Y: targets. pos_weight is not supported."""
+    if pos_weight is not None: raise NotImplementedError("binary_crossentropy_logits with pos_weight is not supported")
+    return Tensor._wrap(C.tensor_binary_crossentropy_logits(self._h, Y._h, _reduction(reduction)), "tensor_binary_crossentropy_logits")
+
+  # -- creation (more) and initializers
+  @staticmethod
+  def linspace(start, stop, steps: int, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """steps values from start to stop inclusive, evenly spaced."""
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if dt is dtypes.bool: raise ValueError("linspace with bool dtype is not supported")
+    steps = _i64(steps, "steps")
+    if steps < 0: raise ValueError("number of steps must be non-negative")
+    return Tensor._wrap(C.tensor_linspace(float(start), float(stop), steps, dt.value, _enc(device)), "tensor_linspace")._rg(requires_grad)
+
+  @staticmethod
+  def scaled_uniform(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """U(-1, 1) / sqrt(numel)."""
+    return Tensor._make("scaled_uniform", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def glorot_uniform(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """U(+-sqrt(6 / (shape[0] + prod(shape[1:]))))."""
+    return Tensor._make("glorot_uniform", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
+
+  @staticmethod
+  def kaiming_uniform(*shape, a: float = 0.01, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._make("kaiming_uniform", shape, dtype or dtypes.default_float, device, float(a), requires_grad=requires_grad)
+
+  @staticmethod
+  def kaiming_normal(*shape, a: float = 0.01, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    return Tensor._make("kaiming_normal", shape, dtype or dtypes.default_float, device, float(a), requires_grad=requires_grad)
+
+  @staticmethod
+  def randperm(n: int, device=None, dtype=dtypes.int32, requires_grad=None) -> "Tensor":
+    """A random permutation of 0..n-1."""
+    n, dt = _i64(n, "n"), to_dtype(dtype)
+    if dt.is_int: _check_int_fits(0, max(n - 1, 0), dt, "randperm value")
+    return Tensor._wrap(C.tensor_randperm(n, dt.value, _enc(device)), "tensor_randperm")._rg(requires_grad)
+
+  def multinomial(self, num_samples: int = 1, replacement: bool = False) -> "Tensor":
+    """Samples of the categorical distribution(s) in the rows of self (1-d or 2-d weights)."""
+    return Tensor._wrap(C.tensor_multinomial(self._h, _i64(num_samples, "num_samples"), int(bool(replacement))), "tensor_multinomial")
+
+  def full_like(self, fill_value: Scalar, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """full with self's shape (and dtype and device unless given); fill_value must fit an int dtype."""
+    dt = to_dtype(dtype) if dtype is not None else self.dtype
+    if dt is self.dtype and device is None and dt.is_float:
+      return Tensor._wrap(C.tensor_full_like(self._h, float(fill_value)), "tensor_full_like")._rg(requires_grad)
+    return Tensor.full(self.shape, fill_value, dtype=dt, device=device or self.device, requires_grad=requires_grad)
+
+  def zeros_like(self, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    if dtype is None and device is None: return Tensor._wrap(C.tensor_zeros_like(self._h), "tensor_zeros_like")._rg(requires_grad)
+    return Tensor.zeros(self.shape, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+  def ones_like(self, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    if dtype is None and device is None: return Tensor._wrap(C.tensor_ones_like(self._h), "tensor_ones_like")._rg(requires_grad)
+    return Tensor.ones(self.shape, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _reduction(reduction: str) -> int:
+  if reduction not in _REDUCTIONS: raise ValueError(f"{reduction=} must be one of {tuple(_REDUCTIONS)}")
+  return _REDUCTIONS[reduction]
+
+
+def _pair(v, what: str) -> Tuple[int, int]:
+  """An int or an (h, w) pair as two range-checked ints."""
+  if isinstance(v, (tuple, list)):
+    if len(v) != 2: raise ValueError(f"{what} takes an int or 2 ints, got {v!r}")
+    return _i64(v[0], what), _i64(v[1], what)
+  i = _i64(v, what)
+  return i, i
+
+
+def _pool_pads(padding) -> Tuple[int, int, int, int]:
+  """(top, bottom, left, right) from an int, an (h, w) pair, or torch's flat (left, right, top, bottom), as tinygrad."""
+  if isinstance(padding, (tuple, list)):
+    if len(padding) == 2: (ph, pw) = _pair(padding, "padding"); return ph, ph, pw, pw
+    if len(padding) == 4:
+      left, right, top, bottom = (_i64(p, "padding") for p in padding)
+      return top, bottom, left, right
+    raise ValueError(f"padding takes an int, 2 ints or 4 ints, got {padding!r}")
+  p = _i64(padding, "padding")
+  return p, p, p, p
+
+
+def _flat_pairs(what: str, pairs, kind: str):
+  for p in pairs:
+    if len(p) != 2: raise ValueError(f"{what}: each dim takes a {kind} pair, got {p!r}")
+  return [v for p in pairs for v in p]
+
+
+# ---- symbolic expressions ----------------------------------------------------------------------------------------------
+_ADD, _SUB, _MUL, _IDIV, _MOD, _MAX, _MIN, _LT = range(8)
+
+
+class Expr:
+  """An immutable symbolic integer expression (tg_expr). Division and modulo truncate toward zero, like C."""
+  __slots__ = ("_h",)
+  _release = C.expr_release
+
+  def __init__(self, value: Union[int, "Expr"]):
+    h = C.expr_retain(value._h) if isinstance(value, Expr) else C.expr_const(_i64(value))
+    self._h = _made(h, "expr")
+
+  @classmethod
+  def _wrap(cls, handle, what: str) -> "Expr":
+    e = object.__new__(cls)
+    e._h = _made(handle, what)
+    return e
+
+  @staticmethod
+  def variable(name: str, min_val: int, max_val: int) -> "Expr":
+    return Expr._wrap(C.expr_variable(_cstr(name, "name"), _i64(min_val, "min"), _i64(max_val, "max")), "expr_variable")
+
+  def __del__(self):
+    h = getattr(self, "_h", None)
+    if h:
+      self._h = None
+      try: type(self)._release(h)
+      except Exception: pass
+
+  def _bin(self, op: int, other, reverse=False) -> "Expr":
+    if not isinstance(other, Expr):
+      if not isinstance(other, (int, np.integer)): return NotImplemented
+      other = Expr(other)
+    a, b = (other, self) if reverse else (self, other)
+    return Expr._wrap(C.expr_binary(op, a._h, b._h), "expr_binary")
+
+  def __add__(self, x): return self._bin(_ADD, x)
+  def __radd__(self, x): return self._bin(_ADD, x, True)
+  def __sub__(self, x): return self._bin(_SUB, x)
+  def __rsub__(self, x): return self._bin(_SUB, x, True)
+  def __mul__(self, x): return self._bin(_MUL, x)
+  def __rmul__(self, x): return self._bin(_MUL, x, True)
+  def __floordiv__(self, x): return self._bin(_IDIV, x)
+  def __rfloordiv__(self, x): return self._bin(_IDIV, x, True)
+  def __mod__(self, x): return self._bin(_MOD, x)
+  def __rmod__(self, x): return self._bin(_MOD, x, True)
+  def __neg__(self): return self * -1
+  def __lt__(self, x): return self._bin(_LT, x)
+  def maximum(self, x): return self._bin(_MAX, x)
+  def minimum(self, x): return self._bin(_MIN, x)
+  __hash__ = object.__hash__
+
+  def simplify(self) -> "Expr": return Expr._wrap(C.expr_simplify(self._h), "expr_simplify")
+
+  def render(self) -> str:
+    n = C.expr_render(self._h, None, 0)
+    if n < 0: _raise_last("expr_render")
+    buf = ctypes.create_string_buffer(n + 1)
+    if C.expr_render(self._h, buf, n + 1) < 0: _raise_last("expr_render")
+    return buf.value.decode()
+
+  def __str__(self): return self.render()
+  def __repr__(self): return f"Expr({self.render()})"
+
+  def eval(self, **values: int) -> int:
+    names = (ctypes.c_char_p * len(values))(*[_cstr(k, "name") for k in values])
+    vals = _i64s(list(values.values()))
+    out = ctypes.c_int64()
+    _ok(C.expr_eval(self._h, names, vals, len(values), ctypes.byref(out)), "expr_eval")
+    return out.value
+
+  def bounds(self) -> Tuple[int, int]:
+    lo, hi = ctypes.c_int64(), ctypes.c_int64()
+    _ok(C.expr_bounds(self._h, ctypes.byref(lo), ctypes.byref(hi)), "expr_bounds")
+    return lo.value, hi.value
+
+  @property
+  def vmin(self) -> int: return self.bounds()[0]
+  @property
+  def vmax(self) -> int: return self.bounds()[1]
+
+
+def Variable(name: str, min_val: int, max_val: int) -> Expr:
+  """A symbolic variable taking integer values in [min_val, max_val]."""
+  return Expr.variable(name, min_val, max_val)
+
+
+# ---- misc ------------------------------------------------------------------------------------------------------------
+def version() -> str: return C.version().decode()
+def version_number() -> int: return C.version_number()
+
+
+def counters() -> dict:
+  """tinygrad's GlobalCounters: kernel_count, global_ops, global_mem, time_sum_s, compile_count."""
+  c = _Counters(struct_size=ctypes.sizeof(_Counters))
+  _ok(C.counters_get(ctypes.byref(c)), "counters_get")
+  return {name: getattr(c, name) for name, _ in _Counters._fields_ if name != "struct_size"}
+
+
+def reset_counters(): C.counters_reset()
+
+Device.DEFAULT = Device.canonicalize(None)
