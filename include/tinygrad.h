@@ -349,8 +349,8 @@ typedef struct tg_index {
 } tg_index;
 /* t[idx[0], ..., idx[n-1]]: basic indices give a view; tensor indices gather. */
 TG_API tg_tensor* tg_tensor_getitem(tg_tensor* t, const tg_index* idx, size_t n);
-/* t[idx...] = value (broadcast to the selection, cast to t's dtype), then t refers to the result, as assign does. Int,
- * slice, None and ellipsis entries; a tensor entry is TG_ERROR_UNSUPPORTED. */
+/* t[idx...] = value (broadcast to the selection, cast to t's dtype), then t refers to the result, as assign does. Every
+ * entry kind; with tensor entries an element selected twice takes the last value, as numpy. */
 TG_API tg_status tg_tensor_setitem(tg_tensor* t, const tg_index* idx, size_t n, tg_tensor* value);
 
 /* More shape and index ops. Functions that write several tensors write new references to out[0..] (out must have

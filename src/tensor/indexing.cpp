@@ -205,9 +205,16 @@ Tensor Tensor::getitem(const std::vector<Index>& idx_in) const {
 
 Tensor& Tensor::setitem(const std::vector<Index>& idx_in, const Tensor& value) {
   std::vector<Index> idx = expand_ellipsis(idx_in, ndim());
-  for (auto& ix : idx)
-    TG_CHECK(ix.kind != Index::TensorIdx, TG_ERROR_UNSUPPORTED, "setitem: tensor indices are not supported in assignment (use scatter)");
   TG_CHECK(value.device() == device(), TG_ERROR_DEVICE, "setitem: value is on " + value.device() + ", the tensor on " + device());
+  if (std::any_of(idx.begin(), idx.end(), [](const Index& ix) { return ix.kind == Index::TensorIdx; })) {
+    // advanced indices: the flat position of every selected element (the same index applied to an arange), then the
+    // values scattered there (an element selected twice takes the last value, as numpy)
+    Tensor pos = Tensor::arange(0, double(numel()), 1, dtypes::int64, device()).reshape(shape()).getitem(idx_in);
+    Tensor v = value.cast(dtype());
+    TG_CHECK(v.ndim() <= pos.ndim(), TG_ERROR_SHAPE, "setitem: value of shape " + shape_str(v.shape()) + " doesn't broadcast to " + shape_str(pos.shape()));
+    v = v.expand(pos.shape());
+    return assign(flatten().scatter(0, pos.flatten(), v.flatten()).reshape(shape()));
+  }
   Tensor sel = getitem(idx_in);  // checks the indices, gives the target shape
   Tensor v = value.cast(dtype());
   Shape vs = v.shape();
@@ -316,6 +323,13 @@ Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& sr
   Tensor se = s.unsqueeze(-1).expand(full);
   double id = reduce == "prod" ? 1 : reduce == "amax" ? (dtypes::is_float(dtype()) ? -INFINITY : dtypes::min(dtype()))
             : reduce == "amin" ? (dtypes::is_float(dtype()) ? INFINITY : dtypes::max(dtype())) : 0;
+  if (reduce == "replace") {  // the last source sent to a place wins, as numpy's assignment: keep the largest position along dim
+    Shape ps(full.size(), 1);
+    ps[size_t(d)] = full[size_t(d)];
+    Tensor ipos = Tensor::arange(0, double(full[size_t(d)]), 1, dtypes::int32, device()).reshape(ps).expand(full);
+    Tensor last = hit.where(ipos, ipos.full_like(-1)).max({d}, true).expand(full);
+    hit = hit.bitwise_and(ipos.eq(last));
+  }
   Tensor vals = hit.where(se, se.full_like(id));
   Tensor got = reduce == "prod" ? vals.prod({d}, true) : reduce == "amax" ? vals.max({d}, true) : reduce == "amin" ? vals.min({d}, true) : vals.sum({d}, true);
   Tensor cnt = hit.cast(dtypes::int32).sum({d}, true);

@@ -130,14 +130,28 @@ def test_setitem_matches_numpy(index):
     for k in keep: LIB.tg_tensor_release(k)
 
 
-def test_setitem_broadcasts_a_scalar_and_refuses_tensor_indices():
+def test_setitem_broadcasts_a_scalar():
   keep = [tensor(X), tensor(np.array(7.5, dtype=np.float32))]
   try:
     assert LIB.tg_tensor_setitem(keep[0], entries((slice(None), 2), keep), 2, keep[1]) == 0, LIB.tg_last_error_message()
     want = X.copy()
     want[:, 2] = 7.5
     np.testing.assert_array_equal(numpy_of(keep[0], np.float32), want)
-    assert LIB.tg_tensor_setitem(keep[0], entries(([0, 1],), keep), 1, keep[1]) != 0
-    assert b"setitem" in LIB.tg_last_error_message()
+    assert LIB.tg_tensor_setitem(keep[0], entries((slice(None), 9), keep), 2, keep[1]) != 0
+    assert b"getitem" in LIB.tg_last_error_message()
+  finally:
+    for k in keep: LIB.tg_tensor_release(k)
+
+
+@pytest.mark.parametrize("index", [([0, 2],), ([3, 0, 3],), (slice(None), [4, -1]), ([1, 2], [3, 4]), (0, [1, 1, 4], slice(1, 3)),
+                                   ([[0], [3]], slice(None, None, 2), [0, 5]), (Ellipsis, [2, 0, 2])], ids=repr)
+def test_setitem_with_tensor_indices_matches_numpy(index):
+  want = X.copy()
+  val = rng.standard_normal(np.shape(want[index])).astype(np.float32)
+  want[index] = val  # repeated positions: numpy keeps the last value
+  keep = [tensor(X), tensor(val)]
+  try:
+    assert LIB.tg_tensor_setitem(keep[0], entries(index, keep), len(index), keep[1]) == 0, LIB.tg_last_error_message()
+    np.testing.assert_array_equal(numpy_of(keep[0], np.float32), want)
   finally:
     for k in keep: LIB.tg_tensor_release(k)
