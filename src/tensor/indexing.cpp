@@ -94,7 +94,6 @@ Tensor unstride_dim(const Tensor& v, size_t d, int64_t step, int64_t n) {
 
 // what basic indexing does to each input dim, so setitem can undo it
 struct DimOp {
-  bool is_int;
   int64_t n, first, len, step;  // source size; first element; number kept; step
 };
 
@@ -104,8 +103,6 @@ Tensor Tensor::getitem(const std::vector<Index>& idx_in) const {
   std::vector<Index> idx = expand_ellipsis(idx_in, ndim());
   // basic indexing: per input dim, shrink to the touched range, flip for negative steps, keep every step-th element
   Tensor x = *this;
-  Shape after;               // the shape after basic indexing, before new axes are inserted and int dims removed
-  std::vector<int64_t> keep;  // for each entry: the dim of x it maps to, or -1 (new axis), -2 (int: dropped)
   std::vector<std::pair<int64_t, Tensor>> tidx;  // (dim in the result of basic indexing, index tensor)
   size_t d = 0;
   Shape out;
@@ -223,20 +220,16 @@ Tensor& Tensor::setitem(const std::vector<Index>& idx_in, const Tensor& value) {
   Tensor mask = Tensor::full(sel.shape(), 1, dtypes::bool_, device());
   // undo the indexing: remove new axes, restore int dims, then per dim invert stride, flip and shrink
   Shape plain;
-  size_t d = 0, k = 0;
+  size_t d = 0;
   std::vector<DimOp> ops;
   for (auto& ix : idx) {
-    if (ix.kind == Index::NewAxis) {
-      k++;
-      continue;
-    }
-    int64_t n = shape()[d];
-    if (ix.kind == Index::Int) ops.push_back({true, n, ix.start < 0 ? ix.start + n : ix.start, 1, 1}), plain.push_back(1);
+    if (ix.kind == Index::NewAxis) continue;
+    int64_t n = shape()[d++];
+    if (ix.kind == Index::Int) ops.push_back({n, ix.start < 0 ? ix.start + n : ix.start, 1, 1}), plain.push_back(1);
     else {
       DimSlice sl = normalize(ix, n);
-      ops.push_back({false, n, sl.start, sl.len, sl.step}), plain.push_back(sl.len), k++;
+      ops.push_back({n, sl.start, sl.len, sl.step}), plain.push_back(sl.len);
     }
-    d++;
   }
   v = v.reshape(plain), mask = mask.reshape(plain);
   for (size_t i = 0; i < ops.size(); i++) {
