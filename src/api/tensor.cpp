@@ -55,6 +55,13 @@ std::vector<Index> indices(const tg_index* idx, size_t n, const char* fn) {
   }
   return out;
 }
+// the tensors of a multi-result function into out[0..]: all or none
+void write_out(std::vector<Tensor> ts, tg_tensor** out, const char* fn) {
+  TG_ARG(out || ts.empty(), std::string(fn) + ": out is NULL");
+  std::vector<tg_tensor*> made;
+  for (auto& t : ts) made.push_back(wrap(std::move(t)));
+  std::copy(made.begin(), made.end(), out);
+}
 std::vector<Tensor> tensors(tg_tensor* const* ts, size_t n, const char* fn) {
   TG_ARG(ts || n == 0, std::string(fn) + ": tensors is NULL with a nonzero count");
   TG_ARG(n <= (size_t(1) << 20), strformat("%s: %zu tensors is too many", fn, n));
@@ -220,9 +227,7 @@ TG_REDUCE(logsumexp)
     return api::call([&] {                                                                                             \
       Tensor& x = get(t, #name "_mean");                                                                               \
       auto ax = ints(axes, naxes, #name "_mean", "axes");                                                              \
-      TG_ARG(out, #name "_mean: out is NULL");                                                                         \
-      Tensor a = x.name(ax, keepdim != 0, correction), m = x.mean(ax, keepdim != 0);                                   \
-      out[0] = wrap(a), out[1] = wrap(m);                                                                              \
+      write_out({x.name(ax, keepdim != 0, correction), x.mean(ax, keepdim != 0)}, out, #name "_mean");                \
     });                                                                                                                \
   }
 TG_STAT(std)
@@ -307,13 +312,6 @@ tg_status tg_tensor_setitem(tg_tensor* t, const tg_index* idx, size_t n, tg_tens
   });
 }
 
-// the tensors of a multi-result function into out[0..]: all or none
-void write_out(std::vector<Tensor> ts, tg_tensor** out, const char* fn) {
-  TG_ARG(out || ts.empty(), std::string(fn) + ": out is NULL");
-  std::vector<tg_tensor*> made;
-  for (auto& t : ts) made.push_back(wrap(std::move(t)));
-  std::copy(made.begin(), made.end(), out);
-}
 tg_status tg_tensor_split(tg_tensor* t, const int64_t* sizes, size_t n, int64_t dim, tg_tensor** out) {
   return api::call([&] { write_out(get(t, "split").split(ints(sizes, n, "split", "sizes"), dim), out, "split"); });
 }
@@ -321,15 +319,10 @@ int64_t tg_tensor_chunk(tg_tensor* t, int64_t chunks, int64_t dim, tg_tensor** o
   int64_t r = -1;
   api::call([&] {
     Tensor& x = get(t, "chunk");
-    TG_ARG(chunks > 0, "chunk: chunks must be positive");
-    TG_CHECK(x.ndim() > 0, TG_ERROR_SHAPE, "chunk: a 0-d tensor can't be chunked");
-    int64_t d = dim < 0 ? dim + x.ndim() : dim;
-    TG_CHECK(dim >= -x.ndim() && d < x.ndim(), TG_ERROR_SHAPE, strformat("chunk: dim %lld is out of range for shape %s", (long long)dim, shape_str(x.shape()).c_str()));
-    int64_t n = x.shape()[size_t(d)], step = std::max<int64_t>(1, n / chunks + (n % chunks != 0)), pieces = std::max<int64_t>(1, n / step + (n % step != 0));
+    int64_t pieces = x.chunk_count(chunks, dim);
     TG_ARG(uint64_t(pieces) <= capacity, strformat("chunk: %lld pieces, out has room for %zu", (long long)pieces, capacity));
-    std::vector<Tensor> ts = x.chunk(chunks, dim);
-    write_out(ts, out, "chunk");
-    r = int64_t(ts.size());
+    write_out(x.chunk(chunks, dim), out, "chunk");
+    r = pieces;
   });
   return r;
 }
@@ -433,8 +426,7 @@ tg_status tg_tensor_gradient(tg_tensor* target, tg_tensor* const* wrt, size_t n,
     Tensor& y = get(target, "gradient", "target");
     std::vector<Tensor> xs = tensors(wrt, n, "gradient");
     TG_ARG(out || n == 0, "gradient: out is NULL");
-    std::vector<Tensor> gs = y.gradient(xs);
-    for (size_t i = 0; i < n; i++) out[i] = wrap(gs[i]);
+    write_out(y.gradient(xs), out, "gradient");
   });
 }
 TG_UNARY(detach)

@@ -58,6 +58,13 @@ static std::string ctype(DType d) {
   }
 }
 static std::string storage_type(DType d) { return is16(d) ? "uint16_t" : ctype(d); }
+// 16-bit floats are stored as their bits and computed in float: the conversions between the two
+static std::string from_storage(DType d, const std::string& v) {
+  return d.scalar == Scalar::Float16 ? "tg_h2f(" + v + ")" : d.scalar == Scalar::BFloat16 ? "tg_bf2f(" + v + ")" : v;
+}
+static std::string to_storage(DType d, const std::string& v) {
+  return d.scalar == Scalar::Float16 ? "tg_f2h(" + v + ")" : d.scalar == Scalar::BFloat16 ? "tg_f2bf(" + v + ")" : v;
+}
 static std::string round16(DType d, const std::string& x) {
   return d.scalar == Scalar::Float16 ? "tg_hround(" + x + ")" : d.scalar == Scalar::BFloat16 ? "tg_bfround(" + x + ")" : x;
 }
@@ -118,8 +125,7 @@ struct CRenderer {
       case Ops::LOAD: {
         const UOpRef& idx = s[0];
         std::string v = index(idx);
-        if (d.scalar == Scalar::Float16) v = "tg_h2f(" + v + ")";
-        if (d.scalar == Scalar::BFloat16) v = "tg_bf2f(" + v + ")";
+        v = from_storage(d, v);
         return idx->src.size() > 2 ? "(" + r(idx->src[2]) + "?" + v + ":" + literal(d, 0) + ")" : v;
       }
       case Ops::ADD: return round16(d, bin("+"));
@@ -161,13 +167,8 @@ struct CRenderer {
       }
       case Ops::BITCAST: {  // 16-bit floats live as float in registers: go through their storage bits
         DType from = s[0]->dtype;
-        std::string a = r(s[0]);
-        if (from.scalar == Scalar::Float16) a = "tg_f2h(" + a + ")";
-        if (from.scalar == Scalar::BFloat16) a = "tg_f2bf(" + a + ")";
-        std::string bits = "({" + storage_type(d) + " _b; " + storage_type(from) + " _a = " + a + "; memcpy(&_b, &_a, sizeof _b); _b;})";
-        if (d.scalar == Scalar::Float16) return "tg_h2f(" + bits + ")";
-        if (d.scalar == Scalar::BFloat16) return "tg_bf2f(" + bits + ")";
-        return bits;
+        std::string bits = "({" + storage_type(d) + " _b; " + storage_type(from) + " _a = " + to_storage(from, r(s[0])) + "; memcpy(&_b, &_a, sizeof _b); _b;})";
+        return from_storage(d, bits);
       }
       default: fail(TG_ERROR_UNSUPPORTED, "C renderer: no rule for " + std::string(op_name(u->op)));
     }
@@ -201,9 +202,7 @@ struct CRenderer {
         if (u->src[0]->op == Ops::DEFINE_REG) line(r(u->src[0]) + " = " + r(u->src[1]) + ";");
         else {
           DType d = u->src[1]->dtype;
-          std::string v = r(u->src[1]);
-          if (d.scalar == Scalar::Float16) v = "tg_f2h(" + v + ")";
-          if (d.scalar == Scalar::BFloat16) v = "tg_f2bf(" + v + ")";
+          std::string v = to_storage(d, r(u->src[1]));
           line(index(u->src[0]) + " = " + v + ";");
         }
       } else {

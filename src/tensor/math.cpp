@@ -172,21 +172,14 @@ Tensor Tensor::fmod(const Tensor& o) const {
 static void check_bitwise(const Tensor& a, const char* what) {
   TG_CHECK(!dtypes::is_float(a.dtype()), TG_ERROR_DTYPE, std::string(what) + ": needs int or bool tensors, got " + a.dtype().name());
 }
-Tensor Tensor::bitwise_and(const Tensor& o) const {
-  auto [a, b] = broadcasted(o, "bitwise_and");
-  check_bitwise(a, "bitwise_and");
-  return Tensor(a.uop()->alu(Ops::AND, {b.uop()}), device());
+Tensor Tensor::bitwise(Ops op, const Tensor& o, const char* what) const {
+  auto [a, b] = broadcasted(o, what);
+  check_bitwise(a, what);
+  return Tensor(a.uop()->alu(op, {b.uop()}), device());
 }
-Tensor Tensor::bitwise_or(const Tensor& o) const {
-  auto [a, b] = broadcasted(o, "bitwise_or");
-  check_bitwise(a, "bitwise_or");
-  return Tensor(a.uop()->alu(Ops::OR, {b.uop()}), device());
-}
-Tensor Tensor::bitwise_xor(const Tensor& o) const {
-  auto [a, b] = broadcasted(o, "bitwise_xor");
-  check_bitwise(a, "bitwise_xor");
-  return Tensor(a.uop()->alu(Ops::XOR, {b.uop()}), device());
-}
+Tensor Tensor::bitwise_and(const Tensor& o) const { return bitwise(Ops::AND, o, "bitwise_and"); }
+Tensor Tensor::bitwise_or(const Tensor& o) const { return bitwise(Ops::OR, o, "bitwise_or"); }
+Tensor Tensor::bitwise_xor(const Tensor& o) const { return bitwise(Ops::XOR, o, "bitwise_xor"); }
 Tensor Tensor::bitwise_not() const {
   check_bitwise(*this, "bitwise_not");
   return dtypes::is_bool(dtype()) ? logical_not() : bitwise_xor(Tensor(UOp::const_int(dtype(), -1), device()));

@@ -195,10 +195,18 @@ std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t dim
   return out;
 }
 // ceil(n / chunks) per piece, the last one smaller, as torch and tinygrad
-std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
+int64_t Tensor::chunk_step(int64_t chunks, int64_t dim) const {
   TG_CHECK(chunks > 0, TG_ERROR_INVALID_ARGUMENT, "chunk: chunks must be positive");
   TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "chunk: a 0-d tensor can't be chunked");
-  int64_t n = shape()[size_t(resolve_axis(dim, "chunk"))], step = std::max<int64_t>(1, n / chunks + (n % chunks != 0));
+  int64_t n = shape()[size_t(resolve_axis(dim, "chunk"))];
+  return std::max<int64_t>(1, n / chunks + (n % chunks != 0));
+}
+int64_t Tensor::chunk_count(int64_t chunks, int64_t dim) const {
+  int64_t step = chunk_step(chunks, dim), n = shape()[size_t(resolve_axis(dim, "chunk"))];
+  return std::max<int64_t>(1, n / step + (n % step != 0));
+}
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
+  int64_t step = chunk_step(chunks, dim), n = shape()[size_t(resolve_axis(dim, "chunk"))];
   std::vector<int64_t> sizes;
   for (int64_t at = 0; at < n; at += step) sizes.push_back(std::min(step, n - at));
   if (sizes.empty()) sizes.push_back(0);

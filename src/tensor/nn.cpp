@@ -19,6 +19,12 @@ int64_t checked(int64_t a, int64_t b, int64_t c, const char* what) {
   return r;
 }
 using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+// a per-spatial-dim argument: one value for every dim, or one each
+Shape per_dim(Shape v, size_t n, const char* fn, const char* what) {
+  if (v.size() == 1) v.assign(n, v[0]);
+  TG_CHECK(v.size() == n, TG_ERROR_SHAPE, strformat("%s: %s has %zu values for %zu spatial dims", fn, what, v.size(), n));
+  return v;
+}
 Pairs whole(const Tensor& t) {
   Pairs p;
   for (auto d : t.shape()) p.emplace_back(0, d);
@@ -83,12 +89,8 @@ Tensor Tensor::pool(const Shape& k, const Shape& s, const Shape& d) const {
 Tensor Tensor::conv2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding) const {
   TG_CHECK(ndim() >= 3 && w.ndim() == ndim(), TG_ERROR_SHAPE, "conv2d: input " + shape_str(shape()) + " and weight " + shape_str(w.shape()) + " need the same rank >= 3");
   size_t nsp = size_t(w.ndim()) - 2;
-  auto expand_arg = [&](Shape v, const char* what) {
-    if (v.size() == 1) v.assign(nsp, v[0]);
-    TG_CHECK(v.size() == nsp, TG_ERROR_SHAPE, strformat("conv2d: %s has %zu values for %zu spatial dims", what, v.size(), nsp));
-    return v;
-  };
-  stride = expand_arg(stride, "stride"), dilation = expand_arg(dilation, "dilation"), padding = expand_arg(padding, "padding");
+  stride = per_dim(stride, nsp, "conv2d", "stride"), dilation = per_dim(dilation, nsp, "conv2d", "dilation");
+  padding = per_dim(padding, nsp, "conv2d", "padding");
   int64_t bs = shape()[0], cin_ = shape()[1], cout = w.shape()[0], cin = w.shape()[1];
   int64_t gc;
   TG_CHECK(groups > 0 && cout % groups == 0 && !__builtin_mul_overflow(groups, cin, &gc) && gc == cin_, TG_ERROR_SHAPE,
@@ -355,14 +357,12 @@ Tensor Tensor::conv_transpose2d(const Tensor& w, const std::optional<Tensor>& bi
   TG_CHECK(ndim() >= 3 && w.ndim() == ndim(), TG_ERROR_SHAPE, "conv_transpose2d: input " + shape_str(shape()) + " and weight " + shape_str(w.shape()) + " need the same rank >= 3");
   TG_CHECK(groups > 0 && w.shape()[0] % groups == 0, TG_ERROR_SHAPE, "conv_transpose2d: weight's first dim must divide by groups");
   size_t nsp = size_t(w.ndim()) - 2;
-  auto expand_arg = [&](Shape v, const char* what) {
-    if (v.size() == 1) v.assign(nsp, v[0]);
-    TG_CHECK(v.size() == nsp, TG_ERROR_SHAPE, strformat("conv_transpose2d: %s has %zu values for %zu spatial dims", what, v.size(), nsp));
+  auto arg = [&](Shape v, const char* what) {  // small enough that (k-1)*d - p can't overflow
+    v = per_dim(std::move(v), nsp, "conv_transpose2d", what);
     for (auto x : v) TG_CHECK(x >= 0 && x < (int64_t(1) << 31), TG_ERROR_SHAPE, strformat("conv_transpose2d: %s out of range", what));
     return v;
   };
-  stride = expand_arg(stride, "stride"), dilation = expand_arg(dilation, "dilation"), padding = expand_arg(padding, "padding");
-  output_padding = expand_arg(output_padding, "output_padding");
+  stride = arg(stride, "stride"), dilation = arg(dilation, "dilation"), padding = arg(padding, "padding"), output_padding = arg(output_padding, "output_padding");
   for (size_t j = 0; j < nsp; j++) TG_CHECK(stride[j] > 0 && dilation[j] > 0, TG_ERROR_SHAPE, "conv_transpose2d: stride and dilation must be positive");
   Shape hw(w.shape().begin() + 2, w.shape().end());
   // (groups*cin_g, cout_g, k...) -> (groups, cout_g, cin_g, k...) flipped -> (groups*cout_g, cin_g, k...)

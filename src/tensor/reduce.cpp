@@ -42,10 +42,6 @@ Tensor Tensor::logsumexp(std::vector<int64_t> axes, bool keepdim) const {
   return r.reshape(s);
 }
 
-// min through max of the order-reversing map: negation, bitwise not, logical not
-static Tensor order_inverse(const Tensor& t) {
-  return dtypes::is_float(t.dtype()) ? t.neg() : dtypes::is_bool(t.dtype()) ? t.logical_not() : t.bitwise_not();
-}
 // the first index of the max: mark the maxima, weight each by (N - i), and the largest weight is the first one
 Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const {
   if (!axis) {

@@ -227,11 +227,7 @@ int64_t Tensor::resolve_axis(int64_t axis, const char* what) const {
   return axis < 0 ? axis + n : axis;
 }
 Tensor Tensor::reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* what) const {
-  if (axes.empty())
-    for (int64_t i = 0; i < ndim(); i++) axes.push_back(i);
-  for (auto& a : axes) a = resolve_axis(a, what);
-  std::sort(axes.begin(), axes.end());
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  axes = resolve_axes(std::move(axes), what);
   if (ndim() == 0) return *this;
   std::vector<int64_t> arg{int64_t(op)};
   arg.insert(arg.end(), axes.begin(), axes.end());
@@ -251,15 +247,10 @@ Tensor Tensor::prod(std::vector<int64_t> axes, bool keepdim) const {
   return dtype() == dtypes::float16 || dtype() == dtypes::bfloat16 ? r.cast(dtype()) : r;
 }
 Tensor Tensor::max(std::vector<int64_t> axes, bool keepdim, const char* what) const { return reduce(Ops::MAX, std::move(axes), keepdim, what); }
-Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const {
-  // min(x) = inverse(max(inverse(x))): negation for floats, bitwise not for ints, logical not for bools
-  auto inv = [&](const Tensor& t) {
-    if (dtypes::is_float(t.dtype())) return t.neg();
-    if (dtypes::is_bool(t.dtype())) return t.logical_not();
-    return t.alu(Ops::XOR, Tensor(UOp::const_int(t.dtype(), -1), s_->device));
-  };
-  return inv(inv(*this).max(std::move(axes), keepdim, "min"));
+Tensor order_inverse(const Tensor& t) {
+  return dtypes::is_float(t.dtype()) ? t.neg() : dtypes::is_bool(t.dtype()) ? t.logical_not() : t.bitwise_not();
 }
+Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const { return order_inverse(order_inverse(*this).max(std::move(axes), keepdim, "min")); }
 Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
   Tensor s = sum(axes, keepdim, "mean");
   double n = s.numel() == 0 ? 0 : double(numel()) / double(s.numel());

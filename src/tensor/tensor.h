@@ -22,6 +22,10 @@ const std::shared_ptr<Buffer>& buffer_of(const UOp* buffer_node);
 // TG_ERROR_SHAPE naming `what` unless the shape is one a tensor of dtype can take (dims >= 0, the nonzero ones
 // multiplying, times the itemsize, to an int64)
 void check_shape(const Shape& s, DType dt, const char* what);
+class Tensor;
+// the order-reversing map of a dtype (negation for floats, bitwise not for ints, logical not for bools): min is
+// order_inverse(max(order_inverse(x)))
+Tensor order_inverse(const Tensor& t);
 
 // What a Tensor handle points at. Copies of a Tensor share it, as Python references to one tinygrad Tensor do: realize
 // swaps its graph for the computed buffer, backward fills its grad, for every copy.
@@ -189,6 +193,7 @@ class Tensor {
   Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& pads, PadMode mode, double value = 0) const;
   std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  int64_t chunk_count(int64_t chunks, int64_t dim = 0) const;  // how many pieces chunk makes, without making them
   Tensor diag() const;
   Tensor diagonal() const;
   static std::vector<Tensor> meshgrid(const std::vector<Tensor>& ts, bool xy = false);
@@ -268,6 +273,8 @@ class Tensor {
   Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* what) const;
   std::vector<int64_t> resolve_axes(std::vector<int64_t> axes, const char* what) const;  // sorted, unique; empty = all
   Tensor cumalu(int64_t axis, Ops op, const char* what) const;
+  Tensor bitwise(Ops op, const Tensor& o, const char* what) const;
+  int64_t chunk_step(int64_t chunks, int64_t dim) const;  // ceil(size / chunks), as torch
   explicit Tensor(std::shared_ptr<TensorState> s) : s_(std::move(s)) {}
   std::pair<Tensor, Tensor> broadcasted(const Tensor& o, const char* what) const;
   Tensor mv(Ops op, std::vector<int64_t> arg) const;
