@@ -13,6 +13,8 @@ struct LinearProgram {
   std::string name;
   UOps globals;  // DEFINE_GLOBALs by arg index
   UOps uops;
+  UOps vars;            // DEFINE_VARs in the order of the entry's `vars` array
+  int64_t threads = 1;  // the kernel runs once for each value of its `core_id` var in [0, threads) (THREAD)
   UOpMap<UOpRef> reduce_acc;  // REDUCE node -> the DEFINE_REG holding its result
   uint64_t ops = 0;  // estimated arithmetic ops per run
   uint64_t mem = 0;  // bytes of the buffers it touches

@@ -3,7 +3,8 @@
 #include <chrono>
 
 #include "codegen/linearize.h"
-#include "renderer/cstyle.h"
+#include "renderer/renderer.h"
+#include "runtime/threadpool.h"
 #include "schedule/schedule.h"
 #include "tensor/tensor.h"
 
@@ -16,7 +17,10 @@ static void compile_kernel(const KernelItem& k, Device& dev) {
   std::call_once(k.compiled, [&] {
     if (DEBUG >= 3) std::fprintf(stderr, "=== kernel %s AST ===\n%s", k.name.c_str(), k.ast->str().c_str());
     LinearProgram lp = linearize(k.ast, k.name);
-    k.src = render_c(lp);
+    k.src = dev.renderer().render(lp);
+    k.vars = lp.vars, k.threads = lp.threads;
+    for (size_t i = 0; i < lp.vars.size(); i++)
+      if (lp.vars[i]->argv<VarArg>().name == "core_id") k.core_var = int(i);
     if (DEBUG >= 4) std::fprintf(stderr, "=== kernel %s source ===\n%s", k.name.c_str(), k.src.c_str());
     k.ops = lp.ops, k.mem = lp.mem;
     k.prog = dev.compiler().compile(k.name, k.src);
@@ -63,7 +67,8 @@ std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::st
         std::fprintf(stderr, "  %s buf%zu: %s[%lld] %s\n", k->name.c_str(), i, bufs[size_t(k->slots[i])]->dtype().name().c_str(),
                      (long long)bufs[size_t(k->slots[i])]->size(), i == 0 ? "(out)" : "(in)");
     auto t1 = Clock::now();
-    k->prog->entry(ptrs.data(), nullptr);
+    int64_t vars[8] = {};  // only core_id so far; symbolic shapes bind more
+    launch(*k->prog, ptrs.data(), vars, k->vars.size(), k->threads, k->core_var);
     dev.synchronize();
     double dt = since(t1);
     t_run += dt;

@@ -219,6 +219,7 @@ struct CRenderer {
   }
 };
 
-std::string render_c(const LinearProgram& lp) { return CRenderer{lp}.run(); }
+std::string CStyleRenderer::render(const LinearProgram& lp) const { return CRenderer{lp}.run(); }
+bool CStyleRenderer::holds_vector(Ops, DType) const { return false; }
 
 }  // namespace tg

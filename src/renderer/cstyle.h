@@ -2,9 +2,18 @@
 #pragma once
 #include <string>
 
-#include "codegen/linearize.h"
+#include "renderer/renderer.h"
 
 namespace tg {
 // C source with the kernel function and `void tg_entry(void** bufs, const int64_t* vars)` that calls it.
-std::string render_c(const LinearProgram& lp);
+class CStyleRenderer : public Renderer {
+ public:
+  explicit CStyleRenderer(Target t) : target_(std::move(t)) {}
+  const Target& target() const override { return target_; }
+  std::string render(const LinearProgram& lp) const override;
+  bool holds_vector(Ops op, DType dt) const override;
+
+ private:
+  Target target_;
+};
 }  // namespace tg

@@ -16,6 +16,7 @@
 #include "helpers.h"
 #include "runtime/device.h"
 #include "runtime/diskcache.h"
+#include "renderer/cstyle.h"
 
 extern char** environ;
 
@@ -137,10 +138,12 @@ class CPUDevice : public Device {
   CPUDevice() : Device("CPU") {}
   Allocator& allocator() override { return alloc_; }
   Compiler& compiler() override { return comp_; }
+  const Renderer& renderer() override { return ren_; }
 
  private:
   CPUAllocator alloc_;
   ClangCompiler comp_;
+  CStyleRenderer ren_{cpu_target("CPU")};
 };
 
 std::string canonical_device(const char* name) {

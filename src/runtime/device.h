@@ -31,7 +31,8 @@ class Allocator {
   size_t cached_ = 0;
 };
 
-// A compiled kernel: entry(bufs, vars) calls the generated function with typed pointers.
+// A compiled kernel: entry(bufs, vars) calls the generated function with typed pointers. Kernels split by THREAD
+// read their core id from vars[core_var]; launch() runs them on the CPU worker pool.
 struct Program {
   using Entry = void (*)(void** bufs, const int64_t* vars);
   std::string name;
@@ -46,6 +47,7 @@ class Compiler {
   virtual std::shared_ptr<Program> compile(const std::string& name, const std::string& src) = 0;
 };
 
+class Renderer;
 class Device {
  public:
   explicit Device(std::string name) : name_(std::move(name)) {}
@@ -53,6 +55,7 @@ class Device {
   const std::string& name() const { return name_; }
   virtual Allocator& allocator() = 0;
   virtual Compiler& compiler() = 0;
+  virtual const Renderer& renderer() = 0;
   virtual void synchronize() {}
 
  private:

@@ -18,6 +18,9 @@ struct KernelItem {
   mutable std::once_flag compiled;
   mutable std::shared_ptr<Program> prog;
   mutable std::string src;
+  mutable std::vector<UOpRef> vars;  // the entry's variables (core_id for THREAD)
+  mutable int64_t threads = 1;
+  mutable int core_var = -1;
   mutable uint64_t ops = 0, mem = 0;
 };
 
