@@ -2,6 +2,8 @@
 // before that loop opens. Loops nest as output axes (in order), then each REDUCE's axes inside the scope it needs.
 #include "codegen/linearize.h"
 
+#include "codegen/opt/opt.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -97,6 +99,10 @@ struct Linearizer {
         switch (n->op) {
           case Ops::CONST:
           case Ops::RANGE: done[n] = out; continue;
+          case Ops::DEFINE_VAR:
+            lp.vars.push_back(out);
+            done[n] = out;
+            continue;
           case Ops::DEFINE_GLOBAL: {
             size_t i = size_t(std::get<int64_t>(n->arg));
             if (lp.globals.size() <= i) lp.globals.resize(i + 1);
@@ -108,7 +114,7 @@ struct Linearizer {
           case Ops::REDUCE: {
             Scope* parent = scope_of(n);
             Ops rop = Ops(std::get<int64_t>(n->arg));
-            UOpRef acc = UOp::make(Ops::DEFINE_REG, n->dtype.ptr_to(1, AddrSpace::Reg), {UOp::const_(n->dtype, reduce_identity(rop, n->dtype))}, acc_id++);
+            UOpRef acc = UOp::make(Ops::DEFINE_REG, n->dtype.ptr_to(1, AddrSpace::Reg), {UOp::const_(n->dtype.scalar_of(), reduce_identity(rop, n->dtype))->replace_dtype(n->dtype)}, acc_id++);
             push(parent, acc);
             Scope* inner = parent;
             std::vector<Scope*> chain;
@@ -131,7 +137,7 @@ struct Linearizer {
         for (size_t i = it.chain.size(); i-- > 0;) close(it.chain[i], i ? it.chain[i - 1] : it.parent);
         out = cur;
         lp.reduce_acc[n->ref()] = it.acc;
-      } else if (n->op != Ops::INDEX) {
+      } else if (n->op != Ops::INDEX && n->op != Ops::GROUP) {  // a GROUP only collects stores
         push(scope_of(n), out);
       }
       done[n] = out;
@@ -145,8 +151,8 @@ struct Linearizer {
     // output loops: LOOP ranges in axis order, outermost first
     std::vector<const UOp*> loops;
     for (auto& u : ast->toposort())
-      if (u->op == Ops::RANGE && u->arg_ints()[1] == 0) loops.push_back(u.get());
-    std::sort(loops.begin(), loops.end(), [](auto* a, auto* b) { return a->arg_ints()[0] < b->arg_ints()[0]; });
+      if (u->op == Ops::RANGE && range_kind(u.get()) == AxisType::GLOBAL) loops.push_back(u.get());
+    std::sort(loops.begin(), loops.end(), [](auto* a, auto* b) { return range_path(a) < range_path(b); });
     std::vector<Scope*> chain{root};
     for (auto* r : loops) chain.push_back(new_scope(chain.back(), r));
     // reduce ranges get their scopes when their REDUCE is emitted, nested under the scope it needs

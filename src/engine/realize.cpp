@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "codegen/linearize.h"
+#include "codegen/codegen.h"
 #include "renderer/renderer.h"
 #include "runtime/threadpool.h"
 #include "schedule/schedule.h"
@@ -13,18 +13,20 @@ namespace tg {
 using Clock = std::chrono::steady_clock;
 static double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-static void compile_kernel(const KernelItem& k, Device& dev) {
-  std::call_once(k.compiled, [&] {
-    if (DEBUG >= 3) std::fprintf(stderr, "=== kernel %s AST ===\n%s", k.name.c_str(), k.ast->str().c_str());
-    LinearProgram lp = linearize(k.ast, k.name);
-    k.src = dev.renderer().render(lp);
-    k.vars = lp.vars, k.threads = lp.threads;
-    for (size_t i = 0; i < lp.vars.size(); i++)
-      if (lp.vars[i]->argv<VarArg>().name == "core_id") k.core_var = int(i);
-    if (DEBUG >= 4) std::fprintf(stderr, "=== kernel %s source ===\n%s", k.name.c_str(), k.src.c_str());
-    k.ops = lp.ops, k.mem = lp.mem;
-    k.prog = dev.compiler().compile(k.name, k.src);
-  });
+static const CompiledKernel& compile_kernel(const KernelItem& k, Device& dev) {
+  std::lock_guard<std::mutex> lk(k.mu);
+  auto& slot = k.compiled[dev.name()];
+  if (slot) return *slot;
+  if (DEBUG >= 3) std::fprintf(stderr, "=== kernel %s AST ===\n%s", k.name.c_str(), k.ast->str().c_str());
+  ProgramSpec p = get_program(k.ast, k.name, dev.renderer());
+  auto c = std::make_shared<CompiledKernel>();
+  c->name = p.name, c->src = std::move(p.src), c->vars = p.vars, c->threads = p.threads, c->ops = p.ops, c->mem = p.mem;
+  if (DEBUG >= 4) std::fprintf(stderr, "=== kernel %s source ===\n%s", c->name.c_str(), c->src.c_str());
+  for (size_t i = 0; i < c->vars.size(); i++)
+    if (c->vars[i]->argv<VarArg>().name == "core_id") c->core_var = int(i);
+  c->prog = dev.compiler().compile(c->name, c->src);
+  slot = c;
+  return *slot;
 }
 
 std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device) {
@@ -58,14 +60,14 @@ std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::st
     }
   }
   double t_run = 0;
-  for (auto& k : sched->kernels) {
-    compile_kernel(*k, dev);
+  for (auto& ki : sched->kernels) {
+    const CompiledKernel* k = &compile_kernel(*ki, dev);
     std::vector<void*> ptrs;
-    for (int s : k->slots) ptrs.push_back(bufs[size_t(s)]->ptr());
+    for (int s : ki->slots) ptrs.push_back(bufs[size_t(s)]->ptr());
     if (DEBUG >= 3)
-      for (size_t i = 0; i < k->slots.size(); i++)
-        std::fprintf(stderr, "  %s buf%zu: %s[%lld] %s\n", k->name.c_str(), i, bufs[size_t(k->slots[i])]->dtype().name().c_str(),
-                     (long long)bufs[size_t(k->slots[i])]->size(), i == 0 ? "(out)" : "(in)");
+      for (size_t i = 0; i < ki->slots.size(); i++)
+        std::fprintf(stderr, "  %s buf%zu: %s[%lld] %s\n", k->name.c_str(), i, bufs[size_t(ki->slots[i])]->dtype().name().c_str(),
+                     (long long)bufs[size_t(ki->slots[i])]->size(), i == 0 ? "(out)" : "(in)");
     auto t1 = Clock::now();
     int64_t vars[8] = {};  // only core_id so far; symbolic shapes bind more
     launch(*k->prog, ptrs.data(), vars, k->vars.size(), k->threads, k->core_var);
@@ -77,7 +79,7 @@ std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::st
     }
     if (DEBUG >= 2)
       std::fprintf(stderr, "*** %-4s %6llu %-28s arg %2zu mem %6.3f GB tm %10.2fus (%9.2f GFLOPS %7.2f GB/s)\n", device.c_str(),
-                   (unsigned long long)GlobalCounters::kernel_count.load(), k->name.c_str(), k->slots.size(), double(GlobalCounters::global_mem.load()) * 1e-9,
+                   (unsigned long long)GlobalCounters::kernel_count.load(), k->name.c_str(), ki->slots.size(), double(GlobalCounters::global_mem.load()) * 1e-9,
                    dt * 1e6, double(k->ops) / dt * 1e-9, double(k->mem) / dt * 1e-9);
   }
   if (DEBUG >= 1 && !sched->kernels.empty())

@@ -1,6 +1,7 @@
 #include "renderer/cstyle.h"
 
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 namespace tg {
@@ -84,10 +85,25 @@ static std::string literal(DType d, double v) {
 }
 static std::string fn(DType d, const char* name) { return std::string(name) + (d.scalar == Scalar::Float64 ? "" : "f"); }
 
+// vectors are GCC/clang vector extensions; the devectorizer leaves only these types and ops as vectors
+static bool c_vector_scalar(DType d) { return !is16(d) && !dtypes::is_bool(d) && d.scalar != Scalar::Void; }
+
 struct CRenderer {
   const LinearProgram& lp;
   std::unordered_map<const UOp*, std::string> names;
+  std::map<std::string, std::string> typedefs;
   std::string out;
+  std::string type(DType d) {
+    if (d.count == 1) return d == dtypes::index ? "long long" : ctype(d);
+    std::string base = ctype(d.scalar_of()), nm = "tg_" + std::string(d.scalar_of().name()) + "x" + std::to_string(d.count);
+    typedefs[nm] = "typedef " + base + " " + nm + " __attribute__((vector_size(" + std::to_string(d.itemsize()) + ")));";
+    return nm;
+  }
+  std::string lanes(DType d, const std::vector<std::string>& v) {
+    std::string s = "((" + type(d) + "){";
+    for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + v[i];
+    return s + "})";
+  }
   int indent = 1;
   int counter = 0;
 
@@ -98,6 +114,8 @@ struct CRenderer {
       if (dtypes::is_unsigned(u->dtype)) return strformat("%lluull", (unsigned long long)v);
       return v == INT64_MIN ? "(-9223372036854775807ll-1)" : strformat("%lldll", (long long)v);
     }
+    if (u->op == Ops::CONST && u->dtype.count > 1)
+      return lanes(u->dtype, std::vector<std::string>(u->dtype.count, r(u->replace_dtype(u->dtype.scalar_of()))));
     if (u->op == Ops::CONST) return literal(u->dtype, u->const_value());
     if (u->op == Ops::LOAD && u->src[0]->op == Ops::DEFINE_REG) return r(u->src[0]);
     if (u->op == Ops::REDUCE) return r(lp.reduce_acc.at(u));
@@ -124,9 +142,19 @@ struct CRenderer {
     switch (u->op) {
       case Ops::LOAD: {
         const UOpRef& idx = s[0];
-        std::string v = index(idx);
-        v = from_storage(d, v);
-        return idx->src.size() > 2 ? "(" + r(idx->src[2]) + "?" + v + ":" + literal(d, 0) + ")" : v;
+        std::string v = d.count > 1 ? "({" + type(d) + " _v; memcpy(&_v, &" + index(idx) + ", sizeof _v); _v;})" : from_storage(d, index(idx));
+        std::string zero = d.count > 1 ? r(UOp::const_(d.scalar_of(), 0)->replace_dtype(d)) : literal(d, 0);
+        return idx->src.size() > 2 ? "(" + r(idx->src[2]) + "?" + v + ":" + zero + ")" : v;
+      }
+      case Ops::VECTORIZE: {
+        std::vector<std::string> v;
+        for (auto& x : s) v.push_back(r(x));
+        return lanes(d, v);
+      }
+      case Ops::GEP: {
+        std::vector<std::string> v;
+        for (auto l : u->arg_ints()) v.push_back(r(s[0]) + "[" + std::to_string(l) + "]");
+        return d.count == 1 ? v[0] : lanes(d, v);
       }
       case Ops::ADD: return round16(d, bin("+"));
       case Ops::SUB: return round16(d, bin("-"));
@@ -184,10 +212,15 @@ struct CRenderer {
       params += (i ? ", " : "") + std::string(i ? "const " : "") + t + "* restrict " + nm;
       entry_args += (i ? ", " : "") + std::string("(") + (i ? "const " : "") + t + "*)bufs[" + std::to_string(i) + "]";
     }
-    // inputs are only read: mark every global but those stored to as const
+    for (size_t i = 0; i < lp.vars.size(); i++) {
+      std::string nm = lp.vars[i]->argv<VarArg>().name;
+      names[lp.vars[i].get()] = nm;
+      params += ", const long long " + nm;
+      entry_args += ", vars[" + std::to_string(i) + "]";
+    }
     for (auto& u : lp.uops) {
       if (u->op == Ops::RANGE) {
-        std::string nm = "ridx" + std::to_string(u->arg_ints()[0]);
+        std::string nm = u->render();
         names[u.get()] = nm;
         line("for (long long " + nm + " = 0; " + nm + " < " + r(u->src[0]) + "; " + nm + "++) {");
         indent++;
@@ -197,29 +230,53 @@ struct CRenderer {
       } else if (u->op == Ops::DEFINE_REG) {
         std::string nm = "acc" + std::to_string(std::get<int64_t>(u->arg));
         names[u.get()] = nm;
-        line(ctype(u->dtype) + " " + nm + " = " + r(u->src[0]) + ";");
+        line(type(u->dtype.deref()) + " " + nm + " = " + r(u->src[0]) + ";");
       } else if (u->op == Ops::STORE) {
         if (u->src[0]->op == Ops::DEFINE_REG) line(r(u->src[0]) + " = " + r(u->src[1]) + ";");
         else {
           DType d = u->src[1]->dtype;
-          std::string v = to_storage(d, r(u->src[1]));
-          line(index(u->src[0]) + " = " + v + ";");
+          const UOpRef& idx = u->src[0];
+          std::string st = d.count > 1 ? "{ " + type(d) + " _v = " + r(u->src[1]) + "; memcpy(&" + index(idx) + ", &_v, sizeof _v); }"
+                                       : index(idx) + " = " + to_storage(d, r(u->src[1])) + ";";
+          line(idx->src.size() > 2 ? "if (" + r(idx->src[2]) + ") " + st : st);  // a padded axis writes only where valid
         }
       } else {
         std::string nm = (u->op == Ops::LOAD ? "val" : "alu") + std::to_string(counter++);
-        line((u->dtype == dtypes::index ? std::string("long long") : ctype(u->dtype)) + " " + nm + " = " + expr(u) + ";");
+        line(type(u->dtype) + " " + nm + " = " + expr(u) + ";");
         names[u.get()] = nm;
       }
     }
     std::string body = std::move(out);
     // the output (data0) is the only global written; fix its qualifier
     std::string sig = params;
-    return std::string(kPrelude) + "void " + lp.name + "(" + sig + ") {\n" + body + "}\n" + "void tg_entry(void** bufs, const int64_t* vars) {\n  (void)vars;\n  " +
+    std::string defs;
+    for (auto& [k, v] : typedefs) defs += v + "\n";
+    return std::string(kPrelude) + defs + "void " + lp.name + "(" + sig + ") {\n" + body + "}\n" + "void tg_entry(void** bufs, const int64_t* vars) {\n  (void)vars;\n  " +
            lp.name + "(" + entry_args + ");\n}\n";
   }
 };
 
 std::string CStyleRenderer::render(const LinearProgram& lp) const { return CRenderer{lp}.run(); }
-bool CStyleRenderer::holds_vector(Ops, DType) const { return false; }
+bool CStyleRenderer::holds_vector(Ops op, DType dt) const {
+  if (!c_vector_scalar(dt.scalar_of())) return false;
+  switch (op) {
+    case Ops::ADD:
+    case Ops::SUB:
+    case Ops::MUL:
+    case Ops::NEG:
+    case Ops::MULACC:
+    case Ops::LOAD:
+    case Ops::STORE:
+    case Ops::DEFINE_REG:
+    case Ops::CONST:
+    case Ops::VECTORIZE:
+    case Ops::GEP: return true;
+    case Ops::FDIV: return dtypes::is_float(dt);
+    case Ops::AND:
+    case Ops::OR:
+    case Ops::XOR: return dtypes::is_int(dt);
+    default: return false;
+  }
+}
 
 }  // namespace tg

@@ -2,6 +2,8 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/device.h"
@@ -9,19 +11,24 @@
 
 namespace tg {
 
+// A kernel made runnable for one device: the program and how to launch it.
+struct CompiledKernel {
+  std::string name, src;  // the optimized kernel's name and generated source
+  std::shared_ptr<Program> prog;
+  UOps vars;  // the entry's variables (core_id for THREAD)
+  int64_t threads = 1;
+  int core_var = -1;
+  uint64_t ops = 0, mem = 0;
+};
+
 // One kernel: its AST (SINK of STOREs over DEFINE_GLOBALs numbered 0..n) and which schedule slot each global is.
 struct KernelItem {
   UOpRef ast;
   std::vector<int> slots;
   std::string name;
-  // filled on first run: the compiled program (one per device); kernels are shared by every use of a cached schedule
-  mutable std::once_flag compiled;
-  mutable std::shared_ptr<Program> prog;
-  mutable std::string src;
-  mutable std::vector<UOpRef> vars;  // the entry's variables (core_id for THREAD)
-  mutable int64_t threads = 1;
-  mutable int core_var = -1;
-  mutable uint64_t ops = 0, mem = 0;
+  // filled on first run on each device: kernels are shared by every use of a cached schedule
+  mutable std::mutex mu;
+  mutable std::unordered_map<std::string, std::shared_ptr<const CompiledKernel>> compiled;
 };
 
 // The schedule of a normalized graph: input buffers are PARAM(slot) nodes; slots past the inputs are new buffers.

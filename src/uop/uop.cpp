@@ -380,7 +380,10 @@ UOpRef UOp::replace_src(UOps s) const { return make(op, dtype, std::move(s), arg
 UOpRef UOp::replace_arg(Arg a) const { return make(op, dtype, src, std::move(a), tag); }
 UOpRef UOp::replace_dtype(DType dt) const { return make(op, dt, src, arg, tag); }
 UOpRef UOp::with_tag(Arg t) const { return make(op, dtype, src, arg, std::move(t)); }
-UOpRef UOp::const_like(double v) const { return const_(dtype, v); }
+UOpRef UOp::const_like(double v) const {  // a vector's constant is a splat
+  UOpRef c = const_(dtype, v);
+  return dtype.count > 1 ? c->replace_dtype(c->dtype.vec(dtype.count)) : c;
+}
 UOpRef UOp::alu(Ops o, UOps more) const {
   UOps s{ref()};
   for (auto& m : more) s.push_back(m);
@@ -549,7 +552,11 @@ std::string UOp::render_() const {
   switch (op) {
     case Ops::CONST: return dtypes::is_float(dtype) ? strformat("%g", const_value()) : dtypes::is_bool(dtype) ? (const_value() ? "True" : "False") : std::to_string(std::get<int64_t>(arg));
     case Ops::DEFINE_VAR: return std::get<VarArg>(arg).name;
-    case Ops::RANGE: return "ridx" + std::to_string(arg_ints()[0]);
+    case Ops::RANGE: {  // named by its path: a split range is ridx<axis>_<part>...
+      std::string n = "ridx";
+      for (size_t i = 0; i + 1 < arg_ints().size(); i++) n += (i ? "_" : "") + std::to_string(arg_ints()[i]);
+      return n;
+    }
     case Ops::NEG: return "(-" + r(src[0]) + ")";
     case Ops::MAX: return "max(" + r(src[0]) + ", " + r(src[1]) + ")";
     case Ops::WHERE: return "(" + r(src[1]) + " if " + r(src[0]) + " else " + r(src[2]) + ")";

@@ -1,0 +1,22 @@
+// Codegen: kernel AST -> source for a renderer, through the optimizer and the named late-lowering stages.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/opt/opt.h"
+#include "renderer/renderer.h"
+
+namespace tg {
+
+struct ProgramSpec {
+  std::string name, src;
+  UOps vars;            // DEFINE_VARs, in the order of the entry's vars array
+  int64_t threads = 1;  // THREAD: one call per core_id
+  uint64_t ops = 0, mem = 0;
+  std::vector<Opt> opts;  // the actions applied
+};
+
+// `opts`: apply exactly these; null: the heuristics (or nothing under NOOPT=1). DEBUG>=6 prints every stage.
+ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts = nullptr);
+
+}  // namespace tg

@@ -1,0 +1,143 @@
+// The devectorizer and the THREAD lowering.
+#include <algorithm>
+#include <map>
+
+#include "codegen/late/late.h"
+#include "codegen/opt/opt.h"
+#include "uop/symbolic.h"
+
+namespace tg {
+
+namespace {
+// scalars as one vector: lanes picked from one vector are a GEP of it, anything else a VECTORIZE
+UOpRef vectorize(const UOps& s) {
+  if (s.size() == 1) return s[0];
+  const UOp* from = s[0]->op == Ops::GEP ? s[0]->src[0].get() : nullptr;
+  std::vector<int64_t> lanes;
+  for (auto& x : s) {
+    if (!from || x->op != Ops::GEP || x->src[0].get() != from) return UOp::make(Ops::VECTORIZE, s[0]->dtype.vec(int(s.size())), s);
+    lanes.push_back(x->arg_ints()[0]);
+  }
+  return gep(from->ref(), lanes);
+}
+
+// One memory access of a lane: buffer, gate, and address as root + constant offset.
+struct Access {
+  UOpRef buf, root, valid;
+  int64_t off;
+  size_t lane;
+};
+Access access_of(const UOpRef& idx, size_t lane) {
+  int64_t c = 0;
+  UOpRef root = idx->src[1]->pop_const(&c);
+  return {idx->src[0], root, idx->src.size() > 2 ? idx->src[2] : UOpRef(), c, lane};
+}
+// runs of consecutive addresses on one buffer under one gate, cut to at most `maxw` lanes (powers of two)
+std::vector<std::vector<Access>> runs(std::vector<Access> acc, int64_t maxw) {
+  std::stable_sort(acc.begin(), acc.end(), [](const Access& a, const Access& b) {
+    if (a.buf != b.buf) return a.buf->hash() < b.buf->hash();
+    if (a.root != b.root) return a.root->hash() < b.root->hash();
+    if (a.valid != b.valid) return (a.valid ? a.valid->hash() : 0) < (b.valid ? b.valid->hash() : 0);
+    return a.off < b.off;
+  });
+  std::vector<std::vector<Access>> out;
+  for (size_t i = 0; i < acc.size();) {
+    size_t j = i + 1;
+    while (j < acc.size() && acc[j].buf == acc[i].buf && acc[j].root == acc[i].root && acc[j].valid == acc[i].valid &&
+           acc[j].off == acc[j - 1].off + 1 && int64_t(j - i) < maxw)
+      j++;
+    size_t w = 1;
+    while (w * 2 <= j - i) w *= 2;
+    out.emplace_back(acc.begin() + long(i), acc.begin() + long(i + w));
+    i += w;
+  }
+  return out;
+}
+UOpRef index_at(const Access& a) {
+  UOpRef i = a.root->dtype == dtypes::index && a.off ? a.root + a.off : a.off ? a.root + a.off : a.root;
+  UOps s{a.buf, i};
+  if (a.valid) s.push_back(a.valid);
+  return UOp::make(Ops::INDEX, a.buf->dtype, s);
+}
+
+struct Devec {
+  const Renderer& ren;
+  int64_t width(DType t) const {
+    int64_t w = std::max<int64_t>(1, ren.target().vector_bytes / std::max(1, t.itemsize()));
+    while (w > 1 && !ren.holds_vector(Ops::LOAD, t.vec(int(w)))) w /= 2;
+    return w;
+  }
+  UOpRef load(const UOp* n) const {
+    const UOpRef& v = n->src[0];
+    if (v->op != Ops::VECTORIZE) return {};
+    DType t = n->dtype.scalar_of();
+    std::vector<Access> acc;
+    for (size_t l = 0; l < v->src.size(); l++) acc.push_back(access_of(v->src[l], l));
+    UOps lanes(acc.size());
+    for (auto& r : runs(acc, width(t))) {
+      UOpRef ld = UOp::make(Ops::LOAD, t.vec(int(r.size())), {index_at(r[0])});
+      for (size_t k = 0; k < r.size(); k++) lanes[r[k].lane] = lane_of(ld, int64_t(k));
+    }
+    return vectorize(lanes);
+  }
+  UOpRef stores(const UOp* n) const {
+    std::vector<Access> acc;
+    for (size_t l = 0; l < n->src.size(); l++) {
+      if (n->src[l]->op != Ops::STORE || n->src[l]->src[1]->dtype.count != 1) return {};
+      acc.push_back(access_of(n->src[l]->src[0], l));
+    }
+    if (acc.empty()) return {};
+    UOps out;
+    DType t = n->src[0]->src[1]->dtype;
+    for (auto& r : runs(acc, width(t))) {
+      UOps vals;
+      for (auto& a : r) vals.push_back(n->src[a.lane]->src[1]);
+      out.push_back(UOp::make(Ops::STORE, dtypes::void_, {index_at(r[0]), vectorize(vals)}));
+    }
+    if (out.size() == n->src.size()) return {};
+    return UOp::make(Ops::GROUP, dtypes::void_, out);
+  }
+  UOpRef split(const UOp* n) const {
+    if (n->dtype.count == 1 || !(GroupOp::alu(n->op) || n->op == Ops::CAST || n->op == Ops::BITCAST)) return {};
+    if (ren.holds_vector(n->op, n->dtype) && std::all_of(n->src.begin(), n->src.end(), [&](auto& s) { return ren.holds_vector(s->op, s->dtype) || s->dtype.count == 1; }))
+      return {};
+    UOps lanes;
+    for (int64_t l = 0; l < n->dtype.count; l++) {
+      UOps s;
+      for (auto& x : n->src) s.push_back(lane_of(x, l));
+      lanes.push_back(UOp::make(n->op, n->dtype.scalar_of(), s, n->arg));
+    }
+    return UOp::make(Ops::VECTORIZE, n->dtype, lanes);
+  }
+};
+}  // namespace
+
+UOpRef devectorize(const UOpRef& ast, const Renderer& ren) {
+  Devec d{ren};
+  static const PatternMatcher pm(
+      {
+          {UPat(Ops::LOAD).any_len(), [](const Match& m) { return m.ctx<Devec>().load(m.root); }},
+          {UPat(Ops::GROUP).any_len(), [](const Match& m) { return m.ctx<Devec>().stores(m.root); }},
+          {UPat(Ops::GEP).any_len(), [](const Match& m) -> UOpRef {
+             const UOpRef& s = m.root->src[0];
+             if (s->op != Ops::VECTORIZE && s->op != Ops::GEP && s->op != Ops::CONST) return {};
+             return gep(s, m.root->arg_ints());
+           }},
+          {UPat(), [](const Match& m) { return m.ctx<Devec>().split(m.root); }},
+      },
+      "devectorizer");
+  static const PatternMatcher with_sym = pm + symbolic();
+  return graph_rewrite(ast, with_sym, &d, false, "devectorize");
+}
+
+UOpRef lower_threads(const UOpRef& ast, int64_t* threads) {
+  *threads = 1;
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::RANGE && range_kind(u.get()) == AxisType::THREAD) {
+      *threads = u->src[0]->vmax();
+      return ast->substitute({{u, UOp::make(Ops::DEFINE_VAR, u->dtype, {}, VarArg{"core_id", 0, *threads - 1})}});
+    }
+  return ast;
+}
+
+}  // namespace tg

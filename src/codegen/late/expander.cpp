@@ -1,0 +1,202 @@
+// The expander. An UNROLL node wraps a vector whose lanes enumerate some upcast axes (arg: their numbers, in lane
+// order, most significant first); rules push it from the RANGEs it starts at to the stores and reduces that end it.
+#include <algorithm>
+
+#include "codegen/late/late.h"
+#include "codegen/linearize.h"
+#include "codegen/opt/opt.h"
+#include "uop/symbolic.h"
+
+namespace tg {
+
+UOpRef gep(const UOpRef& v, std::vector<int64_t> lanes) {
+  bool ident = int64_t(lanes.size()) == v->dtype.count;
+  for (size_t i = 0; ident && i < lanes.size(); i++) ident = lanes[i] == int64_t(i);
+  if (ident) return v;
+  if (lanes.size() == 1) return lane_of(v, lanes[0]);
+  if (v->op == Ops::VECTORIZE || (v->op == Ops::CONST && v->dtype.count > 1)) {
+    UOps s;
+    for (auto l : lanes) s.push_back(lane_of(v, l));
+    return UOp::make(Ops::VECTORIZE, v->dtype.scalar_of().vec(int(lanes.size())), s);
+  }
+  if (v->op == Ops::GEP) {  // GEP of GEP is one GEP
+    auto& inner = v->arg_ints();
+    for (auto& l : lanes) l = inner[size_t(l)];
+    return gep(v->src[0], lanes);
+  }
+  return UOp::make(Ops::GEP, v->dtype.scalar_of().vec(int(lanes.size())), {v}, lanes);
+}
+UOpRef lane_of(const UOpRef& v, int64_t i) {
+  if (v->op == Ops::VECTORIZE) return v->src[size_t(i)];
+  if (v->dtype.count == 1) return v;
+  if (v->op == Ops::CONST) return v->replace_dtype(v->dtype.scalar_of());
+  if (v->op == Ops::GEP) return lane_of(v->src[0], v->arg_ints()[size_t(i)]);
+  return UOp::make(Ops::GEP, v->dtype.scalar_of(), {v}, std::vector<int64_t>{i});
+}
+
+namespace {
+struct Expander {
+  std::vector<int64_t> sizes;  // per upcast axis number
+  // lanes of the axes `from` (a subset of `to`) for each lane of `to`
+  std::vector<int64_t> swizzle(const std::vector<int64_t>& from, const std::vector<int64_t>& to) const {
+    int64_t n = 1;
+    for (auto a : to) n *= sizes[size_t(a)];
+    std::vector<int64_t> out;
+    for (int64_t l = 0; l < n; l++) {
+      int64_t rem = l, src = 0;
+      std::vector<int64_t> digit(to.size());
+      for (size_t i = to.size(); i-- > 0;) digit[i] = rem % sizes[size_t(to[i])], rem /= sizes[size_t(to[i])];
+      for (size_t i = 0; i < to.size(); i++)
+        if (std::find(from.begin(), from.end(), to[i]) != from.end()) src = src * sizes[size_t(to[i])] + digit[i];
+      out.push_back(src);
+    }
+    return out;
+  }
+  int64_t count(const std::vector<int64_t>& axes) const {
+    int64_t n = 1;
+    for (auto a : axes) n *= sizes[size_t(a)];
+    return n;
+  }
+  // a source as the vector of lanes over `axes`
+  UOpRef widen(const UOpRef& s, const std::vector<int64_t>& axes) const {
+    if (s->op == Ops::UNROLL) return gep(s->src[0], swizzle(s->arg_ints(), axes));
+    int64_t n = count(axes);
+    if (n == 1) return s;
+    if (s->op == Ops::CONST) return s->replace_dtype(s->dtype.vec(int(n)));
+    return UOp::make(Ops::VECTORIZE, s->dtype.vec(int(n)), UOps(size_t(n), s));
+  }
+  static std::vector<int64_t> axes_union(const UOps& src) {
+    std::vector<int64_t> ax;
+    for (auto& s : src)
+      if (s->op == Ops::UNROLL)
+        for (auto a : s->arg_ints())
+          if (std::find(ax.begin(), ax.end(), a) == ax.end()) ax.push_back(a);
+    std::sort(ax.begin(), ax.end());
+    return ax;
+  }
+  static UOpRef wrap(const UOpRef& v, const std::vector<int64_t>& axes) {
+    return axes.empty() ? v : UOp::make(Ops::UNROLL, v->dtype, {v}, axes);
+  }
+
+  // an op over lanes: index arithmetic (and what reads it, INDEX included) one scalar per lane, values as vectors
+  UOpRef expand_op(const UOp* n) const {
+    auto ax = axes_union(n->src);
+    if (ax.empty()) return {};
+    int64_t cnt = count(ax);
+    bool per_lane = n->dtype == dtypes::index || n->op == Ops::INDEX;
+    for (auto& s : n->src) per_lane |= (s->op == Ops::UNROLL ? s->src[0]->dtype.scalar_of() : s->dtype) == dtypes::index;
+    if (per_lane) {
+      UOps srcs(n->src.size()), lanes;
+      for (int64_t l = 0; l < cnt; l++) {
+        for (size_t i = 0; i < n->src.size(); i++) {
+          auto& s = n->src[i];
+          srcs[i] = s->op == Ops::UNROLL ? lane_of(s->src[0], swizzle(s->arg_ints(), ax)[size_t(l)]) : s;
+        }
+        lanes.push_back(n->replace_src(srcs));
+      }
+      DType vd = n->op == Ops::INDEX ? n->dtype : n->dtype.vec(int(cnt));
+      return wrap(UOp::make(Ops::VECTORIZE, vd, lanes), ax);
+    }
+    UOps srcs;
+    for (auto& s : n->src) srcs.push_back(widen(s, ax));
+    return wrap(UOp::make(n->op, n->dtype.vec(int(cnt)), srcs, n->arg, n->tag), ax);
+  }
+
+  // a REDUCE over expanded axes: the accumulator holds every lane of its source; the unrolled lanes combine after
+  UOpRef expand_reduce(const UOp* n) const {
+    Ops rop = Ops(std::get<int64_t>(n->arg));
+    UOps loops;
+    std::vector<int64_t> red;
+    for (size_t i = 1; i < n->src.size(); i++) {
+      if (n->src[i]->op == Ops::RANGE) loops.push_back(n->src[i]);
+      else
+        for (auto a : n->src[i]->arg_ints()) red.push_back(a);
+    }
+    if (n->src[0]->op != Ops::UNROLL && red.empty()) return {};
+    auto ax = axes_union({n->src[0]});
+    for (auto a : red)
+      if (std::find(ax.begin(), ax.end(), a) == ax.end()) ax.push_back(a);
+    std::sort(ax.begin(), ax.end());
+    UOpRef v = widen(n->src[0], ax);
+    if (!loops.empty()) {
+      loops.insert(loops.begin(), v);
+      v = UOp::make(Ops::REDUCE, v->dtype, loops, n->arg);
+    }
+    std::vector<int64_t> out, kept;
+    for (auto a : ax) (std::find(red.begin(), red.end(), a) == red.end() ? out : kept).push_back(a);
+    if (kept.empty()) return wrap(v, out);
+    int64_t nout = count(out), nred = count(kept);
+    std::vector<int64_t> order = out;
+    order.insert(order.end(), kept.begin(), kept.end());
+    // position in ax-lane order of each lane of (out..., kept...) ordering
+    std::vector<int64_t> pos(size_t(nout * nred));
+    for (int64_t l = 0; l < nout * nred; l++) {
+      int64_t rem = l;
+      std::vector<int64_t> digit(order.size());
+      for (size_t i = order.size(); i-- > 0;) digit[i] = rem % sizes[size_t(order[i])], rem /= sizes[size_t(order[i])];
+      int64_t p = 0;
+      for (auto a : ax) p = p * sizes[size_t(a)] + digit[size_t(std::find(order.begin(), order.end(), a) - order.begin())];
+      pos[size_t(l)] = p;
+    }
+    UOpRef acc;
+    for (int64_t r = 0; r < nred; r++) {
+      std::vector<int64_t> lanes;
+      for (int64_t o = 0; o < nout; o++) lanes.push_back(pos[size_t(o * nred + r)]);
+      UOpRef part = gep(v, lanes);
+      acc = acc ? acc->alu(rop, {part}) : part;
+    }
+    return wrap(acc, out);
+  }
+
+  // stores of a lane list: one STORE per lane, grouped into vector stores by the devectorizer
+  UOpRef expand_store(const UOp* n) const {
+    auto ax = axes_union(n->src);
+    if (ax.empty()) return {};
+    const UOpRef& idx = n->src[0];
+    UOpRef val = widen(n->src[1], ax);
+    UOps stores;
+    auto isw = idx->op == Ops::UNROLL ? swizzle(idx->arg_ints(), ax) : std::vector<int64_t>(size_t(count(ax)), 0);
+    for (int64_t l = 0; l < count(ax); l++) {
+      UOpRef il = idx->op == Ops::UNROLL ? idx->src[0]->src[size_t(isw[size_t(l)])] : idx;
+      stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {il, lane_of(val, l)}));
+    }
+    return UOp::make(Ops::GROUP, dtypes::void_, stores);
+  }
+};
+}  // namespace
+
+UOpRef expand(const UOpRef& ast) {
+  Expander ex;
+  UOpMap<UOpRef> start;
+  UOps ups;
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::RANGE && (range_kind(u.get()) == AxisType::UPCAST || range_kind(u.get()) == AxisType::UNROLL)) ups.push_back(u);
+  if (ups.empty()) return ast;
+  std::sort(ups.begin(), ups.end(), [](auto& a, auto& b) { return range_path(a.get()) < range_path(b.get()); });
+  for (size_t i = 0; i < ups.size(); i++) {
+    int64_t n = ups[i]->src[0]->vmax();
+    ex.sizes.push_back(n);
+    UOps lanes;
+    for (int64_t l = 0; l < n; l++) lanes.push_back(UOp::const_int(dtypes::index, l));
+    start[ups[i]] = UOp::make(Ops::UNROLL, dtypes::index.vec(int(n)), {UOp::make(Ops::VECTORIZE, dtypes::index.vec(int(n)), lanes)},
+                              std::vector<int64_t>{int64_t(i)});
+  }
+  static const PatternMatcher pm(
+      {
+          {UPat(Ops::REDUCE).any_len(), [](const Match& m) { return m.ctx<Expander>().expand_reduce(m.root); }},
+          {UPat(Ops::STORE).any_len(), [](const Match& m) { return m.ctx<Expander>().expand_store(m.root); }},
+          {UPat(), [](const Match& m) -> UOpRef {
+             const UOp* n = m.root;
+             if (n->op == Ops::UNROLL || n->op == Ops::SINK || n->op == Ops::GROUP) return {};
+             return m.ctx<Expander>().expand_op(n);
+           }},
+      },
+      "expander");
+  static const PatternMatcher with_sym = pm + symbolic();
+  UOpRef out = graph_rewrite(ast->substitute(start), with_sym, &ex, false, "expander");
+  for (auto& u : out->toposort())
+    TG_CHECK(u->op != Ops::UNROLL, TG_ERROR_INTERNAL, "expander: an UNROLL reached " + std::string(op_name(u->op)) + "'s user unexpanded");
+  return out;
+}
+
+}  // namespace tg

@@ -1,0 +1,21 @@
+// Late lowering: the rewrite stages between an optimized kernel AST and the linearizer, each a PatternMatcher pass.
+#pragma once
+#include "renderer/renderer.h"
+#include "uop/pattern.h"
+
+namespace tg {
+
+// Expander: UPCAST/UNROLL ranges become vector lanes. Values compute as vectors; index arithmetic stays scalar per
+// lane so that loads and stores fold into vector memory operations; an UNROLLed reduce keeps one accumulator lane per
+// unrolled element and combines them after its loop.
+UOpRef expand(const UOpRef& ast);
+// Devectorizer: memory operations of a lane list become vector loads/stores of runs of consecutive addresses; vector
+// values the renderer can't hold are split into lanes.
+UOpRef devectorize(const UOpRef& ast, const Renderer& ren);
+// THREAD ranges become the kernel's core_id variable.
+UOpRef lower_threads(const UOpRef& ast, int64_t* threads);
+// Scalar lane i of a vector value (folds GEP of VECTORIZE and of a splat CONST).
+UOpRef lane_of(const UOpRef& v, int64_t i);
+UOpRef gep(const UOpRef& v, std::vector<int64_t> lanes);
+
+}  // namespace tg

@@ -1,0 +1,310 @@
+#include "codegen/opt/kernel.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "codegen/linearize.h"
+#include "uop/symbolic.h"
+
+namespace tg {
+
+// where each axis type sorts among a kernel's axes (tinygrad's axis_to_pos)
+static int axis_pos(AxisType t) {
+  switch (t) {
+    case AxisType::THREAD:
+    case AxisType::GLOBAL: return 0;
+    case AxisType::WARP: return 1;
+    case AxisType::LOCAL:
+    case AxisType::GROUP_REDUCE: return 2;
+    case AxisType::UPCAST: return 3;
+    case AxisType::REDUCE: return 4;
+    case AxisType::UNROLL: return 5;
+  }
+  return 6;
+}
+static bool is_reduce_axis(AxisType t) { return t == AxisType::REDUCE || t == AxisType::UNROLL || t == AxisType::GROUP_REDUCE; }
+
+static UOps ranges_in(const UOpRef& u) {
+  UOps out;
+  for (auto& x : u->toposort())
+    if (x->op == Ops::RANGE) out.push_back(x);
+  return out;
+}
+static bool depends_on(const UOpRef& u, const UOpRef& r) {
+  auto t = u->toposort();
+  return std::find(t.begin(), t.end(), r) != t.end();
+}
+
+UOpRef cleanup_ast(const UOpRef& ast) {
+  static const PatternMatcher pm(
+      {
+          // a range of one iteration is the constant 0
+          {UPat(Ops::RANGE, {UPat::cvar("c")}, "r"),
+           [](const Match& m) { return m["c"]->vmax() <= 1 ? UOp::const_int(m.root->dtype, 0) : UOpRef(); }},
+          // a REDUCE runs over the RANGEs its sources name, in path order; over none it is its value
+          {UPat(Ops::REDUCE).any_len(),
+           [](const Match& m) -> UOpRef {
+             const UOp* r = m.root;
+             bool clean = true;
+             for (size_t i = 1; i < r->src.size(); i++) clean &= r->src[i]->op == Ops::RANGE;
+             if (clean) return {};
+             UOps rr;
+             for (size_t i = 1; i < r->src.size(); i++)
+               for (auto& x : ranges_in(r->src[i]))
+                 if (std::find(rr.begin(), rr.end(), x) == rr.end()) rr.push_back(x);
+             if (rr.empty()) return r->src[0];
+             std::sort(rr.begin(), rr.end(), [](auto& a, auto& b) { return range_path(a.get()) < range_path(b.get()); });
+             rr.insert(rr.begin(), r->src[0]);
+             return r->replace_src(std::move(rr));
+           }},
+      },
+      "cleanup_ast");
+  static const PatternMatcher both = pm + symbolic();
+  return graph_rewrite(ast, both, nullptr, false, "cleanup ast");
+}
+
+Scheduler::Scheduler(UOpRef a, const Renderer& r) : ast(cleanup_ast(a)), ren(&r) {}
+void Scheduler::set_ast(const UOpRef& a) { ast = cleanup_ast(a); }
+
+UOps Scheduler::rngs() const {
+  UOps out;
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::RANGE && u->vmax() > 0) out.push_back(u);
+  std::sort(out.begin(), out.end(), [](const UOpRef& a, const UOpRef& b) {
+    int pa = axis_pos(range_kind(a.get())), pb = axis_pos(range_kind(b.get()));
+    return pa != pb ? pa < pb : range_path(a.get()) < range_path(b.get());
+  });
+  return out;
+}
+std::vector<int64_t> Scheduler::full_shape() const {
+  std::vector<int64_t> s;
+  for (auto& r : rngs()) s.push_back(r->src[0]->vmax());
+  return s;
+}
+std::vector<AxisType> Scheduler::axis_types() const {
+  std::vector<AxisType> t;
+  for (auto& r : rngs()) t.push_back(range_kind(r.get()));
+  return t;
+}
+std::vector<int> Scheduler::axes_of(std::initializer_list<AxisType> types) const {
+  std::vector<int> out;
+  auto at = axis_types();
+  for (size_t i = 0; i < at.size(); i++)
+    if (std::find(types.begin(), types.end(), at[i]) != types.end()) out.push_back(int(i));
+  return out;
+}
+static std::vector<int> const_dims(const Scheduler& k, std::initializer_list<AxisType> types) {
+  auto r = k.rngs();
+  std::vector<int> out;
+  for (int i : k.axes_of(types))
+    if (r[size_t(i)]->src[0]->op == Ops::CONST && r[size_t(i)]->src[0]->vmax() > 1) out.push_back(i);
+  return out;
+}
+std::vector<int> Scheduler::upcastable_dims() const { return const_dims(*this, {AxisType::GLOBAL, AxisType::LOCAL}); }
+std::vector<int> Scheduler::unrollable_dims() const { return const_dims(*this, {AxisType::GROUP_REDUCE, AxisType::REDUCE}); }
+int64_t Scheduler::upcast_size() const {
+  int64_t n = 1;
+  auto fs = full_shape();
+  for (int i : axes_of({AxisType::UPCAST, AxisType::UNROLL})) n *= fs[size_t(i)];
+  return n;
+}
+UOps Scheduler::reduceops() const {
+  UOps out;
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::REDUCE) out.push_back(u);
+  return out;
+}
+UOps Scheduler::bufs() const {
+  UOps out;
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::INDEX) out.push_back(u);
+  return out;
+}
+std::vector<int64_t> Scheduler::output_shape() const {
+  auto fs = full_shape();
+  auto at = axis_types();
+  for (size_t i = 0; i < fs.size(); i++)
+    if (is_reduce_axis(at[i])) fs[i] = 1;
+  return fs;
+}
+std::string Scheduler::name(const std::string& base) const {
+  if (applied_opts.empty()) return base;
+  std::string s = reduceops().empty() ? "E" : "r";
+  for (auto& r : rngs()) s += "_" + std::to_string(r->src[0]->vmax());
+  return s;
+}
+
+std::pair<UOpRef, UOpRef> Scheduler::shift_to(const UOpRef& rng, int64_t amount, AxisType t, bool top) {
+  opt_check(amount >= 1, "amount " + std::to_string(amount) + " must be positive");
+  UOpRef old_sz = rng->src[0]->divides(amount);
+  opt_check(bool(old_sz), std::to_string(amount) + " can't divide " + rng->src[0]->render());
+  auto path = range_path(rng.get());
+  auto with = [&](int64_t last, AxisType kind) {
+    std::vector<int64_t> a = path;
+    a.push_back(last), a.push_back(int64_t(kind));
+    return a;
+  };
+  UOpRef rest = UOp::make(Ops::RANGE, rng->dtype, {old_sz}, with(top ? 1 : 0, range_kind(rng.get())));
+  UOpRef added = UOp::make(Ops::RANGE, rng->dtype, {UOp::const_int(rng->dtype, amount)}, with(top ? 0 : 1, t));
+  UOpRef sub = top ? added * old_sz + rest : rest * amount + added;
+  set_ast(ast->substitute({{rng, sub}}));
+  return {rest, added};
+}
+
+int Scheduler::real_axis(const Opt& opt) const {
+  if (opt.op == OptOps::TC || opt.op == OptOps::NOLOCALS) return -1;
+  std::vector<int> dims;
+  if (opt.op == OptOps::UNROLL) dims = unrollable_dims();
+  else if (opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP) dims = axes_of({AxisType::REDUCE});
+  else {
+    dims.resize(shape_len());
+    std::iota(dims.begin(), dims.end(), 0);
+  }
+  opt_check(opt.axis >= 0 && size_t(opt.axis) < dims.size(),
+            "invalid axis " + std::to_string(opt.axis) + " for " + std::string(optops_name(opt.op)) + " (" + std::to_string(dims.size()) + " eligible)");
+  return dims[size_t(opt.axis)];
+}
+
+std::pair<UOpRef, UOpRef> Scheduler::apply_opt(const Opt& opt, bool append) {
+  const Target& tg = ren->target();
+  auto types = axis_types();
+  if (opt.op == OptOps::NOLOCALS) {
+    for (auto t : types) opt_check(t != AxisType::WARP && t != AxisType::LOCAL && t != AxisType::GROUP_REDUCE, "no locals can't have locals");
+    dont_use_locals = true;
+    if (append) applied_opts.push_back(opt);
+    return {};
+  }
+  if (opt.op == OptOps::LOCAL || opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP)
+    opt_check(tg.has_local, std::string(optops_name(opt.op)) + " needs local memory, which target " + tg.device + " does not have");
+  if (opt.op == OptOps::TC) {
+    opt_check(!tg.tensor_cores.empty(), "target " + tg.device + " has no tensor cores");
+    opt_check(applied_opts.empty(), "tensor core opts must be first");
+    opt_check(opt.tc[1] >= 0 && opt.tc[1] <= 2, "tensor core opts must have valid tc_opt");
+    opt_check(opt.tc[2] > 0 && opt.tc[2] <= 2, "use_tensor_cores value is not valid");
+    opt_check(opt.tc[0] >= -1 && opt.tc[0] < int64_t(tg.tensor_cores.size()), "tensor core opts must have valid tc_select");
+    fail(TG_ERROR_UNSUPPORTED, "opt: TC lowering to WMMA arrives with the GPU backends");
+  }
+  int ax = real_axis(opt);
+  UOpRef rng = rngs()[size_t(ax)];
+  AxisType kind = range_kind(rng.get());
+  std::pair<UOpRef, UOpRef> ret;
+  auto reduces = reduceops();
+  if (opt.op == OptOps::PADTO) {
+    opt_check(rng->src[0]->op == Ops::CONST, "only pad const axes");
+    opt_check(kind != AxisType::UPCAST && kind != AxisType::UNROLL, "cannot pad upcasted");
+    opt_check(kind != AxisType::THREAD, "cannot pad thread");
+    opt_check(opt.arg >= 1, "PADTO needs a positive multiple");
+    int64_t sz = rng->src[0]->vmax(), new_sz = (sz + opt.arg - 1) / opt.arg * opt.arg;
+    opt_check(sz > new_sz / 4, "pad adds more than quadruple the work");
+    pad_to(rng, new_sz);
+  } else if (opt.op == OptOps::SWAP) {
+    auto all = rngs();
+    opt_check(opt.arg >= 0 && size_t(opt.arg) < all.size(), "invalid swap axis " + std::to_string(opt.arg));
+    UOpRef other = all[size_t(opt.arg)];
+    opt_check(kind == AxisType::GLOBAL && range_kind(other.get()) == AxisType::GLOBAL, "swap only for globals");
+    opt_check(other != rng, "swap needs two different axes");
+    // exchange the paths (the loop order); one substitution pass, so the two replacements don't meet
+    UOpRef a2 = UOp::make(Ops::RANGE, rng->dtype, rng->src, other->arg), b2 = UOp::make(Ops::RANGE, other->dtype, other->src, rng->arg);
+    set_ast(ast->substitute({{rng, a2}, {other, b2}}));
+  } else {
+    int64_t amt = opt.arg == 0 ? rng->src[0]->vmax() : opt.arg;
+    opt_check(opt.arg != 0 || rng->src[0]->op == Ops::CONST, "arg 0 (the whole axis) needs a constant size");
+    opt_check(amt >= 1, "amount must be positive, got " + std::to_string(amt));
+    AxisType nt = AxisType::UPCAST;
+    switch (opt.op) {
+      case OptOps::UPCAST:
+        opt_check(amt <= 16, "don't upcast more than 16");
+        opt_check(kind == AxisType::GLOBAL || kind == AxisType::LOCAL, "upcast is for GLOBAL/LOCAL axes");
+        break;
+      case OptOps::UNROLL:
+        nt = AxisType::UNROLL;
+        opt_check(amt <= 32, "don't unroll more than 32");
+        opt_check(kind == AxisType::REDUCE || kind == AxisType::GROUP_REDUCE, "unroll is for GROUP_REDUCE/REDUCE");
+        break;
+      case OptOps::LOCAL:
+        nt = AxisType::LOCAL;
+        opt_check(!dont_use_locals, "can't use locals");
+        opt_check(kind == AxisType::GLOBAL, "local is for globals");
+        break;
+      case OptOps::THREAD: {
+        nt = AxisType::THREAD;
+        opt_check(tg.has_threads, "target " + tg.device + " does not support threads");
+        opt_check(amt <= tg.global_max[0], "too many threads: " + std::to_string(amt) + " > " + std::to_string(tg.global_max[0]));
+        for (auto t : types) opt_check(t != AxisType::THREAD, "already threaded");
+        opt_check(kind == AxisType::GLOBAL, "thread is for globals");
+        // every thread must write its own outputs: the axis must index every store
+        for (auto& u : ast->src)
+          if (u->op == Ops::STORE) opt_check(depends_on(u->src[0], rng), "can't thread an axis that some output doesn't use");
+        break;
+      }
+      case OptOps::GROUP:
+      case OptOps::GROUPTOP: {
+        nt = AxisType::GROUP_REDUCE;
+        for (auto& o : applied_opts) opt_check(o.op != OptOps::TC, "no grouping with tensor cores");
+        opt_check(!dont_use_locals, "can't use locals");
+        opt_check(kind == AxisType::REDUCE, "group is for reduce");
+        for (auto& r : reduces) {
+          if (std::find(r->src.begin() + 1, r->src.end(), rng) == r->src.end()) continue;
+          for (auto& x : ranges_in(r))
+            opt_check(std::find(r->src.begin() + 1, r->src.end(), x) != r->src.end() || !is_reduce_axis(range_kind(x.get())),
+                      "cannot have a GROUP_REDUCE inside another reduce");
+        }
+        break;
+      }
+      default: break;
+    }
+    if (!reduces.empty() && (opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP || !axes_of({AxisType::GROUP_REDUCE}).empty())) {
+      int64_t sz = amt * reduces[0]->dtype.itemsize();
+      auto fs = full_shape();
+      for (int i : axes_of({AxisType::UPCAST, AxisType::WARP, AxisType::LOCAL, AxisType::GROUP_REDUCE})) sz *= fs[size_t(i)];
+      opt_check(sz <= tg.shared_max, "exceeds maximum shared memory size: needs " + std::to_string(sz) + ", max " + std::to_string(tg.shared_max));
+    }
+    // the expander makes one lane per upcast element: keep kernels a compiler can take
+    if (nt == AxisType::UPCAST || nt == AxisType::UNROLL) {
+      opt_check(upcast_size() * amt <= 1024, "more than 1024 upcast lanes");
+      // an upcast reduce keeps a vector accumulator: the target must hold one
+      for (auto& r : reduces)
+        opt_check(ren->holds_vector(Ops::DEFINE_REG, r->dtype.vec(2)), "target " + tg.device + " can't hold " + r->dtype.name() + " vector accumulators");
+    }
+    ret = shift_to(rng, amt, nt, opt.op == OptOps::GROUPTOP || opt.op == OptOps::THREAD);
+  }
+  if (append) applied_opts.push_back(opt);
+  return ret;
+}
+
+// PADTO: the axis runs to new_sz; the extra iterations read nothing (gated loads), write nothing (gated stores) and
+// add the reduce's identity.
+void Scheduler::pad_to(const UOpRef& rng, int64_t new_sz) {
+  int64_t sz = rng->src[0]->vmax();
+  UOpRef nr = UOp::make(Ops::RANGE, rng->dtype, {UOp::const_int(rng->dtype, new_sz)}, rng->arg);
+  UOpRef valid = nr < sz;
+  UOpMap<UOpRef> gate, ident;
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::INDEX && depends_on(u->src[1], rng)) {
+      UOps s = u->src;
+      UOpRef v = s.size() > 2 ? s[2] & valid : valid;
+      s.resize(2), s.push_back(v);
+      gate[u] = u->replace_src(s);
+    }
+  UOpRef out = ast->substitute(gate);
+  for (auto& u : out->toposort())
+    if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), rng) != u->src.end()) {
+      UOps s = u->src;
+      s[0] = valid->where(s[0], UOp::const_(s[0]->dtype, reduce_identity(Ops(std::get<int64_t>(u->arg)), s[0]->dtype)));
+      ident[u] = u->replace_src(s);
+    }
+  out = out->substitute(ident);
+  set_ast(out->substitute({{rng, nr}}));
+}
+
+Scheduler optimize(const UOpRef& ast, const Renderer& ren, const std::vector<Opt>* opts) {
+  Scheduler k(ast, ren);
+  if (opts) {
+    for (auto& o : *opts) k.apply_opt(o);
+  } else if (!getenv_int("NOOPT", 0)) {
+    hand_coded_optimizations(k);
+  }
+  return k;
+}
+
+}  // namespace tg

@@ -1,0 +1,55 @@
+// The optimizer's view of a kernel AST: its ranges (axes) in a canonical order, and the Opt actions that split and
+// retype them. Every action rewrites the AST; the result is still a plain kernel AST that any later stage can read.
+#pragma once
+#include <utility>
+#include <vector>
+
+#include "codegen/opt/opt.h"
+#include "renderer/renderer.h"
+
+namespace tg {
+
+class Scheduler {
+ public:
+  Scheduler(UOpRef ast, const Renderer& ren);
+
+  UOpRef ast;
+  const Renderer* ren;
+  std::vector<Opt> applied_opts;
+  bool dont_use_locals = false;
+
+  // the kernel's ranges of more than one iteration, ordered by (axis type position, path)
+  UOps rngs() const;
+  size_t shape_len() const { return rngs().size(); }
+  std::vector<int64_t> full_shape() const;  // sizes (a symbolic size is its upper bound)
+  std::vector<AxisType> axis_types() const;
+  std::vector<int> axes_of(std::initializer_list<AxisType> types) const;
+  std::vector<int> upcastable_dims() const;  // GLOBAL/LOCAL axes of constant size > 1
+  std::vector<int> unrollable_dims() const;  // REDUCE/GROUP_REDUCE axes of constant size > 1
+  int64_t upcast_size() const;               // lanes: product of UPCAST and UNROLL sizes
+  UOps reduceops() const;
+  UOps bufs() const;  // INDEX nodes: every buffer access
+  std::vector<int64_t> output_shape() const;
+  std::string name(const std::string& base) const;  // base name with the optimized axes, e.g. r_64_4_16_32
+
+  // Splits `rng` into (rng/amount, amount) and gives the `amount` part the type `t`: the new range is the less
+  // significant part (top=false) or the more significant one (top=true). Returns (the rest, the new range).
+  std::pair<UOpRef, UOpRef> shift_to(const UOpRef& rng, int64_t amount, AxisType t, bool top);
+  // Applies one action, with tinygrad's legality checks; throws OptError (and leaves the kernel unchanged) if illegal.
+  std::pair<UOpRef, UOpRef> apply_opt(const Opt& opt, bool append = true);
+
+ private:
+  int real_axis(const Opt& opt) const;
+  void pad_to(const UOpRef& rng, int64_t multiple);
+  void set_ast(const UOpRef& a);
+};
+
+// The AST after cleaning what actions leave behind: one-iteration ranges become 0, a REDUCE lists the RANGEs it
+// runs over (not expressions of them), and index arithmetic is simplified.
+UOpRef cleanup_ast(const UOpRef& ast);
+
+// Optimizes a kernel: `opts` if given, else the hand-written heuristics unless NOOPT is set.
+Scheduler optimize(const UOpRef& ast, const Renderer& ren, const std::vector<Opt>* opts);
+void hand_coded_optimizations(Scheduler& k);
+
+}  // namespace tg
