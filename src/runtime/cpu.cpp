@@ -1,4 +1,5 @@
-// The CPU device: aligned host memory, kernels compiled by the system C compiler and loaded with dlopen.
+// The CPU devices: aligned host memory shared by both; DEV=CPU (the default) renders LLVM IR and compiles it in process
+// with the LLVM JIT, DEV=CPU:CLANG renders C, compiles it with the system C compiler and loads it with dlopen.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -17,6 +18,8 @@
 #include "runtime/device.h"
 #include "runtime/diskcache.h"
 #include "renderer/cstyle.h"
+#include "renderer/llvmir.h"
+#include "runtime/llvm.h"
 
 extern char** environ;
 
@@ -27,9 +30,6 @@ class CPUAllocator : public Allocator {
   void raw_free(void* p, size_t) override { std::free(p); }
 };
 
-static std::string hex128(const std::string& s) {
-  return strformat("%016llx%016llx", (unsigned long long)fnv1a(s.data(), s.size()), (unsigned long long)fnv1a(s.data(), s.size(), 0x84222325cbf29ce4ull));
-}
 static std::vector<std::string> split_words(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);
@@ -83,7 +83,7 @@ class ClangCompiler : public Compiler {
     std::string ident;
     for (auto& w : cc_) ident += w + " ";
     for (auto& w : flags_) ident += w + " ";
-    std::string key = hex128(ident + "\n" + src) + ".so";
+    std::string key = DiskCache::key(ident + "\n" + src) + ".so";
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (auto it = progs_.find(key); it != progs_.end()) return it->second;
@@ -135,31 +135,44 @@ class ClangCompiler : public Compiler {
 
 class CPUDevice : public Device {
  public:
-  CPUDevice() : Device("CPU") {}
-  Allocator& allocator() override { return alloc_; }
-  Compiler& compiler() override { return comp_; }
-  const Renderer& renderer() override { return ren_; }
+  CPUDevice(std::string name, std::unique_ptr<Renderer> ren, std::unique_ptr<Compiler> comp)
+      : Device(std::move(name)), ren_(std::move(ren)), comp_(std::move(comp)) {}
+  Allocator& allocator() override {
+    static CPUAllocator* a = new CPUAllocator();  // one host memory for both CPU devices
+    return *a;
+  }
+  Compiler& compiler() override { return *comp_; }
+  const Renderer& renderer() override { return *ren_; }
 
  private:
-  CPUAllocator alloc_;
-  ClangCompiler comp_;
-  CStyleRenderer ren_{cpu_target("CPU")};
+  std::unique_ptr<Renderer> ren_;
+  std::unique_ptr<Compiler> comp_;
 };
 
+static const char* kAvailable = "(available: CPU, CPU:CLANG)";
+
 std::string canonical_device(const char* name) {
-  std::string d = name && *name ? name : getenv_str("DEVICE", "CPU");
+  std::string d = name && *name ? name : getenv_str("DEV", getenv_str("DEVICE", "CPU"));
   for (auto& c : d) c = char(std::toupper(static_cast<unsigned char>(c)));
   if (d.size() > 2 && d.compare(d.size() - 2, 2, ":0") == 0) d.resize(d.size() - 2);
-  if (d == "CLANG") d = "CPU";
+  if (d == "LLVM" || d == "CPU:LLVM") d = "CPU";
+  if (d == "CLANG") d = "CPU:CLANG";
   return d;
 }
 
 Device& get_device(const std::string& name) {
-  static CPUDevice* cpu = new CPUDevice();  // lives for the process: buffers may be freed during static destruction
-  if (name == "CPU") return *cpu;
-  if (name == "CUDA" || name == "CL" || name == "LLVM" || name == "GPU" || name == "NV" || name == "AMD" || name == "METAL")
-    fail(TG_ERROR_DEVICE, "device '" + name + "' is not available in this build (available: CPU)");
-  fail(TG_ERROR_DEVICE, "unknown device '" + name + "' (available: CPU)");
+  // they live for the process: buffers may be freed during static destruction
+  if (name == "CPU") {
+    static CPUDevice* llvm = new CPUDevice("CPU", std::make_unique<LLVMRenderer>(cpu_target("CPU")), make_llvm_compiler());
+    return *llvm;
+  }
+  if (name == "CPU:CLANG") {
+    static CPUDevice* clang = new CPUDevice("CPU:CLANG", std::make_unique<CStyleRenderer>(cpu_target("CPU:CLANG")), std::make_unique<ClangCompiler>());
+    return *clang;
+  }
+  if (name == "CUDA" || name == "CL" || name == "GPU" || name == "NV" || name == "AMD" || name == "METAL")
+    fail(TG_ERROR_DEVICE, "device '" + name + "' is not available in this build " + kAvailable);
+  fail(TG_ERROR_DEVICE, "unknown device '" + name + "' " + kAvailable);
 }
 
 }  // namespace tg

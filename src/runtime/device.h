@@ -62,9 +62,11 @@ class Device {
   std::string name_;
 };
 
-// The registry: "CPU" (and later "LLVM", "CUDA", "CL"). Throws TG_ERROR_DEVICE for unknown or unavailable devices.
+// The registry: "CPU" (the LLVM JIT), "CPU:CLANG" (the system C compiler); later "CUDA", "CL". Throws TG_ERROR_DEVICE for
+// unknown or unavailable devices.
 Device& get_device(const std::string& name);
-std::string canonical_device(const char* name);  // NULL -> $DEVICE or "CPU"; upper-cases, strips ":0"
+// NULL -> $DEV, else $DEVICE, else "CPU"; upper-cases, strips ":0"; "LLVM"/"CPU:LLVM" -> "CPU", "CLANG" -> "CPU:CLANG"
+std::string canonical_device(const char* name);
 
 // Device memory for one tensor buffer. Allocated lazily; the host reaches it only through copyin/copyout.
 class Buffer {

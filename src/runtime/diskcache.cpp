@@ -155,6 +155,10 @@ void DiskCache::evict() {
   }
 }
 
+std::string DiskCache::key(const std::string& s) {
+  return strformat("%016llx%016llx", (unsigned long long)fnv1a(s.data(), s.size()), (unsigned long long)fnv1a(s.data(), s.size(), 0x84222325cbf29ce4ull));
+}
+
 const std::string& DiskCache::scratch_dir() {
   static const std::string dir = [] {
     std::string t = getenv_str("TMPDIR", "/tmp");

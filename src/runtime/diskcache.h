@@ -16,6 +16,8 @@ class DiskCache {
   std::string store(const std::string& file, const std::string& key);
   // a private directory (0700, removed at exit) for files that are built and loaded without the disk cache
   static const std::string& scratch_dir();
+  // a file name for what `ident` (compiler, flags, source) builds: 128 bits of hash in hex
+  static std::string key(const std::string& ident);
 
  private:
   DiskCache() = default;

@@ -1,0 +1,371 @@
+#include "renderer/llvmir.h"
+
+#include <bit>
+#include <set>
+#include <unordered_map>
+
+namespace tg {
+
+static bool is16(DType d) { return d.scalar == Scalar::Float16 || d.scalar == Scalar::BFloat16; }
+static int width(DType d) { return dtypes::is_bool(d) ? 1 : d.base().itemsize() * 8; }
+static bool zero_extends(DType d) { return dtypes::is_unsigned(d) || dtypes::is_bool(d); }
+static DType like(Scalar s, DType d) { return DType(s, d.count); }
+// 16-bit floats are stored and held as half/bfloat but computed in float, rounded after every op (as the C renderer does)
+static DType compute(DType d) { return is16(d) ? like(Scalar::Float32, d) : d; }
+
+static std::string ty(DType d) {
+  static const char* names[] = {"i1", "i8", "i8", "i16", "i16", "i32", "i32", "i64", "i64", "half", "bfloat", "float", "double", "void"};
+  std::string s = names[int(d.scalar)];
+  return d.count > 1 ? "<" + std::to_string(d.count) + " x " + s + ">" : s;
+}
+// the type in memory: bools are bytes
+static std::string mem_ty(DType d) { return ty(dtypes::is_bool(d) ? like(Scalar::UInt8, d) : d); }
+static std::string splat(DType d, const std::string& lit) {
+  if (d.count == 1) return lit;
+  std::string s = "<";
+  for (int i = 0; i < d.count; i++) s += (i ? ", " : "") + ty(d.scalar_of()) + " " + lit;
+  return s + ">";
+}
+
+static uint16_t bf16_bits(float f) {  // round to nearest even; NaN stays NaN (quieted), as tg_f2bf in the C prelude
+  uint32_t b = std::bit_cast<uint32_t>(f);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return uint16_t((b >> 16) | 0x40);
+  return uint16_t((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
+}
+// a float literal of `d` (scalar), exact: LLVM reads float and double as the bits of a double, half as 0xH, bfloat as 0xR
+static std::string flit(DType d, double v) {
+  switch (d.scalar) {
+    case Scalar::Float16: return strformat("0xH%04X", unsigned(std::bit_cast<uint16_t>(_Float16(float(v)))));
+    case Scalar::BFloat16: return strformat("0xR%04X", unsigned(bf16_bits(float(v))));
+    case Scalar::Float32: return strformat("0x%016llX", (unsigned long long)std::bit_cast<uint64_t>(double(float(v))));
+    default: return strformat("0x%016llX", (unsigned long long)std::bit_cast<uint64_t>(v));
+  }
+}
+static std::string lit(const UOp& c) {
+  DType d = c.dtype.scalar_of();
+  if (dtypes::is_bool(d)) return c.const_value() != 0 ? "true" : "false";
+  if (!dtypes::is_int(d)) return flit(d, c.const_value());
+  int64_t v = std::holds_alternative<int64_t>(c.arg) ? std::get<int64_t>(c.arg) : int_bits(d, c.const_value());
+  int w = width(d);
+  if (w < 64) v = int64_t(uint64_t(v) << (64 - w)) >> (64 - w);  // the two's complement of the width, as LLVM reads it
+  return std::to_string(v);
+}
+
+namespace {
+struct LLRenderer {
+  const LinearProgram& lp;
+  std::unordered_map<const UOp*, std::string> names;
+  std::unordered_map<const UOp*, std::string> loop_ids;
+  std::set<std::string> decls;  // intrinsic declarations and helpers, sorted so the same program renders the same text
+  std::string allocas, out, block = "entry";
+  int n = 0;
+
+  std::string id() { return std::to_string(n++); }
+  std::string emit(const std::string& rhs) {
+    std::string t = "%t" + id();
+    out += "  " + t + " = " + rhs + "\n";
+    return t;
+  }
+  void ins(const std::string& s) { out += "  " + s + "\n"; }
+  void label(const std::string& l) {
+    out += l + ":\n";
+    block = l;
+  }
+
+  std::string val(const UOpRef& u) {
+    if (auto it = names.find(u.get()); it != names.end()) return it->second;
+    if (u->op == Ops::CONST) return splat(u->dtype, lit(*u));
+    if (u->op == Ops::REDUCE) return emit("load " + ty(u->dtype) + ", ptr " + val(lp.reduce_acc.at(u)));
+    return expr(u);  // an accumulator's update or read: rendered where it is used, as the C renderer does
+  }
+  std::string typed(const UOpRef& u) { return ty(u->dtype) + " " + val(u); }
+  // an operand of a `lanes`-wide op: a scalar constant there stands for its splat
+  std::string val(const UOpRef& u, int lanes) { return u->op == Ops::CONST && lanes > 1 ? splat(u->dtype.vec(lanes), lit(*u)) : val(u); }
+
+  std::string widen(const std::string& v, DType d) { return is16(d) ? emit("fpext " + ty(d) + " " + v + " to " + ty(compute(d))) : v; }
+  std::string narrow(const std::string& v, DType d) {  // v is a float (of d's lanes) when d is 16-bit
+    if (d.scalar == Scalar::Float16) return emit("fptrunc " + ty(compute(d)) + " " + v + " to " + ty(d));
+    if (d.scalar == Scalar::BFloat16) return emit("call " + ty(d) + " " + bf_round(d.count) + "(" + ty(compute(d)) + " " + v + ")");
+    return v;
+  }
+  // float -> bfloat by integer rounding: LLVM's fptrunc lowers to vcvtneps2bf16, which flushes subnormals to zero
+  std::string bf_round(int count) {
+    DType f(Scalar::Float32, uint16_t(count)), i = like(Scalar::UInt32, f);
+    std::string fn = "@tg_f2bf" + (count > 1 ? ".v" + std::to_string(count) : ""), I = ty(i), B = ty(like(Scalar::BFloat16, f));
+    auto k = [&](uint32_t v) { return splat(i, std::to_string(int32_t(v))); };
+    decls.insert("define internal " + B + " " + fn + "(" + ty(f) + " %f) alwaysinline {\n  %b = bitcast " + ty(f) + " %f to " + I + "\n  %a = and " + I +
+                 " %b, " + k(0x7fffffff) + "\n  %nan = icmp ugt " + I + " %a, " + k(0x7f800000) + "\n  %hi = lshr " + I + " %b, " + k(16) +
+                 "\n  %odd = and " + I + " %hi, " + k(1) + "\n  %r0 = add " + I + " %b, " + k(0x7fff) + "\n  %r1 = add " + I + " %r0, %odd\n  %r = lshr " +
+                 I + " %r1, " + k(16) + "\n  %q = or " + I + " %hi, " + k(0x40) + "\n  %s = select " + ty(like(Scalar::Bool, f)) + " %nan, " + I + " %q, " +
+                 I + " %r\n  %t = trunc " + I + " %s to " + ty(like(Scalar::UInt16, f)) + "\n  %o = bitcast " + ty(like(Scalar::UInt16, f)) +
+                 " %t to " + B + "\n  ret " + B + " %o\n}");
+    return fn;
+  }
+  std::string call(const char* name, DType c, const std::vector<std::string>& args) {
+    std::string t = ty(c), fn = std::string("@llvm.") + name + "." + (c.count > 1 ? "v" + std::to_string(c.count) : "") + (c.scalar == Scalar::Float64 ? "f64" : "f32");
+    std::string params, a;
+    for (size_t i = 0; i < args.size(); i++) params += (i ? ", " : "") + t, a += (i ? ", " : "") + t + " " + args[i];
+    decls.insert("declare " + t + " " + fn + "(" + params + ")");
+    return emit("call " + t + " " + fn + "(" + a + ")");
+  }
+
+  // int -> int of another width: truncate, or extend by the source's signedness
+  std::string resize(const std::string& v, DType from, DType to) {
+    int a = width(from), b = width(to);
+    if (a == b) return v;
+    if (a > b) return emit("trunc " + ty(from) + " " + v + " to " + ty(to));
+    return emit(std::string(zero_extends(from) ? "zext " : "sext ") + ty(from) + " " + v + " to " + ty(to));
+  }
+  std::string cast(std::string v, DType from, DType to) {
+    if (dtypes::is_bool(to)) {  // x != 0 (NaN is true)
+      if (dtypes::is_bool(from)) return v;
+      return emit(std::string(dtypes::is_float(from) ? "fcmp une " : "icmp ne ") + ty(from) + " " + v + ", zeroinitializer");
+    }
+    if (dtypes::is_float(to)) {  // through float for 16-bit targets: the C renderer's (float)x then its rounding
+      DType c = compute(to);
+      if (dtypes::is_float(from)) {
+        v = widen(v, from);
+        DType f = compute(from);
+        if (width(f) > width(c)) v = emit("fptrunc " + ty(f) + " " + v + " to " + ty(c));
+        if (width(f) < width(c)) v = emit("fpext " + ty(f) + " " + v + " to " + ty(c));
+      } else {
+        v = emit(std::string(zero_extends(from) ? "uitofp " : "sitofp ") + ty(from) + " " + v + " to " + ty(c));
+      }
+      return narrow(v, to);
+    }
+    if (dtypes::is_float(from)) {
+      // float -> unsigned goes through int64 so negative values wrap like numpy; narrow signed ints through int32, as C on x86
+      DType via = like(dtypes::is_unsigned(to) ? Scalar::Int64 : width(to) < 32 ? Scalar::Int32 : to.scalar, to);
+      v = emit("fptosi " + ty(compute(from)) + " " + widen(v, from) + " to " + ty(via));
+      return resize(v, via, to);
+    }
+    return resize(v, from, to);
+  }
+
+  // Integer division is defined for every input, as in tinygrad: x//0 == 0, x%0 == x, and MIN//-1 wraps to MIN (LLVM makes
+  // these undefined behaviour, as C does). A constant divisor other than 0 and -1 needs no guard.
+  std::string divmod(const UOpRef& u, const std::string& x, const std::string& y) {
+    bool mod = u->op == Ops::MOD, uns = zero_extends(u->dtype);
+    std::string t = ty(u->dtype), bt = ty(like(Scalar::Bool, u->dtype)), op = mod ? (uns ? "urem " : "srem ") : (uns ? "udiv " : "sdiv ");
+    const UOpRef& c = u->src[1];
+    if (c->op == Ops::CONST && !c->is_const(0) && (uns || !c->is_const(-1))) return emit(op + t + " " + x + ", " + y);
+    std::string zero = emit("icmp eq " + t + " " + y + ", zeroinitializer"), bad = zero, m1;
+    if (!uns) m1 = emit("icmp eq " + t + " " + y + ", " + splat(u->dtype, "-1")), bad = emit("or " + bt + " " + zero + ", " + m1);
+    // 1 stands in for the divisors LLVM can't divide by; x%1 is already x%-1 == 0
+    std::string q = emit(op + t + " " + x + ", " + emit("select " + bt + " " + bad + ", " + t + " " + splat(u->dtype, "1") + ", " + t + " " + y));
+    if (!uns && !mod) q = emit("select " + bt + " " + m1 + ", " + t + " " + emit("sub " + t + " zeroinitializer, " + x) + ", " + t + " " + q);
+    return emit("select " + bt + " " + zero + ", " + t + " " + (mod ? x : "zeroinitializer") + ", " + t + " " + q);
+  }
+  // C shifts narrow ints as int (promoted by their signedness) and our C renderer shifts left through unsigned long long
+  std::string shift(const UOpRef& u, std::string x, std::string y) {
+    DType d = u->dtype, wide = like(u->op == Ops::SHL ? (width(d) < 64 ? Scalar::Int64 : d.scalar) : (width(d) < 32 ? Scalar::Int32 : d.scalar), d);
+    x = resize(x, d, wide), y = resize(y, like(u->src[1]->dtype.scalar, d), wide);
+    std::string r = emit(std::string(u->op == Ops::SHL ? "shl " : zero_extends(d) ? "lshr " : "ashr ") + ty(wide) + " " + x + ", " + y);
+    return width(wide) == width(d) ? r : emit("trunc " + ty(wide) + " " + r + " to " + ty(d));
+  }
+  std::string int_alu(const UOpRef& u) {
+    auto& s = u->src;
+    int n = u->dtype.count;
+    DType d(s[0]->dtype.scalar, uint16_t(n));
+    bool b = dtypes::is_bool(d), uns = zero_extends(d);
+    std::string t = ty(d), x = val(s[0], n), y = s.size() > 1 ? val(s[1], n) : "";
+    auto bin = [&](const std::string& op) { return emit(op + " " + t + " " + x + ", " + y); };
+    switch (u->op) {
+      // bools add, subtract and multiply as C's _Bool: a+b is a|b, a-b is a^b, a*b is a&b
+      case Ops::ADD: return bin(b ? "or" : "add");
+      case Ops::SUB: return bin(b ? "xor" : "sub");
+      case Ops::MUL: return bin(b ? "and" : "mul");
+      case Ops::AND: return bin("and");
+      case Ops::OR: return bin("or");
+      case Ops::XOR: return bin("xor");
+      case Ops::CMPLT: return bin(uns ? "icmp ult" : "icmp slt");
+      case Ops::CMPNE: return bin("icmp ne");
+      case Ops::CMPEQ: return bin("icmp eq");
+      case Ops::MAX: return emit("select " + ty(like(Scalar::Bool, d)) + " " + bin(uns ? "icmp ugt" : "icmp sgt") + ", " + t + " " + x + ", " + t + " " + y);
+      case Ops::NEG: return emit("sub " + t + " zeroinitializer, " + x);
+      case Ops::MULACC: return emit("add " + t + " " + bin("mul") + ", " + val(s[2], n));
+      case Ops::IDIV:
+      case Ops::MOD: return divmod(u, x, y);
+      case Ops::SHL:
+      case Ops::SHR: return shift(u, x, y);
+      default: fail(TG_ERROR_UNSUPPORTED, "LLVM renderer: no rule for " + std::string(op_name(u->op)) + " on " + d.name());
+    }
+  }
+  std::string float_alu(const UOpRef& u) {
+    auto& s = u->src;
+    DType c = compute(DType(s[0]->dtype.scalar, u->dtype.count));
+    std::vector<std::string> a;
+    for (auto& x : s) a.push_back(widen(val(x, u->dtype.count), x->dtype.vec(u->dtype.count)));
+    std::string t = ty(c), r;
+    auto bin = [&](const char* op) { return emit(std::string(op) + " " + t + " " + a[0] + ", " + a[1]); };
+    switch (u->op) {
+      case Ops::CMPLT: return bin("fcmp olt");
+      case Ops::CMPNE: return bin("fcmp une");
+      case Ops::CMPEQ: return bin("fcmp oeq");
+      case Ops::ADD: r = bin("fadd"); break;
+      case Ops::SUB: r = bin("fsub"); break;
+      case Ops::MUL: r = bin("fmul"); break;
+      case Ops::FDIV: r = bin("fdiv"); break;
+      case Ops::MAX: {  // NaN wins, like numpy's maximum: a when a > b or a is NaN
+        std::string bt = ty(like(Scalar::Bool, c)), pick = emit("or " + bt + " " + bin("fcmp ogt") + ", " + emit("fcmp uno " + t + " " + a[0] + ", " + a[0]));
+        r = emit("select " + bt + " " + pick + ", " + t + " " + a[0] + ", " + t + " " + a[1]);
+        break;
+      }
+      case Ops::NEG: r = emit("fneg " + t + " " + a[0]); break;
+      case Ops::RECIPROCAL: r = emit("fdiv " + t + " " + splat(c, flit(c.scalar_of(), 1)) + ", " + a[0]); break;
+      case Ops::MULACC: r = emit("fadd " + t + " " + bin("fmul") + ", " + a[2]); break;  // two roundings: no contraction
+      case Ops::EXP2: r = call("exp2", c, {a[0]}); break;
+      case Ops::LOG2: r = call("log2", c, {a[0]}); break;
+      case Ops::SIN: r = call("sin", c, {a[0]}); break;
+      case Ops::SQRT: r = call("sqrt", c, {a[0]}); break;
+      case Ops::TRUNC: r = call("trunc", c, {a[0]}); break;
+      case Ops::POW: r = call("pow", c, {a[0], a[1]}); break;
+      default: fail(TG_ERROR_UNSUPPORTED, "LLVM renderer: no rule for " + std::string(op_name(u->op)) + " on " + s[0]->dtype.name());
+    }
+    return narrow(r, u->dtype);
+  }
+
+  // memory: globals hold scalars (a vector access covers consecutive ones), registers hold their declared (maybe vector) type
+  static bool in_reg(const UOpRef& buf) { return buf->dtype.addrspace == AddrSpace::Reg; }
+  std::string address(const UOpRef& idx) {
+    const UOpRef& buf = idx->src[0];
+    std::string elem = in_reg(buf) ? ty(buf->dtype.deref()) : mem_ty(buf->dtype.base());
+    return emit("getelementptr " + elem + ", ptr " + val(buf) + ", i64 " + resize(val(idx->src[1]), idx->src[1]->dtype, dtypes::int64));
+  }
+  std::string align(const UOpRef& buf) { return in_reg(buf) ? "" : ", align " + std::to_string(buf->dtype.base().itemsize()); }
+  // runs `body` only where the INDEX's gate (its third source) holds; returns the block the branch left from
+  template <class F>
+  void gated(const UOpRef& idx, F&& body) {
+    if (idx->src.size() < 3) return body("");
+    std::string gate = val(idx->src[2]), k = id(), from = block;
+    ins("br i1 " + gate + ", label %then" + k + ", label %done" + k);
+    label("then" + k);
+    body(from);
+    ins("br label %done" + k);
+    label("done" + k);
+  }
+  std::string load(const UOpRef& u) {
+    const UOpRef& idx = u->src[0];
+    if (idx->op != Ops::INDEX) return emit("load " + ty(u->dtype) + ", ptr " + val(idx));  // an accumulator
+    bool byte = dtypes::is_bool(u->dtype) && !in_reg(idx->src[0]);
+    std::string v, from, then;
+    gated(idx, [&](const std::string& f) {
+      from = f;
+      v = emit("load " + (byte ? mem_ty(u->dtype) : ty(u->dtype)) + ", ptr " + address(idx) + align(idx->src[0]));
+      if (byte) v = emit("icmp ne " + mem_ty(u->dtype) + " " + v + ", zeroinitializer");
+      then = block;
+    });
+    // a gated-off load reads nothing and yields 0
+    return from.empty() ? v : emit("phi " + ty(u->dtype) + " [ " + v + ", %" + then + " ], [ zeroinitializer, %" + from + " ]");
+  }
+  void store(const UOpRef& u) {
+    const UOpRef &dst = u->src[0], &v = u->src[1];
+    std::string t = ty(v->dtype), x = val(v);
+    if (dst->op != Ops::INDEX) return ins("store " + t + " " + x + ", ptr " + val(dst));
+    if (dtypes::is_bool(v->dtype) && !in_reg(dst->src[0])) x = emit("zext " + t + " " + x + " to " + mem_ty(v->dtype)), t = mem_ty(v->dtype);
+    gated(dst, [&](const std::string&) { ins("store " + t + " " + x + ", ptr " + address(dst) + align(dst->src[0])); });
+  }
+
+  std::string expr(const UOpRef& u) {
+    auto& s = u->src;
+    switch (u->op) {
+      case Ops::LOAD: return load(u);
+      case Ops::AFTER: return val(s[0]);
+      case Ops::VECTORIZE: {
+        std::string v = "poison";
+        for (size_t i = 0; i < s.size(); i++) v = emit("insertelement " + ty(u->dtype) + " " + v + ", " + typed(s[i]) + ", i32 " + std::to_string(i));
+        return v;
+      }
+      case Ops::GEP: {
+        auto& lanes = u->arg_ints();
+        if (s[0]->dtype.count == 1) return val(s[0]);
+        if (lanes.size() == 1) return emit("extractelement " + typed(s[0]) + ", i32 " + std::to_string(lanes[0]));
+        std::string mask;
+        for (size_t i = 0; i < lanes.size(); i++) mask += (i ? ", i32 " : "i32 ") + std::to_string(lanes[i]);
+        return emit("shufflevector " + typed(s[0]) + ", " + ty(s[0]->dtype) + " poison, <" + std::to_string(lanes.size()) + " x i32> <" + mask + ">");
+      }
+      case Ops::CAST: return cast(val(s[0]), s[0]->dtype, u->dtype);
+      case Ops::BITCAST: return emit("bitcast " + typed(s[0]) + " to " + ty(u->dtype));
+      case Ops::WHERE: {
+        int n = u->dtype.count;
+        return emit("select " + ty(s[0]->dtype) + " " + val(s[0]) + ", " + ty(u->dtype) + " " + val(s[1], n) + ", " + ty(u->dtype) + " " + val(s[2], n));
+      }
+      default:
+        TG_CHECK(GroupOp::alu(u->op), TG_ERROR_UNSUPPORTED, "LLVM renderer: no rule for " + std::string(op_name(u->op)));
+        return dtypes::is_float(s[0]->dtype) ? float_alu(u) : int_alu(u);
+    }
+  }
+
+  void open_loop(const UOpRef& r) {
+    std::string k = id(), nm = "%ridx" + k, t = ty(r->dtype), end = val(r->src[0]), from = block;
+    names[r.get()] = nm, loop_ids[r.get()] = k;
+    ins("br label %loop" + k);
+    label("loop" + k);
+    ins(nm + " = phi " + t + " [ 0, %" + from + " ], [ " + nm + "n, %latch" + k + " ]");
+    ins("br i1 " + emit("icmp slt " + t + " " + nm + ", " + end) + ", label %body" + k + ", label %exit" + k);
+    label("body" + k);
+  }
+  void close_loop(const UOpRef& end) {
+    const UOp* r = nullptr;
+    for (auto& s : end->src)
+      if (s->op == Ops::RANGE) r = s.get();
+    TG_CHECK(r && loop_ids.count(r), TG_ERROR_UNSUPPORTED, "LLVM renderer: END of a loop that is not open");
+    std::string k = loop_ids.at(r), nm = "%ridx" + k;
+    ins("br label %latch" + k);
+    label("latch" + k);
+    ins(nm + "n = add " + ty(r->dtype) + " " + nm + ", 1");
+    ins("br label %loop" + k);
+    label("exit" + k);
+  }
+  void define_reg(const UOpRef& u) {
+    std::string nm = "%acc" + id(), t = ty(u->dtype.deref());
+    int64_t cnt = std::max<int64_t>(u->dtype.size, 1);
+    names[u.get()] = nm;
+    // in the entry block, where mem2reg turns it into SSA values
+    allocas += "  " + nm + " = alloca " + t + (cnt > 1 ? ", i64 " + std::to_string(cnt) : "") + "\n";
+    if (u->src.empty()) return;
+    std::string init = typed(u->src[0]);
+    for (int64_t i = 0; i < cnt; i++) ins("store " + init + ", ptr " + (i ? emit("getelementptr " + t + ", ptr " + nm + ", i64 " + std::to_string(i)) : nm));
+  }
+
+  std::string run() {
+    std::string params, args, entry;
+    for (size_t i = 0; i < lp.globals.size(); i++) {
+      std::string k = std::to_string(i);
+      if (lp.globals[i]) names[lp.globals[i].get()] = "%data" + k;
+      params += (i ? ", " : "") + std::string("ptr noalias %data") + k;  // restrict, as in C
+      entry += "  %bp" + k + " = getelementptr ptr, ptr %bufs, i64 " + k + "\n  %b" + k + " = load ptr, ptr %bp" + k + "\n";
+      args += (i ? ", " : "") + std::string("ptr %b") + k;
+    }
+    for (size_t i = 0; i < lp.vars.size(); i++) {
+      std::string k = std::to_string(i), t = ty(lp.vars[i]->dtype);
+      names[lp.vars[i].get()] = "%var" + k;
+      params += (params.empty() ? "" : ", ") + t + " %var" + k;
+      entry += "  %vp" + k + " = getelementptr i64, ptr %vars, i64 " + k + "\n  %v" + k + " = load i64, ptr %vp" + k + "\n";
+      if (t != "i64") entry += "  %v" + k + "t = trunc i64 %v" + k + " to " + t + "\n";
+      args += (args.empty() ? "" : ", ") + t + " %v" + k + (t != "i64" ? "t" : "");
+    }
+    for (auto& u : lp.uops) {
+      if (names.count(u.get())) continue;  // parameters
+      switch (u->op) {
+        case Ops::RANGE: open_loop(u); break;
+        case Ops::END: close_loop(u); break;
+        case Ops::DEFINE_REG: define_reg(u); break;
+        case Ops::STORE: store(u); break;
+        case Ops::GROUP:
+        case Ops::NOOP:
+        case Ops::SINK: break;  // orders statements, renders nothing
+        default: names[u.get()] = expr(u);
+      }
+    }
+    std::string fn = "@\"" + lp.name + "\"", mod;
+    for (auto& d : decls) mod += d + "\n";
+    return mod + "\ndefine internal void " + fn + "(" + params + ") #0 {\nentry:\n" + allocas + out + "  ret void\n}\n\ndefine void @tg_entry(ptr %bufs, ptr %vars) #0 {\n" +
+           entry + "  call void " + fn + "(" + args + ")\n  ret void\n}\n\nattributes #0 = { nounwind }\n";
+  }
+};
+}  // namespace
+
+std::string LLVMRenderer::render(const LinearProgram& lp) const { return LLRenderer{lp}.run(); }
+
+}  // namespace tg
