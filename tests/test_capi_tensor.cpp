@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unistd.h>
@@ -185,13 +186,17 @@ TEST(CApiTensor, PropertiesAndRoundTrip) {
   EXPECT_EQ(tg_tensor_numel(t), 6);
   EXPECT_EQ(shape_of(t), (Shape{2, 3}));
   EXPECT_EQ(dtype_of(t), TG_FLOAT32);
-  EXPECT_STREQ(tg_tensor_device(t), "CPU");
+  const char* env = std::getenv("DEV") && *std::getenv("DEV") ? std::getenv("DEV") : std::getenv("DEVICE");
+  std::string def = env && *env ? env : "CPU";  // the default device: $DEV, else $DEVICE, else "CPU" (the LLVM JIT)
+  for (auto& c : def) c = char(std::toupper(static_cast<unsigned char>(c)));
+  EXPECT_EQ(tg_tensor_device(t), def);
   expect_tensor(t, {2, 3}, TG_FLOAT32, {1, 2, 3, 4, 5, 6}, 0, 0);
   int64_t s[2] = {2, 3};
-  for (const char* dev : {"CPU", "cpu", "CPU:0"}) {
+  for (auto [dev, want] : std::vector<std::pair<const char*, const char*>>{
+           {"CPU", "CPU"}, {"cpu", "CPU"}, {"CPU:0", "CPU"}, {"llvm", "CPU"}, {"clang", "CPU:CLANG"}, {"cpu:clang", "CPU:CLANG"}}) {
     H u(tg_tensor_from_data(v.data(), 24, TG_FLOAT32, s, 2, dev));
     ASSERT_NE(u.p, nullptr) << dev << ": " << tg_last_error_message();
-    EXPECT_STREQ(tg_tensor_device(u), "CPU") << dev;
+    EXPECT_STREQ(tg_tensor_device(u), want) << dev;
   }
   int64_t big[3];
   EXPECT_EQ(tg_tensor_shape(t, big, 3), TG_OK) << "a larger capacity is fine";

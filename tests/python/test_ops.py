@@ -76,7 +76,7 @@ def test_roundtrip(dt):
   a = rand(rng_for("rt", dt), (3, 5), dt, -100, 100)
   if np.dtype(dt).kind in "iu": a.flat[:2] = [np.iinfo(dt).min, np.iinfo(dt).max]  # extremes survive the copy
   t = Tensor(a)
-  assert t.shape == (3, 5) and t.dtype is TG[dt] and t.device == "CPU" and t.numel() == 15 and t.ndim == 2 and len(t) == 3
+  assert t.shape == (3, 5) and t.dtype is TG[dt] and t.device == tg.Device.DEFAULT and t.numel() == 15 and t.ndim == 2 and len(t) == 3
   np.testing.assert_array_equal(t.numpy(), a)
   assert t.numpy().dtype == a.dtype
 
