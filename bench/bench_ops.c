@@ -1,15 +1,46 @@
-/* bench_ops: end-to-end timings through the C API next to references measured in the same run.
- *   elementwise 16M : ((x+1)*2-1)/2 on 16M floats  vs a plain C loop doing the same work (bandwidth loop)
- *   sum 16M         : full sum of 16M floats        vs a plain C summation loop (bandwidth loop)
- *   matmul 1024     : 1024x1024x1024 float32       vs OpenBLAS cblas_sgemm
- * Each figure is the median of several runs after warm-up. Rows are printed and written as JSON to argv[1]. */
+/* bench_ops: end-to-end float32 timings through the C API next to references measured in the same run.
+ *   elementwise 16M : ((x+1)*2-1)/2 on 16M floats    vs a plain C loop doing the same work (bandwidth loop, ref_loops.c)
+ *   sum 16M         : full sum of 16M floats          vs a plain C summation loop (bandwidth loop, ref_sum.c)
+ *   matmul 1024/2048: C = A@B, N x N x N              vs OpenBLAS cblas_sgemm: the Debian default core type and SkylakeX
+ *   conv2d          : (32,64,56,56) * (64,64,3,3), pad 1 vs PyTorch CPU F.conv2d (bench/conv2d_torch.py)
+ *   compile time    : first realize of a new small kernel minus a warm realize of the same graph (disk cache off)
+ *   tiny realize    : tg_tensor_realize of x+1 on 16 floats with every cache warm (no reference)
+ * Every reference runs with the thread count libtinygrad uses: $NUM_CPU_THREADS, else the cores this process may run
+ * on (sched_getaffinity). OpenBLAS reads OPENBLAS_CORETYPE/OPENBLAS_NUM_THREADS when it loads, so each OpenBLAS core
+ * type is measured in a child process (this binary re-executed as `bench_ops --blas-only N RUNS`) with its own
+ * environment; PyTorch runs as a python subprocess. Each figure is the median of several runs after warm-up. Rows are
+ * printed and written as JSON to argv[1]. ratio: ours/reference for throughputs, reference/ours for times (higher is
+ * better for libtinygrad either way); 0 where there is no reference.
+ *
+ * Environment: TG_BENCH_PYTHON (default /usr/bin/python3), TG_BENCH_DIR (where conv2d_torch.py is; default the
+ * compile-time TG_BENCH_DIR, else "bench"), TG_BENCH_QUICK=1 (skip matmul 2048 and conv2d, for quick checks). */
+#define _GNU_SOURCE
 #include <cblas.h>
+#include <errno.h>
 #include <math.h>
+#include <sched.h>
+#include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <tinygrad.h>
+#include <unistd.h>
+
+#include "ref_loops.h"
+
+#ifndef TG_BENCH_DIR
+#define TG_BENCH_DIR "bench"
+#endif
+
+extern char** environ;
+
+/* The reference loops live in ref_loops.c / ref_sum.c, built with their own flags. Weak, so that a bench_ops linked
+ * without them still links (and says so when run) instead of breaking the build. */
+#pragma weak bench_ref_elementwise
+#pragma weak bench_ref_sum
 
 static double now(void) {
   struct timespec ts;
@@ -28,21 +59,60 @@ static double median(double* v, int n) {
       exit(1);                                                          \
     }                                                                   \
   } while (0)
+#define DIE(...)                  \
+  do {                            \
+    fprintf(stderr, "bench_ops: "); \
+    fprintf(stderr, __VA_ARGS__); \
+    fprintf(stderr, "\n");        \
+    exit(1);                      \
+  } while (0)
 
+/* ---- rows ---- */
 typedef struct {
   const char *name, *unit, *reference;
-  double value, reference_value;
+  double value, reference_value, ratio;
 } row;
-static row rows[8];
+static row rows[16];
 static int nrows = 0;
 
-#define RUNS 7
+/* higher_better: the unit is a throughput (ratio ours/ref) rather than a time (ratio ref/ours). rv <= 0: no reference. */
+static void add_row(const char* name, const char* unit, double v, const char* ref, double rv, int higher_better) {
+  double ratio = rv > 0 && v > 0 ? (higher_better ? v / rv : rv / v) : 0.0;
+  rows[nrows++] = (row){name, unit, ref, v, rv, ratio};
+  printf("%-16s %10.2f %-7s | %-18s %10.2f %-7s | ratio %.3f\n", name, v, unit, ref, rv, rv > 0 ? unit : "", ratio);
+  fflush(stdout);
+}
+
+/* ---- timing ---- */
+/* Lets the threads of the last measured code go idle: libtinygrad's pool workers and OpenMP's threads spin (or yield)
+ * for a while after a launch before they sleep, and on a 2-core machine such a spinner takes a core from whatever is
+ * measured next. So libtinygrad and its reference are never timed alternately, and each block of runs starts here. */
+static void settle(void) {
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
 typedef double (*timed_fn)(void* ctx);
-static double time_median(timed_fn f, void* ctx, int warmup) {
-  double t[RUNS];
+/* `warmup` untimed calls, then up to max_runs timed ones; stops early (after at least min_runs) once `budget_s` seconds
+ * of timed calls have passed. Returns the median seconds of one call. */
+static double time_median(timed_fn f, void* ctx, int warmup, int min_runs, int max_runs, double budget_s) {
+  double t[256], start;
+  if (max_runs > 256) max_runs = 256;
+  settle();
   for (int i = 0; i < warmup; i++) f(ctx);
-  for (int i = 0; i < RUNS; i++) t[i] = f(ctx);
-  return median(t, RUNS);
+  int n = 0;
+  start = now();
+  while (n < max_runs && (n < min_runs || now() - start < budget_s)) t[n++] = f(ctx);
+  return median(t, n);
+}
+
+static uint64_t counter(int compiles) {
+  tg_counters c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  CHECK(tg_counters_get(&c) == TG_OK);
+  return compiles ? c.compile_count : c.kernel_count;
 }
 
 /* realize `t` (built since t0), release it, and return the seconds since t0 */
@@ -53,12 +123,135 @@ static double realize_timed(double t0, tg_tensor* t) {
   return dt;
 }
 
-/* ---- elementwise ---- */
-typedef struct { tg_tensor* x; float *in, *out; size_t n; } ew_ctx;
+/* the number of threads libtinygrad runs kernels on, and so the references too */
+static int bench_threads(void) {
+  const char* e = getenv("NUM_CPU_THREADS");
+  if (e && atoi(e) > 0) return atoi(e);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+/* ---- subprocesses ---- */
+/* Runs argv[0] (a path) with the environment of this process minus the variables named in `unset` plus the NAME=value
+ * strings in `set` (both NULL-terminated). Returns its stdout (malloc'd), or NULL if it could not run or exited with a
+ * non-zero status. */
+static char* run_capture(char* const argv[], const char* const* unset, const char* const* set) {
+  size_t ne = 0, ns = 0;
+  while (environ[ne]) ne++;
+  while (set && set[ns]) ns++;
+  char** env = malloc((ne + ns + 1) * sizeof *env);
+  size_t k = 0;
+  for (size_t i = 0; i < ne; i++) {
+    int drop = 0;
+    for (const char* const* u = unset; u && *u && !drop; u++) {
+      size_t l = strlen(*u);
+      drop = strncmp(environ[i], *u, l) == 0 && environ[i][l] == '=';
+    }
+    if (!drop) env[k++] = environ[i];
+  }
+  for (size_t i = 0; i < ns; i++) env[k++] = (char*)set[i];
+  env[k] = NULL;
+
+  int fds[2];
+  if (pipe(fds) != 0) DIE("pipe: %s", strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  pid_t pid;
+  fflush(stdout);
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, env);
+  posix_spawn_file_actions_destroy(&fa);
+  free(env);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    fprintf(stderr, "bench_ops: can't run %s: %s\n", argv[0], strerror(rc));
+    return NULL;
+  }
+  size_t cap = 4096, len = 0;
+  char* out = malloc(cap);
+  for (;;) {
+    if (len + 1 >= cap) out = realloc(out, cap *= 2);
+    ssize_t r = read(fds[0], out + len, cap - len - 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    len += (size_t)r;
+  }
+  out[len] = 0;
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "bench_ops: %s exited with status %d\n", argv[0], WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+/* the number on the last non-empty line of `s`, or -1 */
+static double last_number(const char* s) {
+  if (!s) return -1;
+  const char* end = s + strlen(s);
+  while (end > s && (end[-1] == '\n' || end[-1] == ' ')) end--;
+  const char* p = end;
+  while (p > s && p[-1] != '\n') p--;
+  char* e;
+  double v = strtod(p, &e);
+  return e == p ? -1 : v;
+}
+
+/* ---- child mode: `bench_ops --blas-only N RUNS` prints "corename" and then the median seconds of one sgemm ---- */
+static int blas_only(int n, int runs) {
+  size_t nn = (size_t)n * (size_t)n;
+  float *a = malloc(nn * sizeof(float)), *b = malloc(nn * sizeof(float)), *c = malloc(nn * sizeof(float));
+  for (size_t i = 0; i < nn; i++) a[i] = (float)(i % 7) * 0.1f, b[i] = (float)(i % 5) * 0.1f;
+  double t[64];
+  if (runs > 64) runs = 64;
+  for (int i = -2; i < runs; i++) { /* two warm-up calls: thread start-up, page faults */
+    double t0 = now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    if (i >= 0) t[i] = now() - t0;
+  }
+  printf("%s %d\n%.9f\n", openblas_get_corename(), openblas_get_num_threads(), median(t, runs));
+  free(a), free(b), free(c);
+  return 0;
+}
+
+/* GFLOP/s of sgemm N in a child with the given core type (NULL: OpenBLAS's own choice) */
+static double blas_ref(int n, int runs, int threads, const char* coretype) {
+  char nbuf[32], rbuf[32], tbuf[64], cbuf[128];
+  snprintf(nbuf, sizeof nbuf, "%d", n), snprintf(rbuf, sizeof rbuf, "%d", runs);
+  snprintf(tbuf, sizeof tbuf, "OPENBLAS_NUM_THREADS=%d", threads);
+  snprintf(cbuf, sizeof cbuf, "OPENBLAS_CORETYPE=%s", coretype ? coretype : "");
+  char* argv[] = {"/proc/self/exe", "--blas-only", nbuf, rbuf, NULL};
+  const char* unset[] = {"OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OPENBLAS_VERBOSE", "GOTO_NUM_THREADS", "OMP_NUM_THREADS", NULL};
+  const char* set[] = {tbuf, coretype ? cbuf : NULL, NULL};
+  char* out = run_capture(argv, unset, set);
+  double s = last_number(out);
+  if (out) {
+    char core[64] = "?";
+    int th = 0;
+    sscanf(out, "%63s %d", core, &th);
+    fprintf(stderr, "  (OpenBLAS %s: core %s, %d threads)\n", coretype ? coretype : "default", core, th);
+  }
+  free(out);
+  if (s <= 0) fprintf(stderr, "bench_ops: WARNING: OpenBLAS reference (%s) failed; its ratio is 0\n", coretype ? coretype : "default");
+  return s > 0 ? 2.0 * n * n * (double)n * 1e-9 / s : 0.0;
+}
+
+/* ---- elementwise / sum ---- */
+typedef struct { tg_tensor* x; float *in, *out; size_t n; int threads; } ew_ctx;
 static double ew_tg(void* p) {
   ew_ctx* c = p;
   double t0 = now();
   tg_tensor *a = tg_tensor_add_scalar(c->x, 1), *b = tg_tensor_mul_scalar(a, 2), *d = tg_tensor_sub_scalar(b, 1);
+  CHECK(a && b && d);
   double t = realize_timed(t0, tg_tensor_div_scalar(d, 2));
   tg_tensor_release(a), tg_tensor_release(b), tg_tensor_release(d);
   return t;
@@ -66,10 +259,9 @@ static double ew_tg(void* p) {
 static double ew_ref(void* p) {
   ew_ctx* c = p;
   double t0 = now();
-  for (size_t i = 0; i < c->n; i++) c->out[i] = ((c->in[i] + 1.0f) * 2.0f - 1.0f) / 2.0f;
+  bench_ref_elementwise(c->in, c->out, c->n, c->threads);
   return now() - t0;
 }
-/* ---- sum ---- */
 static volatile float sink;
 static double sum_tg(void* p) {
   ew_ctx* c = p;
@@ -79,58 +271,202 @@ static double sum_tg(void* p) {
 static double sum_ref(void* p) {
   ew_ctx* c = p;
   double t0 = now();
-  float acc[16] = {0};
-  for (size_t i = 0; i + 16 <= c->n; i += 16)
-    for (int j = 0; j < 16; j++) acc[j] += c->in[i + (size_t)j];
-  float s = 0;
-  for (int j = 0; j < 16; j++) s += acc[j];
-  sink = s;
+  sink = bench_ref_sum(c->in, c->n, c->threads);
   return now() - t0;
 }
+
 /* ---- matmul ---- */
-typedef struct { tg_tensor *a, *b; float *ha, *hb, *hc; int n; } mm_ctx;
+typedef struct { tg_tensor *a, *b; } mm_ctx;
 static double mm_tg(void* p) {
   mm_ctx* c = p;
   double t0 = now();
   return realize_timed(t0, tg_tensor_matmul(c->a, c->b));
 }
-static double mm_ref(void* p) {
-  mm_ctx* c = p;
+static void bench_matmul(int n, int min_runs, int max_runs, double budget_s, int threads) {
+  size_t nn = (size_t)n * (size_t)n;
+  float *ha = malloc(nn * sizeof(float)), *hb = malloc(nn * sizeof(float));
+  for (size_t i = 0; i < nn; i++) ha[i] = (float)(i % 7) * 0.1f, hb[i] = (float)(i % 5) * 0.1f;
+  int64_t ms[2] = {n, n};
+  mm_ctx mc = {tg_tensor_from_data(ha, nn * sizeof(float), TG_FLOAT32, ms, 2, NULL), tg_tensor_from_data(hb, nn * sizeof(float), TG_FLOAT32, ms, 2, NULL)};
+  CHECK(mc.a && mc.b);
+  CHECK(tg_tensor_realize(mc.a) == TG_OK && tg_tensor_realize(mc.b) == TG_OK);
+  /* check one result element against a float64 dot product, so a wrong kernel can't post a good time */
   double t0 = now();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c->n, c->n, c->n, 1.0f, c->ha, c->n, c->hb, c->n, 0.0f, c->hc, c->n);
-  return now() - t0;
+  tg_tensor* c = tg_tensor_matmul(mc.a, mc.b);
+  CHECK(c);
+  float* hc = malloc(nn * sizeof(float));
+  CHECK(tg_tensor_to_data(c, hc, nn * sizeof(float)) == TG_OK);
+  double first = now() - t0;
+  tg_tensor_release(c);
+  size_t r = (size_t)n / 3, col = (size_t)n / 2 + 1;
+  double want = 0;
+  for (size_t k = 0; k < (size_t)n; k++) want += (double)ha[r * (size_t)n + k] * (double)hb[k * (size_t)n + col];
+  if (fabs(hc[r * (size_t)n + col] - want) > 1e-3 * fabs(want) + 1e-3) DIE("matmul %d: C[%zu,%zu] = %g, want %g", n, r, col, hc[r * (size_t)n + col], want);
+  free(hc);
+
+  double flop = 2.0 * n * n * (double)n * 1e-9;
+  /* the check above was the warm-up; when that one call took longer than the whole budget, it is the only sample (its
+   * kernel compile and copy-out are well under 1% of it then), so that a slow kernel can't stretch the run */
+  double ours;
+  if (budget_s > 0 && min_runs <= 1 && first > budget_s) {
+    ours = flop / first;
+    fprintf(stderr, "  (matmul %d: one call took %.1f s, so that warm-up call is the only sample)\n", n, first);
+  } else {
+    ours = flop / time_median(mm_tg, &mc, 0, min_runs, max_runs, budget_s);
+  }
+  int blas_runs = n >= 2048 ? 5 : 9;
+  double ref_def = blas_ref(n, blas_runs, threads, NULL), ref_skx = blas_ref(n, blas_runs, threads, "SkylakeX");
+  const char* name = n == 1024 ? "matmul 1024" : n == 2048 ? "matmul 2048" : "matmul";
+  add_row(name, "GFLOP/s", ours, "OpenBLAS", ref_def, 1);
+  add_row(name, "GFLOP/s", ours, "OpenBLAS SkylakeX", ref_skx, 1);
+  tg_tensor_release(mc.a), tg_tensor_release(mc.b);
+  free(ha), free(hb);
 }
 
-static void add_row(const char* name, const char* unit, double v, const char* ref, double rv) {
-  rows[nrows++] = (row){name, unit, ref, v, rv};
-  printf("%-16s %10.2f %-7s | %-16s %10.2f %-7s | ratio %.3f\n", name, v, unit, ref, rv, unit, v / rv);
+/* ---- conv2d ---- */
+typedef struct { tg_tensor *x, *w; } conv_ctx;
+static double conv_tg(void* p) {
+  conv_ctx* c = p;
+  double t0 = now();
+  return realize_timed(t0, tg_tensor_conv2d(c->x, c->w, NULL, 1, 1, 1, 1, 1, 1, 1));
+}
+static void bench_conv2d(int threads) {
+  int64_t xs[4] = {32, 64, 56, 56}, ws[4] = {64, 64, 3, 3};
+  conv_ctx cc = {tg_tensor_randn(xs, 4, TG_FLOAT32, NULL), tg_tensor_randn(ws, 4, TG_FLOAT32, NULL)};
+  CHECK(cc.x && cc.w);
+  CHECK(tg_tensor_realize(cc.x) == TG_OK && tg_tensor_realize(cc.w) == TG_OK);
+  /* warm-up: one call, checked at a border element (n 1, out channel 5, row 0, column 17) against a float64 sum */
+  size_t xn = 32 * 64 * 56 * 56, wn = 64 * 64 * 9;
+  float *hx = malloc(xn * sizeof(float)), *hw = malloc(wn * sizeof(float)), *hy = malloc(xn * sizeof(float));
+  tg_tensor* y = tg_tensor_conv2d(cc.x, cc.w, NULL, 1, 1, 1, 1, 1, 1, 1);
+  CHECK(y && tg_tensor_to_data(y, hy, xn * sizeof(float)) == TG_OK);
+  CHECK(tg_tensor_to_data(cc.x, hx, xn * sizeof(float)) == TG_OK && tg_tensor_to_data(cc.w, hw, wn * sizeof(float)) == TG_OK);
+  tg_tensor_release(y);
+  double want = 0;
+  for (int ci = 0; ci < 64; ci++)
+    for (int ky = 0; ky < 3; ky++)
+      for (int kx = 0; kx < 3; kx++) {
+        int iy = 0 + ky - 1, ix = 17 + kx - 1;
+        if (iy >= 0 && iy < 56 && ix >= 0 && ix < 56) want += (double)hx[((1 * 64 + ci) * 56 + iy) * 56 + ix] * hw[((5 * 64 + ci) * 3 + ky) * 3 + kx];
+      }
+  float got = hy[((1 * 64 + 5) * 56 + 0) * 56 + 17];
+  if (fabs(got - want) > 1e-3 * fabs(want) + 1e-3) DIE("conv2d: y[1,5,0,17] = %g, want %g", got, want);
+  free(hx), free(hw), free(hy);
+  double ours = 1e3 * time_median(conv_tg, &cc, 0, 3, 9, 20.0);
+  tg_tensor_release(cc.x), tg_tensor_release(cc.w);
+
+  const char* py = getenv("TG_BENCH_PYTHON");
+  const char* dir = getenv("TG_BENCH_DIR");
+  char script[4096], tbuf[32], obuf[64];
+  snprintf(script, sizeof script, "%s/conv2d_torch.py", dir && *dir ? dir : TG_BENCH_DIR);
+  snprintf(tbuf, sizeof tbuf, "%d", threads);
+  snprintf(obuf, sizeof obuf, "OMP_NUM_THREADS=%d", threads);
+  char* argv[] = {(char*)(py && *py ? py : "/usr/bin/python3"), script, tbuf, "9", "2", NULL};
+  const char* unset[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", NULL};
+  const char* set[] = {obuf, NULL};
+  char* out = run_capture(argv, unset, set);
+  double ref = last_number(out);
+  free(out);
+  if (ref <= 0) fprintf(stderr, "bench_ops: WARNING: PyTorch conv2d reference (%s %s) failed; its ratio is 0\n", argv[0], script), ref = 0;
+  add_row("conv2d", "ms", ours, "PyTorch CPU", ref, 0);
+}
+
+/* ---- compile time: the first realize of a new kernel minus a warm realize of the same graph ---- */
+static tg_tensor* small_kernel(tg_tensor* x, int i) { /* x*(1+i/16) + i: a new constant per i */
+  tg_tensor* m = tg_tensor_mul_scalar(x, 1.0 + i / 16.0);
+  CHECK(m);
+  tg_tensor* y = tg_tensor_add_scalar(m, (double)i);
+  CHECK(y);
+  tg_tensor_release(m);
+  return y;
+}
+static double bench_compile(int nkernels) {
+  double dt[64];
+  if (nkernels > 64) nkernels = 64;
+  for (int i = 0; i < nkernels; i++) {
+    int64_t shape[1] = {1000 + 8 * i}; /* a new shape per i too */
+    tg_tensor* x = tg_tensor_full(shape, 1, 0.5, TG_FLOAT32, NULL);
+    CHECK(x && tg_tensor_realize(x) == TG_OK);
+    uint64_t c0 = counter(1);
+    double t0 = now();
+    double cold = realize_timed(t0, small_kernel(x, i));
+    uint64_t compiled = counter(1) - c0;
+    if (compiled != 1) DIE("compile time: kernel %d compiled %llu programs, want 1 (is the disk cache off?)", i, (unsigned long long)compiled);
+    double warm[5];
+    for (int j = 0; j < 5; j++) {
+      t0 = now();
+      warm[j] = realize_timed(t0, small_kernel(x, i));
+    }
+    if (counter(1) != c0 + 1) DIE("compile time: the warm realizes of kernel %d compiled again", i);
+    dt[i] = cold - median(warm, 5);
+    tg_tensor_release(x);
+  }
+  return 1e3 * median(dt, nkernels);
+}
+
+/* ---- tiny realize: tg_tensor_realize of x+1 on 16 floats, every cache warm ---- */
+static double bench_tiny(int runs) {
+  int64_t shape[1] = {16};
+  tg_tensor* x = tg_tensor_full(shape, 1, 1.0, TG_FLOAT32, NULL);
+  CHECK(x && tg_tensor_realize(x) == TG_OK);
+  static double t[5000];
+  if (runs > 5000) runs = 5000;
+  uint64_t k0 = 0;
+  for (int i = -200; i < runs; i++) {
+    if (i == 0) k0 = counter(0);
+    tg_tensor* y = tg_tensor_add_scalar(x, 1.0);
+    CHECK(y);
+    double t0 = now();
+    CHECK(tg_tensor_realize(y) == TG_OK);
+    double d = now() - t0;
+    tg_tensor_release(y);
+    if (i >= 0) t[i] = d;
+  }
+  if (counter(0) - k0 < (uint64_t)runs) DIE("tiny realize: %llu kernels ran in %d realizes", (unsigned long long)(counter(0) - k0), runs);
+  float check[16];
+  tg_tensor* y = tg_tensor_add_scalar(x, 1.0);
+  CHECK(y && tg_tensor_to_data(y, check, sizeof check) == TG_OK);
+  if (check[0] != 2.0f || check[15] != 2.0f) DIE("tiny realize: x+1 gave %g", check[0]);
+  tg_tensor_release(y), tg_tensor_release(x);
+  return 1e6 * median(t, runs);
 }
 
 int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "--blas-only") == 0) return blas_only(atoi(argv[2]), argc >= 4 ? atoi(argv[3]) : 7);
+  /* the compile-time row must compile: no kernel disk cache in this process (read at the first compile) */
+  setenv("CACHELEVEL", "0", 1);
+  if (!bench_ref_elementwise || !bench_ref_sum)
+    DIE("this bench_ops was linked without bench/ref_loops.c and bench/ref_sum.c (the bandwidth-loop references); see bench/RESULTS.md");
+  int threads = bench_threads();
+  int quick = getenv("TG_BENCH_QUICK") && atoi(getenv("TG_BENCH_QUICK")) > 0;
+  printf("bench_ops: float32, %d threads for libtinygrad and every reference\n", threads);
+  printf("%-16s %10s %-7s | %-18s %10s %-7s | %s\n", "benchmark", "libtinygrad", "", "reference", "", "", "ratio (higher is better for libtinygrad)");
+
   const size_t N = 16u << 20;
   float* in = malloc(N * sizeof(float));
   float* out = malloc(N * sizeof(float));
   for (size_t i = 0; i < N; i++) in[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
   int64_t shape[1] = {(int64_t)N};
-  ew_ctx ec = {tg_tensor_from_data(in, N * sizeof(float), TG_FLOAT32, shape, 1, NULL), in, out, N};
-  CHECK(ec.x);
-  printf("%-16s %10s %-7s | %-16s %10s %-7s | %s\n", "benchmark", "libtinygrad", "", "reference", "", "", "ratio (higher is better for libtinygrad)");
+  ew_ctx ec = {tg_tensor_from_data(in, N * sizeof(float), TG_FLOAT32, shape, 1, NULL), in, out, N, threads};
+  CHECK(ec.x && tg_tensor_realize(ec.x) == TG_OK);
   /* bandwidth: bytes read + written per second */
   double gb = 2.0 * (double)N * sizeof(float) * 1e-9;
-  add_row("elementwise 16M", "GB/s", gb / time_median(ew_tg, &ec, 2), "bandwidth loop", gb / time_median(ew_ref, &ec, 2));
+  double ours = gb / time_median(ew_tg, &ec, 2, 9, 9, 0);
+  add_row("elementwise 16M", "GB/s", ours, "bandwidth loop", gb / time_median(ew_ref, &ec, 2, 9, 9, 0), 1);
   gb = (double)N * sizeof(float) * 1e-9;
-  add_row("sum 16M", "GB/s", gb / time_median(sum_tg, &ec, 2), "bandwidth loop", gb / time_median(sum_ref, &ec, 2));
+  ours = gb / time_median(sum_tg, &ec, 2, 9, 9, 0);
+  add_row("sum 16M", "GB/s", ours, "bandwidth loop", gb / time_median(sum_ref, &ec, 2, 9, 9, 0), 1);
+  tg_tensor_release(ec.x);
+  free(in), free(out);
 
-  int n = 1024;
-  size_t nn = (size_t)n * (size_t)n;
-  mm_ctx mc = {NULL, NULL, malloc(nn * sizeof(float)), malloc(nn * sizeof(float)), malloc(nn * sizeof(float)), n};
-  for (size_t i = 0; i < nn; i++) mc.ha[i] = (float)(i % 7) * 0.1f, mc.hb[i] = (float)(i % 5) * 0.1f;
-  int64_t ms[2] = {n, n};
-  mc.a = tg_tensor_from_data(mc.ha, nn * sizeof(float), TG_FLOAT32, ms, 2, NULL);
-  mc.b = tg_tensor_from_data(mc.hb, nn * sizeof(float), TG_FLOAT32, ms, 2, NULL);
-  CHECK(mc.a && mc.b);
-  double flop = 2.0 * n * n * (double)n * 1e-9;
-  add_row("matmul 1024", "GFLOP/s", flop / time_median(mm_tg, &mc, 1), "OpenBLAS", flop / time_median(mm_ref, &mc, 1));
+  /* matmul 1024: up to 7 runs, at least 3, no more once 10 s of timed runs have passed; matmul 2048: up to 5 runs, at
+   * least 1, no more once 30 s have passed; if the warm-up call alone took over 30 s it is the one sample (the naive
+   * kernel takes one to two minutes a call) */
+  bench_matmul(1024, 3, 7, 10.0, threads);
+  if (!quick) bench_matmul(2048, 1, 5, 30.0, threads);
+  if (!quick) bench_conv2d(threads);
+  add_row("compile time", "ms", bench_compile(9), "target", 15.0, 0);
+  add_row("tiny realize", "us", bench_tiny(2000), "", 0, 0);
 
   if (argc > 1) {
     FILE* f = fopen(argv[1], "w");
@@ -138,12 +474,10 @@ int main(int argc, char** argv) {
     fprintf(f, "[\n");
     for (int i = 0; i < nrows; i++)
       fprintf(f, "  {\"name\": \"%s\", \"value\": %.4f, \"unit\": \"%s\", \"reference\": \"%s\", \"reference_value\": %.4f, \"ratio\": %.4f}%s\n", rows[i].name,
-              rows[i].value, rows[i].unit, rows[i].reference, rows[i].reference_value, rows[i].value / rows[i].reference_value, i + 1 < nrows ? "," : "");
+              rows[i].value, rows[i].unit, rows[i].reference, rows[i].reference_value, rows[i].ratio, i + 1 < nrows ? "," : "");
     fprintf(f, "]\n");
     fclose(f);
     printf("wrote %s\n", argv[1]);
   }
-  tg_tensor_release(ec.x), tg_tensor_release(mc.a), tg_tensor_release(mc.b);
-  free(in), free(out), free(mc.ha), free(mc.hb), free(mc.hc);
   return 0;
 }

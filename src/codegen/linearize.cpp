@@ -114,7 +114,7 @@ struct Linearizer {
           case Ops::REDUCE: {
             Scope* parent = scope_of(n);
             Ops rop = Ops(std::get<int64_t>(n->arg));
-            UOpRef acc = UOp::make(Ops::DEFINE_REG, n->dtype.ptr_to(1, AddrSpace::Reg), {UOp::const_(n->dtype.scalar_of(), reduce_identity(rop, n->dtype))->replace_dtype(n->dtype)}, acc_id++);
+            UOpRef acc = UOp::make(Ops::DEFINE_REG, n->dtype.ptr_to(1, AddrSpace::Reg), {UOp::const_(n->dtype, reduce_identity(rop, n->dtype))}, acc_id++);
             push(parent, acc);
             Scope* inner = parent;
             std::vector<Scope*> chain;

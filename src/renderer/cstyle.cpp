@@ -174,6 +174,11 @@ struct CRenderer {
       case Ops::SHR: return bin(">>");
       case Ops::MAX: {  // NaN wins, like numpy's maximum
         std::string a = r(s[0]), b = r(s[1]);
+        if (d.count > 1) {  // a vector accumulator's update: C has no vector ?:, so lane by lane
+          std::string t = type(d), nan = dtypes::is_float(d) ? "||_a[_i]!=_a[_i]" : "";
+          return "({" + t + " _a = " + a + ", _b = " + b + ", _r; for (int _i = 0; _i < " + std::to_string(d.count) +
+                 "; _i++) _r[_i] = (_a[_i]>_b[_i]" + nan + ")?_a[_i]:_b[_i]; _r;})";
+        }
         return dtypes::is_float(d) ? "((" + a + ">" + b + "||" + a + "!=" + a + ")?" + a + ":" + b + ")" : "((" + a + ">" + b + ")?" + a + ":" + b + ")";
       }
       case Ops::NEG: return "(-" + r(s[0]) + ")";

@@ -233,9 +233,9 @@ const PatternMatcher& symbolic_simple() {
           {UPat(Ops::WHERE, {UPat::var(), UPat::var("x"), UPat::var("x")}), [](const Match& m) { return m["x"]; }},
           {UPat(Ops::WHERE, {UPat::cvar("c"), UPat::var("a"), UPat::var("b")}),
            [](const Match& m) { return m["c"]->const_value() ? m["a"] : m["b"]; }},
-          {UPat(Ops::CMPLT, {ivar("x"), UPat::var("x")}), [](const Match& m) { return UOp::const_(dtypes::bool_, 0); }},
-          {UPat(Ops::CMPNE, {ivar("x"), UPat::var("x")}), [](const Match& m) { return UOp::const_(dtypes::bool_, 0); }},
-          {UPat(Ops::CMPEQ, {ivar("x"), UPat::var("x")}), [](const Match& m) { return UOp::const_(dtypes::bool_, 1); }},
+          {UPat(Ops::CMPLT, {ivar("x"), UPat::var("x")}), [](const Match& m) { return UOp::const_(m.root->dtype, 0); }},
+          {UPat(Ops::CMPNE, {ivar("x"), UPat::var("x")}), [](const Match& m) { return UOp::const_(m.root->dtype, 0); }},
+          {UPat(Ops::CMPEQ, {ivar("x"), UPat::var("x")}), [](const Match& m) { return UOp::const_(m.root->dtype, 1); }},
           // an integer/bool ALU node whose value range is one point is that constant
           {UPat(), [](const Match& m) -> UOpRef {
              const UOp* r = m.root;

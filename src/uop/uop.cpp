@@ -352,11 +352,12 @@ double UOp::const_value() const {
   if (auto i = std::get_if<int64_t>(&arg)) return double(*i);
   return std::get<double>(arg);
 }
+// a vector dtype gives a splat: the constant in every lane
 UOpRef UOp::const_(DType dtype, double v) {
-  DType b = dtype.base();
-  if (dtypes::is_bool(b)) return make(Ops::CONST, b, {}, v != 0);
-  if (dtypes::is_int(b)) return make(Ops::CONST, b, {}, int_bits(b, v));  // uint64 args hold the bit pattern
-  return make(Ops::CONST, b, {}, truncate_to(b, v));
+  DType b = dtype.base(), d = b.vec(dtype.ptr ? 1 : dtype.count);
+  if (dtypes::is_bool(b)) return make(Ops::CONST, d, {}, v != 0);
+  if (dtypes::is_int(b)) return make(Ops::CONST, d, {}, int_bits(b, v));  // uint64 args hold the bit pattern
+  return make(Ops::CONST, d, {}, truncate_to(b, v));
 }
 UOpRef UOp::const_int(DType dtype, int64_t v) {
   if (!dtypes::is_int(dtype)) return const_(dtype, double(v));
@@ -365,7 +366,7 @@ UOpRef UOp::const_int(DType dtype, int64_t v) {
     uint64_t u = uint64_t(v) & ((1ull << bits) - 1);
     v = !dtypes::is_unsigned(dtype) && (u >> (bits - 1)) ? int64_t(u) - (int64_t(1) << bits) : int64_t(u);
   }
-  return make(Ops::CONST, dtype.base(), {}, v);
+  return make(Ops::CONST, dtype.base().vec(dtype.ptr ? 1 : dtype.count), {}, v);
 }
 UOpRef UOp::variable(const std::string& name, int64_t vmin, int64_t vmax, DType dtype) {
   TG_CHECK(vmin <= vmax, TG_ERROR_INVALID_ARGUMENT, strformat("variable '%s': min %lld > max %lld", name.c_str(), (long long)vmin, (long long)vmax));
@@ -380,10 +381,7 @@ UOpRef UOp::replace_src(UOps s) const { return make(op, dtype, std::move(s), arg
 UOpRef UOp::replace_arg(Arg a) const { return make(op, dtype, src, std::move(a), tag); }
 UOpRef UOp::replace_dtype(DType dt) const { return make(op, dt, src, arg, tag); }
 UOpRef UOp::with_tag(Arg t) const { return make(op, dtype, src, arg, std::move(t)); }
-UOpRef UOp::const_like(double v) const {  // a vector's constant is a splat
-  UOpRef c = const_(dtype, v);
-  return dtype.count > 1 ? c->replace_dtype(c->dtype.vec(dtype.count)) : c;
-}
+UOpRef UOp::const_like(double v) const { return const_(dtype, v); }
 UOpRef UOp::alu(Ops o, UOps more) const {
   UOps s{ref()};
   for (auto& m : more) s.push_back(m);

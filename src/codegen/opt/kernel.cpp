@@ -40,7 +40,7 @@ UOpRef cleanup_ast(const UOpRef& ast) {
       {
           // a range of one iteration is the constant 0
           {UPat(Ops::RANGE, {UPat::cvar("c")}, "r"),
-           [](const Match& m) { return m["c"]->vmax() <= 1 ? UOp::const_int(m.root->dtype, 0) : UOpRef(); }},
+           [](const Match& m) { return m["c"]->vmax() == 1 ? UOp::const_int(m.root->dtype, 0) : UOpRef(); }},
           // a REDUCE runs over the RANGEs its sources name, in path order; over none it is its value
           {UPat(Ops::REDUCE).any_len(),
            [](const Match& m) -> UOpRef {
