@@ -39,7 +39,7 @@ void hand_coded_optimizations(Scheduler& k) {
   for (auto& s : k.ast->src)
     if (s->op == Ops::STORE) store = s;
   if (!store) return;
-  int64_t lanes = std::max<int64_t>(1, t.vector_bytes / std::max(1, store->src[1]->dtype.itemsize()));
+  int64_t lanes = std::clamp<int64_t>(t.vector_bytes / std::max(1, store->src[1]->dtype.itemsize()), 1, 16);
   auto index_of = [](const UOpRef& b) { return b->src[1]; };
   auto loads = [&] {
     UOps out;
@@ -55,9 +55,8 @@ void hand_coded_optimizations(Scheduler& k) {
     auto r = k.rngs()[size_t(ax)];
     if (stride_in(index_of(store->src[0]), r) == 1 && k.full_shape()[size_t(ax)] % lanes == 0) vec_axis = ax;
   }
-  if (vec_axis >= 0 && lanes > 1) {
-    UOpRef vr = k.rngs()[size_t(vec_axis)];
-    k.apply_opt(Opt{OptOps::UPCAST, vec_axis, lanes});
+  UOpRef vr = vec_axis >= 0 ? k.rngs()[size_t(vec_axis)] : UOpRef();
+  if (vec_axis >= 0 && lanes > 1 && attempt(Opt{OptOps::UPCAST, vec_axis, lanes})) {
     // 2. a register tile when a reduce reuses its inputs: another output axis some input doesn't depend on (its loads
     // are shared by the tile's rows), and a second vector of columns
     if (reduce) {
