@@ -13,19 +13,40 @@ namespace tg {
 using Clock = std::chrono::steady_clock;
 static double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-static const CompiledKernel& compile_kernel(const KernelItem& k, Device& dev) {
-  std::lock_guard<std::mutex> lk(k.mu);
-  auto& slot = k.compiled[dev.name()];
-  if (slot) return *slot;
-  if (DEBUG >= 3) std::fprintf(stderr, "=== kernel %s AST ===\n%s", k.name.c_str(), k.ast->str().c_str());
-  ProgramSpec p = get_program(k.ast, k.name, dev.renderer());
+std::shared_ptr<CompiledKernel> compile_program(const UOpRef& ast, const std::string& name, Device& dev, const std::vector<Opt>* opts) {
+  if (DEBUG >= 3) std::fprintf(stderr, "=== kernel %s AST ===\n%s", name.c_str(), ast->str().c_str());
+  ProgramSpec p = get_program(ast, name, dev.renderer(), opts);
   auto c = std::make_shared<CompiledKernel>();
   c->name = p.name, c->src = std::move(p.src), c->vars = p.vars, c->threads = p.threads, c->ops = p.ops, c->mem = p.mem;
   if (DEBUG >= 4) std::fprintf(stderr, "=== kernel %s source ===\n%s", c->name.c_str(), c->src.c_str());
   for (size_t i = 0; i < c->vars.size(); i++)
     if (c->vars[i]->argv<VarArg>().name == "core_id") c->core_var = int(i);
   c->prog = dev.compiler().compile(c->name, c->src);
-  slot = c;
+  return c;
+}
+
+void run_kernel(const CompiledKernel& k, void** bufs) {
+  int64_t vars[8] = {};  // only core_id so far; symbolic shapes bind more
+  launch(*k.prog, bufs, vars, k.vars.size(), k.threads, k.core_var);
+}
+
+Normalized normalize(const std::vector<UOpRef>& roots) {
+  Normalized n;
+  UOpRef sink = UOp::sink(roots);
+  UOpMap<UOpRef> to_param;
+  for (auto& u : sink->toposort())
+    if (u->op == Ops::BUFFER) {
+      to_param[u] = UOp::make(Ops::PARAM, u->dtype, {}, std::vector<int64_t>{int64_t(n.inputs.size()), std::get<int64_t>(u->arg)});
+      n.inputs.push_back(u), n.specs.emplace_back(u->dtype, std::get<int64_t>(u->arg));
+    }
+  n.sink = sink->substitute(to_param);
+  return n;
+}
+
+static const CompiledKernel& compile_kernel(const KernelItem& k, Device& dev) {
+  std::lock_guard<std::mutex> lk(k.mu);
+  auto& slot = k.compiled[dev.name()];
+  if (!slot) slot = compile_program(k.ast, k.name, dev, nullptr);
   return *slot;
 }
 
@@ -33,17 +54,9 @@ std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::st
   auto t0 = Clock::now();
   Device& dev = get_device(device);
   // normalize: input buffers become PARAM slots, so graphs that differ only in their data share one schedule
-  UOpRef sink = UOp::sink(roots);
-  std::vector<UOpRef> inputs;
-  std::vector<std::pair<DType, int64_t>> specs;
-  UOpMap<UOpRef> to_param;
-  for (auto& u : sink->toposort())
-    if (u->op == Ops::BUFFER) {
-      to_param[u] = UOp::make(Ops::PARAM, u->dtype, {}, std::vector<int64_t>{int64_t(inputs.size()), std::get<int64_t>(u->arg)});
-      inputs.push_back(u), specs.emplace_back(u->dtype, std::get<int64_t>(u->arg));
-    }
-  UOpRef norm = sink->substitute(to_param);
-  auto sched = get_schedule(norm, specs);
+  Normalized norm = normalize(roots);
+  auto& inputs = norm.inputs;
+  auto sched = get_schedule(norm.sink, norm.specs);
   double t_sched = since(t0);
 
   // buffers for every slot: inputs as given, the rest new
@@ -69,8 +82,7 @@ std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::st
         std::fprintf(stderr, "  %s buf%zu: %s[%lld] %s\n", k->name.c_str(), i, bufs[size_t(ki->slots[i])]->dtype().name().c_str(),
                      (long long)bufs[size_t(ki->slots[i])]->size(), i == 0 ? "(out)" : "(in)");
     auto t1 = Clock::now();
-    int64_t vars[8] = {};  // only core_id so far; symbolic shapes bind more
-    launch(*k->prog, ptrs.data(), vars, k->vars.size(), k->threads, k->core_var);
+    run_kernel(*k, ptrs.data());
     dev.synchronize();
     double dt = since(t1);
     t_run += dt;

@@ -6,6 +6,19 @@
 
 #include "uop/uop.h"
 
+#include "codegen/opt/opt.h"
+#include "schedule/schedule.h"
+
 namespace tg {
+// A graph whose input buffers are PARAM slots (what the schedule cache keys on), and the BUFFER node of each slot.
+struct Normalized {
+  UOpRef sink;
+  std::vector<UOpRef> inputs;
+  std::vector<std::pair<DType, int64_t>> specs;
+};
+Normalized normalize(const std::vector<UOpRef>& roots);
+// A kernel AST made runnable on `dev`: with `opts` if given, else the heuristics (NOOPT=1: none).
+std::shared_ptr<CompiledKernel> compile_program(const UOpRef& ast, const std::string& name, Device& dev, const std::vector<Opt>* opts);
+void run_kernel(const CompiledKernel& k, void** bufs);  // one launch (THREAD kernels on the worker pool), synchronous on the CPU
 std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device);
 }

@@ -1,0 +1,259 @@
+// Opt actions on real kernel ASTs: each optimized kernel computes what the unoptimized one does on random inputs, illegal
+// actions are refused with a message saying why, GPU-only actions transform the AST for a target with local memory,
+// and Opt lists round-trip through text.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "codegen/codegen.h"
+#include "codegen/opt/kernel.h"
+#include "engine/realize.h"
+#include "tensor/tensor.h"
+
+namespace {
+
+using tg::Opt;
+using tg::OptOps;
+using tg::Shape;
+using tg::Tensor;
+
+Tensor randt(Shape s, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = u(g);
+  return Tensor::from_data(v.data(), v.size() * sizeof(float), tg::dtypes::float32, s, "CPU");
+}
+
+// A scheduled graph with its buffers: kernels run one by one, the last with the opts under test.
+struct Case {
+  std::shared_ptr<const tg::Schedule> sched;
+  std::vector<std::shared_ptr<tg::Buffer>> bufs;
+  explicit Case(const Tensor& out) {
+    tg::Normalized n = tg::normalize({out.uop()});
+    sched = tg::create_schedule(n.sink, n.specs);
+    for (size_t i = 0; i < sched->slots.size(); i++)
+      bufs.push_back(i < n.inputs.size() ? tg::buffer_of(n.inputs[i].get())
+                                         : std::make_shared<tg::Buffer>("CPU", sched->slots[i].first, sched->slots[i].second));
+  }
+  const tg::UOpRef& last() const { return sched->kernels.back()->ast; }
+  // runs every kernel (the last with `opts`) and returns the last kernel's output
+  std::vector<float> run(const std::vector<Opt>& opts) {
+    tg::Device& dev = tg::get_device("CPU");
+    static const std::vector<Opt> none;
+    for (size_t i = 0; i < sched->kernels.size(); i++) {
+      auto& k = *sched->kernels[i];
+      auto c = tg::compile_program(k.ast, k.name, dev, i + 1 == sched->kernels.size() ? &opts : &none);
+      std::vector<void*> ptrs;
+      for (int s : k.slots) ptrs.push_back(bufs[size_t(s)]->ptr());
+      tg::run_kernel(*c, ptrs.data());
+    }
+    auto& out = bufs[size_t(sched->kernels.back()->slots[0])];
+    std::vector<float> v(size_t(out->size()));
+    out->copyout(v.data(), v.size() * sizeof(float));
+    return v;
+  }
+};
+
+struct Kernel {
+  const char* name;
+  std::function<Tensor()> build;
+};
+const std::vector<Kernel>& kernels() {
+  static const std::vector<Kernel> ks = {
+      {"elementwise", [] { return randt({32, 48}, 1).add(randt({32, 48}, 2)).mul(randt({32, 48}, 3)); }},
+      {"sum axis 0", [] { return randt({16, 12, 20}, 4).sum({0}); }},
+      {"sum axis 1", [] { return randt({16, 12, 20}, 5).sum({1}); }},
+      {"sum axis 2", [] { return randt({16, 12, 20}, 6).sum({2}); }},
+      {"max axis 2", [] { return randt({16, 12, 20}, 7).max({2}); }},
+      {"matmul", [] { return randt({32, 24}, 8).matmul(randt({24, 64}, 9)); }},
+      {"conv2d", [] { return randt({2, 4, 10, 10}, 10).conv2d(randt({8, 4, 3, 3}, 11), std::nullopt, 1, {1, 1}, {1, 1}, {1, 1}); }},
+      {"softmax", [] { return randt({8, 32}, 12).softmax(1); }},
+  };
+  return ks;
+}
+
+// opt lists tried on every kernel; the ones a kernel can't take are refused (and counted)
+const std::vector<std::vector<Opt>>& opt_lists() {
+  static const std::vector<std::vector<Opt>> l = {
+      {{OptOps::UPCAST, 0, 4}},
+      {{OptOps::UPCAST, 1, 4}},
+      {{OptOps::UPCAST, 0, 0}},
+      {{OptOps::UNROLL, 0, 4}},
+      {{OptOps::UNROLL, 0, 0}},
+      {{OptOps::THREAD, 0, 2}},
+      {{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}},
+      {{OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 0, 4}, {OptOps::THREAD, 0, 2}},
+      {{OptOps::UNROLL, 0, 4}, {OptOps::UNROLL, 0, 2}},
+      {{OptOps::PADTO, 0, 32}},
+      {{OptOps::PADTO, 1, 32}},
+      {{OptOps::PADTO, 2, 32}, {OptOps::UPCAST, 0, 2}},
+      {{OptOps::SWAP, 0, 1}},
+      {{OptOps::NOLOCALS}, {OptOps::UPCAST, 0, 2}},
+      {{OptOps::UPCAST, 0, 3}, {OptOps::UPCAST, 1, 2}, {OptOps::UNROLL, 0, 3}},
+  };
+  return l;
+}
+
+TEST(Opt, OptimizedKernelsMatchUnoptimized) {
+  int applied = 0, refused = 0;
+  for (auto& k : kernels()) {
+    Case c(k.build());
+    std::vector<float> base = c.run({});
+    for (auto& opts : opt_lists()) {
+      SCOPED_TRACE(std::string(k.name) + " " + tg::opts_str(opts));
+      std::vector<float> got;
+      try {
+        got = c.run(opts);
+      } catch (const tg::OptError& e) {
+        refused++;
+        EXPECT_NE(std::string(e.what()).find("opt: "), std::string::npos);
+        continue;
+      }
+      applied++;
+      ASSERT_EQ(got.size(), base.size());
+      int bad = 0;
+      for (size_t i = 0; i < got.size(); i++)  // float32: sums reassociate, so a few ulps of the sum's magnitude
+        if (!(std::fabs(got[i] - base[i]) <= 1e-5f + 1e-5f * std::fabs(base[i])) && bad++ < 3)
+          ADD_FAILURE() << "[" << i << "] got " << got[i] << " want " << base[i];
+    }
+  }
+  std::printf("[ OPT      ] %d opt lists applied and checked, %d refused\n", applied, refused);
+  EXPECT_GT(applied, 60);
+}
+
+// the heuristics' choice too, for every kernel
+TEST(Opt, HeuristicKernelsMatchUnoptimized) {
+  for (auto& k : kernels()) {
+    SCOPED_TRACE(k.name);
+    Case c(k.build());
+    std::vector<float> base = c.run({});
+    tg::Scheduler s = tg::optimize(c.last(), tg::get_device("CPU").renderer(), nullptr);
+    std::vector<float> got = c.run(s.applied_opts);
+    for (size_t i = 0; i < got.size(); i++) ASSERT_NEAR(got[i], base[i], 1e-5 + 1e-5 * std::fabs(base[i])) << i << " " << tg::opts_str(s.applied_opts);
+  }
+}
+
+std::string refusal(const tg::UOpRef& ast, const tg::Renderer& ren, const std::vector<Opt>& opts) {
+  tg::Scheduler s(ast, ren);
+  try {
+    for (auto& o : opts) s.apply_opt(o);
+  } catch (const tg::OptError& e) {
+    return e.what();
+  } catch (const tg::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Opt, IllegalActionsAreRefusedWithAReason) {
+  Case mm(randt({32, 24}, 1).matmul(randt({24, 64}, 2)));  // axes: g0=32, g1=64, R0=24
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  struct Bad {
+    std::vector<Opt> opts;
+    const char* why;
+  };
+  const std::vector<Bad> bad = {
+      {{{OptOps::UPCAST, 2, 4}}, "upcast is for GLOBAL/LOCAL"},
+      {{{OptOps::UPCAST, 1, 32}}, "don't upcast more than 16"},
+      {{{OptOps::UNROLL, 0, 64}}, "don't unroll more than 32"},
+      {{{OptOps::UPCAST, 0, 5}}, "5 can't divide 32"},
+      {{{OptOps::UPCAST, 7, 2}}, "invalid axis 7"},
+      {{{OptOps::UNROLL, 1, 2}}, "invalid axis 1"},
+      {{{OptOps::THREAD, 0, 2}, {OptOps::THREAD, 1, 2}}, "already threaded"},
+      {{{OptOps::THREAD, 2, 2}}, "thread is for globals"},
+      {{{OptOps::THREAD, 0, 1024}}, "too many threads"},
+      {{{OptOps::LOCAL, 0, 4}}, "needs local memory"},
+      {{{OptOps::GROUP, 0, 4}}, "needs local memory"},
+      {{{OptOps::GROUPTOP, 0, 4}}, "needs local memory"},
+      {{{OptOps::TC, 0, 0, {-1, 0, 1}}}, "has no tensor cores"},
+      {{{OptOps::SWAP, 0, 2}}, "swap only for globals"},
+      {{{OptOps::PADTO, 0, 256}}, "more than quadruple"},
+      {{{OptOps::UPCAST, 0, -3}}, "must be positive"},
+  };
+  for (auto& b : bad) {
+    std::string why = refusal(mm.last(), cpu, b.opts);
+    EXPECT_NE(why.find(b.why), std::string::npos) << tg::opts_str(b.opts) << ": got '" << why << "'";
+  }
+}
+
+// a target with local memory (a GPU's facts): the GPU actions rewrite the AST's ranges, though no CPU can run them
+class LocalTarget : public tg::Renderer {
+ public:
+  LocalTarget() {
+    t_.device = "TESTGPU", t_.has_local = t_.has_shared = true, t_.shared_max = 49152, t_.local_max = {1024, 1024, 64};
+    t_.global_max = {1 << 30, 65535, 65535};
+  }
+  const tg::Target& target() const override { return t_; }
+  std::string render(const tg::LinearProgram&) const override { return ""; }
+  bool holds_vector(tg::Ops, tg::DType) const override { return true; }
+
+ private:
+  tg::Target t_;
+};
+
+TEST(Opt, GpuActionsRewriteTheAst) {
+  Case mm(randt({32, 24}, 1).matmul(randt({24, 64}, 2)));
+  LocalTarget gpu;
+  tg::Scheduler s(mm.last(), gpu);
+  auto elems = [](const tg::Scheduler& k) {
+    int64_t n = 1;
+    for (auto d : k.full_shape()) n *= d;
+    return n;
+  };
+  int64_t before = elems(s);
+  s.apply_opt({OptOps::LOCAL, 1, 16});
+  s.apply_opt({OptOps::GROUPTOP, 0, 8});
+  s.apply_opt({OptOps::UPCAST, 0, 4});
+  auto types = s.axis_types();
+  EXPECT_EQ(std::count(types.begin(), types.end(), tg::AxisType::LOCAL), 1);
+  EXPECT_EQ(std::count(types.begin(), types.end(), tg::AxisType::GROUP_REDUCE), 1);
+  EXPECT_EQ(std::count(types.begin(), types.end(), tg::AxisType::UPCAST), 1);
+  EXPECT_EQ(elems(s), before) << "splitting axes keeps the iteration space";
+  EXPECT_EQ(s.full_shape(), (std::vector<int64_t>{8, 4, 16, 8, 4, 3})) << tg::opts_str(s.applied_opts);
+  EXPECT_NE(refusal(s.ast, gpu, {{OptOps::NOLOCALS}}).find("no locals can't have locals"), std::string::npos);
+  EXPECT_NE(refusal(s.ast, gpu, {{OptOps::GROUP, 0, 1 << 20}}).find("exceeds maximum shared memory"), std::string::npos);
+  tg::Scheduler s2(mm.last(), gpu);
+  s2.apply_opt({OptOps::NOLOCALS});
+  EXPECT_NE(refusal(s2.ast, gpu, {{OptOps::NOLOCALS}, {OptOps::LOCAL, 0, 4}}).find("can't use locals"), std::string::npos);
+}
+
+TEST(Opt, ListsRoundTripThroughText) {
+  std::vector<Opt> opts = {{OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 1, 0}, {OptOps::NOLOCALS}, {OptOps::TC, 0, 0, {-1, 2, 1}},
+                           {OptOps::SWAP, 0, 2},   {OptOps::PADTO, 1, 32}, {OptOps::THREAD, 0, 16}, {OptOps::GROUPTOP, 0, 16}};
+  std::string s = tg::opts_str(opts);
+  EXPECT_EQ(tg::parse_opts(s), opts) << s;
+  EXPECT_EQ(opts[0].str(), "Opt(op=OptOps.UPCAST, axis=0, arg=4)");
+  EXPECT_EQ(tg::parse_opts("[]").size(), 0u);
+  EXPECT_EQ(tg::parse_opts(" [ Opt(op=OptOps.LOCAL,axis=1,arg=8) ] ")[0], (Opt{OptOps::LOCAL, 1, 8}));
+  for (const char* bad : {"", "[", "[Opt(op=OptOps.FOO, axis=0, arg=1)]", "[Opt(op=OptOps.UPCAST, axis=x, arg=1)]",
+                          "[Opt(op=OptOps.UPCAST, axis=0, arg=99999999999999999999)]", "[] trailing"}) {
+    try {
+      tg::parse_opts(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const tg::Error& e) {
+      EXPECT_EQ(e.code, TG_ERROR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(e.what()).find("parse_opts"), std::string::npos);
+    }
+  }
+}
+
+// The same Opt list gives the same program: a kernel plus its opts is a reproducible description.
+TEST(Opt, OptsReproduceTheProgram) {
+  Case mm(randt({32, 24}, 1).matmul(randt({24, 64}, 2)));
+  std::vector<Opt> opts = {{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::THREAD, 0, 2}};
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  auto a = tg::get_program(mm.last(), "k", cpu, &opts), b = tg::get_program(mm.last(), "k", cpu, &opts);
+  EXPECT_EQ(a.src, b.src);
+  EXPECT_EQ(a.opts, opts);
+  EXPECT_EQ(a.threads, 2);
+  auto parsed = tg::parse_opts(tg::opts_str(opts));
+  EXPECT_EQ(tg::get_program(mm.last(), "k", cpu, &parsed).src, a.src);
+}
+
+}  // namespace
