@@ -384,10 +384,46 @@ void ScheduleBuilder::order_kernels() {
   s.kernels = std::move(out);
 }
 
-std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink, const std::vector<std::pair<DType, int64_t>>& inputs) {
+// A reduce of many elements into few outputs runs as two kernels (tinygrad's split_reduceop): the first reduces a
+// contiguous stretch into each of up to 256 partial results, which gives the first kernel output rows to spread over
+// cores and vector lanes; the second reduces the partials.
+static UOpRef split_reduceop(const UOp* r) {
+  const UOpRef& x = r->src[0];
+  if (!x->has_shape() || !r->has_shape() || !std::holds_alternative<std::monostate>(r->tag)) return {};
+  static const int64_t threshold = getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768), split_size = getenv_int("REDUCEOP_SPLIT_SIZE", 22);
+  if (!getenv_int("SPLIT_REDUCEOP", 1)) return {};
+  const Shape& xs = x->shape();
+  int64_t in = prod(xs), out = prod(r->shape());
+  if (in == 0 || out == 0 || in / out < threshold) return {};
+  auto& arg = r->arg_ints();
+  for (size_t k = 1; k < arg.size(); k++) {
+    size_t i = size_t(arg[k]);
+    for (int64_t d = std::min<int64_t>(256, (int64_t(1) << split_size) / out); d >= 8; d--) {
+      if (xs[i] % d) continue;
+      Shape sp(xs.begin(), xs.begin() + long(i));
+      sp.push_back(d), sp.push_back(xs[i] / d);
+      sp.insert(sp.end(), xs.begin() + long(i) + 1, xs.end());
+      std::vector<int64_t> perm;
+      for (int64_t j = 0; j < int64_t(sp.size()); j++)
+        if (j != int64_t(i)) perm.push_back(j);
+      perm.push_back(int64_t(i));
+      UOpRef v = UOp::make(Ops::PERMUTE, x->dtype, {UOp::make(Ops::RESHAPE, x->dtype, {x}, sp)}, perm);
+      // both halves are tagged: a split reduce is not split again
+      UOpRef first = UOp::make(Ops::CONTIGUOUS, x->dtype, {UOp::make(Ops::REDUCE_AXIS, x->dtype, {v}, arg, int64_t(1))});
+      UOpRef second = UOp::make(Ops::REDUCE_AXIS, x->dtype, {first}, std::vector<int64_t>{arg[0], int64_t(xs.size())}, int64_t(1));
+      return UOp::make(Ops::RESHAPE, x->dtype, {second}, r->shape());
+    }
+  }
+  return {};
+}
+
+std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const std::vector<std::pair<DType, int64_t>>& inputs) {
   auto s = std::make_shared<Schedule>();
   s->n_inputs = int(inputs.size());
   s->slots = inputs;
+  static const PatternMatcher pm_split({{UPat(Ops::REDUCE_AXIS, {UPat::var("x")}), [](const Match& m) { return split_reduceop(m.root); }}},
+                                      "split_reduceop");
+  UOpRef sink = graph_rewrite(sink_in, pm_split, nullptr, false, "split reduceop");
   ScheduleBuilder sb{*s, {}, {}, {}, {}, {}};
   sb.mark_splits(sink);
   for (auto& root : sink->src) {

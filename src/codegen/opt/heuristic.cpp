@@ -53,7 +53,10 @@ void hand_coded_optimizations(Scheduler& k) {
   int vec_axis = -1;
   for (int ax : k.upcastable_dims()) {
     auto r = k.rngs()[size_t(ax)];
-    if (stride_in(index_of(store->src[0]), r) == 1 && k.full_shape()[size_t(ax)] % lanes == 0) vec_axis = ax;
+    // contiguous in the output, and contiguous or broadcast in every input: vector loads, not gathers
+    bool ok = stride_in(index_of(store->src[0]), r) == 1 && k.full_shape()[size_t(ax)] % lanes == 0;
+    for (auto& b : loads()) ok &= stride_in(index_of(b), r) == 0 || stride_in(index_of(b), r) == 1;
+    if (ok) vec_axis = ax;
   }
   UOpRef vr = vec_axis >= 0 ? k.rngs()[size_t(vec_axis)] : UOpRef();
   if (vec_axis >= 0 && lanes > 1 && attempt(Opt{OptOps::UPCAST, vec_axis, lanes})) {
