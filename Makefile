@@ -6,7 +6,7 @@ PREFIX   ?= /usr/local
 PYTHON   ?= /usr/bin/python3
 GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build run test test-unit test-python test-install fuzz asan bench install clean
+.PHONY: all deps build run test test-unit test-python test-python-clang test-install fuzz asan bench install clean
 
 all: build
 
@@ -27,14 +27,18 @@ run: build
 # Every run starts cold: the kernel disk cache lives in a new empty directory for the whole run and is removed after,
 # so a pass never depends on what an earlier run left on disk.
 test: build
-	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-unit test-python test-install
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-unit test-python test-python-clang test-install
 
 test-unit:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# two pytest workers (pytest-xdist): most of the time goes to compiling kernels, one clang per worker
+# pytest workers (pytest-xdist), one per core
 test-python:
 	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) tests/python bindings/python
+
+# the op suite again on the C renderer (DEV=CPU:CLANG: kernels compiled by the system C compiler)
+test-python-clang:
+	DEV=CPU:CLANG TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) tests/python
 
 test-install:
 	sh tests/install/test_install.sh $(BUILD)
@@ -52,9 +56,10 @@ asan:
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && cd $(ASAN_BUILD) && \
 	  XDG_CACHE_HOME="$$d" ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
+# bench_ops sets the OpenBLAS core type and thread count of each reference itself (each in its own child process)
 bench: build
 	$(BUILD)/bench_uop --benchmark_min_time=0.2
-	OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-SkylakeX} $(BUILD)/bench_ops bench/results.json
+	TG_BENCH_PYTHON=$(PYTHON) TG_BENCH_DIR=$(CURDIR)/bench $(BUILD)/bench_ops bench/results.json
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
