@@ -109,13 +109,13 @@ struct CRenderer {
 
   std::string r(const UOpRef& u) {
     if (auto it = names.find(u.get()); it != names.end()) return it->second;
+    if (u->op == Ops::CONST && u->dtype.count > 1)
+      return lanes(u->dtype, std::vector<std::string>(u->dtype.count, r(u->replace_dtype(u->dtype.scalar_of()))));
     if (u->op == Ops::CONST && dtypes::is_int(u->dtype)) {  // exact: from the int64 bits, not through double
       int64_t v = std::get<int64_t>(u->arg);
       if (dtypes::is_unsigned(u->dtype)) return strformat("%lluull", (unsigned long long)v);
       return v == INT64_MIN ? "(-9223372036854775807ll-1)" : strformat("%lldll", (long long)v);
     }
-    if (u->op == Ops::CONST && u->dtype.count > 1)
-      return lanes(u->dtype, std::vector<std::string>(u->dtype.count, r(u->replace_dtype(u->dtype.scalar_of()))));
     if (u->op == Ops::CONST) return literal(u->dtype, u->const_value());
     if (u->op == Ops::LOAD && u->src[0]->op == Ops::DEFINE_REG) return r(u->src[0]);
     if (u->op == Ops::REDUCE) return r(lp.reduce_acc.at(u));
