@@ -1,5 +1,7 @@
 #include "renderer/llvmir.h"
 
+#include <algorithm>
+
 #include <bit>
 #include <set>
 #include <unordered_map>
@@ -271,10 +273,18 @@ struct LLRenderer {
     switch (u->op) {
       case Ops::LOAD: return load(u);
       case Ops::AFTER: return val(s[0]);
-      case Ops::VECTORIZE: {
+      case Ops::VECTORIZE: {  // the distinct scalars, inserted once each, then one shuffle to place them (a splat is one insert)
+        std::vector<const UOp*> uniq;
+        std::string mask;
+        for (size_t i = 0; i < s.size(); i++) {
+          size_t k = size_t(std::find(uniq.begin(), uniq.end(), s[i].get()) - uniq.begin());
+          if (k == uniq.size()) uniq.push_back(s[i].get());
+          mask += (i ? ", i32 " : "i32 ") + std::to_string(k);
+        }
         std::string v = "poison";
-        for (size_t i = 0; i < s.size(); i++) v = emit("insertelement " + ty(u->dtype) + " " + v + ", " + typed(s[i]) + ", i32 " + std::to_string(i));
-        return v;
+        for (size_t i = 0; i < uniq.size(); i++) v = emit("insertelement " + ty(u->dtype) + " " + v + ", " + typed(uniq[i]->ref()) + ", i32 " + std::to_string(i));
+        if (uniq.size() == s.size()) return v;
+        return emit("shufflevector " + ty(u->dtype) + " " + v + ", " + ty(u->dtype) + " poison, <" + std::to_string(s.size()) + " x i32> <" + mask + ">");
       }
       case Ops::GEP: {
         auto& lanes = u->arg_ints();
