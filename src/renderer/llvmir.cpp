@@ -246,10 +246,27 @@ struct LLRenderer {
     ins("br label %done" + k);
     label("done" + k);
   }
+  // a vector access gated lane by lane (a vector of gates): LLVM's masked load/store, which touch only the enabled lanes
+  static bool masked(const UOpRef& idx) { return idx->src.size() > 2 && idx->src[2]->dtype.count > 1; }
+  std::string masked_fn(const char* what, DType mem) {
+    std::string m = ty(mem), elem = m.substr(m.find(" x ") + 3);
+    elem.pop_back();
+    std::string suffix = "v" + std::to_string(mem.count) + (elem == "float" ? "f32" : elem == "double" ? "f64" : elem == "half" ? "f16" : elem == "bfloat" ? "bf16" : elem);
+    std::string mask = ty(like(Scalar::Bool, mem));
+    if (std::string(what) == "load") decls.insert("declare " + m + " @llvm.masked.load." + suffix + ".p0(ptr, i32, " + mask + ", " + m + ")");
+    else decls.insert("declare void @llvm.masked.store." + suffix + ".p0(" + m + ", ptr, i32, " + mask + ")");
+    return std::string("@llvm.masked.") + what + "." + suffix + ".p0";
+  }
   std::string load(const UOpRef& u) {
     const UOpRef& idx = u->src[0];
     if (idx->op != Ops::INDEX) return emit("load " + ty(u->dtype) + ", ptr " + val(idx));  // an accumulator
     bool byte = dtypes::is_bool(u->dtype) && !in_reg(idx->src[0]);
+    if (masked(idx)) {
+      DType mem = byte ? like(Scalar::UInt8, u->dtype) : u->dtype;
+      std::string v = emit("call " + ty(mem) + " " + masked_fn("load", mem) + "(ptr " + address(idx) + ", i32 " + std::to_string(mem.base().itemsize()) +
+                           ", " + typed(idx->src[2]) + ", " + ty(mem) + " zeroinitializer)");
+      return byte ? emit("icmp ne " + ty(mem) + " " + v + ", zeroinitializer") : v;
+    }
     std::string v, from, then;
     gated(idx, [&](const std::string& f) {
       from = f;
@@ -265,6 +282,11 @@ struct LLRenderer {
     std::string t = ty(v->dtype), x = val(v);
     if (dst->op != Ops::INDEX) return ins("store " + t + " " + x + ", ptr " + val(dst));
     if (dtypes::is_bool(v->dtype) && !in_reg(dst->src[0])) x = emit("zext " + t + " " + x + " to " + mem_ty(v->dtype)), t = mem_ty(v->dtype);
+    if (masked(dst)) {
+      DType mem = dtypes::is_bool(v->dtype) ? like(Scalar::UInt8, v->dtype) : v->dtype;
+      return ins("call void " + masked_fn("store", mem) + "(" + t + " " + x + ", ptr " + address(dst) + ", i32 " + std::to_string(mem.base().itemsize()) +
+                 ", " + typed(dst->src[2]) + ")");
+    }
     gated(dst, [&](const std::string&) { ins("store " + t + " " + x + ", ptr " + address(dst) + align(dst->src[0])); });
   }
 

@@ -32,18 +32,20 @@ Access access_of(const UOpRef& idx, size_t lane) {
   UOpRef root = idx->src[1]->pop_const(&c);
   return {idx->src[0], root, idx->src.size() > 2 ? idx->src[2] : UOpRef(), c, lane};
 }
-// runs of consecutive addresses on one buffer under one gate, cut to at most `maxw` lanes (powers of two)
-std::vector<std::vector<Access>> runs(std::vector<Access> acc, int64_t maxw) {
-  std::stable_sort(acc.begin(), acc.end(), [](const Access& a, const Access& b) {
+// runs of consecutive addresses on one buffer, cut to at most `maxw` lanes (powers of two). Lanes of a run share their
+// gate, unless `masked`: then a run's lanes may differ in gates (a vector of gates, a masked access)
+std::vector<std::vector<Access>> runs(std::vector<Access> acc, int64_t maxw, bool masked) {
+  auto gate_key = [&](const Access& a) -> size_t { return masked ? 0 : a.valid ? a.valid->hash() : 0; };
+  std::stable_sort(acc.begin(), acc.end(), [&](const Access& a, const Access& b) {
     if (a.buf != b.buf) return a.buf->hash() < b.buf->hash();
     if (a.root != b.root) return a.root->hash() < b.root->hash();
-    if (a.valid != b.valid) return (a.valid ? a.valid->hash() : 0) < (b.valid ? b.valid->hash() : 0);
+    if (gate_key(a) != gate_key(b)) return gate_key(a) < gate_key(b);
     return a.off < b.off;
   });
   std::vector<std::vector<Access>> out;
   for (size_t i = 0; i < acc.size();) {
     size_t j = i + 1;
-    while (j < acc.size() && acc[j].buf == acc[i].buf && acc[j].root == acc[i].root && acc[j].valid == acc[i].valid &&
+    while (j < acc.size() && acc[j].buf == acc[i].buf && acc[j].root == acc[i].root && (masked || acc[j].valid == acc[i].valid) &&
            acc[j].off == acc[j - 1].off + 1 && int64_t(j - i) < maxw)
       j++;
     size_t w = 1;
@@ -53,10 +55,17 @@ std::vector<std::vector<Access>> runs(std::vector<Access> acc, int64_t maxw) {
   }
   return out;
 }
-UOpRef index_at(const Access& a) {
-  UOpRef i = a.root->dtype == dtypes::index && a.off ? a.root + a.off : a.off ? a.root + a.off : a.root;
-  UOps s{a.buf, i};
-  if (a.valid) s.push_back(a.valid);
+// the INDEX of a run: its first address, gated by the run's gate (one gate, or a vector of the lanes' gates)
+UOpRef index_at(const std::vector<Access>& r) {
+  const Access& a = r[0];
+  UOps s{a.buf, a.off ? a.root + a.off : a.root};
+  bool same = std::all_of(r.begin(), r.end(), [&](const Access& x) { return x.valid == a.valid; });
+  if (same && a.valid) s.push_back(a.valid);
+  if (!same) {
+    UOps g;
+    for (auto& x : r) g.push_back(x.valid ? x.valid : UOp::const_(dtypes::bool_, 1));
+    s.push_back(UOp::make(Ops::VECTORIZE, dtypes::bool_.vec(int(g.size())), g));
+  }
   return UOp::make(Ops::INDEX, a.buf->dtype, s);
 }
 
@@ -67,6 +76,8 @@ struct Devec {
     while (w > 1 && !ren.holds_vector(Ops::LOAD, t.vec(int(w)))) w /= 2;
     return w;
   }
+  // masked vector loads/stores: lanes of a run gated one by one (the renderer holds a vector of gates on an INDEX)
+  bool masked(DType t) const { return ren.holds_vector(Ops::INDEX, dtypes::bool_.vec(2)) && ren.holds_vector(Ops::LOAD, t.vec(2)); }
   UOpRef load(const UOp* n) const {
     const UOpRef& v = n->src[0];
     if (v->op != Ops::VECTORIZE) return {};
@@ -74,8 +85,8 @@ struct Devec {
     std::vector<Access> acc;
     for (size_t l = 0; l < v->src.size(); l++) acc.push_back(access_of(v->src[l], l));
     UOps lanes(acc.size());
-    for (auto& r : runs(acc, width(t))) {
-      UOpRef ld = UOp::make(Ops::LOAD, t.vec(int(r.size())), {index_at(r[0])});
+    for (auto& r : runs(acc, width(t), masked(t))) {
+      UOpRef ld = UOp::make(Ops::LOAD, t.vec(int(r.size())), {index_at(r)});
       for (size_t k = 0; k < r.size(); k++) lanes[r[k].lane] = lane_of(ld, int64_t(k));
     }
     return vectorize(lanes);
@@ -89,10 +100,10 @@ struct Devec {
     if (acc.empty()) return {};
     UOps out;
     DType t = n->src[0]->src[1]->dtype;
-    for (auto& r : runs(acc, width(t))) {
+    for (auto& r : runs(acc, width(t), masked(t))) {
       UOps vals;
       for (auto& a : r) vals.push_back(n->src[a.lane]->src[1]);
-      out.push_back(UOp::make(Ops::STORE, dtypes::void_, {index_at(r[0]), vectorize(vals)}));
+      out.push_back(UOp::make(Ops::STORE, dtypes::void_, {index_at(r), vectorize(vals)}));
     }
     if (out.size() == n->src.size()) return {};
     return UOp::make(Ops::GROUP, dtypes::void_, out);

@@ -41,37 +41,51 @@ void hand_coded_optimizations(Scheduler& k) {
   if (!store) return;
   int64_t lanes = std::clamp<int64_t>(t.vector_bytes / std::max(1, store->src[1]->dtype.itemsize()), 1, 16);
   auto index_of = [](const UOpRef& b) { return b->src[1]; };
-  auto loads = [&] {
+  auto loads = [&] {  // the inputs' accesses in the current AST (actions rewrite it)
     UOps out;
-    for (auto& b : k.bufs())
-      if (b != store->src[0]) out.push_back(b);
+    for (auto& u : k.ast->toposort())
+      if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) out.push_back(u->src[0]);
     return out;
   };
   bool reduce = !k.reduceops().empty();
 
-  // 1. vectors along the output axis that is contiguous in memory
+  // 1. vectors along the output axis that is contiguous in memory: as wide as a register, else half of it (a 56-wide
+  // image row takes vectors of 8)
   int vec_axis = -1;
-  for (int ax : k.upcastable_dims()) {
-    auto r = k.rngs()[size_t(ax)];
-    // contiguous in the output, and contiguous or broadcast in every input: vector loads, not gathers
-    bool ok = stride_in(index_of(store->src[0]), r) == 1 && k.full_shape()[size_t(ax)] % lanes == 0;
-    for (auto& b : loads()) ok &= stride_in(index_of(b), r) == 0 || stride_in(index_of(b), r) == 1;
-    if (ok) vec_axis = ax;
-  }
+  for (int64_t w = lanes; w >= std::max<int64_t>(2, lanes / 4) && vec_axis < 0; w /= 2)
+    for (int ax : k.upcastable_dims()) {
+      auto r = k.rngs()[size_t(ax)];
+      // contiguous in the output, and contiguous or broadcast in every input: vector loads, not gathers
+      bool ok = stride_in(index_of(store->src[0]), r) == 1 && k.full_shape()[size_t(ax)] % w == 0;
+      for (auto& b : loads()) ok &= stride_in(index_of(b), r) == 0 || stride_in(index_of(b), r) == 1;
+      if (ok) vec_axis = ax, lanes = w;
+    }
   UOpRef vr = vec_axis >= 0 ? k.rngs()[size_t(vec_axis)] : UOpRef();
   if (vec_axis >= 0 && lanes > 1 && attempt(Opt{OptOps::UPCAST, vec_axis, lanes})) {
     // 2. a register tile when a reduce reuses its inputs: another output axis some input doesn't depend on (its loads
     // are shared by the tile's rows), and a second vector of columns
     if (reduce) {
+      // the tile's rows: an axis the vector-loaded inputs don't depend on, so each vector load serves every row (matmul's
+      // m for B's rows, a convolution's output channels for its image rows)
       auto rngs = k.rngs();
+      auto vp = range_path(vr.get());
+      vp.push_back(1);  // the vector lanes' range
+      UOpRef lanes_r;
+      for (auto& r : rngs)
+        if (range_path(r.get()) == vp) lanes_r = r;
       int best = -1;
       for (int ax : k.upcastable_dims()) {
         auto r = rngs[size_t(ax)];
-        bool reused = false;
-        for (auto& b : loads()) reused |= stride_in(index_of(b), r) == 0;
-        auto p = range_path(r.get()), vp = range_path(vr.get());
-        bool from_vec = p.size() >= vp.size() && std::equal(vp.begin(), vp.end(), p.begin());
-        if (reused && range_kind(r.get()) == AxisType::GLOBAL && !from_vec) best = ax;
+        auto p = range_path(r.get());
+        bool from_vec = p.size() >= vp.size() - 1 && std::equal(vp.begin(), vp.end() - 1, p.begin());
+        if (range_kind(r.get()) != AxisType::GLOBAL || from_vec) continue;
+        bool reused = false, serves_vectors = true;
+        for (auto& b : loads()) {
+          reused |= stride_in(index_of(b), r) == 0;
+          if (lanes_r && stride_in(index_of(b), lanes_r) == 1) serves_vectors &= stride_in(index_of(b), r) == 0;
+        }
+        if (reused && (best < 0 || serves_vectors)) best = ax;
+        if (reused && serves_vectors) break;
       }
       int64_t rows = getenv_int("TG_TILE_ROWS", 4);
       if (best >= 0)

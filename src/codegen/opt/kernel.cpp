@@ -35,12 +35,66 @@ static bool depends_on(const UOpRef& u, const UOpRef& r) {
   return std::find(t.begin(), t.end(), r) != t.end();
 }
 
+// Under an access's gate its index is in bounds: a padded read `(x - 17) % 512` gated by `0 < ky+oy < 17, ...` is just
+// `x - 17` there. The gate's clauses bound sums of terms; a MOD whose argument stays in [0, n) under them goes away,
+// which leaves the index linear in the ranges (vector loads need that).
+static UOpRef drop_mod_given_gate(const UOpRef& idx, const UOpRef& gate) {
+  if (idx->op != Ops::MOD || idx->src[1]->op != Ops::CONST) return {};
+  UOps clauses, terms;
+  gate->split_uop(Ops::AND, clauses);
+  idx->src[0]->split_uop(Ops::ADD, terms);
+  std::vector<std::pair<UOpRef, std::pair<int64_t, int64_t>>> bound;  // X -> [lo, hi] from c < X and X < c
+  for (auto& c : clauses) {
+    if (c->op != Ops::CMPLT) continue;
+    auto add = [&](const UOpRef& x, int64_t lo, int64_t hi) {
+      for (auto& [k, b] : bound)
+        if (k == x) return void(b = {std::max(b.first, lo), std::min(b.second, hi)});
+      bound.push_back({x, {std::max(lo, x->vmin()), std::min(hi, x->vmax())}});
+    };
+    if (c->src[0]->op == Ops::CONST) add(c->src[1], c->src[0]->vmin() + 1, INT64_MAX);
+    else if (c->src[1]->op == Ops::CONST) add(c->src[0], INT64_MIN, c->src[1]->vmin() - 1);
+  }
+  __int128 lo = 0, hi = 0;
+  std::vector<bool> used(terms.size());
+  for (auto& [x, b] : bound) {
+    UOps xs;
+    x->split_uop(Ops::ADD, xs);
+    // every term of X appears in the index scaled by one factor f
+    int64_t f = 0;
+    std::vector<size_t> at;
+    for (auto& t : xs) {
+      for (size_t i = 0; i < terms.size(); i++) {
+        if (used[i]) continue;
+        int64_t g = terms[i] == t ? 1 : terms[i]->op == Ops::MUL && terms[i]->src[0] == t && terms[i]->src[1]->op == Ops::CONST ? terms[i]->src[1]->vmin() : 0;
+        if (g && (f == 0 || g == f)) {
+          f = g, at.push_back(i);
+          break;
+        }
+      }
+    }
+    if (at.size() != xs.size() || f <= 0) continue;
+    for (auto i : at) used[i] = true;
+    lo += __int128(f) * b.first, hi += __int128(f) * b.second;
+  }
+  for (size_t i = 0; i < terms.size(); i++)
+    if (!used[i]) lo += terms[i]->vmin(), hi += terms[i]->vmax();
+  return lo >= 0 && hi < idx->src[1]->vmin() ? idx->src[0] : UOpRef();
+}
+
 UOpRef cleanup_ast(const UOpRef& ast) {
   static const PatternMatcher pm(
       {
           // a range of one iteration is the constant 0
           {UPat(Ops::RANGE, {UPat::cvar("c")}, "r"),
            [](const Match& m) { return m["c"]->vmax() == 1 ? UOp::const_int(m.root->dtype, 0) : UOpRef(); }},
+          {UPat(Ops::INDEX, {UPat::var("b"), UPat(Ops::MOD, {}, "i"), UPat::var("g")}),
+           [](const Match& m) -> UOpRef {
+             UOpRef i = drop_mod_given_gate(m["i"], m["g"]);
+             return i ? UOp::make(Ops::INDEX, m.root->dtype, {m["b"], i, m["g"]}) : UOpRef();
+           }},
+          // a gated load is already 0 where its gate is off
+          {UPat(Ops::WHERE, {UPat::var("g"), UPat(Ops::LOAD, {UPat(Ops::INDEX, {UPat::var(), UPat::var(), UPat::var("g2")})}, "l"), UPat::const_(0)}),
+           [](const Match& m) { return m["g"] == m["g2"] ? m["l"] : UOpRef(); }},
           // a REDUCE runs over the RANGEs its sources name, in path order; over none it is its value
           {UPat(Ops::REDUCE).any_len(),
            [](const Match& m) -> UOpRef {
