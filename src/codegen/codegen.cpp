@@ -15,6 +15,7 @@ ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Render
   UOpRef a = lower_threads(k.ast, &p.threads);
   if (DEBUG >= 6) std::fprintf(stderr, "=== after lower threads ===\n%s", a->str().c_str());
   a = expand(a);
+  a = decompose_transcendentals(a, ren);
   a = devectorize(a, ren);
   LinearProgram lp = linearize(a, p.name);
   lp.threads = p.threads;

@@ -399,5 +399,9 @@ struct LLRenderer {
 }  // namespace
 
 std::string LLVMRenderer::render(const LinearProgram& lp) const { return LLRenderer{lp}.run(); }
+// every float width: 16-bit floats decompose through float32, so no lane is a libm call
+bool LLVMRenderer::native_op(Ops op, DType dt) const {
+  return !((op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN) && dtypes::is_float(dt));
+}
 
 }  // namespace tg

@@ -13,6 +13,8 @@ class LLVMRenderer : public Renderer {
   const Target& target() const override { return target_; }
   std::string render(const LinearProgram& lp) const override;
   bool holds_vector(Ops, DType) const override { return true; }  // LLVM has a vector form of every op and dtype
+  // LLVM lowers exp2/log2/sin to a libm call per lane, vectors included: those are decomposed into polynomials
+  bool native_op(Ops op, DType dt) const override;
 
  private:
   Target target_;

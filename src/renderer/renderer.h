@@ -30,6 +30,8 @@ class Renderer {
   virtual std::string render(const LinearProgram& lp) const = 0;
   // whether a vector value of `dt` made by `op` is rendered as a vector; the devectorizer splits the rest into lanes
   virtual bool holds_vector(Ops op, DType dt) const = 0;
+  // whether `op` on `dt` (scalar or vector) is rendered as is; late lowering decomposes the rest (EXP2/LOG2/SIN)
+  virtual bool native_op(Ops op, DType dt) const { return true; }
 };
 
 Target cpu_target(const std::string& device);

@@ -9,6 +9,9 @@ namespace tg {
 // lane so that loads and stores fold into vector memory operations; an UNROLLed reduce keeps one accumulator lane per
 // unrolled element and combines them after its loop.
 UOpRef expand(const UOpRef& ast);
+// Transcendentals: EXP2, LOG2 and SIN on floats the renderer has no native form of (Renderer::native_op) become
+// polynomials over plain ALU ops, lane-wise (16-bit floats through float32), accurate to a few ulp.
+UOpRef decompose_transcendentals(const UOpRef& ast, const Renderer& ren);
 // Devectorizer: memory operations of a lane list become vector loads/stores of runs of consecutive addresses; vector
 // values the renderer can't hold are split into lanes.
 UOpRef devectorize(const UOpRef& ast, const Renderer& ren);
