@@ -12,6 +12,8 @@ class CStyleRenderer : public Renderer {
   const Target& target() const override { return target_; }
   std::string render(const LinearProgram& lp) const override;
   bool holds_vector(Ops op, DType dt) const override;
+  // exp2/log2/sin as the same polynomials the LLVM renderer uses, so both CPU paths give the same bits
+  bool native_op(Ops op, DType dt) const override { return !((op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN) && dtypes::is_float(dt)); }
 
  private:
   Target target_;
