@@ -37,10 +37,7 @@
 
 extern char** environ;
 
-/* The reference loops live in ref_loops.c / ref_sum.c, built with their own flags. Weak, so that a bench_ops linked
- * without them still links (and says so when run) instead of breaking the build. */
-#pragma weak bench_ref_elementwise
-#pragma weak bench_ref_sum
+/* The reference loops live in ref_loops.c / ref_sum.c, built with their own flags (see CMakeLists.txt). */
 
 static double now(void) {
   struct timespec ts;
@@ -435,8 +432,6 @@ int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "--blas-only") == 0) return blas_only(atoi(argv[2]), argc >= 4 ? atoi(argv[3]) : 7);
   /* the compile-time row must compile: no kernel disk cache in this process (read at the first compile) */
   setenv("CACHELEVEL", "0", 1);
-  if (!bench_ref_elementwise || !bench_ref_sum)
-    DIE("this bench_ops was linked without bench/ref_loops.c and bench/ref_sum.c (the bandwidth-loop references); see bench/RESULTS.md");
   int threads = bench_threads();
   int quick = getenv("TG_BENCH_QUICK") && atoi(getenv("TG_BENCH_QUICK")) > 0;
   printf("bench_ops: float32, %d threads for libtinygrad and every reference\n", threads);

@@ -75,7 +75,7 @@ struct Linearizer {
 
   void push(Scope* s, const UOpRef& u) {
     s->body.push_back(u);
-    if (GroupOp::alu(u->op) && u->dtype != dtypes::index) lp.ops += s->trip;
+    if (GroupOp::alu(u->op) && u->dtype != dtypes::index) lp.ops += s->trip * uint64_t(u->dtype.count);
   }
 
   // Emits a node after its sources, depth first, with an explicit stack. A REDUCE opens its accumulator and loops

@@ -87,9 +87,10 @@ void hand_coded_optimizations(Scheduler& k) {
         if (reused && (best < 0 || serves_vectors)) best = ax;
         if (reused && serves_vectors) break;
       }
-      int64_t rows = getenv_int("TG_TILE_ROWS", 4);
+      // 8 rows x 2 vectors: 16 accumulators, 2 vector loads and 8 broadcasts per step, within AVX-512's 32 registers
+      int64_t rows = getenv_int("TG_TILE_ROWS", 8);
       if (best >= 0)
-        for (int64_t amt : {rows, int64_t(4), int64_t(3), int64_t(2)})
+        for (int64_t amt : {rows, int64_t(6), int64_t(4), int64_t(3), int64_t(2)})
           if (amt > 1 && attempt(Opt{OptOps::UPCAST, best, amt})) break;
       // the rest of the vector axis: its path is the split's more significant part
       auto rest = range_path(vr.get());
@@ -98,6 +99,21 @@ void hand_coded_optimizations(Scheduler& k) {
       auto rngs2 = k.rngs();
       for (size_t ax = 0; ax < rngs2.size() && cols > 1; ax++)
         if (range_path(rngs2[ax].get()) == rest && range_kind(rngs2[ax].get()) == AxisType::GLOBAL) attempt(Opt{OptOps::UPCAST, int64_t(ax), cols});
+      // loop order: the column blocks outside the row tiles, so one block's panel of the vector-loaded input (K x 32
+      // floats of B) stays in cache while every row tile streams past it
+      if (best >= 0) {
+        auto under = [](const UOpRef& r, const std::vector<int64_t>& p) {
+          auto q = range_path(r.get());
+          return q.size() > p.size() && std::equal(p.begin(), p.end(), q.begin());
+        };
+        auto rngs3 = k.rngs();
+        int m_ax = -1, n_ax = -1;
+        for (int ax : k.axes_of({AxisType::GLOBAL})) {
+          if (under(rngs3[size_t(ax)], range_path(rngs[size_t(best)].get()))) m_ax = ax;
+          if (under(rngs3[size_t(ax)], range_path(vr.get()))) n_ax = ax;
+        }
+        if (m_ax >= 0 && n_ax > m_ax && getenv_int("TG_TILE_SWAP", 1)) attempt(Opt{OptOps::SWAP, m_ax, n_ax});
+      }
     }
   } else if (reduce && lanes > 1) {
     // 3. a reduce along contiguous memory: vector accumulators, several of them to hide the add latency
