@@ -365,7 +365,7 @@ static void bench_conv2d(int threads) {
   double ref = last_number(out);
   free(out);
   if (ref <= 0) fprintf(stderr, "bench_ops: WARNING: PyTorch conv2d reference (%s %s) failed; its ratio is 0\n", argv[0], script), ref = 0;
-  add_row("conv2d", "ms", ours, "PyTorch CPU", ref, 0);
+  add_row("conv2d", "ms", ours, "PyTorch", ref, 0);
 }
 
 /* ---- compile time: the first realize of a new kernel minus a warm realize of the same graph ---- */
