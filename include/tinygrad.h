@@ -124,7 +124,8 @@ TG_API tg_expr* tg_expr_retain(tg_expr* e);
 TG_API void tg_expr_release(tg_expr* e);
 
 /* ---- tensors: creation ------------------------------------------------------------------------------------------ */
-/* `device` may be NULL for the default device ($DEVICE, else "CPU"). Shapes are `ndim` int64 sizes (>= 0) whose
+/* `device` may be NULL for the default device ($DEV, else $DEVICE, else "CPU"). Devices: "CPU" (kernels compiled in the process
+ * by LLVM) and "CPU:CLANG" (kernels compiled by the system C compiler). Shapes are `ndim` int64 sizes (>= 0) whose
  * nonzero sizes multiply, times the dtype size, to a number that fits in int64 (a 0 dim does not excuse huge others:
  * a permute or a reduction would make them a real shape); any function that would make a larger shape (creation,
  * movement, broadcasting, cast, reduction, arange, eye) fails with TG_ERROR_SHAPE naming it. A shape that fits but can't be allocated fails at

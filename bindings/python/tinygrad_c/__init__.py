@@ -213,7 +213,7 @@ def has_tensor_api() -> bool:
 
 # ---- devices ---------------------------------------------------------------------------------------------------------
 class Device:
-  """tinygrad's Device: Device.DEFAULT names the device used when none is given ($DEVICE, else "CPU");
+  """tinygrad's Device: Device.DEFAULT names the device used when none is given ($DEV, else $DEVICE, else "CPU");
   Device.canonicalize(name) is the library's spelling of a device name (an unknown device raises)."""
   DEFAULT: str = ""
 
