@@ -1,22 +1,40 @@
 #include "codegen/codegen.h"
 
+#include <functional>
+
 #include "codegen/late/late.h"
 #include "codegen/linearize.h"
 #include "codegen/opt/kernel.h"
 
 namespace tg {
 
+namespace {
+// The late stages, in order: each takes the kernel AST to a lower form. DEBUG>=6 prints the AST after each.
+struct Stage {
+  const char* name;
+  std::function<UOpRef(const UOpRef&, const Renderer&, ProgramSpec&)> run;
+};
+const std::vector<Stage>& late_stages() {
+  static const std::vector<Stage> stages = {
+      {"lower threads", [](const UOpRef& a, const Renderer&, ProgramSpec& p) { return lower_threads(a, &p.threads); }},
+      {"expander", [](const UOpRef& a, const Renderer&, ProgramSpec&) { return expand(a); }},
+      {"transcendentals", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return decompose_transcendentals(a, ren); }},
+      {"devectorizer", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return devectorize(a, ren); }},
+  };
+  return stages;
+}
+}  // namespace
+
 ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts) {
   Scheduler k = optimize(ast, ren, opts);
   ProgramSpec p;
   p.name = k.name(name), p.opts = k.applied_opts;
   if (DEBUG >= 3 && !p.opts.empty()) std::fprintf(stderr, "=== kernel %s opts: %s ===\n", p.name.c_str(), opts_str(p.opts).c_str());
-  // the late stages, in order
-  UOpRef a = lower_threads(k.ast, &p.threads);
-  if (DEBUG >= 6) std::fprintf(stderr, "=== after lower threads ===\n%s", a->str().c_str());
-  a = expand(a);
-  a = decompose_transcendentals(a, ren);
-  a = devectorize(a, ren);
+  UOpRef a = k.ast;
+  for (auto& st : late_stages()) {
+    a = st.run(a, ren, p);
+    if (DEBUG >= 6) std::fprintf(stderr, "=== %s: after stage '%s' ===\n%s", p.name.c_str(), st.name, a->str().c_str());
+  }
   LinearProgram lp = linearize(a, p.name);
   lp.threads = p.threads;
   p.vars = lp.vars, p.ops = lp.ops, p.mem = lp.mem;
