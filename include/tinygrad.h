@@ -489,6 +489,23 @@ TG_API tg_status tg_tensor_to_data(tg_tensor* t, void* out, size_t nbytes);
 TG_API tg_tensor* tg_tensor_retain(tg_tensor* t);
 TG_API void tg_tensor_release(tg_tensor* t);
 
+/* ---- options ---------------------------------------------------------------------------------------------------- */
+/* The library's settings, by the names of their environment variables: DEBUG (0..7), SPEC (0..2), NOOPT (0/1),
+ * BEAM (search width, 0..64; 0: off), JITBEAM (0..64; accepted, takes effect once the JIT exists), CACHELEVEL (0..2),
+ * IGNORE_BEAM_CACHE (0/1), BEAM_DEBUG (0..2), BEAM_UPCAST_MAX (1..4096), BEAM_LOCAL_MAX (1..4096),
+ * BEAM_UOPS_MAX (0..1e6; 0: no limit), BEAM_MIN_PROGRESS (microseconds, 0..1e6), BEAM_TIMEOUT_SEC (0..3600).
+ * A value set here wins over the environment, for the whole process, from the next time the library reads the option:
+ * DEBUG and SPEC at every use, NOOPT and BEAM when a kernel is first compiled for a device (a kernel compiled before
+ * keeps its program; a new BEAM width compiles it again), CACHELEVEL at every disk or BEAM cache access. Paths (CACHEDB, XDG_CACHE_HOME) and sizes read
+ * once at start (NUM_CPU_THREADS) are environment only.
+ * `name` and `value` are borrowed; `value` is a decimal number (as the environment variable takes it) in the option's
+ * range, or NULL to forget the value set here so the environment applies again. An unknown name or a value that is
+ * not a number in range is TG_ERROR_INVALID_ARGUMENT naming it, and nothing changes. Thread-safe. */
+TG_API tg_status tg_set_option(const char* name, const char* value);
+/* The value the library uses now for option `name` (set here, else the environment, else its default) into *value
+ * (caller-owned). TG_ERROR_INVALID_ARGUMENT for an unknown name or a NULL `value`. Thread-safe. */
+TG_API tg_status tg_get_option(const char* name, double* value);
+
 /* ---- counters --------------------------------------------------------------------------------------------------- */
 /* Process-wide counters (tinygrad's GlobalCounters). A small struct that may grow: set struct_size first. */
 typedef struct tg_counters {

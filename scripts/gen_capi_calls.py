@@ -36,6 +36,7 @@ SCALARS = {
     "tg_expr*": "f.expr",
     "const tg_expr*": "f.expr",
     "int64_t*": "f.out_i64",
+    "double*": "f.out_f64",
     "const int64_t*": "f.in_i64",
     "tg_dtype*": "f.out_dtype",
     "tg_counters*": "f.counters",

@@ -28,14 +28,36 @@ std::string getenv_str(const char* name, const std::string& dflt) {
 }
 
 static thread_local std::vector<std::pair<const char*, int64_t>> ctx_stack;
-int64_t ContextVar::get() const {
+double ContextVar::value() const {
   for (auto it = ctx_stack.rbegin(); it != ctx_stack.rend(); ++it)
-    if (std::strcmp(it->first, name) == 0) return it->second;
-  int64_t v = env_.load(std::memory_order_relaxed);
-  if (v == INT64_MIN) env_.store(v = getenv_int(name, dflt), std::memory_order_relaxed);
+    if (std::strcmp(it->first, name) == 0) return double(it->second);
+  if (double a = api_.load(std::memory_order_relaxed); a != kUnset) return a;
+  double v = env_.load(std::memory_order_relaxed);
+  if (v == kUnset) {
+    const char* e = std::getenv(name);
+    env_.store(v = (e && *e) ? std::strtod(e, nullptr) : dflt, std::memory_order_relaxed);
+  }
   return v;
 }
-const ContextVar DEBUG{"DEBUG", 0}, SPEC{"SPEC", 0}, NOOPT{"NOOPT", 0}, BEAM{"BEAM", 0}, CACHELEVEL{"CACHELEVEL", 2};
+const ContextVar DEBUG{"DEBUG", 0, 0, 7}, SPEC{"SPEC", 0, 0, 2}, NOOPT{"NOOPT", 0, 0, 1}, BEAM{"BEAM", 0, 0, 64}, CACHELEVEL{"CACHELEVEL", 2, 0, 2},
+    IGNORE_BEAM_CACHE{"IGNORE_BEAM_CACHE", 0, 0, 1}, JITBEAM{"JITBEAM", 0, 0, 64}, BEAM_DEBUG{"BEAM_DEBUG", 0, 0, 2},
+    BEAM_UPCAST_MAX{"BEAM_UPCAST_MAX", 256, 1, 4096}, BEAM_LOCAL_MAX{"BEAM_LOCAL_MAX", 1024, 1, 4096}, BEAM_UOPS_MAX{"BEAM_UOPS_MAX", 3000, 0, 1e6},
+    BEAM_MIN_PROGRESS{"BEAM_MIN_PROGRESS", 0.01, 0, 1e6}, BEAM_TIMEOUT_SEC{"BEAM_TIMEOUT_SEC", 10, 0, 3600};
+
+const ContextVar* find_option(std::string_view name) {
+  for (const ContextVar* v : {&DEBUG, &SPEC, &NOOPT, &BEAM, &CACHELEVEL, &IGNORE_BEAM_CACHE, &JITBEAM, &BEAM_DEBUG, &BEAM_UPCAST_MAX, &BEAM_LOCAL_MAX,
+                              &BEAM_UOPS_MAX, &BEAM_MIN_PROGRESS, &BEAM_TIMEOUT_SEC})
+    if (name == v->name) return v;
+  return nullptr;
+}
+void set_option(const ContextVar& v, const char* value) {
+  if (!value) return v.api_.store(ContextVar::kUnset);
+  char* end = nullptr;
+  double d = std::strtod(value, &end);
+  TG_CHECK(*value && end && *end == 0 && d >= v.lo && d <= v.hi, TG_ERROR_INVALID_ARGUMENT,
+           strformat("set_option %s: '%.40s' is not a number in [%g, %g]", v.name, value, v.lo, v.hi));
+  v.api_.store(d);
+}
 
 Context::Context(std::initializer_list<std::pair<const char*, int64_t>> vals) : n_(vals.size()) {
   for (auto& v : vals) ctx_stack.push_back(v);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tinygrad.h"
@@ -26,15 +27,25 @@ struct Error : std::runtime_error {
 int64_t getenv_int(const char* name, int64_t dflt = 0);
 std::string getenv_str(const char* name, const std::string& dflt = "");
 
-// A config variable (DEBUG, SPEC, NOOPT, BEAM, ...): reads the environment once, can be overridden in a scope.
+// A config variable (DEBUG, SPEC, NOOPT, BEAM, ...): a scoped Context override wins, then a value set through
+// tg_set_option, then the environment (read once, on first use), then the default. Every read goes through get(), so a
+// value set through the API takes effect at the next read, whatever a caller cached before.
 struct ContextVar {
   const char* name;
-  int64_t dflt;
-  mutable std::atomic<int64_t> env_{INT64_MIN};  // the environment's value, read once
-  int64_t get() const;
+  double dflt, lo, hi;  // tg_set_option accepts [lo, hi]: enough for any use, too little to flood a log or run for hours
+  mutable std::atomic<double> env_{kUnset}, api_{kUnset};
+  static constexpr double kUnset = -1e300;
+  double value() const;  // the fractional ones (BEAM_MIN_PROGRESS) read this
+  int64_t get() const { return int64_t(value()); }
   operator int64_t() const { return get(); }
 };
-extern const ContextVar DEBUG, SPEC, NOOPT, BEAM, CACHELEVEL;
+extern const ContextVar DEBUG, SPEC, NOOPT, BEAM, CACHELEVEL, IGNORE_BEAM_CACHE, JITBEAM, BEAM_DEBUG, BEAM_UPCAST_MAX, BEAM_LOCAL_MAX, BEAM_UOPS_MAX,
+    BEAM_MIN_PROGRESS, BEAM_TIMEOUT_SEC;
+// The options tg_set_option/tg_get_option know (the ContextVars above); nullptr for any other name.
+const ContextVar* find_option(std::string_view name);
+// tg_set_option: `value` is a number in the option's range (TG_ERROR_INVALID_ARGUMENT naming the option otherwise);
+// nullptr forgets the API's value, so the environment applies again.
+void set_option(const ContextVar& v, const char* value);
 // Scoped overrides, like tinygrad's `with Context(DEBUG=2):`. Thread-local; nests.
 class Context {
  public:

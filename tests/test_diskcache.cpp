@@ -10,10 +10,15 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 
+#include "subprocess.h"
+
 namespace {
+
+using tg::test::quote;
+using tg::test::slurp;
+using tg::test::TempDir;
 
 std::string probe_path() {
   char buf[PATH_MAX];
@@ -21,19 +26,6 @@ std::string probe_path() {
   std::string self = n > 0 ? std::string(buf, size_t(n)) : std::string("./tg_tests");
   return self.substr(0, self.rfind('/') + 1) + "tg_cache_probe";
 }
-std::string quote(const std::string& s) {  // single-quoted for /bin/sh
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/tg-diskcache-test-XXXXXX";
-    path = ::mkdtemp(t) ? t : "";
-  }
-  ~TempDir() { std::system(("chmod -R u+rwx " + quote(path) + " 2>/dev/null; rm -rf " + quote(path)).c_str()); }
-};
 struct ProbeRun {
   int rc;
   std::string out, err;
@@ -42,12 +34,6 @@ struct ProbeRun {
     return p == std::string::npos ? -1 : std::atol(out.c_str() + p + 9);
   }
 };
-std::string slurp(const std::string& f) {
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 // runs the probe with `env` (VAR=value words, already quoted) and argument k
 ProbeRun probe(const TempDir& scratch, const std::string& env, double k = 1) {
   std::string o = scratch.path + "/probe.out", e = scratch.path + "/probe.err";

@@ -565,6 +565,10 @@ struct FuzzCtx {
     if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
     return rec(name, Arg::Other, "&int64"), buffer<int64_t>(1);
   }
+  double* out_f64(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
+    return rec(name, Arg::Other, "&double"), buffer<double>(1);
+  }
   const int64_t* in_i64(const char* name) {
     if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
     int64_t* p = buffer<int64_t>(1);

@@ -10,55 +10,15 @@
 
 #include "codegen/codegen.h"
 #include "codegen/opt/kernel.h"
-#include "engine/realize.h"
-#include "tensor/tensor.h"
+#include "kernel_case.h"
 
 namespace {
 
 using tg::Opt;
 using tg::OptOps;
-using tg::Shape;
 using tg::Tensor;
-
-Tensor randt(Shape s, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = u(g);
-  return Tensor::from_data(v.data(), v.size() * sizeof(float), tg::dtypes::float32, s, "CPU");
-}
-
-// A scheduled graph with its buffers: kernels run one by one, the last with the opts under test.
-struct Case {
-  std::shared_ptr<const tg::Schedule> sched;
-  std::vector<std::shared_ptr<tg::Buffer>> bufs;
-  explicit Case(const Tensor& out) {
-    tg::Normalized n = tg::normalize({out.uop()});
-    sched = tg::create_schedule(n.sink, n.specs);
-    for (size_t i = 0; i < sched->slots.size(); i++)
-      bufs.push_back(i < n.inputs.size() ? tg::buffer_of(n.inputs[i].get())
-                                         : std::make_shared<tg::Buffer>("CPU", sched->slots[i].first, sched->slots[i].second));
-  }
-  const tg::UOpRef& last() const { return sched->kernels.back()->ast; }
-  // runs every kernel (the last with `opts`) and returns the last kernel's output
-  std::vector<float> run(const std::vector<Opt>& opts) {
-    tg::Device& dev = tg::get_device("CPU");
-    static const std::vector<Opt> none;
-    for (size_t i = 0; i < sched->kernels.size(); i++) {
-      auto& k = *sched->kernels[i];
-      auto c = tg::compile_program(k.ast, k.name, dev, i + 1 == sched->kernels.size() ? &opts : &none);
-      std::vector<void*> ptrs;
-      for (int s : k.slots) ptrs.push_back(bufs[size_t(s)]->ptr());
-      tg::run_kernel(*c, ptrs.data());
-    }
-    auto& out = bufs[size_t(sched->kernels.back()->slots[0])];
-    std::vector<float> v(size_t(out->size()));
-    out->copyout(v.data(), v.size() * sizeof(float));
-    return v;
-  }
-};
+using tg::test::Case;
+using tg::test::randt;
 
 struct Kernel {
   const char* name;

@@ -42,6 +42,13 @@ static const UOpRef& expr_of(const tg_expr* e, const char* what) {
   return e->u;
 }
 
+static const ContextVar& option_named(const char* name, const char* what) {
+  TG_ARG(name, std::string(what) + ": name is NULL");
+  const ContextVar* v = find_option(name);
+  TG_ARG(v, strformat("%s: unknown option '%.40s' (see tg_set_option in tinygrad.h for the names)", what, name));
+  return *v;
+}
+
 extern "C" {
 
 const char* tg_version(void) { return TG_VERSION_STRING; }
@@ -66,6 +73,17 @@ tg_status tg_dtype_promote(tg_dtype a, tg_dtype b, tg_dtype* out) {
     TG_ARG(unsigned(a) <= TG_FLOAT64 && unsigned(b) <= TG_FLOAT64, strformat("dtype_promote: unknown dtype %d/%d", int(a), int(b)));
     TG_ARG(out, "dtype_promote: out is NULL");
     *out = tg_dtype(least_upper_dtype(dtypes::all()[a], dtypes::all()[b]).scalar);
+  });
+}
+
+tg_status tg_set_option(const char* name, const char* value) {
+  return api::call([&] { set_option(option_named(name, "set_option"), value); });
+}
+tg_status tg_get_option(const char* name, double* value) {
+  return api::call([&] {
+    const ContextVar& v = option_named(name, "get_option");
+    TG_ARG(value, "get_option: value is NULL");
+    *value = v.value();
   });
 }
 

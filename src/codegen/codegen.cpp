@@ -37,7 +37,7 @@ ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Render
   }
   LinearProgram lp = linearize(a, p.name);
   lp.threads = p.threads;
-  p.vars = lp.vars, p.ops = lp.ops, p.mem = lp.mem;
+  p.vars = lp.vars, p.ops = lp.ops, p.mem = lp.mem, p.uops = lp.uops.size();
   p.src = ren.render(lp);
   return p;
 }

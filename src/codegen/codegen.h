@@ -13,6 +13,7 @@ struct ProgramSpec {
   UOps vars;            // DEFINE_VARs, in the order of the entry's vars array
   int64_t threads = 1;  // THREAD: one call per core_id
   uint64_t ops = 0, mem = 0;
+  size_t uops = 0;        // linearized UOps (BEAM_UOPS_MAX)
   std::vector<Opt> opts;  // the actions applied
 };
 

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "codegen/codegen.h"
+#include "codegen/opt/beam.h"
 #include "renderer/renderer.h"
 #include "runtime/threadpool.h"
 #include "schedule/schedule.h"
@@ -15,7 +16,10 @@ static double since(Clock::time_point t) { return std::chrono::duration<double>(
 
 std::shared_ptr<CompiledKernel> compile_program(const UOpRef& ast, const std::string& name, Device& dev, const std::vector<Opt>* opts) {
   if (DEBUG >= 3) std::fprintf(stderr, "=== kernel %s AST ===\n%s", name.c_str(), ast->str().c_str());
-  ProgramSpec p = get_program(ast, name, dev.renderer(), opts);
+  return compile_spec(get_program(ast, name, dev.renderer(), opts), dev);
+}
+
+std::shared_ptr<CompiledKernel> compile_spec(ProgramSpec p, Device& dev) {
   auto c = std::make_shared<CompiledKernel>();
   c->name = p.name, c->src = std::move(p.src), c->vars = p.vars, c->threads = p.threads, c->ops = p.ops, c->mem = p.mem;
   if (DEBUG >= 4) std::fprintf(stderr, "=== kernel %s source ===\n%s", c->name.c_str(), c->src.c_str());
@@ -45,8 +49,12 @@ Normalized normalize(const std::vector<UOpRef>& roots) {
 
 static const CompiledKernel& compile_kernel(const KernelItem& k, Device& dev) {
   std::lock_guard<std::mutex> lk(k.mu);
-  auto& slot = k.compiled[dev.name()];
-  if (!slot) slot = compile_program(k.ast, k.name, dev, nullptr);
+  // BEAM is read when a kernel is first compiled for a device and beam width; later realizes reuse that program
+  auto& slot = k.compiled[BEAM >= 1 ? strformat("%s BEAM=%d", dev.name().c_str(), int(BEAM)) : dev.name()];
+  if (slot) return *slot;
+  std::vector<Opt> opts;
+  if (BEAM >= 1) opts = beam_opts(k.ast, k.name, dev, int(BEAM));
+  slot = compile_program(k.ast, k.name, dev, BEAM >= 1 ? &opts : nullptr);
   return *slot;
 }
 

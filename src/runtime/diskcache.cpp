@@ -63,24 +63,27 @@ void DiskCache::disable(const std::string& why) {
   disabled_ = true, dir_.clear();
 }
 
+std::string tinygrad_cache_dir(const std::string& sub, std::string& err) {
+  std::string base = cache_base();
+  if (base.empty()) return err = "no home directory: set XDG_CACHE_HOME or HOME", "";
+  err = make_dir(base);
+  if (err.empty()) err = check_dir(base, true);
+  std::string d = base + "/tinygrad";
+  for (const std::string& p : {d, sub.empty() ? d : d + "/" + sub}) {
+    if (err.empty()) err = make_dir(p);
+    if (err.empty()) err = check_dir(p, false);
+  }
+  if (!sub.empty()) d += "/" + sub;
+  if (err.empty() && ::access(d.c_str(), W_OK | X_OK) != 0) err = d + " is not writable";
+  return err.empty() ? d : "";
+}
+
 const std::string& DiskCache::dir() {
   if (checked_ || disabled_) return dir_;
   checked_ = true;
-  std::string base = cache_base();
-  if (base.empty()) {
-    disable("no home directory: set XDG_CACHE_HOME or HOME");
-    return dir_;
-  }
-  std::string err = make_dir(base);
-  if (err.empty()) err = check_dir(base, true);
-  std::string tg = base + "/tinygrad", k = tg + "/kernels";
-  if (err.empty()) err = make_dir(tg);
-  if (err.empty()) err = check_dir(tg, false);
-  if (err.empty()) err = make_dir(k);
-  if (err.empty()) err = check_dir(k, false);
-  if (err.empty() && ::access(k.c_str(), W_OK | X_OK) != 0) err = k + " is not writable";
+  std::string err;
+  dir_ = tinygrad_cache_dir("kernels", err);
   if (!err.empty()) disable(err);
-  else dir_ = k;
   return dir_;
 }
 

@@ -7,6 +7,10 @@
 
 namespace tg {
 
+// <user cache dir>/tinygrad[/sub]: $XDG_CACHE_HOME, else $HOME/.cache, else the passwd home's; made if missing and
+// checked as the kernel cache is (ours, not writable by others). "" with `err` saying why when it can't be used.
+std::string tinygrad_cache_dir(const std::string& sub, std::string& err);
+
 class DiskCache {
  public:
   static DiskCache& get();

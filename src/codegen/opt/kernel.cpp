@@ -355,7 +355,7 @@ Scheduler optimize(const UOpRef& ast, const Renderer& ren, const std::vector<Opt
   Scheduler k(ast, ren);
   if (opts) {
     for (auto& o : *opts) k.apply_opt(o);
-  } else if (!getenv_int("NOOPT", 0)) {
+  } else if (!NOOPT) {
     hand_coded_optimizations(k);
   }
   return k;
