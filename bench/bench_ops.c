@@ -69,7 +69,7 @@ typedef struct {
   const char *name, *unit, *reference;
   double value, reference_value, ratio;
 } row;
-static row rows[16];
+static row rows[32];
 static int nrows = 0;
 
 /* higher_better: the unit is a throughput (ratio ours/ref) rather than a time (ratio ref/ours). rv <= 0: no reference. */
@@ -279,7 +279,8 @@ static double mm_tg(void* p) {
   double t0 = now();
   return realize_timed(t0, tg_tensor_matmul(c->a, c->b));
 }
-static void bench_matmul(int n, int min_runs, int max_runs, double budget_s, int threads) {
+/* our GFLOP/s for an n^3 matmul (its first call, compile and any BEAM search included, in *first_s) */
+static double matmul_ours(int n, int min_runs, int max_runs, double budget_s, double* first_s) {
   size_t nn = (size_t)n * (size_t)n;
   float *ha = malloc(nn * sizeof(float)), *hb = malloc(nn * sizeof(float));
   for (size_t i = 0; i < nn; i++) ha[i] = (float)(i % 7) * 0.1f, hb[i] = (float)(i % 5) * 0.1f;
@@ -311,13 +312,19 @@ static void bench_matmul(int n, int min_runs, int max_runs, double budget_s, int
   } else {
     ours = flop / time_median(mm_tg, &mc, 0, min_runs, max_runs, budget_s);
   }
+  tg_tensor_release(mc.a), tg_tensor_release(mc.b);
+  free(ha), free(hb);
+  if (first_s) *first_s = first;
+  return ours;
+}
+static double bench_matmul(int n, int min_runs, int max_runs, double budget_s, int threads) {  /* returns OpenBLAS SkylakeX */
+  double ours = matmul_ours(n, min_runs, max_runs, budget_s, NULL);
   int blas_runs = n >= 2048 ? 5 : 9;
   double ref_def = blas_ref(n, blas_runs, threads, NULL), ref_skx = blas_ref(n, blas_runs, threads, "SkylakeX");
   const char* name = n == 1024 ? "matmul 1024" : n == 2048 ? "matmul 2048" : "matmul";
   add_row(name, "GFLOP/s", ours, "OpenBLAS", ref_def, 1);
   add_row(name, "GFLOP/s", ours, "OpenBLAS SkylakeX", ref_skx, 1);
-  tg_tensor_release(mc.a), tg_tensor_release(mc.b);
-  free(ha), free(hb);
+  return ref_skx;
 }
 
 /* ---- conv2d ---- */
@@ -327,7 +334,7 @@ static double conv_tg(void* p) {
   double t0 = now();
   return realize_timed(t0, tg_tensor_conv2d(c->x, c->w, NULL, 1, 1, 1, 1, 1, 1, 1));
 }
-static void bench_conv2d(int threads) {
+static double conv2d_ours(void) {  /* ms per call */
   int64_t xs[4] = {32, 64, 56, 56}, ws[4] = {64, 64, 3, 3};
   conv_ctx cc = {tg_tensor_randn(xs, 4, TG_FLOAT32, NULL), tg_tensor_randn(ws, 4, TG_FLOAT32, NULL)};
   CHECK(cc.x && cc.w);
@@ -351,6 +358,10 @@ static void bench_conv2d(int threads) {
   free(hx), free(hw), free(hy);
   double ours = 1e3 * time_median(conv_tg, &cc, 0, 3, 9, 20.0);
   tg_tensor_release(cc.x), tg_tensor_release(cc.w);
+  return ours;
+}
+static double bench_conv2d(int threads) {  /* returns PyTorch's ms */
+  double ours = conv2d_ours();
 
   const char* py = getenv("TG_BENCH_PYTHON");
   const char* dir = getenv("TG_BENCH_DIR");
@@ -366,6 +377,7 @@ static void bench_conv2d(int threads) {
   free(out);
   if (ref <= 0) fprintf(stderr, "bench_ops: WARNING: PyTorch conv2d reference (%s %s) failed; its ratio is 0\n", argv[0], script), ref = 0;
   add_row("conv2d", "ms", ours, "PyTorch", ref, 0);
+  return ref;
 }
 
 /* ---- compile time: the first realize of a new kernel minus a warm realize of the same graph ---- */
@@ -449,19 +461,39 @@ int main(int argc, char** argv) {
   double ours = gb / time_median(ew_tg, &ec, 2, 9, 9, 0);
   add_row("elementwise 16M", "GB/s", ours, "bandwidth loop", gb / time_median(ew_ref, &ec, 2, 9, 9, 0), 1);
   gb = (double)N * sizeof(float) * 1e-9;
-  ours = gb / time_median(sum_tg, &ec, 2, 9, 9, 0);
-  add_row("sum 16M", "GB/s", ours, "bandwidth loop", gb / time_median(sum_ref, &ec, 2, 9, 9, 0), 1);
-  tg_tensor_release(ec.x);
-  free(in), free(out);
+  double sum_ours = gb / time_median(sum_tg, &ec, 2, 9, 9, 0), sum_ref_v = gb / time_median(sum_ref, &ec, 2, 9, 9, 0);
+  add_row("sum 16M", "GB/s", sum_ours, "bandwidth loop", sum_ref_v, 1);
 
   /* matmul 1024: up to 7 runs, at least 3, no more once 10 s of timed runs have passed; matmul 2048: up to 5 runs, at
    * least 1, no more once 30 s have passed; if the warm-up call alone took over 30 s it is the one sample (the naive
    * kernel takes one to two minutes a call) */
-  bench_matmul(1024, 3, 7, 10.0, threads);
-  if (!quick) bench_matmul(2048, 1, 5, 30.0, threads);
-  if (!quick) bench_conv2d(threads);
+  double skx1 = bench_matmul(1024, 3, 7, 10.0, threads), mm1_ours = rows[nrows - 1].value, skx2 = 0, mm2_ours = 0, torch_ms = 0, conv_ours = 0;
+  if (!quick) skx2 = bench_matmul(2048, 1, 5, 30.0, threads), mm2_ours = rows[nrows - 1].value;
+  if (!quick) torch_ms = bench_conv2d(threads), conv_ours = rows[nrows - 1].value;
   add_row("compile time", "ms", bench_compile(9), "target", 15.0, 0);
   add_row("tiny realize", "us", bench_tiny(2000), "", 0, 0);
+
+  /* BEAM=2, set through the C API: each kernel searched afresh (CACHELEVEL=0 keeps the BEAM cache off too); the first
+   * matmul 1024 call holds its search. Each is compared with the same reference as above and with our heuristic kernel. */
+  CHECK(tg_set_option("BEAM", "2") == TG_OK);
+  double search_s = 0, b1 = matmul_ours(1024, 3, 7, 10.0, &search_s);
+  add_row("beam2 matmul 1024", "GFLOP/s", b1, "OpenBLAS SkylakeX", skx1, 1);
+  add_row("beam2 matmul 1024", "GFLOP/s", b1, "heuristics", mm1_ours, 1);
+  add_row("beam2 search time matmul 1024", "s", search_s, "", 0, 0);
+  if (!quick) {
+    double b2 = matmul_ours(2048, 1, 5, 30.0, NULL);
+    add_row("beam2 matmul 2048", "GFLOP/s", b2, "OpenBLAS SkylakeX", skx2, 1);
+    add_row("beam2 matmul 2048", "GFLOP/s", b2, "heuristics", mm2_ours, 1);
+    double bc = conv2d_ours();
+    add_row("beam2 conv2d", "ms", bc, "PyTorch", torch_ms, 0);
+    add_row("beam2 conv2d", "ms", bc, "heuristics", conv_ours, 0);
+  }
+  double bs = gb / time_median(sum_tg, &ec, 2, 9, 9, 0);
+  add_row("beam2 sum 16M", "GB/s", bs, "bandwidth loop", sum_ref_v, 1);
+  add_row("beam2 sum 16M", "GB/s", bs, "heuristics", sum_ours, 1);
+  CHECK(tg_set_option("BEAM", "0") == TG_OK);
+  tg_tensor_release(ec.x);
+  free(in), free(out);
 
   if (argc > 1) {
     FILE* f = fopen(argv[1], "w");
