@@ -1,6 +1,6 @@
 // BEAM search: the kernel it chooses computes what the unoptimized one does; its choice is cached in SQLite so a second
 // process times nothing; two processes writing at once leave a readable database; a garbage database is reported once
-// and the search runs without it. The processes are this binary again (BeamChild.Run), each with its own empty cache.
+// and the search runs without it. The other processes are tg_beam_probe (tests/tools/beam_probe.cpp), each with its own empty cache.
 #include <gtest/gtest.h>
 #include <limits.h>
 #include <sqlite3.h>
@@ -44,24 +44,12 @@ TEST(Beam, ChosenKernelsMatchUnoptimized) {
   }
 }
 
-// The second process: realizes a small matmul (size from TG_BEAM_CHILD) under the BEAM of its environment and prints
-// how many candidate runs it timed and a checksum of the result.
-TEST(BeamChild, Run) {
-  const char* n = std::getenv("TG_BEAM_CHILD");
-  if (!n) GTEST_SKIP() << "runs as a child of the Beam tests only";
-  int64_t sz = std::atoll(n);
-  Tensor out = randt({sz, 32}, 1).matmul(randt({32, sz}, 2));
-  std::vector<float> v(size_t(sz * sz));
-  out.to_data(v.data(), v.size() * sizeof(float));
-  double sum = 0;
-  for (float x : v) sum += x;
-  std::printf("timing_runs=%llu result=%.6g\n", (unsigned long long)tg::beam_timing_runs.load(), sum);
-}
-
-std::string self_path() {
+// the second process: tests/tools/beam_probe.cpp, built next to tg_tests
+std::string probe_path() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, size_t(n)) : "./tg_tests";
+  std::string self = n > 0 ? std::string(buf, size_t(n)) : std::string("./tg_tests");
+  return self.substr(0, self.rfind('/') + 1) + "tg_beam_probe";
 }
 struct Child {
   int rc;
@@ -77,9 +65,8 @@ struct Child {
 };
 // the shell command for one child: `env` (VAR=value words, quoted), matmul size `sz`, output to <dir>/<tag>.out/.err
 std::string child_cmd(const TempDir& t, const std::string& env, int sz, const std::string& tag) {
-  return "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX -u CACHEDB -u CACHELEVEL -u IGNORE_BEAM_CACHE -u BEAM_DEBUG -u DEBUG BEAM=1 TG_BEAM_CHILD=" +
-         std::to_string(sz) + " " + env + " " + quote(self_path()) + " --gtest_filter=BeamChild.Run >" + quote(t.path + "/" + tag + ".out") + " 2>" +
-         quote(t.path + "/" + tag + ".err");
+  return "env -u CACHEDB -u CACHELEVEL -u IGNORE_BEAM_CACHE -u BEAM_DEBUG -u DEBUG BEAM=1 " + env + " " + quote(probe_path()) + " " + std::to_string(sz) +
+         " >" + quote(t.path + "/" + tag + ".out") + " 2>" + quote(t.path + "/" + tag + ".err");
 }
 Child read_child(const TempDir& t, const std::string& tag, int rc) {
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(t.path + "/" + tag + ".out"), slurp(t.path + "/" + tag + ".err")};
