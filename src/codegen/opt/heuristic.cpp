@@ -25,6 +25,12 @@ static int64_t stride_in(const UOpRef& idx, const UOpRef& r) {
   return s;
 }
 
+// whether `r` came from splitting the range whose path is `prefix`
+static bool split_from(const UOpRef& r, const std::vector<int64_t>& prefix) {
+  auto q = range_path(r.get());
+  return q.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), q.begin());
+}
+
 void hand_coded_optimizations(Scheduler& k) {
   const Target& t = k.ren->target();
   auto attempt = [&](Opt o) {
@@ -76,9 +82,7 @@ void hand_coded_optimizations(Scheduler& k) {
       int best = -1;
       for (int ax : k.upcastable_dims()) {
         auto r = rngs[size_t(ax)];
-        auto p = range_path(r.get());
-        bool from_vec = p.size() >= vp.size() - 1 && std::equal(vp.begin(), vp.end() - 1, p.begin());
-        if (range_kind(r.get()) != AxisType::GLOBAL || from_vec) continue;
+        if (range_kind(r.get()) != AxisType::GLOBAL || split_from(r, range_path(vr.get()))) continue;
         bool reused = false, serves_vectors = true;
         for (auto& b : loads()) {
           reused |= stride_in(index_of(b), r) == 0;
@@ -102,15 +106,11 @@ void hand_coded_optimizations(Scheduler& k) {
       // loop order: the column blocks outside the row tiles, so one block's panel of the vector-loaded input (K x 32
       // floats of B) stays in cache while every row tile streams past it
       if (best >= 0) {
-        auto under = [](const UOpRef& r, const std::vector<int64_t>& p) {
-          auto q = range_path(r.get());
-          return q.size() > p.size() && std::equal(p.begin(), p.end(), q.begin());
-        };
         auto rngs3 = k.rngs();
         int m_ax = -1, n_ax = -1;
         for (int ax : k.axes_of({AxisType::GLOBAL})) {
-          if (under(rngs3[size_t(ax)], range_path(rngs[size_t(best)].get()))) m_ax = ax;
-          if (under(rngs3[size_t(ax)], range_path(vr.get()))) n_ax = ax;
+          if (split_from(rngs3[size_t(ax)], range_path(rngs[size_t(best)].get()))) m_ax = ax;
+          if (split_from(rngs3[size_t(ax)], range_path(vr.get()))) n_ax = ax;
         }
         if (m_ax >= 0 && n_ax > m_ax && getenv_int("TG_TILE_SWAP", 1)) attempt(Opt{OptOps::SWAP, m_ax, n_ax});
       }
