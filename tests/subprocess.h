@@ -23,6 +23,13 @@ struct TempDir {
   }
   ~TempDir() { std::system(("chmod -R u+rwx " + quote(path) + " 2>/dev/null; rm -rf " + quote(path)).c_str()); }
 };
+// a helper binary built next to the running test binary (tests/tools/)
+inline std::string sibling_binary(const std::string& name) {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string self = n > 0 ? std::string(buf, size_t(n)) : std::string("./tg_tests");
+  return self.substr(0, self.rfind('/') + 1) + name;
+}
 inline std::string slurp(const std::string& f) {
   std::ifstream in(f);
   std::stringstream ss;

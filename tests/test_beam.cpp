@@ -44,13 +44,8 @@ TEST(Beam, ChosenKernelsMatchUnoptimized) {
   }
 }
 
-// the second process: tests/tools/beam_probe.cpp, built next to tg_tests
-std::string probe_path() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  std::string self = n > 0 ? std::string(buf, size_t(n)) : std::string("./tg_tests");
-  return self.substr(0, self.rfind('/') + 1) + "tg_beam_probe";
-}
+// the second process: tests/tools/beam_probe.cpp
+std::string probe_path() { return tg::test::sibling_binary("tg_beam_probe"); }
 struct Child {
   int rc;
   std::string out, err;

@@ -20,12 +20,7 @@ using tg::test::quote;
 using tg::test::slurp;
 using tg::test::TempDir;
 
-std::string probe_path() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  std::string self = n > 0 ? std::string(buf, size_t(n)) : std::string("./tg_tests");
-  return self.substr(0, self.rfind('/') + 1) + "tg_cache_probe";
-}
+std::string probe_path() { return tg::test::sibling_binary("tg_cache_probe"); }
 struct ProbeRun {
   int rc;
   std::string out, err;
