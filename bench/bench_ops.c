@@ -5,6 +5,9 @@
  *   conv2d          : (32,64,56,56) * (64,64,3,3), pad 1 vs PyTorch CPU F.conv2d (bench/conv2d_torch.py)
  *   compile time    : first realize of a new small kernel minus a warm realize of the same graph (disk cache off)
  *   tiny realize    : tg_tensor_realize of x+1 on 16 floats with every cache warm (no reference)
+ *   tiny jit replay : one tg_jit_call of a captured x+1 on 16 floats, output released (no reference)
+ *   jit step mlp    : a replayed training step, 784-128-10 MLP, batch 64, Adam-like updates (bench/jit_step.c)
+ *                     vs the same step in PyTorch (bench/mlp_torch.py)
  * Every reference runs with the thread count libtinygrad uses: $NUM_CPU_THREADS, else the cores this process may run
  * on (sched_getaffinity). OpenBLAS reads OPENBLAS_CORETYPE/OPENBLAS_NUM_THREADS when it loads, so each OpenBLAS core
  * type is measured in a child process (this binary re-executed as `bench_ops --blas-only N RUNS`) with its own
@@ -29,6 +32,7 @@
 #include <tinygrad.h>
 #include <unistd.h>
 
+#include "jit_step.h"
 #include "ref_loops.h"
 
 #ifndef TG_BENCH_DIR
@@ -69,7 +73,7 @@ typedef struct {
   const char *name, *unit, *reference;
   double value, reference_value, ratio;
 } row;
-static row rows[32];
+static row rows[40];
 static int nrows = 0;
 
 /* higher_better: the unit is a throughput (ratio ours/ref) rather than a time (ratio ref/ours). rv <= 0: no reference. */
@@ -380,6 +384,28 @@ static double bench_conv2d(int threads) {  /* returns PyTorch's ms */
   return ref;
 }
 
+/* ---- the JIT: a replayed training step against the same step in PyTorch ---- */
+static void bench_jit_mlp(int threads) {
+  double first = 0, last = 0;
+  double ours = jit_step_mlp_us(300, &first, &last);
+  if (!(last < first)) DIE("jit step mlp: the loss went from %g to %g: the replayed step does not train", first, last);
+  const char* py = getenv("TG_BENCH_PYTHON");
+  const char* dir = getenv("TG_BENCH_DIR");
+  char script[4096], tbuf[32], obuf[64];
+  snprintf(script, sizeof script, "%s/mlp_torch.py", dir && *dir ? dir : TG_BENCH_DIR);
+  snprintf(tbuf, sizeof tbuf, "%d", threads);
+  snprintf(obuf, sizeof obuf, "OMP_NUM_THREADS=%d", threads);
+  char* argv[] = {(char*)(py && *py ? py : "/usr/bin/python3"), script, tbuf, "300", NULL};
+  const char* unset[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", NULL};
+  const char* set[] = {obuf, NULL};
+  settle();
+  char* out = run_capture(argv, unset, set);
+  double ref = last_number(out);
+  free(out);
+  if (ref <= 0) fprintf(stderr, "bench_ops: WARNING: PyTorch MLP step reference (%s %s) failed; its ratio is 0\n", argv[0], script), ref = 0;
+  add_row("jit step mlp", "us", ours, "PyTorch", ref, 0);
+}
+
 /* ---- compile time: the first realize of a new kernel minus a warm realize of the same graph ---- */
 static tg_tensor* small_kernel(tg_tensor* x, int i) { /* x*(1+i/16) + i: a new constant per i */
   tg_tensor* m = tg_tensor_mul_scalar(x, 1.0 + i / 16.0);
@@ -472,6 +498,8 @@ int main(int argc, char** argv) {
   if (!quick) torch_ms = bench_conv2d(threads), conv_ours = rows[nrows - 1].value;
   add_row("compile time", "ms", bench_compile(9), "target", 15.0, 0);
   add_row("tiny realize", "us", bench_tiny(2000), "", 0, 0);
+  add_row("tiny jit replay", "us", tiny_jit_replay_us(200), "", 0, 0);
+  bench_jit_mlp(threads);
 
   /* BEAM=2, set through the C API: each kernel searched afresh (CACHELEVEL=0 keeps the BEAM cache off too); the first
    * matmul 1024 call holds its search. Each is compared with the same reference as above and with our heuristic kernel. */

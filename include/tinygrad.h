@@ -98,6 +98,7 @@ TG_API tg_status tg_dtype_promote(tg_dtype a, tg_dtype b, tg_dtype* out);
 typedef struct tg_tensor tg_tensor; /* a lazy tensor */
 typedef struct tg_expr tg_expr;     /* a symbolic integer expression (index arithmetic, shapes) */
 typedef struct tg_jit tg_jit;       /* a captured function (TinyJit) */
+typedef struct tg_plan tg_plan;     /* the kernels a realize runs, as data */
 typedef struct tg_device tg_device; /* a compute device */
 
 /* ---- symbolic expressions --------------------------------------------------------------------------------------- */
@@ -489,12 +490,71 @@ TG_API tg_status tg_tensor_to_data(tg_tensor* t, void* out, size_t nbytes);
 TG_API tg_tensor* tg_tensor_retain(tg_tensor* t);
 TG_API void tg_tensor_release(tg_tensor* t);
 
+/* ---- TinyJit ---------------------------------------------------------------------------------------------------- */
+/* A function to capture: reads `n_inputs` borrowed input tensors and writes `n_outputs` new references into
+ * `outputs` (caller-owned array). Returns TG_OK, or an error status (its message set through the library's calls or not at
+ * all); on an error it must write no references. `userdata` is what tg_jit_create was given. */
+typedef tg_status (*tg_jit_fn)(void* userdata, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs);
+/* A JIT around `fn` (tinygrad's TinyJit). The first call runs `fn` and realizes its outputs; the second runs it while
+ * capturing every kernel its realizes launch; later calls replay the captured kernels with the new inputs' buffers and
+ * do not call `fn` (no scheduling, no lowering, no compiling: see tg_counters). Every tensor `fn` assigns in place
+ * (tg_tensor_assign on a realized tensor) is realized with the outputs at each call, so its update is captured and
+ * replays even when `fn` does not return it (running statistics, optimizer state); DEBUG>=1 lists those tensors.
+ * Inputs are realized first (made contiguous where needed). Outputs of a replay are the buffers of the capture: a later
+ * call overwrites them, so copy out (tg_tensor_to_data) or use them before the next call. Intermediate buffers of the
+ * captured kernels share memory (the memory planner). With the option JIT=0 every call runs `fn`. `userdata` is
+ * borrowed and must outlive the JIT. NULL if `fn` is NULL. One thread at a time per JIT (calls are serialized). */
+TG_API tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata);
+/* Call the JIT: `inputs` are borrowed, `outputs` (caller-owned array of `n_outputs`) receives new references. On a
+ * replay every input must have the shape, dtype and device it had at the capture, and n_inputs and n_outputs the counts
+ * of the capture: a mismatch is TG_ERROR_SHAPE / TG_ERROR_DTYPE / TG_ERROR_DEVICE / TG_ERROR_INVALID_ARGUMENT naming
+ * the input, and nothing runs. The first call may pass any n_outputs (extra outputs of `fn` are realized and dropped).
+ * An error from `fn` is returned as is; a failed capture leaves the JIT to capture again at the next call. */
+TG_API tg_status tg_jit_call(tg_jit* jit, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs);
+/* Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad handle. */
+TG_API int64_t tg_jit_call_count(const tg_jit* jit);
+/* Forget the capture: the next call runs `fn` again as the first call did. */
+TG_API tg_status tg_jit_reset(tg_jit* jit);
+/* The captured kernels, as a plan (see tg_plan_*: its kernel list and times of the last replay); NULL before a capture.
+ * A new reference; it does not keep the JIT alive for replays (tg_plan_run is refused on it). */
+TG_API tg_plan* tg_jit_plan(tg_jit* jit);
+TG_API void tg_jit_release(tg_jit* jit);
+
+/* ---- looking inside a realize ----------------------------------------------------------------------------------- */
+/* What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,
+ * buffers and, after running, its time. */
+typedef struct tg_kernel_info {
+  size_t struct_size;        /* sizeof(tg_kernel_info) as the caller knows it */
+  const char* name;          /* kernel name, e.g. "r_64_128_784" (borrowed from the plan) */
+  const char* source;        /* the generated source the device compiled (borrowed from the plan) */
+  size_t n_buffers;          /* buffers the kernel takes, output first */
+  const int64_t* buffer_nbytes; /* n_buffers sizes in bytes (borrowed from the plan) */
+  double time_s;             /* seconds of its last run; -1 before one */
+  int64_t threads;           /* CPU cores it is split over (1: one call) */
+  uint64_t ops, mem;         /* estimated arithmetic ops and bytes moved per run */
+} tg_kernel_info;
+/* Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new reference. */
+TG_API tg_plan* tg_plan_create(tg_tensor* const* tensors, size_t n);
+/* Run the plan: the tensors are realized (as tg_tensor_realize_many would) and each kernel's time is recorded. A plan
+ * runs once; running it again is TG_ERROR_INVALID_ARGUMENT. */
+TG_API tg_status tg_plan_run(tg_plan* plan);
+/* Kernels in the plan, in launch order; 0 for a bad handle. */
+TG_API size_t tg_plan_kernel_count(const tg_plan* plan);
+/* Kernel `i` into *out (set out->struct_size first; a caller built against a smaller struct gets its prefix). The
+ * strings and arrays stay valid while the plan lives. */
+TG_API tg_status tg_plan_kernel(const tg_plan* plan, size_t i, tg_kernel_info* out);
+/* The memory planner's result: bytes of the intermediate buffers if each had its own memory, and bytes they take
+ * sharing memory (the peak). Either pointer may be NULL. */
+TG_API tg_status tg_plan_memory(const tg_plan* plan, int64_t* intermediate_bytes, int64_t* peak_bytes);
+TG_API void tg_plan_release(tg_plan* plan);
+
 /* ---- options ---------------------------------------------------------------------------------------------------- */
 /* The library's settings, by the names of their environment variables: DEBUG (0..7), SPEC (0..2), NOOPT (0/1),
- * BEAM (search width, 0..64; 0: off), JITBEAM (0..64; accepted, takes effect once the JIT exists), CACHELEVEL (0..2),
+ * BEAM (search width, 0..64; 0: off), JITBEAM (0..64; the BEAM width for kernels compiled while a tg_jit captures), CACHELEVEL (0..2),
  * IGNORE_BEAM_CACHE (0/1), BEAM_DEBUG (0..2), BEAM_UPCAST_MAX (1..4096), BEAM_LOCAL_MAX (1..4096),
  * BEAM_UOPS_MAX (0..1e6; 0: no limit), BEAM_MIN_PROGRESS (microseconds, 0..1e6), BEAM_TIMEOUT_SEC (0..3600).
  * A value set here wins over the environment, for the whole process, from the next time the library reads the option:
+ * JIT (0: a tg_jit runs its function at every call; 1: it captures; default 1).
  * DEBUG and SPEC at every use, NOOPT and BEAM when a kernel is first compiled for a device (a kernel compiled before
  * keeps its program; a new BEAM width compiles it again), CACHELEVEL at every disk or BEAM cache access. Paths (CACHEDB, XDG_CACHE_HOME) and sizes read
  * once at start (NUM_CPU_THREADS) are environment only.
@@ -515,6 +575,8 @@ typedef struct tg_counters {
   uint64_t global_mem;     /* estimated bytes moved by kernels */
   double time_sum_s;       /* seconds spent in kernels */
   uint64_t compile_count;  /* kernels compiled (not found in a cache) */
+  uint64_t schedule_count; /* schedules made (not found in the schedule cache) */
+  uint64_t lower_count;    /* realizes lowered to kernel launches (a JIT replay lowers nothing) */
 } tg_counters;
 TG_API tg_status tg_counters_get(tg_counters* out);
 /* Set every counter to zero. */

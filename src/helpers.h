@@ -39,7 +39,7 @@ struct ContextVar {
   int64_t get() const { return int64_t(value()); }
   operator int64_t() const { return get(); }
 };
-extern const ContextVar DEBUG, SPEC, NOOPT, BEAM, CACHELEVEL, IGNORE_BEAM_CACHE, JITBEAM, BEAM_DEBUG, BEAM_UPCAST_MAX, BEAM_LOCAL_MAX, BEAM_UOPS_MAX,
+extern const ContextVar DEBUG, SPEC, NOOPT, BEAM, JIT, CACHELEVEL, IGNORE_BEAM_CACHE, JITBEAM, BEAM_DEBUG, BEAM_UPCAST_MAX, BEAM_LOCAL_MAX, BEAM_UOPS_MAX,
     BEAM_MIN_PROGRESS, BEAM_TIMEOUT_SEC;
 // The options tg_set_option/tg_get_option know (the ContextVars above); nullptr for any other name.
 const ContextVar* find_option(std::string_view name);

@@ -1,26 +1,27 @@
 // C API: tensors. Handles are checked against a live set, so NULL and released handles are errors, not crashes.
 #include <cstring>
 
-#include "api/api.h"
-#include "tensor/tensor.h"
+#include "api/handles.h"
 
 using namespace tg;
 
-struct tg_tensor {
-  Tensor t;
-};
-
-namespace {
-api::LiveHandles<tg_tensor>& handles() {
-  static auto* h = new api::LiveHandles<tg_tensor>();
+namespace tg::api {
+LiveHandles<tg_tensor>& tensor_handles() {
+  static auto* h = new LiveHandles<tg_tensor>();
   return *h;
 }
-tg_tensor* wrap(Tensor t) { return handles().add(new tg_tensor{std::move(t)}); }
-Tensor& get(const tg_tensor* h, const char* fn, const char* arg = "tensor") {
+tg_tensor* wrap(Tensor t) { return tensor_handles().add(new tg_tensor{std::move(t)}); }
+Tensor& get(const tg_tensor* h, const char* fn, const char* arg) {
   TG_ARG(h, std::string(fn) + ": " + arg + " is NULL");
-  TG_ARG(handles().live(h), std::string(fn) + ": " + arg + " is not a live tensor handle (released?)");
+  TG_ARG(tensor_handles().live(h), std::string(fn) + ": " + arg + " is not a live tensor handle (released?)");
   return const_cast<tg_tensor*>(h)->t;
 }
+}  // namespace tg::api
+using tg::api::get;
+using tg::api::wrap;
+
+namespace {
+api::LiveHandles<tg_tensor>& handles() { return api::tensor_handles(); }
 DType dt_of(tg_dtype d, const char* fn) {
   TG_CHECK(unsigned(d) <= TG_FLOAT64, TG_ERROR_DTYPE, strformat("%s: unknown dtype %d", fn, int(d)));
   return dtypes::all()[size_t(d)];
@@ -466,6 +467,7 @@ tg_status tg_counters_get(tg_counters* out) {
     c.struct_size = sizeof c;
     c.kernel_count = GlobalCounters::kernel_count, c.global_ops = GlobalCounters::global_ops, c.global_mem = GlobalCounters::global_mem;
     c.time_sum_s = GlobalCounters::time_sum_s, c.compile_count = GlobalCounters::compile_count;
+    c.schedule_count = GlobalCounters::schedule_count, c.lower_count = GlobalCounters::lower_count;
     size_t n = std::min(out->struct_size, sizeof c);  // a caller built against an older, smaller struct gets its prefix
     std::memcpy(out, &c, n);
     out->struct_size = n;

@@ -1,6 +1,7 @@
 #include "engine/realize.h"
 
 #include <chrono>
+#include <unordered_set>
 
 #include "codegen/codegen.h"
 #include "codegen/opt/beam.h"
@@ -29,45 +30,83 @@ std::shared_ptr<CompiledKernel> compile_spec(ProgramSpec p, Device& dev) {
   return c;
 }
 
+void count_kernel(const CompiledKernel& k, double seconds) {
+  GlobalCounters::kernel_count++, GlobalCounters::global_ops += k.ops, GlobalCounters::global_mem += k.mem;
+  for (double cur = GlobalCounters::time_sum_s.load(); !GlobalCounters::time_sum_s.compare_exchange_weak(cur, cur + seconds);) {
+  }
+}
+
 void run_kernel(const CompiledKernel& k, void** bufs) {
-  int64_t vars[8] = {};  // only core_id so far; symbolic shapes bind more
+  int64_t vars[16] = {};  // only core_id so far; symbolic shapes bind more
   launch(*k.prog, bufs, vars, k.vars.size(), k.threads, k.core_var);
 }
+
+void ExecItem::run() {
+  ptrs.resize(bufs.size());
+  for (size_t i = 0; i < bufs.size(); i++) ptrs[i] = bufs[i]->ptr();
+  vals.resize(prg->vars.size());
+  launch();
+}
+void ExecItem::launch() { tg::launch(*prg->prog, ptrs.data(), vals.data(), vals.size(), prg->threads, prg->core_var); }
 
 Normalized normalize(const std::vector<UOpRef>& roots) {
   Normalized n;
   UOpRef sink = UOp::sink(roots);
-  UOpMap<UOpRef> to_param;
-  for (auto& u : sink->toposort())
-    if (u->op == Ops::BUFFER) {
-      to_param[u] = UOp::make(Ops::PARAM, u->dtype, {}, std::vector<int64_t>{int64_t(n.inputs.size()), std::get<int64_t>(u->arg)});
-      n.inputs.push_back(u), n.specs.emplace_back(u->dtype, std::get<int64_t>(u->arg));
+  UOps topo = sink->toposort();
+  // an assign that already ran is its target's buffer now (the base of a chain of assigns)
+  UOpMap<UOpRef> done;
+  for (auto& u : topo)
+    if (const AssignArg* a = assign_arg(u.get()); a && a->done.load()) {
+      const UOp* b = u.get();
+      while (b->op == Ops::ASSIGN) b = b->src[0].get();
+      done[u] = b->ref();
     }
-  n.sink = sink->substitute(to_param);
+  if (!done.empty()) sink = sink->substitute(done), topo = sink->toposort();
+  std::unordered_map<const UOp*, UOpRef> to;
+  for (auto& u : topo) {
+    if (u->op == Ops::BUFFER) {
+      to[u.get()] = UOp::make(Ops::PARAM, u->dtype, {}, std::vector<int64_t>{int64_t(n.inputs.size()), std::get<int64_t>(u->arg)});
+      n.inputs.push_back(u), n.specs.emplace_back(u->dtype, std::get<int64_t>(u->arg));
+      continue;
+    }
+    UOps src;
+    bool same = true;
+    for (auto& x : u->src) src.push_back(to.at(x.get())), same &= src.back() == x;
+    if (assign_arg(u.get())) {
+      n.assigns.push_back(u);
+      to[u.get()] = UOp::make(Ops::ASSIGN, u->dtype, {src[0], src[1]});
+    } else to[u.get()] = same ? u : u->replace_src(std::move(src));
+  }
+  n.sink = to.at(sink.get());
   return n;
 }
 
-static const CompiledKernel& compile_kernel(const KernelItem& k, Device& dev) {
+static thread_local CaptureScope* g_capture = nullptr;
+
+static std::shared_ptr<const CompiledKernel> compile_kernel(const KernelItem& k, Device& dev) {
   std::lock_guard<std::mutex> lk(k.mu);
   // BEAM is read when a kernel is first compiled for a device and beam width; later realizes reuse that program
   auto& slot = k.compiled[BEAM >= 1 ? strformat("%s BEAM=%d", dev.name().c_str(), int(BEAM)) : dev.name()];
-  if (slot) return *slot;
+  if (slot) return slot;
   std::vector<Opt> opts;
   if (BEAM >= 1) opts = beam_opts(k.ast, k.name, dev, int(BEAM));
   slot = compile_program(k.ast, k.name, dev, BEAM >= 1 ? &opts : nullptr);
-  return *slot;
+  return slot;
 }
 
-std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device) {
+Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& device) {
   auto t0 = Clock::now();
+  Lowered l;
+  l.device = device;
   Device& dev = get_device(device);
   // normalize: input buffers become PARAM slots, so graphs that differ only in their data share one schedule
   Normalized norm = normalize(roots);
   auto& inputs = norm.inputs;
   auto sched = get_schedule(norm.sink, norm.specs);
-  double t_sched = since(t0);
+  l.t_schedule = since(t0);
+  l.assigns = std::move(norm.assigns);
 
-  // buffers for every slot: inputs as given, the rest new
+  // buffers for every slot: inputs as given, the rest new (allocated when first run)
   std::vector<std::shared_ptr<Buffer>> bufs(sched->slots.size());
   UOpMap<UOpRef> from_param;
   for (size_t i = 0; i < sched->slots.size(); i++) {
@@ -80,34 +119,61 @@ std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::st
       from_param[param] = buffer_uop(bufs[i]);
     }
   }
-  double t_run = 0;
-  for (auto& ki : sched->kernels) {
-    const CompiledKernel* k = &compile_kernel(*ki, dev);
-    std::vector<void*> ptrs;
-    for (int s : ki->slots) ptrs.push_back(bufs[size_t(s)]->ptr());
-    if (DEBUG >= 3)
-      for (size_t i = 0; i < ki->slots.size(); i++)
-        std::fprintf(stderr, "  %s buf%zu: %s[%lld] %s\n", k->name.c_str(), i, bufs[size_t(ki->slots[i])]->dtype().name().c_str(),
-                     (long long)bufs[size_t(ki->slots[i])]->size(), i == 0 ? "(out)" : "(in)");
-    auto t1 = Clock::now();
-    run_kernel(*k, ptrs.data());
-    dev.synchronize();
-    double dt = since(t1);
-    t_run += dt;
-    GlobalCounters::kernel_count++, GlobalCounters::global_ops += k->ops, GlobalCounters::global_mem += k->mem;
-    for (double cur = GlobalCounters::time_sum_s.load(); !GlobalCounters::time_sum_s.compare_exchange_weak(cur, cur + dt);) {
-    }
-    if (DEBUG >= 2)
-      std::fprintf(stderr, "*** %-4s %6llu %-28s arg %2zu mem %6.3f GB tm %10.2fus (%9.2f GFLOPS %7.2f GB/s)\n", device.c_str(),
-                   (unsigned long long)GlobalCounters::kernel_count.load(), k->name.c_str(), ki->slots.size(), double(GlobalCounters::global_mem.load()) * 1e-9,
-                   dt * 1e6, double(k->ops) / dt * 1e-9, double(k->mem) / dt * 1e-9);
+  std::unordered_set<const Buffer*> movable;  // intermediates: neither an input nor behind an output
+  for (size_t i = inputs.size(); i < bufs.size(); i++) movable.insert(bufs[i].get());
+  for (auto& o : sched->outputs) {
+    for (auto& u : o->toposort())
+      if (u->op == Ops::PARAM) movable.erase(bufs[size_t(u->arg_ints()[0])].get());
+    l.outputs.push_back(o->substitute(from_param));
   }
-  if (DEBUG >= 1 && !sched->kernels.empty())
-    std::fprintf(stderr, "realize: %zu kernel%s, schedule %.3f ms, run %.3f ms\n", sched->kernels.size(), sched->kernels.size() == 1 ? "" : "s", t_sched * 1e3,
-                 t_run * 1e3);
-  std::vector<UOpRef> outs;
-  for (auto& o : sched->outputs) outs.push_back(o->substitute(from_param));
-  return outs;
+  from_param.clear();
+  for (auto& ki : sched->kernels) {
+    ExecItem e{compile_kernel(*ki, dev), {}, {}, -1, {}};
+    for (int s : ki->slots) e.bufs.push_back(bufs[size_t(s)]);
+    l.items.push_back(std::move(e));
+  }
+  // a capturing JIT plans the intermediates of all its realizes together
+  if (movable.size() > 1 && !g_capture) l.mem = plan_memory(l.items, [&](const Buffer* b) { return movable.count(b) > 0; });
+  if (!l.items.empty()) GlobalCounters::lower_count++;
+  l.t_lower = since(t0) - l.t_schedule;
+  return l;
+}
+
+CaptureScope::CaptureScope() : prev(g_capture) { g_capture = this; }
+CaptureScope::~CaptureScope() { g_capture = prev; }
+
+void run_lowered(Lowered& l) {
+  Device& dev = get_device(l.device);
+  double t_run = 0;
+  for (auto& e : l.items) {
+    const CompiledKernel& k = *e.prg;
+    if (DEBUG >= 3)
+      for (size_t i = 0; i < e.bufs.size(); i++)
+        std::fprintf(stderr, "  %s buf%zu: %s[%lld] %s\n", k.name.c_str(), i, e.bufs[i]->dtype().name().c_str(), (long long)e.bufs[i]->size(),
+                     i == 0 ? "(out)" : "(in)");
+    auto t1 = Clock::now();
+    e.run();
+    dev.synchronize();
+    double dt = e.time_s = since(t1);
+    t_run += dt;
+    count_kernel(k, dt);
+    if (DEBUG >= 2)
+      std::fprintf(stderr, "*** %-4s %6llu %-28s arg %2zu mem %6.3f GB tm %10.2fus (%9.2f GFLOPS %7.2f GB/s)\n", l.device.c_str(),
+                   (unsigned long long)GlobalCounters::kernel_count.load(), k.name.c_str(), e.bufs.size(), double(GlobalCounters::global_mem.load()) * 1e-9,
+                   dt * 1e6, double(k.ops) / dt * 1e-9, double(k.mem) / dt * 1e-9);
+  }
+  for (auto& a : l.assigns) assign_arg(a.get())->done = true;
+  if (g_capture) g_capture->items.insert(g_capture->items.end(), l.items.begin(), l.items.end());
+  if (DEBUG >= 1 && !l.items.empty())
+    std::fprintf(stderr, "realize: %zu kernel%s, schedule %.3f ms, lower %.3f ms, run %.3f ms, intermediates %zu in %.3f MB (of %.3f MB)\n", l.items.size(),
+                 l.items.size() == 1 ? "" : "s", l.t_schedule * 1e3, l.t_lower * 1e3, t_run * 1e3, l.mem.buffers, double(l.mem.peak_bytes) * 1e-6,
+                 double(l.mem.total_bytes) * 1e-6);
+}
+
+std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device) {
+  Lowered l = lower_realize(roots, device);
+  run_lowered(l);
+  return std::move(l.outputs);
 }
 
 }  // namespace tg

@@ -1,6 +1,8 @@
-// Engine: run schedules. realize_uops schedules the graphs of `roots` (through the schedule cache), allocates the new
-// buffers, compiles (cached) and runs every kernel in order, and returns each root's realized graph.
+// Engine: a realize schedules the roots' graphs (through the schedule cache), lowers the schedule to ExecItems (a
+// compiled program, its buffers, its variable values), plans the intermediate buffers' memory, then runs the items.
+// The list of items is what TinyJit captures and replays, and what tg_plan shows a C caller.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,16 +13,59 @@
 
 namespace tg {
 // A graph whose input buffers are PARAM slots (what the schedule cache keys on), and the BUFFER node of each slot.
+// Assigns already done are their buffers; pending ones lose their identity (so one step's graph equals the next's).
 struct Normalized {
   UOpRef sink;
   std::vector<UOpRef> inputs;
   std::vector<std::pair<DType, int64_t>> specs;
+  std::vector<UOpRef> assigns;  // the pending assigns: marked done once their kernels ran
 };
 Normalized normalize(const std::vector<UOpRef>& roots);
 // A kernel AST made runnable on `dev`: with `opts` if given, else the heuristics (NOOPT=1: none).
 std::shared_ptr<CompiledKernel> compile_program(const UOpRef& ast, const std::string& name, Device& dev, const std::vector<Opt>* opts);
 // A rendered program compiled for `dev` (compile_program's second half; BEAM renders first to skip duplicate sources).
 std::shared_ptr<CompiledKernel> compile_spec(ProgramSpec p, Device& dev);
-void run_kernel(const CompiledKernel& k, void** bufs);  // one launch (THREAD kernels on the worker pool), synchronous on the CPU
+void run_kernel(const CompiledKernel& k, void** bufs);
+void count_kernel(const CompiledKernel& k, double seconds);  // GlobalCounters for one launch  // one launch (THREAD kernels on the worker pool), synchronous on the CPU
+
+// One kernel launch: the program, the buffers it takes (output first) and the values of its variables.
+struct ExecItem {
+  std::shared_ptr<const CompiledKernel> prg;
+  std::vector<std::shared_ptr<Buffer>> bufs;
+  std::vector<int64_t> vals;  // one per program variable (core_id is set per launch)
+  double time_s = -1;         // of the last run
+  std::vector<void*> ptrs;    // the buffers' addresses at the last run
+  void run();     // with the buffers' current addresses
+  void launch();  // with `ptrs` as they are (a JIT replay patches only its inputs' entries)
+};
+
+// What the memory planner did: the intermediate buffers' total size and the arena they now share.
+struct MemoryPlan {
+  size_t buffers = 0, total_bytes = 0, peak_bytes = 0;
+};
+// Buffers of `items` that `movable` accepts and whose first use is as a kernel's output share arenas (one per device):
+// two share bytes only if no item lies in both lifetimes. Replaces them in `items` with views.
+MemoryPlan plan_memory(std::vector<ExecItem>& items, const std::function<bool(const Buffer*)>& movable);
+
+// A realize, lowered and not yet run.
+struct Lowered {
+  std::string device;
+  std::vector<ExecItem> items;
+  std::vector<UOpRef> outputs;  // per root: its realized value (a view of a buffer)
+  std::vector<UOpRef> assigns;
+  MemoryPlan mem;
+  double t_schedule = 0, t_lower = 0;
+};
+Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& device);
+// Runs the items in order, timing each; marks the assigns done and hands the items to a capturing JIT.
+void run_lowered(Lowered& l);
 std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device);
-}
+
+// While one is set on a thread, every realize on that thread appends the items it ran (TinyJit's capture).
+struct CaptureScope {
+  std::vector<ExecItem> items;
+  CaptureScope* prev;
+  CaptureScope();
+  ~CaptureScope();
+};
+}  // namespace tg

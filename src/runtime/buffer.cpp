@@ -48,11 +48,16 @@ Buffer::Buffer(std::string device, DType dtype, int64_t size) : device_(std::mov
   TG_CHECK(size >= 0 && size <= INT64_MAX / dtype.itemsize(), TG_ERROR_INVALID_ARGUMENT,
            strformat("buffer of %lld %s elements: the size must be >= 0 and its bytes fit in int64", (long long)size, dtype.name().c_str()));
 }
+Buffer::Buffer(std::shared_ptr<Buffer> base, size_t offset, DType dtype, int64_t size)
+    : device_(base->device()), dtype_(dtype), size_(size), dev_(base->dev_), base_(std::move(base)), offset_(offset) {
+  TG_CHECK(size >= 0 && offset + size_t(size) * dtype.itemsize() <= base_->nbytes(), TG_ERROR_INTERNAL,
+           strformat("buffer view of %lld %s at byte %zu doesn't fit its base of %zu bytes", (long long)size, dtype.name().c_str(), offset, base_->nbytes()));
+}
 Buffer::~Buffer() {
-  if (ptr_) dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);
+  if (ptr_ && !base_) dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);
 }
 void* Buffer::ptr() {
-  if (!ptr_) ptr_ = dev_->allocator().alloc(nbytes() ? nbytes() : 1);
+  if (!ptr_) ptr_ = base_ ? static_cast<char*>(base_->ptr()) + offset_ : dev_->allocator().alloc(nbytes() ? nbytes() : 1);
   return ptr_;
 }
 void Buffer::copyin(const void* src, size_t n) {
@@ -65,8 +70,9 @@ void Buffer::copyout(void* dst, size_t n) {
   if (n) std::memcpy(dst, ptr(), n);
 }
 
-std::atomic<uint64_t> GlobalCounters::kernel_count{0}, GlobalCounters::global_ops{0}, GlobalCounters::global_mem{0}, GlobalCounters::compile_count{0};
+std::atomic<uint64_t> GlobalCounters::kernel_count{0}, GlobalCounters::global_ops{0}, GlobalCounters::global_mem{0}, GlobalCounters::compile_count{0},
+    GlobalCounters::schedule_count{0}, GlobalCounters::lower_count{0};
 std::atomic<double> GlobalCounters::time_sum_s{0};
-void GlobalCounters::reset() { kernel_count = 0, global_ops = 0, global_mem = 0, compile_count = 0, time_sum_s = 0; }
+void GlobalCounters::reset() { kernel_count = 0, global_ops = 0, global_mem = 0, compile_count = 0, schedule_count = 0, lower_count = 0, time_sum_s = 0; }
 
 }  // namespace tg

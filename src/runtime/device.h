@@ -68,10 +68,12 @@ Device& get_device(const std::string& name);
 // NULL -> $DEV, else $DEVICE, else "CPU"; upper-cases, strips ":0"; "LLVM"/"CPU:LLVM" -> "CPU", "CLANG" -> "CPU:CLANG"
 std::string canonical_device(const char* name);
 
-// Device memory for one tensor buffer. Allocated lazily; the host reaches it only through copyin/copyout.
+// Device memory for one tensor buffer. Allocated lazily; the host reaches it only through copyin/copyout. A view
+// (the memory planner's) lives at a byte offset inside a base buffer and keeps the base alive.
 class Buffer {
  public:
   Buffer(std::string device, DType dtype, int64_t size);
+  Buffer(std::shared_ptr<Buffer> base, size_t offset, DType dtype, int64_t size);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -80,7 +82,8 @@ class Buffer {
   int64_t size() const { return size_; }
   size_t nbytes() const { return size_t(size_) * size_t(dtype_.itemsize()); }
   void* ptr();  // allocates on first use
-  bool allocated() const { return ptr_ != nullptr; }
+  bool allocated() const { return ptr_ != nullptr || (base_ && base_->allocated()); }
+  const std::shared_ptr<Buffer>& base() const { return base_; }  // null unless a view
   void copyin(const void* src, size_t nbytes);
   void copyout(void* dst, size_t nbytes);
 
@@ -90,11 +93,14 @@ class Buffer {
   int64_t size_;
   void* ptr_ = nullptr;
   Device* dev_;
+  std::shared_ptr<Buffer> base_;
+  size_t offset_ = 0;
 };
 
 // counters (tinygrad's GlobalCounters)
 struct GlobalCounters {
   static std::atomic<uint64_t> kernel_count, global_ops, global_mem, compile_count;
+  static std::atomic<uint64_t> schedule_count, lower_count;  // schedules made (cache misses); realizes lowered to ExecItems
   static std::atomic<double> time_sum_s;
   static void reset();
 };

@@ -89,10 +89,13 @@ class Pool {
 
 void launch(const Program& p, void** bufs, const int64_t* vars, size_t nvars, int64_t threads, int core_var) {
   if (threads <= 1 || core_var < 0) {
-    std::vector<int64_t> v(vars, vars + nvars);
-    if (core_var >= 0) v[size_t(core_var)] = 0;
-    p.entry(bufs, v.data());
-    return;
+    if (core_var < 0) return p.entry(bufs, vars);
+    int64_t small[16];  // a replayed kernel should not allocate
+    std::vector<int64_t> big(nvars > 16 ? nvars : 0);
+    int64_t* v = nvars > 16 ? big.data() : small;
+    std::copy(vars, vars + nvars, v);
+    v[size_t(core_var)] = 0;
+    return p.entry(bufs, v);
   }
   static Pool* pool = new Pool(num_cpu_threads() - 1);
   pool->run(p, bufs, vars, nvars, threads, core_var);

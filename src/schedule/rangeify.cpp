@@ -36,20 +36,37 @@ static bool is_contiguous_input(const UOp* u) {
   return u->op == Ops::PARAM;
 }
 
+// An ASSIGN writes its value into its target's buffer. Each assign is a new version of that buffer: a kernel reads one
+// version (the PARAM is the first), and the kernel writing the next runs after every reader of the one before.
+static int assign_target_slot(const UOp* a) {
+  const UOp* t = a;
+  while (t->op == Ops::ASSIGN || t->op == Ops::RESHAPE) t = t->src[0].get();
+  TG_CHECK(t->op == Ops::PARAM, TG_ERROR_INTERNAL, "schedule: an assign's target is not a buffer");
+  return int(t->arg_ints()[0]);
+}
+static const UOp* previous_version(const UOp* a) {
+  const UOp* t = a->src[0].get();
+  while (t->op == Ops::RESHAPE) t = t->src[0].get();
+  return t;
+}
+
 struct ScheduleBuilder {
   Schedule& s;
   std::unordered_map<const UOp*, int> slot_of;          // tensor-level node that gets a buffer -> its slot
   std::vector<std::pair<const UOp*, int>> pending;      // nodes with a slot whose kernel isn't built yet
-  std::vector<std::vector<int>> reads;                  // per kernel: the slots it reads
-  std::unordered_map<int, size_t> producer;             // slot -> the kernel that writes it
+  std::vector<std::unordered_set<const UOp*>> reads;    // per kernel: the nodes whose buffers it loads
+  std::unordered_map<const UOp*, size_t> producer;      // node -> the kernel that writes its buffer
   std::unordered_set<const UOp*> split;                 // nodes realized only to keep kernels a compilable size
+  bool split_assigns = false;                           // every assign's value gets its own buffer, then is copied in
+  std::unordered_set<int> root_slots;                   // slots the roots are realized into (never freed)
 
   void mark_splits(const UOpRef& sink);
 
   int slot(const UOp* n);
   void build(const UOp* n, int out);
+  static bool in_place_safe(const UOpRef& ast);
   void build_pending();
-  void order_kernels();
+  bool order_kernels();  // false if the assigns make a cycle
 };
 
 // Builds one kernel: evaluates the tensor graph at symbolic indices. The walk keeps its own stack, so graphs of any
@@ -59,6 +76,7 @@ struct KernelBuilder {
   const UOp* root;         // the node this kernel computes (its own slot must not be loaded)
   std::vector<int> slots;  // kernel arg -> schedule slot
   std::unordered_map<int, int64_t> arg_of;
+  std::unordered_map<int, const UOp*> read_of;  // slot -> the node (buffer version) loaded from it
   int64_t next_axis = 0;
   std::vector<int64_t> reduce_sizes;
   struct Ctx {
@@ -104,6 +122,9 @@ struct KernelBuilder {
     return UOp::make(Ops::DEFINE_GLOBAL, dt.ptr_to(size), {}, it->second);
   }
   UOpRef load(int slot, const UOp* n, const UOps& idx, const UOpRef& gate) {
+    auto [it, fresh] = read_of.try_emplace(slot, n);
+    TG_CHECK(fresh || it->second == n, TG_ERROR_UNSUPPORTED,
+             "schedule: one kernel reads a buffer both before and after an assign to it; realize the assigned tensor first");
     auto [dt, size] = sb.s.slots[size_t(slot)];
     UOps isrc{global(slot, dt, size), linear_index(idx, n->shape())};
     if (gate) isrc.push_back(gate);
@@ -155,6 +176,9 @@ struct KernelBuilder {
     }
     switch (n->op) {
       case Ops::PARAM: f.value = load(sb.slot(n), n, idx, gate); return;
+      case Ops::ASSIGN:  // the kernel of the assign itself computes its value; every other kernel loads it (above)
+        f.kids.push_back(Ctx{n->src[1].get(), idx, gate, f.c.expanded});
+        return;
       case Ops::CONST: f.value = n->ref(); return;
       case Ops::CONTIGUOUS:
         if (n == root || is_contiguous_input(n->src[0].get())) return src0(idx, gate, f.c.expanded);
@@ -316,6 +340,13 @@ void ScheduleBuilder::mark_splits(const UOpRef& sink) {
 int ScheduleBuilder::slot(const UOp* n) {
   if (auto it = slot_of.find(n); it != slot_of.end()) return it->second;
   if (n->op == Ops::PARAM) return int(n->arg_ints()[0]);
+  if (n->op == Ops::ASSIGN) {
+    int t = assign_target_slot(n);
+    if (split_assigns) split.insert(n->src[1].get());
+    slot_of[n] = t;
+    pending.emplace_back(n, t);
+    return t;
+  }
   int out = int(s.slots.size());
   s.slots.emplace_back(n->dtype, prod(n->shape()));
   slot_of[n] = out;
@@ -346,11 +377,27 @@ void ScheduleBuilder::build(const UOp* n, int out) {
     used.push_back(kb.slots[size_t(g->argv<int64_t>())]);
   }
   if (!renumber.empty()) ast = ast->substitute(renumber);
+  // in place, each element may read only its own old value: otherwise the value is computed into a buffer first
+  if (n->op == Ops::ASSIGN && !in_place_safe(ast)) {
+    TG_CHECK(split.insert(n->src[1].get()).second, TG_ERROR_INTERNAL, "schedule: can't make an assign safe in place");
+    return build(n, out);
+  }
   auto k = std::make_shared<KernelItem>();
   k->ast = ast, k->slots = used, k->name = kernel_name(!kb.reduce_sizes.empty(), shape, kb.reduce_sizes);
-  producer[out] = s.kernels.size();
-  reads.emplace_back(used.begin() + 1, used.end());
+  producer[n] = s.kernels.size();
+  reads.emplace_back();
+  for (auto& [sl, node] : kb.read_of) reads.back().insert(node);
   s.kernels.push_back(std::move(k));
+}
+
+// the kernel's loads from its output buffer (global 0) all use the store's index, ungated
+bool ScheduleBuilder::in_place_safe(const UOpRef& ast) {
+  const UOp* st = ast->src[0].get();
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::LOAD && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL && u->src[0]->src[0]->argv<int64_t>() == 0 &&
+        (u->src[0]->src.size() > 2 || u->src[0]->src[1] != st->src[0]->src[1]))
+      return false;
+  return true;
 }
 
 void ScheduleBuilder::build_pending() {
@@ -358,11 +405,24 @@ void ScheduleBuilder::build_pending() {
   pending.clear();
 }
 
-// kernels run after the kernels whose outputs they read: a depth-first post-order from the kernels in build order
-void ScheduleBuilder::order_kernels() {
-  std::vector<std::shared_ptr<KernelItem>> out;
-  std::vector<uint8_t> state(s.kernels.size(), 0);  // 0 new, 1 on the stack, 2 placed
-  for (size_t k0 = 0; k0 < s.kernels.size(); k0++) {
+// kernels run after the kernels whose outputs they read, and an assign after the readers of the version it replaces:
+// a depth-first post-order from the kernels in build order
+bool ScheduleBuilder::order_kernels() {
+  std::vector<std::vector<size_t>> deps(s.kernels.size());
+  std::unordered_map<const UOp*, std::vector<size_t>> readers;
+  for (size_t k = 0; k < reads.size(); k++)
+    for (const UOp* r : reads[k]) {
+      readers[r].push_back(k);
+      if (auto it = producer.find(r); it != producer.end()) deps[k].push_back(it->second);
+    }
+  for (auto& [n, k] : producer)
+    if (n->op == Ops::ASSIGN)
+      for (size_t r : readers[previous_version(n)])
+        if (r != k) deps[k].push_back(r);
+  size_t n = s.kernels.size();
+  std::vector<size_t> pos(n), dfs;  // a depth-first post-order: the tie-break, and the cycle check
+  std::vector<uint8_t> state(n, 0);  // 0 new, 1 on the stack, 2 placed
+  for (size_t k0 = 0; k0 < n; k0++) {
     std::vector<std::pair<size_t, size_t>> stack{{k0, 0}};
     while (!stack.empty()) {
       auto& [k, i] = stack.back();
@@ -371,17 +431,57 @@ void ScheduleBuilder::order_kernels() {
         continue;
       }
       state[k] = 1;
-      if (i < reads[k].size()) {
-        auto it = producer.find(reads[k][i++]);
-        if (it != producer.end() && state[it->second] == 0) stack.emplace_back(it->second, 0);
+      if (i < deps[k].size()) {
+        size_t d = deps[k][i++];
+        if (state[d] == 1) return false;
+        if (state[d] == 0) stack.emplace_back(d, 0);
         continue;
       }
-      state[k] = 2;
-      out.push_back(s.kernels[k]);
+      state[k] = 2, pos[k] = dfs.size(), dfs.push_back(k);
       stack.pop_back();
     }
   }
+  // List scheduling for memory: of the kernels whose dependencies ran, the next is the one that grows live memory least
+  // (its output's bytes minus the bytes of intermediates it reads last), so activations die as soon as their last reader
+  // ran. The memory planner then finds the short lifetimes it can share.
+  auto bytes = [&](int slot) { return int64_t(s.slots[size_t(slot)].second) * s.slots[size_t(slot)].first.itemsize(); };
+  std::vector<int64_t> left(s.slots.size(), 0);  // kernels still to read each slot
+  std::vector<std::vector<size_t>> users(n);
+  std::vector<size_t> waiting(n);
+  for (size_t k = 0; k < n; k++) {
+    for (size_t i = 1; i < s.kernels[k]->slots.size(); i++) left[size_t(s.kernels[k]->slots[i])]++;
+    std::sort(deps[k].begin(), deps[k].end());
+    deps[k].erase(std::unique(deps[k].begin(), deps[k].end()), deps[k].end());
+    waiting[k] = deps[k].size();
+    for (size_t d : deps[k]) users[d].push_back(k);
+  }
+  auto growth = [&](size_t k) {
+    auto& sl = s.kernels[k]->slots;
+    int64_t g = sl[0] >= s.n_inputs ? bytes(sl[0]) : 0;
+    for (size_t i = 1; i < sl.size(); i++)
+      if (sl[i] >= s.n_inputs && !root_slots.count(sl[i]) && left[size_t(sl[i])] == 1) g -= bytes(sl[i]);
+    return g;
+  };
+  std::vector<size_t> ready;
+  for (size_t k = 0; k < n; k++)
+    if (!waiting[k]) ready.push_back(k);
+  std::vector<std::shared_ptr<KernelItem>> out;
+  while (!ready.empty()) {
+    size_t best = 0;
+    int64_t best_g = 0;
+    for (size_t i = 0; i < ready.size(); i++) {
+      int64_t g = growth(ready[i]);
+      if (i == 0 || g < best_g || (g == best_g && pos[ready[i]] < pos[ready[best]])) best = i, best_g = g;
+    }
+    size_t k = ready[best];
+    ready.erase(ready.begin() + long(best));
+    out.push_back(s.kernels[k]);
+    for (size_t i = 1; i < s.kernels[k]->slots.size(); i++) left[size_t(s.kernels[k]->slots[i])]--;
+    for (size_t u : users[k])
+      if (--waiting[u] == 0) ready.push_back(u);
+  }
   s.kernels = std::move(out);
+  return true;
 }
 
 // A reduce of many elements into few outputs runs as two kernels (tinygrad's split_reduceop): the first reduces a
@@ -417,14 +517,13 @@ static UOpRef split_reduceop(const UOp* r) {
   return {};
 }
 
-std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const std::vector<std::pair<DType, int64_t>>& inputs) {
+// One pass of scheduling. Assigns whose values read each other's old buffers (w1's update reads w2, w2's reads w1) can't
+// all run in place in any order: then every assign's value is computed first and copied in (split_assigns).
+static std::shared_ptr<Schedule> schedule_once(const UOpRef& sink, const std::vector<std::pair<DType, int64_t>>& inputs, bool split_assigns) {
   auto s = std::make_shared<Schedule>();
   s->n_inputs = int(inputs.size());
   s->slots = inputs;
-  static const PatternMatcher pm_split({{UPat(Ops::REDUCE_AXIS, {UPat::var("x")}), [](const Match& m) { return split_reduceop(m.root); }}},
-                                      "split_reduceop");
-  UOpRef sink = graph_rewrite(sink_in, pm_split, nullptr, false, "split reduceop");
-  ScheduleBuilder sb{*s, {}, {}, {}, {}, {}};
+  ScheduleBuilder sb{*s, {}, {}, {}, {}, {}, split_assigns, {}};
   sb.mark_splits(sink);
   for (auto& root : sink->src) {
     if (is_view_of_input(root.get())) {
@@ -432,11 +531,23 @@ std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const std
       continue;
     }
     int k = sb.slot(root.get());
+    sb.root_slots.insert(k);
     UOpRef p = UOp::make(Ops::PARAM, root->dtype, {}, std::vector<int64_t>{k, prod(root->shape())});
     s->outputs.push_back(root->shape() == p->shape() ? p : UOp::make(Ops::RESHAPE, root->dtype, {p}, std::vector<int64_t>(root->shape())));
   }
+  for (auto& u : sink->toposort())  // side effects happen even where no root's value needs them
+    if (u->op == Ops::ASSIGN) sb.slot(u.get());
   sb.build_pending();
-  sb.order_kernels();
+  return sb.order_kernels() ? s : nullptr;
+}
+
+std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const std::vector<std::pair<DType, int64_t>>& inputs) {
+  static const PatternMatcher pm_split({{UPat(Ops::REDUCE_AXIS, {UPat::var("x")}), [](const Match& m) { return split_reduceop(m.root); }}},
+                                      "split_reduceop");
+  UOpRef sink = graph_rewrite(sink_in, pm_split, nullptr, false, "split reduceop");
+  if (auto s = schedule_once(sink, inputs, false)) return s;
+  auto s = schedule_once(sink, inputs, true);
+  TG_CHECK(s, TG_ERROR_UNSUPPORTED, "schedule: the assigns in this graph need an impossible order (a cycle); realize them one at a time");
   return s;
 }
 
@@ -460,6 +571,7 @@ std::shared_ptr<const Schedule> get_schedule(const UOpRef& sink, const std::vect
     }
   }
   auto s = create_schedule(sink, inputs);
+  GlobalCounters::schedule_count++;
   std::lock_guard<std::mutex> lk(cache_mu);
   if (cache_map().count(sink.get())) return s;
   cache_list().emplace_front(sink, s);

@@ -272,11 +272,21 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   return (dtypes::is_bool(dtype()) ? picked.any({-1}) : picked.sum({-1})).cast(dtype());
 }
 
-// the graph of this tensor becomes value's (cast to its dtype, same shape): every later use sees the new value
+// A tensor backed by a buffer is updated in place: realizing it writes the value into that buffer (an ASSIGN), so every
+// holder of the buffer and every replay of a captured JIT sees the update. A lazy tensor just takes the value's graph.
 Tensor& Tensor::assign(const Tensor& value) {
   TG_CHECK(value.shape() == shape(), TG_ERROR_SHAPE, "assign: value of shape " + shape_str(value.shape()) + " for a tensor of shape " + shape_str(shape()));
   TG_CHECK(value.device() == device(), TG_ERROR_DEVICE, "assign: value is on " + value.device() + ", the tensor on " + device());
-  s_->uop = value.cast(dtype()).uop();
+  UOpRef v = value.cast(dtype()).uop();
+  const UOp* base = s_->uop.get();
+  while (assign_arg(base)) base = base->src[0].get();
+  if (!is_buffer_view(base, numel()) || v == s_->uop) {
+    s_->uop = v;
+    return *this;
+  }
+  auto id = UOp::make(Ops::UNIQUE, dtypes::void_, {}, std::shared_ptr<const ArgExt>(std::make_shared<AssignArg>()));
+  s_->uop = UOp::make(Ops::ASSIGN, dtype(), {s_->uop, v, id});
+  note_assign(s_);
   return *this;
 }
 

@@ -382,12 +382,23 @@ Tensor Tensor::matmul(const Tensor& w) const {
   return x.mul(ww).sum({-1}).cast(least_upper_dtype(dtype(), w.dtype()));
 }
 
-static bool is_buffer_view(const UOp* u, int64_t numel) {
+bool is_buffer_view(const UOp* u, int64_t numel) {
   if (u->op == Ops::RESHAPE) u = u->src[0].get();
   return u->op == Ops::BUFFER && std::get<int64_t>(u->arg) == numel;
 }
+const AssignArg* assign_arg(const UOp* u) {
+  if (u->op != Ops::ASSIGN || u->src.size() != 3) return nullptr;
+  return static_cast<const AssignArg*>(std::get<std::shared_ptr<const ArgExt>>(u->src[2]->arg).get());
+}
+static thread_local std::vector<std::weak_ptr<TensorState>>* g_assign_log = nullptr;
+AssignLog::AssignLog() : prev(g_assign_log) { g_assign_log = &tensors; }
+AssignLog::~AssignLog() { g_assign_log = prev; }
+void note_assign(const std::shared_ptr<TensorState>& s) {
+  if (g_assign_log) g_assign_log->push_back(s);
+}
 Tensor Tensor::contiguous() const {
-  if (is_buffer_view(s_->uop.get(), numel()) || s_->uop->op == Ops::CONTIGUOUS) return *this;
+  // an assign realizes into its target's buffer, which is contiguous
+  if (is_buffer_view(s_->uop.get(), numel()) || s_->uop->op == Ops::CONTIGUOUS || assign_arg(s_->uop.get())) return *this;
   return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {s_->uop}), s_->device);
 }
 Tensor Tensor::detach() const { return Tensor(UOp::make(Ops::DETACH, dtype(), {s_->uop}), s_->device); }

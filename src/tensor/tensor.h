@@ -1,5 +1,6 @@
 // Tensor: a lazy handle over a tensor-level UOp graph. Every op appends UOps; nothing runs until realize().
 #pragma once
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,14 @@ struct BufferArg : ArgExt {
 UOpRef buffer_uop(std::shared_ptr<Buffer> buf);  // BUFFER(UNIQUE(buf)) with shape (size,)
 const std::shared_ptr<Buffer>& buffer_of(const UOp* buffer_node);
 
+// The identity of one pending assign (an ASSIGN's third source is UNIQUE of it), done once its kernel has run: from then
+// on the ASSIGN stands for its target's buffer.
+struct AssignArg : ArgExt {
+  mutable std::atomic<bool> done{false};
+  std::string str() const override { return done ? "assign(done)" : "assign"; }
+};
+const AssignArg* assign_arg(const UOp* u);  // null unless u is an ASSIGN made by Tensor::assign
+
 // TG_ERROR_SHAPE naming `what` unless the shape is one a tensor of dtype can take (dims >= 0, the nonzero ones
 // multiplying, times the itemsize, to an int64)
 void check_shape(const Shape& s, DType dt, const char* what);
@@ -37,6 +46,17 @@ struct TensorState {
   UOpRef origin;  // the graph a realized tensor was computed from, kept while gradients may need to flow through it
 };
 
+bool is_buffer_view(const UOp* u, int64_t numel);  // BUFFER, or a RESHAPE of one, of exactly numel elements
+// While one is alive on a thread, every tensor assigned in place on that thread is listed in it (the JIT realizes them
+// with a call's outputs, so side effects are captured).
+struct AssignLog {
+  std::vector<std::weak_ptr<TensorState>> tensors;
+  std::vector<std::weak_ptr<TensorState>>* prev;
+  AssignLog();
+  ~AssignLog();
+};
+void note_assign(const std::shared_ptr<TensorState>& s);
+
 class Tensor;
 // One entry of a Python-style index: t[1, 2:8:2, None, ..., idx]
 struct Index {
@@ -49,6 +69,8 @@ struct Index {
 class Tensor {
  public:
   Tensor(UOpRef uop, std::string device) : s_(std::make_shared<TensorState>(TensorState{std::move(uop), std::move(device)})) {}
+  explicit Tensor(std::shared_ptr<TensorState> s) : s_(std::move(s)) {}
+  const std::shared_ptr<TensorState>& state() const { return s_; }
 
   // creation
   static Tensor from_data(const void* data, size_t nbytes, DType dtype, const Shape& shape, const std::string& device);
@@ -275,7 +297,6 @@ class Tensor {
   Tensor cumalu(int64_t axis, Ops op, const char* what) const;
   Tensor bitwise(Ops op, const Tensor& o, const char* what) const;
   int64_t chunk_step(int64_t chunks, int64_t dim) const;  // ceil(size / chunks), as torch
-  explicit Tensor(std::shared_ptr<TensorState> s) : s_(std::move(s)) {}
   std::pair<Tensor, Tensor> broadcasted(const Tensor& o, const char* what) const;
   Tensor mv(Ops op, std::vector<int64_t> arg) const;
   int64_t resolve_axis(int64_t axis, const char* what) const;

@@ -1,0 +1,15 @@
+// The tensor handle shared by the C API's files: a tg_tensor is one reference to a Tensor, checked against a live set.
+#pragma once
+#include "api/api.h"
+#include "tensor/tensor.h"
+
+struct tg_tensor {
+  tg::Tensor t;
+};
+
+namespace tg::api {
+LiveHandles<tg_tensor>& tensor_handles();
+tg_tensor* wrap(Tensor t);  // a new handle (reference count 1)
+// the tensor behind a live handle; NULL or released handles are TG_ERROR_INVALID_ARGUMENT naming `fn` and `arg`
+Tensor& get(const tg_tensor* h, const char* fn, const char* arg = "tensor");
+}  // namespace tg::api

@@ -1,0 +1,190 @@
+// C API: TinyJit (tg_jit_*) and plans (tg_plan_*), what a realize runs as data.
+#include <cstring>
+
+#include "api/handles.h"
+#include "engine/jit.h"
+
+using namespace tg;
+
+struct tg_jit {
+  tg_jit_fn fn;
+  void* userdata;
+  size_t n_outputs = 0;  // of the call in progress
+  TinyJit jit;
+  tg_jit(tg_jit_fn f, void* u) : fn(f), userdata(u), jit([this](const std::vector<Tensor>& ins) { return call_fn(ins); }) {}
+  std::vector<Tensor> call_fn(const std::vector<Tensor>& ins);
+};
+
+struct tg_plan {
+  std::vector<Tensor> tensors;
+  Lowered lowered;
+  bool ran = false, from_jit = false;
+  std::vector<std::vector<int64_t>> nbytes;  // per kernel, per buffer
+};
+
+namespace {
+api::LiveHandles<tg_jit>& jits() {
+  static auto* h = new api::LiveHandles<tg_jit>();
+  return *h;
+}
+api::LiveHandles<tg_plan>& plans() {
+  static auto* h = new api::LiveHandles<tg_plan>();
+  return *h;
+}
+tg_jit* get_jit(const tg_jit* j, const char* fn) {
+  TG_ARG(j, std::string(fn) + ": jit is NULL");
+  TG_ARG(jits().live(j), std::string(fn) + ": jit is not a live handle (released?)");
+  return const_cast<tg_jit*>(j);
+}
+tg_plan* get_plan(const tg_plan* p, const char* fn) {
+  TG_ARG(p, std::string(fn) + ": plan is NULL");
+  TG_ARG(plans().live(p), std::string(fn) + ": plan is not a live handle (released?)");
+  return const_cast<tg_plan*>(p);
+}
+// handles passed to a callback are released when it returns, whatever happens
+struct HandleList {
+  std::vector<tg_tensor*> hs;
+  ~HandleList() {
+    for (auto* h : hs) tg_tensor_release(h);
+  }
+};
+tg_plan* make_plan(std::vector<Tensor> tensors, Lowered l, bool from_jit) {
+  auto* p = new tg_plan{std::move(tensors), std::move(l), false, from_jit, {}};
+  for (auto& e : p->lowered.items) {
+    p->nbytes.emplace_back();
+    for (auto& b : e.bufs) p->nbytes.back().push_back(int64_t(b->nbytes()));
+  }
+  return plans().add(p);
+}
+}  // namespace
+
+std::vector<Tensor> tg_jit::call_fn(const std::vector<Tensor>& ins) {
+  HandleList in, out;
+  for (auto& t : ins) in.hs.push_back(api::wrap(t));
+  out.hs.assign(n_outputs, nullptr);
+  tg_status st = fn(userdata, in.hs.data(), in.hs.size(), out.hs.data(), out.hs.size());
+  if (st != TG_OK) {
+    const char* msg = tg_last_error() == st ? tg_last_error_message() : "";
+    throw Error(st, strformat("jit: the function returned %s%s%s", tg_status_name(st), *msg ? ": " : "", msg));
+  }
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < out.hs.size(); i++) outs.push_back(api::get(out.hs[i], "jit", strformat("the function's output %zu", i).c_str()));
+  return outs;
+}
+
+extern "C" {
+
+tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata) {
+  return api::make([&] {
+    TG_ARG(fn, "jit_create: fn is NULL");
+    return jits().add(new tg_jit(fn, userdata));
+  });
+}
+
+tg_status tg_jit_call(tg_jit* j, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs) {
+  return api::call([&] {
+    tg_jit* jit = get_jit(j, "jit_call");
+    TG_ARG(inputs || n_inputs == 0, "jit_call: inputs is NULL with a nonzero count");
+    TG_ARG(outputs || n_outputs == 0, "jit_call: outputs is NULL with a nonzero count");
+    std::vector<Tensor> ins;
+    for (size_t i = 0; i < n_inputs; i++) ins.push_back(api::get(inputs[i], "jit_call", strformat("inputs[%zu]", i).c_str()));
+    if (jit->jit.calls() >= 1 && JIT != 0)  // the capture and every replay keep the count of the capture
+      TG_ARG(jit->jit.calls() == 1 || n_outputs == jit->n_outputs,
+             strformat("jit_call: %zu outputs asked, the function was captured with %zu", n_outputs, jit->n_outputs));
+    size_t keep = jit->n_outputs;
+    jit->n_outputs = n_outputs;
+    std::vector<Tensor> outs;
+    try {
+      outs = jit->jit(ins);
+    } catch (...) {
+      if (jit->jit.calls() >= 2) jit->n_outputs = keep;
+      throw;
+    }
+    TG_CHECK(outs.size() == n_outputs, TG_ERROR_INTERNAL, "jit_call: output count changed");
+    for (size_t i = 0; i < n_outputs; i++) outputs[i] = api::wrap(outs[i]);
+  });
+}
+
+int64_t tg_jit_call_count(const tg_jit* j) {
+  if (!j || !jits().live(j)) return -1;
+  return j->jit.calls();
+}
+
+tg_status tg_jit_reset(tg_jit* j) {
+  return api::call([&] { get_jit(j, "jit_reset")->jit.reset(); });
+}
+
+tg_plan* tg_jit_plan(tg_jit* j) {
+  return api::make([&]() -> tg_plan* {
+    tg_jit* jit = get_jit(j, "jit_plan");
+    TG_ARG(jit->jit.captured(), "jit_plan: the jit has not captured yet (it captures at its second call)");
+    Lowered l;
+    l.items = jit->jit.items();
+    l.mem = jit->jit.memory();
+    return make_plan({}, std::move(l), true);
+  });
+}
+
+void tg_jit_release(tg_jit* j) {
+  if (j && !jits().release(j)) api::set_error(TG_ERROR_INVALID_ARGUMENT, "jit_release: not a live jit handle (released twice?)");
+}
+
+tg_plan* tg_plan_create(tg_tensor* const* tensors, size_t n) {
+  return api::make([&] {
+    TG_ARG(tensors || n == 0, "plan_create: tensors is NULL with a nonzero count");
+    std::vector<Tensor> ts;
+    std::vector<UOpRef> roots;
+    for (size_t i = 0; i < n; i++) ts.push_back(api::get(tensors[i], "plan_create", strformat("tensors[%zu]", i).c_str())), roots.push_back(ts.back().uop());
+    for (auto& t : ts) TG_ARG(t.device() == ts[0].device(), "plan_create: tensors are on different devices");
+    Lowered l = lower_realize(roots, ts.empty() ? canonical_device(nullptr) : ts[0].device());
+    return make_plan(std::move(ts), std::move(l), false);
+  });
+}
+
+tg_status tg_plan_run(tg_plan* p) {
+  return api::call([&] {
+    tg_plan* plan = get_plan(p, "plan_run");
+    TG_ARG(!plan->from_jit, "plan_run: a jit's plan only describes it; call the jit to run its kernels");
+    TG_ARG(!plan->ran, "plan_run: this plan already ran (make a new one)");
+    plan->ran = true;
+    run_lowered(plan->lowered);
+    for (size_t i = 0; i < plan->tensors.size(); i++) plan->tensors[i].became(plan->lowered.outputs[i]);
+  });
+}
+
+size_t tg_plan_kernel_count(const tg_plan* p) {
+  if (!p || !plans().live(p)) return 0;
+  return p->lowered.items.size();
+}
+
+tg_status tg_plan_kernel(const tg_plan* p, size_t i, tg_kernel_info* out) {
+  return api::call([&] {
+    tg_plan* plan = get_plan(p, "plan_kernel");
+    TG_ARG(out, "plan_kernel: out is NULL");
+    TG_ARG(out->struct_size >= offsetof(tg_kernel_info, name) + sizeof(const char*), "plan_kernel: out->struct_size is not set");
+    TG_ARG(i < plan->lowered.items.size(), strformat("plan_kernel: kernel %zu of %zu", i, plan->lowered.items.size()));
+    const ExecItem& e = plan->lowered.items[i];
+    tg_kernel_info k{};
+    k.struct_size = sizeof k;
+    k.name = e.prg->name.c_str(), k.source = e.prg->src.c_str();
+    k.n_buffers = plan->nbytes[i].size(), k.buffer_nbytes = plan->nbytes[i].data();
+    k.time_s = e.time_s, k.threads = e.prg->threads, k.ops = e.prg->ops, k.mem = e.prg->mem;
+    size_t n = std::min(out->struct_size, sizeof k);
+    std::memcpy(out, &k, n);
+    out->struct_size = n;
+  });
+}
+
+tg_status tg_plan_memory(const tg_plan* p, int64_t* intermediate_bytes, int64_t* peak_bytes) {
+  return api::call([&] {
+    tg_plan* plan = get_plan(p, "plan_memory");
+    if (intermediate_bytes) *intermediate_bytes = int64_t(plan->lowered.mem.total_bytes);
+    if (peak_bytes) *peak_bytes = int64_t(plan->lowered.mem.peak_bytes);
+  });
+}
+
+void tg_plan_release(tg_plan* p) {
+  if (p && !plans().release(p)) api::set_error(TG_ERROR_INVALID_ARGUMENT, "plan_release: not a live plan handle (released twice?)");
+}
+
+}  // extern "C"

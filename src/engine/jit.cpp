@@ -1,0 +1,171 @@
+#include "engine/jit.h"
+
+#include <chrono>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tg {
+
+static const UOp* base_buffer(const UOp* u) {
+  if (u->op == Ops::RESHAPE) u = u->src[0].get();
+  return u->op == Ops::BUFFER ? u : nullptr;
+}
+// every input as its own realized buffer: views and lazy graphs are made contiguous and realized together
+static std::vector<Tensor> prepare_inputs(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> ins;
+  std::vector<Tensor*> todo;
+  for (auto& t : inputs) ins.push_back(is_buffer_view(t.uop().get(), t.numel()) ? t : t.contiguous());
+  for (auto& t : ins)
+    if (!is_buffer_view(t.uop().get(), t.numel())) todo.push_back(&t);
+  if (!todo.empty()) Tensor::realize_all(todo);
+  return ins;
+}
+
+// the function's outputs and every tensor it assigned in place, realized in one schedule
+std::vector<Tensor> TinyJit::run_and_realize(const std::vector<Tensor>& inputs) {
+  AssignLog log;
+  std::vector<Tensor> outs = fn_(inputs);
+  std::vector<Tensor> side;
+  std::unordered_set<const TensorState*> seen;
+  for (auto& o : outs) seen.insert(o.state().get());
+  for (auto& w : log.tensors)
+    if (auto s = w.lock(); s && seen.insert(s.get()).second) side.emplace_back(s);
+  std::vector<Tensor> all = outs;
+  all.insert(all.end(), side.begin(), side.end());
+  if (!all.empty()) {
+    // an output returned twice, or an input returned as is, is still one buffer: realize_all takes distinct tensors
+    std::vector<Tensor*> ptrs;
+    for (auto& t : all) ptrs.push_back(&t);
+    Tensor::realize_all(ptrs);
+  }
+  if (DEBUG >= 1 && cnt_ == 1)
+    for (auto& t : side)
+      std::fprintf(stderr, "jit: captured the in-place assign to a %s %s tensor the function did not return; it replays with the kernels\n",
+                   t.dtype().name().c_str(), shape_str(t.shape()).c_str());
+  return std::vector<Tensor>(all.begin(), all.begin() + long(outs.size()));
+}
+
+std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (JIT == 0) return fn_(inputs);
+  if (cnt_ >= 2) return replay(inputs);
+  std::vector<Tensor> ins = prepare_inputs(inputs);
+  if (cnt_ == 0) {
+    std::vector<Tensor> outs = run_and_realize(ins);
+    cnt_ = 1;
+    return outs;
+  }
+  // JITBEAM: kernels compiled during the capture are searched with that width
+  std::optional<Context> beam;
+  if (JITBEAM >= 1) beam.emplace(std::initializer_list<std::pair<const char*, int64_t>>{{"BEAM", int64_t(JITBEAM)}});
+  CaptureScope cap;
+  std::vector<Tensor> outs = run_and_realize(ins);
+  finish_capture(ins, outs, cap);
+  cnt_ = 2;
+  return outs;
+}
+
+void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap) {
+  items_ = std::move(cap.items);
+  in_specs_.clear(), input_uses_.clear(), outputs_.clear(), input_bufs_.clear(), output_views_input_.clear(), out_devices_.clear();
+  std::unordered_map<const Buffer*, size_t> input_of;
+  for (size_t i = 0; i < inputs.size(); i++) {
+    in_specs_.push_back({inputs[i].shape(), inputs[i].dtype(), inputs[i].device()});
+    input_bufs_.push_back(base_buffer(inputs[i].uop().get())->ref());
+    input_of.emplace(buffer_of(input_bufs_.back().get()).get(), i);
+  }
+  bool any_view = false;
+  std::unordered_set<const Buffer*> output_bufs;
+  for (auto& o : outs) {
+    outputs_.push_back(o.uop()), out_devices_.push_back(o.device());
+    bool views = false;
+    for (auto& u : o.uop()->toposort())
+      if (u->op == Ops::BUFFER) output_bufs.insert(buffer_of(u.get()).get()), views |= input_of.count(buffer_of(u.get()).get()) > 0;
+    output_views_input_.push_back(views), any_view |= views;
+  }
+  // buffers only the captured items hold (made by this capture) can share memory across the whole function
+  std::unordered_map<const Buffer*, std::pair<long, long>> refs;  // references from the items, and in all
+  for (auto& e : items_)
+    for (auto& b : e.bufs) refs[b.get()].first++, refs[b.get()].second = b.use_count();
+  mem_ = plan_memory(items_, [&](const Buffer* b) {
+    auto [mine, all] = refs.at(b);
+    return mine == all && !input_of.count(b) && !output_bufs.count(b);
+  });
+  item_dev_.clear();
+  for (size_t i = 0; i < items_.size(); i++) {
+    ExecItem& e = items_[i];
+    item_dev_.push_back(&get_device(e.bufs[0]->device()));
+    e.vals.resize(e.prg->vars.size());
+    e.ptrs.resize(e.bufs.size());
+    for (size_t j = 0; j < e.bufs.size(); j++) {
+      if (auto it = input_of.find(e.bufs[j].get()); it != input_of.end()) {
+        input_uses_.push_back({i, j, it->second});
+        // the caller's buffer of the day goes here at each replay; a placeholder (never allocated) keeps its description
+        e.bufs[j] = std::make_shared<Buffer>(e.bufs[j]->device(), e.bufs[j]->dtype(), e.bufs[j]->size());
+        e.ptrs[j] = nullptr;
+      } else e.ptrs[j] = e.bufs[j]->ptr();
+    }
+  }
+  if (!any_view) input_bufs_.clear();
+  if (DEBUG >= 1)
+    std::fprintf(stderr, "jit: captured %zu kernel%s, %zu input%s; %zu intermediate buffers share %.3f MB (of %.3f MB)\n", items_.size(),
+                 items_.size() == 1 ? "" : "s", inputs.size(), inputs.size() == 1 ? "" : "s", mem_.buffers, double(mem_.peak_bytes) * 1e-6,
+                 double(mem_.total_bytes) * 1e-6);
+}
+
+std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
+  TG_CHECK(inputs.size() == in_specs_.size(), TG_ERROR_INVALID_ARGUMENT,
+           strformat("jit: called with %zu inputs, captured with %zu", inputs.size(), in_specs_.size()));
+  void* ptrs[64];
+  std::vector<void*> more(inputs.size() > 64 ? inputs.size() : 0);
+  void** in_ptr = inputs.size() > 64 ? more.data() : ptrs;
+  std::vector<Tensor> held;  // inputs that had to be made contiguous live until the items ran
+  UOps in_bufs;              // the inputs' BUFFER nodes, for outputs that view them
+  for (size_t i = 0; i < inputs.size(); i++) {
+    const Tensor& t = inputs[i];
+    const InputSpec& s = in_specs_[i];
+    TG_CHECK(t.device() == s.device, TG_ERROR_DEVICE, strformat("jit: input %zu is on %s, captured on %s", i, t.device().c_str(), s.device.c_str()));
+    TG_CHECK(t.dtype() == s.dtype, TG_ERROR_DTYPE,
+             strformat("jit: input %zu is %s, captured as %s", i, t.dtype().name().c_str(), s.dtype.name().c_str()));
+    TG_CHECK(t.shape() == s.shape, TG_ERROR_SHAPE,
+             strformat("jit: input %zu has shape %s, captured with %s", i, shape_str(t.shape()).c_str(), shape_str(s.shape).c_str()));
+    const UOp* b = is_buffer_view(t.uop().get(), t.numel()) ? base_buffer(t.uop().get()) : nullptr;
+    if (!b) {
+      held.push_back(prepare_inputs({t})[0]);
+      b = base_buffer(held.back().uop().get());
+    }
+    in_ptr[i] = buffer_of(b)->ptr();
+    if (!input_bufs_.empty()) in_bufs.push_back(b->ref());
+  }
+  for (auto& u : input_uses_) items_[u.item].ptrs[u.buf] = in_ptr[u.input];
+  using Clock = std::chrono::steady_clock;
+  for (size_t i = 0; i < items_.size(); i++) {
+    ExecItem& e = items_[i];
+    auto t0 = Clock::now();
+    e.launch();
+    item_dev_[i]->synchronize();
+    double dt = e.time_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    count_kernel(*e.prg, dt);
+    if (DEBUG >= 2) std::fprintf(stderr, "*** jit replay %-28s tm %10.2fus\n", e.prg->name.c_str(), dt * 1e6);
+  }
+  cnt_++;
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < outputs_.size(); i++) {
+    UOpRef o = outputs_[i];
+    if (output_views_input_[i]) {
+      UOpMap<UOpRef> m;
+      for (size_t k = 0; k < inputs.size(); k++) m[input_bufs_[k]] = in_bufs[k];
+      o = o->substitute(m);
+    }
+    outs.emplace_back(o, out_devices_[i]);
+  }
+  return outs;
+}
+
+void TinyJit::reset() {
+  std::lock_guard<std::mutex> lk(mu_);
+  cnt_ = 0, items_.clear(), in_specs_.clear(), input_uses_.clear(), outputs_.clear(), input_bufs_.clear(), output_views_input_.clear();
+  out_devices_.clear(), item_dev_.clear(), mem_ = {};
+}
+
+}  // namespace tg

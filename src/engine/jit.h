@@ -1,0 +1,52 @@
+// TinyJit: the first call runs the function, the second captures the ExecItems of every realize it makes (and of every
+// in-place assign it left pending), later calls replay those items with the new inputs' buffers without running the
+// function. JIT=0 turns capture off: every call runs the function.
+#pragma once
+#include <functional>
+#include <mutex>
+#include <optional>
+
+#include "engine/realize.h"
+#include "tensor/tensor.h"
+
+namespace tg {
+
+class TinyJit {
+ public:
+  using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+  explicit TinyJit(Fn fn) : fn_(std::move(fn)) {}
+  // inputs are realized (contiguous) first; a replay checks each against the captured shape, dtype and device
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
+  int calls() const { return cnt_; }
+  bool captured() const { return cnt_ >= 2 && !items_.empty(); }
+  const std::vector<ExecItem>& items() const { return items_; }
+  const MemoryPlan& memory() const { return mem_; }
+  void reset();  // forget the capture: the next call is a warm-up again
+
+ private:
+  struct InputSpec {
+    Shape shape;
+    DType dtype;
+    std::string device;
+  };
+  struct InputUse {
+    size_t item, buf, input;
+  };
+  std::vector<Tensor> run_and_realize(const std::vector<Tensor>& inputs);
+  void finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap);
+  std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
+
+  Fn fn_;
+  std::mutex mu_;
+  int cnt_ = 0;
+  std::vector<InputSpec> in_specs_;
+  std::vector<ExecItem> items_;
+  std::vector<InputUse> input_uses_;
+  std::vector<UOpRef> outputs_, input_bufs_;  // outputs_ may view input_bufs_ (the captured inputs' BUFFER nodes)
+  std::vector<bool> output_views_input_;
+  std::vector<std::string> out_devices_;
+  std::vector<Device*> item_dev_;
+  MemoryPlan mem_;
+};
+
+}  // namespace tg
