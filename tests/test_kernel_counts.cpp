@@ -325,8 +325,10 @@ TEST(KernelCount, LayernormCrossEntropyAttention) {
   }
 }
 
-// tinygrad 0.13 runs 12 kernels for this step: the loss and all four gradients realized together
-TEST(KernelCount, MlpForwardBackwardAtMostTwelve) {
+// tinygrad 0.13 runs 12 kernels for this step: the loss and all four gradients realized together. We run 13: the
+// softmax's exp gets its own (64, 10) kernel instead of being recomputed inside the backward matmul for each of the 128
+// hidden units (82k exps, which made that one kernel 40x slower than all the others together).
+TEST(KernelCount, MlpForwardBackwardAtMostThirteen) {
   Tensor::manual_seed(5);
   Tensor w1 = Tensor::uniform({784, 128}, -0.05, 0.05, dt::float32, "CPU"), b1 = Tensor::full({128}, 0, dt::float32, "CPU");
   Tensor w2 = Tensor::uniform({128, 10}, -0.05, 0.05, dt::float32, "CPU"), b2 = Tensor::full({10}, 0, dt::float32, "CPU");
@@ -339,7 +341,7 @@ TEST(KernelCount, MlpForwardBackwardAtMostTwelve) {
   Tensor g1 = *w1.grad(), g2 = *b1.grad(), g3 = *w2.grad(), g4 = *b2.grad();
   tg_counters_reset();
   Tensor::realize_all({&loss, &g1, &g2, &g3, &g4});
-  EXPECT_LE(counters().kernel_count, 12u);
+  EXPECT_LE(counters().kernel_count, 13u);
 }
 
 }  // namespace

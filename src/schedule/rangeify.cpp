@@ -12,6 +12,8 @@
 namespace tg {
 
 enum RangeKind : int64_t { LOOP = 0, REDUCE = 1 };
+// work (elements) past which a value computed in several places is computed once into a buffer instead
+constexpr int64_t kRecompute = 1 << 16;
 
 static Shape strides_of(const Shape& s) {
   Shape st(s.size(), 1);
@@ -56,9 +58,10 @@ struct ScheduleBuilder {
   std::vector<std::pair<const UOp*, int>> pending;      // nodes with a slot whose kernel isn't built yet
   std::vector<std::unordered_set<const UOp*>> reads;    // per kernel: the nodes whose buffers it loads
   std::unordered_map<const UOp*, size_t> producer;      // node -> the kernel that writes its buffer
-  std::unordered_set<const UOp*> split;                 // nodes realized only to keep kernels a compilable size
+  std::unordered_set<const UOp*> split;                 // nodes given a buffer: to keep kernels a compilable size, or shared reduces
   bool split_assigns = false;                           // every assign's value gets its own buffer, then is copied in
   std::unordered_set<int> root_slots;                   // slots the roots are realized into (never freed)
+  std::unordered_map<const UOp*, std::unordered_set<const UOp*>> inlined_in;  // reduce -> the kernels computing it inline
 
   void mark_splits(const UOpRef& sink);
 
@@ -129,6 +132,12 @@ struct KernelBuilder {
     UOps isrc{global(slot, dt, size), linear_index(idx, n->shape())};
     if (gate) isrc.push_back(gate);
     return UOp::make(Ops::LOAD, dt, {UOp::make(Ops::INDEX, dt.ptr_to(size), isrc)});
+  }
+
+  int64_t iterations() const {  // of this kernel's loops, as far as known
+    int64_t n = prod(root->shape());
+    for (int64_t r : reduce_sizes) n = n > INT64_MAX / std::max<int64_t>(r, 1) ? INT64_MAX : n * r;
+    return n;
   }
 
   UOpRef eval(Ctx start) {
@@ -260,6 +269,7 @@ struct KernelBuilder {
           f.value = load(sb.slot(n), n, idx, gate);
           return;
         }
+        if (n != root && prod(n->src[0]->shape()) >= kRecompute) sb.inlined_in[n].insert(root);
         auto& a = n->arg_ints();
         const Shape& ss = n->src[0]->shape();
         UOps sidx(idx);
@@ -275,6 +285,13 @@ struct KernelBuilder {
       default: break;
     }
     if (GroupOp::alu(n->op) || n->op == Ops::CAST || n->op == Ops::BITCAST) {
+      // a transcendental read through an expand is recomputed for every expanded element (softmax's exp in a matmul's
+      // backward): past kRecompute evaluations it gets a buffer, computed once
+      if (f.c.expanded && n != root && (n->op == Ops::EXP2 || n->op == Ops::LOG2 || n->op == Ops::SIN || n->op == Ops::POW) &&
+          iterations() >= kRecompute) {
+        f.value = load(sb.slot(n), n, idx, gate);
+        return;
+      }
       for (auto& x : n->src) f.kids.push_back(Ctx{x.get(), idx, gate, f.c.expanded});
       return;
     }
@@ -517,13 +534,14 @@ static UOpRef split_reduceop(const UOp* r) {
   return {};
 }
 
-// One pass of scheduling. Assigns whose values read each other's old buffers (w1's update reads w2, w2's reads w1) can't
-// all run in place in any order: then every assign's value is computed first and copied in (split_assigns).
-static std::shared_ptr<Schedule> schedule_once(const UOpRef& sink, const std::vector<std::pair<DType, int64_t>>& inputs, bool split_assigns) {
+// One pass of scheduling, with `shared` reduces realized into their own buffers. Reports in `more` the reduces that
+// several kernels computed inline (each would redo the work: an optimizer's gradient feeds m, v and w's updates).
+static std::shared_ptr<Schedule> schedule_once(const UOpRef& sink, const std::vector<std::pair<DType, int64_t>>& inputs, bool split_assigns,
+                                               const std::unordered_set<const UOp*>& shared, std::vector<const UOp*>& more) {
   auto s = std::make_shared<Schedule>();
   s->n_inputs = int(inputs.size());
   s->slots = inputs;
-  ScheduleBuilder sb{*s, {}, {}, {}, {}, {}, split_assigns, {}};
+  ScheduleBuilder sb{*s, {}, {}, {}, {}, shared, split_assigns, {}, {}};
   sb.mark_splits(sink);
   for (auto& root : sink->src) {
     if (is_view_of_input(root.get())) {
@@ -538,17 +556,30 @@ static std::shared_ptr<Schedule> schedule_once(const UOpRef& sink, const std::ve
   for (auto& u : sink->toposort())  // side effects happen even where no root's value needs them
     if (u->op == Ops::ASSIGN) sb.slot(u.get());
   sb.build_pending();
+  for (auto& [r, ks] : sb.inlined_in)
+    if (ks.size() > 1) more.push_back(r);
   return sb.order_kernels() ? s : nullptr;
 }
 
+// Assigns whose values read each other's old buffers (w1's update reads w2, w2's reads w1) can't all run in place in
+// any order: then every assign's value is computed first and copied in (split_assigns).
 std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const std::vector<std::pair<DType, int64_t>>& inputs) {
   static const PatternMatcher pm_split({{UPat(Ops::REDUCE_AXIS, {UPat::var("x")}), [](const Match& m) { return split_reduceop(m.root); }}},
                                       "split_reduceop");
   UOpRef sink = graph_rewrite(sink_in, pm_split, nullptr, false, "split reduceop");
-  if (auto s = schedule_once(sink, inputs, false)) return s;
-  auto s = schedule_once(sink, inputs, true);
-  TG_CHECK(s, TG_ERROR_UNSUPPORTED, "schedule: the assigns in this graph need an impossible order (a cycle); realize them one at a time");
-  return s;
+  std::unordered_set<const UOp*> shared;
+  bool split_assigns = false;
+  for (int tries = 0;; tries++) {
+    std::vector<const UOp*> more;
+    auto s = schedule_once(sink, inputs, split_assigns, shared, more);
+    if (!more.empty() && tries < 8) {
+      shared.insert(more.begin(), more.end());
+      continue;
+    }
+    if (s) return s;
+    TG_CHECK(!split_assigns, TG_ERROR_UNSUPPORTED, "schedule: the assigns in this graph need an impossible order (a cycle); realize them one at a time");
+    split_assigns = true;
+  }
 }
 
 // ---- the schedule cache: key is the normalized sink (hash-consed, so the pointer is the structure) ----
