@@ -365,11 +365,21 @@ def test_one_hot(num_classes):
 
 
 def test_assign():
-  t = Tensor(np.zeros((2, 3), np.float32))
-  old = t + 0
+  # in place, as tinygrad: a lazy tensor made before the assign and realized with it reads the old contents; one realized
+  # later reads the buffer as it is then
+  t = Tensor(np.zeros((2, 3), np.float32)).realize()
+  old, later = t + 0, t * 3
   assert t.assign(Tensor(np.ones((2, 3), np.float32) * 4)) is t
+  Tensor.realize_many(t, old)
   np.testing.assert_array_equal(t.numpy(), np.full((2, 3), 4, np.float32))
   np.testing.assert_array_equal(old.numpy(), np.zeros((2, 3), np.float32))
+  np.testing.assert_array_equal(later.numpy(), np.full((2, 3), 12, np.float32))
+  # an unrealized tensor takes the value's graph: tensors made from it before keep the old value
+  u = Tensor(np.zeros((2, 3), np.float32)) + 1
+  before = u * 2
+  u.assign(Tensor(np.full((2, 3), 5, np.float32)))
+  np.testing.assert_array_equal(before.numpy(), np.full((2, 3), 2, np.float32))
+  np.testing.assert_array_equal(u.numpy(), np.full((2, 3), 5, np.float32))
   assert t.assign([[1, 2, 3], [4, 5, 6]]) is t
   np.testing.assert_array_equal(t.numpy(), [[1, 2, 3], [4, 5, 6]])
   with pytest.raises(TinygradError): t.assign(Tensor(np.zeros(4, np.float32)))
