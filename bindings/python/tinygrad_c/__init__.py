@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import math
 import operator
 import os
+import threading
+import weakref
 from pathlib import Path
-from typing import Optional, Sequence, Tuple, Union
+from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 __all__ = ["Tensor", "Device", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "DType", "dtypes",
            "least_upper_dtype", "Expr", "Variable", "version",
-           "version_number", "counters", "reset_counters", "library_path", "has_tensor_api"]
+           "version_number", "counters", "reset_counters", "library_path", "has_tensor_api", "TinyJit", "Plan", "plan",
+           "Kernel", "MemoryPlan", "set_option", "get_option", "Context"]
 
 
 # ---- library ---------------------------------------------------------------------------------------------------------
@@ -50,7 +54,17 @@ _i64p, _status, _dtype_t = ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.
 
 class _Counters(ctypes.Structure):
   _fields_ = [("struct_size", _sz), ("kernel_count", _u64), ("global_ops", _u64), ("global_mem", _u64),
-              ("time_sum_s", _dbl), ("compile_count", _u64)]
+              ("time_sum_s", _dbl), ("compile_count", _u64), ("schedule_count", _u64), ("lower_count", _u64)]
+
+
+class _KernelInfo(ctypes.Structure):
+  """struct tg_kernel_info (size first, as the header declares it)."""
+  _fields_ = [("struct_size", _sz), ("name", _str), ("source", _str), ("n_buffers", _sz), ("buffer_nbytes", _i64p),
+              ("time_s", _dbl), ("threads", _i64), ("ops", _u64), ("mem", _u64)]
+
+
+# tg_jit_fn: (userdata, inputs, n_inputs, outputs, n_outputs) -> tg_status
+_JIT_FN = ctypes.CFUNCTYPE(_status, _p, ctypes.POINTER(_p), _sz, ctypes.POINTER(_p), _sz)
 
 
 class _TgIndex(ctypes.Structure):
@@ -166,6 +180,14 @@ _SIGNATURES = {
   "tg_tensor_randperm": (_p, [_i64, _dtype_t, _str]), "tg_tensor_multinomial": (_p, [_p, _i64, _int]),
   **{f"tg_tensor_{n}_like": (_p, [_p]) for n in ("rand", "randn", "zeros", "ones")},
   "tg_tensor_full_like": (_p, [_p, _dbl]),
+  # options
+  "tg_set_option": (_status, [_str, _str]), "tg_get_option": (_status, [_str, ctypes.POINTER(_dbl)]),
+  # TinyJit and plans
+  "tg_jit_create": (_p, [_JIT_FN, _p]), "tg_jit_call": (_status, [_p, ctypes.POINTER(_p), _sz, ctypes.POINTER(_p), _sz]),
+  "tg_jit_call_count": (_i64, [_p]), "tg_jit_reset": (_status, [_p]), "tg_jit_plan": (_p, [_p]), "tg_jit_release": (None, [_p]),
+  "tg_plan_create": (_p, [ctypes.POINTER(_p), _sz]), "tg_plan_run": (_status, [_p]), "tg_plan_kernel_count": (_sz, [_p]),
+  "tg_plan_kernel": (_status, [_p, _sz, ctypes.POINTER(_KernelInfo)]), "tg_plan_memory": (_status, [_p, _i64p, _i64p]),
+  "tg_plan_release": (None, [_p]),
 }
 
 
@@ -733,6 +755,10 @@ class Tensor:
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
     _ok(C.tensor_realize_many(arr, len(ts)), "tensor_realize_many")
 
+  def plan(self, *lst: "Tensor") -> "Plan":
+    """What realizing self (and lst) would run, scheduled and compiled but not run: see Plan."""
+    return Plan(self, *lst)
+
   def contiguous(self) -> "Tensor": return Tensor._wrap(C.tensor_contiguous(self._h), "tensor_contiguous")
 
   def numpy(self) -> np.ndarray:
@@ -1212,8 +1238,10 @@ class Tensor:
     _ok(C.tensor_setitem(self._h, entries, len(items), val._h), "tensor_setitem")
 
   def assign(self, x) -> "Tensor":
-    """self takes x's contents (same shape, cast to self's dtype); returns self. Tensors made from self before keep the old
-    contents."""
+    """self takes x's contents (same shape, cast to self's dtype); returns self. On a realized tensor the assign is in place:
+    when realized it writes self's own buffer, so a lazy tensor made from self before reads the new contents if it is
+    realized after self (realize it first, or together with Tensor.realize_many). On an unrealized tensor, tensors made
+    from self before keep the old contents. Inside a TinyJit, an in-place assign is captured and replays at every call."""
     x = x if isinstance(x, Tensor) else Tensor(x, dtype=self.dtype, device=self.device)
     _ok(C.tensor_assign(self._h, x._h), "tensor_assign")
     return self
@@ -1613,13 +1641,250 @@ def Variable(name: str, min_val: int, max_val: int) -> Expr:
   return Expr.variable(name, min_val, max_val)
 
 
+# ---- options ---------------------------------------------------------------------------------------------------------
+_options_set: dict = {}  # what set_option last set per name (None: nothing set here), for Context to restore
+
+
+def set_option(name: str, value) -> None:
+  """tg_set_option: the library's setting `name` (DEBUG, BEAM, NOOPT, JIT, ...) to a number (or a decimal string, as the
+  environment variable takes it), for the whole process; None
+  forgets the value set here so the environment applies again. An unknown name or an out-of-range value raises
+  InvalidArgumentError."""
+  if value is not None and not isinstance(value, str):
+    if isinstance(value, bool): value = int(value)
+    if not isinstance(value, (int, float, np.integer, np.floating)): raise TypeError(f"option {name} takes a number or None, got {value!r}")
+    value = str(int(value)) if float(value).is_integer() else repr(float(value))
+  _ok(C.set_option(_cstr(name, "option name"), _cstr(value, f"option {name}")), "set_option")
+  _options_set[name] = value
+
+
+def get_option(name: str) -> Union[int, float]:
+  """tg_get_option: the value the library uses now for option `name` (set here, else the environment, else its default)."""
+  out = ctypes.c_double()
+  _ok(C.get_option(_cstr(name, "option name"), ctypes.byref(out)), "get_option")
+  return int(out.value) if out.value.is_integer() else out.value
+
+
+class Context:
+  """tinygrad's Context: `with Context(JIT=0, DEBUG=2): ...` sets options for the block and restores on exit what
+  set_option had set before (or the environment's value where nothing was set)."""
+  def __init__(self, **options): self.options, self.prev = options, {}
+  def __enter__(self):
+    for k, v in self.options.items():
+      prev = _options_set.get(k)
+      set_option(k, v)
+      self.prev[k] = prev
+    return self
+  def __exit__(self, *exc):
+    for k, v in self.prev.items(): set_option(k, v)
+    self.prev = {}
+
+
+# ---- plans: what a realize runs, as data -----------------------------------------------------------------------------
+class Kernel(NamedTuple):
+  """One kernel of a Plan: name, generated source, the byte sizes of its buffers (output first), seconds of its last run
+  (None before one), the CPU cores it is split over, and its estimated ops and bytes moved per run."""
+  name: str
+  source: str
+  buffer_nbytes: Tuple[int, ...]
+  time_s: Optional[float]
+  threads: int
+  ops: int
+  mem: int
+
+
+class MemoryPlan(NamedTuple):
+  """The memory planner's result: bytes of the intermediate buffers if each had its own memory, and bytes they take
+  sharing memory (the peak)."""
+  intermediate_bytes: int
+  peak_bytes: int
+
+
+class Plan:
+  """tg_plan: Plan(*tensors) (or t.plan(*more)) schedules the tensors and compiles their kernels without running them;
+  .kernels lists them in launch order, .memory is the memory planner's result, .run() realizes the tensors (as
+  Tensor.realize_many) and records each kernel's time. A plan runs once. TinyJit.plan() gives a captured JIT's kernels
+  (it describes them; .run() refuses)."""
+  __slots__ = ("_h",)
+  _release = C.plan_release
+
+  def __init__(self, *tensors: Tensor):
+    for i, t in enumerate(tensors):
+      if not isinstance(t, Tensor): raise TypeError(f"Plan takes Tensors, argument {i} is {type(t).__name__}")
+    arr = (ctypes.c_void_p * max(len(tensors), 1))(*[t._h for t in tensors])
+    self._h = _made(C.plan_create(arr, len(tensors)), "plan_create")
+
+  @classmethod
+  def _wrap(cls, handle) -> "Plan":
+    p = object.__new__(cls)
+    p._h = handle
+    return p
+
+  def __del__(self):
+    h = getattr(self, "_h", None)
+    if h:
+      self._h = None
+      try: type(self)._release(h)
+      except Exception: pass
+
+  def run(self) -> "Plan":
+    _ok(C.plan_run(self._h), "plan_run")
+    return self
+
+  def __len__(self) -> int: return C.plan_kernel_count(self._h)
+
+  def kernel(self, i: int) -> Kernel:
+    k = _KernelInfo(struct_size=ctypes.sizeof(_KernelInfo))
+    _ok(C.plan_kernel(self._h, i, ctypes.byref(k)), "plan_kernel")
+    return Kernel(k.name.decode(), k.source.decode(), tuple(k.buffer_nbytes[j] for j in range(k.n_buffers)),
+                  None if k.time_s < 0 else k.time_s, k.threads, k.ops, k.mem)
+
+  @property
+  def kernels(self) -> List[Kernel]: return [self.kernel(i) for i in range(len(self))]
+
+  @property
+  def memory(self) -> MemoryPlan:
+    total, peak = ctypes.c_int64(), ctypes.c_int64()
+    _ok(C.plan_memory(self._h, ctypes.byref(total), ctypes.byref(peak)), "plan_memory")
+    return MemoryPlan(total.value, peak.value)
+
+  def __repr__(self): return f"<Plan {len(self)} kernels>"
+
+
+def plan(*tensors: Tensor) -> Plan:
+  """Plan(*tensors): what realizing the tensors would run, as data."""
+  return Plan(*tensors)
+
+
+# ---- TinyJit ---------------------------------------------------------------------------------------------------------
+_TG_OK, _TG_ERROR_INVALID_ARGUMENT = 0, 1
+
+
+class TinyJit:
+  """tinygrad's TinyJit over tg_jit: `jit = TinyJit(fn)` (or `@TinyJit` on a function) and `jit(*tensors)`.
+
+  fn takes positional Tensors and returns a Tensor, a tuple or list of Tensors, or None. The first call runs fn and
+  realizes its outputs; the second runs fn while capturing every kernel its realizes launch; later calls replay those
+  kernels on the new inputs' buffers without running fn (no scheduling, lowering or compiling). Every realized tensor fn
+  assigns in place (Tensor.assign) is realized with the outputs at each call, so the update replays even if fn does not
+  return it. A replay's inputs must have the shapes, dtypes and devices of the capture (else ShapeError / TinygradError
+  naming the input). The outputs of a replay are the capture's buffers: the next call overwrites them, so use or copy
+  them (.numpy()) before. With the option JIT=0 every call runs fn (set_option("JIT", 0) or Context(JIT=0)). An exception
+  raised by fn propagates as itself; a failed capture captures again at the next call. Calls from several threads take
+  turns; fn must not call its own jit (RuntimeError)."""
+
+  _release = C.jit_release
+
+  def __init__(self, fn):
+    if not callable(fn): raise TypeError(f"TinyJit takes a function, got {type(fn).__name__}")
+    self.fn, self._h = fn, None
+    ref = weakref.ref(self)  # no cycle through the callback: the jit is released as soon as it is unreferenced
+    def tramp(ud, inputs, n_inputs, outputs, n_outputs):
+      jit = ref()
+      return _TG_ERROR_INVALID_ARGUMENT if jit is None else jit._trampoline(ud, inputs, n_inputs, outputs, n_outputs)
+    self._tramp = _JIT_FN(tramp)  # C keeps a pointer to it: it lives as long as the jit
+    self._n_out: Optional[int] = None  # outputs of the function at the last call that ran it (None: no call yet)
+    self._kind = None                  # what it returned: Tensor, tuple, list or None
+    self._exc: Optional[BaseException] = None
+    self._stash = None                 # the outputs of a call that passed n_outputs=0
+    self._realize_stash = False
+    self._lock, self._owner = threading.Lock(), None  # calls from several threads take turns; the owner thread may not reenter
+    self._h = _made(C.jit_create(self._tramp, None), "jit_create")
+    try: functools.update_wrapper(self, fn)
+    except AttributeError: pass
+
+  def __del__(self):
+    h = getattr(self, "_h", None)
+    if h:
+      self._h = None
+      try: type(self)._release(h)
+      except Exception: pass
+
+  def _trampoline(self, _userdata, inputs, n_inputs, outputs, n_outputs) -> int:
+    """Called by tg_jit_call: runs fn on the borrowed inputs. Nothing may raise across the C boundary: a Python exception
+    is kept and re-raised once tg_jit_call has returned."""
+    try:
+      ins = [Tensor._wrap(C.tensor_retain(inputs[i]), "tensor_retain") for i in range(n_inputs)]
+      ret = self.fn(*ins)
+      if ret is None: kind, outs = None, []
+      elif isinstance(ret, Tensor): kind, outs = Tensor, [ret]
+      elif isinstance(ret, (tuple, list)): kind, outs = type(ret), list(ret)
+      else: raise TypeError(f"a TinyJit function returns a Tensor, a tuple or list of Tensors, or None; got {type(ret).__name__}")
+      for i, o in enumerate(outs):
+        if not isinstance(o, Tensor): raise TypeError(f"a TinyJit function returns Tensors; its output {i} is {type(o).__name__}")
+      if n_outputs == 0:
+        # realized here, before tg_jit_call realizes the in-place assigns: an output reads the parameters fn saw
+        if self._realize_stash and outs: Tensor.realize_many(*{id(o): o for o in outs}.values())
+        self._stash = outs
+      elif len(outs) != n_outputs:
+        raise ValueError(f"the TinyJit function returned {len(outs)} outputs, it returned {n_outputs} when it was captured")
+      else:
+        hs = [_made(C.tensor_retain(o._h), "tensor_retain") for o in outs]
+        for i, h in enumerate(hs): outputs[i] = h
+      self._kind, self._n_out = kind, len(outs)
+      return _TG_OK
+    except BaseException as e:  # noqa: B036 -- KeyboardInterrupt too: it is re-raised after the C call returns
+      self._exc = e
+      return _TG_ERROR_INVALID_ARGUMENT
+
+  def __call__(self, *args, **kwargs):
+    if kwargs: raise TypeError(f"TinyJit takes positional Tensors only, got keyword arguments {sorted(kwargs)}")
+    for i, a in enumerate(args):
+      if not isinstance(a, Tensor): raise TypeError(f"TinyJit takes positional Tensors only, argument {i} is {type(a).__name__}")
+    if self._owner == threading.get_ident(): raise RuntimeError("TinyJit is not reentrant: its function called the jit itself")
+    with self._lock:
+      self._owner = threading.get_ident()
+      try:
+        # before the capture any count goes: with n_outputs=0 fn's outputs come back through the stash
+        n_out = 0 if self.call_count == 0 or self._n_out is None else self._n_out
+        self._realize_stash = n_out == 0 and get_option("JIT") != 0
+        arr = (ctypes.c_void_p * max(len(args), 1))(*[a._h for a in args])
+        out = (ctypes.c_void_p * max(n_out, 1))()
+        self._exc, self._stash = None, None
+        st = C.jit_call(self._h, arr, len(args), out, n_out)
+        exc, stash, kind = self._exc, self._stash, self._kind
+      finally:
+        self._owner, self._exc, self._stash = None, None, None
+    if st != 0:
+      if exc is not None:
+        C.clear_error()
+        raise exc
+      _raise_last("jit_call")
+    outs = stash if n_out == 0 else [Tensor._wrap(out[i], "jit_call") for i in range(n_out)]
+    if kind is None: return None
+    if kind is Tensor: return outs[0]
+    return kind._make(outs) if hasattr(kind, "_make") else kind(outs)  # a namedtuple too
+
+  @property
+  def call_count(self) -> int:
+    """Calls so far: 0, 1 (warmed up), >= 2 (captured and replaying). Calls under JIT=0 are not counted."""
+    n = C.jit_call_count(self._h)
+    if n < 0: _raise_last("jit_call_count")
+    return n
+
+  cnt = call_count  # tinygrad's name
+
+  def reset(self):
+    """Forget the capture: the next call runs fn again as the first call did."""
+    _ok(C.jit_reset(self._h), "jit_reset")
+
+  def plan(self) -> Optional[Plan]:
+    """The captured kernels as a Plan (kernel list, times of the last replay, memory plan); None before a capture."""
+    if self.call_count < 2: return None
+    return Plan._wrap(_made(C.jit_plan(self._h), "jit_plan"))
+
+  def __repr__(self): return f"<TinyJit {getattr(self.fn, '__name__', self.fn)!r} calls={self.call_count}>"
+
+
 # ---- misc ------------------------------------------------------------------------------------------------------------
 def version() -> str: return C.version().decode()
 def version_number() -> int: return C.version_number()
 
 
 def counters() -> dict:
-  """tinygrad's GlobalCounters: kernel_count, global_ops, global_mem, time_sum_s, compile_count."""
+  """tinygrad's GlobalCounters: kernel_count, global_ops, global_mem, time_sum_s, compile_count, schedule_count (schedules
+  made, not found in the schedule cache) and lower_count (realizes lowered to kernel launches; a JIT replay lowers none).
+  A library older than a field leaves it 0."""
   c = _Counters(struct_size=ctypes.sizeof(_Counters))
   _ok(C.counters_get(ctypes.byref(c)), "counters_get")
   return {name: getattr(c, name) for name, _ in _Counters._fields_ if name != "struct_size"}
