@@ -300,6 +300,18 @@ TG_API tg_tensor* tg_tensor_expand(tg_tensor* t, const int64_t* shape, size_t nd
 TG_API tg_tensor* tg_tensor_pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value);
 /* bounds: ndim (start, end) pairs with 0 <= start <= end <= size. */
 TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t npairs);
+/* Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the Variable
+ * `var` (borrowed; a tg_expr_variable with 1 <= min <= max <= the dim's size) bound to `value` (min <= value <= max).
+ * Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the same Variable or a 1),
+ * reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax, permutes, and reshapes that
+ * keep the dim on its own. Graphs that differ only in the bound value schedule and compile once: the kernels take the
+ * value as an argument, and a tg_jit captured with such an input replays for any binding. tg_tensor_shape gives the
+ * bound value. A view that would change the dim's extent (pad, flip, shrink it, a reshape merging it) is
+ * TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE. */
+TG_API tg_tensor* tg_tensor_shrink_var(tg_tensor* t, int64_t axis, const tg_expr* var, int64_t value);
+/* The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until realized.
+ * TG_ERROR_INVALID_ARGUMENT if no dim of `t` is bound to `var` or the value is outside its range. */
+TG_API tg_tensor* tg_tensor_rebind(tg_tensor* t, const tg_expr* var, int64_t value);
 /* Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or -1 and is
  * returned unchanged, as in torch; so does transpose(t, 0, 0). */
 TG_API tg_tensor* tg_tensor_flip(tg_tensor* t, const int64_t* axes, size_t naxes);

@@ -495,3 +495,81 @@ TEST(Plan, MemoryPlannerReusesMemoryAlongAChain) {
   }
   EXPECT_NEAR(data(y)[0], want, 1e-3 * std::fabs(want));
 }
+
+// ---- a Variable batch: one capture serves every batch size ----
+namespace {
+struct Net {
+  T w1, b1, w2, b2;
+  Net() {
+    w1 = from(randv(24 * 16, 21, 0.3f), {24, 16}), b1 = from(randv(16, 22, 0.1f), {16});
+    w2 = from(randv(16 * 5, 23, 0.3f), {16, 5}), b2 = from(randv(5, 24, 0.1f), {5});
+    for (tg_tensor* p : {w1.p, b1.p, w2.p, b2.p}) tg_tensor_realize(p);
+  }
+};
+// probabilities (n, 5) and the batch mean of the logits (5,)
+tg_status net_fn(void* u, tg_tensor* const* in, size_t, tg_tensor** out, size_t n_out) {
+  Net& m = *static_cast<Net*>(u);
+  T h = tg_tensor_relu(T(tg_tensor_add(T(tg_tensor_matmul(in[0], m.w1)), m.b1)));
+  T logits = tg_tensor_add(T(tg_tensor_matmul(h, m.w2)), m.b2);
+  TRY(logits.p);
+  int64_t ax = 0;
+  T probs = tg_tensor_softmax(logits, -1), mean = tg_tensor_mean(logits, &ax, 1, 0);
+  TRY(probs.p && mean.p);
+  if (n_out > 0) out[0] = probs.take();
+  if (n_out > 1) out[1] = mean.take();
+  return TG_OK;
+}
+}  // namespace
+
+TEST(Jit, VariableBatchServesEverySizeWithOneCompile) {
+  Net net;
+  const int64_t B = 64;
+  std::vector<float> xv = randv(B * 24, 30);
+  T x_full = from(xv, {B, 24});
+  tg_expr* n = tg_expr_variable("batch", 1, B);
+  Jit jit(net_fn, &net);
+  std::vector<std::vector<float>> probs(B + 1), means(B + 1);
+  tg_counters after_capture{};
+  for (int64_t nv = 1; nv <= B; nv++) {
+    T x = tg_tensor_shrink_var(x_full, 0, n, nv);
+    ASSERT_NE(x.p, nullptr) << tg_last_error_message();
+    tg_tensor* in[1] = {x};
+    tg_tensor* out[2] = {};
+    ASSERT_EQ(tg_jit_call(jit, in, 1, out, 2), TG_OK) << "batch " << nv << ": " << tg_last_error_message();
+    T p(out[0]), m(out[1]);
+    int64_t shape[2] = {};
+    ASSERT_EQ(tg_tensor_ndim(p), 2);
+    tg_tensor_shape(p, shape, 2);
+    ASSERT_EQ(shape[0], nv);
+    probs[size_t(nv)] = data(p), means[size_t(nv)] = data(m);
+    if (nv == 2) after_capture = counters();
+  }
+  tg_counters end = counters();
+  EXPECT_EQ(end.compile_count, after_capture.compile_count);  // batch sizes 3..64 compiled nothing
+  EXPECT_EQ(end.schedule_count, after_capture.schedule_count);
+  EXPECT_EQ(end.lower_count, after_capture.lower_count);
+  // against the same function on plain (concrete) batches
+  for (int64_t nv = 1; nv <= B; nv += 7) {
+    int64_t bounds[4] = {0, nv, 0, 24};
+    T x = tg_tensor_shrink(x_full, bounds, 2);
+    tg_tensor* in[1] = {x};
+    tg_tensor* out[2] = {};
+    ASSERT_EQ(net_fn(&net, in, 1, out, 2), TG_OK);
+    T p(out[0]), m(out[1]);
+    expect_close(probs[size_t(nv)], data(p), 1e-5f, "probabilities at batch " + std::to_string(nv));
+    expect_close(means[size_t(nv)], data(m), 1e-5f, "mean logits at batch " + std::to_string(nv));
+  }
+  // a plain input where a Variable one was captured, and the bound is checked
+  T plain = from(randv(5 * 24, 31), {5, 24});
+  tg_tensor* in[1] = {plain};
+  tg_tensor* out[2] = {};
+  EXPECT_EQ(tg_jit_call(jit, in, 1, out, 2), TG_ERROR_SHAPE);
+  EXPECT_NE(std::string(tg_last_error_message()).find("captured with (batch="), std::string::npos) << tg_last_error_message();
+  EXPECT_EQ(tg_tensor_shrink_var(x_full, 0, n, 65), nullptr);
+  T x3 = tg_tensor_shrink_var(x_full, 0, n, 3);
+  T x9 = tg_tensor_rebind(x3, n, 9);
+  int64_t s9[2] = {};
+  tg_tensor_shape(x9, s9, 2);
+  EXPECT_EQ(s9[0], 9);
+  tg_expr_release(n);
+}

@@ -2,7 +2,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "api/api.h"
+#include "api/handles.h"
 #include "uop/symbolic.h"
 
 namespace tg::api {
@@ -27,10 +27,6 @@ tg_status status_from_current_exception() {
 
 using namespace tg;
 
-struct tg_expr {
-  UOpRef u;
-};
-
 static api::LiveHandles<tg_expr>& exprs() {
   static auto* h = new api::LiveHandles<tg_expr>();
   return *h;
@@ -41,6 +37,7 @@ static const UOpRef& expr_of(const tg_expr* e, const char* what) {
   TG_ARG(exprs().live(e), std::string(what) + ": expression handle is not live (released?)");
   return e->u;
 }
+const UOpRef& tg::api::get_expr(const tg_expr* e, const char* fn) { return expr_of(e, fn); }
 
 static const ContextVar& option_named(const char* name, const char* what) {
   TG_ARG(name, std::string(what) + ": name is NULL");

@@ -6,10 +6,14 @@
 struct tg_tensor {
   tg::Tensor t;
 };
+struct tg_expr {
+  tg::UOpRef u;
+};
 
 namespace tg::api {
 LiveHandles<tg_tensor>& tensor_handles();
 tg_tensor* wrap(Tensor t);  // a new handle (reference count 1)
 // the tensor behind a live handle; NULL or released handles are TG_ERROR_INVALID_ARGUMENT naming `fn` and `arg`
 Tensor& get(const tg_tensor* h, const char* fn, const char* arg = "tensor");
+const UOpRef& get_expr(const tg_expr* e, const char* fn);  // the expression behind a live handle
 }  // namespace tg::api

@@ -249,6 +249,9 @@ TG_T(permute(tg_tensor* t, const int64_t* order, size_t ndim), return wrap(get(t
 TG_T(expand(tg_tensor* t, const int64_t* shape, size_t ndim), return wrap(get(t, "expand").expand(ints(shape, ndim, "expand", "shape")));)
 TG_T(pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value), return wrap(get(t, "pad").pad(pairs(pads, npairs, "pad"), value));)
 TG_T(shrink(tg_tensor* t, const int64_t* bounds, size_t npairs), return wrap(get(t, "shrink").shrink(pairs(bounds, npairs, "shrink")));)
+TG_T(shrink_var(tg_tensor* t, int64_t axis, const tg_expr* var, int64_t value),
+     return wrap(get(t, "shrink_var").shrink_var(axis, api::get_expr(var, "shrink_var"), value));)
+TG_T(rebind(tg_tensor* t, const tg_expr* var, int64_t value), return wrap(get(t, "rebind").rebind(api::get_expr(var, "rebind"), value));)
 TG_T(flip(tg_tensor* t, const int64_t* axes, size_t naxes), return wrap(get(t, "flip").flip(ints(axes, naxes, "flip", "axes")));)
 TG_T(transpose(tg_tensor* t, int64_t d0, int64_t d1), return wrap(get(t, "transpose").transpose(d0, d1));)
 TG_T(flatten(tg_tensor* t, int64_t a, int64_t b), return wrap(get(t, "flatten").flatten(a, b));)

@@ -99,10 +99,6 @@ struct Linearizer {
         switch (n->op) {
           case Ops::CONST:
           case Ops::RANGE: done[n] = out; continue;
-          case Ops::DEFINE_VAR:
-            lp.vars.push_back(out);
-            done[n] = out;
-            continue;
           case Ops::DEFINE_GLOBAL: {
             size_t i = size_t(std::get<int64_t>(n->arg));
             if (lp.globals.size() <= i) lp.globals.resize(i + 1);
@@ -150,8 +146,10 @@ struct Linearizer {
     compute_deps(ast);
     // output loops: LOOP ranges in axis order, outermost first
     std::vector<const UOp*> loops;
-    for (auto& u : ast->toposort())
+    for (auto& u : ast->toposort()) {
       if (u->op == Ops::RANGE && range_kind(u.get()) == AxisType::GLOBAL) loops.push_back(u.get());
+      if (u->op == Ops::DEFINE_VAR) lp.vars.push_back(u), done[u.get()] = u;  // kernel arguments, wherever they are used
+    }
     std::sort(loops.begin(), loops.end(), [](auto* a, auto* b) { return range_path(a) < range_path(b); });
     std::vector<Scope*> chain{root};
     for (auto* r : loops) chain.push_back(new_scope(chain.back(), r));

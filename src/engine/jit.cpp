@@ -6,19 +6,36 @@
 
 namespace tg {
 
-static const UOp* base_buffer(const UOp* u) {
-  if (u->op == Ops::RESHAPE) u = u->src[0].get();
-  return u->op == Ops::BUFFER ? u : nullptr;
+// The buffer an input is: the whole of it, or (dims bound to Variables) the bound part of one laid out for the
+// Variables' largest values, which every kernel indexes the same way whatever the binding.
+static const UOp* input_buffer(const Tensor& t) {
+  const UOp* u = t.uop().get();
+  if (!u->sym().empty()) {
+    if (u->op != Ops::SHRINK) return nullptr;
+    for (size_t i = 0; i < u->shape().size(); i++)
+      if (u->arg_ints()[2 * i] != 0 || (!u->sym()[i] && u->arg_ints()[2 * i + 1] != u->src[0]->shape()[i])) return nullptr;
+    u = u->src[0].get();
+    if (u->op == Ops::RESHAPE) u = u->src[0].get();
+    return u->op == Ops::BUFFER ? u : nullptr;
+  }
+  if (!is_buffer_view(u, t.numel())) return nullptr;
+  return u->op == Ops::RESHAPE ? u->src[0].get() : u;
 }
 // every input as its own realized buffer: views and lazy graphs are made contiguous and realized together
 static std::vector<Tensor> prepare_inputs(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> ins;
   std::vector<Tensor*> todo;
-  for (auto& t : inputs) ins.push_back(is_buffer_view(t.uop().get(), t.numel()) ? t : t.contiguous());
+  for (auto& t : inputs) ins.push_back(input_buffer(t) ? t : t.contiguous());
   for (auto& t : ins)
-    if (!is_buffer_view(t.uop().get(), t.numel())) todo.push_back(&t);
+    if (!input_buffer(t)) todo.push_back(&t);
   if (!todo.empty()) Tensor::realize_all(todo);
+  for (auto& t : ins) TG_CHECK(input_buffer(t), TG_ERROR_INTERNAL, "jit: an input did not realize to a buffer");
   return ins;
+}
+// the values of the Variables an input's dims are bound to
+static void input_vars(const Tensor& t, std::unordered_map<std::string, int64_t>& vals) {
+  for (size_t i = 1; i < t.uop()->src.size(); i++)
+    if (const UOp* b = t.uop()->src[i].get(); b->op == Ops::BIND) vals[b->src[0]->argv<VarArg>().name] = int64_t(b->src[1]->const_value());
 }
 
 // the function's outputs and every tensor it assigned in place, realized in one schedule
@@ -69,9 +86,11 @@ void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vecto
   items_ = std::move(cap.items);
   in_specs_.clear(), input_uses_.clear(), outputs_.clear(), input_bufs_.clear(), output_views_input_.clear(), out_devices_.clear();
   std::unordered_map<const Buffer*, size_t> input_of;
+  has_vars_ = false;
   for (size_t i = 0; i < inputs.size(); i++) {
-    in_specs_.push_back({inputs[i].shape(), inputs[i].dtype(), inputs[i].device()});
-    input_bufs_.push_back(base_buffer(inputs[i].uop().get())->ref());
+    in_specs_.push_back({inputs[i].shape(), inputs[i].dtype(), inputs[i].device(), inputs[i].uop()->sym(), int64_t(buffer_of(input_buffer(inputs[i]))->size())});
+    has_vars_ |= !inputs[i].uop()->sym().empty();
+    input_bufs_.push_back(input_buffer(inputs[i])->ref());
     input_of.emplace(buffer_of(input_bufs_.back().get()).get(), i);
   }
   bool any_view = false;
@@ -119,7 +138,9 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
   void* ptrs[64];
   std::vector<void*> more(inputs.size() > 64 ? inputs.size() : 0);
   void** in_ptr = inputs.size() > 64 ? more.data() : ptrs;
+  std::unordered_map<std::string, int64_t> vals;  // the inputs' Variable bindings
   std::vector<Tensor> held;  // inputs that had to be made contiguous live until the items ran
+  held.reserve(inputs.size());
   UOps in_bufs;              // the inputs' BUFFER nodes, for outputs that view them
   for (size_t i = 0; i < inputs.size(); i++) {
     const Tensor& t = inputs[i];
@@ -127,17 +148,25 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
     TG_CHECK(t.device() == s.device, TG_ERROR_DEVICE, strformat("jit: input %zu is on %s, captured on %s", i, t.device().c_str(), s.device.c_str()));
     TG_CHECK(t.dtype() == s.dtype, TG_ERROR_DTYPE,
              strformat("jit: input %zu is %s, captured as %s", i, t.dtype().name().c_str(), s.dtype.name().c_str()));
-    TG_CHECK(t.shape() == s.shape, TG_ERROR_SHAPE,
-             strformat("jit: input %zu has shape %s, captured with %s", i, shape_str(t.shape()).c_str(), shape_str(s.shape).c_str()));
-    const UOp* b = is_buffer_view(t.uop().get(), t.numel()) ? base_buffer(t.uop().get()) : nullptr;
+    // dims bound to Variables take any binding; every other dim must be as captured
+    bool same = t.shape().size() == s.shape.size() && t.uop()->sym() == s.sym;
+    for (size_t d = 0; same && d < s.shape.size(); d++) same = (!s.sym.empty() && s.sym[d]) || t.shape()[d] == s.shape[d];
+    TG_CHECK(same, TG_ERROR_SHAPE, strformat("jit: input %zu has shape %s, captured with %s", i, sym_shape_str(t).c_str(), sym_shape_str(s.shape, s.sym).c_str()));
+    const Tensor* in = &t;
+    const UOp* b = input_buffer(t);
     if (!b) {
       held.push_back(prepare_inputs({t})[0]);
-      b = base_buffer(held.back().uop().get());
+      in = &held.back(), b = input_buffer(held.back());
     }
+    TG_CHECK(buffer_of(b)->size() == s.buffer_size, TG_ERROR_SHAPE,
+             strformat("jit: input %zu is a view of a buffer of %lld elements, captured with %lld", i, (long long)buffer_of(b)->size(), (long long)s.buffer_size));
+    if (has_vars_) input_vars(*in, vals);
     in_ptr[i] = buffer_of(b)->ptr();
     if (!input_bufs_.empty()) in_bufs.push_back(b->ref());
   }
   for (auto& u : input_uses_) items_[u.item].ptrs[u.buf] = in_ptr[u.input];
+  if (has_vars_)
+    for (auto& e : items_) e.vals = var_values(*e.prg, vals);
   using Clock = std::chrono::steady_clock;
   for (size_t i = 0; i < items_.size(); i++) {
     ExecItem& e = items_[i];
@@ -157,6 +186,7 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
       for (size_t k = 0; k < inputs.size(); k++) m[input_bufs_[k]] = in_bufs[k];
       o = o->substitute(m);
     }
+    if (has_vars_ && !o->sym().empty()) o = rebind_vars(o, vals);
     outs.emplace_back(o, out_devices_[i]);
   }
   return outs;

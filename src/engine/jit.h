@@ -18,7 +18,7 @@ class TinyJit {
   // inputs are realized (contiguous) first; a replay checks each against the captured shape, dtype and device
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
   int calls() const { return cnt_; }
-  bool captured() const { return cnt_ >= 2 && !items_.empty(); }
+  bool captured() const { return cnt_ >= 2; }
   const std::vector<ExecItem>& items() const { return items_; }
   const MemoryPlan& memory() const { return mem_; }
   void reset();  // forget the capture: the next call is a warm-up again
@@ -28,6 +28,8 @@ class TinyJit {
     Shape shape;
     DType dtype;
     std::string device;
+    std::vector<const UOp*> sym;  // dims bound to Variables (any binding replays)
+    int64_t buffer_size;          // of the buffer the input is (a view of)
   };
   struct InputUse {
     size_t item, buf, input;
@@ -47,6 +49,7 @@ class TinyJit {
   std::vector<std::string> out_devices_;
   std::vector<Device*> item_dev_;
   MemoryPlan mem_;
+  bool has_vars_ = false;  // some input has dims bound to Variables: each replay passes the kernels their values
 };
 
 }  // namespace tg

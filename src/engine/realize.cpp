@@ -49,6 +49,30 @@ void ExecItem::run() {
 }
 void ExecItem::launch() { tg::launch(*prg->prog, ptrs.data(), vals.data(), vals.size(), prg->threads, prg->core_var); }
 
+// A computed root with Variable dims is stored at the Variables' largest values: its value is the view of the bound part.
+static UOpRef rebind(const UOpRef& stored, const UOpRef& root) {
+  if (root->sym().empty()) return stored;
+  std::vector<int64_t> bounds, dims;
+  UOps src{stored};
+  for (size_t i = 0; i < root->shape().size(); i++) {
+    bounds.push_back(0), bounds.push_back(root->shape()[i]);
+    if (const UOp* v = root->sym()[i]) dims.push_back(int64_t(i)), src.push_back(bound_var(v, root->shape()[i]));
+  }
+  return UOp::make(Ops::SHRINK, root->dtype, std::move(src), bounds, dims);
+}
+
+std::vector<int64_t> var_values(const CompiledKernel& k, const std::unordered_map<std::string, int64_t>& var_vals) {
+  std::vector<int64_t> vals(k.vars.size(), 0);
+  for (size_t i = 0; i < k.vars.size(); i++) {
+    if (int(i) == k.core_var) continue;
+    auto& name = k.vars[i]->argv<VarArg>().name;
+    auto it = var_vals.find(name);
+    TG_CHECK(it != var_vals.end(), TG_ERROR_INTERNAL, "realize: kernel " + k.name + " needs Variable '" + name + "', which nothing binds");
+    vals[i] = it->second;
+  }
+  return vals;
+}
+
 Normalized normalize(const std::vector<UOpRef>& roots) {
   Normalized n;
   UOpRef sink = UOp::sink(roots);
@@ -72,6 +96,21 @@ Normalized normalize(const std::vector<UOpRef>& roots) {
     UOps src;
     bool same = true;
     for (auto& x : u->src) src.push_back(to.at(x.get())), same &= src.back() == x;
+    if (u->op == Ops::BIND) {  // unbind: the graph names the Variable, the value goes to the kernels as an argument
+      auto& v = u->src[0]->argv<VarArg>();
+      int64_t val = int64_t(u->src[1]->const_value());
+      auto [it, fresh] = n.var_vals.try_emplace(v.name, std::make_pair(u->src[0].get(), val));
+      TG_CHECK(it->second.first == u->src[0].get(), TG_ERROR_INVALID_ARGUMENT, "realize: two different Variables are named '" + v.name + "'");
+      TG_CHECK(fresh || it->second.second == val, TG_ERROR_INVALID_ARGUMENT,
+               strformat("realize: Variable '%s' is bound to both %lld and %lld", v.name.c_str(), (long long)it->second.second, (long long)val));
+      to[u.get()] = u->src[0];
+      continue;
+    }
+    if (!u->sym().empty() && (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)) {
+      // a Variable dim's size becomes the Variable's largest value, so the graph is the same for every binding
+      to[u.get()] = UOp::make(u->op, u->dtype, std::move(src), sym_arg(u.get(), [](const UOp* v, int64_t) { return v->argv<VarArg>().vmax; }), u->tag);
+      continue;
+    }
     if (assign_arg(u.get())) {
       n.assigns.push_back(u);
       to[u.get()] = UOp::make(Ops::ASSIGN, u->dtype, {src[0], src[1]});
@@ -121,15 +160,19 @@ Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& devic
   }
   std::unordered_set<const Buffer*> movable;  // intermediates: neither an input nor behind an output
   for (size_t i = inputs.size(); i < bufs.size(); i++) movable.insert(bufs[i].get());
-  for (auto& o : sched->outputs) {
+  for (size_t r = 0; r < sched->outputs.size(); r++) {
+    const UOpRef& o = sched->outputs[r];
     for (auto& u : o->toposort())
       if (u->op == Ops::PARAM) movable.erase(bufs[size_t(u->arg_ints()[0])].get());
-    l.outputs.push_back(o->substitute(from_param));
+    if (o == norm.sink->src[r]) l.outputs.push_back(roots[r]);  // a view of inputs is its own value
+    else l.outputs.push_back(rebind(o->substitute(from_param), roots[r]));
   }
+  for (auto& [name, v] : norm.var_vals) l.var_vals[name] = v.second;
   from_param.clear();
   for (auto& ki : sched->kernels) {
     ExecItem e{compile_kernel(*ki, dev), {}, {}, -1, {}};
     for (int s : ki->slots) e.bufs.push_back(bufs[size_t(s)]);
+    e.vals = var_values(*e.prg, l.var_vals);
     l.items.push_back(std::move(e));
   }
   // a capturing JIT plans the intermediates of all its realizes together

@@ -3,6 +3,7 @@
 // The list of items is what TinyJit captures and replays, and what tg_plan shows a C caller.
 #pragma once
 #include <functional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct Normalized {
   std::vector<UOpRef> inputs;
   std::vector<std::pair<DType, int64_t>> specs;
   std::vector<UOpRef> assigns;  // the pending assigns: marked done once their kernels ran
+  std::unordered_map<std::string, std::pair<const UOp*, int64_t>> var_vals;  // Variable name -> (DEFINE_VAR, bound value)
 };
 Normalized normalize(const std::vector<UOpRef>& roots);
 // A kernel AST made runnable on `dev`: with `opts` if given, else the heuristics (NOOPT=1: none).
@@ -26,7 +28,9 @@ std::shared_ptr<CompiledKernel> compile_program(const UOpRef& ast, const std::st
 // A rendered program compiled for `dev` (compile_program's second half; BEAM renders first to skip duplicate sources).
 std::shared_ptr<CompiledKernel> compile_spec(ProgramSpec p, Device& dev);
 void run_kernel(const CompiledKernel& k, void** bufs);
-void count_kernel(const CompiledKernel& k, double seconds);  // GlobalCounters for one launch  // one launch (THREAD kernels on the worker pool), synchronous on the CPU
+void count_kernel(const CompiledKernel& k, double seconds);  // GlobalCounters for one launch
+// a kernel's variable values from the bound Variables (core_id is set at launch)
+std::vector<int64_t> var_values(const CompiledKernel& k, const std::unordered_map<std::string, int64_t>& var_vals);  // one launch (THREAD kernels on the worker pool), synchronous on the CPU
 
 // One kernel launch: the program, the buffers it takes (output first) and the values of its variables.
 struct ExecItem {
@@ -53,6 +57,7 @@ struct Lowered {
   std::vector<ExecItem> items;
   std::vector<UOpRef> outputs;  // per root: its realized value (a view of a buffer)
   std::vector<UOpRef> assigns;
+  std::unordered_map<std::string, int64_t> var_vals;  // the bound Variables' values
   MemoryPlan mem;
   double t_schedule = 0, t_lower = 0;
 };

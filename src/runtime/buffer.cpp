@@ -64,6 +64,12 @@ void Buffer::copyin(const void* src, size_t n) {
   TG_CHECK(n == nbytes(), TG_ERROR_INVALID_ARGUMENT, strformat("copyin: %zu bytes given, buffer holds %zu", n, nbytes()));
   if (n) std::memcpy(ptr(), src, n);
 }
+void Buffer::copyout(void* dst, size_t n, size_t offset) {
+  TG_CHECK(offset <= nbytes() && n <= nbytes() - offset, TG_ERROR_INVALID_ARGUMENT,
+           strformat("copyout: bytes [%zu, %zu) asked, buffer holds %zu", offset, offset + n, nbytes()));
+  dev_->synchronize();
+  if (n) std::memcpy(dst, static_cast<char*>(ptr()) + offset, n);
+}
 void Buffer::copyout(void* dst, size_t n) {
   TG_CHECK(n == nbytes(), TG_ERROR_INVALID_ARGUMENT, strformat("copyout: %zu bytes asked, buffer holds %zu", n, nbytes()));
   dev_->synchronize();

@@ -86,6 +86,7 @@ class Buffer {
   const std::shared_ptr<Buffer>& base() const { return base_; }  // null unless a view
   void copyin(const void* src, size_t nbytes);
   void copyout(void* dst, size_t nbytes);
+  void copyout(void* dst, size_t nbytes, size_t offset);  // a part: bytes [offset, offset + nbytes)
 
  private:
   std::string device_;

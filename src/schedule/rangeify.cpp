@@ -185,6 +185,7 @@ struct KernelBuilder {
     }
     switch (n->op) {
       case Ops::PARAM: f.value = load(sb.slot(n), n, idx, gate); return;
+      case Ops::DEFINE_VAR: f.value = n->ref(); return;  // a bound Variable's value, a kernel argument
       case Ops::ASSIGN:  // the kernel of the assign itself computes its value; every other kernel loads it (above)
         f.kids.push_back(Ctx{n->src[1].get(), idx, gate, f.c.expanded});
         return;
@@ -276,7 +277,8 @@ struct KernelBuilder {
         for (size_t i = 1; i < a.size(); i++) {
           size_t ax = size_t(a[i]);
           if (ss[ax] == 1) continue;
-          UOpRef r = UOp::range(ss[ax], next_axis++, REDUCE);
+          const UOp* v = n->src[0]->sym().empty() ? nullptr : n->src[0]->sym()[ax];
+          UOpRef r = v ? UOp::range(v->ref(), next_axis++, REDUCE) : UOp::range(ss[ax], next_axis++, REDUCE);
           reduce_sizes.push_back(ss[ax]);
           sidx[ax] = r, f.rr.push_back(r);
         }
@@ -377,7 +379,11 @@ void ScheduleBuilder::build(const UOp* n, int out) {
   KernelBuilder kb{*this, n, {}, {}};
   kb.global(out, n->dtype, prod(shape));
   UOps idx;
-  for (size_t i = 0; i < shape.size(); i++) idx.push_back(shape[i] == 1 ? idx_const(0) : UOp::range(shape[i], kb.next_axis++, LOOP));
+  // a dim bound to a Variable loops to its value; its buffer is laid out for the Variable's largest value
+  for (size_t i = 0; i < shape.size(); i++) {
+    const UOp* v = n->sym().empty() ? nullptr : n->sym()[i];
+    idx.push_back(shape[i] == 1 ? idx_const(0) : v ? UOp::range(v->ref(), kb.next_axis++, LOOP) : UOp::range(shape[i], kb.next_axis++, LOOP));
+  }
   UOpRef v = kb.eval({n, idx, {}, false});
   UOpRef store = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, n->dtype.ptr_to(prod(shape)), {kb.global(out, n->dtype, prod(shape)), linear_index(idx, shape)}), v});
   UOpRef ast = graph_rewrite(UOp::sink({store}), symbolic(), nullptr, false, "rangeify");
@@ -506,7 +512,7 @@ bool ScheduleBuilder::order_kernels() {
 // cores and vector lanes; the second reduces the partials.
 static UOpRef split_reduceop(const UOp* r) {
   const UOpRef& x = r->src[0];
-  if (!x->has_shape() || !r->has_shape() || !std::holds_alternative<std::monostate>(r->tag)) return {};
+  if (!x->has_shape() || !r->has_shape() || !std::holds_alternative<std::monostate>(r->tag) || !x->sym().empty()) return {};
   static const int64_t threshold = getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768), split_size = getenv_int("REDUCEOP_SPLIT_SIZE", 22);
   if (!getenv_int("SPLIT_REDUCEOP", 1)) return {};
   const Shape& xs = x->shape();

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <numeric>
+#include <unordered_map>
 
 #include "engine/realize.h"
 
@@ -119,12 +121,39 @@ static Shape broadcast_shape(const Shape& a, const Shape& b, const char* what) {
   }
   return out;
 }
+// The Variable dims of tensors broadcast to `out`: a Variable dim meets only itself or a 1 (a concrete dim of the same
+// bound value would stop matching at another binding).
+static std::vector<const UOp*> broadcast_sym(const std::vector<const Tensor*>& ts, const Shape& out, const char* what) {
+  std::vector<const UOp*> sym(out.size(), nullptr);
+  bool any = false;
+  for (auto* t : ts) any |= !t->uop()->sym().empty();
+  if (!any) return {};
+  for (auto* t : ts) {
+    size_t off = out.size() - t->shape().size();
+    for (size_t i = 0; i < t->shape().size(); i++)
+      if (const UOp* v = t->uop()->sym().empty() ? nullptr : t->uop()->sym()[i]) {
+        TG_CHECK(!sym[off + i] || sym[off + i] == v, TG_ERROR_SHAPE, std::string(what) + ": dims bound to different Variables don't broadcast");
+        sym[off + i] = v;
+      }
+  }
+  for (auto* t : ts) {
+    size_t off = out.size() - t->shape().size();
+    for (size_t i = 0; i < t->shape().size(); i++) {
+      bool mine = !t->uop()->sym().empty() && t->uop()->sym()[i];
+      TG_CHECK(!sym[off + i] || mine || t->shape()[i] == 1, TG_ERROR_SHAPE,
+               strformat("%s: dim %zu is bound to Variable '%s' in one operand and a plain %lld in another", what, off + i,
+                         sym[off + i]->argv<VarArg>().name.c_str(), (long long)t->shape()[i]));
+    }
+  }
+  return sym;
+}
 std::pair<Tensor, Tensor> Tensor::broadcasted(const Tensor& o, const char* what) const {
   TG_CHECK(s_->device == o.s_->device, TG_ERROR_DEVICE, std::string(what) + ": tensors are on different devices (" + s_->device + ", " + o.s_->device + ")");
   DType dt = least_upper_dtype(dtype(), o.dtype());
   Shape out = broadcast_shape(shape(), o.shape(), what);
   check_shape(out, dt, what);
-  return {cast(dt).expand(out), o.cast(dt).expand(out)};
+  auto sym = broadcast_sym({this, &o}, out, what);
+  return {cast(dt).expand(out, sym), o.cast(dt).expand(out, sym)};
 }
 Tensor Tensor::scalar_like(double v) const {
   DType dt = dtype();
@@ -175,7 +204,8 @@ Tensor Tensor::where(const Tensor& x, const Tensor& y) const {
   auto [bx, by] = x.broadcasted(y, "where");
   TG_CHECK(s_->device == x.s_->device, TG_ERROR_DEVICE, "where: condition is on " + s_->device + ", values on " + x.s_->device);
   Shape out = broadcast_shape(shape(), bx.shape(), "where");
-  return Tensor(cast(dtypes::bool_).expand(out).s_->uop->where(bx.expand(out).s_->uop, by.expand(out).s_->uop), s_->device);
+  auto sym = broadcast_sym({this, &bx}, out, "where");
+  return Tensor(cast(dtypes::bool_).expand(out, sym).s_->uop->where(bx.expand(out, sym).s_->uop, by.expand(out, sym).s_->uop), s_->device);
 }
 Tensor Tensor::cast(DType dt) const {
   if (dt == dtype()) return *this;
@@ -252,6 +282,19 @@ Tensor order_inverse(const Tensor& t) {
 }
 Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const { return order_inverse(order_inverse(*this).max(std::move(axes), keepdim, "min")); }
 Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
+  if (!uop()->sym().empty()) {  // the count is the product of the bound Variables: a value each kernel reads, not a constant
+    std::vector<int64_t> ax = resolve_axes(axes, "mean");
+    Tensor s = sum(ax, keepdim, "mean");
+    Tensor f = s.cast(least_upper_float(s.dtype()));
+    double plain = 1;
+    Tensor count = f.scalar_like(1);
+    for (auto a : ax) {
+      const UOp* v = uop()->sym()[size_t(a)];
+      if (!v) plain *= double(shape()[size_t(a)]);
+      else count = count.mul(Tensor(bound_var(v, shape()[size_t(a)]), device()).cast(f.dtype()));
+    }
+    return f.div(count.mul(f.scalar_like(plain)));
+  }
   Tensor s = sum(axes, keepdim, "mean");
   double n = s.numel() == 0 ? 0 : double(numel()) / double(s.numel());
   if (s.numel() == 0 && numel() == 0) n = 1;
@@ -293,7 +336,12 @@ Tensor Tensor::reshape(Shape s) const {
     s[size_t(infer)] = numel() / known;
   }
   TG_CHECK(tg::prod(s) == numel(), TG_ERROR_SHAPE, "reshape: can't reshape " + shape_str(shape()) + " to " + shape_str(s));
-  return s == shape() ? *this : mv(Ops::RESHAPE, s);
+  if (s == shape()) return *this;
+  Tensor r = mv(Ops::RESHAPE, s);
+  auto count = [](const std::vector<const UOp*>& v) { return std::count_if(v.begin(), v.end(), [](const UOp* x) { return x != nullptr; }); };
+  TG_CHECK(count(r.uop()->sym()) == count(uop()->sym()), TG_ERROR_UNSUPPORTED,
+           "reshape: " + shape_str(shape()) + " to " + shape_str(s) + " would merge or split a Variable dimension");
+  return r;
 }
 Tensor Tensor::permute(std::vector<int64_t> order) const {
   TG_CHECK(int64_t(order.size()) == ndim(), TG_ERROR_SHAPE, "permute: order " + shape_str(order) + " doesn't match shape " + shape_str(shape()));
@@ -307,7 +355,8 @@ Tensor Tensor::permute(std::vector<int64_t> order) const {
   for (size_t i = 0; i < order.size(); i++) ident &= order[i] == int64_t(i);
   return ident ? *this : mv(Ops::PERMUTE, order);
 }
-Tensor Tensor::expand(Shape s) const {
+Tensor Tensor::expand(Shape s) const { return expand(std::move(s), {}); }
+Tensor Tensor::expand(Shape s, const std::vector<const UOp*>& sym) const {
   TG_CHECK(s.size() >= shape().size(), TG_ERROR_SHAPE, "expand: can't expand " + shape_str(shape()) + " to " + shape_str(s));
   Shape src(s.size() - shape().size(), 1);
   src.insert(src.end(), shape().begin(), shape().end());
@@ -317,10 +366,22 @@ Tensor Tensor::expand(Shape s) const {
   }
   check_shape(s, dtype(), "expand");
   Tensor r = reshape(src);
-  return s == src ? r : r.mv(Ops::EXPAND, s);
+  // dims expanded to a Variable's size are bound to it: the EXPAND's tag lists them, its extra sources are their BINDs
+  std::vector<int64_t> dims;
+  UOps src_nodes{r.uop()};
+  for (size_t i = 0; i < sym.size() && i < s.size(); i++)
+    if (sym[i] && src[i] == 1 && (r.uop()->sym().empty() || !r.uop()->sym()[i])) dims.push_back(int64_t(i)), src_nodes.push_back(bound_var(sym[i], s[i]));
+  if (dims.empty()) return s == src ? r : r.mv(Ops::EXPAND, s);
+  return Tensor(UOp::make(Ops::EXPAND, dtype(), std::move(src_nodes), std::vector<int64_t>(s), dims), device());
+}
+// a view that changes a Variable dim's extent would make its size an expression of the Variable
+static void check_sym_fixed(const Tensor& t, size_t dim, bool changes, const char* what) {
+  TG_CHECK(!changes || t.uop()->sym().empty() || !t.uop()->sym()[dim], TG_ERROR_UNSUPPORTED,
+           strformat("%s: dim %zu is bound to Variable '%s'; it can't be padded, flipped or shrunk", what, dim, t.uop()->sym()[dim]->argv<VarArg>().name.c_str()));
 }
 Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double value) const {
   TG_CHECK(int64_t(pads.size()) == ndim(), TG_ERROR_SHAPE, strformat("pad: %zu pairs given for shape %s", pads.size(), shape_str(shape()).c_str()));
+  for (size_t i = 0; i < pads.size(); i++) check_sym_fixed(*this, i, pads[i].first || pads[i].second, "pad");
   std::vector<int64_t> arg;
   Shape out = shape();
   bool any = false;
@@ -347,8 +408,32 @@ Tensor Tensor::shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) co
     TG_CHECK(0 <= s && s <= e && e <= shape()[i], TG_ERROR_SHAPE,
              strformat("shrink: bounds (%lld,%lld) outside dim %zu of shape %s", (long long)s, (long long)e, i, shape_str(shape()).c_str()));
     arg.push_back(s), arg.push_back(e), any |= s != 0 || e != shape()[i];
+    check_sym_fixed(*this, i, s != 0 || e != shape()[i], "shrink");
   }
   return any ? mv(Ops::SHRINK, arg) : *this;
+}
+std::string sym_shape_str(const Shape& s, const std::vector<const UOp*>& sym) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); i++)
+    out += (i ? "," : "") + (i < sym.size() && sym[i] ? sym[i]->argv<VarArg>().name + "=" + std::to_string(s[i]) : std::to_string(s[i]));
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+std::string sym_shape_str(const Tensor& t) { return sym_shape_str(t.shape(), t.uop()->sym()); }
+UOpRef bound_var(const UOp* var, int64_t value) { return UOp::make(Ops::BIND, var->dtype, {var->ref(), UOp::const_int(var->dtype, value)}); }
+Tensor Tensor::shrink_var(int64_t dim, const UOpRef& var, int64_t value) const {
+  int64_t d = resolve_axis(dim, "shrink_var");
+  TG_CHECK(var && var->op == Ops::DEFINE_VAR, TG_ERROR_INVALID_ARGUMENT, "shrink_var: needs a plain Variable");
+  auto& v = var->argv<VarArg>();
+  TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "shrink_var: a 0-d tensor has no dim to bind");
+  TG_CHECK(v.vmin >= 1 && v.vmax <= shape()[size_t(d)], TG_ERROR_SHAPE,
+           strformat("shrink_var: Variable '%s' in [%lld, %lld] must lie in [1, %lld], the size of dim %lld", v.name.c_str(), (long long)v.vmin,
+                     (long long)v.vmax, (long long)shape()[size_t(d)], (long long)d));
+  TG_CHECK(value >= v.vmin && value <= v.vmax, TG_ERROR_INVALID_ARGUMENT,
+           strformat("shrink_var: %lld is outside Variable '%s''s range [%lld, %lld]", (long long)value, v.name.c_str(), (long long)v.vmin, (long long)v.vmax));
+  check_sym_fixed(*this, size_t(d), true, "shrink_var");
+  std::vector<int64_t> arg;
+  for (int64_t i = 0; i < ndim(); i++) arg.push_back(0), arg.push_back(i == d ? value : shape()[size_t(i)]);
+  return Tensor(UOp::make(Ops::SHRINK, dtype(), {uop(), bound_var(var.get(), value)}, arg, std::vector<int64_t>{d}), device());
 }
 Tensor Tensor::flip(std::vector<int64_t> axes) const {
   std::vector<int64_t> flags(static_cast<size_t>(ndim()), 0);
@@ -356,6 +441,7 @@ Tensor Tensor::flip(std::vector<int64_t> axes) const {
     int64_t r = resolve_axis(a, "flip");
     if (ndim() == 0) continue;  // a scalar's only axis (0 or -1) flips to itself, as in torch
     TG_CHECK(!flags[size_t(r)], TG_ERROR_SHAPE, "flip: axis repeated");
+    check_sym_fixed(*this, size_t(r), true, "flip");
     flags[size_t(r)] = 1;
   }
   return std::count(flags.begin(), flags.end(), 1) ? mv(Ops::FLIP, flags) : *this;
@@ -418,13 +504,92 @@ void Tensor::to_data(void* out, size_t nbytes) {
   TG_CHECK(nbytes == need, TG_ERROR_INVALID_ARGUMENT,
            strformat("to_data: buffer of %zu bytes given, tensor %s of %s needs %zu", nbytes, shape_str(shape()).c_str(), dtype().name().c_str(), need));
   TG_CHECK(out || nbytes == 0, TG_ERROR_INVALID_ARGUMENT, "to_data: out is NULL");
-  Tensor c = contiguous();
+  bool sym = !uop()->sym().empty();
+  if (sym) {  // the symbolic graph runs (and stays) symbolic
+    realize();
+    // bound along its first dim only, its values are the first numel of the buffer laid out for the largest binding
+    const UOp* v = uop().get();
+    bool prefix = v->op == Ops::SHRINK;
+    for (size_t i = 0, seen_big = 0; prefix && i < shape().size(); i++) {
+      prefix &= v->arg_ints()[2 * i] == 0 && (v->sym()[i] ? !seen_big : v->arg_ints()[2 * i + 1] == v->src[0]->shape()[i]);
+      seen_big |= shape()[i] != 1 || v->sym()[i] != nullptr;
+    }
+    const UOp* b = prefix ? v->src[0].get() : nullptr;
+    if (b && b->op == Ops::RESHAPE) b = b->src[0].get();
+    if (b && b->op == Ops::BUFFER) {
+      if (nbytes) buffer_of(b)->copyout(out, nbytes, 0);
+      return;
+    }
+  }
+  // elsewhere bound, it is copied at this binding (a kernel for each bound value)
+  Tensor c = sym ? Tensor(at_binding(uop()), device()).contiguous() : contiguous();
   c.realize();
   const UOp* b = c.s_->uop.get();
   if (b->op == Ops::RESHAPE) b = b->src[0].get();
   TG_CHECK(b->op == Ops::BUFFER, TG_ERROR_INTERNAL, "to_data: realized tensor is not a buffer");
   if (nbytes) buffer_of(b)->copyout(out, nbytes);
-  if (s_->uop != c.s_->uop && !is_buffer_view(s_->uop.get(), numel())) became(c.s_->uop);  // keep the computed result
+  if (!sym && s_->uop != c.s_->uop && !is_buffer_view(s_->uop.get(), numel())) became(c.s_->uop);  // keep the computed result
+}
+
+std::vector<int64_t> sym_arg(const UOp* u, const std::function<int64_t(const UOp* var, int64_t now)>& size) {
+  std::vector<int64_t> a = u->arg_ints();
+  if (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)
+    for (size_t i = 0; i < u->sym().size(); i++)
+      if (const UOp* v = u->sym()[i]) {
+        int64_t& x = a[u->op == Ops::SHRINK ? 2 * i + 1 : i];
+        x = size(v, x);
+      }
+  return a;
+}
+
+UOpRef rebind_vars(const UOpRef& root, const std::unordered_map<std::string, int64_t>& vals) {
+  auto value = [&](const UOp* v) {
+    auto it = vals.find(v->argv<VarArg>().name);
+    return it == vals.end() ? int64_t(-1) : it->second;
+  };
+  UOpMap<UOpRef> m;
+  for (auto& u : root->toposort()) {
+    UOps src;
+    bool same = true;
+    for (auto& x : u->src) src.push_back(m.count(x) ? m.at(x) : x), same &= src.back() == x;
+    if (u->op == Ops::BIND && value(u->src[0].get()) >= 0) {
+      m[u] = bound_var(u->src[0].get(), value(u->src[0].get()));
+    } else if (!u->sym().empty() && (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)) {
+      // a dim of a Variable that isn't rebound keeps its size
+      m[u] = UOp::make(u->op, u->dtype, std::move(src), sym_arg(u.get(), [&](const UOp* v, int64_t now) { return value(v) >= 0 ? value(v) : now; }), u->tag);
+    } else if (!same) {
+      m[u] = u->replace_src(std::move(src));
+    }
+  }
+  return m.count(root) ? m.at(root) : root;
+}
+Tensor Tensor::rebind(const UOpRef& var, int64_t value) const {
+  TG_CHECK(var && var->op == Ops::DEFINE_VAR, TG_ERROR_INVALID_ARGUMENT, "rebind: needs a plain Variable");
+  auto& v = var->argv<VarArg>();
+  TG_CHECK(value >= v.vmin && value <= v.vmax, TG_ERROR_INVALID_ARGUMENT,
+           strformat("rebind: %lld is outside Variable '%s''s range [%lld, %lld]", (long long)value, v.name.c_str(), (long long)v.vmin, (long long)v.vmax));
+  bool found = false;
+  for (const UOp* s : uop()->sym()) found |= s == var.get();
+  TG_CHECK(found, TG_ERROR_INVALID_ARGUMENT, "rebind: no dim of this tensor is bound to Variable '" + v.name + "'");
+  return Tensor(rebind_vars(uop(), {{v.name, value}}), device());
+}
+
+// The graph with every Variable at its bound value: plain dims, BINDs as constants.
+UOpRef at_binding(const UOpRef& root) {
+  UOpMap<UOpRef> m;
+  for (auto& u : root->toposort()) {
+    if (u->op == Ops::BIND) m[u] = u->src[1];
+    else if ((u->op == Ops::EXPAND || u->op == Ops::SHRINK) && u->src.size() > 1) {
+      const UOpRef& x = m.count(u->src[0]) ? m.at(u->src[0]) : u->src[0];
+      m[u] = UOp::make(u->op, u->dtype, {x}, u->arg);
+    } else {
+      UOps src;
+      bool same = true;
+      for (auto& x : u->src) src.push_back(m.count(x) ? m.at(x) : x), same &= src.back() == x;
+      if (!same) m[u] = u->replace_src(std::move(src));
+    }
+  }
+  return m.count(root) ? m.at(root) : root;
 }
 
 }  // namespace tg

@@ -1,6 +1,8 @@
 // Tensor: a lazy handle over a tensor-level UOp graph. Every op appends UOps; nothing runs until realize().
 #pragma once
 #include <atomic>
+#include <functional>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,7 +48,16 @@ struct TensorState {
   UOpRef origin;  // the graph a realized tensor was computed from, kept while gradients may need to flow through it
 };
 
-bool is_buffer_view(const UOp* u, int64_t numel);  // BUFFER, or a RESHAPE of one, of exactly numel elements
+bool is_buffer_view(const UOp* u, int64_t numel);
+UOpRef bound_var(const UOp* var, int64_t value);  // BIND(var, value)
+class Tensor;
+std::string sym_shape_str(const Shape& s, const std::vector<const UOp*>& sym);  // "(n=5,784)"
+std::string sym_shape_str(const Tensor& t);
+UOpRef at_binding(const UOpRef& root);            // the graph with every Variable at its bound value (plain shapes)
+// a movement op's arg with each Variable dim's size from `size` (normalization: the Variable's max; rebinding: a value)
+std::vector<int64_t> sym_arg(const UOp* u, const std::function<int64_t(const UOp* var, int64_t now)>& size);
+// the graph with the Variables named in `vals` bound to those values (shapes follow)
+UOpRef rebind_vars(const UOpRef& root, const std::unordered_map<std::string, int64_t>& vals);  // BUFFER, or a RESHAPE of one, of exactly numel elements
 // While one is alive on a thread, every tensor assigned in place on that thread is listed in it (the JIT realizes them
 // with a call's outputs, so side effects are captured).
 struct AssignLog {
@@ -196,6 +207,11 @@ class Tensor {
   Tensor reshape(Shape shape) const;
   Tensor permute(std::vector<int64_t> order) const;
   Tensor expand(Shape shape) const;
+  Tensor expand(Shape shape, const std::vector<const UOp*>& sym) const;  // sym: per dim the Variable a dim expanded from 1 binds to
+  // this[..., 0:var, ...] along `dim`, with var (a DEFINE_VAR in [1, that dim's size]) bound to `value`: the dim's size is
+  // the Variable, so graphs that differ only in the bound value schedule and compile once
+  Tensor shrink_var(int64_t dim, const UOpRef& var, int64_t value) const;
+  Tensor rebind(const UOpRef& var, int64_t value) const;  // the same graph with `var` bound to `value` instead
   Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double value = 0) const;
   Tensor shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const;
   Tensor flip(std::vector<int64_t> axes) const;

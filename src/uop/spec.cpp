@@ -85,7 +85,10 @@ void check_node(Ops op, DType dtype, const UOps& src, const Arg& arg) {
     case Ops::PAD:
     case Ops::SHRINK:
     case Ops::FLIP: {
-      nsrc(op, src, 1, 1);
+      // EXPAND and SHRINK may bind dims to Variables: the extra sources are their BINDs (the tag lists the dims)
+      nsrc(op, src, 1, op == Ops::EXPAND || op == Ops::SHRINK ? SIZE_MAX : 1);
+      for (size_t i = 1; i < src.size(); i++)
+        if (src[i]->op != Ops::BIND && src[i]->op != Ops::DEFINE_VAR) bad(op, "extra sources must be BIND or DEFINE_VAR");
       auto& a = ints(op, arg);
       if (!src[0]->has_shape()) bad(op, "source has no shape");
       const Shape& s = src[0]->shape();

@@ -123,6 +123,7 @@ UOp::UOp(Ops op, DType dtype, UOps src, Arg arg, Arg tag, size_t hash)
     : op(op), dtype(dtype), src(std::move(src)), arg(std::move(arg)), tag(std::move(tag)), hash_(hash) {
   compute_range();
   compute_shape();
+  compute_sym();
 }
 
 UOpRef UOp::make(Ops op, DType dtype, UOps src, Arg arg, Arg tag) {
@@ -346,6 +347,81 @@ void UOp::compute_shape() {
   }
 }
 
+// Variable dims follow the data: through views (a reshape keeps a dim that stays on its own), permutes, ALUs; a reduce
+// over one makes it 1.
+void UOp::compute_sym() {
+  if (!has_shape_ || shape_.empty()) return;
+  size_t n = shape_.size();
+  auto inherit = [&](const UOp* s) {
+    if (!s->sym_.empty() && s->shape_.size() == n) sym_ = s->sym_;
+  };
+  switch (op) {
+    case Ops::PERMUTE:
+      if (!src[0]->sym_.empty())
+        for (auto p : arg_ints()) sym_.push_back(src[0]->sym_[size_t(p)]);
+      break;
+    case Ops::RESHAPE: {
+      const UOp* s = src[0].get();
+      if (s->sym_.empty()) break;
+      // blocks of dims whose products match; a Variable dim carries over when its block holds one dim that isn't 1 on each
+      // side (or, bound to 1, one dim on each side)
+      const Shape& in = s->shape_;
+      sym_.assign(n, nullptr);
+      size_t i = 0, j = 0;
+      while (i < in.size() && j < n) {
+        size_t i0 = i, j0 = j;
+        int64_t a = in[i++], b = shape_[j++];
+        while (a != b) {
+          if (a < b && i < in.size()) a *= in[i++];
+          else if (b < a && j < n) b *= shape_[j++];
+          else break;
+        }
+        std::vector<size_t> big_in, big_out;
+        for (size_t k = i0; k < i; k++)
+          if (in[k] != 1 || s->sym_[k]) big_in.push_back(k);
+        for (size_t k = j0; k < j; k++)
+          if (shape_[k] != 1) big_out.push_back(k);
+        if (big_out.empty() && j - j0 == 1) big_out.push_back(j0);
+        if (big_in.size() == 1 && big_out.size() == 1 && s->sym_[big_in[0]]) sym_[big_out[0]] = s->sym_[big_in[0]];
+      }
+      break;
+    }
+    case Ops::REDUCE_AXIS:
+      inherit(src[0].get());
+      if (!sym_.empty())
+        for (size_t k = 1; k < arg_ints().size(); k++) sym_[size_t(arg_ints()[k])] = nullptr;
+      break;
+    case Ops::EXPAND:
+    case Ops::SHRINK:
+    case Ops::PAD:
+    case Ops::FLIP:
+    case Ops::CONTIGUOUS:
+    case Ops::CONTIGUOUS_BACKWARD:
+    case Ops::DETACH:
+    case Ops::COPY:
+    case Ops::ASSIGN:
+    case Ops::CAST:
+    case Ops::BITCAST: inherit(src[0].get()); break;
+    default:
+      if (GroupOp::alu(op))
+        for (auto& x : src)
+          if (!x->sym_.empty() && x->shape_.size() == n) {
+            if (sym_.empty()) sym_.assign(n, nullptr);
+            for (size_t k = 0; k < n; k++)
+              if (x->sym_[k]) sym_[k] = x->sym_[k];
+          }
+  }
+  if ((op == Ops::EXPAND || op == Ops::SHRINK) && std::holds_alternative<std::vector<int64_t>>(tag)) {
+    auto& dims = std::get<std::vector<int64_t>>(tag);
+    if (sym_.empty()) sym_.assign(n, nullptr);
+    for (size_t k = 0; k < dims.size() && k + 1 < src.size(); k++) {
+      const UOp* v = src[k + 1].get();
+      if (size_t(dims[k]) < n) sym_[size_t(dims[k])] = v->op == Ops::BIND ? v->src[0].get() : v;
+    }
+  }
+  if (std::all_of(sym_.begin(), sym_.end(), [](const UOp* v) { return v == nullptr; })) sym_.clear();
+}
+
 // ---- constants and builders ----
 double UOp::const_value() const {
   if (auto b = std::get_if<bool>(&arg)) return *b;
@@ -372,9 +448,8 @@ UOpRef UOp::variable(const std::string& name, int64_t vmin, int64_t vmax, DType 
   TG_CHECK(vmin <= vmax, TG_ERROR_INVALID_ARGUMENT, strformat("variable '%s': min %lld > max %lld", name.c_str(), (long long)vmin, (long long)vmax));
   return make(Ops::DEFINE_VAR, dtype, {}, VarArg{name, vmin, vmax});
 }
-UOpRef UOp::range(int64_t end, int64_t axis, int64_t kind) {
-  return make(Ops::RANGE, dtypes::index, {const_int(dtypes::index, end)}, std::vector<int64_t>{axis, kind});
-}
+UOpRef UOp::range(int64_t end, int64_t axis, int64_t kind) { return range(const_int(dtypes::index, end), axis, kind); }
+UOpRef UOp::range(UOpRef end, int64_t axis, int64_t kind) { return make(Ops::RANGE, dtypes::index, {std::move(end)}, std::vector<int64_t>{axis, kind}); }
 
 UOpRef UOp::replace(Ops o) const { return make(o, dtype, src, arg, tag); }
 UOpRef UOp::replace_src(UOps s) const { return make(op, dtype, std::move(s), arg, tag); }

@@ -80,6 +80,7 @@ class UOp {
   static UOpRef const_int(DType dtype, int64_t v);
   static UOpRef variable(const std::string& name, int64_t vmin, int64_t vmax, DType dtype = dtypes::index);
   static UOpRef range(int64_t end, int64_t axis, int64_t kind = 0);
+  static UOpRef range(UOpRef end, int64_t axis, int64_t kind = 0);  // a loop to a Variable
   static UOpRef sink(UOps srcs) { return make(Ops::SINK, dtypes::void_, std::move(srcs)); }
   static size_t live_count();  // nodes in the intern table (for leak tests)
 
@@ -98,6 +99,9 @@ class UOp {
   // tensor-level shape (movement ops, reduces, ALU of shaped srcs); has_shape() is false for kernel-level nodes
   bool has_shape() const { return has_shape_; }
   const Shape& shape() const { return shape_; }
+  // Variable dimensions: per dim the DEFINE_VAR its size is bound to, or null; empty when every dim is a plain integer.
+  // The shape holds the bound value. A SHRINK or EXPAND introduces them: its tag lists the dims, src[1..] the BINDs.
+  const std::vector<const UOp*>& sym() const { return sym_; }
 
   // builders (a rule's right-hand side reads like math)
   UOpRef replace(Ops op) const;
@@ -139,10 +143,12 @@ class UOp {
   std::string render_() const;
   void compute_range();
   void compute_shape();
+  void compute_sym();
   size_t hash_;
   int64_t vmin_ = 0, vmax_ = 0;
   bool has_shape_ = false;
   Shape shape_;
+  std::vector<const UOp*> sym_;
   mutable std::atomic<int32_t> rc_{0};
 };
 
