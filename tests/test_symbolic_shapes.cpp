@@ -107,3 +107,37 @@ TEST(SymbolicShapes, MisuseIsAnError) {
   EXPECT_EQ(code([&] { xs.add(x.shrink_var(0, m, 4)); }), TG_ERROR_SHAPE);        // two Variables
   EXPECT_EQ(code([&] { xs.reshape({4, 2, 2}).sum({0}).realize(); }), TG_OK);     // splitting the plain dim is fine
 }
+
+// The gradients of a cross-entropy loss over a Variable batch equal those over the same rows taken plainly, and every
+// batch size after the first runs the kernels compiled for it.
+TEST(SymbolicShapes, GradientsOverAVariableBatch) {
+  const int64_t B = 32, K = 12, C = 5;
+  std::vector<float> xv = randf(B * K, 5), wv = randf(K * C, 6);
+  std::vector<int32_t> yv(B);
+  for (int64_t i = 0; i < B; i++) yv[size_t(i)] = int32_t((i * 3) % C);
+  Tensor x = Tensor::from_data(xv.data(), xv.size() * 4, dtypes::float32, {B, K}, "CPU");
+  Tensor y = Tensor::from_data(yv.data(), yv.size() * 4, dtypes::int32, {B}, "CPU");
+  Tensor w = Tensor::from_data(wv.data(), wv.size() * 4, dtypes::float32, {K, C}, "CPU");
+  w.requires_grad_();
+  UOpRef n = UOp::variable("n", 1, B);
+  auto grad_at = [&](const Tensor& xs, const Tensor& ys) {
+    w.set_grad(std::nullopt);
+    Tensor loss = xs.matmul(w).relu().sparse_categorical_crossentropy(ys);
+    loss.backward();
+    Tensor g = *w.grad();
+    Tensor::realize_all({&g, &loss});
+    std::vector<float> out = read(g);
+    out.push_back(read(loss)[0]);
+    return out;
+  };
+  uint64_t compiles = 0;
+  for (int64_t nv : {5, 17, 32, 1, 9}) {
+    std::vector<float> sym = grad_at(x.shrink_var(0, n, nv), y.shrink_var(0, n, nv));
+    if (nv == 17) compiles = GlobalCounters::compile_count;
+    if (compiles && nv != 17) ASSERT_EQ(GlobalCounters::compile_count.load(), compiles) << "batch " << nv << " compiled again";
+    std::vector<float> plain = grad_at(x.shrink({{0, nv}, {0, K}}), y.shrink({{0, nv}}));
+    if (compiles) compiles = GlobalCounters::compile_count;  // the plain batches compile their own kernels
+    ASSERT_EQ(sym.size(), plain.size());
+    for (size_t i = 0; i < sym.size(); i++) ASSERT_NEAR(sym[i], plain[i], 1e-5 * (1 + std::fabs(plain[i]))) << "batch " << nv << " [" << i << "]";
+  }
+}

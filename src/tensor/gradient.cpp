@@ -31,10 +31,13 @@ UOpRef grads_of(std::initializer_list<Tensor> ts) {
 }
 
 // the sum of g over the axes `to` has size 1 and g does not (EXPAND's gradient, and the un-broadcast of a reduce)
-Tensor sum_to(const Tensor& g, const Shape& to) {
+Tensor sum_to(const Tensor& g, const UOp* x) {
+  const Shape& to = x->shape();
   std::vector<int64_t> axes;
+  auto var = [](const UOp* u, size_t i) { return !u->sym().empty() && u->sym()[i]; };
+  // a dim expanded to a Variable's size is summed whatever the binding (bound to 1 too), one of x's own never
   for (size_t i = 0; i < to.size(); i++)
-    if (to[i] == 1 && g.shape()[i] != 1) axes.push_back(int64_t(i));
+    if (to[i] == 1 && !var(x, i) && (g.shape()[i] != 1 || var(g.uop().get(), i))) axes.push_back(int64_t(i));
   return axes.empty() ? g : g.sum(axes, true).cast(g.dtype());
 }
 
@@ -108,12 +111,12 @@ const PatternMatcher& pm_gradient() {
              Tensor x = c.t(m["x"]), g = c.g(), r = c.t(m.root->ref());
              std::vector<int64_t> axes(m.root->arg_ints().begin() + 1, m.root->arg_ints().end());
              switch (Ops(m.root->arg_ints()[0])) {
-               case Ops::ADD: return grads_of({g.expand(x.shape())});
-               case Ops::MUL: return grads_of({g.mul(r).expand(x.shape()).div(x)});  // tinygrad's rule: undefined at x == 0
+               case Ops::ADD: return grads_of({g.expand(x.shape(), x.uop()->sym())});
+               case Ops::MUL: return grads_of({g.mul(r).expand(x.shape(), x.uop()->sym()).div(x)});  // tinygrad's rule: undefined at x == 0
                case Ops::MAX: {  // split among the maxima
-                 Tensor mask = x.eq(r.expand(x.shape())).cast(g.dtype());
+                 Tensor mask = x.eq(r.expand(x.shape(), x.uop()->sym())).cast(g.dtype());
                  Tensor count = mask.sum(axes, true).cast(g.dtype());
-                 return grads_of({mask.mul(g.div(count).expand(x.shape()))});
+                 return grads_of({mask.mul(g.div(count).expand(x.shape(), x.uop()->sym()))});
                }
                default: return UOpRef();
              }
@@ -122,7 +125,12 @@ const PatternMatcher& pm_gradient() {
           {UPat(Ops::CONTIGUOUS_BACKWARD), [](const Match& m) { return grads_of({m.ctx<GradCtx>().g().contiguous()}); }},
           {UPat(Ops::DETACH), [](const Match&) { return grads({none()}); }},
           {UPat(Ops::RESHAPE, {UPat::var("x")}), [](const Match& m) { return grads_of({m.ctx<GradCtx>().g().reshape(m["x"]->shape())}); }},
-          {UPat(Ops::EXPAND, {UPat::var("x")}), [](const Match& m) { return grads_of({sum_to(m.ctx<GradCtx>().g(), m["x"]->shape())}); }},
+          // an EXPAND to a Variable's size has its BINDs as more sources: they get no gradient
+          {UPat(Ops::EXPAND, {UPat::var("x")}).any_len(), [](const Match& m) {
+             UOps gs{sum_to(m.ctx<GradCtx>().g(), m["x"].get()).uop()};
+             gs.resize(m.root->src.size(), none());
+             return UOp::make(Ops::NOOP, dtypes::void_, std::move(gs));
+           }},
           {UPat(Ops::PERMUTE), [](const Match& m) {
              auto& order = m.root->arg_ints();
              std::vector<int64_t> inv(order.size());

@@ -8,7 +8,7 @@ namespace tg {
 
 Tensor Tensor::full_like(double v) const {
   Tensor c(UOp::const_(dtype(), v), device());
-  return ndim() ? c.reshape(Shape(shape().size(), 1)).expand(shape()) : c;
+  return ndim() ? c.reshape(Shape(shape().size(), 1)).expand(shape(), uop()->sym()) : c;  // Variable dims stay Variable
 }
 Tensor Tensor::bitcast(DType dt) const {
   TG_CHECK(dt.itemsize() == dtype().itemsize(), TG_ERROR_DTYPE, "bitcast: " + dtype().name() + " and " + dt.name() + " differ in size");

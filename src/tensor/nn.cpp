@@ -211,7 +211,7 @@ Tensor Tensor::one_hot(int64_t num_classes) const {
   Shape s = idx.shape();
   s.back() = num_classes;
   Tensor classes = Tensor::arange(0, double(num_classes), 1, dtypes::int64, device());
-  return idx.expand(s).eq(classes.expand(s)).cast(dtypes::int32);
+  return idx.expand(s).eq(classes.expand(s, idx.uop()->sym())).cast(dtypes::int32);  // a Variable batch stays one
 }
 Tensor Tensor::cross_entropy(const Tensor& y, double label_smoothing, int reduction) const {
   TG_CHECK(ndim() >= 2, TG_ERROR_SHAPE, "cross_entropy: logits need a class dim (N, C, ...), got " + shape_str(shape()));
