@@ -340,3 +340,25 @@ def test_options():
   with pytest.raises(InvalidArgumentError): tg.set_option("JIT", "many")
   with pytest.raises(TypeError): tg.set_option("JIT", [0])
   with Context(JIT="0"): assert tg.get_option("JIT") == 0
+
+
+def test_jit_over_a_variable_batch_compiles_once():
+  """A TinyJit captured with a Variable batch replays for every batch size 1..32 with no new compile."""
+  rng = np.random.default_rng(7)
+  xv, wv = rng.standard_normal((32, 12)).astype(np.float32), rng.standard_normal((12, 5)).astype(np.float32)
+  x_full, w = Tensor(xv).realize(), Tensor(wv).realize()
+  n = tg.Variable("batch", 1, 32)
+
+  @tg.TinyJit
+  def f(x):
+    return (x @ w).relu().softmax(-1)
+
+  compiles = None
+  for b in range(1, 33):
+    out = f(x_full.shrink_var(0, n, b)).numpy()
+    assert out.shape == (b, 5)
+    logits = np.maximum(xv[:b] @ wv, 0)
+    want = np.exp(logits - logits.max(-1, keepdims=True))
+    np.testing.assert_allclose(out, want / want.sum(-1, keepdims=True), rtol=1e-5, atol=1e-6)
+    if b == 2: compiles = tg.counters()["compile_count"]
+    if b > 2: assert tg.counters()["compile_count"] == compiles, f"batch {b} compiled again"

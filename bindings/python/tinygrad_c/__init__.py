@@ -124,6 +124,7 @@ _SIGNATURES = {
   "tg_tensor_reshape": (_p, [_p, _i64p, _sz]), "tg_tensor_permute": (_p, [_p, _i64p, _sz]),
   "tg_tensor_expand": (_p, [_p, _i64p, _sz]), "tg_tensor_pad": (_p, [_p, _i64p, _sz, _dbl]),
   "tg_tensor_shrink": (_p, [_p, _i64p, _sz]), "tg_tensor_flip": (_p, [_p, _i64p, _sz]),
+  "tg_tensor_shrink_var": (_p, [_p, _i64, _p, _i64]), "tg_tensor_rebind": (_p, [_p, _p, _i64]),
   "tg_tensor_transpose": (_p, [_p, _i64, _i64]), "tg_tensor_flatten": (_p, [_p, _i64, _i64]),
   "tg_tensor_unflatten": (_p, [_p, _i64, _i64p, _sz]), "tg_tensor_squeeze": (_p, [_p, _i64]), "tg_tensor_squeeze_all": (_p, [_p]),
   "tg_tensor_unsqueeze": (_p, [_p, _i64]), "tg_tensor_repeat": (_p, [_p, _i64p, _sz]),
@@ -1067,6 +1068,17 @@ class Tensor:
     shape = self.shape
     pairs = tuple(tuple(p) if p is not None else (0, shape[i] if i < len(shape) else 0) for i, p in enumerate(arg))
     return self._mv("shrink", _flat_pairs("shrink", pairs, "(start, end)"))  # all of them: the library checks the count
+
+  def shrink_var(self, axis: int, var: "Expr", value: int) -> "Tensor":
+    """self[..., 0:var, ...] along axis, that dim's size being the Variable `var` (1 <= min <= max <= the dim) bound to
+    `value`: graphs that differ only in the value schedule and compile once, and a TinyJit replays for any binding."""
+    if not isinstance(var, Expr): raise TypeError(f"shrink_var: var must be a Variable (Expr), got {type(var).__name__}")
+    return Tensor._wrap(C.tensor_shrink_var(self._h, _i64(axis, "axis"), var._h, _i64(value, "value")), "tensor_shrink_var")
+
+  def rebind(self, var: "Expr", value: int) -> "Tensor":
+    """The same graph with `var` bound to `value` instead (its dims follow)."""
+    if not isinstance(var, Expr): raise TypeError(f"rebind: var must be a Variable (Expr), got {type(var).__name__}")
+    return Tensor._wrap(C.tensor_rebind(self._h, var._h, _i64(value, "value")), "tensor_rebind")
 
   def transpose(self, dim0: int = 1, dim1: int = 0) -> "Tensor":
     return Tensor._wrap(C.tensor_transpose(self._h, _i64(dim0, "dim"), _i64(dim1, "dim")), "tensor_transpose")
