@@ -42,9 +42,17 @@ SCALARS = {
     "tg_counters*": "f.counters",
     "const void*": "f.in_ptr",
     "void*": "f.out_ptr",
+    "tg_jit_fn": "f.jit_fn",
+    "tg_jit*": "f.jit",
+    "const tg_jit*": "f.jit",
+    "tg_plan*": "f.plan",
+    "const tg_plan*": "f.plan",
+    "tg_kernel_info*": "f.kernel_info",
 }
+# (C type, name) -> context generator, where the name says more than the type (a callback's userdata outlives the call)
+NAMED = {("void*", "userdata"): "f.userdata"}
 # in a function that takes ownership of its handle (…_release), the handle is handed over instead of lent
-OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr"}
+OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr", "tg_jit*": "f.owned_jit", "tg_plan*": "f.owned_plan"}
 # pointer parameter(s) followed by their size_t count -> context generator (called with all the names)
 GROUPS = {
     ("const int64_t*",): "f.i64_array",
@@ -64,6 +72,8 @@ COUNT_NAME = re.compile(r"^(n|n[a-z_]+|size|capacity|count|len|length)$")
 RETURNS = {
     "tg_tensor*": "f.ret_tensor",
     "tg_expr*": "f.ret_expr",
+    "tg_jit*": "f.ret_jit",
+    "tg_plan*": "f.ret_plan",
     "tg_status": "f.ret_status",
     "const char*": "f.ret_cstr",
     "int64_t": "f.ret_i64",
@@ -72,7 +82,7 @@ RETURNS = {
     "void": None,
 }
 # functions that compile and run kernels: a small share of the calls (each kernel costs 50-250 ms on a cold cache)
-REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy|nonzero|masked_select)$")
+REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy|nonzero|masked_select|jit_call|plan_create|plan_run)$")
 
 
 def die(msg):
@@ -158,7 +168,7 @@ def thunk(ret, name, params):
             i += k + 1
             continue
         gen = OWNED.get(t) if owns else None
-        gen = gen or SCALARS.get(t)
+        gen = gen or NAMED.get((t, n)) or SCALARS.get(t)
         if not gen:
             die(f"no generator for parameter '{t} {n}' of {name}: add one to {PROG} and the fuzz context in "
                 f"tests/test_fuzz_capi.cpp (or name its count parameter so it pairs with its pointer)")

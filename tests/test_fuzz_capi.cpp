@@ -10,7 +10,11 @@
 // shapes; leaves and results of earlier calls) plus NULL, released handles and garbage non-NULL pointers (a correct
 // library checks handles against its live set and never dereferences them), arrays as long as their counts (half the
 // time shaped to pass validation: real permutations, in-range bounds, reshapes that keep numel), or a count too large
-// for any array to exist with a NULL or short pointer (the library must refuse from the count alone).
+// for any array to exist with a NULL or short pointer (the library must refuse from the count alone). JITs and plans
+// come from small pools the same way (live, NULL, released, garbage); a JIT's function is one of a few real callbacks
+// below or NULL, its userdata an object that outlives it, NULL or garbage; a JIT that ran before mostly gets inputs of
+// the shapes and dtypes it ran with and the output count it was captured with, so captures and replays happen; a
+// tg_kernel_info is struct_size bytes (the full struct, 0, small, cut mid-field, larger, SIZE_MAX).
 //
 // Checks per call: the process survives (a fatal signal or a sanitizer report prints the call first); the error state
 // is cleared before each call, then a returned pointer is non-NULL with no error set, or NULL with tg_last_error() !=
@@ -19,11 +23,15 @@
 // consistent, bytes that fit in int64, and where the header pins it down the shape (and dtype) its arguments give:
 // elementwise, broadcasting, comparisons (bool), cast, movement, reductions, matmul, creation. Results with numel <=
 // 4096 join the pool (so realizing them stays cheap); the pool is reset to fresh leaves every 1000 calls, so graphs stay
-// small. Every handle the fuzzer gets is released (leak-free under `make asan`).
+// small. JITs: the function runs once at a warm-up or capture (with the call's counts and the JIT's userdata) and never
+// at a replay; the call count moves by one on success only; every output is written on success; add_one's float32
+// output is its input + 1 (at replays too). Plans: each kernel's info (name, source, buffer sizes, time) reads back,
+// memory peak <= total, a plan runs once and a JIT's plan never, tg_plan_kernel fills exactly min(struct_size, sizeof)
+// bytes. Every handle the fuzzer gets is released (leak-free under `make asan`).
 //
 // Budget: TG_FUZZ_CALLS calls (default 100000), of which one in 700 goes to a realizing function (realize,
-// realize_many, to_data: each may compile kernels with clang, 50-250 ms apiece on a cold cache), the rest to
-// everything else. TG_FUZZ_SEED (default below) picks the sequence; the seed and the call count are printed. A failure
+// realize_many, to_data, jit_call, plan_create, plan_run: each may compile kernels, 50-250 ms apiece on a cold cache),
+// the rest to everything else; the JIT and plan outcomes are counted in the summary. TG_FUZZ_SEED (default below) picks the sequence; the seed and the call count are printed. A failure
 // prints the call number, the function and its arguments, and the environment that replays it (a seed replays the
 // same calls; only a released handle whose address malloc has since reused is passed as NULL instead).
 // TG_FUZZ_TRACE=1 logs every call and its outcome; TG_FUZZ_NO_EXCLUSIONS=1 ignores the known-defect list below.
@@ -48,6 +56,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tinygrad.h"
@@ -61,7 +70,7 @@ constexpr uint64_t kDefaultCalls = 100000;
 constexpr uint64_t kRealizeEvery = 700;   // one call in this many goes to a realizing function
 constexpr uint64_t kResetEvery = 1000;    // fresh leaves this often
 constexpr int64_t kPoolMaxNumel = 4096;   // results larger than this are released at once
-constexpr size_t kPoolMax = 48, kExprPoolMax = 32, kDeadMax = 64;
+constexpr size_t kPoolMax = 48, kExprPoolMax = 32, kJitPoolMax = 6, kPlanPoolMax = 8, kDeadMax = 64;
 constexpr int64_t I64MIN = std::numeric_limits<int64_t>::min(), I64MAX = std::numeric_limits<int64_t>::max();
 
 // ---- the current call's arguments, as recorded while they are built ---------------------------------------------------
@@ -328,6 +337,106 @@ std::string fmt_ints(const std::vector<int64_t>& v) {
 }
 std::string status_str(tg_status s) { return std::string(tg_status_name(s)) + "(" + std::to_string(int(s)) + ")"; }
 
+// ---- the functions a tg_jit captures ------------------------------------------------------------------------------------
+// Real callbacks that keep tg_jit_fn's contract (n_outputs new references and TG_OK, or an error status and no
+// references). The library validates every handle before it calls one, so they never see garbage; they check anyway.
+// What they saw goes into g_cb for the checks after tg_jit_call (a replay must not call them; a warm-up or capture
+// calls them once, with the call's counts and the JIT's userdata). userdata is compared, never read: the fuzzer passes
+// garbage too.
+struct CallbackLog {
+  int calls = 0;
+  size_t n_inputs = 0, n_outputs = 0;
+  void* userdata = nullptr;
+  bool dead_input = false;  // an input the library passed was not a live handle
+};
+CallbackLog g_cb;
+uint64_t g_cb_total = 0;  // invocations ever (alternates cb_fail's two ways to fail)
+int g_userdata;           // what a careful caller passes: an object that outlives every JIT
+
+bool cb_enter(void* u, tg_tensor* const* in, size_t n_in, tg_tensor** out, size_t n_out) {
+  g_cb.calls++, g_cb_total++;
+  g_cb.userdata = u, g_cb.n_inputs = n_in, g_cb.n_outputs = n_out;
+  if (n_in > 4096 || n_out > 4096 || (!in && n_in) || (!out && n_out)) return false;
+  for (size_t i = 0; i < n_in; i++)
+    if (tg_tensor_ndim(in[i]) < 0) g_cb.dead_input = true;
+  return !g_cb.dead_input;
+}
+// the status of the library call that just failed (its message is set), or `dflt` if none is
+tg_status cb_error(tg_status dflt) {
+  tg_status e = tg_last_error();
+  return e != TG_OK ? e : dflt;
+}
+// inputs[0] + 1, as its one output
+tg_status cb_add_one(void* u, tg_tensor* const* in, size_t n_in, tg_tensor** out, size_t n_out) {
+  if (!cb_enter(u, in, n_in, out, n_out) || n_in < 1 || n_out != 1) return TG_ERROR_INVALID_ARGUMENT;  // no message: the library names it
+  tg_tensor* y = tg_tensor_add_scalar(in[0], 1.0);
+  if (!y) return cb_error(TG_ERROR_INVALID_ARGUMENT);
+  out[0] = y;
+  return TG_OK;
+}
+// fails after some work: half the time with the message of a failed library call, half the time with none
+tg_status cb_fail(void* u, tg_tensor* const* in, size_t n_in, tg_tensor** out, size_t n_out) {
+  if (cb_enter(u, in, n_in, out, n_out) && n_in >= 1) tg_tensor_release(tg_tensor_mul_scalar(in[0], 2.0));
+  if (g_cb_total % 2) {
+    tg_tensor* bad = tg_tensor_add_scalar(nullptr, 0.0);  // NULL, with the library's message
+    return bad ? (tg_tensor_release(bad), TG_ERROR_INTERNAL) : cb_error(TG_ERROR_INVALID_ARGUMENT);
+  }
+  return g_cb_total % 4 ? TG_ERROR_SHAPE : TG_ERROR_UNSUPPORTED;
+}
+// up to two results, inputs[0] * 2 and the sum of the last input (constants without inputs): it writes as many as it
+// is asked for, so fewer than it can compute when n_outputs < 2, and refuses more than two
+tg_status cb_pair(void* u, tg_tensor* const* in, size_t n_in, tg_tensor** out, size_t n_out) {
+  if (!cb_enter(u, in, n_in, out, n_out) || n_out > 2) return TG_ERROR_INVALID_ARGUMENT;
+  tg_tensor* r[2] = {nullptr, nullptr};
+  const int64_t shape[1] = {3};
+  for (size_t i = 0; i < n_out; i++) {
+    r[i] = !n_in ? tg_tensor_full(shape, 1, 2.5 + double(i), TG_FLOAT32, nullptr) : i == 0 ? tg_tensor_mul_scalar(in[0], 2.0) : tg_tensor_sum(in[n_in - 1], nullptr, 0, 0);
+    if (!r[i]) {
+      tg_status e = cb_error(TG_ERROR_INVALID_ARGUMENT);
+      tg_tensor_release(r[0]);
+      return e;
+    }
+  }
+  for (size_t i = 0; i < n_out; i++) out[i] = r[i];
+  return TG_OK;
+}
+// no outputs: inputs[0] += 1 in place (tg_tensor_assign), which the JIT captures and replays although it isn't returned
+tg_status cb_assign(void* u, tg_tensor* const* in, size_t n_in, tg_tensor** out, size_t n_out) {
+  if (!cb_enter(u, in, n_in, out, n_out) || n_out != 0) return TG_ERROR_INVALID_ARGUMENT;
+  if (n_in == 0) return TG_OK;
+  tg_tensor* v = tg_tensor_add_scalar(in[0], 1.0);
+  if (!v) return cb_error(TG_ERROR_INVALID_ARGUMENT);
+  tg_status s = tg_tensor_assign(in[0], v);
+  tg_tensor_release(v);
+  return s;
+}
+// its inputs as they are: outputs[i] is inputs[i % n_inputs] itself (a new reference) or flattened (a view of its buffer)
+tg_status cb_views(void* u, tg_tensor* const* in, size_t n_in, tg_tensor** out, size_t n_out) {
+  if (!cb_enter(u, in, n_in, out, n_out) || (n_out && !n_in)) return TG_ERROR_INVALID_ARGUMENT;
+  std::vector<tg_tensor*> r;
+  for (size_t i = 0; i < n_out; i++) {
+    tg_tensor* x = in[i % n_in];
+    const int64_t flat[1] = {tg_tensor_numel(x)};
+    tg_tensor* y = i % 2 ? tg_tensor_reshape(x, flat, 1) : tg_tensor_retain(x);
+    if (!y) {
+      tg_status e = cb_error(TG_ERROR_INVALID_ARGUMENT);
+      for (auto* t : r) tg_tensor_release(t);
+      return e;
+    }
+    r.push_back(y);
+  }
+  std::copy(r.begin(), r.end(), out);
+  return TG_OK;
+}
+// each with the n_outputs it accepts (the fuzzer asks for these more often than chance would)
+struct JitFn {
+  const char* name;
+  tg_jit_fn fn;
+  size_t min_out, max_out;
+};
+const JitFn kJitFns[] = {{"add_one", cb_add_one, 1, 1}, {"fail", cb_fail, 0, 3}, {"pair", cb_pair, 0, 2}, {"assign", cb_assign, 0, 0}, {"views", cb_views, 0, 4}};
+constexpr size_t kNumJitFns = std::size(kJitFns);
+
 struct FuzzCtx;
 struct FuzzFn {
   const char* name;
@@ -354,11 +463,40 @@ struct FuzzCtx {
   static constexpr size_t kOutSlots = 1024;
   tg_tensor** out_slots = nullptr;
   tg_expr* handed_over_expr = nullptr;
+  // JITs and plans, owned, with the same dead rings and hand-over for their *_release as tensors and expressions
+  std::vector<tg_jit*> jits;
+  std::vector<tg_plan*> plans;
+  std::vector<tg_jit*> dead_jits = std::vector<tg_jit*>(kDeadMax, nullptr);
+  std::vector<tg_plan*> dead_plans = std::vector<tg_plan*>(kDeadMax, nullptr);
+  size_t dead_jits_next = 0, dead_plans_next = 0;
+  tg_jit* handed_over_jit = nullptr;
+  tg_plan* handed_over_plan = nullptr;
+  // per pooled JIT: its function (index into kJitFns, -1 unknown), its userdata, and the inputs (shape, dtype) and output
+  // count of its latest successful warm-up or capture, so a later call can ask for a replay that passes validation
+  struct JitInfo {
+    int fn = -1;
+    const void* userdata = nullptr;
+    bool called = false;
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<int> dtypes;
+    size_t n_outputs = 0;
+  };
+  std::unordered_map<const void*, JitInfo> jit_info;  // looked up, never iterated: draws don't depend on addresses
+  struct PlanInfo {
+    bool from_jit = false, ran = false;
+  };
+  std::unordered_map<const void*, PlanInfo> plan_info;
   std::deque<std::vector<uint8_t>> keep;  // argument buffers, alive for one call
   std::deque<std::string> strs;
   std::vector<uint8_t> junk = std::vector<uint8_t>(1024);  // readable memory that is not a handle
   const std::vector<int64_t> bints = boundary_ints();
   uint64_t nfailures = 0, errors = 0, pooled = 0, released_results = 0, predicted = 0;
+  uint64_t jit_ok[3] = {0, 0, 0}, jit_values_checked = 0, plans_ran = 0, kernel_infos = 0;  // successful warm-ups, captures, replays
+  // add_one's float32 input as it was before the call: the call may overwrite it (an input that is an earlier output of
+  // the same JIT shares its buffer with the output)
+  std::vector<float> add_one_input;
+  uint64_t add_one_input_call = UINT64_MAX;
+  uint64_t as_before_call = UINT64_MAX;  // the call whose JIT inputs have the shapes and dtypes the JIT ran with
 
   explicit FuzzCtx(uint64_t s) : rng(s), seed(s) {
     for (auto& b : junk) b = uint8_t(rng());
@@ -430,6 +568,8 @@ struct FuzzCtx {
   }
   size_t size(const char* name) {
     size_t v = pct(60) ? pick<size_t>({0, 1, 2, SIZE_MAX, SIZE_MAX / 2 + 1, size_t(1) << 62, size_t(1) << 32}) : size_t(r(9));
+    const Arg* p = call.arg("plan");  // a kernel index: within the plan drawn for the call half the time
+    if (p && p->state == Arg::Live && p->n && !std::strcmp(name, "i") && pct(50)) v = size_t(r(p->n));
     rec(name, Arg::Size, std::to_string(v)).n = v;
     return v;
   }
@@ -546,6 +686,101 @@ struct FuzzCtx {
     handed_over_expr = e;
     return e;
   }
+  tg_jit_fn jit_fn(const char* name) {
+    size_t k = size_t(r(kNumJitFns + 1));  // NULL as often as each function
+    Arg& a = rec(name, Arg::Int, k < kNumJitFns ? std::string("fn ") + kJitFns[k].name : std::string("NULL"));
+    a.i = k < kNumJitFns ? int64_t(k) : -1;
+    return k < kNumJitFns ? kJitFns[k].fn : nullptr;
+  }
+  // a callback's userdata: an object that outlives every JIT, NULL, or garbage (the callbacks never read it)
+  void* userdata(const char* name) {
+    uint64_t k = r(100);
+    void* p = k < 70 ? static_cast<void*>(&g_userdata) : k < 85 ? nullptr : garbage();
+    rec(name, Arg::Other, p == &g_userdata ? "&userdata" : p ? "garbage " + fmt_ptr(p) : "NULL").p = p;
+    return p;
+  }
+  std::string describe_jit(const tg_jit* j, int64_t calls) {
+    auto it = jit_info.find(j);
+    int fn = it == jit_info.end() ? -1 : it->second.fn;
+    return "jit " + fmt_ptr(j) + " (fn " + (fn >= 0 ? kJitFns[fn].name : "?") + ", " + std::to_string(calls) + " calls)";
+  }
+  // a pooled JIT's index; prefer > 0: 80% one that ran before (if any), < 0: 80% one that never ran (if any), 0: any
+  size_t pick_jit(int prefer) {
+    size_t i = r(jits.size());
+    std::vector<size_t> some;
+    for (size_t k = 0; k < jits.size(); k++)
+      if (jit_info[jits[k]].called == (prefer > 0)) some.push_back(k);
+    return prefer && !some.empty() && pct(80) ? pick(some) : i;
+  }
+  tg_jit* jit(const char* name) {  // a.i: its call count before the call
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 5 || jits.empty()) return nullptr;
+    if (k < 10) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_jit*)a.p;
+    if (k < 15) {
+      tg_jit* j = pick(dead_jits);
+      if (!j || std::count(jits.begin(), jits.end(), j)) return nullptr;
+      return a.state = Arg::Released, a.p = j, a.text = "released jit " + fmt_ptr(j), j;
+    }
+    // tg_jit_call comes seldom (it realizes): it mostly gets a JIT that ran before, to capture or replay, and a reset
+    // mostly one that never ran, so that progress is kept
+    tg_jit* j = jits[pick_jit(!std::strcmp(call.fn, "tg_jit_call") ? 1 : !std::strcmp(call.fn, "tg_jit_reset") ? -1 : 0)];
+    a.state = Arg::Live, a.p = j, a.i = tg_jit_call_count(j), a.text = describe_jit(j, a.i);
+    return j;
+  }
+  tg_jit* owned_jit(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 8 || jits.empty()) return nullptr;
+    if (k < 16) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_jit*)a.p;
+    if (k < 30) {
+      tg_jit* j = pick(dead_jits);
+      if (!j || std::count(jits.begin(), jits.end(), j)) return nullptr;
+      return a.state = Arg::Released, a.p = j, a.text = "released jit " + fmt_ptr(j), j;
+    }
+    size_t i = pick_jit(-1);  // mostly one that never ran: those that did are few and worth keeping
+    tg_jit* j = jits[i];
+    a.state = Arg::Live, a.p = j, a.i = tg_jit_call_count(j), a.text = "owned " + describe_jit(j, a.i);
+    jits.erase(jits.begin() + long(i));
+    handed_over_jit = j;
+    return j;
+  }
+  std::string describe_plan(const tg_plan* p, size_t kernels) {
+    auto it = plan_info.find(p);
+    bool jit = it != plan_info.end() && it->second.from_jit, ran = it != plan_info.end() && it->second.ran;
+    return std::string(jit ? "jit " : "") + "plan " + fmt_ptr(p) + " (" + std::to_string(kernels) + " kernels" + (ran ? ", ran" : "") + ")";
+  }
+  tg_plan* plan(const char* name) {  // a.n: its kernel count
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 5 || plans.empty()) return nullptr;
+    if (k < 10) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_plan*)a.p;
+    if (k < 15) {
+      tg_plan* p = pick(dead_plans);
+      if (!p || std::count(plans.begin(), plans.end(), p)) return nullptr;
+      return a.state = Arg::Released, a.p = p, a.text = "released plan " + fmt_ptr(p), p;
+    }
+    tg_plan* p = pick(plans);
+    a.state = Arg::Live, a.p = p, a.n = tg_plan_kernel_count(p), a.text = describe_plan(p, a.n);
+    return p;
+  }
+  tg_plan* owned_plan(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 8 || plans.empty()) return nullptr;
+    if (k < 16) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_plan*)a.p;
+    if (k < 30) {
+      tg_plan* p = pick(dead_plans);
+      if (!p || std::count(plans.begin(), plans.end(), p)) return nullptr;
+      return a.state = Arg::Released, a.p = p, a.text = "released plan " + fmt_ptr(p), p;
+    }
+    size_t i = r(plans.size());
+    tg_plan* p = plans[i];
+    a.state = Arg::Live, a.p = p, a.n = tg_plan_kernel_count(p), a.text = "owned " + describe_plan(p, a.n);
+    plans.erase(plans.begin() + long(i));
+    handed_over_plan = p;
+    return p;
+  }
   static std::string render_all(const tg_expr* e) {
     int64_t n = tg_expr_render(e, nullptr, 0);
     if (n < 0 || n > (1 << 20)) return "?";
@@ -563,7 +798,9 @@ struct FuzzCtx {
   // ---- single out/in pointers ----
   int64_t* out_i64(const char* name) {
     if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
-    return rec(name, Arg::Other, "&int64"), buffer<int64_t>(1);
+    int64_t* p = buffer<int64_t>(1);
+    rec(name, Arg::Other, "&int64").p = p;
+    return p;
   }
   double* out_f64(const char* name) {
     if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
@@ -590,6 +827,21 @@ struct FuzzCtx {
     rec(name, Arg::Other, "counters{struct_size=" + std::to_string(ss) + "}");
     return c;
   }
+  tg_kernel_info* kernel_info(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
+    // the caller's struct is struct_size bytes (an older or newer tg_kernel_info, or one cut mid-field); ASan catches a
+    // write past it; the rest of it is random bytes, as a caller's uninitialized struct would be
+    constexpr size_t full = sizeof(tg_kernel_info);
+    size_t ss = pick<size_t>({full, full, full, 0, 1, 8, 15, 16, 24, 36, 40, full - 8, full + 16, SIZE_MAX});
+    size_t bytes = std::max<size_t>(sizeof(size_t), ss == SIZE_MAX ? full + 64 : ss);
+    keep.emplace_back(bytes);
+    for (auto& b : keep.back()) b = uint8_t(rng());
+    auto* k = reinterpret_cast<tg_kernel_info*>(keep.back().data());
+    std::memcpy(k, &ss, sizeof ss);
+    Arg& a = rec(name, Arg::Other, "kernel_info{struct_size=" + std::to_string(ss) + "}");
+    a.p = k, a.n = ss;
+    return k;
+  }
   const void* in_ptr(const char* name) {
     if (pct(20)) return rec(name, Arg::Other, "NULL"), nullptr;
     return rec(name, Arg::Other, "buffer[256]"), buffer<uint8_t>(256);
@@ -611,6 +863,10 @@ struct FuzzCtx {
   // out slots with their capacity (chunk): usually within the slots, sometimes a huge capacity with NULL
   Arr<tg_tensor**> out_tensor_array(const char* name, const char* count_name) {
     size_t n = pct(90) ? size_t(r(8)) : pick<size_t>({SIZE_MAX, size_t(1) << 40});
+    if (const JitInfo* ji = jit_target(); ji && ji->fn >= 0 && pct(70)) {  // the count it ran with (with inputs as it ran), or one its function accepts
+      const JitFn& fn = kJitFns[ji->fn];
+      n = ji->called && pct(as_before_call == call_no ? 90 : 30) ? ji->n_outputs : size_t(ri(int64_t(fn.min_out), int64_t(fn.max_out)));
+    }
     tg_tensor** p = n <= 8 ? out_tensors(name) : (rec(name, Arg::Other, "NULL"), nullptr);
     rec(count_name, Arg::Size, std::to_string(n)).n = n;
     return {p, n};
@@ -771,8 +1027,37 @@ struct FuzzCtx {
     rec(count_name, Arg::Size, std::to_string(n)).n = n;
     return {p, n};
   }
+  // tg_jit_call's JIT, when it is live and pooled
+  const JitInfo* jit_target() const {
+    if (std::strcmp(call.fn, "tg_jit_call")) return nullptr;
+    const Arg* j = call.arg("jit");
+    if (!j || j->state != Arg::Live) return nullptr;
+    auto it = jit_info.find(j->p);
+    return it == jit_info.end() ? nullptr : &it->second;
+  }
+  static bool has_shape(tg_tensor* t, const std::vector<int64_t>& shape, int dtype) {
+    tg_dtype d = TG_DTYPE_INVALID;
+    std::vector<int64_t> s(shape.size());
+    return tg_tensor_ndim(t) == int64_t(shape.size()) && tg_tensor_shape(t, s.data(), s.size()) == TG_OK && s == shape &&
+           tg_tensor_dtype(t, &d) == TG_OK && int(d) == dtype;
+  }
+  // a pooled tensor of this shape and dtype, or a new lazy constant one (pooled while there is room)
+  tg_tensor* tensor_like(const std::vector<int64_t>& shape, int dtype) {
+    std::vector<tg_tensor*> same;
+    for (auto* t : pool)
+      if (has_shape(t, shape, dtype)) same.push_back(t);
+    if (!same.empty() && pct(80)) return pick(same);
+    tg_tensor* t = pool.size() < kPoolMax + 16 ? tg_tensor_full(shape.data(), shape.size(), double(ri(-3, 3)), tg_dtype(dtype), nullptr) : nullptr;
+    if (!t) return same.empty() ? nullptr : pick(same);
+    pool.push_back(t);
+    return t;
+  }
   Arr<tg_tensor* const*> tensor_array(const char* name, const char* count_name) {
-    size_t n = count_for(4);
+    // for a JIT that ran before, mostly inputs of the shapes and dtypes it ran with: a capture or a replay
+    const JitInfo* ji = jit_target();
+    bool as_before = ji && ji->called && pct(60);
+    if (as_before) as_before_call = call_no;
+    size_t n = as_before ? ji->shapes.size() : count_for(4);
     if (n > 100) {  // only NULL: an array of live handles gives the library no way to see where it ends
       rec(name, Arg::Array, "NULL");
       rec(count_name, Arg::Size, std::to_string(n)).n = n;
@@ -783,6 +1068,12 @@ struct FuzzCtx {
     tg_tensor** p = buffer<tg_tensor*>(n);
     std::string text = "{";
     for (size_t i = 0; i < n; i++) {
+      if (as_before) {
+        Arg a;
+        if ((p[i] = tensor_like(ji->shapes[i], ji->dtypes[i]))) record_tensor(a, p[i]);
+        text += (i ? ", " : "") + (p[i] ? a.text : "NULL");
+        continue;
+      }
       p[i] = tensor("ts[i]");
       text += (i ? ", " : "") + call.args.back().text;
       call.args.pop_back();
@@ -791,6 +1082,7 @@ struct FuzzCtx {
     else if (n == 0 && pct(40)) p = nullptr, text = "NULL";
     else text += "}";
     call.args[at].text = text, call.args[at].p = p;
+    if (ji && ji->fn == 0 && p && n) snapshot_add_one_input(p[0]);
     rec(count_name, Arg::Size, std::to_string(n)).n = n;
     return {p, n};
   }
@@ -877,6 +1169,7 @@ struct FuzzCtx {
     std::snprintf(g_current_call, sizeof g_current_call, "%s", d.c_str());
     if (trace) std::fprintf(stderr, "%s\n", d.c_str());
     tg_clear_error();
+    g_cb = {};
     g_in_call = 1;
   }
   void end_call() {
@@ -898,7 +1191,9 @@ struct FuzzCtx {
     }
     if (handed_over && !std::count(pool.begin(), pool.end(), handed_over)) remember_dead(handed_over);
     if (handed_over_expr && !std::count(exprs.begin(), exprs.end(), handed_over_expr)) remember_dead(handed_over_expr);
-    handed_over = nullptr, handed_over_expr = nullptr;
+    if (handed_over_jit && !std::count(jits.begin(), jits.end(), handed_over_jit)) remember_dead(handed_over_jit);
+    if (handed_over_plan && !std::count(plans.begin(), plans.end(), handed_over_plan)) remember_dead(handed_over_plan);
+    handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr;
   }
   void fail(const std::string& what) {
     if (nfailures++ < 30)
@@ -980,10 +1275,13 @@ struct FuzzCtx {
   }
   void ret_status(tg_status s) {
     tg_status e = tg_last_error();
-    if (s == TG_OK) return expect_no_error("returned TG_OK");
-    if (s != e) fail("returned " + status_str(s) + " but tg_last_error() is " + status_str(e));
-    if (s < TG_OK || s > TG_ERROR_INTERNAL) fail("returned " + std::to_string(int(s)) + ", not a tg_status the header defines");
-    expect_error("returned an error status");
+    if (s == TG_OK) expect_no_error("returned TG_OK");
+    else {
+      if (s != e) fail("returned " + status_str(s) + " but tg_last_error() is " + status_str(e));
+      if (s < TG_OK || s > TG_ERROR_INTERNAL) fail("returned " + std::to_string(int(s)) + ", not a tg_status the header defines");
+      expect_error("returned an error status");
+    }
+    check_jit_plan(s);
   }
   // header: tg_dtype_name returns NULL for a value that is not a tg_dtype; that is its answer, not an error
   void ret_cstr(const char* s) {
@@ -1000,7 +1298,197 @@ struct FuzzCtx {
     expect_error("returned -1");
   }
   void ret_int(int) {}
-  void ret_size(size_t) {}
+  void ret_size(size_t v) {  // header: tg_plan_kernel_count is 0 for a bad handle
+    const Arg* p = call.arg("plan");
+    if (!std::strcmp(call.fn, "tg_plan_kernel_count") && p && p->state != Arg::Live && v != 0) fail("returned " + std::to_string(v) + " for a handle that is not live");
+  }
+  static const char* state_name(Arg::HandleState s) {
+    return s == Arg::Null ? "NULL" : s == Arg::Released ? "released" : s == Arg::Garbage ? "garbage" : "live";
+  }
+  void ret_jit(tg_jit* j) {
+    const Arg* fn = call.arg("fn");
+    if (!j) {
+      if (fn && fn->i >= 0) fail("returned NULL for a non-NULL fn (the header: NULL if fn is NULL)");
+      return expect_error("returned NULL");
+    }
+    expect_no_error("returned a jit");
+    if (fn && fn->i < 0) fail("returned a jit for a NULL fn");
+    if (int64_t n = tg_jit_call_count(j); n != 0) fail("a new jit has call count " + std::to_string(n));
+    JitInfo info;
+    info.fn = fn ? int(fn->i) : -1;
+    if (const Arg* u = call.arg("userdata")) info.userdata = u->p;
+    pool_jit(j, std::move(info));
+  }
+  void pool_jit(tg_jit* j, JitInfo info) {
+    if (jits.size() >= kJitPoolMax) {  // replaces one that never ran where there is one (those that did are rarer)
+      std::vector<size_t> fresh;
+      for (size_t k = 0; k < jits.size(); k++)
+        if (!jit_info[jits[k]].called) fresh.push_back(k);
+      size_t i = fresh.empty() ? r(jits.size()) : pick(fresh);
+      tg_jit* old = jits[i];
+      jits[i] = j;
+      tg_jit_release(old);
+      remember_dead(old);
+    } else jits.push_back(j);
+    jit_info[j] = std::move(info);
+  }
+  void ret_plan(tg_plan* p) {
+    const Arg* j = !std::strcmp(call.fn, "tg_jit_plan") ? call.arg("jit") : nullptr;
+    if (p && j && j->state == Arg::Live && j->i < 2) fail("returned a plan for a jit that has not captured (" + std::to_string(j->i) + " calls)");
+    if (!p) return expect_error("returned NULL");
+    expect_no_error("returned a plan");
+    check_plan(p, false);
+    pool_plan(p, PlanInfo{j != nullptr, false});
+  }
+  void pool_plan(tg_plan* p, PlanInfo info) {
+    if (plans.size() >= kPlanPoolMax) {
+      size_t i = r(plans.size());
+      tg_plan* old = plans[i];
+      plans[i] = p;
+      tg_plan_release(old);
+      remember_dead(old);
+    } else plans.push_back(p);
+    plan_info[p] = info;
+  }
+  // the fields of a tg_kernel_info that lie inside its first `size` bytes
+  void check_kernel_info(const tg_kernel_info& k, size_t size, const std::string& which) {
+    auto has = [&](size_t off, size_t sz) { return off + sz <= size; };
+    auto bad = [&](const std::string& what) { fail(which + ": " + what); };
+    if (has(offsetof(tg_kernel_info, name), sizeof k.name) && (!k.name || !*k.name || strnlen(k.name, 1 << 16) == (1 << 16))) bad("no name");
+    if (has(offsetof(tg_kernel_info, source), sizeof k.source) && (!k.source || !*k.source)) bad("no source");
+    if (has(offsetof(tg_kernel_info, buffer_nbytes), sizeof k.buffer_nbytes)) {
+      if (k.n_buffers > 4096) bad("n_buffers " + std::to_string(k.n_buffers));
+      else if (k.n_buffers && !k.buffer_nbytes) bad("buffer_nbytes is NULL with n_buffers " + std::to_string(k.n_buffers));
+      else
+        for (size_t i = 0; i < k.n_buffers; i++)  // ASan checks that the array is as long as n_buffers says
+          if (k.buffer_nbytes[i] < 0) bad("buffer " + std::to_string(i) + " has " + std::to_string(k.buffer_nbytes[i]) + " bytes");
+    }
+    if (has(offsetof(tg_kernel_info, time_s), sizeof k.time_s) && !(k.time_s == -1 || (k.time_s >= 0 && k.time_s < 1e6))) bad("time_s " + fmt_double(k.time_s));
+    if (has(offsetof(tg_kernel_info, threads), sizeof k.threads) && k.threads < 1) bad("threads " + std::to_string(k.threads));
+  }
+  // a live plan's kernels and memory as the header describes them; `ran`: every kernel has its time
+  void check_plan(const tg_plan* p, bool ran) {
+    size_t n = tg_plan_kernel_count(p);
+    if (n > 100000) fail("the plan has " + std::to_string(n) + " kernels"), n = 0;
+    for (size_t i = 0; i < n; i++) {
+      tg_kernel_info k;
+      std::memset(&k, 0xa5, sizeof k);
+      k.struct_size = sizeof k;
+      std::string which = "kernel " + std::to_string(i) + " of " + std::to_string(n);
+      if (tg_plan_kernel(p, i, &k) != TG_OK) {
+        fail("tg_plan_kernel fails for " + which + ": " + tg_last_error_message());
+        break;
+      }
+      if (k.struct_size != sizeof k) fail(which + ": struct_size " + std::to_string(k.struct_size));
+      check_kernel_info(k, sizeof k, which);
+      if (ran && !(k.time_s >= 0)) fail(which + " has no time after tg_plan_run");
+    }
+    int64_t total = -1, peak = -1;
+    if (tg_plan_memory(p, &total, &peak) != TG_OK) fail(std::string("tg_plan_memory fails on a live plan: ") + tg_last_error_message());
+    else if (total < 0 || peak < 0 || peak > total) fail("plan memory: intermediates " + std::to_string(total) + " bytes, peak " + std::to_string(peak));
+    if (tg_last_error() != TG_OK) fail("querying the plan set an error");
+  }
+  // what the header says about the JIT and plan functions beyond their status
+  void check_jit_plan(tg_status s) {
+    std::string_view fn = call.fn;
+    bool is_jit = fn.rfind("tg_jit_", 0) == 0;
+    if (!is_jit && fn.rfind("tg_plan_", 0) != 0) return;
+    const Arg* h = call.arg(is_jit ? "jit" : "plan");
+    if (!h || h->kind != Arg::Handle) return;
+    if (h->state != Arg::Live) {
+      if (s == TG_OK) fail(std::string("returned TG_OK for a ") + state_name(h->state) + " handle");
+      if (g_cb.calls) fail(std::string("ran the jit's function for a ") + state_name(h->state) + " handle");
+      return;
+    }
+    if (fn == "tg_jit_call") return check_jit_call(s, *h);
+    if (s != TG_OK) return;
+    if (fn == "tg_jit_reset" && tg_jit_call_count(static_cast<const tg_jit*>(h->p)) != 0) fail("the call count is not 0 after a reset");
+    if (fn == "tg_plan_run") {  // header: a plan runs once; a jit's plan never (the jit runs its kernels)
+      PlanInfo& pi = plan_info[h->p];
+      if (pi.from_jit) fail("ran a jit's plan");
+      if (pi.ran) fail("ran a plan a second time");
+      pi.ran = true, plans_ran++;
+      check_plan(static_cast<const tg_plan*>(h->p), true);
+    }
+    if (fn == "tg_plan_kernel") {
+      const Arg *i = call.arg("i"), *out = call.arg("out");
+      if (i->n >= h->n) fail("returned TG_OK for kernel " + std::to_string(i->n) + " of " + std::to_string(h->n));
+      if (!out->p) return fail("returned TG_OK with out NULL");
+      if (out->n < offsetof(tg_kernel_info, name) + sizeof(const char*)) fail("accepted struct_size " + std::to_string(out->n));
+      auto* k = static_cast<const tg_kernel_info*>(out->p);
+      size_t want = std::min(out->n, sizeof(tg_kernel_info));
+      if (k->struct_size != want) fail("struct_size " + std::to_string(k->struct_size) + " after the call; the header gives " + std::to_string(want));
+      else check_kernel_info(*k, want, "kernel " + std::to_string(i->n)), kernel_infos++;
+    }
+    if (fn == "tg_plan_memory") {
+      auto *tp = static_cast<const int64_t*>(call.arg("intermediate_bytes")->p), *pp = static_cast<const int64_t*>(call.arg("peak_bytes")->p);
+      if ((tp && *tp < 0) || (pp && *pp < 0) || (tp && pp && *pp > *tp))
+        fail("intermediates " + (tp ? std::to_string(*tp) : "-") + " bytes, peak " + (pp ? std::to_string(*pp) : "-"));
+    }
+  }
+  // a float32 input's values, read through a copy (so a lazy input stays lazy for the call)
+  void snapshot_add_one_input(tg_tensor* x) {
+    tg_dtype d = TG_DTYPE_INVALID;
+    int64_t n = tg_tensor_numel(x);
+    if (tg_tensor_dtype(x, &d) != TG_OK || d != TG_FLOAT32 || n < 0 || n > kPoolMaxNumel) return;
+    tg_tensor* c = tg_tensor_contiguous(x);
+    add_one_input.assign(size_t(n) + 1, 0.0f);
+    if (c && tg_tensor_to_data(c, add_one_input.data(), size_t(n) * 4) == TG_OK) add_one_input_call = call_no;
+    tg_tensor_release(c);
+  }
+  // add_one's output is its input + 1, at a replay too (the replay reads the new input's buffer); float32 only
+  void check_add_one(tg_tensor* x, tg_tensor* y) {
+    tg_dtype dy = TG_DTYPE_INVALID;
+    int64_t n = tg_tensor_numel(x);
+    if (add_one_input_call != call_no || n < 0 || add_one_input.size() != size_t(n) + 1) return;
+    if (tg_tensor_dtype(y, &dy) != TG_OK || dy != TG_FLOAT32 || tg_tensor_numel(y) != n) return fail("add_one's output is not a float32 tensor of the input's size");
+    const std::vector<float>& a = add_one_input;
+    std::vector<float> b(size_t(n) + 1);
+    if (tg_tensor_to_data(y, b.data(), size_t(n) * 4) != TG_OK) return fail(std::string("reading add_one's output: ") + tg_last_error_message());
+    jit_values_checked++;
+    for (int64_t i = 0; i < n; i++)
+      if (!(b[size_t(i)] == a[size_t(i)] + 1.0f || (std::isnan(a[size_t(i)]) && std::isnan(b[size_t(i)]))))
+        return fail("add_one's output[" + std::to_string(i) + "] is " + fmt_double(b[size_t(i)]) + " for input " + fmt_double(a[size_t(i)]));
+  }
+  // tg_jit_call: the function runs at a warm-up and a capture (once, with the call's counts and the JIT's userdata),
+  // never at a replay; the call count moves by one on success only; every output slot is written on success
+  void check_jit_call(tg_status s, const Arg& h) {
+    const tg_jit* j = static_cast<const tg_jit*>(h.p);
+    JitInfo& info = jit_info[j];
+    double opt = 1;
+    bool capturing = tg_get_option("JIT", &opt) != TG_OK || opt != 0;
+    int64_t before = h.i, after = tg_jit_call_count(j);
+    size_t n_in = call.arg("n_inputs")->n, n_out = call.arg("n_outputs")->n;
+    if (g_cb.calls > 1) fail("the function ran " + std::to_string(g_cb.calls) + " times in one call");
+    if (g_cb.calls && capturing && before >= 2) fail("a replay (the jit had " + std::to_string(before) + " calls) ran the function");
+    if (g_cb.calls) {
+      if (g_cb.n_inputs != n_in || g_cb.n_outputs != n_out)
+        fail("the function got " + std::to_string(g_cb.n_inputs) + " inputs and " + std::to_string(g_cb.n_outputs) + " outputs");
+      if (g_cb.userdata != info.userdata) fail("the function got userdata " + fmt_ptr(g_cb.userdata) + ", the jit was made with " + fmt_ptr(info.userdata));
+      if (g_cb.dead_input) fail("the function got an input that is not a live handle");
+    }
+    if (s != TG_OK) {
+      if (capturing && after != before) fail("a failed call moved the call count from " + std::to_string(before) + " to " + std::to_string(after));
+      return;
+    }
+    if (capturing && after != before + 1) fail("the call count went from " + std::to_string(before) + " to " + std::to_string(after));
+    if (!g_cb.calls && (before < 2 || !capturing)) fail("returned TG_OK without running the function (call " + std::to_string(before) + ")");
+    for (size_t i = 0; i < n_out; i++)
+      if (!out_slots || !out_slots[i]) return fail("returned TG_OK and left outputs[" + std::to_string(i) + "] NULL");
+    jit_ok[std::min<int64_t>(before, 2)]++;
+    auto* ins = static_cast<tg_tensor* const*>(call.arg("inputs")->p);
+    if (info.fn == 0 && n_in >= 1 && n_out == 1) check_add_one(ins[0], out_slots[0]);
+    if (capturing && before >= 2) return;
+    // the inputs of a warm-up or capture, for replays
+    info.called = true, info.n_outputs = n_out, info.shapes.clear(), info.dtypes.clear();
+    for (size_t i = 0; i < n_in; i++) {
+      std::vector<int64_t> shape(size_t(std::max<int64_t>(tg_tensor_ndim(ins[i]), 0)));
+      tg_dtype d = TG_DTYPE_INVALID;
+      tg_tensor_shape(ins[i], shape.data(), shape.size());
+      tg_tensor_dtype(ins[i], &d);
+      info.shapes.push_back(std::move(shape)), info.dtypes.push_back(int(d));
+    }
+  }
 
   // ---- pools ----
   void remember_dead(tg_tensor* t) {
@@ -1008,14 +1496,22 @@ struct FuzzCtx {
     std::replace(recent.begin(), recent.end(), t, static_cast<tg_tensor*>(nullptr));
   }
   void remember_dead(tg_expr* e) { dead_exprs[dead_exprs_next++ % kDeadMax] = e; }
-  void clear_pools() {
+  void remember_dead(tg_jit* j) { dead_jits[dead_jits_next++ % kDeadMax] = j, jit_info.erase(j); }
+  void remember_dead(tg_plan* p) { dead_plans[dead_plans_next++ % kDeadMax] = p, plan_info.erase(p); }
+  // JITs hold no pooled tensor and outlive a reset (keep_jits), so one warmed up in one stretch of calls is captured or
+  // replayed in a later one: tg_jit_call realizes, so it comes about once in 5000 calls
+  void clear_pools(bool keep_jits = false) {
     for (auto* t : pool) tg_tensor_release(t), remember_dead(t);
     for (auto* e : exprs) tg_expr_release(e), remember_dead(e);
-    pool.clear(), exprs.clear();
+    for (auto* p : plans) tg_plan_release(p), remember_dead(p);
+    pool.clear(), exprs.clear(), plans.clear();
+    if (keep_jits) return;
+    for (auto* j : jits) tg_jit_release(j), remember_dead(j);
+    jits.clear();
   }
   // fresh leaves: every dtype, 0-d, size-0 and small N-d shapes, values that are mostly small with some special ones
   void reset_pools() {
-    clear_pools();
+    clear_pools(true);
     static const std::vector<std::vector<int64_t>> shapes{{}, {}, {0}, {1}, {3}, {5}, {2, 3}, {3, 2}, {2, 1, 4}, {4, 4},
                                                           {1, 0, 2}, {3, 1}, {1, 3}, {2, 2, 2, 2}, {1, 1}, {16, 16}};
     for (int i = 0; i < 20; i++) {
@@ -1048,6 +1544,42 @@ struct FuzzCtx {
     for (tg_expr* e : {tg_expr_variable("x", 0, 10), tg_expr_variable("y", -5, 5), tg_expr_variable("z", I64MIN, I64MAX),
                        tg_expr_const(0), tg_expr_const(1), tg_expr_const(3), tg_expr_const(-7), tg_expr_const(I64MIN), tg_expr_const(I64MAX)})
       if (e) exprs.push_back(e);
+    // with no JITs left, one per function, the first (add_one) warmed up and captured so replays come early; the plan
+    // of a captured JIT; a plan of a kernel
+    const int64_t shape23[2] = {2, 3};
+    tg_tensor* x = tg_tensor_full(shape23, 2, 1.5, TG_FLOAT32, nullptr);
+    if (jits.empty()) {
+      for (size_t k = 0; k < kNumJitFns; k++) {
+        tg_jit* j = tg_jit_create(kJitFns[k].fn, &g_userdata);
+        EXPECT_NE(j, nullptr) << "tg_jit_create: " << tg_last_error_message();
+        if (j) pool_jit(j, JitInfo{int(k), &g_userdata});
+      }
+      tg_jit* j = jits.empty() ? nullptr : jits[0];
+      for (int c = 0; c < 2 && x && j; c++) {
+        tg_tensor* y = nullptr;
+        EXPECT_EQ(tg_jit_call(j, &x, 1, &y, 1), TG_OK) << "warming up a jit: " << tg_last_error_message();
+        if (y) pool.push_back(y);
+      }
+      double opt = 1;
+      if (j && tg_jit_call_count(j) == 2) {
+        JitInfo& info = jit_info[j];
+        info.called = true, info.shapes = {{2, 3}}, info.dtypes = {TG_FLOAT32}, info.n_outputs = 1;
+        if (tg_get_option("JIT", &opt) == TG_OK && opt != 0) {
+          tg_plan* p = tg_jit_plan(j);
+          EXPECT_NE(p, nullptr) << "tg_jit_plan after a capture: " << tg_last_error_message();
+          if (p) pool_plan(p, PlanInfo{true, false});
+        }
+      }
+    }
+    for (auto* j : jits)
+      if (tg_jit_call_count(j) >= 2 && plans.empty())
+        if (tg_plan* p = tg_jit_plan(j)) pool_plan(p, PlanInfo{true, false});  // NULL for a capture with no kernels
+    tg_tensor* y = x ? tg_tensor_mul_scalar(x, 3.0) : nullptr;
+    tg_plan* p = y ? tg_plan_create(&y, 1) : nullptr;
+    EXPECT_NE(p, nullptr) << "tg_plan_create: " << tg_last_error_message();
+    if (p) pool_plan(p, PlanInfo{false, false});
+    for (tg_tensor* t : {x, y})
+      if (t) pool.push_back(t);
     tg_clear_error();
   }
 };
@@ -1100,6 +1632,10 @@ TEST(FuzzCApi, EveryFunctionWithRandomAndBoundaryArguments) {
               "pooled, %llu large results released, %llu result shapes checked against their arguments\n",
               (unsigned long long)ran, (unsigned long long)realize_calls, (unsigned long long)kernels_compiled, realize_secs, secs,
               (unsigned long long)f.errors, (unsigned long long)f.pooled, (unsigned long long)f.released_results, (unsigned long long)f.predicted);
+  std::printf("[ FUZZ     ] jits: %llu warm-ups, %llu captures, %llu replays succeeded (%llu add_one results checked); plans: %llu ran, "
+              "%llu kernel infos read\n",
+              (unsigned long long)f.jit_ok[0], (unsigned long long)f.jit_ok[1], (unsigned long long)f.jit_ok[2], (unsigned long long)f.jit_values_checked,
+              (unsigned long long)f.plans_ran, (unsigned long long)f.kernel_infos);
   if (f.nfailures > 30) ADD_FAILURE() << f.nfailures << " failures in all (the first 30 are shown)";
   if (total >= nfns) {
     for (size_t i = 0; i < nfns; i++) EXPECT_GT(per_fn[i], 0u) << kCApiCalls[i].name << " was never called";
