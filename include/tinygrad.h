@@ -515,7 +515,9 @@ typedef tg_status (*tg_jit_fn)(void* userdata, tg_tensor* const* inputs, size_t 
  * Inputs are realized first (made contiguous where needed). Outputs of a replay are the buffers of the capture: a later
  * call overwrites them, so copy out (tg_tensor_to_data) or use them before the next call. Intermediate buffers of the
  * captured kernels share memory (the memory planner). With the option JIT=0 every call runs `fn`. `userdata` is
- * borrowed and must outlive the JIT. NULL if `fn` is NULL. One thread at a time per JIT (calls are serialized). */
+ * borrowed and must outlive the JIT. NULL if `fn` is NULL. Calls from several threads are serialized. `fn` may not call,
+ * reset or plan its own JIT (TG_ERROR_INVALID_ARGUMENT); releasing it from inside `fn` is safe (the JIT lives until the
+ * call returns). An input that is a buffer a captured kernel writes (a replay's own output fed back) is copied first. */
 TG_API tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata);
 /* Call the JIT: `inputs` are borrowed, `outputs` (caller-owned array of `n_outputs`) receives new references. On a
  * replay every input must have the shape, dtype and device it had at the capture, and n_inputs and n_outputs the counts
@@ -523,7 +525,7 @@ TG_API tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata);
  * the input, and nothing runs. The first call may pass any n_outputs (extra outputs of `fn` are realized and dropped).
  * An error from `fn` is returned as is; a failed capture leaves the JIT to capture again at the next call. */
 TG_API tg_status tg_jit_call(tg_jit* jit, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs);
-/* Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad handle. */
+/* Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad handle, with the error set. */
 TG_API int64_t tg_jit_call_count(const tg_jit* jit);
 /* Forget the capture: the next call runs `fn` again as the first call did. */
 TG_API tg_status tg_jit_reset(tg_jit* jit);
@@ -550,7 +552,7 @@ TG_API tg_plan* tg_plan_create(tg_tensor* const* tensors, size_t n);
 /* Run the plan: the tensors are realized (as tg_tensor_realize_many would) and each kernel's time is recorded. A plan
  * runs once; running it again is TG_ERROR_INVALID_ARGUMENT. */
 TG_API tg_status tg_plan_run(tg_plan* plan);
-/* Kernels in the plan, in launch order; 0 for a bad handle. */
+/* Kernels in the plan, in launch order; 0 for a bad handle, with the error set. */
 TG_API size_t tg_plan_kernel_count(const tg_plan* plan);
 /* Kernel `i` into *out (set out->struct_size first; a caller built against a smaller struct gets its prefix). The
  * strings and arrays stay valid while the plan lives. */

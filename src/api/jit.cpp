@@ -1,5 +1,8 @@
 // C API: TinyJit (tg_jit_*) and plans (tg_plan_*), what a realize runs as data.
+#include <atomic>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "api/handles.h"
 #include "engine/jit.h"
@@ -10,6 +13,8 @@ struct tg_jit {
   tg_jit_fn fn;
   void* userdata;
   size_t n_outputs = 0;  // of the call in progress
+  std::mutex mu;         // one call at a time (the output count is per call)
+  std::atomic<std::thread::id> running{};  // the thread inside a call: its function may not call the jit again
   TinyJit jit;
   tg_jit(tg_jit_fn f, void* u) : fn(f), userdata(u), jit([this](const std::vector<Tensor>& ins) { return call_fn(ins); }) {}
   std::vector<Tensor> call_fn(const std::vector<Tensor>& ins);
@@ -81,9 +86,27 @@ tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata) {
   });
 }
 
+// holds a call: the jit's handle stays alive (its function may release it) and its function can't re-enter it
+struct CallGuard {
+  tg_jit* jit;
+  std::unique_lock<std::mutex> lk;
+  CallGuard(tg_jit* j, const char* fn) : jit(j) {
+    TG_ARG(jit->running.load() != std::this_thread::get_id(), std::string(fn) + ": called from inside the jit's own function");
+    TG_ARG(jits().retain(jit), std::string(fn) + ": jit is not a live handle (released?)");
+    lk = std::unique_lock<std::mutex>(jit->mu);
+    jit->running = std::this_thread::get_id();
+  }
+  ~CallGuard() {
+    jit->running = std::thread::id();
+    lk.unlock();
+    jits().release(jit);
+  }
+};
+
 tg_status tg_jit_call(tg_jit* j, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs) {
   return api::call([&] {
     tg_jit* jit = get_jit(j, "jit_call");
+    CallGuard guard(jit, "jit_call");
     TG_ARG(inputs || n_inputs == 0, "jit_call: inputs is NULL with a nonzero count");
     TG_ARG(outputs || n_outputs == 0, "jit_call: outputs is NULL with a nonzero count");
     std::vector<Tensor> ins;
@@ -106,17 +129,23 @@ tg_status tg_jit_call(tg_jit* j, tg_tensor* const* inputs, size_t n_inputs, tg_t
 }
 
 int64_t tg_jit_call_count(const tg_jit* j) {
-  if (!j || !jits().live(j)) return -1;
-  return j->jit.calls();
+  int64_t n = -1;
+  api::call([&] { n = get_jit(j, "jit_call_count")->jit.calls(); });
+  return n;
 }
 
 tg_status tg_jit_reset(tg_jit* j) {
-  return api::call([&] { get_jit(j, "jit_reset")->jit.reset(); });
+  return api::call([&] {
+    tg_jit* jit = get_jit(j, "jit_reset");
+    CallGuard guard(jit, "jit_reset");
+    jit->jit.reset();
+  });
 }
 
 tg_plan* tg_jit_plan(tg_jit* j) {
   return api::make([&]() -> tg_plan* {
     tg_jit* jit = get_jit(j, "jit_plan");
+    CallGuard guard(jit, "jit_plan");
     TG_ARG(jit->jit.captured(), "jit_plan: the jit has not captured yet (it captures at its second call)");
     Lowered l;
     l.items = jit->jit.items();
@@ -153,8 +182,9 @@ tg_status tg_plan_run(tg_plan* p) {
 }
 
 size_t tg_plan_kernel_count(const tg_plan* p) {
-  if (!p || !plans().live(p)) return 0;
-  return p->lowered.items.size();
+  size_t n = 0;
+  api::call([&] { n = get_plan(p, "plan_kernel_count")->lowered.items.size(); });
+  return n;
 }
 
 tg_status tg_plan_kernel(const tg_plan* p, size_t i, tg_kernel_info* out) {

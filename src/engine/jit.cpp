@@ -126,6 +126,9 @@ void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vecto
     }
   }
   if (!any_view) input_bufs_.clear();
+  written_.clear();
+  for (auto& e : items_)
+    if (e.ptrs[0]) written_.insert(e.ptrs[0]);
   if (DEBUG >= 1)
     std::fprintf(stderr, "jit: captured %zu kernel%s, %zu input%s; %zu intermediate buffers share %.3f MB (of %.3f MB)\n", items_.size(),
                  items_.size() == 1 ? "" : "s", inputs.size(), inputs.size() == 1 ? "" : "s", mem_.buffers, double(mem_.peak_bytes) * 1e-6,
@@ -140,7 +143,7 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
   void** in_ptr = inputs.size() > 64 ? more.data() : ptrs;
   std::unordered_map<std::string, int64_t> vals;  // the inputs' Variable bindings
   std::vector<Tensor> held;  // inputs that had to be made contiguous live until the items ran
-  held.reserve(inputs.size());
+  held.reserve(2 * inputs.size());
   UOps in_bufs;              // the inputs' BUFFER nodes, for outputs that view them
   for (size_t i = 0; i < inputs.size(); i++) {
     const Tensor& t = inputs[i];
@@ -156,6 +159,11 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
     const UOp* b = input_buffer(t);
     if (!b) {
       held.push_back(prepare_inputs({t})[0]);
+      in = &held.back(), b = input_buffer(held.back());
+    }
+    if (written_.count(buffer_of(b)->ptr())) {  // a kernel would overwrite it while others read it: replay from a copy
+      held.push_back(Tensor(UOp::make(Ops::CONTIGUOUS, t.dtype(), {in->uop()}), t.device()));
+      held.back().realize();
       in = &held.back(), b = input_buffer(held.back());
     }
     TG_CHECK(buffer_of(b)->size() == s.buffer_size, TG_ERROR_SHAPE,

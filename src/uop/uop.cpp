@@ -508,7 +508,10 @@ static void post_order_addmul(const UOp* root, F&& visit) {  // visit(node) afte
 int64_t UOp::const_factor() const {
   std::unordered_map<const UOp*, int64_t> f;
   post_order_addmul(this, [&](const UOp* n) {
-    if (n->op == Ops::CONST && dtypes::is_int(n->dtype)) f[n] = std::abs(std::get<int64_t>(n->arg));
+    if (n->op == Ops::CONST && dtypes::is_int(n->dtype)) {
+      int64_t c = std::get<int64_t>(n->arg);
+      f[n] = c == INT64_MIN ? int64_t(1) << 62 : std::abs(c);  // |INT64_MIN| doesn't fit; 2^62 divides it
+    }
     else if (n->op == Ops::ADD) f[n] = std::gcd(f.at(n->src[0].get()), f.at(n->src[1].get()));
     else if (n->op == Ops::MUL) f[n] = sat(__int128(f.at(n->src[0].get())) * f.at(n->src[1].get()));
     else f[n] = 1;
