@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iterator>
 #include <list>
+#include <set>
 #include <unordered_set>
 
 #include "schedule/schedule.h"
@@ -485,23 +486,25 @@ bool ScheduleBuilder::order_kernels() {
       if (sl[i] >= s.n_inputs && !root_slots.count(sl[i]) && left[size_t(sl[i])] == 1) g -= bytes(sl[i]);
     return g;
   };
-  std::vector<size_t> ready;
+  // the ready kernels by depth-first position; the choice looks at the first kWindow of them, so a schedule of 100k
+  // independent kernels costs n * kWindow, not n^2
+  constexpr size_t kWindow = 32;
+  std::set<std::pair<size_t, size_t>> ready;  // (pos, kernel)
   for (size_t k = 0; k < n; k++)
-    if (!waiting[k]) ready.push_back(k);
+    if (!waiting[k]) ready.emplace(pos[k], k);
   std::vector<std::shared_ptr<KernelItem>> out;
   while (!ready.empty()) {
-    size_t best = 0;
-    int64_t best_g = 0;
-    for (size_t i = 0; i < ready.size(); i++) {
-      int64_t g = growth(ready[i]);
-      if (i == 0 || g < best_g || (g == best_g && pos[ready[i]] < pos[ready[best]])) best = i, best_g = g;
-    }
-    size_t k = ready[best];
-    ready.erase(ready.begin() + long(best));
+    auto best = ready.begin();
+    int64_t best_g = growth(best->second);
+    size_t seen = 1;
+    for (auto it = std::next(ready.begin()); it != ready.end() && seen < kWindow; ++it, ++seen)
+      if (int64_t g = growth(it->second); g < best_g) best = it, best_g = g;
+    size_t k = best->second;
+    ready.erase(best);
     out.push_back(s.kernels[k]);
     for (size_t i = 1; i < s.kernels[k]->slots.size(); i++) left[size_t(s.kernels[k]->slots[i])]--;
     for (size_t u : users[k])
-      if (--waiting[u] == 0) ready.push_back(u);
+      if (--waiting[u] == 0) ready.emplace(pos[u], u);
   }
   s.kernels = std::move(out);
   return true;
