@@ -31,10 +31,10 @@
 //
 // Budget: TG_FUZZ_CALLS calls (default 100000), of which one in 700 goes to a realizing function (realize,
 // realize_many, to_data, jit_call, plan_create, plan_run: each may compile kernels, 50-250 ms apiece on a cold cache),
-// the rest to everything else; the JIT and plan outcomes are counted in the summary. TG_FUZZ_SEED (default below) picks the sequence; the seed and the call count are printed. A failure
-// prints the call number, the function and its arguments, and the environment that replays it (a seed replays the
-// same calls; only a released handle whose address malloc has since reused is passed as NULL instead).
-// TG_FUZZ_TRACE=1 logs every call and its outcome; TG_FUZZ_NO_EXCLUSIONS=1 ignores the known-defect list below.
+// the rest to everything else; the JIT and plan outcomes are counted in the summary. TG_FUZZ_SEED (default below)
+// picks the sequence; the seed and the call count are printed. A failure prints the call number, the function and its
+// arguments, and the environment that replays it (a seed replays the same calls; only a released handle whose address
+// malloc has since reused is passed as NULL instead). TG_FUZZ_TRACE=1 logs every call and its outcome.
 // `make fuzz` runs 2M calls.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -95,7 +95,7 @@ struct Call {
       if (a.name == name) return &a;
     return nullptr;
   }
-  // facts for the exclusion patterns: -2 when the argument is absent or not a live tensor
+  // the rank of a tensor argument: -2 when the argument is absent or not a live tensor
   int64_t tensor_ndim(std::string_view name) const {
     const Arg* a = arg(name);
     return a && a->kind == Arg::Handle && a->state == Arg::Live ? a->ndim : -2;
@@ -108,7 +108,7 @@ int64_t clamp64(__int128 v) { return v > I64MAX || v < I64MIN ? I64MIN : int64_t
 // The shape (and dtype, or -1) a successful call must give where the header pins it down: elementwise ops keep the
 // shape, binary ops broadcast, comparisons give bool, movement ops and reductions follow their arguments, creation
 // follows its shape. False where the header leaves it open (matmul, arange) or an input isn't a live tensor. Safe on
-// any arguments (the exclusion patterns ask before the call): where they can't be valid, the shape is just wrong.
+// any arguments (it is asked before the call): where they can't be valid, the shape is just wrong.
 bool predict(const Call& call, std::vector<int64_t>& out, int& dtype) {
   std::string_view fn = call.fn;
   if (fn.rfind("tg_tensor_", 0) != 0) return false;

@@ -163,7 +163,10 @@ tg_plan* tg_plan_create(tg_tensor* const* tensors, size_t n) {
     TG_ARG(tensors || n == 0, "plan_create: tensors is NULL with a nonzero count");
     std::vector<Tensor> ts;
     std::vector<UOpRef> roots;
-    for (size_t i = 0; i < n; i++) ts.push_back(api::get(tensors[i], "plan_create", strformat("tensors[%zu]", i).c_str())), roots.push_back(ts.back().uop());
+    for (size_t i = 0; i < n; i++) {
+      ts.push_back(api::get(tensors[i], "plan_create", strformat("tensors[%zu]", i).c_str()));
+      roots.push_back(ts.back().uop());
+    }
     for (auto& t : ts) TG_ARG(t.device() == ts[0].device(), "plan_create: tensors are on different devices");
     Lowered l = lower_realize(roots, ts.empty() ? canonical_device(nullptr) : ts[0].device());
     return make_plan(std::move(ts), std::move(l), false);

@@ -88,7 +88,8 @@ void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vecto
   std::unordered_map<const Buffer*, size_t> input_of;
   has_vars_ = false;
   for (size_t i = 0; i < inputs.size(); i++) {
-    in_specs_.push_back({inputs[i].shape(), inputs[i].dtype(), inputs[i].device(), inputs[i].uop()->sym(), int64_t(buffer_of(input_buffer(inputs[i]))->size())});
+    const Tensor& t = inputs[i];
+    in_specs_.push_back({t.shape(), t.dtype(), t.device(), t.uop()->sym(), int64_t(buffer_of(input_buffer(t))->size())});
     has_vars_ |= !inputs[i].uop()->sym().empty();
     input_bufs_.push_back(input_buffer(inputs[i])->ref());
     input_of.emplace(buffer_of(input_bufs_.back().get()).get(), i);
@@ -154,7 +155,8 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
     // dims bound to Variables take any binding; every other dim must be as captured
     bool same = t.shape().size() == s.shape.size() && t.uop()->sym() == s.sym;
     for (size_t d = 0; same && d < s.shape.size(); d++) same = (!s.sym.empty() && s.sym[d]) || t.shape()[d] == s.shape[d];
-    TG_CHECK(same, TG_ERROR_SHAPE, strformat("jit: input %zu has shape %s, captured with %s", i, sym_shape_str(t).c_str(), sym_shape_str(s.shape, s.sym).c_str()));
+    TG_CHECK(same, TG_ERROR_SHAPE,
+             strformat("jit: input %zu has shape %s, captured with %s", i, sym_shape_str(t).c_str(), sym_shape_str(s.shape, s.sym).c_str()));
     const Tensor* in = &t;
     const UOp* b = input_buffer(t);
     if (!b) {
@@ -167,7 +169,8 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
       in = &held.back(), b = input_buffer(held.back());
     }
     TG_CHECK(buffer_of(b)->size() == s.buffer_size, TG_ERROR_SHAPE,
-             strformat("jit: input %zu is a view of a buffer of %lld elements, captured with %lld", i, (long long)buffer_of(b)->size(), (long long)s.buffer_size));
+             strformat("jit: input %zu is a view of a buffer of %lld elements, captured with %lld", i, (long long)buffer_of(b)->size(),
+                       (long long)s.buffer_size));
     if (has_vars_) input_vars(*in, vals);
     in_ptr[i] = buffer_of(b)->ptr();
     if (!input_bufs_.empty()) in_bufs.push_back(b->ref());

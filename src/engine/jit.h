@@ -50,8 +50,8 @@ class TinyJit {
   std::vector<std::string> out_devices_;
   std::vector<Device*> item_dev_;
   MemoryPlan mem_;
-  bool has_vars_ = false;
-  std::unordered_set<const void*> written_;  // the buffers the captured kernels write  // some input has dims bound to Variables: each replay passes the kernels their values
+  bool has_vars_ = false;                     // some input has dims bound to Variables: each replay passes the kernels their values
+  std::unordered_set<const void*> written_;  // the buffers the captured kernels write
 };
 
 }  // namespace tg

@@ -108,7 +108,8 @@ Normalized normalize(const std::vector<UOpRef>& roots) {
     }
     if (!u->sym().empty() && (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)) {
       // a Variable dim's size becomes the Variable's largest value, so the graph is the same for every binding
-      to[u.get()] = UOp::make(u->op, u->dtype, std::move(src), sym_arg(u.get(), [](const UOp* v, int64_t) { return v->argv<VarArg>().vmax; }), u->tag);
+      auto largest = [](const UOp* v, int64_t) { return v->argv<VarArg>().vmax; };
+      to[u.get()] = UOp::make(u->op, u->dtype, std::move(src), sym_arg(u.get(), largest), u->tag);
       continue;
     }
     if (assign_arg(u.get())) {
@@ -208,9 +209,9 @@ void run_lowered(Lowered& l) {
   for (auto& a : l.assigns) assign_arg(a.get())->done = true;
   if (g_capture) g_capture->items.insert(g_capture->items.end(), l.items.begin(), l.items.end());
   if (DEBUG >= 1 && !l.items.empty())
-    std::fprintf(stderr, "realize: %zu kernel%s, schedule %.3f ms, lower %.3f ms, run %.3f ms, intermediates %zu in %.3f MB (of %.3f MB)\n", l.items.size(),
-                 l.items.size() == 1 ? "" : "s", l.t_schedule * 1e3, l.t_lower * 1e3, t_run * 1e3, l.mem.buffers, double(l.mem.peak_bytes) * 1e-6,
-                 double(l.mem.total_bytes) * 1e-6);
+    std::fprintf(stderr, "realize: %zu kernel%s, schedule %.3f ms, lower %.3f ms, run %.3f ms, intermediates %zu in %.3f MB (of %.3f MB)\n",
+                 l.items.size(), l.items.size() == 1 ? "" : "s", l.t_schedule * 1e3, l.t_lower * 1e3, t_run * 1e3, l.mem.buffers,
+                 double(l.mem.peak_bytes) * 1e-6, double(l.mem.total_bytes) * 1e-6);
 }
 
 std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device) {

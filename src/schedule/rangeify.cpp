@@ -586,7 +586,8 @@ std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const std
       continue;
     }
     if (s) return s;
-    TG_CHECK(!split_assigns, TG_ERROR_UNSUPPORTED, "schedule: the assigns in this graph need an impossible order (a cycle); realize them one at a time");
+    TG_CHECK(!split_assigns, TG_ERROR_UNSUPPORTED,
+             "schedule: the assigns in this graph need an impossible order (a cycle); realize them one at a time");
     split_assigns = true;
   }
 }
