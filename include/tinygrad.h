@@ -310,6 +310,8 @@ TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t n
  * TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE. */
 TG_API tg_tensor* tg_tensor_shrink_var(tg_tensor* t, int64_t axis, const tg_expr* var, int64_t value);
 /* The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until realized.
+ * Rebinding an already realized tensor views another part of its buffer (laid out for the Variable's largest value):
+ * only the part computed at the binding it was realized with holds its values, so rebind the lazy graph instead.
  * TG_ERROR_INVALID_ARGUMENT if no dim of `t` is bound to `var` or the value is outside its range. */
 TG_API tg_tensor* tg_tensor_rebind(tg_tensor* t, const tg_expr* var, int64_t value);
 /* Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or -1 and is
