@@ -488,11 +488,24 @@ def _from_py(data, dt: Optional[DType]) -> Tuple[np.ndarray, DType]:
   return arr, dt  # still float64 for floats: converted once, to dt
 
 
-class Tensor:
+class _Owned:
+  """One reference to a library handle in `_h`, dropped with the class's `_release` when the object is collected (a
+  class attribute, so it is still found at interpreter shutdown)."""
+  __slots__ = ()
+
+  def __del__(self):
+    h = getattr(self, "_h", None)
+    if h:
+      self._h = None
+      try: type(self)._release(h)
+      except Exception: pass
+
+
+class Tensor(_Owned):
   """A lazy tensor over a tg_tensor handle. Nothing runs until .realize() / .numpy()."""
   __slots__ = ("_h", "__weakref__")
   training = False  # tinygrad's Tensor.training: dropout (and attention's dropout_p) only act while it is True
-  _release = C.tensor_release  # a class attribute, so __del__ still finds it at interpreter shutdown
+  _release = C.tensor_release
 
   def __init__(self, data, dtype=None, device: Optional[str] = None, requires_grad: Optional[bool] = None):
     if isinstance(data, Tensor):
@@ -519,13 +532,6 @@ class Tensor:
     new = _made(handle, "tensor")
     old, self._h = self._h, new
     C.tensor_release(old)
-
-  def __del__(self):
-    h = getattr(self, "_h", None)
-    if h:
-      self._h = None
-      try: type(self)._release(h)
-      except Exception: pass
 
   # -- creation
   @staticmethod
@@ -1569,7 +1575,7 @@ def _flat_pairs(what: str, pairs, kind: str):
 _ADD, _SUB, _MUL, _IDIV, _MOD, _MAX, _MIN, _LT = range(8)
 
 
-class Expr:
+class Expr(_Owned):
   """An immutable symbolic integer expression (tg_expr). Division and modulo truncate toward zero, like C."""
   __slots__ = ("_h",)
   _release = C.expr_release
@@ -1587,13 +1593,6 @@ class Expr:
   @staticmethod
   def variable(name: str, min_val: int, max_val: int) -> "Expr":
     return Expr._wrap(C.expr_variable(_cstr(name, "name"), _i64(min_val, "min"), _i64(max_val, "max")), "expr_variable")
-
-  def __del__(self):
-    h = getattr(self, "_h", None)
-    if h:
-      self._h = None
-      try: type(self)._release(h)
-      except Exception: pass
 
   def _bin(self, op: int, other, reverse=False) -> "Expr":
     if not isinstance(other, Expr):
@@ -1712,7 +1711,7 @@ class MemoryPlan(NamedTuple):
   peak_bytes: int
 
 
-class Plan:
+class Plan(_Owned):
   """tg_plan: Plan(*tensors) (or t.plan(*more)) schedules the tensors and compiles their kernels without running them;
   .kernels lists them in launch order, .memory is the memory planner's result, .run() realizes the tensors (as
   Tensor.realize_many) and records each kernel's time. A plan runs once. TinyJit.plan() gives a captured JIT's kernels
@@ -1731,13 +1730,6 @@ class Plan:
     p = object.__new__(cls)
     p._h = handle
     return p
-
-  def __del__(self):
-    h = getattr(self, "_h", None)
-    if h:
-      self._h = None
-      try: type(self)._release(h)
-      except Exception: pass
 
   def run(self) -> "Plan":
     _ok(C.plan_run(self._h), "plan_run")
@@ -1772,7 +1764,7 @@ def plan(*tensors: Tensor) -> Plan:
 _TG_OK, _TG_ERROR_INVALID_ARGUMENT = 0, 1
 
 
-class TinyJit:
+class TinyJit(_Owned):
   """tinygrad's TinyJit over tg_jit: `jit = TinyJit(fn)` (or `@TinyJit` on a function) and `jit(*tensors)`.
 
   fn takes positional Tensors and returns a Tensor, a tuple or list of Tensors, or None. The first call runs fn and
@@ -1804,13 +1796,6 @@ class TinyJit:
     self._h = _made(C.jit_create(self._tramp, None), "jit_create")
     try: functools.update_wrapper(self, fn)
     except AttributeError: pass
-
-  def __del__(self):
-    h = getattr(self, "_h", None)
-    if h:
-      self._h = None
-      try: type(self)._release(h)
-      except Exception: pass
 
   def _trampoline(self, _userdata, inputs, n_inputs, outputs, n_outputs) -> int:
     """Called by tg_jit_call: runs fn on the borrowed inputs. Nothing may raise across the C boundary: a Python exception
