@@ -364,22 +364,27 @@ static double conv2d_ours(void) {  /* ms per call */
   tg_tensor_release(cc.x), tg_tensor_release(cc.w);
   return ours;
 }
-static double bench_conv2d(int threads) {  /* returns PyTorch's ms */
-  double ours = conv2d_ours();
-
+/* A PyTorch reference: `name`.py in the bench directory run as `python name.py THREADS arg1 [arg2]` with OMP_NUM_THREADS
+ * set to match; its last number on stdout, or 0 (with a warning: the row's ratio is then 0) if it failed. */
+static double torch_reference(const char* name, int threads, const char* arg1, const char* arg2) {
   const char* py = getenv("TG_BENCH_PYTHON");
   const char* dir = getenv("TG_BENCH_DIR");
   char script[4096], tbuf[32], obuf[64];
-  snprintf(script, sizeof script, "%s/conv2d_torch.py", dir && *dir ? dir : TG_BENCH_DIR);
+  snprintf(script, sizeof script, "%s/%s.py", dir && *dir ? dir : TG_BENCH_DIR, name);
   snprintf(tbuf, sizeof tbuf, "%d", threads);
   snprintf(obuf, sizeof obuf, "OMP_NUM_THREADS=%d", threads);
-  char* argv[] = {(char*)(py && *py ? py : "/usr/bin/python3"), script, tbuf, "9", "2", NULL};
+  char* argv[] = {(char*)(py && *py ? py : "/usr/bin/python3"), script, tbuf, (char*)arg1, (char*)arg2, NULL};
   const char* unset[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", NULL};
   const char* set[] = {obuf, NULL};
   char* out = run_capture(argv, unset, set);
   double ref = last_number(out);
   free(out);
-  if (ref <= 0) fprintf(stderr, "bench_ops: WARNING: PyTorch conv2d reference (%s %s) failed; its ratio is 0\n", argv[0], script), ref = 0;
+  if (ref <= 0) fprintf(stderr, "bench_ops: WARNING: PyTorch reference (%s %s) failed; its ratio is 0\n", argv[0], script), ref = 0;
+  return ref;
+}
+static double bench_conv2d(int threads) {  /* returns PyTorch's ms */
+  double ours = conv2d_ours();
+  double ref = torch_reference("conv2d_torch", threads, "9", "2");
   add_row("conv2d", "ms", ours, "PyTorch", ref, 0);
   return ref;
 }
@@ -389,21 +394,8 @@ static void bench_jit_mlp(int threads) {
   double first = 0, last = 0;
   double ours = jit_step_mlp_us(300, &first, &last);
   if (!(last < first)) DIE("jit step mlp: the loss went from %g to %g: the replayed step does not train", first, last);
-  const char* py = getenv("TG_BENCH_PYTHON");
-  const char* dir = getenv("TG_BENCH_DIR");
-  char script[4096], tbuf[32], obuf[64];
-  snprintf(script, sizeof script, "%s/mlp_torch.py", dir && *dir ? dir : TG_BENCH_DIR);
-  snprintf(tbuf, sizeof tbuf, "%d", threads);
-  snprintf(obuf, sizeof obuf, "OMP_NUM_THREADS=%d", threads);
-  char* argv[] = {(char*)(py && *py ? py : "/usr/bin/python3"), script, tbuf, "300", NULL};
-  const char* unset[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", NULL};
-  const char* set[] = {obuf, NULL};
   settle();
-  char* out = run_capture(argv, unset, set);
-  double ref = last_number(out);
-  free(out);
-  if (ref <= 0) fprintf(stderr, "bench_ops: WARNING: PyTorch MLP step reference (%s %s) failed; its ratio is 0\n", argv[0], script), ref = 0;
-  add_row("jit step mlp", "us", ours, "PyTorch", ref, 0);
+  add_row("jit step mlp", "us", ours, "PyTorch", torch_reference("mlp_torch", threads, "300", NULL), 0);
 }
 
 /* ---- compile time: the first realize of a new kernel minus a warm realize of the same graph ---- */
