@@ -300,6 +300,12 @@ void UOp::compute_range() {
 }
 
 // ---- tensor-level shapes ----
+// ops whose value has their first source's shape (and Variable dims)
+static bool keeps_shape(Ops op) {
+  return op == Ops::FLIP || op == Ops::CONTIGUOUS || op == Ops::CONTIGUOUS_BACKWARD || op == Ops::DETACH || op == Ops::COPY || op == Ops::ASSIGN ||
+         op == Ops::CAST || op == Ops::BITCAST;
+}
+
 void UOp::compute_shape() {
   auto from = [&](const UOp* s) {
     if (s->has_shape_) has_shape_ = true, shape_ = s->shape_;
@@ -332,17 +338,10 @@ void UOp::compute_shape() {
       if (from(src[0].get()))
         for (size_t i = 1; i < ints().size(); i++) shape_.at(size_t(ints()[i])) = 1;
       break;
-    case Ops::FLIP:
-    case Ops::CONTIGUOUS:
-    case Ops::CONTIGUOUS_BACKWARD:
-    case Ops::DETACH:
-    case Ops::COPY:
-    case Ops::ASSIGN:
-    case Ops::CAST:
-    case Ops::BITCAST: from(src[0].get()); break;
     default:
       // a tensor-level ALU: sources share one shape (a scalar CONST among them takes the others' rank)
-      if (GroupOp::alu(op) && std::all_of(src.begin(), src.end(), [](auto& s) { return s->has_shape_; }))
+      if (keeps_shape(op)) from(src[0].get());
+      else if (GroupOp::alu(op) && std::all_of(src.begin(), src.end(), [](auto& s) { return s->has_shape_; }))
         from(std::max_element(src.begin(), src.end(), [](auto& a, auto& b) { return a->shape_.size() < b->shape_.size(); })->get());
   }
 }
@@ -393,17 +392,10 @@ void UOp::compute_sym() {
       break;
     case Ops::EXPAND:
     case Ops::SHRINK:
-    case Ops::PAD:
-    case Ops::FLIP:
-    case Ops::CONTIGUOUS:
-    case Ops::CONTIGUOUS_BACKWARD:
-    case Ops::DETACH:
-    case Ops::COPY:
-    case Ops::ASSIGN:
-    case Ops::CAST:
-    case Ops::BITCAST: inherit(src[0].get()); break;
+    case Ops::PAD: inherit(src[0].get()); break;
     default:
-      if (GroupOp::alu(op))
+      if (keeps_shape(op)) inherit(src[0].get());
+      else if (GroupOp::alu(op))
         for (auto& x : src)
           if (!x->sym_.empty() && x->shape_.size() == n) {
             if (sym_.empty()) sym_.assign(n, nullptr);
