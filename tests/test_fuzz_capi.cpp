@@ -669,16 +669,25 @@ struct FuzzCtx {
     a.text = "expr " + fmt_ptr(e) + " " + (a.rendered.size() > 120 ? a.rendered.substr(0, 120) + "..." : a.rendered);
     return e;
   }
+  // how an owned handle argument is drawn when it isn't a live one: NULL, a garbage pointer or a released handle (false:
+  // draw a live one)
+  template <class H>
+  bool owned_not_live(Arg& a, uint64_t k, const std::vector<H*>& pool, const std::vector<H*>& dead, const char* kind, H*& out) {
+    out = nullptr;
+    if (k < 8 || pool.empty()) return true;
+    if (k < 16) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), out = (H*)a.p, true;
+    if (k < 30) {
+      H* h = pick(dead);
+      if (h && !std::count(pool.begin(), pool.end(), h))
+        a.state = Arg::Released, a.p = h, a.text = std::string("released ") + kind + " " + fmt_ptr(h), out = h;
+      return true;
+    }
+    return false;
+  }
   tg_expr* owned_expr(const char* name) {
     uint64_t k = r(100);
     Arg& a = rec(name, Arg::Handle, "NULL");
-    if (k < 8 || exprs.empty()) return nullptr;
-    if (k < 16) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_expr*)a.p;
-    if (k < 30) {
-      tg_expr* e = pick(dead_exprs);
-      if (!e || std::count(exprs.begin(), exprs.end(), e)) return nullptr;
-      return a.state = Arg::Released, a.p = e, a.text = "released expr " + fmt_ptr(e), e;
-    }
+    if (tg_expr* e; owned_not_live(a, k, exprs, dead_exprs, "expr", e)) return e;
     size_t i = r(exprs.size());
     tg_expr* e = exprs[i];
     a.state = Arg::Live, a.p = e, a.text = "owned expr " + fmt_ptr(e);
@@ -731,13 +740,7 @@ struct FuzzCtx {
   tg_jit* owned_jit(const char* name) {
     uint64_t k = r(100);
     Arg& a = rec(name, Arg::Handle, "NULL");
-    if (k < 8 || jits.empty()) return nullptr;
-    if (k < 16) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_jit*)a.p;
-    if (k < 30) {
-      tg_jit* j = pick(dead_jits);
-      if (!j || std::count(jits.begin(), jits.end(), j)) return nullptr;
-      return a.state = Arg::Released, a.p = j, a.text = "released jit " + fmt_ptr(j), j;
-    }
+    if (tg_jit* j; owned_not_live(a, k, jits, dead_jits, "jit", j)) return j;
     size_t i = pick_jit(-1);  // mostly one that never ran: those that did are few and worth keeping
     tg_jit* j = jits[i];
     a.state = Arg::Live, a.p = j, a.i = tg_jit_call_count(j), a.text = "owned " + describe_jit(j, a.i);
@@ -767,13 +770,7 @@ struct FuzzCtx {
   tg_plan* owned_plan(const char* name) {
     uint64_t k = r(100);
     Arg& a = rec(name, Arg::Handle, "NULL");
-    if (k < 8 || plans.empty()) return nullptr;
-    if (k < 16) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_plan*)a.p;
-    if (k < 30) {
-      tg_plan* p = pick(dead_plans);
-      if (!p || std::count(plans.begin(), plans.end(), p)) return nullptr;
-      return a.state = Arg::Released, a.p = p, a.text = "released plan " + fmt_ptr(p), p;
-    }
+    if (tg_plan* p; owned_not_live(a, k, plans, dead_plans, "plan", p)) return p;
     size_t i = r(plans.size());
     tg_plan* p = plans[i];
     a.state = Arg::Live, a.p = p, a.n = tg_plan_kernel_count(p), a.text = "owned " + describe_plan(p, a.n);
