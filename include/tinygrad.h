@@ -100,6 +100,9 @@ typedef struct tg_expr tg_expr;     /* a symbolic integer expression (index arit
 typedef struct tg_jit tg_jit;       /* a captured function (TinyJit) */
 typedef struct tg_plan tg_plan;     /* the kernels a realize runs, as data */
 typedef struct tg_device tg_device; /* a compute device */
+typedef struct tg_module tg_module;       /* an nn module (a layer, or layers in sequence) holding its tensors */
+typedef struct tg_optimizer tg_optimizer; /* an optimizer over a set of parameter tensors */
+typedef struct tg_state tg_state;         /* an ordered set of named tensors: a state dict, a safetensors or GGUF file */
 
 /* ---- symbolic expressions --------------------------------------------------------------------------------------- */
 /* Integer expressions over bounded variables, simplified with the same rules kernels use for index arithmetic.
@@ -536,6 +539,12 @@ TG_API tg_status tg_jit_reset(tg_jit* jit);
 TG_API tg_plan* tg_jit_plan(tg_jit* jit);
 TG_API void tg_jit_release(tg_jit* jit);
 
+/* ---- nn: modules ----------------------------------------------------------------------------------------------- */
+
+/* ---- nn: optimizers -------------------------------------------------------------------------------------------- */
+
+/* ---- nn: state (safetensors, GGUF, state dicts) ---------------------------------------------------------------- */
+
 /* ---- looking inside a realize ----------------------------------------------------------------------------------- */
 /* What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,
  * buffers and, after running, its time. */
@@ -570,7 +579,9 @@ TG_API void tg_plan_release(tg_plan* plan);
  * IGNORE_BEAM_CACHE (0/1), BEAM_DEBUG (0..2), BEAM_UPCAST_MAX (1..4096), BEAM_LOCAL_MAX (1..4096),
  * BEAM_UOPS_MAX (0..1e6; 0: no limit), BEAM_MIN_PROGRESS (microseconds, 0..1e6), BEAM_TIMEOUT_SEC (0..3600).
  * A value set here wins over the environment, for the whole process, from the next time the library reads the option:
- * JIT (0: a tg_jit runs its function at every call; 1: it captures; default 1).
+ * JIT (0: a tg_jit runs its function at every call; 1: it captures; default 1), TRAINING (0/1, default 0: tinygrad's
+ * Tensor.training; BatchNorm uses batch statistics and updates its running ones, dropout drops, optimizers step only in
+ * training).
  * DEBUG and SPEC at every use, NOOPT and BEAM when a kernel is first compiled for a device (a kernel compiled before
  * keeps its program; a new BEAM width compiles it again), CACHELEVEL at every disk or BEAM cache access. Paths (CACHEDB, XDG_CACHE_HOME) and sizes read
  * once at start (NUM_CPU_THREADS) are environment only.

@@ -7,5 +7,5 @@
 from setuptools import setup
 
 setup(name="tinygrad-c", version="0.1.0", description="ctypes binding over libtinygrad.so with tinygrad's Tensor API",
-      packages=["tinygrad_c"], package_data={"tinygrad_c": ["libtinygrad.so", "libtinygrad.so.*"]}, install_requires=["numpy"],
+      packages=["tinygrad_c", "tinygrad_c.nn"], package_data={"tinygrad_c": ["libtinygrad.so", "libtinygrad.so.*"]}, install_requires=["numpy"],
       python_requires=">=3.8")

@@ -218,15 +218,23 @@ class _Lib:
 
 C = _Lib()
 _missing = set()
-for _name, (_res, _args) in _SIGNATURES.items():
-  try:
-    _fn = getattr(_dll, _name)
-    _fn.restype, _fn.argtypes = _res, [_CHECKED.get(a, a) for a in _args]
-  except AttributeError:
-    _missing.add(_name)
-    def _fn(*a, _name=_name):
-      raise TinygradError("TG_ERROR_UNSUPPORTED", f"{_name} is not exported by {library_path}")
-  setattr(C, _name[3:], _fn)
+
+
+def _bind(signatures: dict) -> None:
+  """Declares each C function's result and argument types and sets it on C by its name without tg_ (the nn, optim and
+  state modules bind theirs through this too)."""
+  for name, (res, args) in signatures.items():
+    try:
+      fn = getattr(_dll, name)
+      fn.restype, fn.argtypes = res, [_CHECKED.get(a, a) for a in args]
+    except AttributeError:
+      _missing.add(name)
+      def fn(*a, _name=name):
+        raise TinygradError("TG_ERROR_UNSUPPORTED", f"{_name} is not exported by {library_path}")
+    setattr(C, name[3:], fn)
+
+
+_bind(_SIGNATURES)
 
 
 def has_tensor_api() -> bool:

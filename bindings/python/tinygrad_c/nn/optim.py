@@ -1,0 +1,1 @@
+"""tinygrad's nn.optim over the C optimizers (tg_optimizer_*)."""

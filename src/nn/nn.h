@@ -1,0 +1,47 @@
+// tinygrad's nn: modules holding named tensors, state dicts, and the training switch.
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace tg::nn {
+
+// Named tensors in order, as tinygrad's get_state_dict returns them ("layers.0.weight", ...). The tensors are shared:
+// assigning into one assigns into the module's.
+using StateDict = std::vector<std::pair<std::string, Tensor>>;
+
+// tinygrad's Tensor.training (the TRAINING option): BatchNorm's batch statistics and running updates, dropout, and
+// optimizer steps happen only in training.
+bool training();
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual Tensor forward(const Tensor& x) = 0;
+  // every named tensor under `prefix` (parameters and buffers), in tinygrad's order
+  virtual void state(const std::string& prefix, StateDict& out) const;
+  // the tensors an optimizer updates (buffers such as running statistics are left out)
+  virtual void parameters(std::vector<Tensor>& out) const;
+  virtual std::string kind() const = 0;  // "Linear", "Conv2d", ... (for messages)
+
+ protected:
+  struct Slot {
+    std::string name;
+    Tensor* t;    // null entries (bias=False) are skipped
+    bool param;   // false: a buffer (running statistics)
+  };
+  virtual std::vector<Slot> slots() { return {}; }
+  std::vector<Slot> slots_const() const { return const_cast<Module*>(this)->slots(); }
+};
+using ModuleRef = std::shared_ptr<Module>;
+
+StateDict get_state_dict(const Module& m);
+std::vector<Tensor> get_parameters(const Module& m);
+// Assigns every entry into the module's tensor of that name (realized together). strict: missing and unexpected names
+// are errors; a shape mismatch is always one. The message names every offending entry.
+void load_state_dict(Module& m, const StateDict& sd, bool strict = true);
+
+}  // namespace tg::nn
