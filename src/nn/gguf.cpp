@@ -1,0 +1,265 @@
+// GGUF (llama.cpp's model files): the header parsed with every length checked against the bytes left, and ggml's
+// quantized blocks dequantized by Tensor ops over the raw bytes (tinygrad's ggml_data_to_tensor), so they run as
+// generated kernels.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_set>
+
+#include "nn/state.h"
+
+namespace tg::nn {
+namespace {
+
+// ggml tensor types: elements per block, bytes per block; native types are blocks of one element of `native`
+struct GGMLType {
+  uint32_t id;
+  const char* name;
+  int64_t blk, bytes;
+  DType native;  // void for quantized types
+};
+const GGMLType kTypes[] = {
+    {0, "F32", 1, 4, dtypes::float32},    {1, "F16", 1, 2, dtypes::float16},    {2, "Q4_0", 32, 18, dtypes::void_},
+    {3, "Q4_1", 32, 20, dtypes::void_},   {6, "Q5_0", 32, 22, dtypes::void_},   {7, "Q5_1", 32, 24, dtypes::void_},
+    {8, "Q8_0", 32, 34, dtypes::void_},   {12, "Q4_K", 256, 144, dtypes::void_}, {13, "Q5_K", 256, 176, dtypes::void_},
+    {14, "Q6_K", 256, 210, dtypes::void_}, {24, "I8", 1, 1, dtypes::int8},      {25, "I16", 1, 2, dtypes::int16},
+    {26, "I32", 1, 4, dtypes::int32},     {27, "I64", 1, 8, dtypes::int64},     {28, "F64", 1, 8, dtypes::float64},
+    {30, "BF16", 1, 2, dtypes::bfloat16},
+};
+const GGMLType* ggml_type(uint32_t id) {
+  for (auto& t : kTypes)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
+constexpr int kMaxDims = 4;       // GGML_MAX_DIMS
+constexpr int kMaxNesting = 8;    // arrays of arrays of ...
+enum : uint32_t { U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64, NTYPES };
+constexpr size_t kMinSize[NTYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 8, 12, 8, 8, 8};  // the fewest bytes a value of each type takes
+
+std::string render_float(double v, int digits) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  std::string s = strformat("%.*g", digits, v);
+  return s.find_first_of(".eEn") == std::string::npos ? s + ".0" : s;
+}
+
+struct Reader {
+  const Bytes& b;
+  size_t pos = 0;
+  [[noreturn]] void bad(const std::string& what) const { fail(TG_ERROR_IO, strformat("%s: GGUF: %s (at byte %zu)", b.name.c_str(), what.c_str(), pos)); }
+  size_t left() const { return b.n - pos; }
+  const uint8_t* take(uint64_t n, const char* what) {
+    if (n > left()) bad(strformat("%s of %llu bytes runs past the end of the file (%zu bytes left)", what, (unsigned long long)n, left()));
+    const uint8_t* q = b.p + pos;
+    pos += size_t(n);
+    return q;
+  }
+  template <class T>
+  T get(const char* what) {
+    T v;
+    std::memcpy(&v, take(sizeof(T), what), sizeof(T));
+    return v;
+  }
+  // a UTF-8 string; `name`: a key or tensor name, which may not hold NUL (C callers see names as C strings)
+  std::string str(const char* what, bool name = false) {
+    uint64_t n = get<uint64_t>(what);
+    const uint8_t* q = take(n, what);
+    if (!valid_utf8(q, size_t(n))) bad(strformat("%s is not UTF-8", what));
+    std::string s(reinterpret_cast<const char*>(q), size_t(n));
+    if (name && s.find('\0') != std::string::npos) bad(strformat("%s '%s' holds a NUL byte", what, s.c_str()));
+    return s;
+  }
+  // one metadata value of `type` as JSON; `text` gets strings unquoted
+  void value(uint32_t type, int depth, std::string& json, std::string* text) {
+    auto num = [&](std::string s) { json += s; };
+    switch (type) {
+      case U8: return num(std::to_string(get<uint8_t>("a uint8")));
+      case I8: return num(std::to_string(get<int8_t>("an int8")));
+      case U16: return num(std::to_string(get<uint16_t>("a uint16")));
+      case I16: return num(std::to_string(get<int16_t>("an int16")));
+      case U32: return num(std::to_string(get<uint32_t>("a uint32")));
+      case I32: return num(std::to_string(get<int32_t>("an int32")));
+      case U64: return num(std::to_string(get<uint64_t>("a uint64")));
+      case I64: return num(std::to_string(get<int64_t>("an int64")));
+      case F32: return num(render_float(get<float>("a float32"), 9));
+      case F64: return num(render_float(get<double>("a float64"), 17));
+      case BOOL: return num(get<uint8_t>("a bool") ? "true" : "false");
+      case STR: {
+        std::string s = str("a string value");
+        json += json_quote(s, "a string value");
+        if (text) *text = std::move(s);
+        return;
+      }
+      case ARR: {
+        if (depth >= kMaxNesting) bad(strformat("arrays nested deeper than %d", kMaxNesting));
+        uint32_t et = get<uint32_t>("an array's type");
+        if (et >= NTYPES) bad(strformat("unknown array element type %u", et));
+        uint64_t n = get<uint64_t>("an array's length");
+        // every element takes at least kMinSize bytes: a count the file can't hold fails before any work
+        if (n > left() / kMinSize[et]) bad(strformat("an array of %llu elements needs more than the %zu bytes left", (unsigned long long)n, left()));
+        json += '[';
+        for (uint64_t i = 0; i < n; i++) {
+          if (i) json += ',';
+          value(et, depth + 1, json, nullptr);
+        }
+        json += ']';
+        return;
+      }
+      default: bad(strformat("unknown metadata value type %u", type));
+    }
+  }
+};
+
+uint64_t checked_mul(uint64_t a, uint64_t b, const Reader& r, const std::string& what) {
+  uint64_t out;
+  if (__builtin_mul_overflow(a, b, &out) || out > uint64_t(INT64_MAX)) r.bad(what + " overflows int64");
+  return out;
+}
+
+// ---- dequantization: Tensor ops over (blocks, bytes per block) uint8 ----
+Tensor cols(const Tensor& t, int64_t a, int64_t b) { return t.shrink({{0, t.shape()[0]}, {a, b}}); }
+Tensor k(const Tensor& t, double v) { return t.scalar_like(v); }
+// the little-endian float16 at byte `a` of every block, as float32 (blocks, 1)
+Tensor f16_at(const Tensor& blocks, int64_t a) {
+  Tensor lo = cols(blocks, a, a + 1).cast(dtypes::uint16), hi = cols(blocks, a + 1, a + 2).cast(dtypes::uint16);
+  return lo.bitwise_or(hi.lshift(8)).bitcast(dtypes::float16).cast(dtypes::float32);
+}
+// tinygrad's q_to_uint8: each byte's 8/b fields of b bits; (..., n) -> (..., 8/b * n), field i of every byte before
+// field i+1 (ggml's order: low nibbles of a run of bytes, then their high nibbles)
+Tensor unpack(const Tensor& t, int b) {
+  std::vector<Tensor> fields;
+  for (int i = 0; i < 8 / b; i++) fields.push_back(t.rshift(i * b).bitwise_and(k(t, (1 << b) - 1)));
+  return Tensor::stack(fields, t.ndim() - 1).flatten(t.ndim() - 1);
+}
+// (blocks, elements per block) float32
+Tensor dequantize(const Tensor& bl, uint32_t type) {
+  int64_t nb = bl.shape()[0];
+  Tensor d = f16_at(bl, 0);
+  switch (type) {
+    case 2: {  // Q4_0
+      Tensor q = unpack(cols(bl, 2, 18), 4).cast(dtypes::float32);
+      return q.sub(k(q, 8)).mul(d);
+    }
+    case 3: return unpack(cols(bl, 4, 20), 4).cast(dtypes::float32).mul(d).add(f16_at(bl, 2));                                      // Q4_1
+    case 6:
+    case 7: {  // Q5_0, Q5_1: a fifth bit per element from the 32-bit qh, bit j for element j
+      int64_t qh_off = type == 6 ? 2 : 4;
+      Tensor qh = unpack(cols(bl, qh_off, qh_off + 4), 1).reshape({nb, 8, 4}).transpose(1, 2).flatten(1);
+      Tensor q = unpack(cols(bl, qh_off + 4, qh_off + 20), 4).bitwise_or(qh.lshift(4)).cast(dtypes::float32);
+      return type == 6 ? q.sub(k(q, 16)).mul(d) : q.mul(d).add(f16_at(bl, 2));
+    }
+    case 8: return cols(bl, 2, 34).bitcast(dtypes::int8).cast(dtypes::float32).mul(d);  // Q8_0
+    case 12:
+    case 13: {  // Q4_K, Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins packed in 12 bytes
+      Tensor dd = d.unsqueeze(-1), dmin = f16_at(bl, 2).unsqueeze(-1), s = cols(bl, 4, 16);
+      Tensor s03 = cols(s, 0, 4), s47 = cols(s, 4, 8), s8b = cols(s, 8, 12);
+      Tensor sc = Tensor::cat({s03.bitwise_and(k(s, 63)), s8b.bitwise_and(k(s, 15)).bitwise_or(s03.rshift(6).lshift(4))}, 1);
+      Tensor mn = Tensor::cat({s47.bitwise_and(k(s, 63)), s8b.rshift(4).bitwise_or(s47.rshift(6).lshift(4))}, 1);
+      int64_t qs_off = type == 13 ? 48 : 16;
+      Tensor qs = cols(bl, qs_off, qs_off + 128).reshape({nb, 4, 32});
+      Tensor q = Tensor::stack({qs.bitwise_and(k(qs, 15)), qs.rshift(4)}, 2).reshape({nb, 8, 32});
+      if (type == 13) q = q.bitwise_or(unpack(cols(bl, 16, 48), 1).reshape({nb, 8, 32}).lshift(4));
+      Tensor qf = q.cast(dtypes::float32);
+      return dd.mul(sc.unsqueeze(-1).cast(dtypes::float32)).mul(qf).sub(dmin.mul(mn.unsqueeze(-1).cast(dtypes::float32))).flatten(1);
+    }
+    case 14: {  // Q6_K: 4 low bits in ql, 2 high bits in qh, 16 int8 scales, d last
+      Tensor xl = unpack(cols(bl, 0, 128).reshape({nb, 2, 64}), 4), xh = unpack(cols(bl, 128, 192).reshape({nb, 2, 32}), 2).lshift(4);
+      Tensor scales = cols(bl, 192, 208).bitcast(dtypes::int8).cast(dtypes::float32).unsqueeze(-1).expand({nb, 16, 16}).reshape({nb, 256});
+      Tensor q = xl.bitwise_or(xh).bitcast(dtypes::int8).cast(dtypes::float32).sub(k(d, 32)).flatten(1);
+      return f16_at(bl, 208).mul(scales).mul(q);  // (d * scale) * q, in ggml's order
+    }
+  }
+  fail(TG_ERROR_INTERNAL, strformat("dequantize: no rule for ggml type %u", type));
+}
+
+}  // namespace
+
+GGUFFile gguf_parse(const Bytes& b) {
+  Reader r{b};
+  const uint8_t* magic = r.take(4, "the magic");
+  if (std::memcmp(magic, "GGUF", 4) != 0) r.bad("not a GGUF file (the magic is not \"GGUF\")");
+  uint32_t version = r.get<uint32_t>("the version");
+  if (version != 2 && version != 3) r.bad(strformat("version %u is not supported (2 and 3 are)", version));
+  uint64_t n_tensors = r.get<uint64_t>("the tensor count"), n_kv = r.get<uint64_t>("the key/value count");
+  // a key/value takes at least 13 bytes, a tensor info at least 24: counts the file can't hold fail here
+  if (n_kv > r.left() / 13) r.bad(strformat("%llu key/values can't fit in the %zu bytes left", (unsigned long long)n_kv, r.left()));
+  if (n_tensors > r.left() / 24) r.bad(strformat("%llu tensors can't fit in the %zu bytes left", (unsigned long long)n_tensors, r.left()));
+  GGUFFile f;
+  std::unordered_set<std::string> seen;
+  uint64_t alignment = 32;
+  for (uint64_t i = 0; i < n_kv; i++) {
+    MetaEntry e;
+    e.key = r.str("a key", true);
+    if (!seen.insert(e.key).second) r.bad("duplicate key '" + e.key + "'");
+    uint32_t type = r.get<uint32_t>("a value type");
+    bool is_str = type == STR;
+    r.value(type, 0, e.json, &e.value);
+    if (!is_str) e.value = e.json;
+    if (e.key == "general.alignment") {
+      if (type != U32) r.bad("general.alignment is not a uint32");
+      alignment = std::stoull(e.value);
+      if (alignment == 0 || (alignment & (alignment - 1))) r.bad("general.alignment " + e.value + " is not a power of two");
+    }
+    f.kv.push_back(std::move(e));
+  }
+  seen.clear();
+  for (uint64_t i = 0; i < n_tensors; i++) {
+    GGUFTensorInfo ti;
+    ti.name = r.str("a tensor name", true);
+    if (!seen.insert(ti.name).second) r.bad("duplicate tensor '" + ti.name + "'");
+    uint32_t nd = r.get<uint32_t>("a dim count");
+    if (nd > kMaxDims) r.bad(strformat("tensor '%s' has %u dims (at most %d)", ti.name.c_str(), nd, kMaxDims));
+    uint64_t numel = 1;
+    for (uint32_t j = 0; j < nd; j++) {
+      uint64_t d = r.get<uint64_t>("a dim");
+      if (d > uint64_t(INT64_MAX)) r.bad(strformat("tensor '%s' dim %u is %llu", ti.name.c_str(), j, (unsigned long long)d));
+      ti.dims.push_back(int64_t(d));
+      numel = checked_mul(numel, d, r, "tensor '" + ti.name + "' element count");
+    }
+    ti.type = r.get<uint32_t>("a tensor type");
+    const GGMLType* gt = ggml_type(ti.type);
+    if (!gt) r.bad(strformat("tensor '%s' has an unknown or unsupported type %u", ti.name.c_str(), ti.type));
+    if (nd && ti.dims[0] % gt->blk) r.bad(strformat("tensor '%s': its first dim %lld is not a multiple of %s's block of %lld", ti.name.c_str(),
+                                                   (long long)ti.dims[0], gt->name, (long long)gt->blk));
+    if (!nd && gt->blk > 1) r.bad(strformat("tensor '%s': a scalar can't be %s", ti.name.c_str(), gt->name));
+    ti.nbytes = checked_mul(numel / uint64_t(gt->blk), uint64_t(gt->bytes), r, "tensor '" + ti.name + "' byte size");
+    ti.offset = r.get<uint64_t>("a tensor offset");
+    if (ti.offset % alignment) r.bad(strformat("tensor '%s' offset %llu is not a multiple of the alignment %llu", ti.name.c_str(),
+                                               (unsigned long long)ti.offset, (unsigned long long)alignment));
+    f.tensors.push_back(std::move(ti));
+  }
+  f.data_start = (uint64_t(r.pos) + alignment - 1) / alignment * alignment;  // pos < 2^63 and alignment <= 2^31: no wrap
+  uint64_t data_n = f.data_start <= b.n ? b.n - f.data_start : 0;
+  std::vector<const GGUFTensorInfo*> by_offset;
+  for (auto& ti : f.tensors) {
+    if (ti.offset > data_n || ti.nbytes > data_n - ti.offset)
+      r.bad(strformat("tensor '%s' data [%llu, %llu) lies past the end of the %llu bytes of data", ti.name.c_str(), (unsigned long long)ti.offset,
+                      (unsigned long long)(ti.offset + ti.nbytes), (unsigned long long)data_n));
+    by_offset.push_back(&ti);
+  }
+  std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* c) { return a->offset < c->offset; });
+  for (size_t i = 1; i < by_offset.size(); i++)
+    if (by_offset[i]->offset < by_offset[i - 1]->offset + by_offset[i - 1]->nbytes)
+      r.bad(strformat("tensors '%s' and '%s' overlap", by_offset[i - 1]->name.c_str(), by_offset[i]->name.c_str()));
+  return f;
+}
+
+Tensor gguf_tensor(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, const std::string& device) {
+  const GGMLType* gt = ggml_type(ti.type);
+  Shape shape(ti.dims.rbegin(), ti.dims.rend());
+  const uint8_t* p = b.p + f.data_start + ti.offset;
+  if (gt->blk == 1) return Tensor::from_data(p, ti.nbytes, gt->native, shape, device);
+  int64_t nb = int64_t(ti.nbytes) / gt->bytes;
+  if (nb == 0) return Tensor::empty(shape, dtypes::float32, device);
+  return dequantize(Tensor::from_data(p, ti.nbytes, dtypes::uint8, {nb, gt->bytes}, device), ti.type).reshape(shape);
+}
+
+Loaded gguf_load(const Bytes& b, const std::string& device) {
+  GGUFFile f = gguf_parse(b);
+  Loaded out{{}, std::move(f.kv)};
+  for (auto& ti : f.tensors) out.tensors.emplace_back(ti.name, gguf_tensor(b, f, ti, device));
+  return out;
+}
+
+}  // namespace tg::nn

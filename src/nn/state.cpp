@@ -1,0 +1,420 @@
+// safetensors load/save, the file mapping both readers use, and the small strict JSON parser of safetensors headers.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <unordered_set>
+
+#include "nn/state.h"
+
+namespace tg::nn {
+
+bool valid_utf8(const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n;) {
+    uint8_t c = p[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;  // 0x80-0xC1: continuation or overlong lead
+    if (!len || c > 0xF4 || n - i < len) return false;
+    uint32_t cp = c & (0x3F >> (len - 1));
+    for (size_t j = 1; j < len; j++) {
+      if ((p[i + j] & 0xC0) != 0x80) return false;
+      cp = cp << 6 | (p[i + j] & 0x3F);
+    }
+    // overlong forms, UTF-16 surrogates, past U+10FFFF
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string json_quote(const std::string& s, const char* what) {
+  TG_CHECK(valid_utf8(reinterpret_cast<const uint8_t*>(s.data()), s.size()), TG_ERROR_INVALID_ARGUMENT, std::string(what) + " is not UTF-8");
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += char(c);
+    else if (c == '\n') o += "\\n";
+    else if (c == '\t') o += "\\t";
+    else if (c == '\r') o += "\\r";
+    else if (c < 0x20) o += strformat("\\u%04x", c);
+    else o += char(c);
+  }
+  return o + '"';
+}
+
+namespace {
+
+// A file's bytes, mapped read-only for the reader's lifetime.
+struct MappedFile {
+  Bytes b{nullptr, 0, ""};
+  explicit MappedFile(const std::string& path) {
+    b.name = path;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("%s: can't open: %s", path.c_str(), std::strerror(errno)));
+    struct stat st;
+    int rc = ::fstat(fd, &st);
+    if (rc != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      fail(TG_ERROR_IO, strformat("%s: %s", path.c_str(), rc ? std::strerror(errno) : "not a regular file"));
+    }
+    b.n = size_t(st.st_size);
+    void* p = b.n ? ::mmap(nullptr, b.n, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+    ::close(fd);
+    TG_CHECK(p != MAP_FAILED, TG_ERROR_IO, strformat("%s: can't map %zu bytes: %s", path.c_str(), b.n, std::strerror(errno)));
+    b.p = static_cast<const uint8_t*>(p);
+  }
+  ~MappedFile() {
+    if (b.p) ::munmap(const_cast<uint8_t*>(b.p), b.n);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+};
+
+// ---- JSON (RFC 8259), strict: UTF-8, no duplicate keys, no trailing commas, nesting limited ----
+struct Json {
+  enum Kind { Null, Bool, Num, Str, Arr, Obj } kind = Null;
+  std::string s;  // Str: the string; Num: the number as written; Bool: "true" or "false"
+  std::vector<Json> items;
+  std::vector<std::pair<std::string, Json>> members;
+  const Json* get(const std::string& k) const {
+    for (auto& [key, v] : members)
+      if (key == k) return &v;
+    return nullptr;
+  }
+  std::string dump() const {
+    switch (kind) {
+      case Null: return "null";
+      case Str: return json_quote(s, "a string");
+      case Arr: {
+        std::string o = "[";
+        for (auto& v : items) o += (o.size() > 1 ? "," : "") + v.dump();
+        return o + "]";
+      }
+      case Obj: {
+        std::string o = "{";
+        for (auto& [k, v] : members) o += (o.size() > 1 ? "," : "") + json_quote(k, "a key") + ":" + v.dump();
+        return o + "}";
+      }
+      default: return s;
+    }
+  }
+};
+
+class JsonParser {
+ public:
+  JsonParser(const char* p, size_t n, const std::string& file) : p_(p), end_(p + n), begin_(p), file_(file) {}
+  Json document() {
+    Json v = value(0);
+    ws();
+    if (p_ != end_) bad("text after the JSON value");
+    return v;
+  }
+
+ private:
+  static constexpr int kMaxDepth = 64;
+  const char *p_, *end_, *begin_;
+  const std::string& file_;
+  [[noreturn]] void bad(const std::string& what) const {
+    fail(TG_ERROR_IO, strformat("%s: safetensors header: invalid JSON: %s at byte %zu", file_.c_str(), what.c_str(), size_t(p_ - begin_)));
+  }
+  void ws() {
+    while (p_ != end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) p_++;
+  }
+  bool eat(char c) {
+    ws();
+    if (p_ != end_ && *p_ == c) return p_++, true;
+    return false;
+  }
+  void expect(char c) {
+    if (!eat(c)) bad(strformat("'%c' expected", c));
+  }
+  bool word(const char* w) {
+    size_t n = std::strlen(w);
+    if (size_t(end_ - p_) < n || std::memcmp(p_, w, n)) return false;
+    return p_ += n, true;
+  }
+  Json value(int depth) {
+    if (depth > kMaxDepth) bad(strformat("nested deeper than %d", kMaxDepth));
+    ws();
+    if (p_ == end_) bad("a value expected");
+    Json v;
+    if (*p_ == '{') {
+      p_++, v.kind = Json::Obj;
+      std::unordered_set<std::string> keys;
+      if (eat('}')) return v;
+      do {
+        ws();
+        std::string k = string();
+        if (!keys.insert(k).second) bad("duplicate key \"" + k + "\"");
+        expect(':');
+        v.members.emplace_back(std::move(k), value(depth + 1));
+      } while (eat(','));
+      expect('}');
+    } else if (*p_ == '[') {
+      p_++, v.kind = Json::Arr;
+      if (eat(']')) return v;
+      do v.items.push_back(value(depth + 1));
+      while (eat(','));
+      expect(']');
+    } else if (*p_ == '"') v.kind = Json::Str, v.s = string();
+    else if (word("true")) v.kind = Json::Bool, v.s = "true";
+    else if (word("false")) v.kind = Json::Bool, v.s = "false";
+    else if (word("null")) v.kind = Json::Null;
+    else v.kind = Json::Num, v.s = number();
+    return v;
+  }
+  std::string number() {
+    const char* s = p_;
+    auto digits = [&] {
+      const char* d = p_;
+      while (p_ != end_ && *p_ >= '0' && *p_ <= '9') p_++;
+      if (p_ == d) bad("a digit expected");
+    };
+    if (p_ != end_ && *p_ == '-') p_++;
+    if (p_ != end_ && *p_ == '0') p_++;
+    else digits();
+    if (p_ != end_ && *p_ == '.') p_++, digits();
+    if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
+      p_++;
+      if (p_ != end_ && (*p_ == '+' || *p_ == '-')) p_++;
+      digits();
+    }
+    return std::string(s, p_);
+  }
+  uint32_t hex4() {
+    if (end_ - p_ < 4) bad("a truncated \\u escape");
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++, p_++) {
+      char c = *p_;
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) bad("a bad \\u escape");
+      v = v << 4 | uint32_t(d);
+    }
+    return v;
+  }
+  std::string string() {  // the header was checked to be UTF-8 as a whole, so raw bytes pass through
+    if (p_ == end_ || *p_ != '"') bad("a string expected");
+    p_++;
+    std::string o;
+    while (true) {
+      if (p_ == end_) bad("an unterminated string");
+      unsigned char c = static_cast<unsigned char>(*p_++);
+      if (c == '"') return o;
+      if (c < 0x20) bad("a control character in a string");
+      if (c != '\\') {
+        o += char(c);
+        continue;
+      }
+      if (p_ == end_) bad("an unterminated escape");
+      switch (char e = *p_++) {
+        case '"': case '\\': case '/': o += e; break;
+        case 'b': o += '\b'; break;
+        case 'f': o += '\f'; break;
+        case 'n': o += '\n'; break;
+        case 'r': o += '\r'; break;
+        case 't': o += '\t'; break;
+        case 'u': {
+          uint32_t cp = hex4();
+          if (cp >= 0xDC00 && cp <= 0xDFFF) bad("a lone low surrogate");
+          if (cp >= 0xD800 && cp <= 0xDBFF) {  // a high surrogate must pair with a low one
+            if (!word("\\u")) bad("a lone high surrogate");
+            uint32_t lo = hex4();
+            if (lo < 0xDC00 || lo > 0xDFFF) bad("a high surrogate without its low surrogate");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          }
+          if (cp < 0x80) o += char(cp);
+          else if (cp < 0x800) o += char(0xC0 | cp >> 6), o += char(0x80 | (cp & 0x3F));
+          else if (cp < 0x10000) o += char(0xE0 | cp >> 12), o += char(0x80 | ((cp >> 6) & 0x3F)), o += char(0x80 | (cp & 0x3F));
+          else o += char(0xF0 | cp >> 18), o += char(0x80 | ((cp >> 12) & 0x3F)), o += char(0x80 | ((cp >> 6) & 0x3F)), o += char(0x80 | (cp & 0x3F));
+          break;
+        }
+        default: bad(strformat("a bad escape '\\%c'", e));
+      }
+    }
+  }
+};
+
+// safetensors dtype names, both ways
+const std::pair<const char*, DType> kSafeDtypes[] = {
+    {"F64", dtypes::float64}, {"F32", dtypes::float32}, {"F16", dtypes::float16}, {"BF16", dtypes::bfloat16}, {"I64", dtypes::int64},
+    {"I32", dtypes::int32},   {"I16", dtypes::int16},   {"I8", dtypes::int8},      {"U8", dtypes::uint8},        {"BOOL", dtypes::bool_},
+    {"U16", dtypes::uint16},  {"U32", dtypes::uint32},  {"U64", dtypes::uint64},
+};
+constexpr size_t kMaxDims = 64;
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin, end;
+};
+
+uint64_t le64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+}  // namespace
+
+Loaded safe_load(const Bytes& b, const std::string& device) {
+  auto bad = [&](const std::string& what) { fail(TG_ERROR_IO, strformat("%s: safetensors: %s", b.name.c_str(), what.c_str())); };
+  if (b.n < 8) bad(strformat("the file has %zu bytes, too few for the 8-byte header length", b.n));
+  uint64_t hl = le64(b.p);
+  if (hl > b.n - 8) bad(strformat("the header length %llu is more than the %zu bytes after it", (unsigned long long)hl, b.n - 8));
+  const uint8_t* h = b.p + 8;
+  if (!valid_utf8(h, size_t(hl))) bad("the header is not UTF-8");
+  Json doc = JsonParser(reinterpret_cast<const char*>(h), size_t(hl), b.name).document();
+  if (doc.kind != Json::Obj) bad("the header is not a JSON object");
+  const uint8_t* data = h + hl;
+  uint64_t data_n = b.n - 8 - hl;
+  // a non-negative integer JSON number that fits in int64
+  auto uint_of = [&](const Json& v, const std::string& what) -> uint64_t {
+    bool digits = v.kind == Json::Num && !v.s.empty() && std::all_of(v.s.begin(), v.s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || v.s.size() > 19 || (v.s.size() == 19 && v.s > "9223372036854775807")) bad(what + " is not an integer in [0, 2^63)");
+    return std::stoull(v.s);
+  };
+  Loaded out;
+  std::vector<Entry> entries;
+  for (auto& [name, v] : doc.members) {
+    if (name == "__metadata__") {
+      if (v.kind != Json::Obj) bad("__metadata__ is not an object");
+      for (auto& [k, mv] : v.members) {
+        if (mv.kind != Json::Str) bad("__metadata__ value of '" + k + "' is not a string");
+        out.metadata.push_back({k, mv.s, mv.dump()});
+      }
+      continue;
+    }
+    std::string t = "tensor '" + name + "'";
+    if (name.find('\0') != std::string::npos) bad(t + " holds a NUL character in its name");
+    if (v.kind != Json::Obj) bad(t + " is not an object");
+    for (auto& [k, _] : v.members)
+      if (k != "dtype" && k != "shape" && k != "data_offsets") bad(t + " has an unknown field '" + k + "'");
+    const Json *dt = v.get("dtype"), *shape = v.get("shape"), *offs = v.get("data_offsets");
+    if (!dt || !shape || !offs) bad(t + " lacks " + (!dt ? "dtype" : !shape ? "shape" : "data_offsets"));
+    Entry e{name, dtypes::void_, {}, 0, 0};
+    for (auto& [nm, d] : kSafeDtypes)
+      if (dt->kind == Json::Str && dt->s == nm) e.dtype = d;
+    if (e.dtype == dtypes::void_) bad(t + " has an unknown dtype " + dt->dump());
+    if (shape->kind != Json::Arr) bad(t + ": shape is not an array");
+    if (shape->items.size() > kMaxDims) bad(strformat("%s has %zu dims (at most %zu)", t.c_str(), shape->items.size(), kMaxDims));
+    uint64_t nbytes = uint64_t(e.dtype.itemsize());
+    bool zero = false;
+    for (auto& d : shape->items) {
+      uint64_t n = uint_of(d, t + ": a dim");
+      e.shape.push_back(int64_t(n));
+      // the nonzero dims must multiply to an int64 even when another is 0 (check_shape's rule for every tensor)
+      if (n == 0) zero = true;
+      else if (__builtin_mul_overflow(nbytes, n, &nbytes) || nbytes > uint64_t(INT64_MAX)) bad(t + ": the shape's byte size overflows int64");
+    }
+    if (zero) nbytes = 0;
+    if (offs->kind != Json::Arr || offs->items.size() != 2) bad(t + ": data_offsets is not [begin, end]");
+    e.begin = uint_of(offs->items[0], t + ": data_offsets[0]"), e.end = uint_of(offs->items[1], t + ": data_offsets[1]");
+    if (e.begin > e.end || e.end > data_n)
+      bad(strformat("%s data [%llu, %llu) is not inside the %llu bytes of data", t.c_str(), (unsigned long long)e.begin, (unsigned long long)e.end,
+                    (unsigned long long)data_n));
+    if (e.end - e.begin != nbytes)
+      bad(strformat("%s data [%llu, %llu) is %llu bytes, its shape %s of %s needs %llu", t.c_str(), (unsigned long long)e.begin,
+                    (unsigned long long)e.end, (unsigned long long)(e.end - e.begin), shape_str(e.shape).c_str(), dt->s.c_str(), (unsigned long long)nbytes));
+    entries.push_back(std::move(e));
+  }
+  // the spec: the tensors' data covers the data section exactly, no holes and no overlaps (no polyglot files)
+  std::vector<const Entry*> sorted;
+  for (auto& e : entries) sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* c) { return a->begin != c->begin ? a->begin < c->begin : a->end < c->end; });
+  uint64_t at = 0;
+  for (size_t i = 0; i < sorted.size(); i++) {
+    const Entry& e = *sorted[i];
+    if (e.begin < at) bad(strformat("tensors '%s' and '%s' overlap", sorted[i - 1]->name.c_str(), e.name.c_str()));
+    if (e.begin > at) bad(strformat("data bytes [%llu, %llu) belong to no tensor", (unsigned long long)at, (unsigned long long)e.begin));
+    at = e.end;
+  }
+  if (at != data_n) bad(strformat("data bytes [%llu, %llu) belong to no tensor", (unsigned long long)at, (unsigned long long)data_n));
+  for (auto& e : entries) out.tensors.emplace_back(e.name, Tensor::from_data(data + e.begin, size_t(e.end - e.begin), e.dtype, e.shape, device));
+  return out;
+}
+
+Loaded safe_load(const std::string& path, const std::string& device) { return safe_load(MappedFile(path).b, device); }
+Loaded gguf_load(const std::string& path, const std::string& device) { return gguf_load(MappedFile(path).b, device); }
+Loaded load(const std::string& path, const std::string& device) {
+  MappedFile f(path);
+  return f.b.n >= 4 && !std::memcmp(f.b.p, "GGUF", 4) ? gguf_load(f.b, device) : safe_load(f.b, device);
+}
+
+void safe_save(const StateDict& sd, const std::string& path, const Metadata& metadata) {
+  std::string j = "{";
+  if (!metadata.empty()) {
+    j += "\"__metadata__\":{";
+    std::unordered_set<std::string> keys;
+    for (auto& m : metadata) {
+      TG_CHECK(keys.insert(m.key).second, TG_ERROR_INVALID_ARGUMENT, "safe_save: metadata key '" + m.key + "' appears twice");
+      j += (keys.size() > 1 ? "," : "") + json_quote(m.key, "safe_save: a metadata key") + ":" + json_quote(m.value, "safe_save: a metadata value");
+    }
+    j += "}";
+  }
+  std::unordered_set<std::string> names;
+  std::vector<Tensor> ts;
+  uint64_t offset = 0;
+  for (auto& [name, t] : sd) {
+    TG_CHECK(names.insert(name).second, TG_ERROR_INVALID_ARGUMENT, "safe_save: tensor '" + name + "' appears twice");
+    TG_CHECK(name != "__metadata__", TG_ERROR_INVALID_ARGUMENT, "safe_save: a tensor can't be named __metadata__");
+    const char* dn = nullptr;
+    for (auto& [nm, d] : kSafeDtypes)
+      if (d == t.dtype()) dn = nm;
+    TG_CHECK(dn, TG_ERROR_DTYPE, "safe_save: tensor '" + name + "' has dtype " + t.dtype().name() + ", which safetensors lacks");
+    uint64_t nb = uint64_t(t.numel()) * uint64_t(t.dtype().itemsize());
+    j += (j.size() > 1 ? "," : "") + json_quote(name, "safe_save: a tensor name") + ":{\"dtype\":\"" + dn + "\",\"shape\":[" + join_ints(t.shape()) +
+         "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + nb) + "]}";
+    offset += nb;
+    ts.push_back(t);
+  }
+  j += "}";
+  j.append((8 - j.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
+  std::vector<Tensor*> ptrs;
+  for (auto& t : ts) ptrs.push_back(&t);
+  Tensor::realize_all(ptrs);
+
+  // written next to `path` and renamed over it, so a reader never sees a half-written file
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = strformat("%s.tmp.%d.%llu", path.c_str(), int(::getpid()), (unsigned long long)counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("%s: can't create: %s", tmp.c_str(), std::strerror(errno)));
+  try {
+    auto write_all = [&](const void* p, size_t n) {
+      for (const char* c = static_cast<const char*>(p); n;) {
+        ssize_t w = ::write(fd, c, n);
+        if (w < 0 && errno == EINTR) continue;
+        TG_CHECK(w > 0, TG_ERROR_IO, strformat("%s: write failed: %s", tmp.c_str(), std::strerror(errno)));
+        c += w, n -= size_t(w);
+      }
+    };
+    uint8_t len[8];
+    for (int i = 0; i < 8; i++) len[i] = uint8_t(uint64_t(j.size()) >> (8 * i));
+    write_all(len, 8);
+    write_all(j.data(), j.size());
+    std::vector<uint8_t> buf;
+    for (auto& t : ts) {
+      buf.resize(size_t(t.numel()) * size_t(t.dtype().itemsize()));
+      t.to_data(buf.data(), buf.size());
+      write_all(buf.data(), buf.size());
+    }
+    TG_CHECK(::fsync(fd) == 0, TG_ERROR_IO, strformat("%s: fsync failed: %s", tmp.c_str(), std::strerror(errno)));
+    int rc = ::close(fd);
+    fd = -1;
+    TG_CHECK(rc == 0, TG_ERROR_IO, strformat("%s: close failed: %s", tmp.c_str(), std::strerror(errno)));
+    TG_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, TG_ERROR_IO, strformat("%s: can't rename into place: %s", path.c_str(), std::strerror(errno)));
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+}  // namespace tg::nn
