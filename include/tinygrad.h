@@ -544,6 +544,55 @@ TG_API void tg_jit_release(tg_jit* jit);
 /* ---- nn: optimizers -------------------------------------------------------------------------------------------- */
 
 /* ---- nn: state (safetensors, GGUF, state dicts) ---------------------------------------------------------------- */
+/* A tg_state is an ordered list of (name, tensor) entries, names unique, plus metadata key/values (a safetensors file's
+ * __metadata__ or a GGUF file's key/values). Its tensors are shared, not copied: tg_state_get returns the tensor
+ * itself, so assigning into it assigns into the state's (and a module's, for a state taken from one).
+ * Files are untrusted input: a truncated or malformed file (offsets past the end, overlapping data, sizes or dims that
+ * overflow, unknown dtypes or GGUF types, duplicate names, bad JSON, non-UTF-8 text, absurd lengths) is TG_ERROR_IO
+ * with a message naming the file and the problem; reading allocates no more than the file's size implies.
+ * Thread safety: a tg_state handle may be used by one thread at a time; distinct handles from distinct threads. */
+/* The tensors of a safetensors or GGUF file (told apart by the file's magic) on `device` (NULL: the default), in the
+ * file's order. safetensors: every dtype here but nothing else (F8 types are TG_ERROR_IO). GGUF versions 2 and 3:
+ * F32, F16, BF16, F64, I8..I64 load as their dtype (F16 stays float16, as tinygrad's); Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+ * Q4_K, Q5_K, Q6_K are dequantized to float32 by generated kernels when the tensors are realized. `path` is borrowed.
+ * A new reference. */
+TG_API tg_state* tg_state_load(const char* path, const char* device);
+/* The same from `nbytes` bytes at `data` (borrowed: the tensors hold copies); `name` (borrowed, may be NULL) is what
+ * error messages call the bytes. */
+TG_API tg_state* tg_state_load_memory(const void* data, size_t nbytes, const char* name, const char* device);
+/* An empty state. A new reference. */
+TG_API tg_state* tg_state_create(void);
+/* Number of entries, or -1 on error. */
+TG_API int64_t tg_state_count(const tg_state* s);
+/* The name of entry `i` (borrowed from the state: valid until it is changed or released); NULL if i >= count. */
+TG_API const char* tg_state_name(const tg_state* s, size_t i);
+/* The dtype and shape of the entry named `name` (borrowed) without realizing it: *ndim gets the number of dims, shape
+ * (caller-owned, `capacity` long) the dims. shape may be NULL with capacity 0 to ask for ndim; a capacity below ndim is
+ * TG_ERROR_INVALID_ARGUMENT with *ndim written. dtype and ndim may be NULL. An unknown name is TG_ERROR_INVALID_ARGUMENT. */
+TG_API tg_status tg_state_info(const tg_state* s, const char* name, tg_dtype* dtype, int64_t* shape, size_t capacity, int64_t* ndim);
+/* The tensor named `name` (borrowed): a new reference to the state's tensor itself. NULL for an unknown name. */
+TG_API tg_tensor* tg_state_get(const tg_state* s, const char* name);
+/* Set the entry `name` (copied; non-empty) to `tensor` (borrowed; the state keeps its own reference): replaces the entry
+ * of that name in place, else appends one. */
+TG_API tg_status tg_state_set(tg_state* s, const char* name, tg_tensor* tensor);
+/* Write the state as a safetensors file at `path` (borrowed): tensors in the state's order, each realized and copied
+ * out, the metadata as __metadata__ (every value as its text). Atomic: the file is written beside `path` and renamed
+ * over it, so readers see the old file or the whole new one. Names and metadata must be UTF-8; a dtype safetensors
+ * lacks is TG_ERROR_DTYPE; a failed write is TG_ERROR_IO and leaves `path` as it was. */
+TG_API tg_status tg_state_save(const tg_state* s, const char* path);
+/* Number of metadata entries, or -1 on error. */
+TG_API int64_t tg_state_metadata_count(const tg_state* s);
+/* Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its value as
+ * JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads them). Borrowed from
+ * the state, valid until it is changed or released; NULL if i >= count. */
+TG_API const char* tg_state_metadata_key(const tg_state* s, size_t i);
+TG_API const char* tg_state_metadata_value(const tg_state* s, size_t i);
+TG_API const char* tg_state_metadata_json(const tg_state* s, size_t i);
+/* Set metadata `key` to the string `value` (both copied, UTF-8): replaces the entry of that key in place, else appends. */
+TG_API tg_status tg_state_metadata_set(tg_state* s, const char* key, const char* value);
+/* Another reference to the same state. */
+TG_API tg_state* tg_state_retain(tg_state* s);
+TG_API void tg_state_release(tg_state* s);
 
 /* ---- looking inside a realize ----------------------------------------------------------------------------------- */
 /* What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,

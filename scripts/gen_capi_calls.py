@@ -48,11 +48,19 @@ SCALARS = {
     "tg_plan*": "f.plan",
     "const tg_plan*": "f.plan",
     "tg_kernel_info*": "f.kernel_info",
+    "tg_state*": "f.state",
+    "const tg_state*": "f.state",
+    "tg_optimizer*": "f.optimizer",
+    "const tg_optimizer*": "f.optimizer",
+    "tg_optimizer_kind": "f.optim_kind",
+    "tg_optimizer_options*": "f.optim_options_out",
+    "const tg_optimizer_options*": "f.optim_options",
 }
 # (C type, name) -> context generator, where the name says more than the type (a callback's userdata outlives the call)
 NAMED = {("void*", "userdata"): "f.userdata"}
 # in a function that takes ownership of its handle (…_release), the handle is handed over instead of lent
-OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr", "tg_jit*": "f.owned_jit", "tg_plan*": "f.owned_plan"}
+OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr", "tg_jit*": "f.owned_jit", "tg_plan*": "f.owned_plan", "tg_state*": "f.owned_state",
+         "tg_optimizer*": "f.owned_optimizer"}
 # pointer parameter(s) followed by their size_t count -> context generator (called with all the names)
 GROUPS = {
     ("const int64_t*",): "f.i64_array",
@@ -74,6 +82,8 @@ RETURNS = {
     "tg_expr*": "f.ret_expr",
     "tg_jit*": "f.ret_jit",
     "tg_plan*": "f.ret_plan",
+    "tg_state*": "f.ret_state",
+    "tg_optimizer*": "f.ret_optimizer",
     "tg_status": "f.ret_status",
     "const char*": "f.ret_cstr",
     "int64_t": "f.ret_i64",
@@ -82,7 +92,7 @@ RETURNS = {
     "void": None,
 }
 # functions that compile and run kernels: a small share of the calls (each kernel costs 50-250 ms on a cold cache)
-REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy|nonzero|masked_select|jit_call|plan_create|plan_run)$")
+REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy|nonzero|masked_select|jit_call|plan_create|plan_run|state_save|optim_(?:sgd|adam|adamw|lars|lamb|muon)|optimizer_step|optimizer_set_lr)$")
 
 
 def die(msg):

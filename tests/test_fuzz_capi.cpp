@@ -51,6 +51,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -471,6 +472,17 @@ struct FuzzCtx {
   size_t dead_jits_next = 0, dead_plans_next = 0;
   tg_jit* handed_over_jit = nullptr;
   tg_plan* handed_over_plan = nullptr;
+  // states (tg_state_*), owned, like plans; their files live in a directory of their own, removed at the end
+  std::vector<tg_state*> states;
+  std::vector<tg_state*> dead_states = std::vector<tg_state*>(kDeadMax, nullptr);
+  size_t dead_states_next = 0;
+  tg_state* handed_over_state = nullptr;
+  std::string state_dir;
+  // optimizers (tg_optim_*), owned, like states
+  std::vector<tg_optimizer*> optimizers;
+  std::vector<tg_optimizer*> dead_optimizers = std::vector<tg_optimizer*>(kDeadMax, nullptr);
+  size_t dead_optimizers_next = 0;
+  tg_optimizer* handed_over_optimizer = nullptr;
   // per pooled JIT: its function (index into kJitFns, -1 unknown), its userdata, and the inputs (shape, dtype) and output
   // count of its latest successful warm-up or capture, so a later call can ask for a replay that passes validation
   struct JitInfo {
@@ -501,7 +513,10 @@ struct FuzzCtx {
   explicit FuzzCtx(uint64_t s) : rng(s), seed(s) {
     for (auto& b : junk) b = uint8_t(rng());
   }
-  ~FuzzCtx() { clear_pools(); }
+  ~FuzzCtx() {
+    clear_pools();
+    if (!state_dir.empty()) std::filesystem::remove_all(state_dir);
+  }
 
   uint64_t r(uint64_t n) { return n ? rng() % n : 0; }
   int64_t ri(int64_t lo, int64_t hi) {  // any range, INT64_MIN..INT64_MAX included
@@ -594,6 +609,13 @@ struct FuzzCtx {
     if (pct(8)) return rec(name, Arg::Str, "NULL"), nullptr;
     std::string s;
     if (n == "name" && pct(60)) s = pick<const char*>({"x", "y", "z", "i", "gidx0"});
+    else if (n == "path") {  // files only inside a directory of our own (tg_state_save writes them)
+      if (state_dir.empty()) {
+        char tmpl[] = "/tmp/tg_fuzz_state_XXXXXX";
+        state_dir = mkdtemp(tmpl) ? tmpl : "/nonexistent-tg-fuzz";
+      }
+      s = state_dir + pick<const char*>({"/a.safetensors", "/a.safetensors", "/b.gguf", "/missing/c.safetensors", "", "/"});
+    }
     else s = pick<std::string>({"", "CPU", "cpu:0", "NOPE", std::string(10000, 'D'), "cpu", "CPU:0", "CPU:1", "CUDA", "x"});
     strs.push_back(std::move(s));
     const std::string& k = strs.back();
@@ -778,6 +800,31 @@ struct FuzzCtx {
     handed_over_plan = p;
     return p;
   }
+  tg_state* state(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 5 || states.empty()) return nullptr;
+    if (k < 10) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_state*)a.p;
+    if (k < 15) {
+      tg_state* s = pick(dead_states);
+      if (!s || std::count(states.begin(), states.end(), s)) return nullptr;
+      return a.state = Arg::Released, a.p = s, a.text = "released state " + fmt_ptr(s), s;
+    }
+    tg_state* s = pick(states);
+    a.state = Arg::Live, a.p = s, a.text = "state " + fmt_ptr(s) + " (" + std::to_string(tg_state_count(s)) + " entries)";
+    return s;
+  }
+  tg_state* owned_state(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (tg_state* s; owned_not_live(a, k, states, dead_states, "state", s)) return s;
+    size_t i = r(states.size());
+    tg_state* s = states[i];
+    a.state = Arg::Live, a.p = s, a.text = "owned state " + fmt_ptr(s);
+    states.erase(states.begin() + long(i));
+    handed_over_state = s;
+    return s;
+  }
   static std::string render_all(const tg_expr* e) {
     int64_t n = tg_expr_render(e, nullptr, 0);
     if (n < 0 || n > (1 << 20)) return "?";
@@ -812,6 +859,65 @@ struct FuzzCtx {
   tg_dtype* out_dtype(const char* name) {
     if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
     return rec(name, Arg::Other, "&dtype"), buffer<tg_dtype>(1);
+  }
+  tg_optimizer_kind optim_kind(const char* name) {
+    int64_t k = pct(85) ? ri(0, 5) : pick<int64_t>({-1, 6, 1000, INT32_MIN, INT32_MAX});
+    rec(name, Arg::Int, std::to_string(k)).i = k;
+    return tg_optimizer_kind(k);
+  }
+  // a caller's options of struct_size bytes (an older or newer struct, or an unset size): a kind's defaults, sometimes
+  // with one field set to a value out of range or one the kind does not take
+  tg_optimizer_options* optim_options_out(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
+    constexpr size_t full = sizeof(tg_optimizer_options);
+    tg_optimizer_options d{};
+    d.struct_size = full;
+    tg_optimizer_options_default(tg_optimizer_kind(r(6)), &d);
+    if (pct(30)) {
+      double v = pick<double>({-1, 0, 0.5, 1e30, std::nan(""), -0.0});
+      switch (r(8)) {
+        case 0: d.lr = v; break;
+        case 1: d.momentum = v; break;
+        case 2: d.weight_decay = v; break;
+        case 3: d.tcoef = v; break;
+        case 4: d.b1 = v; break;
+        case 5: d.ns_steps = ri(-3, 3); break;
+        case 6: d.n_ns_coefficients = size_t(ri(0, 12)); break;
+        default: d.nesterov = int(ri(-1, 2));
+      }
+    }
+    // the caller's struct is struct_size bytes (older, newer, unset); ASan catches an access past it
+    d.struct_size = pick<size_t>({full, full, full, 0, 8, 16, 24, full - 8, full + 16, SIZE_MAX});
+    keep.emplace_back(std::max<size_t>(sizeof(size_t), d.struct_size == SIZE_MAX ? full + 64 : d.struct_size));
+    std::memcpy(keep.back().data(), &d, std::min(keep.back().size(), full));
+    rec(name, Arg::Other, "optimizer_options{struct_size=" + std::to_string(d.struct_size) + "}");
+    return reinterpret_cast<tg_optimizer_options*>(keep.back().data());
+  }
+  const tg_optimizer_options* optim_options(const char* name) { return optim_options_out(name); }
+  tg_optimizer* optimizer(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 5 || optimizers.empty()) return nullptr;
+    if (k < 10) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_optimizer*)a.p;
+    if (k < 15) {
+      tg_optimizer* o = pick(dead_optimizers);
+      if (!o || std::count(optimizers.begin(), optimizers.end(), o)) return nullptr;
+      return a.state = Arg::Released, a.p = o, a.text = "released optimizer " + fmt_ptr(o), o;
+    }
+    tg_optimizer* o = pick(optimizers);
+    a.state = Arg::Live, a.p = o, a.text = "optimizer " + fmt_ptr(o);
+    return o;
+  }
+  tg_optimizer* owned_optimizer(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (tg_optimizer* o; owned_not_live(a, k, optimizers, dead_optimizers, "optimizer", o)) return o;
+    size_t i = r(optimizers.size());
+    tg_optimizer* o = optimizers[i];
+    a.state = Arg::Live, a.p = o, a.text = "owned optimizer " + fmt_ptr(o);
+    optimizers.erase(optimizers.begin() + long(i));
+    handed_over_optimizer = o;
+    return o;
   }
   tg_counters* counters(const char* name) {
     if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
@@ -1190,7 +1296,10 @@ struct FuzzCtx {
     if (handed_over_expr && !std::count(exprs.begin(), exprs.end(), handed_over_expr)) remember_dead(handed_over_expr);
     if (handed_over_jit && !std::count(jits.begin(), jits.end(), handed_over_jit)) remember_dead(handed_over_jit);
     if (handed_over_plan && !std::count(plans.begin(), plans.end(), handed_over_plan)) remember_dead(handed_over_plan);
-    handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr;
+    if (handed_over_state && !std::count(states.begin(), states.end(), handed_over_state)) remember_dead(handed_over_state);
+    if (handed_over_optimizer && !std::count(optimizers.begin(), optimizers.end(), handed_over_optimizer)) remember_dead(handed_over_optimizer);
+    handed_over_optimizer = nullptr;
+    handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr, handed_over_state = nullptr;
   }
   void fail(const std::string& what) {
     if (nfailures++ < 30)
@@ -1336,6 +1445,32 @@ struct FuzzCtx {
     expect_no_error("returned a plan");
     check_plan(p, false);
     pool_plan(p, PlanInfo{j != nullptr, false});
+  }
+  void ret_optimizer(tg_optimizer* o) {
+    if (!o) return expect_error("returned NULL");
+    expect_no_error("returned an optimizer");
+    if (tg_optimizer_params(o, nullptr, 0) < 1) fail("a returned optimizer has no params");
+    if (optimizers.size() >= kPlanPoolMax) {
+      size_t i = r(optimizers.size());
+      tg_optimizer* old = optimizers[i];
+      optimizers[i] = o;
+      tg_optimizer_release(old);
+      remember_dead(old);
+    } else optimizers.push_back(o);
+  }
+  void ret_state(tg_state* s) {
+    if (!s) return expect_error("returned NULL");
+    expect_no_error("returned a state");
+    int64_t n = tg_state_count(s);
+    for (int64_t i = 0; i < n; i++)
+      if (!tg_state_name(s, size_t(i))) fail("a returned state has no name for entry " + std::to_string(i));
+    if (states.size() >= kPlanPoolMax) {
+      size_t i = r(states.size());
+      tg_state* old = states[i];
+      states[i] = s;
+      tg_state_release(old);
+      remember_dead(old);
+    } else states.push_back(s);
   }
   void pool_plan(tg_plan* p, PlanInfo info) {
     if (plans.size() >= kPlanPoolMax) {
@@ -1495,13 +1630,18 @@ struct FuzzCtx {
   void remember_dead(tg_expr* e) { dead_exprs[dead_exprs_next++ % kDeadMax] = e; }
   void remember_dead(tg_jit* j) { dead_jits[dead_jits_next++ % kDeadMax] = j, jit_info.erase(j); }
   void remember_dead(tg_plan* p) { dead_plans[dead_plans_next++ % kDeadMax] = p, plan_info.erase(p); }
+  void remember_dead(tg_state* s) { dead_states[dead_states_next++ % kDeadMax] = s; }
+  void remember_dead(tg_optimizer* o) { dead_optimizers[dead_optimizers_next++ % kDeadMax] = o; }
   // JITs hold no pooled tensor and outlive a reset (keep_jits), so one warmed up in one stretch of calls is captured or
   // replayed in a later one: tg_jit_call realizes, so it comes about once in 5000 calls
   void clear_pools(bool keep_jits = false) {
     for (auto* t : pool) tg_tensor_release(t), remember_dead(t);
     for (auto* e : exprs) tg_expr_release(e), remember_dead(e);
     for (auto* p : plans) tg_plan_release(p), remember_dead(p);
-    pool.clear(), exprs.clear(), plans.clear();
+    for (auto* s : states) tg_state_release(s), remember_dead(s);
+    for (auto* o : optimizers) tg_optimizer_release(o), remember_dead(o);
+    optimizers.clear();
+    pool.clear(), exprs.clear(), plans.clear(), states.clear();
     if (keep_jits) return;
     for (auto* j : jits) tg_jit_release(j), remember_dead(j);
     jits.clear();

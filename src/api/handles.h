@@ -17,3 +17,15 @@ tg_tensor* wrap(Tensor t);  // a new handle (reference count 1)
 Tensor& get(const tg_tensor* h, const char* fn, const char* arg = "tensor");
 const UOpRef& get_expr(const tg_expr* e, const char* fn);  // the expression behind a live handle
 }  // namespace tg::api
+
+// nn.state: a tg_state is an ordered set of named tensors and the metadata of the file it came from.
+#include "nn/state.h"
+struct tg_state {
+  tg::nn::StateDict sd;
+  tg::nn::Metadata meta;
+};
+namespace tg::api {
+tg_state* new_state(nn::StateDict sd);  // a new handle (reference count 1)
+// the entries of a live handle; NULL or released handles are TG_ERROR_INVALID_ARGUMENT naming `fn`
+nn::StateDict& state_entries(const tg_state* s, const char* fn);
+}  // namespace tg::api
