@@ -1,8 +1,10 @@
-// Counter-based random numbers, as tinygrad: element i of a random tensor is threefry2x32(key, i), built from uint32
-// ALU ops, so the generator runs inside the kernel that consumes the numbers and no state lives on the device. The
-// key comes from the seed and the number of random tensors made since it was set: the same program gives the same
-// numbers in every run and process.
+// Counter-based random numbers, as tinygrad: element i of a random tensor is threefry2x32(key, counter + i), built from
+// uint32 ALU ops, so the generator runs inside the kernel that consumes the numbers. The key comes from the seed; the
+// counter is a one-element buffer per device that each random tensor advances by its size with an in-place assign. So
+// the graph of a random tensor is the same every time (one schedule, one compile), a captured TinyJit replays the
+// counter's update and draws new numbers at every call, and a program gives the same numbers in every run and process.
 #include <cmath>
+#include <map>
 #include <mutex>
 
 #include "tensor/tensor.h"
@@ -12,7 +14,11 @@ namespace tg {
 namespace {
 
 std::mutex g_rng_mu;
-uint64_t g_seed = 0, g_made = 0;
+uint64_t g_seed = 0;
+std::map<std::string, Tensor>& counters() {  // device -> uint64 (1,) buffer; never destroyed (tensors may outlive statics)
+  static auto* m = new std::map<std::string, Tensor>();
+  return *m;
+}
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -20,9 +26,25 @@ uint64_t splitmix64(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
-uint64_t next_key() {
+
+// The device's counter before advancing it by n, as a lazy uint64 (1,) tensor, and the key.
+std::pair<Tensor, uint64_t> take_counts(int64_t n, const std::string& dev) {
   std::lock_guard<std::mutex> lk(g_rng_mu);
-  return splitmix64(splitmix64(g_seed) ^ g_made++);
+  auto it = counters().find(dev);
+  if (it == counters().end()) {
+    uint64_t zero = 0;
+    it = counters().emplace(dev, Tensor::from_data(&zero, sizeof zero, dtypes::uint64, {1}, dev).realize()).first;
+  }
+  Tensor& c = it->second;
+  // an update that already ran is the buffer again, so the graph doesn't grow with every draw
+  const UOp* base = c.uop().get();
+  if (const AssignArg* a = assign_arg(base); a && a->done.load()) {
+    while (base->op == Ops::ASSIGN) base = base->src[0].get();
+    c = Tensor(base->ref(), dev);
+  }
+  Tensor n_t(UOp::const_int(dtypes::uint64, n), dev);
+  c.assign(c.add(n_t));
+  return {c.sub(n_t), splitmix64(g_seed)};
 }
 
 Tensor u32(uint32_t v, const std::string& dev) { return Tensor(UOp::const_int(dtypes::uint32, v), dev); }
@@ -49,9 +71,10 @@ std::pair<Tensor, Tensor> threefry2x32(Tensor x0, Tensor x1, uint64_t key, const
 Tensor random_bits(const Shape& shape, bool wide, const std::string& dev, const char* what) {
   check_shape(shape, wide ? dtypes::uint64 : dtypes::uint32, what);
   int64_t n = tg::prod(shape);
-  Tensor i = Tensor::arange(0, double(n), 1, dtypes::int64, dev);
   TG_CHECK(n < (int64_t(1) << 53), TG_ERROR_SHAPE, std::string(what) + ": at most 2^53 random numbers per tensor");
-  auto [a, b] = threefry2x32(i.cast(dtypes::uint32), i.rshift(32).cast(dtypes::uint32), next_key(), dev);
+  auto [start, key] = take_counts(n, dev);
+  Tensor i = Tensor::arange(0, double(n), 1, dtypes::uint64, dev).add(start);
+  auto [a, b] = threefry2x32(i.cast(dtypes::uint32), i.rshift(32).cast(dtypes::uint32), key, dev);
   Tensor bits = wide ? b.cast(dtypes::uint64).lshift(32).bitwise_or(a.cast(dtypes::uint64)) : a;
   return bits.reshape(shape);
 }
@@ -63,7 +86,8 @@ void check_float(DType dt, const char* what) {
 
 void Tensor::manual_seed(uint64_t seed) {
   std::lock_guard<std::mutex> lk(g_rng_mu);
-  g_seed = seed, g_made = 0;
+  g_seed = seed;
+  counters().clear();
 }
 
 // the top m bits as the mantissa of a float32 in [1, 2), minus 1: uniform on [0, 1) in steps of 2^-m, m the dtype's
