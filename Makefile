@@ -6,7 +6,7 @@ PREFIX   ?= /usr/local
 PYTHON   ?= /usr/bin/python3
 GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build run test test-unit test-python test-python-clang test-install fuzz asan bench install clean
+.PHONY: all deps build run test test-unit test-python test-python-clang test-install fuzz fuzz-files asan bench install clean
 
 all: build
 
@@ -45,9 +45,29 @@ test-install:
 
 # the C API fuzzer alone (tests/test_fuzz_capi.cpp), for much longer than make test runs it: 2M calls by default
 # (TG_FUZZ_CALLS=N to change, TG_FUZZ_SEED=S for another sequence, TG_FUZZ_TRACE=1 to log every call)
+# then the libFuzzer targets for the file readers (fuzz/fuzz_*.cpp), built with clang and ASan+UBSan in $(FUZZ_BUILD)
+# over the library's static archive, each run single-process for FUZZ_RUNS inputs (default 10^6) from a copy of its
+# seed corpus in fuzz/corpus/; a crashing input is left in $(FUZZ_BUILD) (keep it in fuzz/regressions/ once fixed)
+FUZZ_BUILD ?= build-fuzz
+FUZZ_RUNS ?= 1000000
+FUZZ_TARGETS := safetensors gguf
+FUZZ_FLAGS := -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc
+FUZZ_LIBS := -L/usr/lib/llvm-19/lib -Wl,-rpath,/usr/lib/llvm-19/lib -lLLVM-19 -lsqlite3 -lpthread -ldl
 fuzz: build
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" TG_FUZZ_CALLS=$${TG_FUZZ_CALLS:-2000000} \
 	  $(BUILD)/tg_tests --gtest_filter='FuzzCApi.*'
+	$(MAKE) --no-print-directory fuzz-files
+
+fuzz-files: build
+	@mkdir -p $(FUZZ_BUILD)
+	for t in $(FUZZ_TARGETS); do \
+	  clang++ $(FUZZ_FLAGS) fuzz/fuzz_$$t.cpp src/nn/state.cpp src/nn/gguf.cpp $(BUILD)/libtinygrad.a $(FUZZ_LIBS) -o $(FUZZ_BUILD)/fuzz_$$t || exit 1; \
+	done
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus_$$t && cp fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus_$$t/ && \
+	  (cd $(FUZZ_BUILD) && XDG_CACHE_HOME="$$d" ASAN_OPTIONS=allocator_may_return_null=1 ./fuzz_$$t -runs=$(FUZZ_RUNS) -jobs=1 -workers=1 \
+	    -rss_limit_mb=4096 -malloc_limit_mb=512 -timeout=20 -print_final_stats=1 corpus_$$t) || exit 1; \
+	done
 
 asan:
 	@sh scripts/deps.sh

@@ -82,30 +82,37 @@ struct Json {
   enum Kind { Null, Bool, Num, Str, Arr, Obj } kind = Null;
   std::string s;  // Str: the string; Num: the number as written; Bool: "true" or "false"
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
-  const Json* get(const std::string& k) const {
-    for (auto& [key, v] : members)
-      if (key == k) return &v;
-    return nullptr;
-  }
-  std::string dump() const {
-    switch (kind) {
-      case Null: return "null";
-      case Str: return json_quote(s, "a string");
-      case Arr: {
-        std::string o = "[";
-        for (auto& v : items) o += (o.size() > 1 ? "," : "") + v.dump();
-        return o + "]";
-      }
-      case Obj: {
-        std::string o = "{";
-        for (auto& [k, v] : members) o += (o.size() > 1 ? "," : "") + json_quote(k, "a key") + ":" + v.dump();
-        return o + "}";
-      }
-      default: return s;
-    }
-  }
+  struct Member;
+  std::vector<Member> members;
+  const Json* get(const std::string& k) const;
+  std::string dump() const;
 };
+struct Json::Member {
+  std::string key;
+  Json value;
+};
+const Json* Json::get(const std::string& k) const {
+  for (auto& [key, v] : members)
+    if (key == k) return &v;
+  return nullptr;
+}
+std::string Json::dump() const {
+  switch (kind) {
+    case Null: return "null";
+    case Str: return json_quote(s, "a string");
+    case Arr: {
+      std::string o = "[";
+      for (auto& v : items) o += (o.size() > 1 ? "," : "") + v.dump();
+      return o + "]";
+    }
+    case Obj: {
+      std::string o = "{";
+      for (auto& [k, v] : members) o += (o.size() > 1 ? "," : "") + json_quote(k, "a key") + ":" + v.dump();
+      return o + "}";
+    }
+    default: return s;
+  }
+}
 
 class JsonParser {
  public:
@@ -154,7 +161,7 @@ class JsonParser {
         std::string k = string();
         if (!keys.insert(k).second) bad("duplicate key \"" + k + "\"");
         expect(':');
-        v.members.emplace_back(std::move(k), value(depth + 1));
+        v.members.push_back({std::move(k), value(depth + 1)});
       } while (eat(','));
       expect('}');
     } else if (*p_ == '[') {
@@ -292,8 +299,8 @@ Loaded safe_load(const Bytes& b, const std::string& device) {
       }
       continue;
     }
+    if (name.find('\0') != std::string::npos) bad("a tensor name holds a NUL character");
     std::string t = "tensor '" + name + "'";
-    if (name.find('\0') != std::string::npos) bad(t + " holds a NUL character in its name");
     if (v.kind != Json::Obj) bad(t + " is not an object");
     for (auto& [k, _] : v.members)
       if (k != "dtype" && k != "shape" && k != "data_offsets") bad(t + " has an unknown field '" + k + "'");
