@@ -627,6 +627,89 @@ TG_API tg_tensor* tg_optimizer_lr(tg_optimizer* opt);
 TG_API tg_status tg_optimizer_set_lr(tg_optimizer* opt, double lr);
 TG_API tg_optimizer* tg_optimizer_retain(tg_optimizer* opt);
 TG_API void tg_optimizer_release(tg_optimizer* opt);
+/* tinygrad's nn.optim with its defaults and update rules: SGD and Muon are LARS settings, Adam and AdamW are LAMB
+ * settings. An optimizer holds its params (deduplicated, requires_grad set, float and on one device), its lr as a
+ * shape (1,) float32 tensor, and its state (momentum buffers, Adam's m and v, the bias corrections b1^t and b2^t) as
+ * realized float32 buffers, so each step assigns in place and a tg_jit function that steps is captured and replays.
+ * A step needs the option TRAINING=1 (tinygrad raises otherwise) and a grad on every param; failing either is
+ * TG_ERROR_INVALID_ARGUMENT naming it, and nothing is assigned. One difference from tinygrad: Muon's decoupled weight
+ * decay (t * (1 - weight_decay * lr) - update) is applied; tinygrad computes it and then drops it.
+ * Thread safety: a tg_optimizer handle may be used by one thread at a time, and its params not by another thread
+ * during a step. Releasing it leaves the params and their values alone. */
+typedef enum tg_optimizer_kind {
+  TG_OPTIM_INVALID = -1,
+  TG_OPTIM_SGD = 0,
+  TG_OPTIM_ADAM = 1,
+  TG_OPTIM_ADAMW = 2,
+  TG_OPTIM_LARS = 3,
+  TG_OPTIM_LAMB = 4,
+  TG_OPTIM_MUON = 5,
+  TG_OPTIM_MAX_ENUM = 0x7fffffff
+} tg_optimizer_kind;
+#define TG_OPTIM_MAX_NS_COEFFICIENTS 8
+/* tinygrad's arguments of every optimizer class. Each constructor reads the fields its class takes (listed per field);
+ * every other field must keep the value tg_optimizer_options_default gives for that class (it is fixed there: SGD's
+ * tcoef is 0), else TG_ERROR_INVALID_ARGUMENT names it, so options filled for another class are caught. Flags are 0 or
+ * nonzero. Defaults (tinygrad's):
+ *            lr     momentum weight_decay nesterov classic pre_wd tcoef  b1  b2    eps   adam ns_steps ns_coefficients
+ *   SGD      0.001  0        0            0        0       (1)    (0)
+ *   Adam     0.001           (0)                                         0.9 0.999 1e-8  (1)
+ *   AdamW    0.001           0.01                                        0.9 0.999 1e-8  (1)
+ *   LARS     0.001  0.9      1e-4         0        1       1      0.001                        0        (none)
+ *   LAMB     0.001           0                                           0.9 0.999 1e-6  0
+ *   Muon     0.001  0.95     0.1          1        (0)     (0)    (0)                          5        3.4445, -4.775, 2.0315
+ * (parenthesized: fixed by the class; blank: not used by it, 0). */
+typedef struct tg_optimizer_options {
+  size_t struct_size;       /* sizeof(tg_optimizer_options) as the caller knows it */
+  double lr;                /* all; >= 0 */
+  double momentum;          /* SGD, LARS, Muon; >= 0 */
+  double weight_decay;      /* SGD, AdamW, LARS, LAMB, Muon; >= 0 */
+  int nesterov;             /* SGD, LARS, Muon: Nesterov momentum */
+  int classic;              /* SGD, LARS: the lr scales the grad before momentum (else the update after it) */
+  int pre_wd;               /* LARS: weight decay added to the grad before momentum (else decoupled, after it) */
+  double tcoef;             /* LARS: trust coefficient (0: no trust ratio) */
+  double b1, b2, eps;       /* Adam, AdamW, LAMB */
+  int adam;                 /* LAMB: no trust ratio (LAMB is then AdamW) */
+  int64_t ns_steps;         /* LARS, Muon: Newton-Schulz iterations (>= 0) */
+  size_t n_ns_coefficients; /* LARS, Muon: entries of ns_coefficients used, <= TG_OPTIM_MAX_NS_COEFFICIENTS; 0: no Newton-Schulz */
+  double ns_coefficients[TG_OPTIM_MAX_NS_COEFFICIENTS]; /* the odd polynomial's coefficients */
+} tg_optimizer_options;
+/* tinygrad's defaults for `kind` into *out (caller-owned; set out->struct_size first: a caller built against a smaller
+ * struct gets its prefix, and out->struct_size is set to the size written). */
+TG_API tg_status tg_optimizer_options_default(tg_optimizer_kind kind, tg_optimizer_options* out);
+/* An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed and may
+ * be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the caller's prefix and the
+ * defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
+ * (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d
+ * param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. */
+TG_API tg_optimizer* tg_optim_sgd(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+TG_API tg_optimizer* tg_optim_adam(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+TG_API tg_optimizer* tg_optim_adamw(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+TG_API tg_optimizer* tg_optim_lars(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+TG_API tg_optimizer* tg_optim_lamb(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+TG_API tg_optimizer* tg_optim_muon(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+/* Clear every param's grad (tinygrad's zero_grad sets them to None; the next backward starts them afresh). */
+TG_API tg_status tg_optimizer_zero_grad(tg_optimizer* opt);
+/* One step: tg_optimizer_schedule_step's tensors realized together. */
+TG_API tg_status tg_optimizer_step(tg_optimizer* opt);
+/* tinygrad's schedule_step: assigns one step into every param and piece of state, lazily, and writes new references
+ * to the tensors to realize (the state, then the params) into out[0..count) (caller-owned array of `capacity`).
+ * Returns the count (fixed for an optimizer), or -1 on error. Realize them with the loss in one
+ * tg_tensor_realize_many for the fewest kernels, then release them. Inside a tg_jit function they need not be returned:
+ * in-place assigns are captured. out NULL: only the count is returned, nothing is assigned. A capacity below the count
+ * is TG_ERROR_INVALID_ARGUMENT and nothing is assigned. */
+TG_API int64_t tg_optimizer_schedule_step(tg_optimizer* opt, tg_tensor** out, size_t capacity);
+/* The params as the optimizer holds them (deduplicated) as new references into out[0..count); returns the count, or -1
+ * on error. out NULL: the count only. A capacity below the count is TG_ERROR_INVALID_ARGUMENT. */
+TG_API int64_t tg_optimizer_params(const tg_optimizer* opt, tg_tensor** out, size_t capacity);
+/* A new reference to the lr tensor (shape (1,), float32). Read it with tg_tensor_to_data; assigning into it
+ * (tg_tensor_assign, then realize) changes the lr of later steps, also inside a tg_jit function, where a replay then
+ * reads the new value: tinygrad's lr schedulers do this. */
+TG_API tg_tensor* tg_optimizer_lr(tg_optimizer* opt);
+/* Assign `lr` (>= 0) into the lr tensor and realize it: later steps, captured ones included, use it. */
+TG_API tg_status tg_optimizer_set_lr(tg_optimizer* opt, double lr);
+TG_API tg_optimizer* tg_optimizer_retain(tg_optimizer* opt);
+TG_API void tg_optimizer_release(tg_optimizer* opt);
 
 /* ---- nn: state (safetensors, GGUF, state dicts) ---------------------------------------------------------------- */
 /* A tg_state is an ordered list of (name, tensor) entries, names unique, plus metadata key/values (a safetensors file's

@@ -1,1 +1,168 @@
-"""tinygrad's nn.optim over the C optimizers (tg_optimizer_*)."""
+"""tinygrad's nn.optim over the C optimizers (tg_optim_*, tg_optimizer_*): SGD, Adam, AdamW, LARS, LAMB, Muon and
+OptimizerGroup, with tinygrad's arguments and defaults.
+
+A step needs the option TRAINING=1 (`with Context(TRAINING=1):`, as tinygrad) and a grad on every param, else it raises
+and nothing is assigned. `opt.lr` is a shape (1,) float32 Tensor; setting `opt.lr = x` assigns into it, so a step captured
+by a TinyJit uses the new value. Realize a step with its loss in one schedule:
+`Tensor.realize_many(loss, *opt.schedule_step())`.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import List, Sequence
+
+from .. import C, Tensor, _bind, _made, _ok, _Owned, _raise_last
+
+__all__ = ["Optimizer", "OptimizerGroup", "SGD", "Adam", "AdamW", "LARS", "LAMB", "Muon"]
+
+_MAX_NS_COEFFICIENTS = 8
+_KINDS = {"sgd": 0, "adam": 1, "adamw": 2, "lars": 3, "lamb": 4, "muon": 5}
+
+
+class _Options(ctypes.Structure):
+  """struct tg_optimizer_options, laid out as include/tinygrad.h declares it."""
+  _fields_ = [("struct_size", ctypes.c_size_t), ("lr", ctypes.c_double), ("momentum", ctypes.c_double), ("weight_decay", ctypes.c_double),
+              ("nesterov", ctypes.c_int), ("classic", ctypes.c_int), ("pre_wd", ctypes.c_int), ("tcoef", ctypes.c_double),
+              ("b1", ctypes.c_double), ("b2", ctypes.c_double), ("eps", ctypes.c_double), ("adam", ctypes.c_int), ("ns_steps", ctypes.c_int64),
+              ("n_ns_coefficients", ctypes.c_size_t), ("ns_coefficients", ctypes.c_double * _MAX_NS_COEFFICIENTS)]
+
+
+_p, _pp = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
+_bind({
+  "tg_optimizer_options_default": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(_Options)]),
+  **{f"tg_optim_{k}": (_p, [_pp, ctypes.c_size_t, ctypes.POINTER(_Options)]) for k in _KINDS},
+  "tg_optimizer_zero_grad": (ctypes.c_int, [_p]), "tg_optimizer_step": (ctypes.c_int, [_p]),
+  "tg_optimizer_schedule_step": (ctypes.c_int64, [_p, _pp, ctypes.c_size_t]),
+  "tg_optimizer_params": (ctypes.c_int64, [_p, _pp, ctypes.c_size_t]),
+  "tg_optimizer_lr": (_p, [_p]), "tg_optimizer_set_lr": (ctypes.c_int, [_p, ctypes.c_double]),
+  "tg_optimizer_release": (None, [_p]),
+})
+
+
+def _defaults(kind: str) -> _Options:
+  o = _Options(struct_size=ctypes.sizeof(_Options))
+  _ok(C.optimizer_options_default(_KINDS[kind], ctypes.byref(o)), "optimizer_options_default")
+  return o
+
+
+def _tensors(hs, n: int, what: str) -> List[Tensor]:
+  if n < 0: _raise_last(what)
+  return [Tensor._wrap(hs[i], what) for i in range(n)]
+
+
+class Optimizer(_Owned):
+  """An optimizer over a tg_optimizer handle; made by SGD, Adam, AdamW, LARS, LAMB or Muon."""
+  __slots__ = ("_h", "kind")
+  _release = C.optimizer_release
+
+  def _make(self, kind: str, params: Sequence[Tensor], **opts):
+    self._h, self.kind = None, kind
+    params = list(params)
+    for i, p in enumerate(params):
+      if not isinstance(p, Tensor): raise TypeError(f"params[{i}] is a {type(p).__name__}, not a Tensor")
+    o = _defaults(kind)
+    for name, v in opts.items():
+      if name == "ns_coefficients":
+        v = tuple(v or ())
+        if len(v) > _MAX_NS_COEFFICIENTS: raise ValueError(f"ns_coefficients has {len(v)} entries, at most {_MAX_NS_COEFFICIENTS}")
+        o.n_ns_coefficients = len(v)
+        o.ns_coefficients[:len(v)] = [float(c) for c in v]
+      else: setattr(o, name, int(v) if isinstance(v, bool) else v)
+    arr = (ctypes.c_void_p * max(len(params), 1))(*[p._h for p in params])
+    self._h = _made(getattr(C, f"optim_{kind}")(arr, len(params), ctypes.byref(o)), f"optim_{kind}")
+
+  @classmethod
+  def _new(cls, kind: str, params: Sequence[Tensor], **opts):
+    self = object.__new__(cls)
+    self._make(kind, params, **opts)
+    return self
+
+  def zero_grad(self):
+    """Sets every param's grad to None."""
+    _ok(C.optimizer_zero_grad(self._h), "optimizer_zero_grad")
+
+  def step(self):
+    """One step: schedule_step()'s tensors realized together."""
+    _ok(C.optimizer_step(self._h), "optimizer_step")
+
+  def schedule_step(self) -> List[Tensor]:
+    """Assigns one step into every param and piece of state, lazily; returns the Tensors to realize (the state, then the
+    params), best with the loss: Tensor.realize_many(loss, *opt.schedule_step())."""
+    n = C.optimizer_schedule_step(self._h, None, 0)
+    if n < 0: _raise_last("optimizer_schedule_step")
+    out = (ctypes.c_void_p * max(n, 1))()
+    return _tensors(out, C.optimizer_schedule_step(self._h, out, n), "optimizer_schedule_step")
+
+  @property
+  def params(self) -> List[Tensor]:
+    """The params as the optimizer holds them (deduplicated, requires_grad set)."""
+    n = C.optimizer_params(self._h, None, 0)
+    if n < 0: _raise_last("optimizer_params")
+    out = (ctypes.c_void_p * max(n, 1))()
+    return _tensors(out, C.optimizer_params(self._h, out, n), "optimizer_params")
+
+  @property
+  def lr(self) -> Tensor:
+    """The learning rate: a shape (1,) float32 Tensor (assign into it, or set opt.lr, to change it)."""
+    return Tensor._wrap(C.optimizer_lr(self._h), "optimizer_lr")
+
+  @lr.setter
+  def lr(self, value):
+    if isinstance(value, Tensor): self.lr.assign(value.reshape(1) if value.shape == () else value).realize()
+    else: _ok(C.optimizer_set_lr(self._h, float(value)), "optimizer_set_lr")
+
+  def __repr__(self): return f"<{type(self).__name__} ({self.kind}) lr={self.lr.numpy()[0]:g}>"
+
+
+class LARS(Optimizer):
+  """Layer-wise Adaptive Rate Scaling (https://arxiv.org/abs/1708.03888v3); SGD and Muon are LARS settings."""
+  __slots__ = ()
+
+  def __init__(self, params: Sequence[Tensor], lr=0.001, momentum=0.9, weight_decay=1e-4, ns_steps=0, ns_coefficients=None, nesterov=False,
+               classic=True, pre_wd=True, tcoef=0.001):
+    self._make("lars", params, lr=lr, momentum=momentum, weight_decay=weight_decay, ns_steps=ns_steps, ns_coefficients=ns_coefficients,
+               nesterov=nesterov, classic=classic, pre_wd=pre_wd, tcoef=tcoef)
+
+
+class LAMB(Optimizer):
+  """LAMB (https://arxiv.org/abs/1904.00962); Adam and AdamW are LAMB with adam=True."""
+  __slots__ = ()
+
+  def __init__(self, params: Sequence[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False):
+    self._make("lamb", params, lr=lr, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay, adam=adam)
+
+
+def SGD(params: Sequence[Tensor], lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False) -> LARS:
+  """SGD with optional momentum (classic: the lr scales the grad before momentum), Nesterov and weight decay."""
+  return LARS._new("sgd", params, lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov, classic=classic)
+
+
+def Muon(params: Sequence[Tensor], lr=0.001, momentum=0.95, weight_decay=0.1, ns_steps=5, ns_coefficients=(3.4445, -4.775, 2.0315),
+         nesterov=True) -> LARS:
+  """SGD with Newton-Schulz orthogonalized updates and decoupled weight decay (https://kellerjordan.github.io/posts/muon/)."""
+  return LARS._new("muon", params, lr=lr, momentum=momentum, weight_decay=weight_decay, ns_steps=ns_steps, ns_coefficients=ns_coefficients,
+                   nesterov=nesterov)
+
+
+def AdamW(params: Sequence[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01) -> LAMB:
+  """AdamW (https://arxiv.org/abs/1711.05101v3)."""
+  return LAMB._new("adamw", params, lr=lr, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay)
+
+
+def Adam(params: Sequence[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8) -> LAMB:
+  """Adam (https://arxiv.org/abs/1412.6980)."""
+  return LAMB._new("adam", params, lr=lr, b1=b1, b2=b2, eps=eps)
+
+
+class OptimizerGroup:
+  """Several optimizers stepped as one (tinygrad's OptimizerGroup): one schedule for all their updates."""
+
+  def __init__(self, *optimizers: Optimizer): self.optimizers = optimizers
+  def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
+  @property
+  def params(self) -> List[Tensor]: return [p for o in self.optimizers for p in o.params]
+  def zero_grad(self):
+    for o in self.optimizers: o.zero_grad()
+  def schedule_step(self) -> List[Tensor]: return [t for o in self.optimizers for t in o.schedule_step()]
+  def step(self):
+    if ts := self.schedule_step(): Tensor.realize_many(*ts)
