@@ -34,8 +34,16 @@ std::vector<Tensor> checked_params(const std::vector<Tensor>& params, const char
 Optimizer::Optimizer(std::vector<Tensor> params, double lr, const char* name)
     : name_(name), params_(checked_params(params, name)), lr_(lr_tensor(lr, params_[0].device(), name)) {}
 
+// its own buffer (the zeros of m and v are one graph, so contiguous() could give them one), filled by the state's realize
 Tensor Optimizer::new_state(const Shape& shape, double value) const {
-  return Tensor::full(shape, value, dtypes::float32, params_[0].device()).contiguous().realize();
+  Tensor t = Tensor::empty(shape, dtypes::float32, params_[0].device());
+  return t.assign(Tensor::full(shape, value, dtypes::float32, t.device()));
+}
+
+void Optimizer::realize_state() {
+  std::vector<Tensor*> ptrs;
+  for (auto& t : state_) ptrs.push_back(&t);
+  if (!ptrs.empty()) Tensor::realize_all(ptrs);  // one schedule for all of it
 }
 
 void Optimizer::zero_grad() {
@@ -89,6 +97,7 @@ LARS::LARS(std::vector<Tensor> params, const LARSConfig& c) : Optimizer(std::mov
   if (c.momentum != 0)
     for (auto& p : params_) b_.push_back(new_state(p.shape(), 0));
   state_ = b_;
+  realize_state();
 }
 
 std::vector<Tensor> LARS::next(const std::vector<Tensor>& grads) {
@@ -125,6 +134,7 @@ LAMB::LAMB(std::vector<Tensor> params, const LAMBConfig& c)
   state_ = {b1_t_, b2_t_};
   state_.insert(state_.end(), m_.begin(), m_.end());
   state_.insert(state_.end(), v_.begin(), v_.end());
+  realize_state();
 }
 
 std::vector<Tensor> LAMB::next(const std::vector<Tensor>& grads) {

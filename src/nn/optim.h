@@ -27,7 +27,8 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<Tensor> params, double lr, const char* name);
-  Tensor new_state(const Shape& shape, double value) const;  // a realized float32 buffer
+  Tensor new_state(const Shape& shape, double value) const;  // a float32 buffer, filled by realize_state
+  void realize_state();                                       // realizes state_
   // the params' new values from their grads, with every state update assigned; state_ lists that state
   virtual std::vector<Tensor> next(const std::vector<Tensor>& grads) = 0;
   const char* name_;  // the class the caller asked for ("SGD", "Adam", ...), for messages
