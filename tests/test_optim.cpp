@@ -221,7 +221,10 @@ TEST(OptimCApi, OptionsVaried) {
       {TG_OPTIM_LARS, "lars no momentum, post wd", [](tg_optimizer_options& o) { o.lr = 0.5, o.momentum = 0, o.pre_wd = 0, o.weight_decay = 0.01; }},
       {TG_OPTIM_LARS, "lars nesterov popular tcoef 0.01", [](tg_optimizer_options& o) { o.lr = 0.5, o.nesterov = 1, o.classic = 0, o.tcoef = 0.01; }},
       {TG_OPTIM_MUON, "muon no nesterov, 3 steps",
-       [](tg_optimizer_options& o) { o.lr = 0.02, o.nesterov = 0, o.ns_steps = 3, o.n_ns_coefficients = 3, o.ns_coefficients[0] = 2, o.ns_coefficients[1] = -1.5, o.ns_coefficients[2] = 0.5; }},
+       [](tg_optimizer_options& o) {
+         o.lr = 0.02, o.nesterov = 0, o.ns_steps = 3, o.n_ns_coefficients = 3;
+         o.ns_coefficients[0] = 2, o.ns_coefficients[1] = -1.5, o.ns_coefficients[2] = 0.5;
+       }},
       {TG_OPTIM_MUON, "muon no weight decay", [](tg_optimizer_options& o) { o.lr = 0.02, o.weight_decay = 0; }},
   };
   for (const Case& c : cases) {

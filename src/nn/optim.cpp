@@ -118,7 +118,7 @@ std::vector<Tensor> LARS::next(const std::vector<Tensor>& grads) {
       g = c_.nesterov ? g.add(k(b_[i], c_.momentum).mul(b_[i])) : b_[i];
     }
     if (!c_.ns_coefficients.empty()) g = newton_schulz(g.reshape({g.shape()[0], -1}), c_.ns_steps, c_.ns_coefficients).reshape(g.shape());
-    // decoupled weight decay after momentum (Muon): t * (1 - wd * lr) - update
+    // decoupled weight decay after momentum (Muon): t * (1 - wd * lr) - update (tinygrad computes t's decay, then drops it)
     if (!c_.pre_wd && c_.weight_decay > 0) t = t.mul(k(lr_, 1.0).sub(k(lr_, c_.weight_decay).mul(lr_)));
     if (!c_.classic) g = scaled(g);
     out.push_back(t.sub(g.cast(params_[i].dtype())));

@@ -75,7 +75,10 @@ TORCH_CASES = [
 ]
 
 
-@pytest.mark.parametrize("ours,theirs,kw", TORCH_CASES, ids=[f"{o.__name__}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for o, _, kw in TORCH_CASES])
+def case_id(fn, kw): return f"{fn.__name__}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}"
+
+
+@pytest.mark.parametrize("ours,theirs,kw", TORCH_CASES, ids=[case_id(o, kw) for o, _, kw in TORCH_CASES])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_matches_torch(ours, theirs, kw, seed):
   torch_kw = dict(kw)
@@ -168,8 +171,7 @@ NUMPY_CASES = [
 ]
 
 
-@pytest.mark.parametrize("ours,ref,kw,fixed", NUMPY_CASES, ids=[f"{o.__name__}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}"
-                                                                 for o, _, kw, _ in NUMPY_CASES])
+@pytest.mark.parametrize("ours,ref,kw,fixed", NUMPY_CASES, ids=[case_id(o, kw) for o, _, kw, _ in NUMPY_CASES])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_matches_numpy_rule(ours, ref, kw, fixed, seed):
   check(run_tinygrad(ours, seed, **kw), ref(seed, **{**fixed, **kw}), f"{ours.__name__} {kw}")
@@ -229,7 +231,6 @@ def test_schedule_step_realized_with_the_loss_and_lr_setter():
   x0, W0, m0 = inits(5)
   x, W, m = Tensor(x0), Tensor(W0), Tensor(m0)
   opt = Adam([x, W], lr=0.1)
-  assert len(opt.schedule_step.__doc__) > 0
   for step in range(4):
     if step == 2: opt.lr = 0.05
     if step == 3: opt.lr = Tensor(np.float32(0.02))
