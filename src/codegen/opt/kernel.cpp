@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "codegen/linearize.h"
+#include "codegen/simplify.h"
 #include "uop/symbolic.h"
 
 namespace tg {
@@ -117,7 +118,8 @@ UOpRef cleanup_ast(const UOpRef& ast) {
   return graph_rewrite(ast, both, nullptr, false, "cleanup ast");
 }
 
-Scheduler::Scheduler(UOpRef a, const Renderer& r) : ast(cleanup_ast(a)), ren(&r) {}
+// the reduces are collapsed before any action splits their ranges (the rules see whole ranges)
+Scheduler::Scheduler(UOpRef a, const Renderer& r) : ast(cleanup_ast(collapse_reduces(cleanup_ast(a)))), ren(&r) {}
 void Scheduler::set_ast(const UOpRef& a) { ast = cleanup_ast(a); }
 
 UOps Scheduler::rngs() const {
