@@ -449,8 +449,8 @@ TG_API tg_status tg_tensor_assign(tg_tensor* t, tg_tensor* value);
 /* ---- tensors: random numbers ------------------------------------------------------------------------------------- */
 /* Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random numbers were
  * drawn on the device since it was set, so a program gives the same numbers on every run; they are generated inside the
- * kernels that use them, and a one-element counter buffer per device advances by each tensor's size (one more small
- * kernel), so a tg_jit replay draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform
+ * kernels that use them. A one-element counter buffer per device is read and advanced by each tensor's size when the
+ * tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform
  * in [0, 1); randn: standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in
  * [low, high) (float dtypes refused). */
 TG_API void tg_manual_seed(uint64_t seed);
@@ -542,91 +542,78 @@ TG_API tg_plan* tg_jit_plan(tg_jit* jit);
 TG_API void tg_jit_release(tg_jit* jit);
 
 /* ---- nn: modules ----------------------------------------------------------------------------------------------- */
+/* tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state dicts match
+ * tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get, tg_module_parameters and
+ * tg_module_state return tensors that share them: assigning into one (an optimizer step, tg_module_load_state) changes
+ * the module. Constructors return a new reference or NULL (sizes that are not positive, channels that don't divide into
+ * groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the CPU. Flags are 0/1 ints. Thread safety: a module may be used
+ * by one thread at a time.
+ * Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...),
+ * bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose2d: weight (in, out/groups, kh, kw). BatchNorm (1d/2d/3d):
+ * weight, bias, num_batches_tracked (int64), running_mean, running_var; in training (option TRAINING=1) it normalizes
+ * by the batch's statistics and assigns the running ones in place (momentum; the variance unbiased), in eval by the
+ * running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm over
+ * channel groups / each channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed), glorot uniform;
+ * called on an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh. */
+TG_API tg_module* tg_nn_linear(int64_t in_features, int64_t out_features, int bias, const char* device);
+TG_API tg_module* tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride, int64_t padding,
+                               int64_t dilation, int64_t groups, int bias, const char* device);
+TG_API tg_module* tg_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride, int64_t padding, int64_t dilation,
+                               int64_t groups, int bias, const char* device);
+TG_API tg_module* tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride,
+                                         int64_t padding, int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device);
+/* tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1. */
+TG_API tg_module* tg_nn_batchnorm(int64_t num_features, double eps, double momentum, int affine, int track_running_stats, const char* device);
+/* normalized_shape: borrowed, ndim >= 1 dims. */
+TG_API tg_module* tg_nn_layernorm(const int64_t* normalized_shape, size_t ndim, double eps, int elementwise_affine, const char* device);
+TG_API tg_module* tg_nn_rmsnorm(int64_t dim, double eps, int elementwise_affine, const char* device);
+TG_API tg_module* tg_nn_groupnorm(int64_t num_groups, int64_t num_channels, double eps, int affine, const char* device);
+TG_API tg_module* tg_nn_instancenorm(int64_t num_features, double eps, int affine, const char* device);
+TG_API tg_module* tg_nn_embedding(int64_t vocab_size, int64_t embed_size, const char* device);
+TG_API tg_module* tg_nn_lstm_cell(int64_t input_size, int64_t hidden_size, int bias, const char* device);
+/* A layer without parameters, by the name of the Tensor method it calls: relu, relu6, leaky_relu, gelu, quick_gelu,
+ * silu, swish, elu, selu, mish, softplus, hardswish, hardsigmoid, hardtanh, tanh, sigmoid, softmax and log_softmax (last
+ * dim), flatten (from dim 1), max_pool2d and avg_pool2d (2x2), dropout (p = 0.5, in training only). `name` borrowed. */
+TG_API tg_module* tg_nn_function(const char* name);
+/* The layers called in order (tinygrad's x.sequential(layers)); their tensors are named "0.weight", "1.bias", ... by
+ * position. `layers` borrowed: the sequence takes its own references (release yours when done). */
+TG_API tg_module* tg_nn_sequential(tg_module* const* layers, size_t n);
+/* The module called on x (borrowed): a new reference to the lazy result. Shape mismatches are TG_ERROR_SHAPE naming
+ * the module. An LSTMCell called this way starts from a zero state and returns h. */
+TG_API tg_tensor* tg_module_call(tg_module* m, tg_tensor* x);
+/* One LSTMCell step from state (h, c) (borrowed; both NULL: zeros) into *h_out, *c_out (new references). */
+TG_API tg_status tg_lstm_cell_step(tg_module* m, tg_tensor* x, tg_tensor* h, tg_tensor* c, tg_tensor** h_out, tg_tensor** c_out);
+/* "Linear", "Conv2d", "BatchNorm", ..., or the function's name (thread-local storage, valid until the next call on the
+ * thread); NULL for a bad handle. */
+TG_API const char* tg_module_kind(const tg_module* m);
+/* The module's tensor of that name (a state dict key, e.g. "weight" or "0.bias"): a new reference sharing it. */
+TG_API tg_tensor* tg_module_get(tg_module* m, const char* name);
+/* The state dict (parameters and buffers such as running statistics, tinygrad's names and order): a new tg_state whose
+ * tensors share the module's, to save (tg_state_save) or list (tg_state_count, tg_state_name, ...). */
+TG_API tg_state* tg_module_state(tg_module* m);
+/* The parameters an optimizer updates (the state dict without buffers): count, then `n` new references into `out`
+ * (caller-owned array; n must equal the count). */
+TG_API size_t tg_module_parameter_count(const tg_module* m);
+TG_API tg_status tg_module_parameters(tg_module* m, tg_tensor** out, size_t n);
+/* Assigns every entry of `state` (borrowed) into the module's tensor of that name and realizes them (values cast to
+ * the module's dtypes). A shape mismatch is TG_ERROR_SHAPE; with strict, names the module lacks or doesn't find are
+ * TG_ERROR_INVALID_ARGUMENT; the message names every offending entry, and nothing is assigned. */
+TG_API tg_status tg_module_load_state(tg_module* m, const tg_state* state, int strict);
+TG_API tg_module* tg_module_retain(tg_module* m);
+TG_API void tg_module_release(tg_module* m);
+
+/* ---- nn: data sets ---------------------------------------------------------------------------------------------- */
+/* An IDX file (the MNIST family's format; plain or gzip-compressed) as a new realized tensor of its dims and element
+ * type (uint8, int8, int16, int32, float32, float64). A missing, truncated or malformed file is TG_ERROR_IO naming the
+ * problem. `path` borrowed. */
+TG_API tg_tensor* tg_tensor_from_idx(const char* path, const char* device);
+/* tinygrad's nn.datasets.mnist: the four files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte
+ * and t10k-labels-idx1-ubyte (each plain or .gz) of `dir` (NULL: /usr/share/datasets/fashion-mnist, Debian's
+ * dataset-fashion-mnist) as new references: images (N, 1, 28, 28) uint8 and labels (N,) uint8. */
+TG_API tg_status tg_dataset_mnist(const char* dir, const char* device, tg_tensor** x_train, tg_tensor** y_train, tg_tensor** x_test,
+                                  tg_tensor** y_test);
 
 /* ---- nn: optimizers -------------------------------------------------------------------------------------------- */
-/* tinygrad's nn.optim with its defaults and update rules: SGD and Muon are LARS settings, Adam and AdamW are LAMB
- * settings. An optimizer holds its params (deduplicated, requires_grad set, float and on one device), its lr as a
- * shape (1,) float32 tensor, and its state (momentum buffers, Adam's m and v, the bias corrections b1^t and b2^t) as
- * realized float32 buffers, so each step assigns in place and a tg_jit function that steps is captured and replays.
- * A step needs the option TRAINING=1 (tinygrad raises otherwise) and a grad on every param; failing either is
- * TG_ERROR_INVALID_ARGUMENT naming it, and nothing is assigned. One difference from tinygrad: Muon's decoupled weight
- * decay (t * (1 - weight_decay * lr) - update) is applied; tinygrad computes it and then drops it.
- * Thread safety: a tg_optimizer handle may be used by one thread at a time, and its params not by another thread
- * during a step. Releasing it leaves the params and their values alone. */
-typedef enum tg_optimizer_kind {
-  TG_OPTIM_INVALID = -1,
-  TG_OPTIM_SGD = 0,
-  TG_OPTIM_ADAM = 1,
-  TG_OPTIM_ADAMW = 2,
-  TG_OPTIM_LARS = 3,
-  TG_OPTIM_LAMB = 4,
-  TG_OPTIM_MUON = 5,
-  TG_OPTIM_MAX_ENUM = 0x7fffffff
-} tg_optimizer_kind;
-#define TG_OPTIM_MAX_NS_COEFFICIENTS 8
-/* tinygrad's arguments of every optimizer class. Each constructor reads the fields its class takes (listed per field);
- * every other field must keep the value tg_optimizer_options_default gives for that class (it is fixed there: SGD's
- * tcoef is 0), else TG_ERROR_INVALID_ARGUMENT names it, so options filled for another class are caught. Flags are 0 or
- * nonzero. Defaults (tinygrad's):
- *            lr     momentum weight_decay nesterov classic pre_wd tcoef  b1  b2    eps   adam ns_steps ns_coefficients
- *   SGD      0.001  0        0            0        0       (1)    (0)
- *   Adam     0.001           (0)                                         0.9 0.999 1e-8  (1)
- *   AdamW    0.001           0.01                                        0.9 0.999 1e-8  (1)
- *   LARS     0.001  0.9      1e-4         0        1       1      0.001                        0        (none)
- *   LAMB     0.001           0                                           0.9 0.999 1e-6  0
- *   Muon     0.001  0.95     0.1          1        (0)     (0)    (0)                          5        3.4445, -4.775, 2.0315
- * (parenthesized: fixed by the class; blank: not used by it, 0). */
-typedef struct tg_optimizer_options {
-  size_t struct_size;       /* sizeof(tg_optimizer_options) as the caller knows it */
-  double lr;                /* all; >= 0 */
-  double momentum;          /* SGD, LARS, Muon; >= 0 */
-  double weight_decay;      /* SGD, AdamW, LARS, LAMB, Muon; >= 0 */
-  int nesterov;             /* SGD, LARS, Muon: Nesterov momentum */
-  int classic;              /* SGD, LARS: the lr scales the grad before momentum (else the update after it) */
-  int pre_wd;               /* LARS: weight decay added to the grad before momentum (else decoupled, after it) */
-  double tcoef;             /* LARS: trust coefficient (0: no trust ratio) */
-  double b1, b2, eps;       /* Adam, AdamW, LAMB */
-  int adam;                 /* LAMB: no trust ratio (LAMB is then AdamW) */
-  int64_t ns_steps;         /* LARS, Muon: Newton-Schulz iterations (>= 0) */
-  size_t n_ns_coefficients; /* LARS, Muon: entries of ns_coefficients used, <= TG_OPTIM_MAX_NS_COEFFICIENTS; 0: no Newton-Schulz */
-  double ns_coefficients[TG_OPTIM_MAX_NS_COEFFICIENTS]; /* the odd polynomial's coefficients */
-} tg_optimizer_options;
-/* tinygrad's defaults for `kind` into *out (caller-owned; set out->struct_size first: a caller built against a smaller
- * struct gets its prefix, and out->struct_size is set to the size written). */
-TG_API tg_status tg_optimizer_options_default(tg_optimizer_kind kind, tg_optimizer_options* out);
-/* An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed and may
- * be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the caller's prefix and the
- * defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
- * (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d
- * param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. */
-TG_API tg_optimizer* tg_optim_sgd(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
-TG_API tg_optimizer* tg_optim_adam(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
-TG_API tg_optimizer* tg_optim_adamw(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
-TG_API tg_optimizer* tg_optim_lars(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
-TG_API tg_optimizer* tg_optim_lamb(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
-TG_API tg_optimizer* tg_optim_muon(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
-/* Clear every param's grad (tinygrad's zero_grad sets them to None; the next backward starts them afresh). */
-TG_API tg_status tg_optimizer_zero_grad(tg_optimizer* opt);
-/* One step: tg_optimizer_schedule_step's tensors realized together. */
-TG_API tg_status tg_optimizer_step(tg_optimizer* opt);
-/* tinygrad's schedule_step: assigns one step into every param and piece of state, lazily, and writes new references
- * to the tensors to realize (the state, then the params) into out[0..count) (caller-owned array of `capacity`).
- * Returns the count (fixed for an optimizer), or -1 on error. Realize them with the loss in one
- * tg_tensor_realize_many for the fewest kernels, then release them. Inside a tg_jit function they need not be returned:
- * in-place assigns are captured. out NULL: only the count is returned, nothing is assigned. A capacity below the count
- * is TG_ERROR_INVALID_ARGUMENT and nothing is assigned. */
-TG_API int64_t tg_optimizer_schedule_step(tg_optimizer* opt, tg_tensor** out, size_t capacity);
-/* The params as the optimizer holds them (deduplicated) as new references into out[0..count); returns the count, or -1
- * on error. out NULL: the count only. A capacity below the count is TG_ERROR_INVALID_ARGUMENT. */
-TG_API int64_t tg_optimizer_params(const tg_optimizer* opt, tg_tensor** out, size_t capacity);
-/* A new reference to the lr tensor (shape (1,), float32). Read it with tg_tensor_to_data; assigning into it
- * (tg_tensor_assign, then realize) changes the lr of later steps, also inside a tg_jit function, where a replay then
- * reads the new value: tinygrad's lr schedulers do this. */
-TG_API tg_tensor* tg_optimizer_lr(tg_optimizer* opt);
-/* Assign `lr` (>= 0) into the lr tensor and realize it: later steps, captured ones included, use it. */
-TG_API tg_status tg_optimizer_set_lr(tg_optimizer* opt, double lr);
-TG_API tg_optimizer* tg_optimizer_retain(tg_optimizer* opt);
-TG_API void tg_optimizer_release(tg_optimizer* opt);
 /* tinygrad's nn.optim with its defaults and update rules: SGD and Muon are LARS settings, Adam and AdamW are LAMB
  * settings. An optimizer holds its params (deduplicated, requires_grad set, float and on one device), its lr as a
  * shape (1,) float32 tensor, and its state (momentum buffers, Adam's m and v, the bias corrections b1^t and b2^t) as

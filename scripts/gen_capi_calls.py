@@ -53,14 +53,20 @@ SCALARS = {
     "tg_optimizer*": "f.optimizer",
     "const tg_optimizer*": "f.optimizer",
     "tg_optimizer_kind": "f.optim_kind",
+    "tg_module*": "f.module",
+    "const tg_module*": "f.module",
     "tg_optimizer_options*": "f.optim_options_out",
     "const tg_optimizer_options*": "f.optim_options",
 }
 # (C type, name) -> context generator, where the name says more than the type (a callback's userdata outlives the call)
-NAMED = {("void*", "userdata"): "f.userdata"}
+NAMED = {("void*", "userdata"): "f.userdata",
+         # module sizes: small, or values refused at once (a fuzzed Linear(2^31, 64) would fill gigabytes with random numbers)
+         **{("int64_t", n): "f.module_size" for n in ("in_features", "out_features", "in_channels", "out_channels", "kernel_h", "kernel_w",
+                                                       "kernel_size", "num_features", "dim", "num_groups", "num_channels", "vocab_size",
+                                                       "embed_size", "input_size", "hidden_size")}}
 # in a function that takes ownership of its handle (…_release), the handle is handed over instead of lent
 OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr", "tg_jit*": "f.owned_jit", "tg_plan*": "f.owned_plan", "tg_state*": "f.owned_state",
-         "tg_optimizer*": "f.owned_optimizer"}
+         "tg_optimizer*": "f.owned_optimizer", "tg_module*": "f.owned_module"}
 # pointer parameter(s) followed by their size_t count -> context generator (called with all the names)
 GROUPS = {
     ("const int64_t*",): "f.i64_array",
@@ -73,6 +79,7 @@ GROUPS = {
     ("const int64_t*", "const int64_t*"): "f.i64_arrays2",
     ("const tg_index*",): "f.index_array",
     ("tg_tensor**",): "f.out_tensor_array",
+    ("tg_module* const*",): "f.module_array",
 }
 # a size_t right after a pointer is that pointer's count when its name says so
 COUNT_NAME = re.compile(r"^(n|n[a-z_]+|size|capacity|count|len|length)$")
@@ -84,6 +91,7 @@ RETURNS = {
     "tg_plan*": "f.ret_plan",
     "tg_state*": "f.ret_state",
     "tg_optimizer*": "f.ret_optimizer",
+    "tg_module*": "f.ret_module",
     "tg_status": "f.ret_status",
     "const char*": "f.ret_cstr",
     "int64_t": "f.ret_i64",
@@ -92,7 +100,7 @@ RETURNS = {
     "void": None,
 }
 # functions that compile and run kernels: a small share of the calls (each kernel costs 50-250 ms on a cold cache)
-REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy|nonzero|masked_select|jit_call|plan_create|plan_run|state_save|optim_(?:sgd|adam|adamw|lars|lamb|muon)|optimizer_step|optimizer_set_lr)$")
+REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy|nonzero|masked_select|jit_call|plan_create|plan_run|state_save|nn_[a-z0-9_]+|module_load_state|dataset_mnist|tensor_from_idx|optim_(?:sgd|adam|adamw|lars|lamb|muon)|optimizer_step|optimizer_set_lr)$")
 
 
 def die(msg):

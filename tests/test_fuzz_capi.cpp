@@ -36,6 +36,7 @@
 // arguments, and the environment that replays it (a seed replays the same calls; only a released handle whose address
 // malloc has since reused is passed as NULL instead). TG_FUZZ_TRACE=1 logs every call and its outcome.
 // `make fuzz` runs 2M calls.
+#include <functional>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <link.h>
@@ -478,11 +479,26 @@ struct FuzzCtx {
   size_t dead_states_next = 0;
   tg_state* handed_over_state = nullptr;
   std::string state_dir;
-  // optimizers (tg_optim_*), owned, like states
-  std::vector<tg_optimizer*> optimizers;
-  std::vector<tg_optimizer*> dead_optimizers = std::vector<tg_optimizer*>(kDeadMax, nullptr);
-  size_t dead_optimizers_next = 0;
-  tg_optimizer* handed_over_optimizer = nullptr;
+  // a pool of owned handles of one kind: lent to calls, handed over to *_release, remembered when dead
+  template <class H>
+  struct HandlePool {
+    void (*release)(H*);
+    const char* kind;
+    std::vector<H*> live, dead = std::vector<H*>(kDeadMax, nullptr);
+    size_t dead_next = 0;
+    H* handed_over = nullptr;
+    void remember_dead(H* h) { dead[dead_next++ % kDeadMax] = h; }
+    void settle() {  // after a call: a handed-over handle the call didn't give back is dead
+      if (handed_over && !std::count(live.begin(), live.end(), handed_over)) remember_dead(handed_over);
+      handed_over = nullptr;
+    }
+    void clear() {
+      for (auto* h : live) release(h), remember_dead(h);
+      live.clear();
+    }
+  };
+  HandlePool<tg_module> modules{tg_module_release, "module"};
+  HandlePool<tg_optimizer> optimizers{tg_optimizer_release, "optimizer"};
   // per pooled JIT: its function (index into kJitFns, -1 unknown), its userdata, and the inputs (shape, dtype) and output
   // count of its latest successful warm-up or capture, so a later call can ask for a replay that passes validation
   struct JitInfo {
@@ -800,6 +816,79 @@ struct FuzzCtx {
     handed_over_plan = p;
     return p;
   }
+  template <class H>
+  H* lend(HandlePool<H>& p, const char* name, const std::function<std::string(H*)>& describe) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 5 || p.live.empty()) return nullptr;
+    if (k < 10) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (H*)a.p;
+    if (k < 15) {
+      H* h = pick(p.dead);
+      if (!h || std::count(p.live.begin(), p.live.end(), h)) return nullptr;
+      return a.state = Arg::Released, a.p = h, a.text = std::string("released ") + p.kind + " " + fmt_ptr(h), h;
+    }
+    H* h = pick(p.live);
+    a.state = Arg::Live, a.p = h, a.text = describe(h);
+    return h;
+  }
+  template <class H>
+  H* hand_over(HandlePool<H>& p, const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (H* h; owned_not_live(a, k, p.live, p.dead, p.kind, h)) return h;
+    size_t i = r(p.live.size());
+    H* h = p.live[i];
+    a.state = Arg::Live, a.p = h, a.text = std::string("owned ") + p.kind + " " + fmt_ptr(h);
+    p.live.erase(p.live.begin() + long(i));
+    return p.handed_over = h;
+  }
+  template <class H>
+  void pool_handle(HandlePool<H>& p, H* h) {
+    if (p.live.size() >= kPlanPoolMax) {
+      size_t i = r(p.live.size());
+      std::swap(p.live[i], h);
+      p.release(h), p.remember_dead(h);
+    } else p.live.push_back(h);
+  }
+  tg_module* module(const char* name) {
+    return lend<tg_module>(modules, name, [](tg_module* m) {
+      const char* k = tg_module_kind(m);
+      return "module " + fmt_ptr(m) + " " + (k ? k : "?");
+    });
+  }
+  tg_module* owned_module(const char* name) { return hand_over(modules, name); }
+  Arr<tg_module* const*> module_array(const char* name, const char* count_name) {
+    size_t n = count_for(4);
+    if (n > 100) {  // only NULL: an array of live handles gives the library no way to see where it ends
+      rec(name, Arg::Array, "NULL");
+      rec(count_name, Arg::Size, std::to_string(n)).n = n;
+      return {nullptr, n};
+    }
+    size_t at = call.args.size();
+    tg_module** p = buffer<tg_module*>(n);
+    std::string text = "{";
+    for (size_t i = 0; i < n; i++) {
+      p[i] = module("layers[i]");
+      text += (i ? ", " : "") + call.args.back().text;
+      call.args.pop_back();
+    }
+    rec(name, Arg::Array, n == 0 && pct(40) ? (p = nullptr, "NULL") : text + "}");
+    (void)at;
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {p, n};
+  }
+  // sizes of a module: mostly small, sometimes ones refused at once
+  int64_t module_size(const char* name) {
+    int64_t v = pct(97) ? ri(-2, 24) : pick<int64_t>({0, -1, I64MIN, I64MAX, int64_t(1) << 62});
+    rec(name, Arg::Int, std::to_string(v)).i = v;
+    return v;
+  }
+  void ret_module(tg_module* m) {
+    if (!m) return expect_error("returned NULL");
+    expect_no_error("returned a module");
+    if (!tg_module_kind(m)) fail("a returned module has no kind");
+    pool_handle(modules, m);
+  }
   tg_state* state(const char* name) {
     uint64_t k = r(100);
     Arg& a = rec(name, Arg::Handle, "NULL");
@@ -895,30 +984,9 @@ struct FuzzCtx {
   }
   const tg_optimizer_options* optim_options(const char* name) { return optim_options_out(name); }
   tg_optimizer* optimizer(const char* name) {
-    uint64_t k = r(100);
-    Arg& a = rec(name, Arg::Handle, "NULL");
-    if (k < 5 || optimizers.empty()) return nullptr;
-    if (k < 10) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_optimizer*)a.p;
-    if (k < 15) {
-      tg_optimizer* o = pick(dead_optimizers);
-      if (!o || std::count(optimizers.begin(), optimizers.end(), o)) return nullptr;
-      return a.state = Arg::Released, a.p = o, a.text = "released optimizer " + fmt_ptr(o), o;
-    }
-    tg_optimizer* o = pick(optimizers);
-    a.state = Arg::Live, a.p = o, a.text = "optimizer " + fmt_ptr(o);
-    return o;
+    return lend<tg_optimizer>(optimizers, name, [](tg_optimizer* o) { return "optimizer " + fmt_ptr(o); });
   }
-  tg_optimizer* owned_optimizer(const char* name) {
-    uint64_t k = r(100);
-    Arg& a = rec(name, Arg::Handle, "NULL");
-    if (tg_optimizer* o; owned_not_live(a, k, optimizers, dead_optimizers, "optimizer", o)) return o;
-    size_t i = r(optimizers.size());
-    tg_optimizer* o = optimizers[i];
-    a.state = Arg::Live, a.p = o, a.text = "owned optimizer " + fmt_ptr(o);
-    optimizers.erase(optimizers.begin() + long(i));
-    handed_over_optimizer = o;
-    return o;
-  }
+  tg_optimizer* owned_optimizer(const char* name) { return hand_over(optimizers, name); }
   tg_counters* counters(const char* name) {
     if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
     // the caller's struct is struct_size bytes (an older or newer tg_counters); ASan catches a write past it
@@ -1297,8 +1365,8 @@ struct FuzzCtx {
     if (handed_over_jit && !std::count(jits.begin(), jits.end(), handed_over_jit)) remember_dead(handed_over_jit);
     if (handed_over_plan && !std::count(plans.begin(), plans.end(), handed_over_plan)) remember_dead(handed_over_plan);
     if (handed_over_state && !std::count(states.begin(), states.end(), handed_over_state)) remember_dead(handed_over_state);
-    if (handed_over_optimizer && !std::count(optimizers.begin(), optimizers.end(), handed_over_optimizer)) remember_dead(handed_over_optimizer);
-    handed_over_optimizer = nullptr;
+    modules.settle();
+    optimizers.settle();
     handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr, handed_over_state = nullptr;
   }
   void fail(const std::string& what) {
@@ -1450,13 +1518,7 @@ struct FuzzCtx {
     if (!o) return expect_error("returned NULL");
     expect_no_error("returned an optimizer");
     if (tg_optimizer_params(o, nullptr, 0) < 1) fail("a returned optimizer has no params");
-    if (optimizers.size() >= kPlanPoolMax) {
-      size_t i = r(optimizers.size());
-      tg_optimizer* old = optimizers[i];
-      optimizers[i] = o;
-      tg_optimizer_release(old);
-      remember_dead(old);
-    } else optimizers.push_back(o);
+    pool_handle(optimizers, o);
   }
   void ret_state(tg_state* s) {
     if (!s) return expect_error("returned NULL");
@@ -1631,7 +1693,6 @@ struct FuzzCtx {
   void remember_dead(tg_jit* j) { dead_jits[dead_jits_next++ % kDeadMax] = j, jit_info.erase(j); }
   void remember_dead(tg_plan* p) { dead_plans[dead_plans_next++ % kDeadMax] = p, plan_info.erase(p); }
   void remember_dead(tg_state* s) { dead_states[dead_states_next++ % kDeadMax] = s; }
-  void remember_dead(tg_optimizer* o) { dead_optimizers[dead_optimizers_next++ % kDeadMax] = o; }
   // JITs hold no pooled tensor and outlive a reset (keep_jits), so one warmed up in one stretch of calls is captured or
   // replayed in a later one: tg_jit_call realizes, so it comes about once in 5000 calls
   void clear_pools(bool keep_jits = false) {
@@ -1639,8 +1700,8 @@ struct FuzzCtx {
     for (auto* e : exprs) tg_expr_release(e), remember_dead(e);
     for (auto* p : plans) tg_plan_release(p), remember_dead(p);
     for (auto* s : states) tg_state_release(s), remember_dead(s);
-    for (auto* o : optimizers) tg_optimizer_release(o), remember_dead(o);
     optimizers.clear();
+    modules.clear();
     pool.clear(), exprs.clear(), plans.clear(), states.clear();
     if (keep_jits) return;
     for (auto* j : jits) tg_jit_release(j), remember_dead(j);

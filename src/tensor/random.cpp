@@ -2,7 +2,8 @@
 // uint32 ALU ops, so the generator runs inside the kernel that consumes the numbers. The key comes from the seed; the
 // counter is a one-element buffer per device that each random tensor advances by its size with an in-place assign. So
 // the graph of a random tensor is the same every time (one schedule, one compile), a captured TinyJit replays the
-// counter's update and draws new numbers at every call, and a program gives the same numbers in every run and process.
+// counter's update and draws new numbers at every call, and a program gives the same numbers in every run and process
+// (draw i starts where draws 0..i-1 ended).
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -27,7 +28,9 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// The device's counter before advancing it by n, as a lazy uint64 (1,) tensor, and the key.
+// The device's counter before advancing it by n, copied into a buffer of its own, and the key. Both copy and advance
+// run now (two one-element kernels), so every draw has its own start whatever order the draws are realized in; inside a
+// TinyJit capture they are captured with the rest and replayed.
 std::pair<Tensor, uint64_t> take_counts(int64_t n, const std::string& dev) {
   std::lock_guard<std::mutex> lk(g_rng_mu);
   auto it = counters().find(dev);
@@ -36,15 +39,11 @@ std::pair<Tensor, uint64_t> take_counts(int64_t n, const std::string& dev) {
     it = counters().emplace(dev, Tensor::from_data(&zero, sizeof zero, dtypes::uint64, {1}, dev).realize()).first;
   }
   Tensor& c = it->second;
-  // an update that already ran is the buffer again, so the graph doesn't grow with every draw
-  const UOp* base = c.uop().get();
-  if (const AssignArg* a = assign_arg(base); a && a->done.load()) {
-    while (base->op == Ops::ASSIGN) base = base->src[0].get();
-    c = Tensor(base->ref(), dev);
-  }
-  Tensor n_t(UOp::const_int(dtypes::uint64, n), dev);
-  c.assign(c.add(n_t));
-  return {c.sub(n_t), splitmix64(g_seed)};
+  Tensor start = Tensor::empty({1}, dtypes::uint64, dev);
+  start.assign(c);
+  c.assign(c.add(Tensor(UOp::const_int(dtypes::uint64, n), dev)));
+  Tensor::realize_all({&start, &c});
+  return {start, splitmix64(g_seed)};
 }
 
 Tensor u32(uint32_t v, const std::string& dev) { return Tensor(UOp::const_int(dtypes::uint32, v), dev); }

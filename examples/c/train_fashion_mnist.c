@@ -1,0 +1,128 @@
+/* train_fashion_mnist: train a classifier on Fashion-MNIST from C, then evaluate and save it.
+ *
+ * The model is an MLP, 784 -> HIDDEN -> 10 with ReLU, trained with Adam on random minibatches (indices drawn by randint
+ * inside the step, as tinygrad's beautiful_mnist) under a TinyJit: the second step is captured and every later one
+ * replays its kernels. Then the 10,000 test images are classified, the accuracy printed as the last line, and the
+ * weights saved as fashion_mnist.safetensors for examples/c/classify.c.
+ *
+ * usage: train_fashion_mnist [steps] [data dir] [output file]
+ *   (defaults: 3000 steps, /usr/share/datasets/fashion-mnist, fashion_mnist.safetensors) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <tinygrad.h>
+#include <unistd.h>
+
+#include "fashion_mnist_model.h"
+
+enum { BATCH = 128 };
+
+#define TRY(x)                                                                                              \
+  do {                                                                                                      \
+    if (!(x)) {                                                                                             \
+      fprintf(stderr, "%s failed: %s (%s)\n", #x, tg_last_error_message(), tg_status_name(tg_last_error())); \
+      exit(1);                                                                                              \
+    }                                                                                                       \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct {
+  tg_module* model;
+  tg_optimizer* opt;
+} trainer;
+
+/* One training step, captured by the JIT: inputs are the training images (N, 784) float and labels (N,); the output is
+ * the loss. The optimizer's updates are assigns, which the JIT realizes with the loss and replays. */
+static tg_status train_step(void* userdata, tg_tensor* const* in, size_t n_in, tg_tensor** out, size_t n_out) {
+  trainer* tr = userdata;
+  int64_t bs = BATCH, n_train = tg_tensor_numel(in[1]);
+  (void)n_in, (void)n_out;
+  tg_tensor *samples = NULL, *xb = NULL, *yb = NULL, *logits = NULL, *loss = NULL;
+  tg_status st = TG_ERROR_INTERNAL;
+  if (tg_optimizer_zero_grad(tr->opt) != TG_OK) return tg_last_error();
+  if (!(samples = tg_tensor_randint(&bs, 1, 0, n_train, TG_INT32, NULL))) goto done;
+  tg_index idx = {.kind = TG_INDEX_TENSOR, .tensor = samples};
+  if (!(xb = tg_tensor_getitem(in[0], &idx, 1)) || !(yb = tg_tensor_getitem(in[1], &idx, 1))) goto done;
+  if (!(logits = tg_module_call(tr->model, xb))) goto done;
+  if (!(loss = tg_tensor_sparse_categorical_crossentropy(logits, yb, -1, 0.0, 1))) goto done;
+  if (tg_tensor_backward(loss) != TG_OK) goto done;
+  if (tg_optimizer_schedule_step(tr->opt, NULL, 0) < 0) goto done; /* the updates, assigned lazily */
+  out[0] = loss, loss = NULL;
+  st = TG_OK;
+done:
+  if (st != TG_OK) st = tg_last_error();
+  tg_tensor_release(samples), tg_tensor_release(xb), tg_tensor_release(yb), tg_tensor_release(logits), tg_tensor_release(loss);
+  return st;
+}
+
+int main(int argc, char** argv) {
+  int steps = argc > 1 ? atoi(argv[1]) : 3000;
+  const char* dir = argc > 2 ? argv[2] : NULL;
+  const char* out_path = argc > 3 ? argv[3] : "fashion_mnist.safetensors";
+  double t0 = now_s();
+  tg_manual_seed(42);
+
+  /* the data: images as float (N, 784) in [0, 1], realized once; labels as they come (uint8) */
+  tg_tensor *xtr_u8, *ytr, *xte_u8, *yte;
+  TRY(tg_dataset_mnist(dir, NULL, &xtr_u8, &ytr, &xte_u8, &yte) == TG_OK);
+  tg_tensor* xtr = fashion_images(xtr_u8);
+  tg_tensor* xte = fashion_images(xte_u8);
+  TRY(xtr && xte && tg_tensor_realize(xtr) == TG_OK && tg_tensor_realize(xte) == TG_OK);
+  int64_t n_train = tg_tensor_numel(ytr), n_test = tg_tensor_numel(yte);
+  printf("Fashion-MNIST: %lld training and %lld test images (%.2f s to load)\n", (long long)n_train, (long long)n_test, now_s() - t0);
+
+  trainer tr = {fashion_model(), NULL};
+  TRY(tr.model);
+  size_t np = tg_module_parameter_count(tr.model);
+  tg_tensor* params[8];
+  TRY(np <= 8 && tg_module_parameters(tr.model, params, np) == TG_OK);
+  tg_optimizer_options o = {.struct_size = sizeof o};
+  TRY(tg_optimizer_options_default(TG_OPTIM_ADAM, &o) == TG_OK);
+  TRY(tr.opt = tg_optim_adam(params, np, &o));
+  for (size_t i = 0; i < np; i++) tg_tensor_release(params[i]);
+
+  /* train: TRAINING=1 as tinygrad's Tensor.train() */
+  TRY(tg_set_option("TRAINING", "1") == TG_OK);
+  tg_jit* jit = tg_jit_create(train_step, &tr);
+  TRY(jit);
+  tg_tensor* inputs[2] = {xtr, ytr};
+  int tty = isatty(fileno(stdout));
+  double t_train = now_s(), loss_avg = 0;
+  for (int i = 0; i < steps; i++) {
+    tg_tensor* loss = NULL;
+    TRY(tg_jit_call(jit, inputs, 2, &loss, 1) == TG_OK);
+    if (i % 100 == 99 || i == steps - 1) { /* reading the loss waits for the step: only now and then */
+      float l = 0;
+      TRY(tg_tensor_to_data(loss, &l, sizeof l) == TG_OK);
+      loss_avg = l;
+      double dt = now_s() - t_train;
+      printf("%sstep %5d/%d  loss %.4f  %.0f steps/s", tty ? "\r" : "", i + 1, steps, loss_avg, (i + 1) / dt);
+      if (!tty || i == steps - 1) printf("\n");
+      fflush(stdout);
+    }
+    tg_tensor_release(loss);
+  }
+  double train_s = now_s() - t_train;
+  TRY(tg_set_option("TRAINING", "0") == TG_OK);
+  printf("trained %d steps of batch %d in %.2f s (%.0f steps/s)\n", steps, BATCH, train_s, steps / train_s);
+
+  /* save, then evaluate on the test set */
+  tg_state* st = tg_module_state(tr.model);
+  TRY(st && tg_state_save(st, out_path) == TG_OK);
+  tg_state_release(st);
+  printf("saved %s\n", out_path);
+  double acc = fashion_accuracy(tr.model, xte, yte);
+  TRY(acc >= 0);
+  printf("wall time %.2f s\n", now_s() - t0);
+  printf("test accuracy: %.4f\n", acc);
+
+  tg_jit_release(jit), tg_optimizer_release(tr.opt), tg_module_release(tr.model);
+  tg_tensor_release(xtr_u8), tg_tensor_release(xte_u8), tg_tensor_release(xtr), tg_tensor_release(xte);
+  tg_tensor_release(ytr), tg_tensor_release(yte);
+  return 0;
+}
