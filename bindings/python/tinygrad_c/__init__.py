@@ -509,11 +509,32 @@ class _Owned:
       except Exception: pass
 
 
-class Tensor(_Owned):
+class _TensorMeta(type):
+  """Tensor.training is the library's TRAINING option (tinygrad's Tensor.training): dropout, BatchNorm's batch statistics
+  and running updates, and optimizer steps act only while it is True, in Python and C alike."""
+  @property
+  def training(cls) -> bool: return bool(get_option("TRAINING"))
+  @training.setter
+  def training(cls, on: bool) -> None: set_option("TRAINING", 1 if on else 0)
+
+
+class _Train:
+  """Tensor.train(mode=True): a context manager (and decorator) setting Tensor.training for a block, as tinygrad's."""
+  def __init__(self, mode: bool = True): self.mode, self.prev = mode, None
+  def __enter__(self): self.prev, Tensor.training = Tensor.training, self.mode
+  def __exit__(self, *exc): Tensor.training = self.prev
+  def __call__(self, fn):
+    @functools.wraps(fn)
+    def wrapped(*a, **kw):
+      with _Train(self.mode): return fn(*a, **kw)
+    return wrapped
+
+
+class Tensor(_Owned, metaclass=_TensorMeta):
   """A lazy tensor over a tg_tensor handle. Nothing runs until .realize() / .numpy()."""
   __slots__ = ("_h", "__weakref__")
-  training = False  # tinygrad's Tensor.training: dropout (and attention's dropout_p) only act while it is True
   _release = C.tensor_release
+  train = staticmethod(_Train)
 
   def __init__(self, data, dtype=None, device: Optional[str] = None, requires_grad: Optional[bool] = None):
     if isinstance(data, Tensor):

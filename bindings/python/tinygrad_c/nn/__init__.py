@@ -1,2 +1,156 @@
-"""tinygrad's nn: modules over the C modules (tg_nn_*), with nn.optim and nn.state."""
-from . import optim, state  # noqa: F401
+"""tinygrad's nn over the C modules (tg_nn_*): the same classes, constructor arguments, initialisation and attribute
+names, so nn.state.get_state_dict(model) gives tinygrad's (and PyTorch's) keys. Each module's tensors are attributes
+(weight, bias, running_mean, ...) that share the C module's: an optimizer step or load_state_dict changes both."""
+from __future__ import annotations
+
+import ctypes
+from typing import Optional, Tuple, Union
+
+from .. import C, Tensor, _bind, _dbl, _i64p, _i64s, _int, _made, _Owned, _ok, _p, _status, _str, _sz
+
+_i64 = ctypes.c_int64
+from . import datasets, optim, state  # noqa: F401
+
+__all__ = ["Linear", "Conv1d", "Conv2d", "ConvTranspose2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+           "LayerNorm", "LayerNorm2d", "RMSNorm", "GroupNorm", "InstanceNorm", "Embedding", "LSTMCell", "optim", "state", "datasets"]
+
+_bind({
+  "tg_nn_linear": (_p, [_i64, _i64, _int, _str]),
+  "tg_nn_conv2d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
+  "tg_nn_conv1d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
+  "tg_nn_conv_transpose2d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
+  "tg_nn_batchnorm": (_p, [_i64, _dbl, _dbl, _int, _int, _str]),
+  "tg_nn_layernorm": (_p, [_i64p, _sz, _dbl, _int, _str]), "tg_nn_rmsnorm": (_p, [_i64, _dbl, _int, _str]),
+  "tg_nn_groupnorm": (_p, [_i64, _i64, _dbl, _int, _str]), "tg_nn_instancenorm": (_p, [_i64, _dbl, _int, _str]),
+  "tg_nn_embedding": (_p, [_i64, _i64, _str]), "tg_nn_lstm_cell": (_p, [_i64, _i64, _int, _str]),
+  "tg_module_call": (_p, [_p, _p]),
+  "tg_lstm_cell_step": (_status, [_p, _p, _p, _p, ctypes.POINTER(_p), ctypes.POINTER(_p)]),
+  "tg_module_kind": (_str, [_p]), "tg_module_get": (_p, [_p, _str]), "tg_module_state": (_p, [_p]),
+  "tg_module_release": (None, [_p]),
+})
+
+
+def _dev(device: Optional[str]) -> Optional[bytes]: return device.encode() if device else None
+
+
+def _one(v, what: str, n: int = 1) -> int:
+  """A size given as an int or as a tuple of equal ints (the C constructors take one value for every spatial dim)."""
+  if isinstance(v, (tuple, list)):
+    if len(set(v)) != 1 or len(v) not in (1, n): raise ValueError(f"{what}={v!r}: give one value, or {n} equal ones")
+    return int(v[0])
+  return int(v)
+
+
+class _Module(_Owned):
+  """One tg_module handle; its named tensors become attributes (Tensors sharing the module's)."""
+  _release = C.module_release
+  _names: Tuple[str, ...] = ()
+
+  def _init(self, handle, what: str) -> None:
+    object.__setattr__(self, "_h", _made(handle, what))
+    for n in self._names:
+      h = C.module_get(self._h, n.encode())
+      if h: object.__setattr__(self, n, Tensor._wrap(h, "module_get"))
+      else: C.clear_error(); object.__setattr__(self, n, None)
+
+  def __call__(self, x: Tensor) -> Tensor: return Tensor._wrap(C.module_call(self._h, x._h), "module_call")
+
+  def __setattr__(self, name, value):
+    # replacing a tensor attribute would detach it from the C module; assign into it instead (load_state_dict does)
+    if name in self._names: raise AttributeError(f"{type(self).__name__}.{name}: use .{name}.assign(value) to change it")
+    object.__setattr__(self, name, value)
+
+
+class Linear(_Module):
+  _names = ("weight", "bias")
+  def __init__(self, in_features: int, out_features: int, bias: bool = True, device: Optional[str] = None):
+    self._init(C.nn_linear(in_features, out_features, int(bias), _dev(device)), "nn_linear")
+
+
+class Conv2d(_Module):
+  _names = ("weight", "bias")
+  def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, Tuple[int, ...]], stride=1, padding=0, dilation=1,
+               groups: int = 1, bias: bool = True, device: Optional[str] = None):
+    k = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size, kernel_size)
+    if isinstance(padding, str): raise ValueError("padding strings are not supported; give the padding in pixels")
+    if len(k) == 1:
+      h = C.nn_conv1d(in_channels, out_channels, k[0], _one(stride, "stride"), _one(padding, "padding"), _one(dilation, "dilation"), groups,
+                      int(bias), _dev(device))
+    else:
+      h = C.nn_conv2d(in_channels, out_channels, k[0], k[1], _one(stride, "stride", 2), _one(padding, "padding", 2), _one(dilation, "dilation", 2),
+                      groups, int(bias), _dev(device))
+    self._init(h, "nn_conv2d")
+
+
+def Conv1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, dilation=1, groups=1, bias=True, device=None) -> Conv2d:
+  return Conv2d(in_channels, out_channels, (_one(kernel_size, "kernel_size"),), stride, padding, dilation, groups, bias, device)
+
+
+class ConvTranspose2d(_Module):
+  _names = ("weight", "bias")
+  def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, Tuple[int, int]], stride=1, padding=0, output_padding=0,
+               dilation=1, groups: int = 1, bias: bool = True, device: Optional[str] = None):
+    k = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size, kernel_size)
+    if len(k) != 2: raise ValueError(f"ConvTranspose2d: kernel_size {kernel_size!r} needs 2 dims")
+    self._init(C.nn_conv_transpose2d(in_channels, out_channels, k[0], k[1], _one(stride, "stride", 2), _one(padding, "padding", 2),
+                                     _one(output_padding, "output_padding", 2), _one(dilation, "dilation", 2), groups, int(bias),
+                                     _dev(device)), "nn_conv_transpose2d")
+
+
+
+class BatchNorm(_Module):
+  _names = ("weight", "bias", "num_batches_tracked", "running_mean", "running_var")
+  def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float = 0.1,
+               device: Optional[str] = None):
+    self._init(C.nn_batchnorm(sz, eps, momentum, int(affine), int(track_running_stats), _dev(device)), "nn_batchnorm")
+
+
+BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm
+
+
+class LayerNorm(_Module):
+  _names = ("weight", "bias")
+  def __init__(self, normalized_shape: Union[int, Tuple[int, ...]], eps: float = 1e-5, elementwise_affine: bool = True,
+               device: Optional[str] = None):
+    shape = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list)) else (normalized_shape,)
+    self._init(C.nn_layernorm(_i64s(shape), len(shape), eps, int(elementwise_affine), _dev(device)), "nn_layernorm")
+
+
+class LayerNorm2d(LayerNorm):
+  """LayerNorm over the channels of (N, C, H, W)."""
+  def __call__(self, x: Tensor) -> Tensor: return super().__call__(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class RMSNorm(_Module):
+  _names = ("weight",)
+  def __init__(self, dim: int, eps: float = 1e-6, elementwise_affine: bool = True, device: Optional[str] = None):
+    self._init(C.nn_rmsnorm(dim, eps, int(elementwise_affine), _dev(device)), "nn_rmsnorm")
+
+
+class GroupNorm(_Module):
+  _names = ("weight", "bias")
+  def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device: Optional[str] = None):
+    self._init(C.nn_groupnorm(num_groups, num_channels, eps, int(affine), _dev(device)), "nn_groupnorm")
+
+
+class InstanceNorm(_Module):
+  _names = ("weight", "bias")
+  def __init__(self, num_features: int, eps: float = 1e-5, affine: bool = True, device: Optional[str] = None):
+    self._init(C.nn_instancenorm(num_features, eps, int(affine), _dev(device)), "nn_instancenorm")
+
+
+class Embedding(_Module):
+  _names = ("weight",)
+  def __init__(self, vocab_size: int, embed_size: int, device: Optional[str] = None):
+    self._init(C.nn_embedding(vocab_size, embed_size, _dev(device)), "nn_embedding")
+
+
+class LSTMCell(_Module):
+  _names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+  def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Optional[str] = None):
+    self._init(C.nn_lstm_cell(input_size, hidden_size, int(bias), _dev(device)), "nn_lstm_cell")
+
+  def __call__(self, x: Tensor, hc: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
+    h, c = ctypes.c_void_p(), ctypes.c_void_p()
+    _ok(C.lstm_cell_step(self._h, x._h, hc[0]._h if hc else None, hc[1]._h if hc else None, ctypes.byref(h), ctypes.byref(c)), "lstm_cell_step")
+    return Tensor._wrap(h.value, "lstm_cell_step"), Tensor._wrap(c.value, "lstm_cell_step")

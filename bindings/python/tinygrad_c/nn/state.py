@@ -9,7 +9,9 @@ import struct
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
-from .. import C, Tensor, _Owned, _bind, _dtype_t, _i64, _i64p, _made, _ok, _p, _status, _str, _sz
+from .. import C, Tensor, _Owned, _bind, _dtype_t, _i64p, _made, _ok, _p, _status, _str, _sz
+
+_i64 = ctypes.c_int64  # (tinygrad_c's _i64 is its int-checking helper, not the ctype)
 
 __all__ = ["safe_load", "safe_save", "safe_load_metadata", "gguf_load", "get_state_dict", "get_parameters", "load_state_dict"]
 
