@@ -20,9 +20,11 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# the main job: build the library and run the flagship C example end to end on the CPU
+# the main job: build the library, then train a classifier on Fashion-MNIST from C (examples/c/train_fashion_mnist.c),
+# evaluate it on the 10,000 test images and save fashion_mnist.safetensors (examples/c/classify.c classifies with it)
 run: build
-	$(BUILD)/example_mlp
+	@sh scripts/deps.sh
+	$(BUILD)/example_train_fashion_mnist $(STEPS)
 
 # Every run starts cold: the kernel disk cache lives in a new empty directory for the whole run and is removed after,
 # so a pass never depends on what an earlier run left on disk.

@@ -32,6 +32,7 @@
 #include <tinygrad.h>
 #include <unistd.h>
 
+#include "../examples/c/fashion_mnist_model.h"
 #include "jit_step.h"
 #include "ref_loops.h"
 
@@ -398,6 +399,35 @@ static void bench_jit_mlp(int threads) {
   add_row("jit step mlp", "us", ours, "PyTorch", torch_reference("mlp_torch", threads, "300", NULL), 0);
 }
 
+/* ---- training: examples/c/train_fashion_mnist against the same training in PyTorch, steps per second ---- */
+static void bench_train_fashion(int threads, int steps) {
+  char exe[4096], sbuf[32];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
+  if (n <= 0) DIE("readlink /proc/self/exe: %s", strerror(errno));
+  exe[n] = 0;
+  strcpy(strrchr(exe, '/') + 1, "example_train_fashion_mnist");
+  snprintf(sbuf, sizeof sbuf, "%d", steps);
+  char out_path[] = "/tmp/tg_bench_fashion_XXXXXX";
+  int fd = mkstemp(out_path);
+  if (fd < 0) DIE("mkstemp: %s", strerror(errno));
+  close(fd);
+  char* argv[] = {exe, sbuf, "", out_path, NULL};
+  char* out = run_capture(argv, NULL, NULL);
+  unlink(out_path);
+  /* "trained N steps of batch B in T s (S steps/s)" */
+  const char* line = out ? strstr(out, "trained ") : NULL;
+  const char* paren = line ? strchr(line, '(') : NULL;
+  double ours = paren ? strtod(paren + 1, NULL) : 0;
+  if (!(ours > 0)) DIE("train fashion-mnist: %s did not report its steps/s:\n%s", exe, out ? out : "");
+  const char* acc = strstr(out, "test accuracy:");
+  printf("  train fashion-mnist: %d steps, ours %s", steps, acc ? acc : "(no accuracy)\n");
+  free(out);
+  settle();
+  char hbuf[32];
+  snprintf(hbuf, sizeof hbuf, "%d", FASHION_HIDDEN);  /* the same model */
+  add_row("train fashion-mnist", "steps/s", ours, "PyTorch", torch_reference("train_fashion_torch", threads, sbuf, hbuf), 1);
+}
+
 /* ---- compile time: the first realize of a new kernel minus a warm realize of the same graph ---- */
 static tg_tensor* small_kernel(tg_tensor* x, int i) { /* x*(1+i/16) + i: a new constant per i */
   tg_tensor* m = tg_tensor_mul_scalar(x, 1.0 + i / 16.0);
@@ -492,6 +522,7 @@ int main(int argc, char** argv) {
   add_row("tiny realize", "us", bench_tiny(2000), "", 0, 0);
   add_row("tiny jit replay", "us", tiny_jit_replay_us(200), "", 0, 0);
   bench_jit_mlp(threads);
+  bench_train_fashion(threads, quick ? 500 : 6000);
 
   /* BEAM=2, set through the C API: each kernel searched afresh (CACHELEVEL=0 keeps the BEAM cache off too); the first
    * matmul 1024 call holds its search. Each is compared with the same reference as above and with our heuristic kernel. */

@@ -6,7 +6,7 @@
  * weights saved as fashion_mnist.safetensors for examples/c/classify.c.
  *
  * usage: train_fashion_mnist [steps] [data dir] [output file]
- *   (defaults: 3000 steps, /usr/share/datasets/fashion-mnist, fashion_mnist.safetensors) */
+ *   (defaults: 3000 steps, /usr/share/datasets/fashion-mnist (also when given as ""), fashion_mnist.safetensors) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -62,7 +62,7 @@ done:
 
 int main(int argc, char** argv) {
   int steps = argc > 1 ? atoi(argv[1]) : 3000;
-  const char* dir = argc > 2 ? argv[2] : NULL;
+  const char* dir = argc > 2 && *argv[2] ? argv[2] : NULL;
   const char* out_path = argc > 3 ? argv[3] : "fashion_mnist.safetensors";
   double t0 = now_s();
   tg_manual_seed(42);
