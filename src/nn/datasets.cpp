@@ -27,6 +27,10 @@ std::vector<uint8_t> read_all(const std::string& path, size_t limit) {
     TG_CHECK(data.size() + size_t(n) <= limit, TG_ERROR_IO, strformat("idx: '%s' inflates to more than %zu bytes", path.c_str(), limit));
     data.insert(data.end(), chunk, chunk + n);
   }
+  // zlib reports a gzip stream that ends early (even one missing only its CRC trailer) as a non-fatal Z_BUF_ERROR
+  int err = Z_OK;
+  gzerror(f.get(), &err);
+  TG_CHECK(err != Z_BUF_ERROR, TG_ERROR_IO, "idx: '" + path + "' is truncated: its gzip stream ends early");
   return data;
 }
 
