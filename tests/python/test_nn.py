@@ -332,6 +332,10 @@ def test_embedding_index_shapes(rank):
   np.testing.assert_array_equal(out.numpy(), np.broadcast_to(ours.weight.numpy()[7], idx.shape + (4,)))
 
 
+def test_embedding_empty_indices():
+  assert nn.Embedding(10, 4)(Tensor(np.zeros((4, 0), np.int32))).numpy().shape == (4, 0, 4)
+
+
 def test_embedding_rejects_float_indices():
   with pytest.raises(TinygradError): nn.Embedding(10, 4)(Tensor(np.zeros(3, np.float32)))
 
