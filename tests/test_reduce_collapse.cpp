@@ -171,5 +171,69 @@ TEST(ReduceCollapse, NotCollapsible) {
   }
 }
 
+// The kernels realizing `roots`, compiled with the heuristics, and the sizes of the buffers they write (roots included)
+struct Plan {
+  std::vector<ProgramSpec> progs;
+  std::vector<int64_t> written;
+};
+Plan plan(const std::vector<Tensor>& roots) {
+  std::vector<UOpRef> r;
+  for (auto& t : roots) r.push_back(t.uop());
+  Normalized nz = normalize(r);
+  auto sched = create_schedule(nz.sink, nz.specs);
+  Plan out;
+  for (auto& k : sched->kernels) out.progs.push_back(get_program(k->ast, k->name, get_device("CPU").renderer()));
+  for (size_t i = size_t(sched->n_inputs); i < sched->slots.size(); i++) out.written.push_back(sched->slots[i].second);
+  return out;
+}
+Tensor gather(const Tensor& x, const Tensor& idx) {
+  Index i;
+  i.kind = Index::TensorIdx, i.tensor = std::make_shared<Tensor>(idx);
+  return x.getitem({i});
+}
+
+// X[idx] and Y[idx] through Tensor::getitem (a sum over the rows of where(idx == arange(N), X, 0)): the arange is
+// index math inside the gather's kernel, and the gather a load of X[idx[i], j]; nothing loops over the N rows, and no
+// buffer of N partial results appears. The gradient w.r.t. X (a scatter-add, which loops over the indices) is exact.
+TEST(ReduceCollapse, TensorGatherOfLargeTable) {
+  constexpr int64_t N = 60000, D = 24, B = 128;
+  auto x = randf(size_t(N * D), 6), w = randf(size_t(B * D), 7);
+  std::vector<uint8_t> y(N);
+  for (int64_t k = 0; k < N; k++) y[size_t(k)] = uint8_t(k * 7 % 251);
+  std::vector<int32_t> idx(B);
+  std::mt19937_64 g(8);
+  for (auto& i : idx) i = int32_t(std::uniform_int_distribution<int64_t>(-N, N - 1)(g));
+  idx[0] = 0, idx[1] = N - 1, idx[2] = -1, idx[3] = -N, idx[4] = idx[5] = 17;  // the ends, from the end, a repeat
+  auto row = [&](int64_t b) { return idx[size_t(b)] < 0 ? idx[size_t(b)] + N : idx[size_t(b)]; };
+  Tensor X = Tensor::from_data(x.data(), x.size() * sizeof(float), dtypes::float32, {N, D}, "CPU");
+  Tensor Y = Tensor::from_data(y.data(), y.size(), dtypes::uint8, {N}, "CPU");
+  Tensor I = Tensor::from_data(idx.data(), idx.size() * sizeof(int32_t), dtypes::int32, {B}, "CPU");
+  Tensor xb = gather(X, I), yb = gather(Y, I);
+  for (auto& [t, n] : {std::pair{xb, B * D}, std::pair{yb, B}}) {
+    Plan p = plan({t});
+    ASSERT_EQ(p.progs.size(), 1u);
+    EXPECT_LT(p.progs[0].ops, uint64_t(64 * n)) << "a loop over the indexed dim is left:\n" << p.progs[0].src;
+    EXPECT_EQ(p.progs[0].name.find("60000"), std::string::npos) << p.progs[0].name;
+    EXPECT_EQ(p.written, std::vector<int64_t>{n});
+  }
+  std::vector<float> gx(size_t(B * D));
+  std::vector<uint8_t> gy{std::vector<uint8_t>(size_t(B))};
+  xb.to_data(gx.data(), gx.size() * sizeof(float));
+  yb.to_data(gy.data(), gy.size());
+  for (int64_t b = 0; b < B; b++) {
+    ASSERT_EQ(gy[size_t(b)], y[size_t(row(b))]) << b;
+    for (int64_t j = 0; j < D; j++) ASSERT_EQ(gx[size_t(b * D + j)], x[size_t(row(b) * D + j)]) << b << " " << j;
+  }
+  // d sum(X[idx] * W) / dX: row r gets the sum of W's rows b with idx[b] == r
+  Tensor W = Tensor::from_data(w.data(), w.size() * sizeof(float), dtypes::float32, {B, D}, "CPU");
+  Tensor dX = gather(X, I).mul(W).sum().gradient({X})[0];
+  for (auto& k : plan({dX}).written) EXPECT_LE(k, N * D) << "a buffer larger than X";
+  std::vector<float> got(size_t(N * D)), want(size_t(N * D), 0.f);
+  dX.to_data(got.data(), got.size() * sizeof(float));
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t j = 0; j < D; j++) want[size_t(row(b) * D + j)] += w[size_t(b * D + j)];
+  for (size_t k = 0; k < got.size(); k++) ASSERT_NEAR(got[k], want[k], 1e-5) << k / D << " " << k % D;
+}
+
 }  // namespace
 }  // namespace tg

@@ -125,6 +125,12 @@ const PatternMatcher& pm_reduce_collapse() {
          if (!is_int(m.root->dtype) || !is_int(x->dtype) || x->vmin() < -lim || x->vmax() > lim) return {};
          return double(x->vmin()) >= dtypes::min(m.root->dtype) && double(x->vmax()) <= dtypes::max(m.root->dtype) ? x->cast(m.root->dtype) : UOpRef();
        }},
+      // a cast moves into the branches of a where with a constant one (the sum of a uint8 gather casts to uint32 first)
+      {UPat(Ops::CAST, {UPat(Ops::WHERE, {UPat::var("s"), UPat::var("a"), UPat::var("b")})}), [](const Match& m) -> UOpRef {
+         UOpRef a = m["a"], b = m["b"];
+         if (a->op != Ops::CONST && b->op != Ops::CONST) return {};
+         return m["s"]->where(a->cast(m.root->dtype), b->cast(m.root->dtype));
+       }},
       // x * float(gate) == gate ? x : 0
       {UPat(Ops::MUL, {UPat::var("x"), UPat(Ops::CAST, {UPat::var("gate", dtypes::bool_)})}),
        [](const Match& m) { return m["gate"]->where(m["x"], m["x"]->const_like(0)); }},

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "codegen/simplify.h"
 #include "schedule/schedule.h"
 #include "uop/symbolic.h"
 
@@ -63,8 +64,10 @@ struct ScheduleBuilder {
   bool split_assigns = false;                           // every assign's value gets its own buffer, then is copied in
   std::unordered_set<int> root_slots;                   // slots the roots are realized into (never freed)
   std::unordered_map<const UOp*, std::unordered_set<const UOp*>> inlined_in;  // reduce -> the kernels computing it inline
+  std::unordered_map<const UOp*, bool> no_load_memo;
 
   void mark_splits(const UOpRef& sink);
+  bool no_load(const UOp* n);
 
   int slot(const UOp* n);
   void build(const UOp* n, int out);
@@ -89,18 +92,20 @@ struct KernelBuilder {
     UOpRef gate;
     bool expanded;
   };
+  // holds its indices: a value need not reference them (a collapsed reduce, a pad's constant), and a freed index's
+  // address may come back as another node
   struct Key {
     const UOp* n;
-    std::vector<const UOp*> idx;
-    const UOp* gate;
+    UOps idx;
+    UOpRef gate;
     bool expanded;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
       size_t h = std::hash<const void*>()(k.n) ^ k.expanded;
-      for (auto* p : k.idx) h = hash_combine(h, std::hash<const void*>()(p));
-      return hash_combine(h, std::hash<const void*>()(k.gate));
+      for (auto& p : k.idx) h = hash_combine(h, std::hash<const void*>()(p.get()));
+      return hash_combine(h, std::hash<const void*>()(k.gate.get()));
     }
   };
   std::unordered_map<Key, UOpRef, KeyHash> memo;
@@ -113,13 +118,10 @@ struct KernelBuilder {
     UOps vals;
     UOpRef value, valid;  // valid: PAD's in-bounds condition, applied when finishing
     UOps rr;              // REDUCE_AXIS: its new reduce ranges
+    bool collapse = false;  // REDUCE_AXIS: summed in closed form if the rules can (no buffer read, nothing to undo)
   };
 
-  static Key key_of(const Ctx& c) {
-    Key k{c.n, {}, c.gate.get(), c.expanded};
-    for (auto& i : c.idx) k.idx.push_back(i.get());
-    return k;
-  }
+  static Key key_of(const Ctx& c) { return Key{c.n, c.idx, c.gate, c.expanded}; }
   UOpRef global(int slot, DType dt, int64_t size) {
     auto [it, fresh] = arg_of.try_emplace(slot, int64_t(slots.size()));
     if (fresh) slots.push_back(slot);
@@ -135,6 +137,10 @@ struct KernelBuilder {
     return UOp::make(Ops::LOAD, dt, {UOp::make(Ops::INDEX, dt.ptr_to(size), isrc)});
   }
 
+  void note_inlined(const UOp* n) {
+    if (n != root && prod(n->src[0]->shape()) >= kRecompute) sb.inlined_in[n].insert(root);
+  }
+
   int64_t iterations() const {  // of this kernel's loops, as far as known
     int64_t n = prod(root->shape());
     for (int64_t r : reduce_sizes) n = n > INT64_MAX / std::max<int64_t>(r, 1) ? INT64_MAX : n * r;
@@ -147,7 +153,7 @@ struct KernelBuilder {
     auto push = [&](Ctx c) {
       Key k = key_of(c);
       if (auto it = memo.find(k); it != memo.end()) return it->second;
-      stack.push_back(Frame{std::move(c), std::move(k), {}, {}, {}, {}, {}});
+      stack.push_back(Frame{std::move(c), std::move(k), {}, {}, {}, {}, {}, false});
       plan(stack.back());
       return UOpRef();
     };
@@ -267,11 +273,14 @@ struct KernelBuilder {
         return src0(std::move(sidx), g->is_const(1) ? gate : g, f.c.expanded);
       }
       case Ops::REDUCE_AXIS: {
-        if (f.c.expanded) {  // fused, it would be recomputed for every expanded element
+        // a sum that reads no buffer (arange) is tried inline first: if it sums away in closed form (finish), it is an
+        // expression of the indices, cheap to recompute anywhere (tinygrad's pm_reduce_simplify in rangeify)
+        f.collapse = Ops(n->arg_ints()[0]) == Ops::ADD && sb.no_load(n->src[0].get());
+        if (f.c.expanded && !f.collapse) {  // fused, it would be recomputed for every expanded element
           f.value = load(sb.slot(n), n, idx, gate);
           return;
         }
-        if (n != root && prod(n->src[0]->shape()) >= kRecompute) sb.inlined_in[n].insert(root);
+        if (!f.collapse) note_inlined(n);
         auto& a = n->arg_ints();
         const Shape& ss = n->src[0]->shape();
         UOps sidx(idx);
@@ -308,7 +317,17 @@ struct KernelBuilder {
       if (f.rr.empty()) return f.vals[0];
       UOps src{f.vals[0]};
       src.insert(src.end(), f.rr.begin(), f.rr.end());
-      return UOp::make(Ops::REDUCE, n->dtype, std::move(src), n->arg_ints()[0]);
+      UOpRef red = UOp::make(Ops::REDUCE, n->dtype, std::move(src), n->arg_ints()[0]);
+      if (!f.collapse) return red;
+      UOpRef c = collapse_reduces(red);
+      auto t = c->toposort();
+      if (std::none_of(t.begin(), t.end(), [](auto& u) { return u->op == Ops::REDUCE; })) {
+        reduce_sizes.resize(reduce_sizes.size() - f.rr.size());  // its source has no reduce: its ranges are the last ones
+        return c;
+      }
+      if (f.c.expanded) return load(sb.slot(n), n, f.c.idx, f.c.gate);
+      note_inlined(n);
+      return red;
     }
     if (GroupOp::alu(n->op) || n->op == Ops::CAST || n->op == Ops::BITCAST) return n->replace_src(std::move(f.vals));
     return f.vals[0];  // a view or a pass-through
@@ -356,6 +375,32 @@ void ScheduleBuilder::mark_splits(const UOpRef& sink) {
   }
 }
 
+// The value of n reads no buffer: it is built from constants and index math only (movement ops, cheap ALU), with no
+// reduce or kernel boundary inside, so evaluating it inline has no side effect to undo.
+bool ScheduleBuilder::no_load(const UOp* n0) {
+  std::vector<std::pair<const UOp*, size_t>> stack{{n0, 0}};
+  while (!stack.empty()) {
+    auto& [n, i] = stack.back();
+    if (no_load_memo.count(n)) {
+      stack.pop_back();
+      continue;
+    }
+    bool ok = n->op == Ops::CONST || n->op == Ops::DEFINE_VAR || GroupOp::movement(n->op) || n->op == Ops::DETACH ||
+              n->op == Ops::CONTIGUOUS_BACKWARD || n->op == Ops::CAST || n->op == Ops::BITCAST ||
+              (GroupOp::alu(n->op) && n->op != Ops::EXP2 && n->op != Ops::LOG2 && n->op != Ops::SIN && n->op != Ops::POW);
+    ok &= !slot_of.count(n) && !split.count(n);
+    if (ok && i < n->src.size()) {
+      const UOp* s = n->src[i++].get();
+      if (auto it = no_load_memo.find(s); it == no_load_memo.end()) stack.emplace_back(s, 0);
+      else if (!it->second) no_load_memo[n] = false, stack.pop_back();
+      continue;
+    }
+    no_load_memo[n] = ok && std::all_of(n->src.begin(), n->src.end(), [&](auto& s) { return no_load_memo.at(s.get()); });
+    stack.pop_back();
+  }
+  return no_load_memo.at(n0);
+}
+
 // A node that needs a buffer gets its slot now and its kernel later, so nested kernel boundaries never recurse.
 int ScheduleBuilder::slot(const UOp* n) {
   if (auto it = slot_of.find(n); it != slot_of.end()) return it->second;
@@ -387,7 +432,14 @@ void ScheduleBuilder::build(const UOp* n, int out) {
   }
   UOpRef v = kb.eval({n, idx, {}, false});
   UOpRef store = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, n->dtype.ptr_to(prod(shape)), {kb.global(out, n->dtype, prod(shape)), linear_index(idx, shape)}), v});
-  UOpRef ast = graph_rewrite(UOp::sink({store}), symbolic(), nullptr, false, "rangeify");
+  // the reduces summed in closed form (a gather's) are gone before the kernel is named
+  UOpRef ast = collapse_reduces(graph_rewrite(UOp::sink({store}), symbolic(), nullptr, false, "rangeify"));
+  std::vector<std::pair<int64_t, int64_t>> reduce_ranges;  // (axis, size), named in the order they were made
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::RANGE && u->arg_ints()[1] == REDUCE) reduce_ranges.emplace_back(u->arg_ints()[0], u->vmax() + 1);
+  std::sort(reduce_ranges.begin(), reduce_ranges.end());
+  std::vector<int64_t> reduce_sizes;
+  for (auto& [axis, size] : reduce_ranges) reduce_sizes.push_back(size);
   // simplification can drop every load of a buffer (x*0, a pad that is never in bounds): number the globals still used
   // 0..n-1 again, so the kernel takes exactly the buffers it reads
   std::vector<const UOp*> globals;
@@ -407,7 +459,7 @@ void ScheduleBuilder::build(const UOp* n, int out) {
     return build(n, out);
   }
   auto k = std::make_shared<KernelItem>();
-  k->ast = ast, k->slots = used, k->name = kernel_name(!kb.reduce_sizes.empty(), shape, kb.reduce_sizes);
+  k->ast = ast, k->slots = used, k->name = kernel_name(!reduce_sizes.empty(), shape, reduce_sizes);
   producer[n] = s.kernels.size();
   reads.emplace_back();
   for (auto& [sl, node] : kb.read_of) reads.back().insert(node);
@@ -510,17 +562,44 @@ bool ScheduleBuilder::order_kernels() {
   return true;
 }
 
+using Inputs = std::vector<std::pair<DType, int64_t>>;
+
+// The most iterations a reduce in r's kernel runs once the reduce rules summed away what they can. An arange, or a
+// gather (a sum of where(idx == arange, x, 0)), runs none: split, it would only get a buffer of partial results.
+static int64_t reduce_work(const UOp* r, const Inputs& inputs) {
+  Schedule tmp;
+  tmp.n_inputs = int(inputs.size()), tmp.slots = inputs;
+  ScheduleBuilder sb{tmp};
+  sb.mark_splits(r->ref());
+  try {
+    sb.build(r, sb.slot(r));
+  } catch (const Error&) {  // what can't be built alone (an assign read before and after) is built as before
+    return INT64_MAX;
+  }
+  int64_t work = 0;
+  for (auto& u : collapse_reduces(tmp.kernels.back()->ast)->toposort()) {
+    if (u->op != Ops::REDUCE) continue;
+    int64_t w = 1;
+    for (size_t i = 1; i < u->src.size(); i++) {
+      int64_t n = u->src[i]->op == Ops::RANGE ? u->src[i]->vmax() + 1 : INT64_MAX;
+      w = w > INT64_MAX / std::max<int64_t>(n, 1) ? INT64_MAX : w * n;
+    }
+    work = std::max(work, w);
+  }
+  return work;
+}
+
 // A reduce of many elements into few outputs runs as two kernels (tinygrad's split_reduceop): the first reduces a
 // contiguous stretch into each of up to 256 partial results, which gives the first kernel output rows to spread over
 // cores and vector lanes; the second reduces the partials.
-static UOpRef split_reduceop(const UOp* r) {
+static UOpRef split_reduceop(const UOp* r, const Inputs& inputs) {
   const UOpRef& x = r->src[0];
   if (!x->has_shape() || !r->has_shape() || !std::holds_alternative<std::monostate>(r->tag) || !x->sym().empty()) return {};
   static const int64_t threshold = getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768), split_size = getenv_int("REDUCEOP_SPLIT_SIZE", 22);
   if (!getenv_int("SPLIT_REDUCEOP", 1)) return {};
   const Shape& xs = x->shape();
   int64_t in = prod(xs), out = prod(r->shape());
-  if (in == 0 || out == 0 || in / out < threshold) return {};
+  if (in == 0 || out == 0 || in / out < threshold || reduce_work(r, inputs) < threshold) return {};
   auto& arg = r->arg_ints();
   for (size_t k = 1; k < arg.size(); k++) {
     size_t i = size_t(arg[k]);
@@ -572,10 +651,10 @@ static std::shared_ptr<Schedule> schedule_once(const UOpRef& sink, const std::ve
 
 // Assigns whose values read each other's old buffers (w1's update reads w2, w2's reads w1) can't all run in place in
 // any order: then every assign's value is computed first and copied in (split_assigns).
-std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const std::vector<std::pair<DType, int64_t>>& inputs) {
-  static const PatternMatcher pm_split({{UPat(Ops::REDUCE_AXIS, {UPat::var("x")}), [](const Match& m) { return split_reduceop(m.root); }}},
-                                      "split_reduceop");
-  UOpRef sink = graph_rewrite(sink_in, pm_split, nullptr, false, "split reduceop");
+std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const Inputs& inputs) {
+  static const PatternMatcher pm_split(
+      {{UPat(Ops::REDUCE_AXIS, {UPat::var("x")}), [](const Match& m) { return split_reduceop(m.root, m.ctx<const Inputs>()); }}}, "split_reduceop");
+  UOpRef sink = graph_rewrite(sink_in, pm_split, const_cast<Inputs*>(&inputs), false, "split reduceop");
   std::unordered_set<const UOp*> shared;
   bool split_assigns = false;
   for (int tries = 0;; tries++) {

@@ -67,25 +67,27 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::st
   c = UOp::make(Ops::RESHAPE, dtype, {c}, std::vector<int64_t>(shape.size(), 1));
   return Tensor(UOp::make(Ops::EXPAND, dtype, {c}, std::vector<int64_t>(shape)), device);
 }
-// 0..n-1 as int64 without a host loop over n: the index written in base 1024, each digit a load from one 1024-entry
-// table expanded along its own axis, so the values are generated inside whatever kernel uses them.
+// 0..n-1 as int64, tinygrad's window sum: n zeros then n ones, viewed as n overlapping windows of n (row i starts at i),
+// summed: sum_{j<n} [i+j >= n] == i. The 2n^2 view is index math only, and the reduce collapses to the range itself
+// (codegen/simplify), so a consumer computes arange in its own kernel with no loop over n.
 static Tensor iota(int64_t n, const std::string& device) {
-  constexpr int64_t B = 1024;
-  std::vector<int64_t> digits(B);
-  std::iota(digits.begin(), digits.end(), int64_t(0));
-  Tensor table = Tensor::from_data(digits.data(), sizeof(int64_t) * B, dtypes::int64, {B}, device);
-  Shape dims{std::max<int64_t>(n, 1)};  // most significant digit first; the leading one only as large as n needs
-  while (dims[0] > B) dims.insert(dims.begin() + 1, B), dims[0] = (dims[0] + B - 1) / B;
-  int64_t weight = 1;
-  Tensor sum = Tensor(UOp::const_int(dtypes::int64, 0), device);
-  for (size_t d = dims.size(); d-- > 0;) {
-    Shape rs(dims.size(), 1);
-    rs[d] = dims[d];
-    Tensor digit = table.shrink({{0, dims[d]}}).reshape(rs).expand(dims);
-    sum = sum.add(weight == 1 ? digit : digit.mul(Tensor(UOp::const_int(dtypes::int64, weight), device)));
-    weight *= dims[d];
+  // the view's bytes, 16n^2, must fit in int64: past that, i == hi*B + lo with both digits windows of their own
+  constexpr int64_t B = int64_t(1) << 28;
+  if (n > B) {
+    int64_t hi = (n + B - 1) / B;
+    Tensor h = iota(hi, device).mul(Tensor(UOp::const_int(dtypes::int64, B), device)).reshape({hi, 1}).expand({hi, B});
+    return h.add(iota(B, device).reshape({1, B}).expand({hi, B})).reshape({hi * B}).shrink({{0, n}});
   }
-  return sum.reshape({weight}).shrink({{0, n}});
+  if (n <= 1) return Tensor::full({n}, 0, dtypes::int64, device);
+  return Tensor::full({n}, 1, dtypes::int64, device)
+      .pad({{n, 0}})
+      .reshape({1, 2 * n})
+      .expand({n, 2 * n})
+      .reshape({2 * n * n})
+      .pad({{0, n}})
+      .reshape({n, 2 * n + 1})
+      .shrink({{0, n}, {0, n}})
+      .sum({1});
 }
 
 Tensor Tensor::arange(double start, double stop, double step, DType dtype, const std::string& device) {
