@@ -577,7 +577,7 @@ static int64_t reduce_work(const UOp* r, const Inputs& inputs) {
     return INT64_MAX;
   }
   int64_t work = 0;
-  for (auto& u : collapse_reduces(tmp.kernels.back()->ast)->toposort()) {
+  for (auto& u : tmp.kernels.back()->ast->toposort()) {  // built with the reduces collapsed
     if (u->op != Ops::REDUCE) continue;
     int64_t w = 1;
     for (size_t i = 1; i < u->src.size(); i++) {
