@@ -549,7 +549,7 @@ TG_API void tg_jit_release(tg_jit* jit);
  * groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the CPU. Flags are 0/1 ints. Thread safety: a module may be used
  * by one thread at a time.
  * Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...),
- * bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose2d: weight (in, out/groups, kh, kw). BatchNorm (1d/2d/3d):
+ * bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d):
  * weight, bias, num_batches_tracked (int64), running_mean, running_var; in training (option TRAINING=1) it normalizes
  * by the batch's statistics and assigns the running ones in place (momentum; the variance unbiased), in eval by the
  * running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm over
@@ -562,6 +562,8 @@ TG_API tg_module* tg_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_
                                int64_t groups, int bias, const char* device);
 TG_API tg_module* tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride,
                                          int64_t padding, int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device);
+TG_API tg_module* tg_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride, int64_t padding,
+                                         int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device);
 /* tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1. */
 TG_API tg_module* tg_nn_batchnorm(int64_t num_features, double eps, double momentum, int affine, int track_running_stats, const char* device);
 /* normalized_shape: borrowed, ndim >= 1 dims. */

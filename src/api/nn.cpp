@@ -55,6 +55,14 @@ TG_API tg_module* tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channe
     return nn::conv_transpose(a, dev_of(device));
   });
 }
+TG_API tg_module* tg_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride, int64_t padding,
+                                         int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device) {
+  return construct([&] {
+    nn::ConvArgs a = conv_args(in_channels, out_channels, {kernel_size}, stride, padding, dilation, groups, bias);
+    a.output_padding = {output_padding};
+    return nn::conv_transpose(a, dev_of(device));
+  });
+}
 TG_API tg_module* tg_nn_batchnorm(int64_t num_features, double eps, double momentum, int affine, int track_running_stats, const char* device) {
   return construct([&] { return nn::batchnorm(num_features, eps, affine != 0, track_running_stats != 0, momentum, dev_of(device)); });
 }

@@ -576,3 +576,13 @@ def test_load_idx_and_mnist_errors(tmp_path):
   with pytest.raises(TinygradError, match="cannot open"): load_idx(tmp_path / "none")
   with pytest.raises(ValueError): mnist(fashion=False)
   with pytest.raises(TinygradError, match="train-images"): mnist(dir=str(tmp_path))
+
+
+def test_conv_transpose1d_matches_torch():
+  torch.manual_seed(3)
+  m = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+  t = torch.nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+  with torch.no_grad():
+    t.weight.copy_(torch.from_numpy(m.weight.numpy())), t.bias.copy_(torch.from_numpy(m.bias.numpy()))
+  x = np.random.default_rng(5).standard_normal((2, 4, 7)).astype(np.float32)
+  np.testing.assert_allclose(m(Tensor(x)).numpy(), t(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -11,7 +11,7 @@ from .. import C, Tensor, _bind, _dbl, _i64p, _i64s, _int, _made, _Owned, _ok, _
 _i64 = ctypes.c_int64
 from . import datasets, optim, state  # noqa: F401
 
-__all__ = ["Linear", "Conv1d", "Conv2d", "ConvTranspose2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+__all__ = ["Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
            "LayerNorm", "LayerNorm2d", "RMSNorm", "GroupNorm", "InstanceNorm", "Embedding", "LSTMCell", "optim", "state", "datasets"]
 
 _bind({
@@ -19,6 +19,7 @@ _bind({
   "tg_nn_conv2d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
   "tg_nn_conv1d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
   "tg_nn_conv_transpose2d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
+  "tg_nn_conv_transpose1d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
   "tg_nn_batchnorm": (_p, [_i64, _dbl, _dbl, _int, _int, _str]),
   "tg_nn_layernorm": (_p, [_i64p, _sz, _dbl, _int, _str]), "tg_nn_rmsnorm": (_p, [_i64, _dbl, _int, _str]),
   "tg_nn_groupnorm": (_p, [_i64, _i64, _dbl, _int, _str]), "tg_nn_instancenorm": (_p, [_i64, _dbl, _int, _str]),
@@ -91,11 +92,22 @@ class ConvTranspose2d(_Module):
   def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, Tuple[int, int]], stride=1, padding=0, output_padding=0,
                dilation=1, groups: int = 1, bias: bool = True, device: Optional[str] = None):
     k = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size, kernel_size)
-    if len(k) != 2: raise ValueError(f"ConvTranspose2d: kernel_size {kernel_size!r} needs 2 dims")
+    if len(k) == 1:
+      self._init(C.nn_conv_transpose1d(in_channels, out_channels, k[0], _one(stride, "stride"), _one(padding, "padding"),
+                                       _one(output_padding, "output_padding"), _one(dilation, "dilation"), groups, int(bias), _dev(device)),
+                 "nn_conv_transpose1d")
+      return
+    if len(k) != 2: raise ValueError(f"ConvTranspose2d: kernel_size {kernel_size!r} needs 1 or 2 dims")
     self._init(C.nn_conv_transpose2d(in_channels, out_channels, k[0], k[1], _one(stride, "stride", 2), _one(padding, "padding", 2),
                                      _one(output_padding, "output_padding", 2), _one(dilation, "dilation", 2), groups, int(bias),
                                      _dev(device)), "nn_conv_transpose2d")
 
+
+
+def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, output_padding=0, dilation=1, groups=1,
+                    bias=True, device=None) -> ConvTranspose2d:
+  return ConvTranspose2d(in_channels, out_channels, (_one(kernel_size, "kernel_size"),), stride, padding, output_padding, dilation, groups,
+                         bias, device)
 
 
 class BatchNorm(_Module):
