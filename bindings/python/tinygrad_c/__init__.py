@@ -516,6 +516,8 @@ class _TensorMeta(type):
   def training(cls) -> bool: return bool(get_option("TRAINING"))
   @training.setter
   def training(cls, on: bool) -> None: set_option("TRAINING", 1 if on else 0)
+  @training.deleter
+  def training(cls) -> None: set_option("TRAINING", None)  # back to the environment's value (what pytest's monkeypatch undo does)
 
 
 class _Train:
