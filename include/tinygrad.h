@@ -521,8 +521,8 @@ typedef tg_status (*tg_jit_fn)(void* userdata, tg_tensor* const* inputs, size_t 
  * replays even when `fn` does not return it (running statistics, optimizer state); DEBUG>=1 lists those tensors.
  * Inputs are realized first (made contiguous where needed). Outputs of a replay are the buffers of the capture: a later
  * call overwrites them, so copy out (tg_tensor_to_data) or use them before the next call. Intermediate buffers of the
- * captured kernels share memory (the memory planner). With the option JIT=0 every call runs `fn`. `userdata` is
- * borrowed and must outlive the JIT. NULL if `fn` is NULL. Calls from several threads are serialized. `fn` may not call,
+ * captured kernels share memory (the memory planner). With the option JIT=0 every call runs `fn` as the first does
+ * (its outputs and assigns realized). `userdata` is borrowed and must outlive the JIT. NULL if `fn` is NULL. Calls from several threads are serialized. `fn` may not call,
  * reset or plan its own JIT (TG_ERROR_INVALID_ARGUMENT); releasing it from inside `fn` is safe (the JIT lives until the
  * call returns). An input that is a buffer a captured kernel writes (a replay's own output fed back) is copied first. */
 TG_API tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata);

@@ -474,10 +474,6 @@ struct FuzzCtx {
   tg_jit* handed_over_jit = nullptr;
   tg_plan* handed_over_plan = nullptr;
   // states (tg_state_*), owned, like plans; their files live in a directory of their own, removed at the end
-  std::vector<tg_state*> states;
-  std::vector<tg_state*> dead_states = std::vector<tg_state*>(kDeadMax, nullptr);
-  size_t dead_states_next = 0;
-  tg_state* handed_over_state = nullptr;
   std::string state_dir;
   // a pool of owned handles of one kind: lent to calls, handed over to *_release, remembered when dead
   template <class H>
@@ -498,6 +494,7 @@ struct FuzzCtx {
     }
   };
   HandlePool<tg_module> modules{tg_module_release, "module"};
+  HandlePool<tg_state> states{tg_state_release, "state"};
   HandlePool<tg_optimizer> optimizers{tg_optimizer_release, "optimizer"};
   // per pooled JIT: its function (index into kJitFns, -1 unknown), its userdata, and the inputs (shape, dtype) and output
   // count of its latest successful warm-up or capture, so a later call can ask for a replay that passes validation
@@ -890,30 +887,9 @@ struct FuzzCtx {
     pool_handle(modules, m);
   }
   tg_state* state(const char* name) {
-    uint64_t k = r(100);
-    Arg& a = rec(name, Arg::Handle, "NULL");
-    if (k < 5 || states.empty()) return nullptr;
-    if (k < 10) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_state*)a.p;
-    if (k < 15) {
-      tg_state* s = pick(dead_states);
-      if (!s || std::count(states.begin(), states.end(), s)) return nullptr;
-      return a.state = Arg::Released, a.p = s, a.text = "released state " + fmt_ptr(s), s;
-    }
-    tg_state* s = pick(states);
-    a.state = Arg::Live, a.p = s, a.text = "state " + fmt_ptr(s) + " (" + std::to_string(tg_state_count(s)) + " entries)";
-    return s;
+    return lend<tg_state>(states, name, [](tg_state* s) { return "state " + fmt_ptr(s) + " (" + std::to_string(tg_state_count(s)) + " entries)"; });
   }
-  tg_state* owned_state(const char* name) {
-    uint64_t k = r(100);
-    Arg& a = rec(name, Arg::Handle, "NULL");
-    if (tg_state* s; owned_not_live(a, k, states, dead_states, "state", s)) return s;
-    size_t i = r(states.size());
-    tg_state* s = states[i];
-    a.state = Arg::Live, a.p = s, a.text = "owned state " + fmt_ptr(s);
-    states.erase(states.begin() + long(i));
-    handed_over_state = s;
-    return s;
-  }
+  tg_state* owned_state(const char* name) { return hand_over(states, name); }
   static std::string render_all(const tg_expr* e) {
     int64_t n = tg_expr_render(e, nullptr, 0);
     if (n < 0 || n > (1 << 20)) return "?";
@@ -1364,10 +1340,10 @@ struct FuzzCtx {
     if (handed_over_expr && !std::count(exprs.begin(), exprs.end(), handed_over_expr)) remember_dead(handed_over_expr);
     if (handed_over_jit && !std::count(jits.begin(), jits.end(), handed_over_jit)) remember_dead(handed_over_jit);
     if (handed_over_plan && !std::count(plans.begin(), plans.end(), handed_over_plan)) remember_dead(handed_over_plan);
-    if (handed_over_state && !std::count(states.begin(), states.end(), handed_over_state)) remember_dead(handed_over_state);
+    states.settle();
     modules.settle();
     optimizers.settle();
-    handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr, handed_over_state = nullptr;
+    handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr;
   }
   void fail(const std::string& what) {
     if (nfailures++ < 30)
@@ -1526,13 +1502,7 @@ struct FuzzCtx {
     int64_t n = tg_state_count(s);
     for (int64_t i = 0; i < n; i++)
       if (!tg_state_name(s, size_t(i))) fail("a returned state has no name for entry " + std::to_string(i));
-    if (states.size() >= kPlanPoolMax) {
-      size_t i = r(states.size());
-      tg_state* old = states[i];
-      states[i] = s;
-      tg_state_release(old);
-      remember_dead(old);
-    } else states.push_back(s);
+    pool_handle(states, s);
   }
   void pool_plan(tg_plan* p, PlanInfo info) {
     if (plans.size() >= kPlanPoolMax) {
@@ -1692,17 +1662,16 @@ struct FuzzCtx {
   void remember_dead(tg_expr* e) { dead_exprs[dead_exprs_next++ % kDeadMax] = e; }
   void remember_dead(tg_jit* j) { dead_jits[dead_jits_next++ % kDeadMax] = j, jit_info.erase(j); }
   void remember_dead(tg_plan* p) { dead_plans[dead_plans_next++ % kDeadMax] = p, plan_info.erase(p); }
-  void remember_dead(tg_state* s) { dead_states[dead_states_next++ % kDeadMax] = s; }
   // JITs hold no pooled tensor and outlive a reset (keep_jits), so one warmed up in one stretch of calls is captured or
   // replayed in a later one: tg_jit_call realizes, so it comes about once in 5000 calls
   void clear_pools(bool keep_jits = false) {
     for (auto* t : pool) tg_tensor_release(t), remember_dead(t);
     for (auto* e : exprs) tg_expr_release(e), remember_dead(e);
     for (auto* p : plans) tg_plan_release(p), remember_dead(p);
-    for (auto* s : states) tg_state_release(s), remember_dead(s);
     optimizers.clear();
     modules.clear();
-    pool.clear(), exprs.clear(), plans.clear(), states.clear();
+    states.clear();
+    pool.clear(), exprs.clear(), plans.clear();
     if (keep_jits) return;
     for (auto* j : jits) tg_jit_release(j), remember_dead(j);
     jits.clear();
