@@ -12,24 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "capi_handles.h"
 #include "rss.h"
 #include "tinygrad.h"
 
 namespace {
-// one owned tensor reference
-struct T {
-  tg_tensor* p = nullptr;
-  T() = default;
-  T(tg_tensor* t) : p(t) {}
-  T(const T& o) : p(o.p ? tg_tensor_retain(o.p) : nullptr) {}
-  T& operator=(T o) {
-    std::swap(p, o.p);
-    return *this;
-  }
-  ~T() { tg_tensor_release(p); }
-  operator tg_tensor*() const { return p; }
-  tg_tensor* take() { return std::exchange(p, nullptr); }
-};
 T from(const std::vector<float>& v, std::vector<int64_t> shape) {
   return tg_tensor_from_data(v.data(), v.size() * sizeof(float), TG_FLOAT32, shape.data(), shape.size(), nullptr);
 }
@@ -54,11 +41,6 @@ tg_counters counters() {
   EXPECT_EQ(tg_counters_get(&c), TG_OK);
   return c;
 }
-// JIT=0 for the life of a scope
-struct NoJit {
-  NoJit() { EXPECT_EQ(tg_set_option("JIT", "0"), TG_OK); }
-  ~NoJit() { tg_set_option("JIT", nullptr); }
-};
 struct Jit {
   tg_jit* j;
   Jit(tg_jit_fn fn, void* u) : j(tg_jit_create(fn, u)) {}

@@ -14,50 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "capi_handles.h"
 #include "tinygrad.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct T {  // one owned tensor reference
-  tg_tensor* p = nullptr;
-  T() = default;
-  T(tg_tensor* t) : p(t) {}
-  T(const T& o) : p(o.p ? tg_tensor_retain(o.p) : nullptr) {}
-  T& operator=(T o) {
-    std::swap(p, o.p);
-    return *this;
-  }
-  ~T() { tg_tensor_release(p); }
-  operator tg_tensor*() const { return p; }
-};
-struct M {  // one owned module reference
-  tg_module* p;
-  M(tg_module* m) : p(m) {}
-  M(const M&) = delete;
-  ~M() { tg_module_release(p); }
-  operator tg_module*() const { return p; }
-};
-struct S {  // one owned state reference
-  tg_state* p;
-  S(tg_state* s) : p(s) {}
-  S(const S&) = delete;
-  ~S() { tg_state_release(p); }
-  operator tg_state*() const { return p; }
-};
-struct Training {  // TRAINING=1 for the life of a scope
-  Training() { EXPECT_EQ(tg_set_option("TRAINING", "1"), TG_OK); }
-  ~Training() { tg_set_option("TRAINING", nullptr); }
-};
-struct TmpDir {
-  fs::path p;
-  TmpDir() {
-    char t[] = "/tmp/tg_nn_test_XXXXXX";
-    p = mkdtemp(t);
-  }
-  ~TmpDir() { fs::remove_all(p); }
-};
 
 using Shape = std::vector<int64_t>;
 T from(const std::vector<float>& v, Shape shape) {

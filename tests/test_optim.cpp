@@ -10,37 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "capi_handles.h"
 #include "tinygrad.h"
 
 namespace {
 
-struct T {  // one owned tensor reference
-  tg_tensor* p = nullptr;
-  T() = default;
-  T(tg_tensor* t) : p(t) {}
-  T(const T& o) : p(o.p ? tg_tensor_retain(o.p) : nullptr) {}
-  T& operator=(T o) {
-    std::swap(p, o.p);
-    return *this;
-  }
-  ~T() { tg_tensor_release(p); }
-  operator tg_tensor*() const { return p; }
-};
-struct Opt {  // one owned optimizer reference
-  tg_optimizer* p;
-  Opt(tg_optimizer* o) : p(o) {}
-  Opt(const Opt&) = delete;
-  ~Opt() { tg_optimizer_release(p); }
-  operator tg_optimizer*() const { return p; }
-};
-struct Training {  // TRAINING=1 for the life of a scope
-  Training() { EXPECT_EQ(tg_set_option("TRAINING", "1"), TG_OK); }
-  ~Training() { tg_set_option("TRAINING", nullptr); }
-};
-struct NoJit {
-  NoJit() { EXPECT_EQ(tg_set_option("JIT", "0"), TG_OK); }
-  ~NoJit() { tg_set_option("JIT", nullptr); }
-};
 
 T from(const std::vector<float>& v, std::vector<int64_t> shape, tg_dtype dt = TG_FLOAT32) {
   return tg_tensor_from_data(v.data(), v.size() * sizeof(float), dt, shape.data(), shape.size(), nullptr);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nn/state.h"
+#include "capi_handles.h"
 #include "tinygrad.h"
 
 namespace fs = std::filesystem;
@@ -20,14 +21,6 @@ using Bytes = std::vector<uint8_t>;
 
 namespace {
 
-struct TmpDir {
-  fs::path p;
-  TmpDir() {
-    char t[] = "/tmp/tg_state_test_XXXXXX";
-    p = mkdtemp(t);
-  }
-  ~TmpDir() { fs::remove_all(p); }
-};
 void write_file(const fs::path& p, const Bytes& b) { std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), long(b.size())); }
 Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
 template <class T>
