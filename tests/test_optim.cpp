@@ -335,7 +335,7 @@ TEST(OptimCApi, BadArgumentsAreErrorsNamingThem) {
   ASSERT_TRUE(gone) << tg_last_error_message();
   tg_optimizer_release(gone);
   for (tg_optimizer* h : {(tg_optimizer*)nullptr, gone}) {
-    const char* what = h ? "not a live optimizer handle" : "opt is NULL";
+    const char* what = h ? "opt is not a live handle" : "opt is NULL";
     EXPECT_EQ(tg_optimizer_step(h), TG_ERROR_INVALID_ARGUMENT); expect_error(TG_ERROR_INVALID_ARGUMENT, what);
     EXPECT_EQ(tg_optimizer_zero_grad(h), TG_ERROR_INVALID_ARGUMENT); expect_error(TG_ERROR_INVALID_ARGUMENT, what);
     EXPECT_EQ(tg_optimizer_schedule_step(h, nullptr, 0), -1); expect_error(TG_ERROR_INVALID_ARGUMENT, what);

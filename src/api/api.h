@@ -34,6 +34,9 @@ auto make(F&& f) noexcept -> decltype(f()) {
     return nullptr;
   }
 }
+// A failed argument check: records the error and returns it.
+#define TG_ARG(cond, msg) TG_CHECK(cond, TG_ERROR_INVALID_ARGUMENT, msg)
+
 // The handles a C caller holds, each with its reference count. Looking a handle up here before touching it turns
 // NULL and released handles into errors instead of crashes. Instances are never destroyed (handles may outlive statics).
 template <class H>
@@ -47,6 +50,12 @@ class LiveHandles {
   bool live(const H* h) {
     std::lock_guard<std::mutex> lk(mu_);
     return rc_.count(h) > 0;
+  }
+  // the handle behind a C pointer; NULL and released handles are TG_ERROR_INVALID_ARGUMENT naming `fn` and `what`
+  H* get(const H* h, const std::string& fn, const char* what) {
+    TG_ARG(h, fn + ": " + what + " is NULL");
+    TG_ARG(live(h), fn + ": " + what + " is not a live handle (released?)");
+    return const_cast<H*>(h);
   }
   bool retain(const H* h) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -71,7 +80,12 @@ class LiveHandles {
   std::unordered_map<const H*, int64_t> rc_;
 };
 
-// A failed argument check: records the error and returns it.
-#define TG_ARG(cond, msg) TG_CHECK(cond, TG_ERROR_INVALID_ARGUMENT, msg)
+
+// The live set of one handle type (jits, plans, modules, optimizers, states).
+template <class H>
+LiveHandles<H>& handles_of() {
+  static auto* h = new LiveHandles<H>();
+  return *h;
+}
 
 }  // namespace tg::api

@@ -28,24 +28,10 @@ struct tg_plan {
 };
 
 namespace {
-api::LiveHandles<tg_jit>& jits() {
-  static auto* h = new api::LiveHandles<tg_jit>();
-  return *h;
-}
-api::LiveHandles<tg_plan>& plans() {
-  static auto* h = new api::LiveHandles<tg_plan>();
-  return *h;
-}
-tg_jit* get_jit(const tg_jit* j, const char* fn) {
-  TG_ARG(j, std::string(fn) + ": jit is NULL");
-  TG_ARG(jits().live(j), std::string(fn) + ": jit is not a live handle (released?)");
-  return const_cast<tg_jit*>(j);
-}
-tg_plan* get_plan(const tg_plan* p, const char* fn) {
-  TG_ARG(p, std::string(fn) + ": plan is NULL");
-  TG_ARG(plans().live(p), std::string(fn) + ": plan is not a live handle (released?)");
-  return const_cast<tg_plan*>(p);
-}
+api::LiveHandles<tg_jit>& jits() { return api::handles_of<tg_jit>(); }
+api::LiveHandles<tg_plan>& plans() { return api::handles_of<tg_plan>(); }
+tg_jit* get_jit(const tg_jit* j, const char* fn) { return jits().get(j, fn, "jit"); }
+tg_plan* get_plan(const tg_plan* p, const char* fn) { return plans().get(p, fn, "plan"); }
 // handles passed to a callback are released when it returns, whatever happens
 struct HandleList {
   std::vector<tg_tensor*> hs;

@@ -10,15 +10,8 @@ struct tg_module {
 };
 
 namespace {
-api::LiveHandles<tg_module>& modules() {
-  static auto* h = new api::LiveHandles<tg_module>();
-  return *h;
-}
-nn::Module& get_module(const tg_module* m, const char* fn) {
-  TG_ARG(m, std::string(fn) + ": module is NULL");
-  TG_ARG(modules().live(m), std::string(fn) + ": module is not a live handle (released?)");
-  return *m->m;
-}
+api::LiveHandles<tg_module>& modules() { return api::handles_of<tg_module>(); }
+nn::Module& get_module(const tg_module* m, const char* fn) { return *modules().get(m, fn, "module")->m; }
 tg_module* wrap_module(nn::ModuleRef m) { return modules().add(new tg_module{std::move(m)}); }
 std::string dev_of(const char* device) { return device ? device : "CPU"; }
 // a constructor: builds the module, or NULL with the error set

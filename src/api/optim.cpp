@@ -13,15 +13,8 @@ struct tg_optimizer {
 };
 
 namespace {
-api::LiveHandles<tg_optimizer>& optimizers() {
-  static auto* h = new api::LiveHandles<tg_optimizer>();
-  return *h;
-}
-nn::Optimizer& get_opt(const tg_optimizer* o, const char* fn) {
-  TG_ARG(o, std::string(fn) + ": opt is NULL");
-  TG_ARG(optimizers().live(o), std::string(fn) + ": opt is not a live optimizer handle (released?)");
-  return *o->opt;
-}
+api::LiveHandles<tg_optimizer>& optimizers() { return api::handles_of<tg_optimizer>(); }
+nn::Optimizer& get_opt(const tg_optimizer* o, const char* fn) { return *optimizers().get(o, fn, "opt")->opt; }
 
 // a bit per kind, in tg_optimizer_kind order
 constexpr unsigned SGD = 1, ADAM = 2, ADAMW = 4, LARS = 8, LAMB = 16, MUON = 32, MOMENTUM = SGD | LARS | MUON, BETAS = ADAM | ADAMW | LAMB;

@@ -8,15 +8,8 @@
 using namespace tg;
 
 namespace {
-api::LiveHandles<tg_state>& states() {
-  static auto* h = new api::LiveHandles<tg_state>();
-  return *h;
-}
-tg_state* get_state(const tg_state* s, const char* fn) {
-  TG_ARG(s, std::string(fn) + ": state is NULL");
-  TG_ARG(states().live(s), std::string(fn) + ": state is not a live handle (released?)");
-  return const_cast<tg_state*>(s);
-}
+api::LiveHandles<tg_state>& states() { return api::handles_of<tg_state>(); }
+tg_state* get_state(const tg_state* s, const char* fn) { return states().get(s, fn, "state"); }
 std::string str_arg(const char* s, const char* fn, const char* arg) {
   TG_ARG(s, strformat("%s: %s is NULL", fn, arg));
   return s;
