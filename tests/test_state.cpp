@@ -225,6 +225,42 @@ TEST(State, SafetensorsRoundTripEveryDtype) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.p), fs::directory_iterator{}), 1);
 }
 
+// the mapping of /proc/self/maps that holds `p`: its path ("" if anonymous or none)
+std::string mapping_of(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  auto a = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(maps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) != 2 || a < lo || a >= hi) continue;
+    size_t slash = line.find('/');
+    return slash == std::string::npos ? "" : line.substr(slash);
+  }
+  return "";
+}
+
+TEST(State, SafetensorsOnTheCpuUseTheMappedFileInPlace) {
+  TmpDir dir;
+  std::vector<float> v(1000);
+  for (size_t i = 0; i < v.size(); i++) v[i] = float(i) * 0.5f;
+  fs::path p = dir.p / "w.safetensors";
+  nn::safe_save({{"w", Tensor::from_data(v.data(), v.size() * 4, dtypes::float32, {10, 100}, "CPU")}}, p);
+  Tensor w = nn::safe_load(p, "CPU").tensors.at(0).second;
+  const UOp* b = w.uop().get();
+  while (b->op != Ops::BUFFER) b = b->src[0].get();
+  EXPECT_EQ(fs::path(mapping_of(buffer_of(b)->ptr())), fs::canonical(p));  // no copy: the tensor's memory is the file's pages
+  // the pages are copy-on-write: assigning into the tensor changes it and not the file, which outlives its unlink
+  std::vector<float> ones(v.size(), 1.0f);
+  w.assign(Tensor::from_data(ones.data(), ones.size() * 4, dtypes::float32, {10, 100}, "CPU")).realize();
+  fs::remove(p);
+  EXPECT_EQ(tensor_bytes(w), tensor_bytes(Tensor::from_data(ones.data(), ones.size() * 4, dtypes::float32, {10, 100}, "CPU")));
+  nn::safe_save({{"w", Tensor::from_data(v.data(), v.size() * 4, dtypes::float32, {10, 100}, "CPU")}}, p);
+  Tensor again = nn::safe_load(p, "CPU").tensors.at(0).second;
+  std::vector<float> back(v.size());
+  again.to_data(back.data(), back.size() * 4);
+  EXPECT_EQ(back, v);
+}
+
 TEST(State, SafeSaveRefusesBadInput) {
   TmpDir dir;
   Tensor t = Tensor::full({2}, 1, dtypes::float32, "CPU");

@@ -65,7 +65,8 @@ struct MappedFile {
       fail(TG_ERROR_IO, strformat("%s: %s", path.c_str(), rc ? std::strerror(errno) : "not a regular file"));
     }
     b.n = size_t(st.st_size);
-    void* p = b.n ? ::mmap(nullptr, b.n, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+    // private and writable: tensors that use the pages in place may be assigned into without touching the file
+    void* p = b.n ? ::mmap(nullptr, b.n, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0) : nullptr;
     ::close(fd);
     TG_CHECK(p != MAP_FAILED, TG_ERROR_IO, strformat("%s: can't map %zu bytes: %s", path.c_str(), b.n, std::strerror(errno)));
     b.p = static_cast<const uint8_t*>(p);
@@ -344,15 +345,30 @@ Loaded safe_load(const Bytes& b, const std::string& device) {
     at = e.end;
   }
   if (at != data_n) bad(strformat("data bytes [%llu, %llu) belong to no tensor", (unsigned long long)at, (unsigned long long)data_n));
-  for (auto& e : entries) out.tensors.emplace_back(e.name, Tensor::from_data(data + e.begin, size_t(e.end - e.begin), e.dtype, e.shape, device));
+  bool in_place = b.keep && get_device(device).host_memory();
+  for (auto& e : entries) {
+    const uint8_t* p = data + e.begin;
+    size_t n = size_t(e.end - e.begin);
+    if (in_place && n && reinterpret_cast<uintptr_t>(p) % size_t(e.dtype.itemsize()) == 0) {
+      auto buf = std::make_shared<Buffer>(device, e.dtype, tg::prod(e.shape), const_cast<uint8_t*>(p), b.keep);
+      out.tensors.emplace_back(e.name, Tensor(buffer_uop(std::move(buf)), device).reshape(e.shape));
+    } else out.tensors.emplace_back(e.name, Tensor::from_data(p, n, e.dtype, e.shape, device));
+  }
   return out;
 }
 
-Loaded safe_load(const std::string& path, const std::string& device) { return safe_load(MappedFile(path).b, device); }
+Loaded safe_load(const std::string& path, const std::string& device) {
+  auto f = std::make_shared<MappedFile>(path);
+  Bytes b = f->b;
+  b.keep = f;
+  return safe_load(b, device);
+}
 Loaded gguf_load(const std::string& path, const std::string& device) { return gguf_load(MappedFile(path).b, device); }
 Loaded load(const std::string& path, const std::string& device) {
-  MappedFile f(path);
-  return f.b.n >= 4 && !std::memcmp(f.b.p, "GGUF", 4) ? gguf_load(f.b, device) : safe_load(f.b, device);
+  auto f = std::make_shared<MappedFile>(path);
+  Bytes b = f->b;
+  b.keep = f;
+  return b.n >= 4 && !std::memcmp(b.p, "GGUF", 4) ? gguf_load(b, device) : safe_load(b, device);
 }
 
 void safe_save(const StateDict& sd, const std::string& path, const Metadata& metadata) {

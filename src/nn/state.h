@@ -22,14 +22,18 @@ struct Loaded {
   Metadata metadata;
 };
 
-// A read-only view of a file's bytes with the name errors use.
+// A read-only view of a file's bytes with the name errors use; `keep` (a mapped file) keeps them alive for tensors that
+// use them in place.
 struct Bytes {
   const uint8_t* p;
   size_t n;
   std::string name;
+  std::shared_ptr<const void> keep = nullptr;
 };
 
-// safetensors: one copy from the file's mapping into each tensor's device buffer (see docs/state.md)
+// safetensors: on a device whose kernels address host memory (the CPU), a tensor aligned to its dtype's size uses the
+// file's mapping in place (copy-on-write pages: an assign into it never reaches the file); elsewhere one copy from the
+// mapping into the tensor's device buffer (see docs/state.md)
 Loaded safe_load(const std::string& path, const std::string& device);
 Loaded safe_load(const Bytes& b, const std::string& device);
 // Writes `sd` (realized and copied out one tensor at a time) with `metadata` as __metadata__ (values as strings),

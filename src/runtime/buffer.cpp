@@ -53,8 +53,13 @@ Buffer::Buffer(std::shared_ptr<Buffer> base, size_t offset, DType dtype, int64_t
   TG_CHECK(size >= 0 && offset + size_t(size) * dtype.itemsize() <= base_->nbytes(), TG_ERROR_INTERNAL,
            strformat("buffer view of %lld %s at byte %zu doesn't fit its base of %zu bytes", (long long)size, dtype.name().c_str(), offset, base_->nbytes()));
 }
+Buffer::Buffer(std::string device, DType dtype, int64_t size, void* data, std::shared_ptr<const void> keep) : Buffer(std::move(device), dtype, size) {
+  TG_CHECK(dev_->host_memory() && data && reinterpret_cast<uintptr_t>(data) % size_t(dtype.itemsize()) == 0, TG_ERROR_INTERNAL,
+           "buffer: " + device_ + " can't use this memory in place");
+  ptr_ = data, keep_ = std::move(keep);
+}
 Buffer::~Buffer() {
-  if (ptr_ && !base_) dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);
+  if (ptr_ && !base_ && !keep_) dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);
 }
 void* Buffer::ptr() {
   if (!ptr_) ptr_ = base_ ? static_cast<char*>(base_->ptr()) + offset_ : dev_->allocator().alloc(nbytes() ? nbytes() : 1);

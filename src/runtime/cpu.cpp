@@ -142,6 +142,7 @@ class CPUDevice : public Device {
     return *a;
   }
   Compiler& compiler() override { return *comp_; }
+  bool host_memory() const override { return true; }
   const Renderer& renderer() override { return *ren_; }
 
  private:

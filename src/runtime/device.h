@@ -57,6 +57,8 @@ class Device {
   virtual Compiler& compiler() = 0;
   virtual const Renderer& renderer() = 0;
   virtual void synchronize() {}
+  // kernels address host memory directly (the CPU devices): a Buffer may then adopt memory it did not allocate
+  virtual bool host_memory() const { return false; }
 
  private:
   std::string name_;
@@ -74,6 +76,9 @@ class Buffer {
  public:
   Buffer(std::string device, DType dtype, int64_t size);
   Buffer(std::shared_ptr<Buffer> base, size_t offset, DType dtype, int64_t size);
+  // host memory the buffer uses in place (a mapped file) and keeps alive with `keep`, on a device with host_memory();
+  // `data` aligned to the dtype's size, writable (kernels may assign into it)
+  Buffer(std::string device, DType dtype, int64_t size, void* data, std::shared_ptr<const void> keep);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -96,6 +101,7 @@ class Buffer {
   Device* dev_;
   std::shared_ptr<Buffer> base_;
   size_t offset_ = 0;
+  std::shared_ptr<const void> keep_;  // what owns adopted memory
 };
 
 // counters (tinygrad's GlobalCounters)
