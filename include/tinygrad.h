@@ -522,8 +522,8 @@ typedef tg_status (*tg_jit_fn)(void* userdata, tg_tensor* const* inputs, size_t 
  * Inputs are realized first (made contiguous where needed). Outputs of a replay are the buffers of the capture: a later
  * call overwrites them, so copy out (tg_tensor_to_data) or use them before the next call. Intermediate buffers of the
  * captured kernels share memory (the memory planner). With the option JIT=0 every call runs `fn` as the first does
- * (its outputs and assigns realized). `userdata` is borrowed and must outlive the JIT. NULL if `fn` is NULL. Calls from several threads are serialized. `fn` may not call,
- * reset or plan its own JIT (TG_ERROR_INVALID_ARGUMENT); releasing it from inside `fn` is safe (the JIT lives until the
+ * (its outputs and assigns realized). `userdata` is borrowed and must outlive the JIT. NULL if `fn` is NULL. Calls
+ * from several threads are serialized. `fn` may not call, reset or plan its own JIT (TG_ERROR_INVALID_ARGUMENT); releasing it from inside `fn` is safe (the JIT lives until the
  * call returns). An input that is a buffer a captured kernel writes (a replay's own output fed back) is copied first. */
 TG_API tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata);
 /* Call the JIT: `inputs` are borrowed, `outputs` (caller-owned array of `n_outputs`) receives new references. On a
@@ -546,7 +546,7 @@ TG_API void tg_jit_release(tg_jit* jit);
  * tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get, tg_module_parameters and
  * tg_module_state return tensors that share them: assigning into one (an optimizer step, tg_module_load_state) changes
  * the module. Constructors return a new reference or NULL (sizes that are not positive, channels that don't divide into
- * groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the CPU. Flags are 0/1 ints. Thread safety: a module may be used
+ * groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used
  * by one thread at a time.
  * Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...),
  * bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d):

@@ -13,7 +13,7 @@ namespace {
 api::LiveHandles<tg_module>& modules() { return api::handles_of<tg_module>(); }
 nn::Module& get_module(const tg_module* m, const char* fn) { return *modules().get(m, fn, "module")->m; }
 tg_module* wrap_module(nn::ModuleRef m) { return modules().add(new tg_module{std::move(m)}); }
-std::string dev_of(const char* device) { return device ? device : "CPU"; }
+std::string dev_of(const char* device) { return canonical_device(device); }  // NULL: the default device (DEV)
 // a constructor: builds the module, or NULL with the error set
 template <class F>
 tg_module* construct(F&& f) {

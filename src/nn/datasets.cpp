@@ -38,7 +38,8 @@ struct IdxType {
   uint8_t code;
   DType dt;
 };
-const IdxType kTypes[] = {{0x08, dtypes::uint8}, {0x09, dtypes::int8}, {0x0B, dtypes::int16}, {0x0C, dtypes::int32}, {0x0D, dtypes::float32}, {0x0E, dtypes::float64}};
+const IdxType kTypes[] = {{0x08, dtypes::uint8}, {0x09, dtypes::int8},    {0x0B, dtypes::int16},
+                          {0x0C, dtypes::int32}, {0x0D, dtypes::float32}, {0x0E, dtypes::float64}};
 
 }  // namespace
 

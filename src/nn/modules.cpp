@@ -37,7 +37,8 @@ int64_t positive(int64_t v, const char* what) {
   return v;
 }
 void check_input(const Tensor& x, int64_t min_ndim, int64_t dim, int64_t size, const char* what) {
-  TG_CHECK(x.ndim() >= min_ndim, TG_ERROR_SHAPE, strformat("%s: input of shape %s needs at least %lld dims", what, shape_str(x.shape()).c_str(), (long long)min_ndim));
+  TG_CHECK(x.ndim() >= min_ndim, TG_ERROR_SHAPE,
+           strformat("%s: input of shape %s needs at least %lld dims", what, shape_str(x.shape()).c_str(), (long long)min_ndim));
   int64_t d = dim < 0 ? dim + x.ndim() : dim;
   TG_CHECK(x.shape()[size_t(d)] == size, TG_ERROR_SHAPE,
            strformat("%s: input of shape %s has %lld features in dim %lld, the module %lld", what, shape_str(x.shape()).c_str(),
@@ -86,7 +87,8 @@ class Conv : public Module {
     TG_CHECK(!a.kernel.empty() && a.kernel.size() <= 3, TG_ERROR_INVALID_ARGUMENT, std::string(what) + ": kernel_size needs 1 to 3 dims");
     for (int64_t k : a.kernel) positive(k, what);
     TG_CHECK(a.in % a.groups == 0 && a.out % a.groups == 0, TG_ERROR_INVALID_ARGUMENT,
-             strformat("%s: %lld in and %lld out channels must both divide into %lld groups", what, (long long)a.in, (long long)a.out, (long long)a.groups));
+             strformat("%s: %lld in and %lld out channels must both divide into %lld groups", what, (long long)a.in, (long long)a.out,
+                       (long long)a.groups));
     Shape ws = transposed ? Shape{a.in, a.out / a.groups} : Shape{a.out, a.in / a.groups};
     ws.insert(ws.end(), a.kernel.begin(), a.kernel.end());
     return uniform(ws, bound(a), dev);
@@ -385,7 +387,8 @@ void load_state_dict(Module& m, const StateDict& sd, bool strict) {
   for (auto& [k, v] : sd)
     for (auto& e : mine)
       if (e.first == k) {
-        TG_CHECK(v.device() == e.second.device(), TG_ERROR_DEVICE, "load_state_dict: '" + k + "' is on " + v.device() + ", the module on " + e.second.device());
+        TG_CHECK(v.device() == e.second.device(), TG_ERROR_DEVICE,
+                 "load_state_dict: '" + k + "' is on " + v.device() + ", the module on " + e.second.device());
         e.second.assign(v);
         targets.push_back(&e.second);
       }
