@@ -1865,7 +1865,7 @@ class TinyJit(_Owned):
       try:
         # before the capture any count goes: with n_outputs=0 fn's outputs come back through the stash
         n_out = 0 if self.call_count == 0 or self._n_out is None else self._n_out
-        self._realize_stash = n_out == 0 and get_option("JIT") != 0
+        self._realize_stash = n_out == 0  # (JIT=0 too: tg_jit_call realizes the function's assigns at every call)
         arr = (ctypes.c_void_p * max(len(args), 1))(*[a._h for a in args])
         out = (ctypes.c_void_p * max(n_out, 1))()
         self._exc, self._stash = None, None
