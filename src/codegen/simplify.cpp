@@ -46,9 +46,16 @@ UOpRef reduce_unparented(const Match& m) {
     (std::find(t.begin(), t.end(), red->src[i]) != t.end() || (op == Ops::MAX && red->src[i]->src[0]->vmin() < 1) ? parented : unparented)
         .push_back(red->src[i]);
   if (unparented.empty()) return {};
+  // a sum over an empty range is 0, not value * 0: the value may be NaN, or read a buffer that is empty
+  if (op == Ops::ADD)
+    for (auto& r : unparented)
+      if (r->src[0]->vmax() < 1) return red->const_like(0);
   UOpRef ret = parented.size() > 1 ? red->replace_src(parented) : red->src[0];
   if (op == Ops::ADD)
-    for (auto& r : unparented) ret = ret * r->src[0]->cast(ret->dtype);
+    for (auto& r : unparented) {
+      UOpRef n = r->src[0];
+      ret = n->vmin() >= 1 ? ret * n->cast(ret->dtype) : (n->const_like(0) < n)->where(ret * n->cast(ret->dtype), ret->const_like(0));
+    }
   return ret;
 }
 
