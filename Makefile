@@ -54,7 +54,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 1000000
 FUZZ_TARGETS := safetensors gguf
 FUZZ_FLAGS := -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc
-FUZZ_LIBS := -L/usr/lib/llvm-19/lib -Wl,-rpath,/usr/lib/llvm-19/lib -lLLVM-19 -lsqlite3 -lpthread -ldl
+FUZZ_LIBS := -L/usr/lib/llvm-19/lib -Wl,-rpath,/usr/lib/llvm-19/lib -lLLVM-19 -lsqlite3 -lz -lpthread -ldl
 fuzz: build
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" TG_FUZZ_CALLS=$${TG_FUZZ_CALLS:-2000000} \
 	  $(BUILD)/tg_tests --gtest_filter='FuzzCApi.*'
