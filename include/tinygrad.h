@@ -104,6 +104,22 @@ typedef struct tg_module tg_module;       /* an nn module (a layer, or layers in
 typedef struct tg_optimizer tg_optimizer; /* an optimizer over a set of parameter tensors */
 typedef struct tg_state tg_state;         /* an ordered set of named tensors: a state dict, a safetensors or GGUF file */
 
+/* ---- devices --------------------------------------------------------------------------------------------------- */
+/* Device names: "CPU" (kernels compiled in process by LLVM), "CPU:CLANG" (by the system C compiler), "CUDA", "CUDA:1",
+ * ... (NVIDIA GPUs: the driver's libcuda.so.1 and the toolkit's libnvrtc.so, loaded at run time), "CL", "CL:1", ...
+ * (every OpenCL device of every platform, in order, through libOpenCL.so.1). Names are case-insensitive; ":0" may be
+ * left out; "GPU" means "CL" and "NV" means "CUDA", as in tinygrad. A NULL device argument anywhere means $DEV, else
+ * "CPU". Tensors of one op must be on one device (TG_ERROR_DEVICE otherwise): move them with tg_tensor_to. */
+/* The number of devices that open on this machine (found once, on first call), or -1 on error. */
+TG_API int64_t tg_device_count(void);
+/* The i-th device's name ("CPU", "CL", "CUDA"), for use as a device argument; static storage. NULL on error. */
+TG_API const char* tg_device_name(int64_t i);
+/* The i-th device's description from its driver ("NVIDIA H100 80GB HBM3 (sm_90)"); static storage. NULL on error. */
+TG_API const char* tg_device_description(int64_t i);
+/* Opens the device `name`: TG_OK if it is usable, else TG_ERROR_DEVICE with a message saying why (no driver, no such
+ * device number, unknown name). */
+TG_API tg_status tg_device_open(const char* name);
+
 /* ---- symbolic expressions --------------------------------------------------------------------------------------- */
 /* Integer expressions over bounded variables, simplified with the same rules kernels use for index arithmetic.
  * Division and modulo truncate toward zero, like C; a divisor that is 0 when evaluated gives x//0 == 0 and x%0 == x, as
@@ -162,6 +178,10 @@ TG_API tg_status tg_tensor_shape(const tg_tensor* t, int64_t* out, size_t capaci
 TG_API tg_status tg_tensor_dtype(const tg_tensor* t, tg_dtype* out);
 /* The device name ("CPU"); valid while `t` is alive. NULL on error. */
 TG_API const char* tg_tensor_device(const tg_tensor* t);
+/* A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now, on the device when
+ * both tensors live there, else through host memory. The copy starts a new graph: gradients don't flow back into t.
+ * TG_ERROR_DEVICE names an unknown or unavailable device. */
+TG_API tg_tensor* tg_tensor_to(tg_tensor* t, const char* device);
 
 /* ---- tensors: elementwise --------------------------------------------------------------------------------------- */
 /* Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints

@@ -2,7 +2,7 @@
 # Install the Debian packages the build, tests and benchmarks need. Idempotent: does nothing when all are present.
 set -e
 # libclang-rt-14-dev: clang's libFuzzer and sanitizer runtimes, for make fuzz
-PKGS="cmake ninja-build g++ clang llvm-19-dev pkg-config ccache libgtest-dev libbenchmark-dev libopenblas-dev libsqlite3-dev python3-numpy python3-pytest python3-pytest-xdist python3-torch libclang-rt-14-dev zlib1g-dev dataset-fashion-mnist"
+PKGS="cmake ninja-build g++ clang llvm-19-dev pkg-config ccache libgtest-dev libbenchmark-dev libopenblas-dev libsqlite3-dev python3-numpy python3-pytest python3-pytest-xdist python3-torch libclang-rt-14-dev zlib1g-dev dataset-fashion-mnist opencl-headers ocl-icd-libopencl1 pocl-opencl-icd"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

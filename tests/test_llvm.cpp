@@ -52,9 +52,10 @@ Compiler& jit_compiler() {
   static std::unique_ptr<Compiler> c = make_llvm_compiler();
   return *c;
 }
-Program::Entry llvm_entry(const LinearProgram& lp) { return jit_compiler().compile(lp.name, LLVMRenderer(cpu_target("CPU")).render(lp))->entry; }
-Program::Entry clang_entry(const LinearProgram& lp) {
-  return get_device("CPU:CLANG").compiler().compile(lp.name, CStyleRenderer(cpu_target("CPU:CLANG")).render(lp))->entry;
+CPUProgram::Entry entry_of(const std::shared_ptr<Program>& p) { return static_cast<const CPUProgram&>(*p).entry; }
+CPUProgram::Entry llvm_entry(const LinearProgram& lp) { return entry_of(jit_compiler().compile(lp.name, LLVMRenderer(cpu_target("CPU")).render(lp))); }
+CPUProgram::Entry clang_entry(const LinearProgram& lp) {
+  return entry_of(get_device("CPU:CLANG").compiler().compile(lp.name, CStyleRenderer(cpu_target("CPU:CLANG")).render(lp)));
 }
 
 // ---- random inputs ------------------------------------------------------------------------------------------------
@@ -435,7 +436,7 @@ TEST(LLVM, SameNameDifferentCodeCoexist) {
   auto a = jit_compiler().compile("same", store_kernel(1, nonce)), b = jit_compiler().compile("same", store_kernel(2, nonce));
   int32_t x = 0, y = 0;
   void *ba[] = {&x}, *bb[] = {&y};
-  a->entry(ba, nullptr), b->entry(bb, nullptr);
+  entry_of(a)(ba, nullptr), entry_of(b)(bb, nullptr);
   EXPECT_EQ(x, 1);
   EXPECT_EQ(y, 2);
 }
@@ -452,7 +453,7 @@ TEST(LLVM, DiskCacheServesASecondCompiler) {
   EXPECT_EQ(GlobalCounters::compile_count - c0, 1u) << "the second compiler built again instead of loading the cached object";
   int32_t x = 0;
   void* bufs[] = {&x};
-  p->entry(bufs, nullptr);
+  entry_of(p)(bufs, nullptr);
   EXPECT_EQ(x, 42);
 }
 
@@ -469,7 +470,7 @@ TEST(LLVM, EveryNewSourceCompilesOnce) {
   auto c = make_llvm_compiler();
   uint64_t c0 = GlobalCounters::compile_count;
   auto t0 = std::chrono::steady_clock::now();
-  for (auto& s : srcs) EXPECT_NE(c->compile("timed", s)->entry, nullptr);
+  for (auto& s : srcs) EXPECT_NE(entry_of(c->compile("timed", s)), nullptr);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / double(srcs.size());
   std::printf("[ LLVM     ] %.2f ms per kernel (alu programs of ~20 outputs, O2, %zu kernels)\n", ms, srcs.size());
   EXPECT_EQ(GlobalCounters::compile_count - c0, srcs.size());

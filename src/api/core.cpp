@@ -73,6 +73,39 @@ tg_status tg_dtype_promote(tg_dtype a, tg_dtype b, tg_dtype* out) {
   });
 }
 
+// the devices found when first asked, for the process: their names stay valid
+static const std::vector<std::pair<std::string, std::string>>& devices() {
+  static const auto* d = new std::vector<std::pair<std::string, std::string>>(list_devices());
+  return *d;
+}
+int64_t tg_device_count(void) {
+  int64_t n = -1;
+  api::call([&] { n = int64_t(devices().size()); });
+  return n;
+}
+const char* tg_device_name(int64_t i) {
+  const char* r = nullptr;
+  api::call([&] {
+    TG_ARG(i >= 0 && size_t(i) < devices().size(), strformat("device_name: index %lld out of range [0, %zu)", (long long)i, devices().size()));
+    r = devices()[size_t(i)].first.c_str();
+  });
+  return r;
+}
+const char* tg_device_description(int64_t i) {
+  const char* r = nullptr;
+  api::call([&] {
+    TG_ARG(i >= 0 && size_t(i) < devices().size(), strformat("device_description: index %lld out of range [0, %zu)", (long long)i, devices().size()));
+    r = devices()[size_t(i)].second.c_str();
+  });
+  return r;
+}
+tg_status tg_device_open(const char* name) {
+  return api::call([&] {
+    TG_ARG(name, "device_open: name is NULL");
+    get_device(canonical_device(name));
+  });
+}
+
 tg_status tg_set_option(const char* name, const char* value) {
   return api::call([&] { set_option(option_named(name, "set_option"), value); });
 }

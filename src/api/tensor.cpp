@@ -127,6 +127,8 @@ const char* tg_tensor_device(const tg_tensor* t) {
   return r;
 }
 
+TG_T(to(tg_tensor* t, const char* device), Tensor& x = get(t, "to"); TG_ARG(device, "to: device is NULL"); return wrap(x.to(canonical_device(device)));)
+
 TG_BINARY(add)
 TG_BINARY(sub)
 TG_BINARY(mul)

@@ -17,6 +17,7 @@ struct Stage {
 const std::vector<Stage>& late_stages() {
   static const std::vector<Stage> stages = {
       {"lower threads", [](const UOpRef& a, const Renderer&, ProgramSpec& p) { return lower_threads(a, &p.threads); }},
+      {"gpudims", [](const UOpRef& a, const Renderer& ren, ProgramSpec& p) { return add_gpudims(a, ren.target(), p.global_size, p.local_size); }},
       {"expander", [](const UOpRef& a, const Renderer&, ProgramSpec&) { return expand(a); }},
       {"transcendentals", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return decompose_transcendentals(a, ren); }},
       {"devectorizer", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return devectorize(a, ren); }},
@@ -37,7 +38,7 @@ ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Render
   }
   LinearProgram lp = linearize(a, p.name);
   lp.threads = p.threads;
-  p.vars = lp.vars, p.ops = lp.ops, p.mem = lp.mem, p.uops = lp.uops.size();
+  p.vars = lp.vars, p.nbufs = lp.globals.size(), p.ops = lp.ops, p.mem = lp.mem, p.uops = lp.uops.size();
   p.src = ren.render(lp);
   return p;
 }

@@ -1,5 +1,6 @@
 // Codegen: kernel AST -> source for a renderer, through the optimizer and the named late-lowering stages.
 #pragma once
+#include <array>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@ struct ProgramSpec {
   std::string name, src;
   UOps vars;            // DEFINE_VARs, in the order of the entry's vars array
   int64_t threads = 1;  // THREAD: one call per core_id
+  size_t nbufs = 0;     // buffer parameters (DEFINE_GLOBALs)
+  std::array<UOpRef, 3> global_size, local_size;  // GPU targets: the launch grid (gpudims), expressions of `vars`
   uint64_t ops = 0, mem = 0;
   size_t uops = 0;        // linearized UOps (BEAM_UOPS_MAX)
   std::vector<Opt> opts;  // the actions applied

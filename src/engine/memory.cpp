@@ -14,7 +14,6 @@ MemoryPlan plan_memory(std::vector<ExecItem>& items, const std::function<bool(co
     Buffer* buf;
     size_t first, last, bytes, offset = 0;
   };
-  constexpr size_t align = 64;
   std::unordered_map<const Buffer*, size_t> index;
   std::vector<Life> lives;
   std::unordered_map<const Buffer*, bool> rejected;
@@ -33,6 +32,7 @@ MemoryPlan plan_memory(std::vector<ExecItem>& items, const std::function<bool(co
         continue;
       }
       index[b] = lives.size();
+      size_t align = get_device(b->device()).allocator().view_alignment();
       lives.push_back({b, i, i, (std::max<size_t>(b->nbytes(), 1) + align - 1) / align * align});
     }
   MemoryPlan plan;

@@ -6,51 +6,74 @@
 
 namespace tg {
 
-static const char* kPrelude = R"(#include <math.h>
+// Per dialect: the headers, 32-bit float <-> bits, and how a helper function is declared.
+static const char* kCHead = R"(#include <math.h>
 #include <stdint.h>
 #include <string.h>
-/* float16 and bfloat16 are stored as 16-bit patterns and computed in float, rounded after every op */
-static inline float tg_h2f(uint16_t h) {
+#define TG_FN static inline
+TG_FN uint32_t tg_f2u(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+TG_FN float tg_u2f(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+)";
+static const char* kCudaHead = R"(typedef unsigned int uint32_t;
+typedef unsigned short uint16_t;
+#define TG_FN static __device__ __forceinline__
+TG_FN uint32_t tg_f2u(float f) { return __float_as_uint(f); }
+TG_FN float tg_u2f(uint32_t b) { return __uint_as_float(b); }
+template <class T, class F> TG_FN T tg_bitcast(F f) { union { F f; T t; } u; u.f = f; return u.t; }
+/* the hardware converts float16 */
+TG_FN float tg_h2f(uint16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+TG_FN uint16_t tg_f2h(float f) { uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+)";
+static const char* kCLHead = R"(typedef uint uint32_t;
+typedef ushort uint16_t;
+#define TG_FN inline
+TG_FN uint32_t tg_f2u(float f) { return as_uint(f); }
+TG_FN float tg_u2f(uint32_t b) { return as_float(b); }
+)";
+// float16 and bfloat16 are stored as 16-bit patterns and computed in float, rounded after every op
+static const char* kHalf = R"(TG_FN float tg_h2f(uint16_t h) {
   uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, b;
   if (e == 0) { if (m == 0) b = s; else { e = 113; while (!(m & 0x400)) { m <<= 1; e--; } b = s | (e << 23) | ((m & 0x3ff) << 13); } }
   else if (e == 31) b = s | 0x7f800000u | (m << 13);
   else b = s | ((e + 112) << 23) | (m << 13);
-  float f; memcpy(&f, &b, 4); return f;
+  return tg_u2f(b);
 }
-static inline uint16_t tg_f2h(float f) {
-  uint32_t b; memcpy(&b, &f, 4);
+TG_FN uint16_t tg_f2h(float f) {
+  uint32_t b = tg_f2u(f);
   uint32_t s = (b >> 16) & 0x8000, a = b & 0x7fffffffu;
   if (a > 0x7f800000u) { uint32_t m = (a >> 13) & 0x3ff; return (uint16_t)(s | 0x7c00 | (m ? m : 0x200)); } /* NaN keeps its payload */
   if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);
   if (a < 0x38800000u) { /* subnormal half: round to nearest even in units of 2^-24 */
-    float af; memcpy(&af, &a, 4); float q = af * 16777216.0f; uint32_t r = (uint32_t)q; float fr = q - (float)r;
+    float q = tg_u2f(a) * 16777216.0f; uint32_t r = (uint32_t)q; float fr = q - (float)r;
     if (fr > 0.5f || (fr == 0.5f && (r & 1))) r++; return (uint16_t)(s | r);
   }
   uint32_t r = a + 0xc8000fffu + ((a >> 13) & 1); return (uint16_t)(s | (r >> 13));
 }
-static inline float tg_bf2f(uint16_t h) { uint32_t b = (uint32_t)h << 16; float f; memcpy(&f, &b, 4); return f; }
-static inline uint16_t tg_f2bf(float f) {
-  uint32_t b; memcpy(&b, &f, 4);
+)";
+static const char* kBFloat = R"(TG_FN float tg_bf2f(uint16_t h) { return tg_u2f((uint32_t)h << 16); }
+TG_FN uint16_t tg_f2bf(float f) {
+  uint32_t b = tg_f2u(f);
   if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((b >> 16) | 0x40);
   return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
 }
-static inline float tg_hround(float f) { return tg_h2f(tg_f2h(f)); }
-static inline float tg_bfround(float f) { return tg_bf2f(tg_f2bf(f)); }
+TG_FN float tg_hround(float f) { return tg_h2f(tg_f2h(f)); }
+TG_FN float tg_bfround(float f) { return tg_bf2f(tg_f2bf(f)); }
 )";
 
 static bool is16(DType d) { return d.scalar == Scalar::Float16 || d.scalar == Scalar::BFloat16; }
-// the C type values of `d` are computed in (16-bit floats compute in float)
-static std::string ctype(DType d) {
+// the type values of `d` are computed in (16-bit floats compute in float)
+static std::string ctype(DType d, Dialect l = Dialect::C) {
+  bool cl = l == Dialect::OpenCL;
   switch (d.scalar) {
-    case Scalar::Bool: return "_Bool";
-    case Scalar::Int8: return "signed char";
-    case Scalar::UInt8: return "unsigned char";
+    case Scalar::Bool: return l == Dialect::C ? "_Bool" : "bool";
+    case Scalar::Int8: return cl ? "char" : "signed char";
+    case Scalar::UInt8: return cl ? "uchar" : "unsigned char";
     case Scalar::Int16: return "short";
-    case Scalar::UInt16: return "unsigned short";
+    case Scalar::UInt16: return cl ? "ushort" : "unsigned short";
     case Scalar::Int32: return "int";
-    case Scalar::UInt32: return "unsigned int";
-    case Scalar::Int64: return "long long";
-    case Scalar::UInt64: return "unsigned long long";
+    case Scalar::UInt32: return cl ? "uint" : "unsigned int";
+    case Scalar::Int64: return cl ? "long" : "long long";
+    case Scalar::UInt64: return cl ? "ulong" : "unsigned long long";
     case Scalar::Float16:
     case Scalar::BFloat16:
     case Scalar::Float32: return "float";
@@ -58,7 +81,8 @@ static std::string ctype(DType d) {
     default: return "void";
   }
 }
-static std::string storage_type(DType d) { return is16(d) ? "uint16_t" : ctype(d); }
+// OpenCL kernels can't take pointers to bool: bools are stored as uchar there
+static std::string storage_type(DType d, Dialect l) { return is16(d) ? "uint16_t" : dtypes::is_bool(d) && l == Dialect::OpenCL ? "uchar" : ctype(d, l); }
 // 16-bit floats are stored as their bits and computed in float: the conversions between the two
 static std::string from_storage(DType d, const std::string& v) {
   return d.scalar == Scalar::Float16 ? "tg_h2f(" + v + ")" : d.scalar == Scalar::BFloat16 ? "tg_bf2f(" + v + ")" : v;
@@ -69,32 +93,54 @@ static std::string to_storage(DType d, const std::string& v) {
 static std::string round16(DType d, const std::string& x) {
   return d.scalar == Scalar::Float16 ? "tg_hround(" + x + ")" : d.scalar == Scalar::BFloat16 ? "tg_bfround(" + x + ")" : x;
 }
-static std::string literal(DType d, double v) {
+static std::string int_literal(DType d, int64_t v, Dialect l) {
+  const char* sfx = l == Dialect::OpenCL ? "l" : "ll";
+  if (dtypes::is_unsigned(d)) return strformat("%llu", (unsigned long long)v) + "u" + sfx;
+  return v == INT64_MIN ? strformat("(-9223372036854775807%s-1)", sfx) : strformat("%lld", (long long)v) + sfx;
+}
+static std::string literal(DType d, double v, Dialect l = Dialect::C) {
   if (dtypes::is_float(d)) {
-    if (std::isnan(v)) return "NAN";
-    if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+    bool dbl = d.scalar == Scalar::Float64;
+    if (l == Dialect::CUDA && !std::isfinite(v)) {  // no math.h under NVRTC
+      const char* bits = std::isnan(v) ? (dbl ? "0x7ff8000000000000ll" : "0x7fc00000") : v > 0 ? (dbl ? "0x7ff0000000000000ll" : "0x7f800000")
+                                                                                              : (dbl ? "(long long)0xfff0000000000000ull" : "(int)0xff800000u");
+      return std::string(dbl ? "__longlong_as_double(" : "__int_as_float(") + bits + ")";
+    }
+    std::string cast = dbl && l == Dialect::OpenCL ? "(double)" : "";
+    if (std::isnan(v)) return "(" + cast + "NAN)";
+    if (std::isinf(v)) return v > 0 ? "(" + cast + "INFINITY)" : "(-" + cast + "INFINITY)";
     std::string t = strformat(d.scalar == Scalar::Float64 ? "%.17g" : "%.9g", v);
     if (t.find_first_of(".e") == std::string::npos) t += ".0";
     return d.scalar == Scalar::Float64 ? t : t + "f";
   }
   if (dtypes::is_bool(d)) return v != 0 ? "1" : "0";
-  if (d.scalar == Scalar::UInt64) return strformat("%lluull", (unsigned long long)v);
-  if (d.scalar == Scalar::Int64) return v == -9223372036854775808.0 ? "(-9223372036854775807ll-1)" : strformat("%lldll", (long long)v);
+  if (d.scalar == Scalar::UInt64 || d.scalar == Scalar::Int64) return int_literal(d, int64_t(v), l);
   if (d.scalar == Scalar::UInt32) return strformat("%lluu", (unsigned long long)v);
   return v < 0 ? strformat("(%lld)", (long long)v) : strformat("%lld", (long long)v);
 }
-static std::string fn(DType d, const char* name) { return std::string(name) + (d.scalar == Scalar::Float64 ? "" : "f"); }
+// OpenCL's math functions are overloaded; C and CUDA name the float ones with an f
+static std::string fn(DType d, const char* name, Dialect l) { return std::string(name) + (d.scalar == Scalar::Float64 || l == Dialect::OpenCL ? "" : "f"); }
 
 // vectors are GCC/clang vector extensions; the devectorizer leaves only these types and ops as vectors
 static bool c_vector_scalar(DType d) { return !is16(d) && !dtypes::is_bool(d) && d.scalar != Scalar::Void; }
 
 struct CRenderer {
   const LinearProgram& lp;
+  Dialect l;
+  std::string ctype(DType d) const { return tg::ctype(d, l); }
+  std::string storage_type(DType d) const { return tg::storage_type(d, l); }
+  std::string from_storage(DType d, const std::string& v) const {
+    return dtypes::is_bool(d) && l == Dialect::OpenCL ? "((bool)" + v + ")" : tg::from_storage(d, v);
+  }
+  std::string literal(DType d, double v) const { return tg::literal(d, v, l); }
+  std::string fn(DType d, const char* name) const { return tg::fn(d, name, l); }
+  std::string i64() const { return ctype(dtypes::int64); }
+  std::string u64() const { return ctype(dtypes::uint64); }
   std::unordered_map<const UOp*, std::string> names;
   std::map<std::string, std::string> typedefs;
   std::string out;
   std::string type(DType d) {
-    if (d.count == 1) return d == dtypes::index ? "long long" : ctype(d);
+    if (d.count == 1) return d == dtypes::index ? i64() : ctype(d);
     std::string base = ctype(d.scalar_of()), nm = "tg_" + std::string(d.scalar_of().name()) + "x" + std::to_string(d.count);
     typedefs[nm] = "typedef " + base + " " + nm + " __attribute__((vector_size(" + std::to_string(d.itemsize()) + ")));";
     return nm;
@@ -112,9 +158,7 @@ struct CRenderer {
     if (u->op == Ops::CONST && u->dtype.count > 1)
       return lanes(u->dtype, std::vector<std::string>(u->dtype.count, r(u->replace_dtype(u->dtype.scalar_of()))));
     if (u->op == Ops::CONST && dtypes::is_int(u->dtype)) {  // exact: from the int64 bits, not through double
-      int64_t v = std::get<int64_t>(u->arg);
-      if (dtypes::is_unsigned(u->dtype)) return strformat("%lluull", (unsigned long long)v);
-      return v == INT64_MIN ? "(-9223372036854775807ll-1)" : strformat("%lldll", (long long)v);
+      return int_literal(dtypes::is_unsigned(u->dtype) ? dtypes::uint64 : dtypes::int64, std::get<int64_t>(u->arg), l);
     }
     if (u->op == Ops::CONST) return literal(u->dtype, u->const_value());
     if (u->op == Ops::LOAD && u->src[0]->op == Ops::DEFINE_REG) return r(u->src[0]);
@@ -131,7 +175,7 @@ struct CRenderer {
     std::string zero = mod ? a : literal(u->dtype, 0);
     if (dtypes::is_unsigned(u->dtype)) return "(" + b + "==0?" + zero + ":" + plain + ")";
     // x/-1 is -x, computed in unsigned arithmetic so MIN wraps
-    std::string t = u->dtype == dtypes::index ? "long long" : ctype(u->dtype), neg = mod ? literal(u->dtype, 0) : "(" + t + ")(0ull-(unsigned long long)" + a + ")";
+    std::string t = u->dtype == dtypes::index ? i64() : ctype(u->dtype), neg = mod ? literal(u->dtype, 0) : "(" + t + ")(" + int_literal(dtypes::uint64, 0, l) + "-(" + u64() + ")" + a + ")";
     return "(" + b + "==0?" + zero + ":" + b + "==-1?" + neg + ":" + plain + ")";
   }
   std::string index(const UOpRef& idx) { return r(idx->src[0]) + "[" + r(idx->src[1]) + "]"; }
@@ -169,7 +213,7 @@ struct CRenderer {
       case Ops::OR: return bin("|");
       case Ops::XOR: return bin("^");
       case Ops::SHL:  // through unsigned: a signed left shift that moves bits into or past the sign is undefined in C
-        if (!dtypes::is_unsigned(d)) return "((" + ctype(d) + ")((unsigned long long)" + r(s[0]) + "<<" + r(s[1]) + "))";
+        if (!dtypes::is_unsigned(d)) return "((" + ctype(d) + ")((" + u64() + ")" + r(s[0]) + "<<" + r(s[1]) + "))";
         return bin("<<");
       case Ops::SHR: return bin(">>");
       case Ops::MAX: {  // NaN wins, like numpy's maximum
@@ -191,16 +235,26 @@ struct CRenderer {
       case Ops::TRUNC: return round16(d, fn(d, "trunc") + "(" + r(s[0]) + ")");
       case Ops::POW: return round16(d, fn(d, "pow") + "(" + r(s[0]) + "," + r(s[1]) + ")");
       case Ops::RECIPROCAL: return round16(d, "(" + literal(d, 1) + "/" + r(s[0]) + ")");
+      case Ops::SPECIAL: {  // gidxN / lidxN: the work-group / work-item id along dimension N
+        auto& nm = std::get<std::string>(u->arg);
+        bool group = nm[0] == 'g';
+        int dim = nm.back() - '0';
+        if (l == Dialect::CUDA) return "((" + i64() + ")" + (group ? "blockIdx." : "threadIdx.") + "xyz"[dim] + ")";
+        return "((" + i64() + ")" + (group ? "get_group_id(" : "get_local_id(") + std::to_string(dim) + "))";
+      }
       case Ops::CAST: {
         DType from = s[0]->dtype;
         if (dtypes::is_bool(d)) return "(" + r(s[0]) + "!=0)";
         // float -> unsigned goes through int64 so negative values wrap like numpy instead of being undefined
-        if (dtypes::is_float(from) && dtypes::is_unsigned(d)) return "((" + ctype(d) + ")(long long)(" + r(s[0]) + "))";
+        if (dtypes::is_float(from) && dtypes::is_unsigned(d)) return "((" + ctype(d) + ")(" + i64() + ")(" + r(s[0]) + "))";
         return round16(d, "((" + ctype(d) + ")(" + r(s[0]) + "))");
       }
       case Ops::BITCAST: {  // 16-bit floats live as float in registers: go through their storage bits
         DType from = s[0]->dtype;
-        std::string bits = "({" + storage_type(d) + " _b; " + storage_type(from) + " _a = " + to_storage(from, r(s[0])) + "; memcpy(&_b, &_a, sizeof _b); _b;})";
+        std::string a = to_storage(from, r(s[0])), bits;
+        if (l == Dialect::C) bits = "({" + storage_type(d) + " _b; " + storage_type(from) + " _a = " + a + "; memcpy(&_b, &_a, sizeof _b); _b;})";
+        else if (l == Dialect::CUDA) bits = "tg_bitcast<" + storage_type(d) + ">(" + a + ")";
+        else bits = "as_" + storage_type(d) + "(" + a + ")";
         return from_storage(d, bits);
       }
       default: fail(TG_ERROR_UNSUPPORTED, "C renderer: no rule for " + std::string(op_name(u->op)));
@@ -210,24 +264,26 @@ struct CRenderer {
 
   std::string run() {
     std::string params, entry_args;
+    const char* space = l == Dialect::OpenCL ? "__global " : "";
+    const char* restrict_kw = l == Dialect::CUDA ? "__restrict__" : "restrict";
     for (size_t i = 0; i < lp.globals.size(); i++) {
       DType pd = lp.globals[i]->dtype;
       std::string nm = "data" + std::to_string(i), t = storage_type(pd.base());
       names[lp.globals[i].get()] = nm;
-      params += (i ? ", " : "") + std::string(i ? "const " : "") + t + "* restrict " + nm;
+      params += (i ? ", " : "") + std::string(space) + (i ? "const " : "") + t + "* " + restrict_kw + " " + nm;
       entry_args += (i ? ", " : "") + std::string("(") + (i ? "const " : "") + t + "*)bufs[" + std::to_string(i) + "]";
     }
     for (size_t i = 0; i < lp.vars.size(); i++) {
       std::string nm = lp.vars[i]->argv<VarArg>().name;
       names[lp.vars[i].get()] = nm;
-      params += ", const long long " + nm;
+      params += ", const " + i64() + " " + nm;
       entry_args += ", vars[" + std::to_string(i) + "]";
     }
     for (auto& u : lp.uops) {
       if (u->op == Ops::RANGE) {
         std::string nm = u->render();
         names[u.get()] = nm;
-        line("for (long long " + nm + " = 0; " + nm + " < " + r(u->src[0]) + "; " + nm + "++) {");
+        line("for (" + i64() + " " + nm + " = 0; " + nm + " < " + r(u->src[0]) + "; " + nm + "++) {");
         indent++;
       } else if (u->op == Ops::END) {
         indent--;
@@ -251,19 +307,24 @@ struct CRenderer {
         names[u.get()] = nm;
       }
     }
-    std::string body = std::move(out);
-    // the output (data0) is the only global written; fix its qualifier
-    std::string sig = params;
-    std::string defs;
+    std::string body = std::move(out), defs;
     for (auto& [k, v] : typedefs) defs += v + "\n";
-    return std::string(kPrelude) + defs + "void " + lp.name + "(" + sig + ") {\n" + body + "}\n" + "void tg_entry(void** bufs, const int64_t* vars) {\n  (void)vars;\n  " +
-           lp.name + "(" + entry_args + ");\n}\n";
+    if (l == Dialect::CUDA) return std::string(kCudaHead) + kBFloat + "extern \"C\" __global__ void " + lp.name + "(" + params + ") {\n" + body + "}\n";
+    if (l == Dialect::OpenCL) {
+      bool fp64 = false;
+      for (auto& u : lp.uops) fp64 |= u->dtype.scalar == Scalar::Float64;
+      for (auto& g : lp.globals) fp64 |= g->dtype.base().scalar == Scalar::Float64;
+      return std::string(fp64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + kCLHead + kHalf + kBFloat + "__kernel void " + lp.name + "(" + params +
+             ") {\n" + body + "}\n";
+    }
+    return std::string(kCHead) + kHalf + kBFloat + defs + "void " + lp.name + "(" + params + ") {\n" + body + "}\n" +
+           "void tg_entry(void** bufs, const int64_t* vars) {\n  (void)vars;\n  " + lp.name + "(" + entry_args + ");\n}\n";
   }
 };
 
-std::string CStyleRenderer::render(const LinearProgram& lp) const { return CRenderer{lp}.run(); }
+std::string CStyleRenderer::render(const LinearProgram& lp) const { return CRenderer{lp, dialect_}.run(); }
 bool CStyleRenderer::holds_vector(Ops op, DType dt) const {
-  if (!c_vector_scalar(dt.scalar_of())) return false;
+  if (dialect_ != Dialect::C || !c_vector_scalar(dt.scalar_of())) return false;
   switch (op) {
     case Ops::ADD:
     case Ops::SUB:

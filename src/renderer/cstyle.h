@@ -1,21 +1,28 @@
-// Renderer: linear program -> C source. One C-style renderer; CUDA/OpenCL dialects will share it.
+// Renderer: linear program -> C-family source. One renderer, three dialects: C for the CPU (GCC vector extensions, a
+// tg_entry trampoline), CUDA C for NVRTC and OpenCL C; the differences are types, qualifiers, ids and math names.
 #pragma once
 #include <string>
 
 #include "renderer/renderer.h"
 
 namespace tg {
+enum class Dialect { C, CUDA, OpenCL };
 // C source with the kernel function and `void tg_entry(void** bufs, const int64_t* vars)` that calls it.
 class CStyleRenderer : public Renderer {
  public:
-  explicit CStyleRenderer(Target t) : target_(std::move(t)) {}
+  explicit CStyleRenderer(Target t, Dialect d = Dialect::C) : target_(std::move(t)), dialect_(d) {}
+  Dialect dialect() const { return dialect_; }
   const Target& target() const override { return target_; }
   std::string render(const LinearProgram& lp) const override;
   bool holds_vector(Ops op, DType dt) const override;
-  // exp2/log2/sin as the same polynomials the LLVM renderer uses, so both CPU paths give the same bits
-  bool native_op(Ops op, DType dt) const override { return !((op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN) && dtypes::is_float(dt)); }
+  // on the CPU exp2/log2/sin are the same polynomials the LLVM renderer uses, so both CPU paths give the same bits; GPUs
+  // have them in hardware
+  bool native_op(Ops op, DType dt) const override {
+    return dialect_ != Dialect::C || !((op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN) && dtypes::is_float(dt));
+  }
 
  private:
   Target target_;
+  Dialect dialect_;
 };
 }  // namespace tg

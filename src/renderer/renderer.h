@@ -19,6 +19,8 @@ struct Target {
   bool has_local = false, has_shared = false, has_threads = false;
   std::array<int64_t, 3> global_max{0, 0, 0}, local_max{0, 0, 0};
   int64_t shared_max = 0;
+  int64_t local_threads_max = 0;  // work-items in one work-group (GPUs)
+  int warp_size = 1;              // work-items that execute together (32 on NVIDIA)
   int vector_bytes = 16;  // the widest vector register: loads, stores and ALU vectors are sized to it
   std::vector<TensorCore> tensor_cores;
 };

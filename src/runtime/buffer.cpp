@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "helpers.h"
 #include "runtime/device.h"
@@ -59,26 +60,45 @@ Buffer::Buffer(std::string device, DType dtype, int64_t size, void* data, std::s
   ptr_ = data, keep_ = std::move(keep);
 }
 Buffer::~Buffer() {
-  if (ptr_ && !base_ && !keep_) dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);
+  if (!ptr_ || keep_) return;
+  if (base_) dev_->allocator().release_view(ptr_);
+  else dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);
 }
 void* Buffer::ptr() {
-  if (!ptr_) ptr_ = base_ ? static_cast<char*>(base_->ptr()) + offset_ : dev_->allocator().alloc(nbytes() ? nbytes() : 1);
+  if (!ptr_) ptr_ = base_ ? dev_->allocator().view(base_->ptr(), offset_, nbytes() ? nbytes() : 1) : dev_->allocator().alloc(nbytes() ? nbytes() : 1);
   return ptr_;
 }
+void Allocator::copyin(void* dst, size_t offset, const void* src, size_t n) { std::memcpy(static_cast<char*>(dst) + offset, src, n); }
+void Allocator::copyout(void* dst, const void* src, size_t offset, size_t n) { std::memcpy(dst, static_cast<const char*>(src) + offset, n); }
+
 void Buffer::copyin(const void* src, size_t n) {
   TG_CHECK(n == nbytes(), TG_ERROR_INVALID_ARGUMENT, strformat("copyin: %zu bytes given, buffer holds %zu", n, nbytes()));
-  if (n) std::memcpy(ptr(), src, n);
+  if (!n) return;
+  dev_->synchronize();  // a kernel still reading the old contents
+  dev_->allocator().copyin(ptr(), 0, src, n);
 }
 void Buffer::copyout(void* dst, size_t n, size_t offset) {
   TG_CHECK(offset <= nbytes() && n <= nbytes() - offset, TG_ERROR_INVALID_ARGUMENT,
            strformat("copyout: bytes [%zu, %zu) asked, buffer holds %zu", offset, offset + n, nbytes()));
   dev_->synchronize();
-  if (n) std::memcpy(dst, static_cast<char*>(ptr()) + offset, n);
+  if (n) dev_->allocator().copyout(dst, ptr(), offset, n);
 }
 void Buffer::copyout(void* dst, size_t n) {
   TG_CHECK(n == nbytes(), TG_ERROR_INVALID_ARGUMENT, strformat("copyout: %zu bytes asked, buffer holds %zu", n, nbytes()));
-  dev_->synchronize();
-  if (n) std::memcpy(dst, ptr(), n);
+  copyout(dst, n, 0);
+}
+void Buffer::copy_from(Buffer& src) {
+  TG_CHECK(src.nbytes() == nbytes(), TG_ERROR_INTERNAL, strformat("copy: %zu bytes into a buffer of %zu", src.nbytes(), nbytes()));
+  if (!nbytes()) return;
+  if (&src.dev_->allocator() == &dev_->allocator()) {  // one memory (both CPU devices share theirs)
+    src.dev_->synchronize();
+    if (dev_->allocator().copy(ptr(), src.ptr(), nbytes())) return;
+  }
+  if (src.dev_->host_memory()) return copyin(src.ptr(), nbytes());
+  if (dev_->host_memory()) return src.copyout(ptr(), nbytes());
+  std::vector<char> host(nbytes());
+  src.copyout(host.data(), host.size());
+  copyin(host.data(), host.size());
 }
 
 std::atomic<uint64_t> GlobalCounters::kernel_count{0}, GlobalCounters::global_ops{0}, GlobalCounters::global_mem{0}, GlobalCounters::compile_count{0},

@@ -99,9 +99,9 @@ class ClangCompiler : public Compiler {
       ::unlink(so.c_str());
     }
     TG_CHECK(h, TG_ERROR_COMPILE, "loading kernel " + name + " failed: " + std::string(dlerror()));
-    auto p = std::make_shared<Program>();
+    auto p = std::make_shared<CPUProgram>();
     p->name = name, p->handle = h;
-    p->entry = reinterpret_cast<Program::Entry>(::dlsym(h, "tg_entry"));
+    p->entry = reinterpret_cast<CPUProgram::Entry>(::dlsym(h, "tg_entry"));
     TG_CHECK(p->entry, TG_ERROR_COMPILE, "kernel " + name + " has no tg_entry");
     std::lock_guard<std::mutex> lk(mu_);
     return progs_.emplace(key, p).first->second;
@@ -144,36 +144,16 @@ class CPUDevice : public Device {
   Compiler& compiler() override { return *comp_; }
   bool host_memory() const override { return true; }
   const Renderer& renderer() override { return *ren_; }
+  std::string description() const override { return name() == "CPU" ? "host CPU, LLVM JIT" : "host CPU, C compiler " + getenv_str("TG_CC", "clang"); }
 
  private:
   std::unique_ptr<Renderer> ren_;
   std::unique_ptr<Compiler> comp_;
 };
 
-static const char* kAvailable = "(available: CPU, CPU:CLANG)";
-
-std::string canonical_device(const char* name) {
-  std::string d = name && *name ? name : getenv_str("DEV", getenv_str("DEVICE", "CPU"));
-  for (auto& c : d) c = char(std::toupper(static_cast<unsigned char>(c)));
-  if (d.size() > 2 && d.compare(d.size() - 2, 2, ":0") == 0) d.resize(d.size() - 2);
-  if (d == "LLVM" || d == "CPU:LLVM") d = "CPU";
-  if (d == "CLANG") d = "CPU:CLANG";
-  return d;
-}
-
-Device& get_device(const std::string& name) {
-  // they live for the process: buffers may be freed during static destruction
-  if (name == "CPU") {
-    static CPUDevice* llvm = new CPUDevice("CPU", std::make_unique<LLVMRenderer>(cpu_target("CPU")), make_llvm_compiler());
-    return *llvm;
-  }
-  if (name == "CPU:CLANG") {
-    static CPUDevice* clang = new CPUDevice("CPU:CLANG", std::make_unique<CStyleRenderer>(cpu_target("CPU:CLANG")), std::make_unique<ClangCompiler>());
-    return *clang;
-  }
-  if (name == "CUDA" || name == "CL" || name == "GPU" || name == "NV" || name == "AMD" || name == "METAL")
-    fail(TG_ERROR_DEVICE, "device '" + name + "' is not available in this build " + kAvailable);
-  fail(TG_ERROR_DEVICE, "unknown device '" + name + "' " + kAvailable);
+Device* open_cpu_device(const std::string& name) {
+  if (name == "CPU") return new CPUDevice("CPU", std::make_unique<LLVMRenderer>(cpu_target("CPU")), make_llvm_compiler());
+  return new CPUDevice("CPU:CLANG", std::make_unique<CStyleRenderer>(cpu_target("CPU:CLANG")), std::make_unique<ClangCompiler>());
 }
 
 }  // namespace tg

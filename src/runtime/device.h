@@ -1,5 +1,6 @@
 // Runtime: devices, buffers with an LRU free-list allocator, compilers with an on-disk cache, loaded programs.
 #pragma once
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,7 @@
 namespace tg {
 
 // Caches freed allocations by size so a training loop reuses memory instead of going back to the OS.
+// Allocations are opaque handles (a host pointer, a CUdeviceptr, a cl_mem): only the allocator moves bytes in and out.
 class Allocator {
  public:
   virtual ~Allocator() = default;
@@ -20,6 +22,15 @@ class Allocator {
   void free(void* p, size_t nbytes);
   void clear_cache();
   size_t cached_bytes();  // freed memory held for reuse, at most TG_ALLOC_CACHE_MB
+  // host <-> device bytes; `offset` is into the allocation. The defaults are for host memory.
+  virtual void copyin(void* dst, size_t offset, const void* src, size_t n);
+  virtual void copyout(void* dst, const void* src, size_t offset, size_t n);
+  // a handle for bytes [offset, offset + n) of `base` (the memory planner's views), released with release_view
+  virtual void* view(void* base, size_t offset, size_t n) { return static_cast<char*>(base) + offset; }
+  virtual void release_view(void*) {}
+  virtual size_t view_alignment() const { return 64; }  // a view's offset is a multiple of this
+  // a device-to-device copy inside this allocator's device; false: not supported, go through the host
+  virtual bool copy(void* /*dst*/, const void* /*src*/, size_t /*n*/) { return false; }
 
  protected:
   virtual void* raw_alloc(size_t nbytes) = 0;
@@ -31,13 +42,29 @@ class Allocator {
   size_t cached_ = 0;
 };
 
-// A compiled kernel: entry(bufs, vars) calls the generated function with typed pointers. Kernels split by THREAD
-// read their core id from vars[core_var]; launch() runs them on the CPU worker pool.
+// Where a launch runs: `global` work-groups of `local` work-items on a GPU. On a CPU, global[0] is the number of THREAD
+// calls, each reading its core id from vars[core_var].
+struct LaunchDims {
+  std::array<int64_t, 3> global{1, 1, 1}, local{1, 1, 1};
+  int core_var = -1;
+  size_t nbufs = 0;  // entries of `bufs` (the kernel's buffer parameters)
+};
+
+// A compiled kernel, loaded on its device. `bufs` are the buffers' handles (Buffer::ptr()), `vars` the values of the
+// kernel's variables in order. A launch may be asynchronous: Device::synchronize waits for it.
 struct Program {
-  using Entry = void (*)(void** bufs, const int64_t* vars);
   std::string name;
+  virtual ~Program() = default;
+  virtual void launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& dims) const = 0;
+  // one launch and its duration in seconds, waited for (device events where the device has them)
+  virtual double timed_launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& dims) const;
+};
+// The CPU devices' program: entry(bufs, vars) calls the generated function with typed pointers.
+struct CPUProgram : Program {
+  using Entry = void (*)(void** bufs, const int64_t* vars);
   Entry entry = nullptr;
   void* handle = nullptr;  // dlopen handle, kept for the process lifetime (programs are cached)
+  void launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& dims) const override;
 };
 
 class Compiler {
@@ -59,16 +86,27 @@ class Device {
   virtual void synchronize() {}
   // kernels address host memory directly (the CPU devices): a Buffer may then adopt memory it did not allocate
   virtual bool host_memory() const { return false; }
+  // a description for listings: the driver's device name ("NVIDIA H100 80GB HBM3", "pthread-skylake-avx512-...")
+  virtual std::string description() const { return name_; }
 
  private:
   std::string name_;
 };
 
-// The registry: "CPU" (the LLVM JIT), "CPU:CLANG" (the system C compiler); later "CUDA", "CL". Throws TG_ERROR_DEVICE for
-// unknown or unavailable devices.
+// The registry: "CPU" (the LLVM JIT), "CPU:CLANG" (the system C compiler), "CUDA[:n]" (driver API + NVRTC), "CL[:n]"
+// (an OpenCL ICD). GPU drivers are dlopen'ed on first use. Throws TG_ERROR_DEVICE for unknown or unavailable devices,
+// saying why (no driver, no such device number).
 Device& get_device(const std::string& name);
-// NULL -> $DEV, else $DEVICE, else "CPU"; upper-cases, strips ":0"; "LLVM"/"CPU:LLVM" -> "CPU", "CLANG" -> "CPU:CLANG"
+// NULL -> $DEV, else $DEVICE, else "CPU"; upper-cases, strips ":0"; "LLVM"/"CPU:LLVM" -> "CPU", "CLANG" -> "CPU:CLANG",
+// "GPU"/"OPENCL" -> "CL", "NV" -> "CUDA"
 std::string canonical_device(const char* name);
+// every device that opens on this machine, CPUs first, with its description
+std::vector<std::pair<std::string, std::string>> list_devices();
+// the GPU back ends, each in its own file; `n` is the device number. They throw TG_ERROR_DEVICE when absent.
+Device* open_cuda_device(int n);
+Device* open_cl_device(int n);
+int cuda_device_count();  // 0 without a driver
+int cl_device_count();
 
 // Device memory for one tensor buffer. Allocated lazily; the host reaches it only through copyin/copyout. A view
 // (the memory planner's) lives at a byte offset inside a base buffer and keeps the base alive.
@@ -92,6 +130,8 @@ class Buffer {
   void copyin(const void* src, size_t nbytes);
   void copyout(void* dst, size_t nbytes);
   void copyout(void* dst, size_t nbytes, size_t offset);  // a part: bytes [offset, offset + nbytes)
+  // this buffer's bytes <- src's (same size in bytes, any devices): on the device where it can, else through the host
+  void copy_from(Buffer& src);
 
  private:
   std::string device_;

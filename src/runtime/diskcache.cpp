@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <iterator>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -173,6 +176,23 @@ const std::string& DiskCache::scratch_dir() {
     return tmpl;
   }();
   return dir;
+}
+
+std::string DiskCache::bytes(const std::string& key, const std::function<std::string()>& build) {
+  if (std::string f = lookup(key); !f.empty()) {
+    std::ifstream in(f, std::ios::binary);
+    std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.good() || in.eof())
+      if (!b.empty()) return b;
+  }
+  std::string b = build();
+  if (CACHELEVEL.get() > 0) {
+    static std::atomic<uint64_t> n{0};
+    std::string tmp = scratch_dir() + "/" + key + strformat(".%llu", (unsigned long long)++n);
+    if (std::ofstream(tmp, std::ios::binary).write(b.data(), std::streamsize(b.size())).good()) store(tmp, key);
+    ::unlink(tmp.c_str());
+  }
+  return b;
 }
 
 }  // namespace tg

@@ -3,6 +3,7 @@
 // reported once on stderr and the process goes on without it. Its size is capped (least recently used files go first).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace tg {
@@ -22,6 +23,9 @@ class DiskCache {
   static const std::string& scratch_dir();
   // a file name for what `ident` (compiler, flags, source) builds: 128 bits of hash in hex
   static std::string key(const std::string& ident);
+  // the bytes stored as `key`, else build()'s, stored as `key` (both only with CACHELEVEL>0): GPU binaries, which are
+  // loaded from memory
+  std::string bytes(const std::string& key, const std::function<std::string()>& build);
 
  private:
   DiskCache() = default;

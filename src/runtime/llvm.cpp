@@ -79,7 +79,7 @@ struct Jit {
     add(llvm::orc::DynamicLibrarySearchGenerator::Load("libm.so.6", prefix));
   }
   // links the object and finds its tg_entry; "" on success, else why not
-  std::string load(const std::string& name, std::unique_ptr<llvm::MemoryBuffer> obj, Program::Entry& entry) {
+  std::string load(const std::string& name, std::unique_ptr<llvm::MemoryBuffer> obj, CPUProgram::Entry& entry) {
     std::lock_guard<std::mutex> lk(mu);
     auto jd = jit->createJITDylib(name + "#" + std::to_string(dylibs++));
     if (!jd) return llvm::toString(jd.takeError());
@@ -87,7 +87,7 @@ struct Jit {
     if (!err) {
       auto sym = jit->lookup(*jd, "tg_entry");
       if (sym) {
-        entry = sym->toPtr<Program::Entry>();
+        entry = sym->toPtr<CPUProgram::Entry>();
         return "";
       }
       err = sym.takeError();
@@ -111,7 +111,7 @@ class LLVMCompiler : public Compiler {
       std::lock_guard<std::mutex> lk(mu_);
       if (auto it = progs_.find(key); it != progs_.end()) return it->second;
     }
-    auto p = std::make_shared<Program>();
+    auto p = std::make_shared<CPUProgram>();
     p->name = name;
     DiskCache& dc = DiskCache::get();
     std::string why = "not cached";

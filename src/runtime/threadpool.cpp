@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <condition_variable>
 #include <mutex>
@@ -29,7 +30,7 @@ namespace {
 // is its own object, so a worker that wakes late for a finished launch finds nothing left in it. Workers spin briefly
 // for the next launch before they sleep, so back-to-back kernels do not pay a wake-up each.
 struct Job {
-  Program::Entry entry;
+  CPUProgram::Entry entry;
   void** bufs;
   std::vector<int64_t> vars;
   int64_t n;
@@ -51,10 +52,10 @@ class Pool {
     for (int i = 0; i < workers; i++) std::thread([this] { work(); }).detach();
   }
 
-  void run(const Program& p, void** bufs, const int64_t* vars, size_t nvars, int64_t n, int core_var) {
+  void run(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t n, int core_var) {
     std::lock_guard<std::mutex> one(launch_mu_);
     auto job = std::make_shared<Job>();
-    job->entry = p.entry, job->bufs = bufs, job->vars.assign(vars, vars + nvars), job->n = n, job->core_var = core_var;
+    job->entry = entry, job->bufs = bufs, job->vars.assign(vars, vars + nvars), job->n = n, job->core_var = core_var;
     job->left.store(n);
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -87,18 +88,27 @@ class Pool {
 };
 }  // namespace
 
-void launch(const Program& p, void** bufs, const int64_t* vars, size_t nvars, int64_t threads, int core_var) {
+void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t threads, int core_var) {
   if (threads <= 1 || core_var < 0) {
-    if (core_var < 0) return p.entry(bufs, vars);
+    if (core_var < 0) return entry(bufs, vars);
     int64_t small[16];  // a replayed kernel should not allocate
     std::vector<int64_t> big(nvars > 16 ? nvars : 0);
     int64_t* v = nvars > 16 ? big.data() : small;
     std::copy(vars, vars + nvars, v);
     v[size_t(core_var)] = 0;
-    return p.entry(bufs, v);
+    return entry(bufs, v);
   }
   static Pool* pool = new Pool(num_cpu_threads() - 1);
-  pool->run(p, bufs, vars, nvars, threads, core_var);
+  pool->run(entry, bufs, vars, nvars, threads, core_var);
+}
+
+void CPUProgram::launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const {
+  tg::launch(entry, bufs, vars, nvars, d.global[0], d.core_var);
+}
+double Program::timed_launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const {
+  auto t0 = std::chrono::steady_clock::now();
+  launch(bufs, vars, nvars, d);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace tg

@@ -1,5 +1,6 @@
 // Schedule: turn a tensor-level graph into an ordered list of kernels (rangeify + fusion), cached by graph structure.
 #pragma once
+#include <array>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,7 +19,10 @@ struct CompiledKernel {
   UOps vars;  // the entry's variables (core_id for THREAD)
   int64_t threads = 1;
   int core_var = -1;
+  size_t nbufs = 0;  // buffer parameters
+  std::array<UOpRef, 3> global_size, local_size;  // a GPU launch's grid, as expressions of the variables (null: 1)
   uint64_t ops = 0, mem = 0;
+  LaunchDims dims(const int64_t* vals) const;  // the launch for these variable values
 };
 
 // One kernel: its AST (SINK of STOREs over DEFINE_GLOBALs numbered 0..n) and which schedule slot each global is.

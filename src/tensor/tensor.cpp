@@ -533,6 +533,20 @@ void Tensor::to_data(void* out, size_t nbytes) {
   if (!sym && s_->uop != c.s_->uop && !is_buffer_view(s_->uop.get(), numel())) became(c.s_->uop);  // keep the computed result
 }
 
+Tensor Tensor::to(const std::string& dev) const {
+  get_device(dev);
+  if (dev == device()) return *this;
+  TG_CHECK(uop()->sym().empty(), TG_ERROR_UNSUPPORTED, "to: a tensor with Variable dims can't change device; bind it first");
+  Tensor c = contiguous();
+  c.realize();
+  const UOp* b = c.s_->uop.get();
+  if (b->op == Ops::RESHAPE) b = b->src[0].get();
+  TG_CHECK(b->op == Ops::BUFFER, TG_ERROR_INTERNAL, "to: realized tensor is not a buffer");
+  auto dst = std::make_shared<Buffer>(dev, dtype(), numel());
+  dst->copy_from(*buffer_of(b));
+  return Tensor(view_as(buffer_uop(std::move(dst)), shape()), dev);
+}
+
 std::vector<int64_t> sym_arg(const UOp* u, const std::function<int64_t(const UOp* var, int64_t now)>& size) {
   std::vector<int64_t> a = u->arg_ints();
   if (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)

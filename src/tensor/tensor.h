@@ -304,6 +304,9 @@ class Tensor {
   Tensor& realize();
   static void realize_all(const std::vector<Tensor*>& ts);
   void to_data(void* out, size_t nbytes);
+  // A copy on `device` (a canonical name), realized now: on the device where both share it, else through the host.
+  // The copy starts a new graph: gradients don't flow back across it.
+  Tensor to(const std::string& device) const;
 
  private:
   Tensor alu(Ops op, const Tensor& o) const;  // broadcast, promote, apply

@@ -31,16 +31,57 @@ static bool split_from(const UOpRef& r, const std::vector<int64_t>& prefix) {
   return q.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), q.begin());
 }
 
+static bool attempt(Scheduler& k, const Opt& o) {
+  try {
+    k.apply_opt(o);
+    return true;
+  } catch (const OptError&) {
+    return false;
+  }
+}
+
+// GPUs (tinygrad's heuristics for targets with local memory): a register tile of 4x4 outputs over the axes some input
+// is broadcast along (a matmul's rows and columns), then up to 128 work-items per work-group, the innermost axis on x
+// so neighbouring work-items touch neighbouring memory.
+static void gpu_optimizations(Scheduler& k) {
+  const Target& t = k.ren->target();
+  UOps loads;
+  for (auto& u : k.ast->toposort())
+    if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) loads.push_back(u->src[0]);
+  if (!k.reduceops().empty()) {
+    for (int round = 0; round < 2; round++) {
+      int best = -1;
+      for (int ax : k.upcastable_dims()) {
+        auto r = k.rngs()[size_t(ax)];
+        if (range_kind(r.get()) != AxisType::GLOBAL || k.full_shape()[size_t(ax)] % 4 != 0) continue;
+        bool reused = false;
+        for (auto& b : loads) reused |= stride_in(b->src[1], r) == 0;
+        if (reused) best = ax;  // the innermost such axis
+      }
+      if (best < 0 || !attempt(k, Opt{OptOps::UPCAST, best, 4})) break;
+      loads.clear();
+      for (auto& u : k.ast->toposort())
+        if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) loads.push_back(u->src[0]);
+    }
+  }
+  int64_t budget = std::min<int64_t>(128, t.local_threads_max > 0 ? t.local_threads_max : 128);
+  int locals = 0;
+  auto globals = k.axes_of({AxisType::GLOBAL});
+  for (size_t i = globals.size(); i-- > 0 && locals < 3 && budget > 1;) {
+    int ax = globals[i];
+    int64_t sz = k.full_shape()[size_t(ax)];
+    for (int64_t l : {int64_t(32), int64_t(16), int64_t(8), int64_t(4), int64_t(2)}) {
+      if (l > budget || sz % l != 0 || l > t.local_max[0]) continue;
+      if (attempt(k, Opt{OptOps::LOCAL, ax, l})) budget /= l, locals++;
+      break;
+    }
+  }
+}
+
 void hand_coded_optimizations(Scheduler& k) {
   const Target& t = k.ren->target();
-  auto attempt = [&](Opt o) {
-    try {
-      k.apply_opt(o);
-      return true;
-    } catch (const OptError&) {
-      return false;
-    }
-  };
+  if (t.has_local) return gpu_optimizations(k);
+  auto attempt = [&](Opt o) { return tg::attempt(k, o); };
   UOpRef store;
   for (auto& s : k.ast->src)
     if (s->op == Ops::STORE) store = s;

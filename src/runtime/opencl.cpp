@@ -1,0 +1,303 @@
+// DEV=CL: OpenCL through the ICD loader (libOpenCL.so.1), dlopen'ed on first use so the library loads without it.
+// Kernels are OpenCL C from the C-style renderer, built per device and cached on disk as the driver's binaries.
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "helpers.h"
+#include "renderer/cstyle.h"
+#include "runtime/device.h"
+#include "runtime/diskcache.h"
+
+namespace tg {
+
+namespace {
+#define TG_CL_FUNCS(X)                                                                                                                       \
+  X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) X(clCreateCommandQueue) X(clCreateBuffer) \
+  X(clCreateSubBuffer) X(clReleaseMemObject) X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer) X(clEnqueueCopyBuffer)                         \
+  X(clCreateProgramWithSource) X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramBuildInfo) X(clGetProgramInfo)                  \
+  X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel) X(clFinish) X(clWaitForEvents)      \
+  X(clGetEventProfilingInfo) X(clReleaseEvent)
+
+struct CL {
+#define X(f) decltype(&::f) f = nullptr;
+  TG_CL_FUNCS(X)
+#undef X
+  std::string error;  // why the loader or a function is missing
+};
+
+const CL& cl() {
+  static const CL* api = [] {
+    auto* a = new CL();
+    void* h = nullptr;
+    for (const char* lib : {"libOpenCL.so.1", "libOpenCL.so"})
+      if ((h = ::dlopen(lib, RTLD_NOW | RTLD_LOCAL))) break;
+    if (!h) {
+      a->error = "no OpenCL ICD loader (libOpenCL.so.1): install ocl-icd-libopencl1 and a driver (pocl-opencl-icd for the CPU)";
+      return a;
+    }
+#define X(f)                                                                                  \
+  a->f = reinterpret_cast<decltype(&::f)>(::dlsym(h, #f));                                     \
+  if (!a->f && a->error.empty()) a->error = "the OpenCL loader has no " #f;
+    TG_CL_FUNCS(X)
+#undef X
+    return a;
+  }();
+  return *api;
+}
+
+const char* cl_error_name(cl_int e) {
+  switch (e) {
+#define E(x) \
+  case x: return #x;
+    E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE) E(CL_MEM_OBJECT_ALLOCATION_FAILURE) E(CL_OUT_OF_RESOURCES)
+    E(CL_OUT_OF_HOST_MEMORY) E(CL_BUILD_PROGRAM_FAILURE) E(CL_MISALIGNED_SUB_BUFFER_OFFSET) E(CL_INVALID_VALUE) E(CL_INVALID_DEVICE)
+    E(CL_INVALID_CONTEXT) E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_BINARY) E(CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM)
+    E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL) E(CL_INVALID_ARG_INDEX) E(CL_INVALID_ARG_VALUE) E(CL_INVALID_ARG_SIZE)
+    E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION) E(CL_INVALID_WORK_GROUP_SIZE) E(CL_INVALID_WORK_ITEM_SIZE)
+    E(CL_INVALID_GLOBAL_OFFSET) E(CL_INVALID_EVENT) E(CL_INVALID_OPERATION) E(CL_INVALID_BUFFER_SIZE) E(CL_INVALID_GLOBAL_WORK_SIZE)
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL driver installed)";
+#undef E
+    default: return "an OpenCL error";
+  }
+}
+void check(cl_int e, tg_status code, const std::string& what) {
+  if (e != CL_SUCCESS) fail(code, strformat("OpenCL: %s failed: %s (%d)", what.c_str(), cl_error_name(e), int(e)));
+}
+
+// every device of every platform, in platform order: CL:n is the n-th
+const std::vector<cl_device_id>& cl_devices() {
+  static const std::vector<cl_device_id>* devs = [] {
+    auto* v = new std::vector<cl_device_id>();
+    const CL& a = cl();
+    if (!a.error.empty()) return v;
+    cl_uint np = 0;
+    if (a.clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) return v;
+    std::vector<cl_platform_id> ps(np);
+    a.clGetPlatformIDs(np, ps.data(), nullptr);
+    for (auto p : ps) {
+      cl_uint nd = 0;
+      if (a.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) != CL_SUCCESS || nd == 0) continue;
+      std::vector<cl_device_id> ds(nd);
+      a.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, nd, ds.data(), nullptr);
+      v->insert(v->end(), ds.begin(), ds.end());
+    }
+    return v;
+  }();
+  return *devs;
+}
+
+std::string info_str(cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  cl().clGetDeviceInfo(d, what, 0, nullptr, &n);
+  std::string s(n, '\0');
+  cl().clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+template <class T>
+T info(cl_device_id d, cl_device_info what) {
+  T v{};
+  cl().clGetDeviceInfo(d, what, sizeof v, &v, nullptr);
+  return v;
+}
+
+class CLAllocator : public Allocator {
+ public:
+  CLAllocator(cl_context ctx, cl_command_queue q, size_t align) : ctx_(ctx), q_(q), align_(align) {}
+  void copyin(void* dst, size_t offset, const void* src, size_t n) override {
+    check(cl().clEnqueueWriteBuffer(q_, cl_mem(dst), CL_TRUE, offset, n, src, 0, nullptr, nullptr), TG_ERROR_RUNTIME, "copy to the device");
+  }
+  void copyout(void* dst, const void* src, size_t offset, size_t n) override {
+    check(cl().clEnqueueReadBuffer(q_, cl_mem(const_cast<void*>(src)), CL_TRUE, offset, n, dst, 0, nullptr, nullptr), TG_ERROR_RUNTIME,
+          "copy from the device");
+  }
+  bool copy(void* dst, const void* src, size_t n) override {
+    check(cl().clEnqueueCopyBuffer(q_, cl_mem(const_cast<void*>(src)), cl_mem(dst), 0, 0, n, 0, nullptr, nullptr), TG_ERROR_RUNTIME,
+          "copy on the device");
+    return true;
+  }
+  void* view(void* base, size_t offset, size_t n) override {
+    cl_buffer_region r{offset, n};
+    cl_int e = CL_SUCCESS;
+    cl_mem m = cl().clCreateSubBuffer(cl_mem(base), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &e);
+    check(e, TG_ERROR_RUNTIME, strformat("a view of %zu bytes at %zu", n, offset));
+    return m;
+  }
+  void release_view(void* p) override { cl().clReleaseMemObject(cl_mem(p)); }
+  size_t view_alignment() const override { return align_; }
+
+ protected:
+  void* raw_alloc(size_t n) override {
+    cl_int e = CL_SUCCESS;
+    cl_mem m = cl().clCreateBuffer(ctx_, CL_MEM_READ_WRITE, n, nullptr, &e);
+    return e == CL_SUCCESS ? m : nullptr;  // null: Allocator frees its cache, retries, then reports out of memory
+  }
+  void raw_free(void* p, size_t) override { cl().clReleaseMemObject(cl_mem(p)); }
+
+ private:
+  cl_context ctx_;
+  cl_command_queue q_;
+  size_t align_;
+};
+
+class CLProgram : public Program {
+ public:
+  CLProgram(cl_program p, cl_kernel k, cl_command_queue q) : prog_(p), kernel_(k), q_(q) {}
+  ~CLProgram() override { cl().clReleaseKernel(kernel_), cl().clReleaseProgram(prog_); }
+  void launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const override { enqueue(bufs, vars, nvars, d, nullptr); }
+  double timed_launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const override {
+    cl_event ev = nullptr;
+    enqueue(bufs, vars, nvars, d, &ev);
+    check(cl().clWaitForEvents(1, &ev), TG_ERROR_RUNTIME, "kernel " + name);
+    cl_ulong t0 = 0, t1 = 0;
+    cl().clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr);
+    cl().clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, nullptr);
+    cl().clReleaseEvent(ev);
+    return double(t1 - t0) * 1e-9;
+  }
+
+ private:
+  void enqueue(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d, cl_event* ev) const {
+    const CL& a = cl();
+    std::lock_guard<std::mutex> lk(mu_);  // arguments live in the kernel object until the enqueue
+    // the kernel's parameters: its buffers, then its variables
+    cl_uint i = 0;
+    for (; i < d.nbufs; i++) check(a.clSetKernelArg(kernel_, i, sizeof(cl_mem), &bufs[i]), TG_ERROR_RUNTIME, "argument of kernel " + name);
+    for (size_t v = 0; v < nvars; v++, i++) {
+      cl_long x = vars[v];
+      check(a.clSetKernelArg(kernel_, i, sizeof x, &x), TG_ERROR_RUNTIME, "variable of kernel " + name);
+    }
+    size_t global[3], local[3];
+    for (int k = 0; k < 3; k++) global[k] = size_t(d.global[size_t(k)] * d.local[size_t(k)]), local[k] = size_t(d.local[size_t(k)]);
+    check(a.clEnqueueNDRangeKernel(q_, kernel_, 3, nullptr, global, local, 0, nullptr, ev), TG_ERROR_RUNTIME, "launch of kernel " + name);
+  }
+  cl_program prog_;
+  cl_kernel kernel_;
+  cl_command_queue q_;
+  mutable std::mutex mu_;
+};
+
+class CLCompiler : public Compiler {
+ public:
+  CLCompiler(cl_context ctx, cl_device_id dev, cl_command_queue q, std::string ident) : ctx_(ctx), dev_(dev), q_(q), ident_(std::move(ident)) {}
+  std::shared_ptr<Program> compile(const std::string& name, const std::string& src) override {
+    const CL& a = cl();
+    std::string key = DiskCache::key("opencl " + ident_ + "\n" + src) + ".clbin";
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (auto it = progs_.find(key); it != progs_.end()) return it->second;
+    }
+    cl_program prog = nullptr;
+    std::string bin = DiskCache::get().bytes(key, [&] {
+      prog = build(name, src);
+      size_t n = 0;
+      check(a.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, nullptr), TG_ERROR_COMPILE, "reading the binary of " + name);
+      std::string b(n, '\0');
+      unsigned char* p = reinterpret_cast<unsigned char*>(b.data());
+      check(a.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof p, &p, nullptr), TG_ERROR_COMPILE, "reading the binary of " + name);
+      return b;
+    });
+    if (!prog) {  // from the disk cache; a binary the driver no longer takes is rebuilt from source
+      const unsigned char* p = reinterpret_cast<const unsigned char*>(bin.data());
+      size_t n = bin.size();
+      cl_int st = CL_SUCCESS, e = CL_SUCCESS;
+      prog = a.clCreateProgramWithBinary(ctx_, 1, &dev_, &n, &p, &st, &e);
+      if (e != CL_SUCCESS || st != CL_SUCCESS || a.clBuildProgram(prog, 1, &dev_, "", nullptr, nullptr) != CL_SUCCESS) {
+        if (prog) a.clReleaseProgram(prog);
+        prog = build(name, src);
+      }
+    }
+    cl_int e = CL_SUCCESS;
+    cl_kernel k = a.clCreateKernel(prog, name.c_str(), &e);
+    if (e != CL_SUCCESS) a.clReleaseProgram(prog);
+    check(e, TG_ERROR_COMPILE, "kernel " + name);
+    auto p = std::make_shared<CLProgram>(prog, k, q_);
+    p->name = name;
+    std::lock_guard<std::mutex> lk(mu_);
+    return progs_.emplace(key, p).first->second;
+  }
+
+ private:
+  cl_program build(const std::string& name, const std::string& src) {
+    const CL& a = cl();
+    const char* s = src.c_str();
+    size_t n = src.size();
+    cl_int e = CL_SUCCESS;
+    cl_program p = a.clCreateProgramWithSource(ctx_, 1, &s, &n, &e);
+    check(e, TG_ERROR_COMPILE, "creating program " + name);
+    if (a.clBuildProgram(p, 1, &dev_, "-cl-std=CL1.2", nullptr, nullptr) != CL_SUCCESS) {
+      size_t ln = 0;
+      a.clGetProgramBuildInfo(p, dev_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &ln);
+      std::string log(ln, '\0');
+      a.clGetProgramBuildInfo(p, dev_, CL_PROGRAM_BUILD_LOG, ln, log.data(), nullptr);
+      a.clReleaseProgram(p);
+      fail(TG_ERROR_COMPILE, "compiling kernel " + name + " with OpenCL failed:\n" + log + "\n--- source ---\n" + src);
+    }
+    GlobalCounters::compile_count++;
+    return p;
+  }
+  cl_context ctx_;
+  cl_device_id dev_;
+  cl_command_queue q_;
+  std::string ident_;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Program>> progs_;
+};
+
+class CLDevice : public Device {
+ public:
+  CLDevice(std::string name, cl_device_id dev) : Device(std::move(name)), dev_(dev) {
+    const CL& a = cl();
+    cl_int e = CL_SUCCESS;
+    ctx_ = a.clCreateContext(nullptr, 1, &dev_, nullptr, nullptr, &e);
+    check(e, TG_ERROR_DEVICE, "creating a context on " + this->name());
+    q_ = a.clCreateCommandQueue(ctx_, dev_, CL_QUEUE_PROFILING_ENABLE, &e);
+    check(e, TG_ERROR_DEVICE, "creating a queue on " + this->name());
+    desc_ = info_str(dev_, CL_DEVICE_NAME);
+    Target t;
+    t.device = this->name();
+    t.has_local = true;
+    auto items = std::array<size_t, 3>{};
+    a.clGetDeviceInfo(dev_, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items.data(), nullptr);
+    for (int k = 0; k < 3; k++) t.local_max[size_t(k)] = int64_t(items[size_t(k)]);
+    t.local_threads_max = int64_t(info<size_t>(dev_, CL_DEVICE_MAX_WORK_GROUP_SIZE));
+    t.global_max = {int64_t(1) << 31, int64_t(1) << 31, int64_t(1) << 31};  // work-groups per dimension: size_t work-items
+    t.shared_max = int64_t(info<cl_ulong>(dev_, CL_DEVICE_LOCAL_MEM_SIZE));
+    t.warp_size = info<cl_device_type>(dev_, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU ? 32 : 1;
+    ren_ = std::make_unique<CStyleRenderer>(t, Dialect::OpenCL);
+    size_t align = std::max<size_t>(64, info<cl_uint>(dev_, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
+    alloc_ = std::make_unique<CLAllocator>(ctx_, q_, align);
+    comp_ = std::make_unique<CLCompiler>(ctx_, dev_, q_, desc_ + " " + info_str(dev_, CL_DRIVER_VERSION) + " " + info_str(dev_, CL_DEVICE_VERSION));
+  }
+  Allocator& allocator() override { return *alloc_; }
+  Compiler& compiler() override { return *comp_; }
+  const Renderer& renderer() override { return *ren_; }
+  void synchronize() override { check(cl().clFinish(q_), TG_ERROR_RUNTIME, "waiting for " + name()); }
+  std::string description() const override { return desc_; }
+
+ private:
+  cl_device_id dev_;
+  cl_context ctx_ = nullptr;
+  cl_command_queue q_ = nullptr;
+  std::string desc_;
+  std::unique_ptr<Renderer> ren_;
+  std::unique_ptr<Allocator> alloc_;
+  std::unique_ptr<Compiler> comp_;
+};
+}  // namespace
+
+int cl_device_count() { return int(cl_devices().size()); }
+
+Device* open_cl_device(int n) {
+  const CL& a = cl();
+  TG_CHECK(a.error.empty(), TG_ERROR_DEVICE, "device CL is not available: " + a.error);
+  auto& devs = cl_devices();
+  TG_CHECK(!devs.empty(), TG_ERROR_DEVICE, "device CL is not available: the OpenCL loader found no device (install a driver: pocl-opencl-icd for the CPU)");
+  TG_CHECK(n >= 0 && size_t(n) < devs.size(), TG_ERROR_DEVICE, strformat("device CL:%d doesn't exist: OpenCL has %zu device%s", n, devs.size(), devs.size() == 1 ? "" : "s"));
+  return new CLDevice(n ? strformat("CL:%d", n) : "CL", devs[size_t(n)]);
+}
+
+}  // namespace tg
