@@ -18,8 +18,10 @@
 #include "runtime/device.h"
 #include "runtime/diskcache.h"
 #include "renderer/cstyle.h"
+#ifndef TG_NO_LLVM
 #include "renderer/llvmir.h"
 #include "runtime/llvm.h"
+#endif
 
 extern char** environ;
 
@@ -144,7 +146,9 @@ class CPUDevice : public Device {
   Compiler& compiler() override { return *comp_; }
   bool host_memory() const override { return true; }
   const Renderer& renderer() override { return *ren_; }
-  std::string description() const override { return name() == "CPU" ? "host CPU, LLVM JIT" : "host CPU, C compiler " + getenv_str("TG_CC", "clang"); }
+  std::string description() const override {
+    return dynamic_cast<ClangCompiler*>(comp_.get()) ? "host CPU, C compiler " + getenv_str("TG_CC", "clang") : "host CPU, LLVM JIT";
+  }
 
  private:
   std::unique_ptr<Renderer> ren_;
@@ -152,7 +156,11 @@ class CPUDevice : public Device {
 };
 
 Device* open_cpu_device(const std::string& name) {
+#ifdef TG_NO_LLVM
+  if (name == "CPU") return new CPUDevice("CPU", std::make_unique<CStyleRenderer>(cpu_target("CPU")), std::make_unique<ClangCompiler>());
+#else
   if (name == "CPU") return new CPUDevice("CPU", std::make_unique<LLVMRenderer>(cpu_target("CPU")), make_llvm_compiler());
+#endif
   return new CPUDevice("CPU:CLANG", std::make_unique<CStyleRenderer>(cpu_target("CPU:CLANG")), std::make_unique<ClangCompiler>());
 }
 

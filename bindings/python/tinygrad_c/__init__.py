@@ -102,6 +102,10 @@ _SIGNATURES = {
   # tensors: properties
   "tg_tensor_ndim": (_i64, [_p]), "tg_tensor_numel": (_i64, [_p]), "tg_tensor_shape": (_status, [_p, _i64p, _sz]),
   "tg_tensor_dtype": (_status, [_p, ctypes.POINTER(_dtype_t)]), "tg_tensor_device": (_str, [_p]),
+  "tg_tensor_to": (_p, [_p, _str]),
+  # devices
+  "tg_device_count": (_i64, []), "tg_device_name": (_str, [_i64]), "tg_device_description": (_str, [_i64]),
+  "tg_device_open": (_status, [_str]),
   # tensors: elementwise
   **{f"tg_tensor_{n}": (_p, [_p, _p]) for n in ("add", "sub", "mul", "div", "idiv", "maximum", "minimum", "pow", "lt", "le",
                                                 "gt", "ge", "eq", "ne")},
@@ -250,6 +254,18 @@ class Device:
 
   @staticmethod
   def canonicalize(device: Optional[str]) -> str: return Tensor.empty(0, device=device).device
+
+  @staticmethod
+  def available() -> List[Tuple[str, str]]:
+    """Every device that opens on this machine, as (name, driver's description), CPUs first."""
+    n = C.device_count()
+    if n < 0: _raise_last("device_count")
+    return [(C.device_name(i).decode(), C.device_description(i).decode()) for i in range(n)]
+
+  @staticmethod
+  def open(name: str) -> None:
+    """Raises TinygradError saying why when `name` can't be used here (no driver, no such device)."""
+    _ok(C.device_open(name.encode()), "device_open")
 
 
 # ---- errors ----------------------------------------------------------------------------------------------------------
@@ -777,6 +793,10 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     d = C.tensor_device(self._h)
     if d is None: _raise_last("tensor_device")
     return d.decode()
+
+  def to(self, device: str) -> "Tensor":
+    """A copy on `device` ("CL", "CUDA", "CPU", ...), realized now; gradients don't flow back across it."""
+    return Tensor._wrap(C.tensor_to(self._h, device.encode()), "tensor_to")
 
   def __repr__(self): return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r}>"
   def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")

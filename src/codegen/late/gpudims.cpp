@@ -16,13 +16,16 @@ UOpRef prod(const UOps& xs) {
 }
 
 // the ids for `rngs` (outermost first) under per-dimension limits `max`: substitutions into the AST and the grid sizes
-void assign(const UOps& rngs, const std::array<int64_t, 3>& max, const char* prefix, UOpMap<UOpRef>& subs, std::array<UOpRef, 3>& size) {
+void assign(const UOps& rngs, const std::array<int64_t, 3>& max, const char* prefix, UOpMap<UOpRef>& subs, std::array<UOpRef, 3>& grid) {
   if (rngs.empty()) return;
-  UOps sizes;
-  for (auto& r : rngs) sizes.push_back(r->src[0]);
+  auto size = [](const UOps& group) {
+    UOps s;
+    for (auto& r : group) s.push_back(r->src[0]);
+    return prod(s);
+  };
   auto fits = [&](const std::vector<UOps>& groups) {
     for (size_t d = 0; d < groups.size(); d++)
-      if (max[d] > 0 && prod(groups[d])->vmax() > max[d]) return false;
+      if (max[d] > 0 && size(groups[d])->vmax() > max[d]) return false;
     return true;
   };
   // groups[d]: the ranges dimension d covers, outermost first; x takes the innermost range
@@ -34,13 +37,11 @@ void assign(const UOps& rngs, const std::array<int64_t, 3>& max, const char* pre
     groups = {{rngs[n - 1]}, {rngs[n - 2]}, UOps(rngs.begin(), rngs.end() - 2)};
   }
   if (!fits(groups)) groups = {rngs};  // one dimension over everything: x has the largest limit
-  TG_CHECK(fits(groups), TG_ERROR_UNSUPPORTED, strformat("gpudims: a launch of %lld %s ids exceeds the device's limit of %lld", (long long)prod(sizes)->vmax(),
+  TG_CHECK(fits(groups), TG_ERROR_UNSUPPORTED, strformat("gpudims: a launch of %lld %s ids exceeds the device's limit of %lld", (long long)size(rngs)->vmax(),
                                                          prefix, (long long)max[0]));
   for (size_t d = 0; d < groups.size(); d++) {
-    UOps gs;
-    for (auto& r : groups[d]) gs.push_back(r->src[0]);
-    UOpRef total = prod(gs);
-    size[d] = total;
+    UOpRef total = size(groups[d]);
+    grid[d] = total;
     UOpRef id = UOp::make(Ops::SPECIAL, dtypes::index, {total}, std::string(prefix) + std::to_string(d));
     // a folded dimension: range i is (id / the sizes inside it) % its size
     UOpRef inner = UOp::const_int(dtypes::index, 1);

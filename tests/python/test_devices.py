@@ -1,0 +1,132 @@
+# GPU devices beside the CPU: copies between devices for every dtype, a training step on each GPU device present
+# against the same step on the CPU, device errors. The whole op/autograd/nn suite also runs on each device present
+# (make test runs tests/python again with DEV=CL); these tests are the ones that need two devices at once.
+import numpy as np
+import pytest
+
+from tinygrad_c import Device, Tensor, TinygradError, dtypes
+
+GPUS = ["CL", "CUDA"]
+
+
+def _open_or_skip(dev: str):
+  try:
+    Device.open(dev)
+  except TinygradError as e:
+    pytest.skip(f"{dev} is not on this machine: {e}")
+
+
+@pytest.fixture(params=GPUS)
+def gpu(request):
+  _open_or_skip(request.param)
+  return request.param
+
+
+def _values(dt, n=257, seed=0):
+  rng = np.random.default_rng(seed)
+  if dt == dtypes.bool: return rng.random(n) < 0.5
+  np_dt = np.dtype(dt.np) if dt != dtypes.bfloat16 else np.float32
+  if np.issubdtype(np_dt, np.integer):
+    info = np.iinfo(np_dt)
+    v = rng.integers(info.min, info.max, size=n, dtype=np_dt, endpoint=True)
+    v[:2] = info.min, info.max  # the extremes survive too
+    return v
+  v = (rng.standard_normal(n) * 100).astype(np_dt)
+  v[:4] = [np.inf, -np.inf, 0.0, -0.0]
+  return v
+
+
+ALL = [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64,
+       dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
+
+
+@pytest.mark.parametrize("dt", ALL, ids=lambda d: d.name)
+def test_round_trip_every_dtype(gpu, dt):
+  v = _values(dt)
+  cpu = Tensor(v, dtype=dt, device="CPU")
+  on = cpu.to(gpu)
+  assert on.device == gpu and on.dtype == dt and on.shape == cpu.shape
+  back = on.to("CPU")
+  assert back.device == "CPU"
+  np.testing.assert_array_equal(back.numpy(), cpu.numpy())  # bit for bit: NaN-free inputs, so equality is exact
+  np.testing.assert_array_equal(on.numpy(), cpu.numpy())  # read straight from the device too
+
+
+def test_copy_on_the_device_and_views(gpu):
+  v = np.arange(24, dtype=np.float32).reshape(4, 6)
+  t = Tensor(v, device=gpu)
+  assert t.to(gpu) is t or t.to(gpu).device == gpu
+  # a view (a permuted, shrunk tensor) is made contiguous before it moves
+  np.testing.assert_array_equal(t.permute(1, 0)[1:4].to("CPU").numpy(), v.T[1:4])
+  np.testing.assert_array_equal(Tensor(v).permute(1, 0)[1:4].to(gpu).numpy(), v.T[1:4])
+  # a computed tensor moves its value, and the copy is independent of the original
+  c = (t * 2 + 1).to("CPU:CLANG")
+  np.testing.assert_array_equal(c.numpy(), v * 2 + 1)
+
+
+def test_ops_on_the_device_match_numpy(gpu):
+  rng = np.random.default_rng(1)
+  a, b = rng.standard_normal((37, 53)).astype(np.float32), rng.standard_normal((53, 29)).astype(np.float32)
+  ta, tb = Tensor(a, device=gpu), Tensor(b, device=gpu)
+  np.testing.assert_allclose((ta @ tb).numpy(), a @ b, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(ta.sum(1).numpy(), a.sum(1), rtol=1e-5, atol=1e-4)
+  np.testing.assert_allclose(ta.max().numpy(), a.max())
+  np.testing.assert_allclose(ta.exp().log().numpy(), a, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(ta.softmax(1).numpy(), np.exp(a) / np.exp(a).sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+  x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+  w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+  got = Tensor(x, device=gpu).conv2d(Tensor(w, device=gpu), padding=1).numpy()
+  want = Tensor(x, device="CPU").conv2d(Tensor(w, device="CPU"), padding=1).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _train(device, steps=3):
+  """Three SGD steps of a 2-layer MLP (forward, backward, update by assign) on fixed data; the losses and weights."""
+  rng = np.random.default_rng(7)
+  X, Y = rng.standard_normal((32, 20)).astype(np.float32), rng.integers(0, 5, 32)
+  w1 = Tensor(rng.standard_normal((20, 16)).astype(np.float32) * 0.3, device=device, requires_grad=True)
+  w2 = Tensor(rng.standard_normal((16, 5)).astype(np.float32) * 0.3, device=device, requires_grad=True)
+  x, y = Tensor(X, device=device), Tensor(Y.astype(np.int32), device=device)
+  losses = []
+  with Tensor.train():
+    for _ in range(steps):
+      loss = (x @ w1).relu().matmul(w2).sparse_categorical_crossentropy(y)
+      loss.backward()
+      for w in (w1, w2):
+        w.assign(w.detach() - w.grad * 0.1)
+      Tensor.realize_many(loss, w1, w2)
+      losses.append(float(loss.numpy()))
+      w1.grad = w2.grad = None
+  return losses, w1.numpy(), w2.numpy()
+
+
+def test_training_step_agrees_with_the_cpu(gpu):
+  l_cpu, a_cpu, b_cpu = _train("CPU")
+  l_gpu, a_gpu, b_gpu = _train(gpu)
+  assert l_gpu[-1] < l_gpu[0]
+  np.testing.assert_allclose(l_gpu, l_cpu, rtol=1e-5)
+  np.testing.assert_allclose(a_gpu, a_cpu, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(b_gpu, b_cpu, rtol=1e-5, atol=1e-6)
+
+
+def test_mixing_devices_is_an_error(gpu):
+  with pytest.raises(TinygradError, match="different devices"):
+    Tensor([1.0, 2.0], device="CPU") + Tensor([1.0, 2.0], device=gpu)
+
+
+def test_device_errors():
+  with pytest.raises(TinygradError, match="CL:77 doesn't exist|CL is not available"):
+    Device.open("CL:77")
+  with pytest.raises(TinygradError, match="unknown device"):
+    Device.open("TPU")
+  with pytest.raises(TinygradError, match="device number"):
+    Device.open("CL:x")
+  names = [n for n, _ in Device.available()]
+  assert names[:2] == ["CPU", "CPU:CLANG"]
+  for n in names: Device.open(n)  # every listed device opens
+  assert Device.canonicalize("gpu") == "CL" if "CL" in names else True
+
+
+def test_every_listed_device_has_a_description():
+  for name, desc in Device.available():
+    assert desc, name

@@ -1,0 +1,110 @@
+// The GPU back ends without a GPU: the CUDA C of a set of kernels (every dtype, 16-bit floats, transcendentals,
+// reductions, work-groups) compiles to PTX with NVRTC from the toolkit, and the launch grid gpudims derives covers
+// every output exactly once. OpenCL runs for real on PoCL in the Python suites (DEV=CL).
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "codegen/codegen.h"
+#include "kernel_case.h"
+#include "renderer/cstyle.h"
+#include "runtime/cuda.h"
+
+namespace tg {
+namespace {
+
+Tensor input(Shape s, DType dt, uint64_t seed) { return test::randt(std::move(s), seed).cast(dt); }
+
+// the kernels of graphs that cover the renderer's rules
+std::vector<std::pair<UOpRef, std::string>> kernels() {
+  std::vector<Tensor> outs;
+  for (DType dt : {dtypes::float32, dtypes::float16, dtypes::bfloat16, dtypes::float64, dtypes::int8, dtypes::uint8, dtypes::int32, dtypes::int64,
+                   dtypes::uint64, dtypes::bool_}) {
+    Tensor a = input({33, 17}, dt, 1), b = input({33, 17}, dt, 2);
+    outs.push_back(a.add(b).mul(a).maximum(b));
+    outs.push_back(a.cast(dtypes::float32).add(b.cast(dtypes::float32)).cast(dt));
+    if (!dtypes::is_bool(dt)) outs.push_back(a.sum({1}));
+    if (dtypes::is_int(dt) && !dtypes::is_bool(dt)) outs.push_back(a.idiv(b)), outs.push_back(a.mod(b)), outs.push_back(a.bitwise_xor(b));
+  }
+  Tensor f = input({64, 48}, dtypes::float32, 3), g = input({48, 40}, dtypes::float32, 4);
+  outs.push_back(f.matmul(g));
+  outs.push_back(f.exp().log().sin().sqrt());
+  outs.push_back(f.softmax(1));
+  outs.push_back(f.bitcast(dtypes::int32).add(Tensor::full({}, 1, dtypes::int32, "CPU")));
+  outs.push_back(f.cast(dtypes::float16).matmul(g.cast(dtypes::float16)));
+  outs.push_back(f.reshape({2, 4, 8, 48}).permute({3, 1, 0, 2}).contiguous());  // four output dims fold into three
+  std::vector<std::pair<UOpRef, std::string>> out;
+  for (auto& t : outs) {
+    test::Case c(t);
+    for (auto& k : c.sched->kernels) out.emplace_back(k->ast, k->name);
+  }
+  return out;
+}
+
+TEST(Gpu, CudaSourceCompilesToPtxWithNvrtc) {
+  if (nvrtc_version().empty()) GTEST_SKIP() << "no NVRTC on this machine (the CUDA toolkit is not installed)";
+  CStyleRenderer ren(cuda_target("CUDA", 8, 0), Dialect::CUDA);
+  auto ks = kernels();
+  ASSERT_GT(ks.size(), 40u);
+  for (auto& [ast, name] : ks) {
+    for (bool opt : {false, true}) {  // the heuristics (locals, upcasts) and none
+      static const std::vector<Opt> none;
+      ProgramSpec p = get_program(ast, name, ren, opt ? nullptr : &none);
+      std::string ptx;
+      ASSERT_NO_THROW(ptx = nvrtc_compile(p.name, p.src, "compute_80")) << p.src;
+      EXPECT_NE(ptx.find(".visible .entry " + p.name + "("), std::string::npos) << ptx.substr(0, 400);
+      UOps topo = ast->toposort();
+      EXPECT_EQ(p.nbufs, size_t(std::count_if(topo.begin(), topo.end(), [](auto& u) { return u->op == Ops::DEFINE_GLOBAL; })));
+    }
+  }
+}
+
+TEST(Gpu, NvrtcReportsCompileErrorsWithTheLog) {
+  if (nvrtc_version().empty()) GTEST_SKIP() << "no NVRTC on this machine (the CUDA toolkit is not installed)";
+  try {
+    nvrtc_compile("broken", "extern \"C\" __global__ void broken(float* x) { x[0] = undeclared; }", "compute_80");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code, TG_ERROR_COMPILE);
+    EXPECT_NE(std::string(e.what()).find("undeclared"), std::string::npos) << e.what();
+  }
+}
+
+// Every output element is written by exactly one (work-group, work-item): the grid's product is the output's size and
+// the ids fold back into the original ranges.
+TEST(Gpu, LaunchGridCoversTheOutput) {
+  Target t = cuda_target("CUDA", 8, 0);
+  t.global_max = {1 << 20, 3, 3};  // small limits force folding
+  CStyleRenderer ren(t, Dialect::CUDA);
+  for (auto& [ast, name] : kernels()) {
+    ProgramSpec p = get_program(ast, name, ren);
+    int64_t grid = 1, out = 1;
+    for (auto& g : p.global_size)
+      if (g) grid *= g->vmax();
+    for (auto& l : p.local_size)
+      if (l) grid *= l->vmax();
+    for (auto& u : ast->toposort())
+      if (u->op == Ops::STORE) out = u->src[0]->src[0]->dtype.size;  // the output buffer's elements
+    int64_t upcast = 1;
+    for (auto& o : p.opts)
+      if (o.op == OptOps::UPCAST) upcast *= o.arg;
+    EXPECT_EQ(grid * upcast, out) << p.name << " " << opts_str(p.opts);
+    for (size_t d = 0; d < 3; d++)
+      if (p.global_size[d]) EXPECT_LE(p.global_size[d]->vmax(), t.global_max[d]) << p.name;
+  }
+}
+
+TEST(Gpu, AbsentDevicesAreClearErrors) {
+  for (const char* name : {"CUDA:9", "CL:9"}) {
+    try {
+      get_device(name);
+      FAIL() << name << " opened";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code, TG_ERROR_DEVICE);
+      EXPECT_TRUE(std::regex_search(e.what(), std::regex("doesn't exist|is not available"))) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tg
