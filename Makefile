@@ -29,7 +29,7 @@ run: build
 # Every run starts cold: the kernel disk cache lives in a new empty directory for the whole run and is removed after,
 # so a pass never depends on what an earlier run left on disk.
 test: build
-	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-unit test-python test-python-clang test-install
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-unit test-python test-python-clang test-python-cl test-install
 
 test-unit:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -41,6 +41,17 @@ test-python:
 # the op suite again on the C renderer (DEV=CPU:CLANG: kernels compiled by the system C compiler)
 test-python-clang:
 	DEV=CPU:CLANG TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) tests/python
+
+# the op, autograd and nn suites again on OpenCL (DEV=CL: PoCL's CPU device in CI, any OpenCL GPU elsewhere), and on
+# CUDA when a GPU is present; each device absent is reported and skipped
+GPU_SUITES := tests/python/test_ops.py tests/python/test_capi_more_ops.py tests/python/test_grad_ops.py tests/python/test_nn.py \
+              tests/python/test_nn_index_ops.py tests/python/test_optim.py tests/python/test_devices.py
+test-python-cl:
+	@for dev in CL CUDA; do \
+	  if TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -c "import sys; sys.path.insert(0, 'bindings/python'); import tinygrad_c as t; t.Device.open('$$dev')" 2>/tmp/tg_dev_$$$$; then \
+	    echo "== the suites on $$dev"; DEV=$$dev TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) $(GPU_SUITES) || exit 1; \
+	  else echo "== $$dev is not on this machine, its suites are skipped: $$(tail -1 /tmp/tg_dev_$$$$)"; fi; rm -f /tmp/tg_dev_$$$$; \
+	done
 
 test-install:
 	sh tests/install/test_install.sh $(BUILD)

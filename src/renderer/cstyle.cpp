@@ -20,9 +20,6 @@ typedef unsigned short uint16_t;
 TG_FN uint32_t tg_f2u(float f) { return __float_as_uint(f); }
 TG_FN float tg_u2f(uint32_t b) { return __uint_as_float(b); }
 template <class T, class F> TG_FN T tg_bitcast(F f) { union { F f; T t; } u; u.f = f; return u.t; }
-/* the hardware converts float16 */
-TG_FN float tg_h2f(uint16_t h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-TG_FN uint16_t tg_f2h(float f) { uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 )";
 static const char* kCLHead = R"(typedef uint uint32_t;
 typedef ushort uint16_t;
@@ -145,6 +142,11 @@ struct CRenderer {
     typedefs[nm] = "typedef " + base + " " + nm + " __attribute__((vector_size(" + std::to_string(d.itemsize()) + ")));";
     return nm;
   }
+  // GPUs do 64-bit integer math in several instructions: index values whose whole range fits int32 are ints there
+  std::string value_type(const UOpRef& u) {
+    if (l != Dialect::C && u->dtype == dtypes::index && u->vmin() >= INT32_MIN && u->vmax() <= INT32_MAX) return "int";
+    return type(u->dtype);
+  }
   std::string lanes(DType d, const std::vector<std::string>& v) {
     std::string s = "((" + type(d) + "){";
     for (size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + v[i];
@@ -158,7 +160,9 @@ struct CRenderer {
     if (u->op == Ops::CONST && u->dtype.count > 1)
       return lanes(u->dtype, std::vector<std::string>(u->dtype.count, r(u->replace_dtype(u->dtype.scalar_of()))));
     if (u->op == Ops::CONST && dtypes::is_int(u->dtype)) {  // exact: from the int64 bits, not through double
-      return int_literal(dtypes::is_unsigned(u->dtype) ? dtypes::uint64 : dtypes::int64, std::get<int64_t>(u->arg), l);
+      int64_t v = std::get<int64_t>(u->arg);
+      if (l != Dialect::C && u->dtype == dtypes::index && v >= 0 && v <= INT32_MAX) return std::to_string(v);  // keeps int index math int
+      return int_literal(dtypes::is_unsigned(u->dtype) ? dtypes::uint64 : dtypes::int64, v, l);
     }
     if (u->op == Ops::CONST) return literal(u->dtype, u->const_value());
     if (u->op == Ops::LOAD && u->src[0]->op == Ops::DEFINE_REG) return r(u->src[0]);
@@ -254,7 +258,7 @@ struct CRenderer {
         std::string a = to_storage(from, r(s[0])), bits;
         if (l == Dialect::C) bits = "({" + storage_type(d) + " _b; " + storage_type(from) + " _a = " + a + "; memcpy(&_b, &_a, sizeof _b); _b;})";
         else if (l == Dialect::CUDA) bits = "tg_bitcast<" + storage_type(d) + ">(" + a + ")";
-        else bits = "as_" + storage_type(d) + "(" + a + ")";
+        else bits = "as_" + (is16(d) ? std::string("ushort") : storage_type(d)) + "(" + a + ")";  // OpenCL names as_<builtin type>
         return from_storage(d, bits);
       }
       default: fail(TG_ERROR_UNSUPPORTED, "C renderer: no rule for " + std::string(op_name(u->op)));
@@ -303,13 +307,14 @@ struct CRenderer {
         }
       } else {
         std::string nm = (u->op == Ops::LOAD ? "val" : "alu") + std::to_string(counter++);
-        line(type(u->dtype) + " " + nm + " = " + expr(u) + ";");
+        line(value_type(u) + " " + nm + " = " + expr(u) + ";");
         names[u.get()] = nm;
       }
     }
     std::string body = std::move(out), defs;
     for (auto& [k, v] : typedefs) defs += v + "\n";
-    if (l == Dialect::CUDA) return std::string(kCudaHead) + kBFloat + "extern \"C\" __global__ void " + lp.name + "(" + params + ") {\n" + body + "}\n";
+    // float16 in software as on the CPU: the hardware's cvt canonicalizes NaN payloads, which a bitcast must keep
+    if (l == Dialect::CUDA) return std::string(kCudaHead) + kHalf + kBFloat + "extern \"C\" __global__ void " + lp.name + "(" + params + ") {\n" + body + "}\n";
     if (l == Dialect::OpenCL) {
       bool fp64 = false;
       for (auto& u : lp.uops) fp64 |= u->dtype.scalar == Scalar::Float64;

@@ -26,8 +26,12 @@ void* Allocator::alloc(size_t nbytes) {
   TG_CHECK(p, TG_ERROR_OUT_OF_MEMORY, strformat("allocation of %zu bytes failed", nbytes));
   return p;
 }
-void Allocator::free(void* p, size_t nbytes) {
+size_t Allocator::cache_limit() const {
   static const size_t limit = size_t(getenv_int("TG_ALLOC_CACHE_MB", 256)) << 20;
+  return limit;
+}
+void Allocator::free(void* p, size_t nbytes) {
+  size_t limit = cache_limit();
   std::lock_guard<std::mutex> lk(mu_);
   if (cached_ + nbytes > limit) return raw_free(p, nbytes);
   cache_[nbytes].push_back(p);

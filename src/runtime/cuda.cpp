@@ -209,6 +209,11 @@ class CUDAAllocator : public Allocator {
     return true;
   }
   size_t view_alignment() const override { return 256; }
+  // GPU memory is large and cuMemAlloc/cuMemFree synchronize: keep up to 4 GiB of freed buffers unless told otherwise
+  size_t cache_limit() const override {
+    static const size_t limit = size_t(getenv_int("TG_ALLOC_CACHE_MB", 4096)) << 20;
+    return limit;
+  }
 
  protected:
   void* raw_alloc(size_t n) override {

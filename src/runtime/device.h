@@ -21,7 +21,9 @@ class Allocator {
   void* alloc(size_t nbytes);
   void free(void* p, size_t nbytes);
   void clear_cache();
-  size_t cached_bytes();  // freed memory held for reuse, at most TG_ALLOC_CACHE_MB
+  size_t cached_bytes();  // freed memory held for reuse, at most cache_limit()
+  // TG_ALLOC_CACHE_MB, else the device's default (256 MiB on the host)
+  virtual size_t cache_limit() const;
   // host <-> device bytes; `offset` is into the allocation. The defaults are for host memory.
   virtual void copyin(void* dst, size_t offset, const void* src, size_t n);
   virtual void copyout(void* dst, const void* src, size_t offset, size_t n);

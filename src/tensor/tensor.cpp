@@ -194,7 +194,9 @@ Tensor Tensor::pow(const Tensor& o) const {
   auto [a, b] = broadcasted(o, "pow");
   DType dt = a.dtype(), ct = dtypes::is_float(dt) ? dt : dtypes::float64;  // integer powers are exact through float64
   TG_CHECK(!dtypes::is_bool(dt), TG_ERROR_DTYPE, "pow: bool tensors have no power");
-  return Tensor(a.cast(ct).s_->uop->alu(Ops::POW, {b.cast(ct).s_->uop}), s_->device).cast(dt);
+  Tensor r(a.cast(ct).s_->uop->alu(Ops::POW, {b.cast(ct).s_->uop}), s_->device);
+  // a device's pow may be an ulp or two off (CUDA's (-3.0)^1.0 is -2.9999999999999996): integers round, not truncate
+  return (ct == dt ? r : r.round()).cast(dt);
 }
 Tensor Tensor::lt(const Tensor& o) const { return alu(Ops::CMPLT, o); }
 Tensor Tensor::gt(const Tensor& o) const { return o.alu(Ops::CMPLT, *this); }

@@ -41,7 +41,8 @@ static bool attempt(Scheduler& k, const Opt& o) {
 }
 
 // GPUs (tinygrad's heuristics for targets with local memory): a register tile of 4x4 outputs over the axes some input
-// is broadcast along (a matmul's rows and columns), then up to 128 work-items per work-group, the innermost axis on x
+// is broadcast along (a matmul's rows and columns), then up to 128 work-items per work-group (at most 32 along an axis
+// but the innermost), the innermost axis on x
 // so neighbouring work-items touch neighbouring memory.
 static void gpu_optimizations(Scheduler& k) {
   const Target& t = k.ren->target();
@@ -70,7 +71,9 @@ static void gpu_optimizations(Scheduler& k) {
   for (size_t i = globals.size(); i-- > 0 && locals < 3 && budget > 1;) {
     int ax = globals[i];
     int64_t sz = k.full_shape()[size_t(ax)];
-    for (int64_t l : {int64_t(32), int64_t(16), int64_t(8), int64_t(4), int64_t(2)}) {
+    // the innermost axis may take the whole work-group; the others share what is left
+    for (int64_t l : {int64_t(128), int64_t(64), int64_t(32), int64_t(16), int64_t(8), int64_t(4), int64_t(2)}) {
+      if (locals == 0 ? false : l > 32) continue;
       if (l > budget || sz % l != 0 || l > t.local_max[0]) continue;
       if (attempt(k, Opt{OptOps::LOCAL, ax, l})) budget /= l, locals++;
       break;
