@@ -488,11 +488,24 @@ TEST(LLVM, DeviceNames) {
   EXPECT_EQ(get_device("CPU").name(), "CPU");
   EXPECT_EQ(get_device("CPU:CLANG").name(), "CPU:CLANG");
   EXPECT_EQ(&get_device("CPU").allocator(), &get_device("CPU:CLANG").allocator());
+  EXPECT_EQ(canonical_device("gpu"), "CL");
+  EXPECT_EQ(canonical_device("OpenCL:1"), "CL:1");
+  EXPECT_EQ(canonical_device("nv"), "CUDA");
+  EXPECT_EQ(canonical_device("cuda:0"), "CUDA");
+  if (cuda_device_count() == 0) {  // no driver or no GPU: the error says so
+    try {
+      get_device("CUDA");
+      ADD_FAILURE();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code, TG_ERROR_DEVICE);
+      EXPECT_NE(std::string(e.what()).find("CUDA is not available"), std::string::npos) << e.what();
+    }
+  }
   try {
-    get_device("CUDA");
+    get_device("TPU");
     ADD_FAILURE();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("CPU:CLANG"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown device 'TPU'"), std::string::npos) << e.what();
   }
 }
 

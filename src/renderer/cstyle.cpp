@@ -28,14 +28,14 @@ TG_FN uint32_t tg_f2u(float f) { return as_uint(f); }
 TG_FN float tg_u2f(uint32_t b) { return as_float(b); }
 )";
 // float16 and bfloat16 are stored as 16-bit patterns and computed in float, rounded after every op
-static const char* kHalf = R"(TG_FN float tg_h2f(uint16_t h) {
+static const char* kHalf = R"(TG_FN float tg_h2f_sw(uint16_t h) {
   uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, b;
   if (e == 0) { if (m == 0) b = s; else { e = 113; while (!(m & 0x400)) { m <<= 1; e--; } b = s | (e << 23) | ((m & 0x3ff) << 13); } }
   else if (e == 31) b = s | 0x7f800000u | (m << 13);
   else b = s | ((e + 112) << 23) | (m << 13);
   return tg_u2f(b);
 }
-TG_FN uint16_t tg_f2h(float f) {
+TG_FN uint16_t tg_f2h_sw(float f) {
   uint32_t b = tg_f2u(f);
   uint32_t s = (b >> 16) & 0x8000, a = b & 0x7fffffffu;
   if (a > 0x7f800000u) { uint32_t m = (a >> 13) & 0x3ff; return (uint16_t)(s | 0x7c00 | (m ? m : 0x200)); } /* NaN keeps its payload */
@@ -45,6 +45,20 @@ TG_FN uint16_t tg_f2h(float f) {
     if (fr > 0.5f || (fr == 0.5f && (r & 1))) r++; return (uint16_t)(s | r);
   }
   uint32_t r = a + 0xc8000fffu + ((a >> 13) & 1); return (uint16_t)(s | (r >> 13));
+}
+)";
+// the C and OpenCL conversions are the software ones
+static const char* kSoftHalf = R"(#define tg_h2f tg_h2f_sw
+#define tg_f2h tg_f2h_sw
+)";
+// CUDA converts with the hardware's cvt, except NaNs, whose payloads cvt doesn't keep (a bitcast must)
+static const char* kCudaHalf = R"(TG_FN float tg_h2f(uint16_t h) {
+  if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) return tg_h2f_sw(h);
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+}
+TG_FN uint16_t tg_f2h(float f) {
+  if (f != f) return tg_f2h_sw(f);
+  uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
 }
 )";
 static const char* kBFloat = R"(TG_FN float tg_bf2f(uint16_t h) { return tg_u2f((uint32_t)h << 16); }
@@ -313,16 +327,15 @@ struct CRenderer {
     }
     std::string body = std::move(out), defs;
     for (auto& [k, v] : typedefs) defs += v + "\n";
-    // float16 in software as on the CPU: the hardware's cvt canonicalizes NaN payloads, which a bitcast must keep
-    if (l == Dialect::CUDA) return std::string(kCudaHead) + kHalf + kBFloat + "extern \"C\" __global__ void " + lp.name + "(" + params + ") {\n" + body + "}\n";
+    if (l == Dialect::CUDA) return std::string(kCudaHead) + kHalf + kCudaHalf + kBFloat + "extern \"C\" __global__ void " + lp.name + "(" + params + ") {\n" + body + "}\n";
     if (l == Dialect::OpenCL) {
       bool fp64 = false;
       for (auto& u : lp.uops) fp64 |= u->dtype.scalar == Scalar::Float64;
       for (auto& g : lp.globals) fp64 |= g->dtype.base().scalar == Scalar::Float64;
-      return std::string(fp64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + kCLHead + kHalf + kBFloat + "__kernel void " + lp.name + "(" + params +
+      return std::string(fp64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + kCLHead + kHalf + kSoftHalf + kBFloat + "__kernel void " + lp.name + "(" + params +
              ") {\n" + body + "}\n";
     }
-    return std::string(kCHead) + kHalf + kBFloat + defs + "void " + lp.name + "(" + params + ") {\n" + body + "}\n" +
+    return std::string(kCHead) + kHalf + kSoftHalf + kBFloat + defs + "void " + lp.name + "(" + params + ") {\n" + body + "}\n" +
            "void tg_entry(void** bufs, const int64_t* vars) {\n  (void)vars;\n  " + lp.name + "(" + entry_args + ");\n}\n";
   }
 };
