@@ -45,7 +45,7 @@ test-python-clang:
 # the op, autograd and nn suites again on OpenCL (DEV=CL: PoCL's CPU device in CI, any OpenCL GPU elsewhere), and on
 # CUDA when a GPU is present; each device absent is reported and skipped
 GPU_SUITES := tests/python/test_ops.py tests/python/test_capi_more_ops.py tests/python/test_grad_ops.py tests/python/test_nn.py \
-              tests/python/test_nn_index_ops.py tests/python/test_optim.py tests/python/test_devices.py
+              tests/python/test_nn_index_ops.py tests/python/test_optim.py tests/python/test_jit.py tests/python/test_devices.py
 test-python-cl:
 	@for dev in CL CUDA; do \
 	  if TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -c "import sys; sys.path.insert(0, 'bindings/python'); import tinygrad_c as t; t.Device.open('$$dev')" 2>/tmp/tg_dev_$$$$; then \

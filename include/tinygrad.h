@@ -780,7 +780,7 @@ typedef struct tg_kernel_info {
   const char* source;        /* the generated source the device compiled (borrowed from the plan) */
   size_t n_buffers;          /* buffers the kernel takes, output first */
   const int64_t* buffer_nbytes; /* n_buffers sizes in bytes (borrowed from the plan) */
-  double time_s;             /* seconds of its last run; -1 before one */
+  double time_s;             /* seconds of its last timed run; -1 before one (a jit replay on a GPU runs its kernels back to back and times them only with DEBUG>=2) */
   int64_t threads;           /* CPU cores it is split over (1: one call) */
   uint64_t ops, mem;         /* estimated arithmetic ops and bytes moved per run */
 } tg_kernel_info;

@@ -27,9 +27,9 @@ Normalized normalize(const std::vector<UOpRef>& roots);
 std::shared_ptr<CompiledKernel> compile_program(const UOpRef& ast, const std::string& name, Device& dev, const std::vector<Opt>* opts);
 // A rendered program compiled for `dev` (compile_program's second half; BEAM renders first to skip duplicate sources).
 std::shared_ptr<CompiledKernel> compile_spec(ProgramSpec p, Device& dev);
-// one launch (THREAD kernels on the worker pool), synchronous on the CPU, with every Variable at its largest value (the
-// binding BEAM times a symbolic kernel at)
-void run_kernel(const CompiledKernel& k, void** bufs);
+// one launch, waited for, with every Variable at its largest value (the binding BEAM times a symbolic kernel at); its
+// duration in seconds (the device's events where it has them)
+double run_kernel(const CompiledKernel& k, void** bufs);
 void count_kernel(const CompiledKernel& k, double seconds);  // GlobalCounters for one launch
 // a kernel's variable values from the bound Variables (core_id is set at launch)
 std::vector<int64_t> var_values(const CompiledKernel& k, const std::unordered_map<std::string, int64_t>& var_vals);

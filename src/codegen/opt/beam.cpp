@@ -250,18 +250,14 @@ class Search {
   }
 
   double runoff(const CompiledKernel& k) {
-    auto st = Clock::now();
-    run_kernel(k, ptrs_.data());
     beam_timing_runs++;
-    return since(st);
+    return run_kernel(k, ptrs_.data());
   }
   // the fastest of a few runs: at least 3 and 2 ms, at most 10 runs or 30 ms; one run slower than `early_stop` ends it
   double time(const CompiledKernel& k, double early_stop) {
     double best = INFINITY, spent = 0;
     for (int i = 0; i < 10; i++) {
-      auto st = Clock::now();
-      run_kernel(k, ptrs_.data());
-      double t = since(st);
+      double t = run_kernel(k, ptrs_.data());
       beam_timing_runs++;
       best = std::min(best, t), spent += t;
       if (t > early_stop || spent > 0.03 || (i >= 2 && spent > 0.002)) break;

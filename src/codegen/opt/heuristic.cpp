@@ -79,6 +79,13 @@ static void gpu_optimizations(Scheduler& k) {
       break;
     }
   }
+  // elementwise: a few outputs per work-item (more loads in flight), taken from what is left of the innermost axis
+  // after its work-group split, so a work-group's loads of one lane are still neighbours in memory
+  static const int64_t up = getenv_int("TG_GPU_UPCAST", 4);
+  if (k.reduceops().empty() && up > 1) {
+    auto g = k.axes_of({AxisType::GLOBAL});
+    if (!g.empty() && k.full_shape()[size_t(g.back())] % up == 0 && k.full_shape()[size_t(g.back())] >= 64 * up) attempt(k, Opt{OptOps::UPCAST, g.back(), up});
+  }
 }
 
 void hand_coded_optimizations(Scheduler& k) {
