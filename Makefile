@@ -93,6 +93,16 @@ asan:
 bench: build
 	$(BUILD)/bench_uop --benchmark_min_time=0.2
 	TG_BENCH_PYTHON=$(PYTHON) TG_BENCH_DIR=$(CURDIR)/bench $(BUILD)/bench_ops bench/results.json
+	$(MAKE) --no-print-directory bench-cuda
+
+# the CUDA rows (bench/bench_cuda.py, against cuBLAS and a device copy through PyTorch's CUDA build) where a GPU is;
+# they are added to bench/results.json (BENCH_PYTHON: a Python with numpy and a CUDA PyTorch)
+BENCH_PYTHON ?= $(PYTHON)
+bench-cuda: build
+	@if TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(BENCH_PYTHON) -c "import sys; sys.path.insert(0, 'bindings/python'); import tinygrad_c as t; t.Device.open('CUDA')" 2>/dev/null; then \
+	  TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(BENCH_PYTHON) bench/bench_cuda.py bench/results_cuda.json && \
+	  $(PYTHON) -c "import json; r = json.load(open('bench/results.json')) if __import__('os').path.exists('bench/results.json') else []; c = json.load(open('bench/results_cuda.json')); names = {x['name'] for x in c}; json.dump([x for x in r if x['name'] not in names] + c, open('bench/results.json', 'w'), indent=1)"; \
+	else echo "bench-cuda: no CUDA device here, the cuda rows are skipped"; fi
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

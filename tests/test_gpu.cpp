@@ -70,8 +70,8 @@ TEST(Gpu, NvrtcReportsCompileErrorsWithTheLog) {
   }
 }
 
-// Every output element is written by exactly one (work-group, work-item): the grid's product is the output's size and
-// the ids fold back into the original ranges.
+// Every output element is written by exactly one (work-group, work-item), or by every work-item of a grouped reduce's
+// work-group: the grid's product is the output's size (times the group) and the ids fold back into the original ranges.
 TEST(Gpu, LaunchGridCoversTheOutput) {
   Target t = cuda_target("CUDA", 8, 0);
   t.global_max = {1 << 20, 3, 3};  // small limits force folding
@@ -85,10 +85,12 @@ TEST(Gpu, LaunchGridCoversTheOutput) {
       if (l) grid *= l->vmax();
     for (auto& u : ast->toposort())
       if (u->op == Ops::STORE) out = u->src[0]->src[0]->dtype.size;  // the output buffer's elements
-    int64_t upcast = 1;
-    for (auto& o : p.opts)
+    int64_t upcast = 1, group = 1;  // a grouped reduce's work-group shares each output
+    for (auto& o : p.opts) {
       if (o.op == OptOps::UPCAST) upcast *= o.arg;
-    EXPECT_EQ(grid * upcast, out) << p.name << " " << opts_str(p.opts);
+      if (o.op == OptOps::GROUP || o.op == OptOps::GROUPTOP) group *= o.arg;
+    }
+    EXPECT_EQ(grid * upcast, out * group) << p.name << " " << opts_str(p.opts);
     for (size_t d = 0; d < 3; d++)
       if (p.global_size[d]) EXPECT_LE(p.global_size[d]->vmax(), t.global_max[d]) << p.name;
   }
@@ -106,5 +108,56 @@ TEST(Gpu, AbsentDevicesAreClearErrors) {
   }
 }
 
+}  // namespace
+}  // namespace tg
+
+namespace tg {
+namespace {
+// GROUP/GROUPTOP on a GPU target: partial sums through local memory; the kernel's result equals the plain one. Runs on
+// the first OpenCL device (PoCL's CPU device in CI).
+TEST(Gpu, GroupedReducesMatchThePlainKernel) {
+  try {
+    get_device("CL");
+  } catch (const Error& e) {
+    GTEST_SKIP() << e.what();
+  }
+  for (auto [shape, axis] : std::vector<std::pair<Shape, int64_t>>{{{64, 512}, 1}, {{512, 64}, 0}, {{3, 1024}, 1}, {{4096}, 0}}) {
+    Tensor x = test::randt(shape, 11);
+    Tensor want = x.sum({axis});
+    std::vector<float> w(size_t(want.numel()));
+    want.to_data(w.data(), w.size() * sizeof(float));
+    std::vector<std::vector<Opt>> lists;
+    for (OptOps op : {OptOps::GROUP, OptOps::GROUPTOP})
+      for (int64_t sz : {int64_t(4), int64_t(16), int64_t(64)}) lists.push_back({Opt{op, 0, sz}});
+    if (shape.size() == 2 && shape[0] % 4 == 0)  // with output lanes and an unrolled share
+      lists.push_back({Opt{OptOps::GROUPTOP, 0, 16}, Opt{OptOps::UPCAST, 0, 4}, Opt{OptOps::UNROLL, 0, 4}}),
+          lists.push_back({Opt{OptOps::LOCAL, 0, 4}, Opt{OptOps::GROUP, 0, 8}, Opt{OptOps::UPCAST, 0, 2}});
+    for (auto& opts : lists) {
+        Tensor xc = x.to("CL");
+        Normalized n = normalize({xc.sum({axis}).uop()});
+        auto sched = create_schedule(n.sink, n.specs);
+        ASSERT_EQ(sched->kernels.size(), 1u);
+        auto& k = *sched->kernels[0];
+        std::shared_ptr<CompiledKernel> prg;
+        try {
+          prg = compile_program(k.ast, k.name, get_device("CL"), &opts);
+        } catch (const OptError& e) {
+          ADD_FAILURE() << opts_str(opts) << ": " << e.what();
+          continue;
+        }
+        EXPECT_NE(prg->src.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos) << prg->src;
+        std::vector<std::shared_ptr<Buffer>> bufs;
+        for (size_t i = 0; i < sched->slots.size(); i++)
+          bufs.push_back(i < n.inputs.size() ? buffer_of(n.inputs[i].get()) : std::make_shared<Buffer>("CL", sched->slots[i].first, sched->slots[i].second));
+        std::vector<void*> ptrs;
+        for (int sl : k.slots) ptrs.push_back(bufs[size_t(sl)]->ptr());
+        auto& out = bufs[size_t(k.slots[0])];
+        run_kernel(*prg, ptrs.data());
+        std::vector<float> got(w.size());
+        out->copyout(got.data(), got.size() * sizeof(float));
+        for (size_t i = 0; i < w.size(); i++) EXPECT_NEAR(got[i], w[i], 1e-3f * (1 + std::fabs(w[i]))) << opts_str(opts) << " at " << i;
+      }
+  }
+}
 }  // namespace
 }  // namespace tg

@@ -17,6 +17,7 @@ struct Stage {
 const std::vector<Stage>& late_stages() {
   static const std::vector<Stage> stages = {
       {"lower threads", [](const UOpRef& a, const Renderer&, ProgramSpec& p) { return lower_threads(a, &p.threads); }},
+      {"group reduces", [](const UOpRef& a, const Renderer&, ProgramSpec&) { return lower_group_reduces(a); }},
       {"gpudims", [](const UOpRef& a, const Renderer& ren, ProgramSpec& p) { return add_gpudims(a, ren.target(), p.global_size, p.local_size); }},
       {"expander", [](const UOpRef& a, const Renderer&, ProgramSpec&) { return expand(a); }},
       {"transcendentals", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return decompose_transcendentals(a, ren); }},
@@ -36,7 +37,7 @@ ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Render
     a = st.run(a, ren, p);
     if (DEBUG >= 6) std::fprintf(stderr, "=== %s: after stage '%s' ===\n%s", p.name.c_str(), st.name, a->str().c_str());
   }
-  LinearProgram lp = linearize(a, p.name);
+  LinearProgram lp = linearize(a, p.name, [&](DType dt) { return ren.holds_vector(Ops::DEFINE_REG, dt); });
   lp.threads = p.threads;
   p.vars = lp.vars, p.nbufs = lp.globals.size(), p.ops = lp.ops, p.mem = lp.mem, p.uops = lp.uops.size();
   p.src = ren.render(lp);

@@ -2,6 +2,7 @@
 // before that loop opens. Loops nest as output axes (in order), then each REDUCE's axes inside the scope it needs.
 #include "codegen/linearize.h"
 
+#include "codegen/late/late.h"
 #include "codegen/opt/opt.h"
 
 #include <algorithm>
@@ -32,6 +33,8 @@ struct Linearizer {
   std::unordered_map<const UOp*, UOpRef> done;         // emitted node -> what later uses read (the acc for a REDUCE)
   LinearProgram lp;
   int64_t acc_id = 0;
+  std::function<bool(DType)> vector_acc;
+  UOps keep;  // lane nodes made here, alive while they are emitted
 
   Scope* new_scope(Scope* parent, const UOp* range) {
     auto s = std::make_unique<Scope>();
@@ -110,13 +113,25 @@ struct Linearizer {
           case Ops::REDUCE: {
             Scope* parent = scope_of(n);
             Ops rop = Ops(std::get<int64_t>(n->arg));
-            UOpRef acc = UOp::make(Ops::DEFINE_REG, n->dtype.ptr_to(1, AddrSpace::Reg), {UOp::const_(n->dtype, reduce_identity(rop, n->dtype))}, acc_id++);
-            push(parent, acc);
+            bool split = n->dtype.count > 1 && vector_acc && !vector_acc(n->dtype);
+            DType at = split ? n->dtype.scalar_of() : n->dtype;
+            UOps accs;
+            for (int64_t l = 0; l < (split ? n->dtype.count : 1); l++) {
+              accs.push_back(UOp::make(Ops::DEFINE_REG, at.ptr_to(1, AddrSpace::Reg), {UOp::const_(at, reduce_identity(rop, at))}, acc_id++));
+              push(parent, accs.back());
+            }
+            UOpRef acc = accs[0];
+            if (split) lp.reduce_lanes[n->ref()] = accs;
             Scope* inner = parent;
             std::vector<Scope*> chain;
             for (size_t i = 1; i < n->src.size(); i++) chain.push_back(inner = new_scope(inner, n->src[i].get()));
             stack.push_back({n, 1, std::move(chain), parent, acc});
-            stack.push_back({n->src[0].get(), 0, {}, nullptr, {}});
+            if (split) {  // the lanes of the value, not the vector (a target without vectors can't hold it)
+              for (int64_t l = n->dtype.count; l-- > 0;) {
+                keep.push_back(lane_of(n->src[0], l));
+                stack.push_back({keep.back().get(), 0, {}, nullptr, {}});
+              }
+            } else stack.push_back({n->src[0].get(), 0, {}, nullptr, {}});
             continue;
           }
           default:  // INDEX is rendered inline by its LOAD/STORE: its sources are emitted, the node isn't placed
@@ -129,6 +144,16 @@ struct Linearizer {
         Ops rop = Ops(std::get<int64_t>(n->arg));
         UOpRef cur = UOp::make(Ops::LOAD, n->dtype, {it.acc});
         Scope* inner = it.chain.empty() ? it.parent : it.chain.back();
+        if (auto lanes = lp.reduce_lanes.find(n->ref()); lanes != lp.reduce_lanes.end()) {
+          for (size_t l = 0; l < lanes->second.size(); l++) {
+            const UOpRef& a = lanes->second[l];
+            UOpRef v = lane_of(n->src[0], int64_t(l));
+            push(inner, UOp::make(Ops::STORE, dtypes::void_, {a, UOp::make(Ops::LOAD, v->dtype, {a})->alu(rop, {done.at(v.get())})}));
+          }
+          for (size_t i = it.chain.size(); i-- > 0;) close(it.chain[i], i ? it.chain[i - 1] : it.parent);
+          done[n] = out;
+          continue;
+        }
         push(inner, UOp::make(Ops::STORE, dtypes::void_, {it.acc, cur->alu(rop, {done.at(n->src[0].get())})}));
         for (size_t i = it.chain.size(); i-- > 0;) close(it.chain[i], i ? it.chain[i - 1] : it.parent);
         out = cur;
@@ -162,8 +187,9 @@ struct Linearizer {
 };
 }  // namespace
 
-LinearProgram linearize(const UOpRef& ast, const std::string& name) {
+LinearProgram linearize(const UOpRef& ast, const std::string& name, const std::function<bool(DType)>& vector_acc) {
   Linearizer l;
+  l.vector_acc = vector_acc;
   LinearProgram lp = l.run(ast, name);
   if (DEBUG >= 5) {
     std::fprintf(stderr, "=== linearized %s: %zu uops ===\n", name.c_str(), lp.uops.size());

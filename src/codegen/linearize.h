@@ -1,5 +1,6 @@
 // Codegen: lower a kernel AST (SINK of STOREs with REDUCE nodes over RANGEs) to a linear program with loops.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,10 +17,13 @@ struct LinearProgram {
   UOps vars;            // DEFINE_VARs in the order of the entry's `vars` array
   int64_t threads = 1;  // the kernel runs once for each value of its `core_id` var in [0, threads) (THREAD)
   UOpMap<UOpRef> reduce_acc;  // REDUCE node -> the DEFINE_REG holding its result
+  UOpMap<UOps> reduce_lanes;  // a vector REDUCE kept as one scalar DEFINE_REG per lane: GEP(REDUCE, i) reads lane i's
   uint64_t ops = 0;  // estimated arithmetic ops per run
   uint64_t mem = 0;  // bytes of the buffers it touches
 };
-LinearProgram linearize(const UOpRef& ast, const std::string& name);
+// `vector_acc(dt)`: whether the target holds a vector accumulator of dt; if not (GPUs), a vector REDUCE keeps one
+// scalar accumulator per lane. Null: it does.
+LinearProgram linearize(const UOpRef& ast, const std::string& name, const std::function<bool(DType)>& vector_acc = nullptr);
 double reduce_identity(Ops op, DType dt);
 
 }  // namespace tg

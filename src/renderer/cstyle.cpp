@@ -214,6 +214,11 @@ struct CRenderer {
         return lanes(d, v);
       }
       case Ops::GEP: {
+        if (auto it = lp.reduce_lanes.find(s[0]); it != lp.reduce_lanes.end()) {  // lanes of a reduce kept in scalars
+          std::vector<std::string> v;
+          for (auto i : u->arg_ints()) v.push_back(r(it->second[size_t(i)]));
+          return d.count == 1 ? v[0] : lanes(d, v);
+        }
         std::vector<std::string> v;
         for (auto l : u->arg_ints()) v.push_back(r(s[0]) + "[" + std::to_string(l) + "]");
         return d.count == 1 ? v[0] : lanes(d, v);
@@ -306,6 +311,13 @@ struct CRenderer {
       } else if (u->op == Ops::END) {
         indent--;
         line("}");
+      } else if (u->op == Ops::DEFINE_LOCAL) {  // a work-group's shared array (GROUP reduces)
+        std::string nm = "temp" + std::to_string(std::get<int64_t>(u->arg));
+        names[u.get()] = nm;
+        TG_CHECK(l != Dialect::C, TG_ERROR_INTERNAL, "C renderer: local memory on a CPU target");
+        line(std::string(l == Dialect::CUDA ? "__shared__ " : "__local ") + storage_type(u->dtype.base()) + " " + nm + "[" + std::to_string(u->dtype.size) + "];");
+      } else if (u->op == Ops::BARRIER) {
+        line(l == Dialect::CUDA ? "__syncthreads();" : "barrier(CLK_LOCAL_MEM_FENCE);");
       } else if (u->op == Ops::DEFINE_REG) {
         std::string nm = "acc" + std::to_string(std::get<int64_t>(u->arg));
         names[u.get()] = nm;

@@ -86,7 +86,9 @@ struct Devec {
     for (size_t l = 0; l < v->src.size(); l++) acc.push_back(access_of(v->src[l], l));
     UOps lanes(acc.size());
     for (auto& r : runs(acc, width(t), masked(t))) {
-      UOpRef ld = UOp::make(Ops::LOAD, t.vec(int(r.size())), {index_at(r)});
+      UOps src{index_at(r)};
+      src.insert(src.end(), n->src.begin() + 1, n->src.end());  // what orders the load (a BARRIER) stays
+      UOpRef ld = UOp::make(Ops::LOAD, t.vec(int(r.size())), src);
       for (size_t k = 0; k < r.size(); k++) lanes[r[k].lane] = lane_of(ld, int64_t(k));
     }
     return vectorize(lanes);

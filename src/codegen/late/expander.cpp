@@ -61,7 +61,7 @@ struct Expander {
   UOpRef widen(const UOpRef& s, const std::vector<int64_t>& axes) const {
     if (s->op == Ops::UNROLL) return gep(s->src[0], swizzle(s->arg_ints(), axes));
     int64_t n = count(axes);
-    if (n == 1) return s;
+    if (n == 1 || s->dtype == dtypes::void_) return s;  // an ordering source (a LOAD's BARRIER) has no lanes
     if (s->op == Ops::CONST) return s->replace_dtype(s->dtype.vec(int(n)));
     return UOp::make(Ops::VECTORIZE, s->dtype.vec(int(n)), UOps(size_t(n), s));
   }

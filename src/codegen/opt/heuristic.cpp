@@ -40,40 +40,56 @@ static bool attempt(Scheduler& k, const Opt& o) {
   }
 }
 
-// GPUs (tinygrad's heuristics for targets with local memory): a register tile of 4x4 outputs over the axes some input
-// is broadcast along (a matmul's rows and columns), then up to 128 work-items per work-group (at most 32 along an axis
-// but the innermost), the innermost axis on x
-// so neighbouring work-items touch neighbouring memory.
+// GPUs (tinygrad's heuristics for targets with local memory): a reduce to few outputs grouped across a work-group, else
+// a register tile for a reduce that reuses its inputs, then up to 128 work-items per work-group (at most 32 along an axis but the innermost, which gpudims puts on x, so
+// neighbouring work-items touch neighbouring memory), then 4 outputs per work-item of an elementwise kernel.
 static void gpu_optimizations(Scheduler& k) {
   const Target& t = k.ren->target();
-  UOps loads;
-  for (auto& u : k.ast->toposort())
-    if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) loads.push_back(u->src[0]);
-  if (!k.reduceops().empty()) {
+  // a reduce to few outputs: split each across a work-group (tinygrad groups when at most 2048 outputs remain)
+  int64_t outputs = 1, grouped = 1;
+  for (int ax : k.axes_of({AxisType::GLOBAL})) outputs *= k.full_shape()[size_t(ax)];
+  if (!k.reduceops().empty() && outputs <= 2048)
+    for (int64_t sz : {int64_t(256), int64_t(64), int64_t(16)}) {
+      bool done = false;
+      for (int ax = 0; ax < 3 && !done; ax++) done = attempt(k, Opt{OptOps::GROUPTOP, ax, sz});
+      if (done) {
+        grouped = sz;
+        break;
+      }
+    }
+  // a register tile: 4x4 outputs per work-item over the axes some input is broadcast along (a matmul's rows and
+  // columns), so each loaded value serves 4 multiply-adds
+  auto loads = [&] {
+    UOps out;
+    for (auto& u : k.ast->toposort())
+      if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) out.push_back(u->src[0]);
+    return out;
+  };
+  static const int64_t tile = getenv_int("TG_GPU_TILE", 4);
+  std::vector<int64_t> first;  // the path of the first tiled axis: the second tile is another axis
+  if (!k.reduceops().empty() && grouped == 1 && tile > 1)
     for (int round = 0; round < 2; round++) {
       int best = -1;
       for (int ax : k.upcastable_dims()) {
         auto r = k.rngs()[size_t(ax)];
-        if (range_kind(r.get()) != AxisType::GLOBAL || k.full_shape()[size_t(ax)] % 4 != 0) continue;
+        if (range_kind(r.get()) != AxisType::GLOBAL || k.full_shape()[size_t(ax)] % (tile * 8) != 0) continue;
+        if (round == 1 && split_from(r, first)) continue;
         bool reused = false;
-        for (auto& b : loads) reused |= stride_in(b->src[1], r) == 0;
+        for (auto& b : loads()) reused |= stride_in(b->src[1], r) == 0;
         if (reused) best = ax;  // the innermost such axis
       }
-      if (best < 0 || !attempt(k, Opt{OptOps::UPCAST, best, 4})) break;
-      loads.clear();
-      for (auto& u : k.ast->toposort())
-        if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) loads.push_back(u->src[0]);
+      if (best < 0) break;
+      first = range_path(k.rngs()[size_t(best)].get());
+      if (!attempt(k, Opt{OptOps::UPCAST, best, tile})) break;
     }
-  }
-  int64_t budget = std::min<int64_t>(128, t.local_threads_max > 0 ? t.local_threads_max : 128);
+  int64_t budget = std::max<int64_t>(1, std::min<int64_t>(grouped > 1 ? 256 / grouped : 128, t.local_threads_max > 0 ? t.local_threads_max : 128));
   int locals = 0;
   auto globals = k.axes_of({AxisType::GLOBAL});
   for (size_t i = globals.size(); i-- > 0 && locals < 3 && budget > 1;) {
     int ax = globals[i];
     int64_t sz = k.full_shape()[size_t(ax)];
-    // the innermost axis may take the whole work-group; the others share what is left
     for (int64_t l : {int64_t(128), int64_t(64), int64_t(32), int64_t(16), int64_t(8), int64_t(4), int64_t(2)}) {
-      if (locals == 0 ? false : l > 32) continue;
+      if (locals > 0 && l > 32) continue;
       if (l > budget || sz % l != 0 || l > t.local_max[0]) continue;
       if (attempt(k, Opt{OptOps::LOCAL, ax, l})) budget /= l, locals++;
       break;
@@ -82,7 +98,7 @@ static void gpu_optimizations(Scheduler& k) {
   // elementwise: a few outputs per work-item (more loads in flight), taken from what is left of the innermost axis
   // after its work-group split, so a work-group's loads of one lane are still neighbours in memory
   static const int64_t up = getenv_int("TG_GPU_UPCAST", 4);
-  if (k.reduceops().empty() && up > 1) {
+  if (k.reduceops().empty() && up > 1) {  // (not after a GROUP: no upcasts with grouped reduces)
     auto g = k.axes_of({AxisType::GLOBAL});
     if (!g.empty() && k.full_shape()[size_t(g.back())] % up == 0 && k.full_shape()[size_t(g.back())] >= 64 * up) attempt(k, Opt{OptOps::UPCAST, g.back(), up});
   }

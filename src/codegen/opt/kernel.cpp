@@ -309,19 +309,22 @@ std::pair<UOpRef, UOpRef> Scheduler::apply_opt(const Opt& opt, bool append) {
       }
       default: break;
     }
+    if (opt.op == OptOps::LOCAL || opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP) {  // work-items in one work-group
+      int64_t n = amt;
+      auto fs = full_shape();
+      for (int i : axes_of({AxisType::LOCAL, AxisType::GROUP_REDUCE})) n *= fs[size_t(i)];
+      opt_check(tg.local_threads_max <= 0 || n <= tg.local_threads_max,
+                "a work-group of " + std::to_string(n) + " work-items exceeds " + tg.device + "'s " + std::to_string(tg.local_threads_max));
+    }
     if (!reduces.empty() && (opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP || !axes_of({AxisType::GROUP_REDUCE}).empty())) {
       int64_t sz = amt * reduces[0]->dtype.itemsize();
       auto fs = full_shape();
       for (int i : axes_of({AxisType::UPCAST, AxisType::WARP, AxisType::LOCAL, AxisType::GROUP_REDUCE})) sz *= fs[size_t(i)];
       opt_check(sz <= tg.shared_max, "exceeds maximum shared memory size: needs " + std::to_string(sz) + ", max " + std::to_string(tg.shared_max));
     }
-    // the expander makes one lane per upcast element: keep kernels a compiler can take
-    if (nt == AxisType::UPCAST || nt == AxisType::UNROLL) {
-      opt_check(upcast_size() * amt <= 1024, "more than 1024 upcast lanes");
-      // an upcast reduce keeps a vector accumulator: the target must hold one
-      for (auto& r : reduces)
-        opt_check(ren->holds_vector(Ops::DEFINE_REG, r->dtype.vec(2)), "target " + tg.device + " can't hold " + r->dtype.name() + " vector accumulators");
-    }
+    // the expander makes one lane per upcast element: keep kernels a compiler can take (an upcast reduce keeps a vector
+    // accumulator, one scalar per lane where the target has no vectors)
+    if (nt == AxisType::UPCAST || nt == AxisType::UNROLL) opt_check(upcast_size() * amt <= 1024, "more than 1024 upcast lanes");
     ret = shift_to(rng, amt, nt, opt.op == OptOps::GROUPTOP || opt.op == OptOps::THREAD);
   }
   if (append) applied_opts.push_back(opt);
