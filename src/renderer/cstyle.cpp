@@ -355,6 +355,7 @@ struct CRenderer {
 std::string CStyleRenderer::render(const LinearProgram& lp) const { return CRenderer{lp, dialect_}.run(); }
 bool CStyleRenderer::holds_vector(Ops op, DType dt) const {
   if (dialect_ != Dialect::C || !c_vector_scalar(dt.scalar_of())) return false;
+  if (dt.count & (dt.count - 1)) return false;  // GCC's vector_size takes powers of two only (clang more): lanes then
   switch (op) {
     case Ops::ADD:
     case Ops::SUB:
