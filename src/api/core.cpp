@@ -78,27 +78,22 @@ static const std::vector<std::pair<std::string, std::string>>& devices() {
   static const auto* d = new std::vector<std::pair<std::string, std::string>>(list_devices());
   return *d;
 }
+// the i-th listed device's name or description, NULL with an error for an index out of range
+static const char* device_field(int64_t i, const char* fn, bool description) {
+  const char* r = nullptr;
+  api::call([&] {
+    TG_ARG(i >= 0 && size_t(i) < devices().size(), strformat("%s: index %lld out of range [0, %zu)", fn, (long long)i, devices().size()));
+    r = description ? devices()[size_t(i)].second.c_str() : devices()[size_t(i)].first.c_str();
+  });
+  return r;
+}
 int64_t tg_device_count(void) {
   int64_t n = -1;
   api::call([&] { n = int64_t(devices().size()); });
   return n;
 }
-const char* tg_device_name(int64_t i) {
-  const char* r = nullptr;
-  api::call([&] {
-    TG_ARG(i >= 0 && size_t(i) < devices().size(), strformat("device_name: index %lld out of range [0, %zu)", (long long)i, devices().size()));
-    r = devices()[size_t(i)].first.c_str();
-  });
-  return r;
-}
-const char* tg_device_description(int64_t i) {
-  const char* r = nullptr;
-  api::call([&] {
-    TG_ARG(i >= 0 && size_t(i) < devices().size(), strformat("device_description: index %lld out of range [0, %zu)", (long long)i, devices().size()));
-    r = devices()[size_t(i)].second.c_str();
-  });
-  return r;
-}
+const char* tg_device_name(int64_t i) { return device_field(i, "device_name", false); }
+const char* tg_device_description(int64_t i) { return device_field(i, "device_description", true); }
 tg_status tg_device_open(const char* name) {
   return api::call([&] {
     TG_ARG(name, "device_open: name is NULL");
