@@ -38,6 +38,8 @@ class TinyJit {
   std::vector<Tensor> run_and_realize(const std::vector<Tensor>& inputs);
   void finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap);
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
+  // a replay's outputs: the captured ones, with views of inputs moved to this call's inputs and Variables rebound
+  std::vector<Tensor> outputs_of(const std::vector<Tensor>& inputs, const UOps& in_bufs, const std::unordered_map<std::string, int64_t>& vals);
 
   Fn fn_;
   std::mutex mu_;
@@ -49,6 +51,8 @@ class TinyJit {
   std::vector<bool> output_views_input_;
   std::vector<std::string> out_devices_;
   std::vector<Device*> item_dev_;
+  std::unique_ptr<LaunchGraph> graph_;  // the items as one device graph (CUDA), made at the first replay
+  bool graph_tried_ = false;
   MemoryPlan mem_;
   bool has_vars_ = false;                     // some input has dims bound to Variables: each replay passes the kernels their values
   std::unordered_set<const void*> written_;  // the buffers the captured kernels write

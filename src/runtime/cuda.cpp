@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <type_traits>
@@ -40,6 +41,17 @@ enum : int {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 };
 constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
+using CUgraph = struct CUgraph_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+struct KernelNodeParams {  // CUDA_KERNEL_NODE_PARAMS_v2
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  void* kern;  // CUkernel: unused (func names the kernel)
+  CUcontext ctx;
+};
 
 #define TG_CU_FUNCS(X)                                                                                                                    \
   X(cuInit, CUresult(unsigned)) X(cuDeviceGetCount, CUresult(int*)) X(cuDeviceGet, CUresult(CUdevice*, int))                  \
@@ -55,11 +67,21 @@ constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
   X(cuEventSynchronize, CUresult(CUevent)) X(cuEventElapsedTime, CUresult(float*, CUevent, CUevent))                              \
   X(cuEventDestroy_v2, CUresult(CUevent)) X(cuGetErrorName, CUresult(CUresult, const char**))
 
+// CUDA graphs (drivers of CUDA 12 and later): optional, jit replays launch one by one without them
+#define TG_CU_GRAPH_FUNCS(X)                                                                                                              \
+  X(cuGraphCreate, CUresult(CUgraph*, unsigned))                                                                                        \
+  X(cuGraphAddKernelNode_v2, CUresult(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const KernelNodeParams*))                    \
+  X(cuGraphInstantiateWithFlags, CUresult(CUgraphExec*, CUgraph, unsigned long long))                                                   \
+  X(cuGraphExecKernelNodeSetParams_v2, CUresult(CUgraphExec, CUgraphNode, const KernelNodeParams*))                                    \
+  X(cuGraphLaunch, CUresult(CUgraphExec, CUstream)) X(cuGraphExecDestroy, CUresult(CUgraphExec)) X(cuGraphDestroy, CUresult(CUgraph))
+
 struct CU {
 #define X(f, ...) std::add_pointer_t<__VA_ARGS__> f = nullptr;
   TG_CU_FUNCS(X)
+  TG_CU_GRAPH_FUNCS(X)
 #undef X
   std::string error;
+  bool graphs = true;
 };
 
 void* open_first(std::initializer_list<std::string> libs) {
@@ -80,6 +102,11 @@ const CU& cu() {
   a->f = reinterpret_cast<std::add_pointer_t<__VA_ARGS__>>(::dlsym(h, #f)); \
   if (!a->f && a->error.empty()) a->error = "the NVIDIA driver has no " #f;
     TG_CU_FUNCS(X)
+#undef X
+#define X(f, ...)                                                           \
+  a->f = reinterpret_cast<std::add_pointer_t<__VA_ARGS__>>(::dlsym(h, #f)); \
+  a->graphs &= a->f != nullptr;
+    TG_CU_GRAPH_FUNCS(X)
 #undef X
     if (a->error.empty() && a->cuInit(0) != 0) a->error = "the NVIDIA driver failed to initialize (cuInit)";
     return a;
@@ -233,6 +260,7 @@ class CUDAAllocator : public Allocator {
 class CUDAProgram : public Program {
  public:
   CUDAProgram(const CUDAContext& c, CUmodule m, CUfunction f) : ctx_(c), mod_(m), fn_(f) {}
+  CUfunction function() const { return fn_; }
   void launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const override {
     ctx_.use();
     // the kernel's parameters: its buffers (device pointers), then its variables; bufs[i] already holds the pointer
@@ -295,6 +323,72 @@ class CUDACompiler : public Compiler {
   std::unordered_map<std::string, std::shared_ptr<Program>> progs_;
 };
 
+// A jit's launches as one CUDA graph: a chain of kernel nodes, each updated in place when its arguments change.
+class CUDAGraph : public LaunchGraph {
+ public:
+  CUDAGraph(const CUDAContext& c, const std::vector<GraphLaunch>& ls) : ctx_(c) {
+    const CU& a = cu();
+    ctx_.use();
+    check(a.cuGraphCreate(&graph_, 0), TG_ERROR_RUNTIME, "creating a CUDA graph");
+    CUgraphNode prev = nullptr;
+    for (auto& l : ls) {
+      Node n;
+      n.fn = static_cast<const CUDAProgram*>(l.prog)->function();
+      set(n, l);
+      KernelNodeParams p = params(n);
+      check(a.cuGraphAddKernelNode_v2(&n.node, graph_, prev ? &prev : nullptr, prev ? 1 : 0, &p), TG_ERROR_RUNTIME, "adding kernel " + l.prog->name + " to a graph");
+      prev = n.node;
+      nodes_.push_back(std::move(n));
+    }
+    check(a.cuGraphInstantiateWithFlags(&exec_, graph_, 0), TG_ERROR_RUNTIME, "instantiating a CUDA graph");
+  }
+  ~CUDAGraph() override {
+    if (exec_) cu().cuGraphExecDestroy(exec_);
+    if (graph_) cu().cuGraphDestroy(graph_);
+  }
+  void replay(const std::vector<GraphLaunch>& ls) override {
+    const CU& a = cu();
+    ctx_.use();
+    for (size_t i = 0; i < ls.size(); i++) {
+      Node& n = nodes_[i];
+      if (same(n, ls[i])) continue;
+      set(n, ls[i]);
+      KernelNodeParams p = params(n);
+      check(a.cuGraphExecKernelNodeSetParams_v2(exec_, n.node, &p), TG_ERROR_RUNTIME, "updating kernel " + ls[i].prog->name + " in a graph");
+    }
+    check(a.cuGraphLaunch(exec_, nullptr), TG_ERROR_RUNTIME, "launching a CUDA graph");
+  }
+
+ private:
+  struct Node {
+    CUfunction fn = nullptr;
+    CUgraphNode node = nullptr;
+    std::vector<void*> bufs;
+    std::vector<int64_t> vars;
+    std::vector<void*> args;  // pointers to bufs' and vars' entries, as cuLaunchKernel takes them
+    LaunchDims dims;
+  };
+  static bool same(const Node& n, const GraphLaunch& l) {
+    return std::equal(n.bufs.begin(), n.bufs.end(), l.bufs, l.bufs + l.dims.nbufs) && n.bufs.size() == l.dims.nbufs && n.vars.size() == l.nvars &&
+           std::equal(n.vars.begin(), n.vars.end(), l.vars) && n.dims.global == l.dims.global && n.dims.local == l.dims.local;
+  }
+  static void set(Node& n, const GraphLaunch& l) {
+    n.bufs.assign(l.bufs, l.bufs + l.dims.nbufs), n.vars.assign(l.vars, l.vars + l.nvars), n.dims = l.dims;
+    n.args.clear();
+    for (auto& b : n.bufs) n.args.push_back(&b);
+    for (auto& v : n.vars) n.args.push_back(&v);
+  }
+  static KernelNodeParams params(Node& n) {
+    auto u = [](int64_t x) { return unsigned(x); };
+    return {n.fn, u(n.dims.global[0]), u(n.dims.global[1]), u(n.dims.global[2]), u(n.dims.local[0]), u(n.dims.local[1]), u(n.dims.local[2]), 0,
+            n.args.data(), nullptr, nullptr, nullptr};
+  }
+  const CUDAContext& ctx_;
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+  std::vector<Node> nodes_;
+};
+
 class CUDADevice : public Device {
  public:
   CUDADevice(std::string name, int ordinal) : Device(std::move(name)) {
@@ -330,6 +424,9 @@ class CUDADevice : public Device {
     check(cu().cuCtxSynchronize(), TG_ERROR_RUNTIME, "waiting for " + name());
   }
   std::string description() const override { return desc_; }
+  std::unique_ptr<LaunchGraph> make_graph(const std::vector<GraphLaunch>& ls) override {
+    return cu().graphs ? std::make_unique<CUDAGraph>(*ctx_, ls) : nullptr;
+  }
 
  private:
   CUdevice dev_ = 0;

@@ -76,6 +76,21 @@ class Compiler {
   virtual std::shared_ptr<Program> compile(const std::string& name, const std::string& src) = 0;
 };
 
+// One launch of a graph: its program and what it is launched with.
+struct GraphLaunch {
+  const Program* prog;
+  void* const* bufs;
+  const int64_t* vars;
+  size_t nvars;
+  LaunchDims dims;
+};
+// A fixed sequence of launches the device runs as one (CUDA graphs): built once, replayed with new buffers and
+// variable values (a launch whose arguments changed is updated in place).
+struct LaunchGraph {
+  virtual ~LaunchGraph() = default;
+  virtual void replay(const std::vector<GraphLaunch>& launches) = 0;
+};
+
 class Renderer;
 class Device {
  public:
@@ -88,6 +103,8 @@ class Device {
   virtual void synchronize() {}
   // kernels address host memory directly (the CPU devices): a Buffer may then adopt memory it did not allocate
   virtual bool host_memory() const { return false; }
+  // a graph of these launches where the device has them (null: launch them one by one)
+  virtual std::unique_ptr<LaunchGraph> make_graph(const std::vector<GraphLaunch>&) { return nullptr; }
   // a description for listings: the driver's device name ("NVIDIA H100 80GB HBM3", "pthread-skylake-avx512-...")
   virtual std::string description() const { return name_; }
 

@@ -130,3 +130,16 @@ def test_device_errors():
 def test_every_listed_device_has_a_description():
   for name, desc in Device.available():
     assert desc, name
+
+
+def test_jit_replays_on_the_device(gpu):
+  """A captured function replays on the device with new inputs each call (a CUDA graph on CUDA, updated in place)."""
+  from tinygrad_c import TinyJit
+  rng = np.random.default_rng(5)
+  w_np = rng.standard_normal((24, 16)).astype(np.float32)
+  w = Tensor(w_np, device=gpu)
+  jit = TinyJit(lambda x: (x @ w).relu().sum(1))
+  for _ in range(6):
+    x = rng.standard_normal((8, 24)).astype(np.float32)
+    got = jit(Tensor(x, device=gpu)).numpy()
+    np.testing.assert_allclose(got, np.maximum(x @ w_np, 0).sum(1), rtol=1e-5, atol=1e-5)
