@@ -6,7 +6,7 @@ PREFIX   ?= /usr/local
 PYTHON   ?= /usr/bin/python3
 GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build run test test-unit test-python test-python-clang test-install fuzz fuzz-files asan bench install clean
+.PHONY: all deps build run test test-unit test-python test-python-clang test-python-cl test-install fuzz fuzz-files asan bench bench-cuda install clean
 
 all: build
 
