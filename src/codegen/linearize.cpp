@@ -142,7 +142,6 @@ struct Linearizer {
       }
       if (n->op == Ops::REDUCE) {
         Ops rop = Ops(std::get<int64_t>(n->arg));
-        UOpRef cur = UOp::make(Ops::LOAD, n->dtype, {it.acc});
         Scope* inner = it.chain.empty() ? it.parent : it.chain.back();
         if (auto lanes = lp.reduce_lanes.find(n->ref()); lanes != lp.reduce_lanes.end()) {
           for (size_t l = 0; l < lanes->second.size(); l++) {
@@ -154,6 +153,7 @@ struct Linearizer {
           done[n] = out;
           continue;
         }
+        UOpRef cur = UOp::make(Ops::LOAD, n->dtype, {it.acc});
         push(inner, UOp::make(Ops::STORE, dtypes::void_, {it.acc, cur->alu(rop, {done.at(n->src[0].get())})}));
         for (size_t i = it.chain.size(); i-- > 0;) close(it.chain[i], i ? it.chain[i - 1] : it.parent);
         out = cur;

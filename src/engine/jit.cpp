@@ -1,6 +1,6 @@
-#include <algorithm>
 #include "engine/jit.h"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 #include <unordered_set>

@@ -31,6 +31,14 @@ static bool split_from(const UOpRef& r, const std::vector<int64_t>& prefix) {
   return q.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), q.begin());
 }
 
+// the inputs' accesses (INDEX of each LOAD) in the current AST: actions rewrite it, so ask again after one
+static UOps loads(const Scheduler& k) {
+  UOps out;
+  for (auto& u : k.ast->toposort())
+    if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) out.push_back(u->src[0]);
+  return out;
+}
+
 static bool attempt(Scheduler& k, const Opt& o) {
   try {
     k.apply_opt(o);
@@ -59,12 +67,6 @@ static void gpu_optimizations(Scheduler& k) {
     }
   // a register tile: 4x4 outputs per work-item over the axes some input is broadcast along (a matmul's rows and
   // columns), so each loaded value serves 4 multiply-adds
-  auto loads = [&] {
-    UOps out;
-    for (auto& u : k.ast->toposort())
-      if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) out.push_back(u->src[0]);
-    return out;
-  };
   static const int64_t tile = getenv_int("TG_GPU_TILE", 4);
   std::vector<int64_t> first;  // the path of the first tiled axis: the second tile is another axis
   if (!k.reduceops().empty() && grouped == 1 && tile > 1)
@@ -75,7 +77,7 @@ static void gpu_optimizations(Scheduler& k) {
         if (range_kind(r.get()) != AxisType::GLOBAL || k.full_shape()[size_t(ax)] % (tile * 8) != 0) continue;
         if (round == 1 && split_from(r, first)) continue;
         bool reused = false;
-        for (auto& b : loads()) reused |= stride_in(b->src[1], r) == 0;
+        for (auto& b : loads(k)) reused |= stride_in(b->src[1], r) == 0;
         if (reused) best = ax;  // the innermost such axis
       }
       if (best < 0) break;
@@ -114,12 +116,6 @@ void hand_coded_optimizations(Scheduler& k) {
   if (!store) return;
   int64_t lanes = std::clamp<int64_t>(t.vector_bytes / std::max(1, store->src[1]->dtype.itemsize()), 1, 16);
   auto index_of = [](const UOpRef& b) { return b->src[1]; };
-  auto loads = [&] {  // the inputs' accesses in the current AST (actions rewrite it)
-    UOps out;
-    for (auto& u : k.ast->toposort())
-      if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) out.push_back(u->src[0]);
-    return out;
-  };
   bool reduce = !k.reduceops().empty();
 
   // 1. vectors along the output axis that is contiguous in memory: as wide as a register, else half of it (a 56-wide
@@ -130,7 +126,7 @@ void hand_coded_optimizations(Scheduler& k) {
       auto r = k.rngs()[size_t(ax)];
       // contiguous in the output, and contiguous or broadcast in every input: vector loads, not gathers
       bool ok = stride_in(index_of(store->src[0]), r) == 1 && k.full_shape()[size_t(ax)] % w == 0;
-      for (auto& b : loads()) ok &= stride_in(index_of(b), r) == 0 || stride_in(index_of(b), r) == 1;
+      for (auto& b : loads(k)) ok &= stride_in(index_of(b), r) == 0 || stride_in(index_of(b), r) == 1;
       if (ok) vec_axis = ax, lanes = w;
     }
   UOpRef vr = vec_axis >= 0 ? k.rngs()[size_t(vec_axis)] : UOpRef();
@@ -151,7 +147,7 @@ void hand_coded_optimizations(Scheduler& k) {
         auto r = rngs[size_t(ax)];
         if (range_kind(r.get()) != AxisType::GLOBAL || split_from(r, range_path(vr.get()))) continue;
         bool reused = false, serves_vectors = true;
-        for (auto& b : loads()) {
+        for (auto& b : loads(k)) {
           reused |= stride_in(index_of(b), r) == 0;
           if (lanes_r && stride_in(index_of(b), lanes_r) == 1) serves_vectors &= stride_in(index_of(b), r) == 0;
         }
@@ -188,7 +184,7 @@ void hand_coded_optimizations(Scheduler& k) {
     if (!un.empty()) {
       auto r = k.rngs()[size_t(un.back())];
       bool contiguous = false;
-      for (auto& b : loads()) contiguous |= stride_in(index_of(b), r) == 1;
+      for (auto& b : loads(k)) contiguous |= stride_in(index_of(b), r) == 1;
       if (contiguous && attempt(Opt{OptOps::UNROLL, int64_t(un.size() - 1), lanes})) attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), 4});
     }
   }
