@@ -529,6 +529,27 @@ TG_API tg_status tg_tensor_to_data(tg_tensor* t, void* out, size_t nbytes);
 TG_API tg_tensor* tg_tensor_retain(tg_tensor* t);
 TG_API void tg_tensor_release(tg_tensor* t);
 
+/* ---- DLPack ----------------------------------------------------------------------------------------------------- */
+/* Tensors shared with other libraries (numpy, PyTorch, JAX, CuPy) without copies, through DLPack's C ABI: the
+ * `DLManagedTensor` of dlpack.h (versions 0.5 to 0.8, the struct behind Python's "dltensor" capsules). Declare it by
+ * including dlpack.h; this header names the struct only. Host memory (kDLCPU) is shared; other DLPack devices are
+ * TG_ERROR_DEVICE. Thread safety: the exported memory may be read from any thread; writes race with kernels as any
+ * shared memory does. */
+struct DLManagedTensor;
+/* A tensor over the memory of `managed` (dtype bool, int8..uint64, float16, bfloat16, float32, float64; lanes 1), on the
+ * CPU device: no copy when the data is row-major contiguous (strides NULL or compact) and aligned to its element size,
+ * so writes through either side are seen by the other; otherwise a copy is made at once. On success the library owns
+ * `managed` and calls its deleter exactly once, when the memory is no longer used (after the copy, or when the last
+ * tensor and buffer using it are gone). On failure nothing is taken: the caller still owns `managed`. @takes(managed)
+ * A new reference. */
+TG_API tg_tensor* tg_tensor_from_dlpack(struct DLManagedTensor* managed);
+/* `t` realized into its own row-major buffer (t then refers to it, as tg_tensor_realize does) and exported as a new
+ * DLManagedTensor sharing that buffer: writes through the DLPack tensor are seen by `t` and tensors made from it later.
+ * The caller owns the result and must call its `deleter` exactly once (a DLPack consumer such as numpy or
+ * torch.from_dlpack does it); the buffer stays alive until then, even after `t` is released. t must be on a CPU device
+ * (TG_ERROR_DEVICE otherwise; move it with tg_tensor_to). @errors(NULL) */
+TG_API struct DLManagedTensor* tg_tensor_to_dlpack(tg_tensor* t);
+
 /* ---- TinyJit ---------------------------------------------------------------------------------------------------- */
 /* A function to capture: reads `n_inputs` borrowed input tensors and writes `n_outputs` new references into
  * `outputs` (caller-owned array). Returns TG_OK, or an error status (its message set through the library's calls or not at
@@ -834,6 +855,10 @@ typedef struct tg_counters {
 TG_API tg_status tg_counters_get(tg_counters* out);
 /* Set every counter to zero. */
 TG_API void tg_counters_reset(void);
+/* Handles of every type (tensors, expressions, jits, plans, modules, optimizers, states) alive in the process: made
+ * and not yet released, including those a tg_jit function holds during a call. For tests of bindings that promise to
+ * release everything they make: the count is back where it started when they have. @errors(none) */
+TG_API int64_t tg_live_handles(void);
 
 #ifdef __cplusplus
 }

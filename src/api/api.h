@@ -1,5 +1,6 @@
 // The catch-all boundary: every extern "C" entry point runs its body through these, so no C++ exception crosses the ABI.
 #pragma once
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <string>
@@ -37,6 +38,9 @@ auto make(F&& f) noexcept -> decltype(f()) {
 // A failed argument check: records the error and returns it.
 #define TG_ARG(cond, msg) TG_CHECK(cond, TG_ERROR_INVALID_ARGUMENT, msg)
 
+// Handles of every type alive in the process (tg_live_handles).
+inline std::atomic<int64_t> live_handle_count{0};
+
 // The handles a C caller holds, each with its reference count. Looking a handle up here before touching it turns
 // NULL and released handles into errors instead of crashes. Instances are never destroyed (handles may outlive statics).
 template <class H>
@@ -45,6 +49,7 @@ class LiveHandles {
   H* add(H* h) {
     std::lock_guard<std::mutex> lk(mu_);
     rc_[h] = 1;
+    live_handle_count.fetch_add(1, std::memory_order_relaxed);
     return h;
   }
   bool live(const H* h) {
@@ -71,6 +76,7 @@ class LiveHandles {
       if (--it->second > 0) return true;
       rc_.erase(it);
     }
+    live_handle_count.fetch_sub(1, std::memory_order_relaxed);
     delete h;
     return true;
   }

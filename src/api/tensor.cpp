@@ -479,5 +479,6 @@ tg_status tg_counters_get(tg_counters* out) {
   });
 }
 void tg_counters_reset(void) { GlobalCounters::reset(); }
+int64_t tg_live_handles(void) { return api::live_handle_count.load(std::memory_order_relaxed); }
 
 }  // extern "C"
