@@ -12,6 +12,22 @@
  *  - Thread safety: the library's global state (graph interning, caches, device registry) may be used from several
  *    threads at once. A tg_tensor handle may be used by one thread at a time; distinct handles from distinct threads.
  *  - Strings returned by the library are UTF-8 and stay valid as stated per function.
+ *
+ * Ownership, in the fixed form scripts/api_manifest.py reads to generate the language bindings (bindings/):
+ *  - A returned handle is a new reference (release it); a returned string is borrowed (copy it before the stated
+ *    lifetime ends). A handle argument is borrowed (the library takes its own reference if it keeps the object) and
+ *    must not be NULL; the first argument of a *_release function is taken, and may be NULL.
+ *  - `tg_x* const*` with a size_t count after it: a borrowed array of handles. `tg_x**`: caller-owned slots that receive
+ *    new references; their number is the size_t argument after them or the @len tag.
+ *  - A pointer followed by a size_t count is a caller-owned array of that many elements (`const`: read; else written),
+ *    and may be NULL when the count is 0. A pointer to one value, `tg_dtype*` or `int64_t*`, receives one result.
+ *  - A `const char* device` argument may be NULL (the default device); other arguments may be NULL only where tagged.
+ *  - Errors: a handle, string or pointer result is NULL on failure; a tg_status result is the status; a numeric result
+ *    states its error value with @errors.
+ *  Tags in a declaration's comment state the exceptions, and apply to every declaration the comment covers (up to the
+ *  next comment): @nullable(a, b) arguments that may be NULL; @len(out=2), @len(out=nsizes) slot counts; @takes(a) an
+ *  argument whose ownership the call takes; @errors(-1), @errors(0, last_error) (0 is also a valid result: clear the
+ *  error first and read tg_last_error() after), @errors(none) (cannot fail), @errors(NULL).
  */
 #ifndef TINYGRAD_H
 #define TINYGRAD_H
@@ -36,9 +52,9 @@ extern "C" {
 #define TG_VERSION_STRING "0.1.0"
 #define TG_VERSION_NUMBER (TG_VERSION_MAJOR * 10000 + TG_VERSION_MINOR * 100 + TG_VERSION_PATCH)
 
-/* The library's version at run time, "MAJOR.MINOR.PATCH" (static storage). Compare with TG_VERSION_STRING. */
+/* The library's version at run time, "MAJOR.MINOR.PATCH" (static storage). Compare with TG_VERSION_STRING. @errors(none) */
 TG_API const char* tg_version(void);
-/* The same as a number, MAJOR*10000 + MINOR*100 + PATCH, to compare with TG_VERSION_NUMBER. */
+/* The same as a number, MAJOR*10000 + MINOR*100 + PATCH, to compare with TG_VERSION_NUMBER. @errors(none) */
 TG_API int tg_version_number(void);
 
 /* ---- errors ----------------------------------------------------------------------------------------------------- */
@@ -59,13 +75,13 @@ typedef enum tg_status {
   TG_STATUS_MAX_ENUM = 0x7fffffff /* forces a 32-bit enum so any int a caller passes is a valid value */
 } tg_status;
 
-/* The code of the last error on this thread (TG_OK if none yet). */
+/* The code of the last error on this thread (TG_OK if none yet). @errors(none) */
 TG_API tg_status tg_last_error(void);
-/* The message of the last error on this thread ("" if none). Valid until the next failing call on this thread. */
+/* The message of the last error on this thread ("" if none). Valid until the next failing call on this thread. @errors(none) */
 TG_API const char* tg_last_error_message(void);
 /* Reset this thread's last error to TG_OK / "". */
 TG_API void tg_clear_error(void);
-/* A constant name for a status code, e.g. "TG_ERROR_SHAPE". */
+/* A constant name for a status code, e.g. "TG_ERROR_SHAPE". @errors(none) */
 TG_API const char* tg_status_name(tg_status status);
 
 /* ---- dtypes ----------------------------------------------------------------------------------------------------- */
@@ -87,7 +103,7 @@ typedef enum tg_dtype {
   TG_DTYPE_MAX_ENUM = 0x7fffffff
 } tg_dtype;
 
-/* Bytes per element of `dtype`; 0 if dtype is not a tg_dtype. */
+/* Bytes per element of `dtype`; 0 if dtype is not a tg_dtype. @errors(0) */
 TG_API size_t tg_dtype_size(tg_dtype dtype);
 /* tinygrad's name of `dtype` ("float32", ...); NULL if dtype is not a tg_dtype. Static storage. */
 TG_API const char* tg_dtype_name(tg_dtype dtype);
@@ -99,7 +115,6 @@ typedef struct tg_tensor tg_tensor; /* a lazy tensor */
 typedef struct tg_expr tg_expr;     /* a symbolic integer expression (index arithmetic, shapes) */
 typedef struct tg_jit tg_jit;       /* a captured function (TinyJit) */
 typedef struct tg_plan tg_plan;     /* the kernels a realize runs, as data */
-typedef struct tg_device tg_device; /* a compute device */
 typedef struct tg_module tg_module;       /* an nn module (a layer, or layers in sequence) holding its tensors */
 typedef struct tg_optimizer tg_optimizer; /* an optimizer over a set of parameter tensors */
 typedef struct tg_state tg_state;         /* an ordered set of named tensors: a state dict, a safetensors or GGUF file */
@@ -110,7 +125,7 @@ typedef struct tg_state tg_state;         /* an ordered set of named tensors: a 
  * (every OpenCL device of every platform, in order, through libOpenCL.so.1). Names are case-insensitive; ":0" may be
  * left out; "GPU" means "CL" and "NV" means "CUDA", as in tinygrad. A NULL device argument anywhere means $DEV, else
  * "CPU". Tensors of one op must be on one device (TG_ERROR_DEVICE otherwise): move them with tg_tensor_to. */
-/* The number of devices that open on this machine (found once, on first call), or -1 on error. */
+/* The number of devices that open on this machine (found once, on first call), or -1 on error. @errors(-1) */
 TG_API int64_t tg_device_count(void);
 /* The i-th device's name ("CPU", "CL", "CUDA"), for use as a device argument; static storage. NULL on error. */
 TG_API const char* tg_device_name(int64_t i);
@@ -134,9 +149,9 @@ TG_API tg_expr* tg_expr_const(int64_t value);
 TG_API tg_expr* tg_expr_binary(tg_binop op, const tg_expr* a, const tg_expr* b);
 /* The simplified expression (a new reference). */
 TG_API tg_expr* tg_expr_simplify(const tg_expr* e);
-/* Render `e` as infix text into buf (NUL-terminated, truncated to size). Returns the full length, or -1 on error. */
+/* Render `e` as infix text into buf (NUL-terminated, truncated to size). Returns the full length, or -1 on error. @errors(-1) */
 TG_API int64_t tg_expr_render(const tg_expr* e, char* buf, size_t size);
-/* Evaluate with variables bound by name (names[i] = values[i]); every variable in `e` must be bound. */
+/* Evaluate with variables bound by name (names[i] = values[i]); every variable in `e` must be bound. @len(names=n, values=n) */
 TG_API tg_status tg_expr_eval(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, int64_t* out);
 /* Smallest and largest value `e` can take given its variables' bounds. */
 TG_API tg_status tg_expr_bounds(const tg_expr* e, int64_t* min, int64_t* max);
@@ -169,9 +184,9 @@ TG_API tg_tensor* tg_tensor_eye(int64_t n, tg_dtype dtype, const char* device);
 TG_API tg_tensor* tg_tensor_linspace(double start, double stop, int64_t steps, tg_dtype dtype, const char* device);
 
 /* ---- tensors: properties ---------------------------------------------------------------------------------------- */
-/* Number of dims, or -1 on error. */
+/* Number of dims, or -1 on error. @errors(-1) */
 TG_API int64_t tg_tensor_ndim(const tg_tensor* t);
-/* Number of elements, or -1 on error. */
+/* Number of elements, or -1 on error. @errors(-1) */
 TG_API int64_t tg_tensor_numel(const tg_tensor* t);
 /* Copy the shape into out[0..ndim); `capacity` is out's length and must be >= ndim. */
 TG_API tg_status tg_tensor_shape(const tg_tensor* t, int64_t* out, size_t capacity);
@@ -294,7 +309,9 @@ TG_API tg_tensor* tg_tensor_mean(tg_tensor* t, const int64_t* axes, size_t naxes
  * new references to out[0] (std or var) and out[1] (mean). */
 TG_API tg_tensor* tg_tensor_std(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction);
 TG_API tg_tensor* tg_tensor_var(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction);
+/* @len(out=2) */
 TG_API tg_status tg_tensor_std_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction, tg_tensor** out);
+/* @len(out=2) */
 TG_API tg_status tg_tensor_var_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction, tg_tensor** out);
 /* all/any are TG_BOOL; logsumexp is float. */
 TG_API tg_tensor* tg_tensor_all(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
@@ -354,7 +371,7 @@ TG_API tg_tensor* tg_tensor_unsqueeze(tg_tensor* t, int64_t dim);
 TG_API tg_tensor* tg_tensor_repeat(tg_tensor* t, const int64_t* repeats, size_t nrepeats);
 /* Each element `repeats` times along `dim`. */
 TG_API tg_tensor* tg_tensor_repeat_interleave(tg_tensor* t, int64_t repeats, int64_t dim);
-/* Rotate by shifts[i] along dims[i]. */
+/* Rotate by shifts[i] along dims[i]. @len(shifts=n, dims=n) */
 TG_API tg_tensor* tg_tensor_roll(tg_tensor* t, const int64_t* shifts, const int64_t* dims, size_t n);
 /* Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim. */
 TG_API tg_tensor* tg_tensor_cat(tg_tensor* const* ts, size_t n, int64_t dim);
@@ -393,19 +410,21 @@ TG_API tg_tensor* tg_tensor_getitem(tg_tensor* t, const tg_index* idx, size_t n)
 TG_API tg_status tg_tensor_setitem(tg_tensor* t, const tg_index* idx, size_t n, tg_tensor* value);
 
 /* More shape and index ops. Functions that write several tensors write new references to out[0..] (out must have
- * room for them: 2 for sort/topk, nsizes for split, capacity for chunk, n for meshgrid). */
+ * room for them: 2 for sort/topk, nsizes for split, capacity for chunk, n for meshgrid). @len(out=nsizes) */
 TG_API tg_status tg_tensor_split(tg_tensor* t, const int64_t* sizes, size_t nsizes, int64_t dim, tg_tensor** out);
-/* ceil(size / chunks) per piece as torch; returns the number of pieces (<= chunks), -1 on error or if over capacity. */
+/* ceil(size / chunks) per piece as torch; returns the number of pieces (<= chunks), -1 on error or if over capacity. @errors(-1) */
 TG_API int64_t tg_tensor_chunk(tg_tensor* t, int64_t chunks, int64_t dim, tg_tensor** out, size_t capacity);
+/* @len(out=n) */
 TG_API tg_status tg_tensor_meshgrid(tg_tensor* const* ts, size_t n, int xy_indexing, tg_tensor** out);
 /* diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims. */
 TG_API tg_tensor* tg_tensor_diag(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_diagonal(tg_tensor* t);
 /* Windows of `size` every `step` along dim, as a new last dim (torch's unfold). */
 TG_API tg_tensor* tg_tensor_unfold(tg_tensor* t, int64_t dim, int64_t size, int64_t step);
-/* Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of it. */
+/* Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of it. @len(out=2) */
 TG_API tg_status tg_tensor_sort(tg_tensor* t, int64_t dim, int descending, tg_tensor** out);
 TG_API tg_tensor* tg_tensor_argsort(tg_tensor* t, int64_t dim, int descending);
+/* @len(out=2) */
 TG_API tg_status tg_tensor_topk(tg_tensor* t, int64_t k, int64_t dim, int largest, tg_tensor** out);
 /* out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean", "amax",
  * "amin") everything sent to one place, with t's own value when include_self != 0. */
@@ -423,15 +442,15 @@ TG_API tg_tensor* tg_tensor_bitcast(tg_tensor* t, tg_dtype dtype);
 /* ---- tensors: nn functional ------------------------------------------------------------------------------------ */
 /* tinygrad's Tensor methods of the same names. Optional tensors (bias, weight, mask) may be NULL. `reduction` is 0
  * none, 1 mean, 2 sum. */
-/* x @ weight + bias with weight (in, out), as Tensor.linear (nn.Linear keeps (out, in) and passes its transpose). */
+/* x @ weight + bias with weight (in, out), as Tensor.linear (nn.Linear keeps (out, in) and passes its transpose). @nullable(bias) */
 TG_API tg_tensor* tg_tensor_linear(tg_tensor* x, tg_tensor* weight, tg_tensor* bias);
 TG_API tg_tensor* tg_tensor_dot(tg_tensor* a, tg_tensor* b);
 /* Einstein summation over letters ("ij,jk->ik"; without "->" the output is the letters used once, sorted). */
 TG_API tg_tensor* tg_tensor_einsum(const char* formula, tg_tensor* const* ts, size_t n);
-/* Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding, plus bias (Cout). */
+/* Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding, plus bias (Cout). @nullable(bias) */
 TG_API tg_tensor* tg_tensor_conv2d(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, int64_t stride_h, int64_t stride_w,
                                    int64_t dilation_h, int64_t dilation_w, int64_t pad_h, int64_t pad_w);
-/* The transposed convolution: weight (Cin, Cout/groups, kH, kW). */
+/* The transposed convolution: weight (Cin, Cout/groups, kH, kW). @nullable(bias) */
 TG_API tg_tensor* tg_tensor_conv_transpose2d(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, int64_t stride_h, int64_t stride_w,
                                              int64_t dilation_h, int64_t dilation_w, int64_t pad_h, int64_t pad_w, int64_t output_pad_h,
                                              int64_t output_pad_w);
@@ -444,11 +463,11 @@ TG_API tg_tensor* tg_tensor_avg_pool2d(tg_tensor* t, int64_t kernel_h, int64_t k
                                        int64_t pad_w, int count_include_pad);
 /* (x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part. */
 TG_API tg_tensor* tg_tensor_layernorm(tg_tensor* t, const int64_t* axes, size_t naxes, double eps);
-/* (x - mean) * weight * invstd + bias, the per-channel tensors broadcast along dim 1. */
+/* (x - mean) * weight * invstd + bias, the per-channel tensors broadcast along dim 1. @nullable(weight, bias) */
 TG_API tg_tensor* tg_tensor_batchnorm(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, tg_tensor* mean, tg_tensor* invstd);
 /* Zeroes each element with probability p and scales the rest by 1/(1-p) (call it in training only). */
 TG_API tg_tensor* tg_tensor_dropout(tg_tensor* t, double p);
-/* softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps where true; is_causal masks the upper triangle. */
+/* softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps where true; is_causal masks the upper triangle. @nullable(mask) */
 TG_API tg_tensor* tg_tensor_scaled_dot_product_attention(tg_tensor* q, tg_tensor* k, tg_tensor* v, tg_tensor* mask, int is_causal);
 /* TG_INT32 one-hot along a new last dim. */
 TG_API tg_tensor* tg_tensor_one_hot(tg_tensor* t, int64_t num_classes);
@@ -501,15 +520,16 @@ TG_API tg_tensor* tg_tensor_ones_like(tg_tensor* t);
  * d loss / d t to t's grad for every tensor t with requires_grad that loss depends on (a tensor loss does not depend
  * on gets no grad). The gradients are lazy tensors: realize them together with the loss for the fewest kernels. */
 TG_API tg_status tg_tensor_set_requires_grad(tg_tensor* t, int requires_grad);
-/* 1 or 0; -1 on error. */
+/* 1 or 0; -1 on error. @errors(-1) */
 TG_API int tg_tensor_requires_grad(const tg_tensor* t);
+/* Adds d loss / d t into the grad of every tensor t with requires_grad that `loss` (0-d or one element) depends on. */
 TG_API tg_status tg_tensor_backward(tg_tensor* loss);
 /* A new reference to t's accumulated gradient; NULL with TG_ERROR_INVALID_ARGUMENT if it has none. */
 TG_API tg_tensor* tg_tensor_grad(tg_tensor* t);
-/* Replace t's gradient by `grad` (same shape; NULL clears it, as zero_grad does). */
+/* Replace t's gradient by `grad` (same shape; NULL clears it, as zero_grad does). @nullable(grad) */
 TG_API tg_status tg_tensor_set_grad(tg_tensor* t, tg_tensor* grad);
 /* d target / d wrt[i] for a 0-d (or one-element) target into out[i] (new references), whatever the requires_grad
- * flags; a wrt target does not depend on gets zeros. */
+ * flags; a wrt target does not depend on gets zeros. @len(out=n) */
 TG_API tg_status tg_tensor_gradient(tg_tensor* target, tg_tensor* const* wrt, size_t n, tg_tensor** out);
 /* The same values with no gradient flowing back through them. */
 TG_API tg_tensor* tg_tensor_detach(tg_tensor* t);
@@ -573,7 +593,7 @@ TG_API tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata);
  * the input, and nothing runs. The first call may pass any n_outputs (extra outputs of `fn` are realized and dropped).
  * An error from `fn` is returned as is; a failed capture leaves the JIT to capture again at the next call. */
 TG_API tg_status tg_jit_call(tg_jit* jit, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs);
-/* Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad handle, with the error set. */
+/* Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad handle, with the error set. @errors(-1) */
 TG_API int64_t tg_jit_call_count(const tg_jit* jit);
 /* Forget the capture: the next call runs `fn` again as the first call did. */
 TG_API tg_status tg_jit_reset(tg_jit* jit);
@@ -624,7 +644,7 @@ TG_API tg_module* tg_nn_sequential(tg_module* const* layers, size_t n);
 /* The module called on x (borrowed): a new reference to the lazy result. Shape mismatches are TG_ERROR_SHAPE naming
  * the module. An LSTMCell called this way starts from a zero state and returns h. */
 TG_API tg_tensor* tg_module_call(tg_module* m, tg_tensor* x);
-/* One LSTMCell step from state (h, c) (borrowed; both NULL: zeros) into *h_out, *c_out (new references). */
+/* One LSTMCell step from state (h, c) (borrowed; both NULL: zeros) into *h_out, *c_out (new references). @nullable(h, c) @len(h_out=1, c_out=1) */
 TG_API tg_status tg_lstm_cell_step(tg_module* m, tg_tensor* x, tg_tensor* h, tg_tensor* c, tg_tensor** h_out, tg_tensor** c_out);
 /* "Linear", "Conv2d", "BatchNorm", ..., or the function's name (thread-local storage, valid until the next call on the
  * thread); NULL for a bad handle. */
@@ -634,9 +654,9 @@ TG_API tg_tensor* tg_module_get(tg_module* m, const char* name);
 /* The state dict (parameters and buffers such as running statistics, tinygrad's names and order): a new tg_state whose
  * tensors share the module's, to save (tg_state_save) or list (tg_state_count, tg_state_name, ...). */
 TG_API tg_state* tg_module_state(tg_module* m);
-/* The parameters an optimizer updates (the state dict without buffers): count, then `n` new references into `out`
- * (caller-owned array; n must equal the count). */
+/* The number of parameters an optimizer updates (the state dict without buffers). @errors(0, last_error) */
 TG_API size_t tg_module_parameter_count(const tg_module* m);
+/* Those parameters as `n` new references into `out` (caller-owned array; n must equal the count). */
 TG_API tg_status tg_module_parameters(tg_module* m, tg_tensor** out, size_t n);
 /* Assigns every entry of `state` (borrowed) into the module's tensor of that name and realizes them (values cast to
  * the module's dtypes). A shape mismatch is TG_ERROR_SHAPE; with strict, names the module lacks or doesn't find are
@@ -652,7 +672,7 @@ TG_API void tg_module_release(tg_module* m);
 TG_API tg_tensor* tg_tensor_from_idx(const char* path, const char* device);
 /* tinygrad's nn.datasets.mnist: the four files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte
  * and t10k-labels-idx1-ubyte (each plain or .gz) of `dir` (NULL: /usr/share/datasets/fashion-mnist, Debian's
- * dataset-fashion-mnist) as new references: images (N, 1, 28, 28) uint8 and labels (N,) uint8. */
+ * dataset-fashion-mnist) as new references: images (N, 1, 28, 28) uint8 and labels (N,) uint8. @nullable(dir) @len(x_train=1, y_train=1, x_test=1, y_test=1) */
 TG_API tg_status tg_dataset_mnist(const char* dir, const char* device, tg_tensor** x_train, tg_tensor** y_train, tg_tensor** x_test,
                                   tg_tensor** y_test);
 
@@ -711,7 +731,7 @@ TG_API tg_status tg_optimizer_options_default(tg_optimizer_kind kind, tg_optimiz
  * be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the caller's prefix and the
  * defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
  * (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d
- * param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. */
+ * param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. @nullable(opts) */
 TG_API tg_optimizer* tg_optim_sgd(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
 TG_API tg_optimizer* tg_optim_adam(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
 TG_API tg_optimizer* tg_optim_adamw(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
@@ -727,10 +747,10 @@ TG_API tg_status tg_optimizer_step(tg_optimizer* opt);
  * Returns the count (fixed for an optimizer), or -1 on error. Realize them with the loss in one
  * tg_tensor_realize_many for the fewest kernels, then release them. Inside a tg_jit function they need not be returned:
  * in-place assigns are captured. out NULL: only the count is returned, nothing is assigned. A capacity below the count
- * is TG_ERROR_INVALID_ARGUMENT and nothing is assigned. */
+ * is TG_ERROR_INVALID_ARGUMENT and nothing is assigned. @errors(-1) @nullable(out) */
 TG_API int64_t tg_optimizer_schedule_step(tg_optimizer* opt, tg_tensor** out, size_t capacity);
 /* The params as the optimizer holds them (deduplicated) as new references into out[0..count); returns the count, or -1
- * on error. out NULL: the count only. A capacity below the count is TG_ERROR_INVALID_ARGUMENT. */
+ * on error. out NULL: the count only. A capacity below the count is TG_ERROR_INVALID_ARGUMENT. @errors(-1) @nullable(out) */
 TG_API int64_t tg_optimizer_params(const tg_optimizer* opt, tg_tensor** out, size_t capacity);
 /* A new reference to the lr tensor (shape (1,), float32). Read it with tg_tensor_to_data; assigning into it
  * (tg_tensor_assign, then realize) changes the lr of later steps, also inside a tg_jit function, where a replay then
@@ -756,17 +776,17 @@ TG_API void tg_optimizer_release(tg_optimizer* opt);
  * A new reference. */
 TG_API tg_state* tg_state_load(const char* path, const char* device);
 /* The same from `nbytes` bytes at `data` (borrowed: the tensors hold copies); `name` (borrowed, may be NULL) is what
- * error messages call the bytes. */
+ * error messages call the bytes. @nullable(name) */
 TG_API tg_state* tg_state_load_memory(const void* data, size_t nbytes, const char* name, const char* device);
 /* An empty state. A new reference. */
 TG_API tg_state* tg_state_create(void);
-/* Number of entries, or -1 on error. */
+/* Number of entries, or -1 on error. @errors(-1) */
 TG_API int64_t tg_state_count(const tg_state* s);
 /* The name of entry `i` (borrowed from the state: valid until it is changed or released); NULL if i >= count. */
 TG_API const char* tg_state_name(const tg_state* s, size_t i);
 /* The dtype and shape of the entry named `name` (borrowed) without realizing it: *ndim gets the number of dims, shape
  * (caller-owned, `capacity` long) the dims. shape may be NULL with capacity 0 to ask for ndim; a capacity below ndim is
- * TG_ERROR_INVALID_ARGUMENT with *ndim written. dtype and ndim may be NULL. An unknown name is TG_ERROR_INVALID_ARGUMENT. */
+ * TG_ERROR_INVALID_ARGUMENT with *ndim written. dtype and ndim may be NULL. An unknown name is TG_ERROR_INVALID_ARGUMENT. @nullable(dtype, shape, ndim) */
 TG_API tg_status tg_state_info(const tg_state* s, const char* name, tg_dtype* dtype, int64_t* shape, size_t capacity, int64_t* ndim);
 /* The tensor named `name` (borrowed): a new reference to the state's tensor itself. NULL for an unknown name. */
 TG_API tg_tensor* tg_state_get(const tg_state* s, const char* name);
@@ -778,7 +798,7 @@ TG_API tg_status tg_state_set(tg_state* s, const char* name, tg_tensor* tensor);
  * over it, so readers see the old file or the whole new one. Names and metadata must be UTF-8; a dtype safetensors
  * lacks is TG_ERROR_DTYPE; a failed write is TG_ERROR_IO and leaves `path` as it was. */
 TG_API tg_status tg_state_save(const tg_state* s, const char* path);
-/* Number of metadata entries, or -1 on error. */
+/* Number of metadata entries, or -1 on error. @errors(-1) */
 TG_API int64_t tg_state_metadata_count(const tg_state* s);
 /* Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its value as
  * JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads them). Borrowed from
@@ -810,13 +830,13 @@ TG_API tg_plan* tg_plan_create(tg_tensor* const* tensors, size_t n);
 /* Run the plan: the tensors are realized (as tg_tensor_realize_many would) and each kernel's time is recorded. A plan
  * runs once; running it again is TG_ERROR_INVALID_ARGUMENT. */
 TG_API tg_status tg_plan_run(tg_plan* plan);
-/* Kernels in the plan, in launch order; 0 for a bad handle, with the error set. */
+/* Kernels in the plan, in launch order; 0 for a bad handle, with the error set. @errors(0, last_error) */
 TG_API size_t tg_plan_kernel_count(const tg_plan* plan);
 /* Kernel `i` into *out (set out->struct_size first; a caller built against a smaller struct gets its prefix). The
  * strings and arrays stay valid while the plan lives. */
 TG_API tg_status tg_plan_kernel(const tg_plan* plan, size_t i, tg_kernel_info* out);
 /* The memory planner's result: bytes of the intermediate buffers if each had its own memory, and bytes they take
- * sharing memory (the peak). Either pointer may be NULL. */
+ * sharing memory (the peak). Either pointer may be NULL. @nullable(intermediate_bytes, peak_bytes) */
 TG_API tg_status tg_plan_memory(const tg_plan* plan, int64_t* intermediate_bytes, int64_t* peak_bytes);
 TG_API void tg_plan_release(tg_plan* plan);
 
@@ -834,7 +854,7 @@ TG_API void tg_plan_release(tg_plan* plan);
  * once at start (NUM_CPU_THREADS) are environment only.
  * `name` and `value` are borrowed; `value` is a decimal number (as the environment variable takes it) in the option's
  * range, or NULL to forget the value set here so the environment applies again. An unknown name or a value that is
- * not a number in range is TG_ERROR_INVALID_ARGUMENT naming it, and nothing changes. Thread-safe. */
+ * not a number in range is TG_ERROR_INVALID_ARGUMENT naming it, and nothing changes. Thread-safe. @nullable(value) */
 TG_API tg_status tg_set_option(const char* name, const char* value);
 /* The value the library uses now for option `name` (set here, else the environment, else its default) into *value
  * (caller-owned). TG_ERROR_INVALID_ARGUMENT for an unknown name or a NULL `value`. Thread-safe. */

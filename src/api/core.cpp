@@ -60,10 +60,16 @@ const char* tg_status_name(tg_status s) {
   return unsigned(s) < sizeof(names) / sizeof(*names) ? names[s] : "TG_UNKNOWN_STATUS";
 }
 
-size_t tg_dtype_size(tg_dtype d) { return unsigned(d) <= TG_FLOAT64 ? size_t(dtypes::all()[d].itemsize()) : 0; }
+// an int that is not a tg_dtype: the error is set for callers that read it
+static bool known_dtype(tg_dtype d, const char* fn) {
+  if (unsigned(d) <= TG_FLOAT64) return true;
+  api::set_error(TG_ERROR_INVALID_ARGUMENT, strformat("%s: %d is not a tg_dtype", fn, int(d)));
+  return false;
+}
+size_t tg_dtype_size(tg_dtype d) { return known_dtype(d, "dtype_size") ? size_t(dtypes::all()[d].itemsize()) : 0; }
 const char* tg_dtype_name(tg_dtype d) {
   static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
-  return unsigned(d) <= TG_FLOAT64 ? names[d] : nullptr;
+  return known_dtype(d, "dtype_name") ? names[d] : nullptr;
 }
 tg_status tg_dtype_promote(tg_dtype a, tg_dtype b, tg_dtype* out) {
   return api::call([&] {
