@@ -174,7 +174,7 @@ public sealed partial class Tensor {
   }
 
   public override string ToString() =>
-    IsDisposed ? "Tensor(disposed)" : $"Tensor(({string.Join(", ", Shape())}), {Tg.DTypeName(DType())}, {Device()})";
+    IsDisposed ? "Tensor(disposed)" : $"Tensor(({string.Join(", ", Shape())}{(Ndim() == 1 ? "," : "")}), {Tg.DTypeName(DType())}, {Device()})";
 }
 
 static class ArrayExt {

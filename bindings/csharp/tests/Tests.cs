@@ -82,6 +82,7 @@ static class Tests {
       Eq(42L, Tensor.Full(new long[0], 42, DType.Int64).Item<long>(), "item");
       Eq(DType.Float32, Tg.DTypePromote(DType.Int32, DType.Float32), "promote");
       Eq("float32", Tg.DTypeName(DType.Float32), "name");
+      Eq("Tensor((2,), int32, CPU)", i.ToString(), "ToString");
     }
   }
 
