@@ -6,7 +6,7 @@ PREFIX   ?= /usr/local
 PYTHON   ?= /usr/bin/python3
 GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build run test test-unit test-python test-python-clang test-python-cl test-install fuzz fuzz-files asan bench bench-cuda install clean
+.PHONY: all deps build run test test-unit test-python test-python-clang test-python-cl test-bindings test-install fuzz fuzz-files asan bench bench-cuda install clean
 
 all: build
 
@@ -29,7 +29,7 @@ run: build
 # Every run starts cold: the kernel disk cache lives in a new empty directory for the whole run and is removed after,
 # so a pass never depends on what an earlier run left on disk.
 test: build
-	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-unit test-python test-python-clang test-python-cl test-install
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-unit test-python test-python-clang test-python-cl test-bindings test-install
 
 test-unit:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -52,6 +52,14 @@ test-python-cl:
 	    echo "== the suites on $$dev"; DEV=$$dev TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) $(GPU_SUITES) || exit 1; \
 	  else echo "== $$dev is not on this machine, its suites are skipped: $$(tail -1 /tmp/tg_dev_$$$$)"; fi; rm -f /tmp/tg_dev_$$$$; \
 	done
+
+# each language binding's own suite (bindings/<language>/test.sh: cargo test, go test, the C# runner; the C++ header's
+# GoogleTest suite runs in test-unit, the Python binding's in test-python), then the same program in every language,
+# compared line by line with the C one (tests/bindings/compare_mlp.sh)
+BINDING_SUITES := rust go csharp
+test-bindings:
+	@for b in $(BINDING_SUITES); do echo "== bindings/$$b"; TINYGRAD_BUILD=$(abspath $(BUILD)) sh bindings/$$b/test.sh || exit 1; done
+	TINYGRAD_BUILD=$(abspath $(BUILD)) sh tests/bindings/compare_mlp.sh
 
 test-install:
 	sh tests/install/test_install.sh $(BUILD)

@@ -45,12 +45,13 @@ def split_param(p, where):
 
 def tokens(text):
   """The header as a list of (kind, text): 'comment', 'define', 'decl' (up to its ';' or closing brace + ';')."""
-  out, i, n = [], 0, len(text)
+  out, i, n, prev_end = [], 0, len(text), 0
   while i < n:
     if text.startswith("/*", i):
       j = text.index("*/", i) + 2
-      out.append(("comment", text[i + 2:j - 2]))
-      i = j
+      trailing = bool(out) and out[-1][0] == "decl" and "\n" not in text[prev_end:i]
+      out.append(("trailing" if trailing else "comment", text[i + 2:j - 2]))
+      i = prev_end = j
     elif text[i] == "#":
       j = i
       while True:
@@ -76,7 +77,7 @@ def tokens(text):
         if c == ";" and depth == 0: break
         j += 1
       out.append(("decl", text[i:j + 1]))
-      i = j + 1
+      i = prev_end = j + 1
   return out
 
 
@@ -119,8 +120,12 @@ class Header:
       die(f"cannot read {path}: {e}")
     self.path = path
     self.consts, self.constants, self.enums, self.handles, self.structs, self.callbacks, self.externs, self.fns = {}, [], [], [], [], [], [], []
-    self.section, self.comment, self.fresh = "", "", False
+    self.section, self.comment, self.fresh, self.last = "", "", False, None
+    self.docs = {}  # name -> (doc, group_doc)
     for kind, body in tokens(self.text):
+      if kind == "trailing":
+        if self.last: self.docs[self.last] = (doc_of(body), "")
+        continue
       if kind == "comment":
         sm = re.match(r"\s*-{4} (.+?) -+\s*$", body)
         if sm: self.section, self.comment = sm.group(1), ""
@@ -128,7 +133,7 @@ class Header:
         self.fresh = not sm
       elif kind == "define": self.define(body)
       else:
-        self.decl(body)
+        self.last = self.decl(body)
         self.fresh = False
 
   def define(self, line):
@@ -143,27 +148,36 @@ class Header:
     self.constants.append({"name": name, "type": t, "value": val})
 
   def decl(self, d):
+    name = self.decl_only(d)
+    if name: self.docs[name] = (doc_of(self.comment), "") if self.fresh else ("", doc_of(self.comment))
+    return name
+
+  def doc(self, name):
+    doc, group = self.docs.get(name, ("", ""))
+    return {"doc": doc, **({"group_doc": group} if group else {})}
+
+  def decl_only(self, d):
     flat = re.sub(r"\s+", " ", re.sub(r"/\*.*?\*/", " ", d, flags=re.S)).strip()
     if flat.startswith('extern "C"') or flat == "}": return
     if flat.startswith("TG_API"): return self.function(flat[6:].rstrip(";").strip())
     m = re.fullmatch(r"typedef enum (\w+) \{(.*)\} (\w+);", flat)
     if m: return self.enum(m.group(1), d)
     m = re.fullmatch(r"typedef struct (\w+) (\w+);", flat)
-    if m: return self.handles.append({"name": m.group(1), "doc": self.inline_doc(d) or doc_of(self.comment)})
+    if m: return self.add(self.handles, {"name": m.group(1)})
     m = re.fullmatch(r"typedef struct (\w+) \{(.*)\} (\w+);", flat)
     if m: return self.struct(m.group(1), m.group(2))
     m = re.fullmatch(r"typedef (.+?)\(\*(\w+)\)\((.*)\);", flat)
     if m:
       params = [dict(zip(("type", "name"), split_param(p, m.group(2))[:2])) for p in m.group(3).split(",")]
-      return self.callbacks.append({"name": m.group(2), "returns": norm_type(m.group(1)), "params": params, "doc": doc_of(self.comment)})
+      return self.add(self.callbacks, {"name": m.group(2), "returns": norm_type(m.group(1)), "params": params})
     m = re.fullmatch(r"struct (\w+);", flat)
-    if m: return self.externs.append({"name": m.group(1), "doc": doc_of(self.comment)})
+    if m: return self.add(self.externs, {"name": m.group(1)})
     die(f"cannot read the declaration '{flat[:120]}' in {self.path}")
 
   @staticmethod
-  def inline_doc(d):
-    m = re.search(r"/\*(.*?)\*/", d, flags=re.S)
-    return doc_of(m.group(1)) if m else ""
+  def add(table, entry):
+    table.append(entry)
+    return entry["name"]
 
   def enum(self, name, d):
     body = d[d.index("{") + 1:d.rindex("}")]
@@ -174,7 +188,7 @@ class Header:
       nxt = v + 1
       if m.group(1).endswith("_MAX_ENUM"): continue  # forces a 32-bit enum; not a value
       values.append({"name": m.group(1), "value": v, "doc": doc_of(m.group(3) or "")})
-    self.enums.append({"name": name, "values": values, "doc": doc_of(self.comment)})
+    return self.add(self.enums, {"name": name, "values": values})
 
   def struct(self, name, body):
     fields = []
@@ -186,8 +200,7 @@ class Header:
         f = {"name": n, "type": t}
         if count: f["count"] = c_int(count, self.consts)
         fields.append(f)
-    self.structs.append({"name": name, "fields": fields, "sized": bool(fields) and fields[0]["name"] == "struct_size",
-                         "doc": doc_of(self.comment)})
+    return self.add(self.structs, {"name": name, "fields": fields, "sized": bool(fields) and fields[0]["name"] == "struct_size"})
 
   def function(self, decl):
     pm = re.fullmatch(r"(.+?)\b(tg_\w+)\s*\((.*)\)", decl)
@@ -195,6 +208,7 @@ class Header:
     ret, name, plist = norm_type(pm.group(1)), pm.group(2), pm.group(3).strip()
     params = [] if plist in ("", "void") else [split_param(p, name)[:2] for p in plist.split(",")]
     self.fns.append((ret, name, params, self.comment, self.section))
+    return name
 
 
 class Manifest:
@@ -227,10 +241,10 @@ class Manifest:
     for i, (t, n) in enumerate(params):
       nxt = params[i + 1] if i + 1 < len(params) else None
       length = tags["len"].get(n)
-      if length is None and nxt and nxt[0] == "size_t" and "*" in t and t != "void*" or (t == "void*" and nxt and nxt[0] == "size_t"):
-        length = nxt[1]
       p = {"name": n, "type": t}
       b, depth = self.base(t)
+      if length is None and nxt and nxt[0] == "size_t" and "*" in t and not (b in self.handle_names and depth == 1):
+        length = nxt[1]
       const = t.startswith("const ")
       if name.endswith("_release") and i == 0:
         p.update(kind="handle", handle=b, ownership="taken", nullable=True)
@@ -283,7 +297,7 @@ class Manifest:
       if p["name"] in used_as_len:
         if p["type"] != "size_t": die(f"{where}: the length '{p['name']}' of {used_as_len[p['name']]} must be a size_t")
         p.update(kind="length", of=used_as_len[p["name"]])
-    return {"name": name, "section": section, "returns": self.result(ret, name, tags, where), "params": out, "doc": doc_of(comment)}
+    return {"name": name, "section": section, "returns": self.result(ret, name, tags, where), "params": out, **self.h.doc(name)}
 
   def check_group_tag(self, kind, n, fn, comment):
     # a tag in a comment that covers several declarations must name an argument of at least one of them
@@ -321,6 +335,8 @@ class Manifest:
       if not rel: die(f"handle {x['name']} has no tg_{stem}_release")
       x["release"], x["retain"] = rel, ("tg_" + stem + "_retain") if ("tg_" + stem + "_retain") in names else None
     del retain
+    for table in (h.enums, h.handles, h.structs, h.callbacks, h.externs):
+      for x in table: x.update(h.doc(x["name"]))
     return {
         "manifest_version": 1,
         "library": "tinygrad",

@@ -15,7 +15,7 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LANGUAGES = ["rust", "go", "csharp", "julia"]
+LANGUAGES = ["python", "rust", "go", "csharp", "julia"]
 
 
 def main():

@@ -18,13 +18,13 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_empty(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary>Uninitialized storage of the given shape. (tg_tensor_zeros)
+  /// <summary> (tg_tensor_zeros)
   /// </summary>
   public static Tensor Zeros(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_zeros(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary>Uninitialized storage of the given shape. (tg_tensor_ones)
+  /// <summary> (tg_tensor_ones)
   /// </summary>
   public static Tensor Ones(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_ones(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
@@ -72,7 +72,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return r;
   }
 
-  /// <summary>Copy the shape into out[0..ndim); `capacity` is out's length and must be &gt;= ndim. (tg_tensor_dtype)
+  /// <summary> (tg_tensor_dtype)
   /// </summary>
   public DType DType() {
     DType out_;
@@ -103,118 +103,79 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_add(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_sub)
+  /// <summary> (tg_tensor_sub)
   /// </summary>
   public Tensor Sub(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_sub(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_mul)
+  /// <summary> (tg_tensor_mul)
   /// </summary>
   public Tensor Mul(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_mul(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_div)
+  /// <summary> (tg_tensor_div)
   /// </summary>
   public Tensor Div(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_div(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_idiv)
+  /// <summary> (tg_tensor_idiv)
   /// </summary>
   public Tensor Idiv(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_idiv(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_maximum)
+  /// <summary> (tg_tensor_maximum)
   /// </summary>
   public Tensor Maximum(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_maximum(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_minimum)
+  /// <summary> (tg_tensor_minimum)
   /// </summary>
   public Tensor Minimum(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_minimum(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_pow)
+  /// <summary> (tg_tensor_pow)
   /// </summary>
   public Tensor Pow(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_pow(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_lt)
+  /// <summary> (tg_tensor_lt)
   /// </summary>
   public Tensor Lt(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_lt(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_le)
+  /// <summary> (tg_tensor_le)
   /// </summary>
   public Tensor Le(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_le(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_gt)
+  /// <summary> (tg_tensor_gt)
   /// </summary>
   public Tensor Gt(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_gt(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_ge)
+  /// <summary> (tg_tensor_ge)
   /// </summary>
   public Tensor Ge(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_ge(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_eq)
+  /// <summary> (tg_tensor_eq)
   /// </summary>
   public Tensor Eq(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_eq(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_ne)
+  /// <summary> (tg_tensor_ne)
   /// </summary>
   public Tensor Ne(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_ne(H, Native.Arg(b, nameof(b)).H)));
@@ -227,29 +188,25 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_add_scalar(H, b)));
   }
 
-  /// <summary>a &lt;op&gt; scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
-  /// (tg_tensor_sub_scalar)
+  /// <summary> (tg_tensor_sub_scalar)
   /// </summary>
   public Tensor SubScalar(double b) {
     return new Tensor(Native.Check(Native.tg_tensor_sub_scalar(H, b)));
   }
 
-  /// <summary>a &lt;op&gt; scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
-  /// (tg_tensor_mul_scalar)
+  /// <summary> (tg_tensor_mul_scalar)
   /// </summary>
   public Tensor MulScalar(double b) {
     return new Tensor(Native.Check(Native.tg_tensor_mul_scalar(H, b)));
   }
 
-  /// <summary>a &lt;op&gt; scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
-  /// (tg_tensor_div_scalar)
+  /// <summary> (tg_tensor_div_scalar)
   /// </summary>
   public Tensor DivScalar(double b) {
     return new Tensor(Native.Check(Native.tg_tensor_div_scalar(H, b)));
   }
 
-  /// <summary>a &lt;op&gt; scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
-  /// (tg_tensor_pow_scalar)
+  /// <summary> (tg_tensor_pow_scalar)
   /// </summary>
   public Tensor PowScalar(double b) {
     return new Tensor(Native.Check(Native.tg_tensor_pow_scalar(H, b)));
@@ -261,7 +218,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_where(H, Native.Arg(x, nameof(x)).H, Native.Arg(y, nameof(y)).H)));
   }
 
-  /// <summary>cond ? x : y, broadcast together; cond is cast to bool. (tg_tensor_cast)
+  /// <summary> (tg_tensor_cast)
   /// </summary>
   public Tensor Cast(DType dtype) {
     return new Tensor(Native.Check(Native.tg_tensor_cast(H, dtype)));
@@ -274,169 +231,145 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_neg(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_exp)
+  /// <summary> (tg_tensor_exp)
   /// </summary>
   public Tensor Exp() {
     return new Tensor(Native.Check(Native.tg_tensor_exp(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_exp2)
+  /// <summary> (tg_tensor_exp2)
   /// </summary>
   public Tensor Exp2() {
     return new Tensor(Native.Check(Native.tg_tensor_exp2(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_log)
+  /// <summary> (tg_tensor_log)
   /// </summary>
   public Tensor Log() {
     return new Tensor(Native.Check(Native.tg_tensor_log(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_log2)
+  /// <summary> (tg_tensor_log2)
   /// </summary>
   public Tensor Log2() {
     return new Tensor(Native.Check(Native.tg_tensor_log2(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_sqrt)
+  /// <summary> (tg_tensor_sqrt)
   /// </summary>
   public Tensor Sqrt() {
     return new Tensor(Native.Check(Native.tg_tensor_sqrt(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_reciprocal)
+  /// <summary> (tg_tensor_reciprocal)
   /// </summary>
   public Tensor Reciprocal() {
     return new Tensor(Native.Check(Native.tg_tensor_reciprocal(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_sin)
+  /// <summary> (tg_tensor_sin)
   /// </summary>
   public Tensor Sin() {
     return new Tensor(Native.Check(Native.tg_tensor_sin(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_cos)
+  /// <summary> (tg_tensor_cos)
   /// </summary>
   public Tensor Cos() {
     return new Tensor(Native.Check(Native.tg_tensor_cos(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_abs)
+  /// <summary> (tg_tensor_abs)
   /// </summary>
   public Tensor Abs() {
     return new Tensor(Native.Check(Native.tg_tensor_abs(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_relu)
+  /// <summary> (tg_tensor_relu)
   /// </summary>
   public Tensor Relu() {
     return new Tensor(Native.Check(Native.tg_tensor_relu(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_sigmoid)
+  /// <summary> (tg_tensor_sigmoid)
   /// </summary>
   public Tensor Sigmoid() {
     return new Tensor(Native.Check(Native.tg_tensor_sigmoid(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_tanh)
+  /// <summary> (tg_tensor_tanh)
   /// </summary>
   public Tensor Tanh() {
     return new Tensor(Native.Check(Native.tg_tensor_tanh(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_rsqrt)
+  /// <summary> (tg_tensor_rsqrt)
   /// </summary>
   public Tensor Rsqrt() {
     return new Tensor(Native.Check(Native.tg_tensor_rsqrt(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_square)
+  /// <summary> (tg_tensor_square)
   /// </summary>
   public Tensor Square() {
     return new Tensor(Native.Check(Native.tg_tensor_square(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_tan)
+  /// <summary> (tg_tensor_tan)
   /// </summary>
   public Tensor Tan() {
     return new Tensor(Native.Check(Native.tg_tensor_tan(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_asin)
+  /// <summary> (tg_tensor_asin)
   /// </summary>
   public Tensor Asin() {
     return new Tensor(Native.Check(Native.tg_tensor_asin(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_acos)
+  /// <summary> (tg_tensor_acos)
   /// </summary>
   public Tensor Acos() {
     return new Tensor(Native.Check(Native.tg_tensor_acos(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_atan)
+  /// <summary> (tg_tensor_atan)
   /// </summary>
   public Tensor Atan() {
     return new Tensor(Native.Check(Native.tg_tensor_atan(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_sinh)
+  /// <summary> (tg_tensor_sinh)
   /// </summary>
   public Tensor Sinh() {
     return new Tensor(Native.Check(Native.tg_tensor_sinh(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_cosh)
+  /// <summary> (tg_tensor_cosh)
   /// </summary>
   public Tensor Cosh() {
     return new Tensor(Native.Check(Native.tg_tensor_cosh(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_asinh)
+  /// <summary> (tg_tensor_asinh)
   /// </summary>
   public Tensor Asinh() {
     return new Tensor(Native.Check(Native.tg_tensor_asinh(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_acosh)
+  /// <summary> (tg_tensor_acosh)
   /// </summary>
   public Tensor Acosh() {
     return new Tensor(Native.Check(Native.tg_tensor_acosh(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_atanh)
+  /// <summary> (tg_tensor_atanh)
   /// </summary>
   public Tensor Atanh() {
     return new Tensor(Native.Check(Native.tg_tensor_atanh(H)));
   }
 
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// (tg_tensor_erf)
+  /// <summary> (tg_tensor_erf)
   /// </summary>
   public Tensor Erf() {
     return new Tensor(Native.Check(Native.tg_tensor_erf(H)));
@@ -449,57 +382,49 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_sign(H)));
   }
 
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. (tg_tensor_trunc)
+  /// <summary> (tg_tensor_trunc)
   /// </summary>
   public Tensor Trunc() {
     return new Tensor(Native.Check(Native.tg_tensor_trunc(H)));
   }
 
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. (tg_tensor_floor)
+  /// <summary> (tg_tensor_floor)
   /// </summary>
   public Tensor Floor() {
     return new Tensor(Native.Check(Native.tg_tensor_floor(H)));
   }
 
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. (tg_tensor_ceil)
+  /// <summary> (tg_tensor_ceil)
   /// </summary>
   public Tensor Ceil() {
     return new Tensor(Native.Check(Native.tg_tensor_ceil(H)));
   }
 
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. (tg_tensor_round)
+  /// <summary> (tg_tensor_round)
   /// </summary>
   public Tensor Round() {
     return new Tensor(Native.Check(Native.tg_tensor_round(H)));
   }
 
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. (tg_tensor_isnan)
+  /// <summary> (tg_tensor_isnan)
   /// </summary>
   public Tensor Isnan() {
     return new Tensor(Native.Check(Native.tg_tensor_isnan(H)));
   }
 
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. (tg_tensor_isinf)
+  /// <summary> (tg_tensor_isinf)
   /// </summary>
   public Tensor Isinf() {
     return new Tensor(Native.Check(Native.tg_tensor_isinf(H)));
   }
 
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. (tg_tensor_isfinite)
+  /// <summary> (tg_tensor_isfinite)
   /// </summary>
   public Tensor Isfinite() {
     return new Tensor(Native.Check(Native.tg_tensor_isfinite(H)));
   }
 
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. (tg_tensor_logical_not)
+  /// <summary> (tg_tensor_logical_not)
   /// </summary>
   public Tensor LogicalNot() {
     return new Tensor(Native.Check(Native.tg_tensor_logical_not(H)));
@@ -511,85 +436,85 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_relu6(H)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_leaky_relu)
+  /// <summary> (tg_tensor_leaky_relu)
   /// </summary>
   public Tensor LeakyRelu(double negSlope) {
     return new Tensor(Native.Check(Native.tg_tensor_leaky_relu(H, negSlope)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_elu)
+  /// <summary> (tg_tensor_elu)
   /// </summary>
   public Tensor Elu(double alpha) {
     return new Tensor(Native.Check(Native.tg_tensor_elu(H, alpha)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_celu)
+  /// <summary> (tg_tensor_celu)
   /// </summary>
   public Tensor Celu(double alpha) {
     return new Tensor(Native.Check(Native.tg_tensor_celu(H, alpha)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_selu)
+  /// <summary> (tg_tensor_selu)
   /// </summary>
   public Tensor Selu() {
     return new Tensor(Native.Check(Native.tg_tensor_selu(H)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_gelu)
+  /// <summary> (tg_tensor_gelu)
   /// </summary>
   public Tensor Gelu() {
     return new Tensor(Native.Check(Native.tg_tensor_gelu(H)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_quick_gelu)
+  /// <summary> (tg_tensor_quick_gelu)
   /// </summary>
   public Tensor QuickGelu() {
     return new Tensor(Native.Check(Native.tg_tensor_quick_gelu(H)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_silu)
+  /// <summary> (tg_tensor_silu)
   /// </summary>
   public Tensor Silu() {
     return new Tensor(Native.Check(Native.tg_tensor_silu(H)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_mish)
+  /// <summary> (tg_tensor_mish)
   /// </summary>
   public Tensor Mish() {
     return new Tensor(Native.Check(Native.tg_tensor_mish(H)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_hardsigmoid)
+  /// <summary> (tg_tensor_hardsigmoid)
   /// </summary>
   public Tensor Hardsigmoid() {
     return new Tensor(Native.Check(Native.tg_tensor_hardsigmoid(H)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_logsigmoid)
+  /// <summary> (tg_tensor_logsigmoid)
   /// </summary>
   public Tensor Logsigmoid() {
     return new Tensor(Native.Check(Native.tg_tensor_logsigmoid(H)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_softplus)
+  /// <summary> (tg_tensor_softplus)
   /// </summary>
   public Tensor Softplus(double beta) {
     return new Tensor(Native.Check(Native.tg_tensor_softplus(H, beta)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_softsign)
+  /// <summary> (tg_tensor_softsign)
   /// </summary>
   public Tensor Softsign() {
     return new Tensor(Native.Check(Native.tg_tensor_softsign(H)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_hardswish)
+  /// <summary> (tg_tensor_hardswish)
   /// </summary>
   public Tensor Hardswish() {
     return new Tensor(Native.Check(Native.tg_tensor_hardswish(H)));
   }
 
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken. (tg_tensor_hardtanh)
+  /// <summary> (tg_tensor_hardtanh)
   /// </summary>
   public Tensor Hardtanh(double minVal, double maxVal) {
     return new Tensor(Native.Check(Native.tg_tensor_hardtanh(H, minVal, maxVal)));
@@ -610,73 +535,55 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_mod(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably. (tg_tensor_fmod)
+  /// <summary> (tg_tensor_fmod)
   /// </summary>
   public Tensor Fmod(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_fmod(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably. (tg_tensor_bitwise_and)
+  /// <summary> (tg_tensor_bitwise_and)
   /// </summary>
   public Tensor BitwiseAnd(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_bitwise_and(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably. (tg_tensor_bitwise_or)
+  /// <summary> (tg_tensor_bitwise_or)
   /// </summary>
   public Tensor BitwiseOr(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_bitwise_or(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably. (tg_tensor_bitwise_xor)
+  /// <summary> (tg_tensor_bitwise_xor)
   /// </summary>
   public Tensor BitwiseXor(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_bitwise_xor(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably. (tg_tensor_bitwise_not)
+  /// <summary> (tg_tensor_bitwise_not)
   /// </summary>
   public Tensor BitwiseNot() {
     return new Tensor(Native.Check(Native.tg_tensor_bitwise_not(H)));
   }
 
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably. (tg_tensor_lshift)
+  /// <summary> (tg_tensor_lshift)
   /// </summary>
   public Tensor Lshift(long bits) {
     return new Tensor(Native.Check(Native.tg_tensor_lshift(H, bits)));
   }
 
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably. (tg_tensor_rshift)
+  /// <summary> (tg_tensor_rshift)
   /// </summary>
   public Tensor Rshift(long bits) {
     return new Tensor(Native.Check(Native.tg_tensor_rshift(H, bits)));
   }
 
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably. (tg_tensor_copysign)
+  /// <summary> (tg_tensor_copysign)
   /// </summary>
   public Tensor Copysign(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_copysign(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably. (tg_tensor_logaddexp)
+  /// <summary> (tg_tensor_logaddexp)
   /// </summary>
   public Tensor Logaddexp(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_logaddexp(H, Native.Arg(b, nameof(b)).H)));
@@ -702,33 +609,25 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_sum(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary>Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
-  /// (tg_tensor_prod)
+  /// <summary> (tg_tensor_prod)
   /// </summary>
   public Tensor Prod(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_prod(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary>Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
-  /// (tg_tensor_max)
+  /// <summary> (tg_tensor_max)
   /// </summary>
   public Tensor Max(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_max(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary>Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
-  /// (tg_tensor_min)
+  /// <summary> (tg_tensor_min)
   /// </summary>
   public Tensor Min(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_min(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary>Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
-  /// (tg_tensor_mean)
+  /// <summary> (tg_tensor_mean)
   /// </summary>
   public Tensor Mean(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_mean(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
@@ -741,8 +640,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_std(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0, correction)));
   }
 
-  /// <summary>std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float. std_mean/var_mean
-  /// write two new references to out[0] (std or var) and out[1] (mean). (tg_tensor_var)
+  /// <summary> (tg_tensor_var)
   /// </summary>
   public Tensor Var(long[] axes, bool keepdim, double correction) {
     return new Tensor(Native.Check(Native.tg_tensor_var(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0, correction)));
@@ -770,13 +668,13 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_all(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary>all/any are TG_BOOL; logsumexp is float. (tg_tensor_any)
+  /// <summary> (tg_tensor_any)
   /// </summary>
   public Tensor Any(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_any(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary>all/any are TG_BOOL; logsumexp is float. (tg_tensor_logsumexp)
+  /// <summary> (tg_tensor_logsumexp)
   /// </summary>
   public Tensor Logsumexp(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_logsumexp(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
@@ -789,8 +687,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_argmax(H, axis, keepdim ? 1 : 0, flatten ? 1 : 0)));
   }
 
-  /// <summary>Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches the flattened
-  /// tensor. (tg_tensor_argmin)
+  /// <summary> (tg_tensor_argmin)
   /// </summary>
   public Tensor Argmin(long axis, bool keepdim, bool flatten) {
     return new Tensor(Native.Check(Native.tg_tensor_argmin(H, axis, keepdim ? 1 : 0, flatten ? 1 : 0)));
@@ -803,22 +700,19 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_cumsum(H, axis)));
   }
 
-  /// <summary>Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
-  /// (tg_tensor_cumprod)
+  /// <summary> (tg_tensor_cumprod)
   /// </summary>
   public Tensor Cumprod(long axis) {
     return new Tensor(Native.Check(Native.tg_tensor_cumprod(H, axis)));
   }
 
-  /// <summary>Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
-  /// (tg_tensor_cummax)
+  /// <summary> (tg_tensor_cummax)
   /// </summary>
   public Tensor Cummax(long axis) {
     return new Tensor(Native.Check(Native.tg_tensor_cummax(H, axis)));
   }
 
-  /// <summary>Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
-  /// (tg_tensor_cummin)
+  /// <summary> (tg_tensor_cummin)
   /// </summary>
   public Tensor Cummin(long axis) {
     return new Tensor(Native.Check(Native.tg_tensor_cummin(H, axis)));
@@ -830,7 +724,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_softmax(H, axis)));
   }
 
-  /// <summary>softmax / log_softmax along `axis`. (tg_tensor_log_softmax)
+  /// <summary> (tg_tensor_log_softmax)
   /// </summary>
   public Tensor LogSoftmax(long axis) {
     return new Tensor(Native.Check(Native.tg_tensor_log_softmax(H, axis)));
@@ -897,8 +791,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_flip(H, axes, (UIntPtr)(axes?.Length ?? 0))));
   }
 
-  /// <summary>Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or -1
-  /// and is returned unchanged, as in torch; so does transpose(t, 0, 0). (tg_tensor_transpose)
+  /// <summary> (tg_tensor_transpose)
   /// </summary>
   public Tensor Transpose(long dim0, long dim1) {
     return new Tensor(Native.Check(Native.tg_tensor_transpose(H, dim0, dim1)));
@@ -922,8 +815,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_squeeze(H, dim)));
   }
 
-  /// <summary>Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1 dim.
-  /// (tg_tensor_squeeze_all)
+  /// <summary> (tg_tensor_squeeze_all)
   /// </summary>
   public Tensor SqueezeAll() {
     return new Tensor(Native.Check(Native.tg_tensor_squeeze_all(H)));
@@ -963,7 +855,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     }
   }
 
-  /// <summary>Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim. (tg_tensor_stack)
+  /// <summary> (tg_tensor_stack)
   /// </summary>
   public static Tensor Stack(Tensor[] ts, long dim) {
     using (var ts_ = new HandleArray(ts)) {
@@ -978,8 +870,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_tril(H, k)));
   }
 
-  /// <summary>Lower / upper triangle of the last two dims, keeping diagonals &gt;= k (tril: &lt;= k); the rest is 0.
-  /// (tg_tensor_triu)
+  /// <summary> (tg_tensor_triu)
   /// </summary>
   public Tensor Triu(long k) {
     return new Tensor(Native.Check(Native.tg_tensor_triu(H, k)));
@@ -1039,8 +930,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_diag(H)));
   }
 
-  /// <summary>diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims.
-  /// (tg_tensor_diagonal)
+  /// <summary> (tg_tensor_diagonal)
   /// </summary>
   public Tensor Diagonal() {
     return new Tensor(Native.Check(Native.tg_tensor_diagonal(H)));
@@ -1061,8 +951,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
   }
 
-  /// <summary>Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of
-  /// it. (tg_tensor_argsort)
+  /// <summary> (tg_tensor_argsort)
   /// </summary>
   public Tensor Argsort(long dim, bool descending) {
     return new Tensor(Native.Check(Native.tg_tensor_argsort(H, dim, descending ? 1 : 0)));
@@ -1083,9 +972,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_scatter(H, dim, Native.Arg(index, nameof(index)).H, Native.Arg(src, nameof(src)).H)));
   }
 
-  /// <summary>out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean",
-  /// "amax", "amin") everything sent to one place, with t's own value when include_self != 0.
-  /// (tg_tensor_scatter_reduce)
+  /// <summary> (tg_tensor_scatter_reduce)
   /// </summary>
   public Tensor ScatterReduce(long dim, Tensor index, Tensor src, string reduce, bool includeSelf) {
     return new Tensor(Native.Check(Native.tg_tensor_scatter_reduce(H, dim, Native.Arg(index, nameof(index)).H, Native.Arg(src, nameof(src)).H, reduce, includeSelf ? 1 : 0)));
@@ -1105,9 +992,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_nonzero(H)));
   }
 
-  /// <summary>Data-dependent shapes: these realize (the count is read back first). nonzero: (count, ndim) TG_INT64
-  /// coordinates of the nonzero elements in row-major order (at most 2^24 elements); masked_select: the 1-d
-  /// selected elements. (tg_tensor_masked_select)
+  /// <summary> (tg_tensor_masked_select)
   /// </summary>
   public Tensor MaskedSelect(Tensor mask) {
     return new Tensor(Native.Check(Native.tg_tensor_masked_select(H, Native.Arg(mask, nameof(mask)).H)));
@@ -1127,9 +1012,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_linear(H, Native.Arg(weight, nameof(weight)).H, bias?.H ?? TensorHandle.Null)));
   }
 
-  /// <summary>tinygrad's Tensor methods of the same names. Optional tensors (bias, weight, mask) may be NULL. `reduction`
-  /// is 0 none, 1 mean, 2 sum. x @ weight + bias with weight (in, out), as Tensor.linear (nn.Linear keeps (out,
-  /// in) and passes its transpose). (tg_tensor_dot)
+  /// <summary> (tg_tensor_dot)
   /// </summary>
   public Tensor Dot(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_dot(H, Native.Arg(b, nameof(b)).H)));
@@ -1170,8 +1053,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_max_pool2d(H, kernelH, kernelW, strideH, strideW, dilationH, dilationW, padH, padW)));
   }
 
-  /// <summary>Max / average over kernel windows of the last two dims; padding is -inf / 0 (count_include_pad counts it in
-  /// the mean). (tg_tensor_avg_pool2d)
+  /// <summary> (tg_tensor_avg_pool2d)
   /// </summary>
   public Tensor AvgPool2d(long kernelH, long kernelW, long strideH, long strideW, long padH, long padW, bool countIncludePad) {
     return new Tensor(Native.Check(Native.tg_tensor_avg_pool2d(H, kernelH, kernelW, strideH, strideW, padH, padW, countIncludePad ? 1 : 0)));
@@ -1217,36 +1099,25 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_cross_entropy(H, Native.Arg(target, nameof(target)).H, labelSmoothing, reduction)));
   }
 
-  /// <summary>Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
-  /// (tg_tensor_sparse_categorical_crossentropy)
+  /// <summary> (tg_tensor_sparse_categorical_crossentropy)
   /// </summary>
   public Tensor SparseCategoricalCrossentropy(Tensor labels, long ignoreIndex, double labelSmoothing, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_sparse_categorical_crossentropy(H, Native.Arg(labels, nameof(labels)).H, ignoreIndex, labelSmoothing, reduction)));
   }
 
-  /// <summary>Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices. (tg_tensor_nll_loss)
+  /// <summary> (tg_tensor_nll_loss)
   /// </summary>
   public Tensor NllLoss(Tensor target, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_nll_loss(H, Native.Arg(target, nameof(target)).H, reduction)));
   }
 
-  /// <summary>Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
-  /// (tg_tensor_binary_crossentropy)
+  /// <summary> (tg_tensor_binary_crossentropy)
   /// </summary>
   public Tensor BinaryCrossentropy(Tensor y, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_binary_crossentropy(H, Native.Arg(y, nameof(y)).H, reduction)));
   }
 
-  /// <summary>Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
-  /// (tg_tensor_binary_crossentropy_logits)
+  /// <summary> (tg_tensor_binary_crossentropy_logits)
   /// </summary>
   public Tensor BinaryCrossentropyLogits(Tensor y, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_binary_crossentropy_logits(H, Native.Arg(y, nameof(y)).H, reduction)));
@@ -1265,61 +1136,31 @@ public sealed partial class Tensor : IDisposable, IHandle {
     Native.Check(Native.tg_tensor_assign(H, Native.Arg(value, nameof(value)).H));
   }
 
-  /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-  /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
-  /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
-  /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused). (tg_tensor_rand)
+  /// <summary> (tg_tensor_rand)
   /// </summary>
   public static Tensor Rand(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_rand(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-  /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
-  /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
-  /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused). (tg_tensor_randn)
+  /// <summary> (tg_tensor_randn)
   /// </summary>
   public static Tensor Randn(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_randn(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-  /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
-  /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
-  /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused). (tg_tensor_uniform)
+  /// <summary> (tg_tensor_uniform)
   /// </summary>
   public static Tensor Uniform(long[] shape, double low, double high, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_uniform(shape, (UIntPtr)(shape?.Length ?? 0), low, high, dtype, device)));
   }
 
-  /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-  /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
-  /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
-  /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused). (tg_tensor_normal)
+  /// <summary> (tg_tensor_normal)
   /// </summary>
   public static Tensor Normal(long[] shape, double mean, double std, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_normal(shape, (UIntPtr)(shape?.Length ?? 0), mean, std, dtype, device)));
   }
 
-  /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-  /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
-  /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
-  /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused). (tg_tensor_randint)
+  /// <summary> (tg_tensor_randint)
   /// </summary>
   public static Tensor Randint(long[] shape, long low, long high, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_randint(shape, (UIntPtr)(shape?.Length ?? 0), low, high, dtype, device)));
@@ -1333,25 +1174,19 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_scaled_uniform(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary>tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-  /// glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
-  /// (tg_tensor_glorot_uniform)
+  /// <summary> (tg_tensor_glorot_uniform)
   /// </summary>
   public static Tensor GlorotUniform(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_glorot_uniform(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary>tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-  /// glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
-  /// (tg_tensor_kaiming_uniform)
+  /// <summary> (tg_tensor_kaiming_uniform)
   /// </summary>
   public static Tensor KaimingUniform(long[] shape, double a, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_kaiming_uniform(shape, (UIntPtr)(shape?.Length ?? 0), a, dtype, device)));
   }
 
-  /// <summary>tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-  /// glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
-  /// (tg_tensor_kaiming_normal)
+  /// <summary> (tg_tensor_kaiming_normal)
   /// </summary>
   public static Tensor KaimingNormal(long[] shape, double a, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_kaiming_normal(shape, (UIntPtr)(shape?.Length ?? 0), a, dtype, device)));
@@ -1364,8 +1199,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_randperm(n, dtype, device)));
   }
 
-  /// <summary>A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d or 2-d).
-  /// (tg_tensor_multinomial)
+  /// <summary> (tg_tensor_multinomial)
   /// </summary>
   public Tensor Multinomial(long numSamples, bool replacement) {
     return new Tensor(Native.Check(Native.tg_tensor_multinomial(H, numSamples, replacement ? 1 : 0)));
@@ -1377,25 +1211,25 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_rand_like(H)));
   }
 
-  /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device. (tg_tensor_randn_like)
+  /// <summary> (tg_tensor_randn_like)
   /// </summary>
   public Tensor RandnLike() {
     return new Tensor(Native.Check(Native.tg_tensor_randn_like(H)));
   }
 
-  /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device. (tg_tensor_full_like)
+  /// <summary> (tg_tensor_full_like)
   /// </summary>
   public Tensor FullLike(double value) {
     return new Tensor(Native.Check(Native.tg_tensor_full_like(H, value)));
   }
 
-  /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device. (tg_tensor_zeros_like)
+  /// <summary> (tg_tensor_zeros_like)
   /// </summary>
   public Tensor ZerosLike() {
     return new Tensor(Native.Check(Native.tg_tensor_zeros_like(H)));
   }
 
-  /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device. (tg_tensor_ones_like)
+  /// <summary> (tg_tensor_ones_like)
   /// </summary>
   public Tensor OnesLike() {
     return new Tensor(Native.Check(Native.tg_tensor_ones_like(H)));
@@ -1507,8 +1341,7 @@ public sealed partial class Expr : IDisposable, IHandle {
     return new Expr(Native.Check(Native.tg_expr_variable(name, min, max)));
   }
 
-  /// <summary>A variable named `name` (copied) taking values in [min, max]. NULL if min &gt; max or name is empty.
-  /// (tg_expr_const)
+  /// <summary> (tg_expr_const)
   /// </summary>
   public static Expr Const(long value) {
     return new Expr(Native.Check(Native.tg_expr_const(value)));
@@ -1546,7 +1379,7 @@ public sealed partial class Expr : IDisposable, IHandle {
     return (min_, max_);
   }
 
-  /// <summary>Smallest and largest value `e` can take given its variables' bounds. (tg_expr_retain)
+  /// <summary> (tg_expr_retain)
   /// </summary>
   public Expr Retain() {
     return new Expr(Native.Check(Native.tg_expr_retain(H)));
@@ -1671,77 +1504,25 @@ public sealed partial class Module : IDisposable, IHandle {
     return new Module(Native.Check(Native.tg_nn_linear(inFeatures, outFeatures, bias ? 1 : 0, device)));
   }
 
-  /// <summary>tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-  /// dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-  /// tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-  /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-  /// not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
-  /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...).
-  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training
-  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
-  /// the variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm
-  /// over the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1,
-  /// bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell:
-  /// weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh. (tg_nn_conv2d)
+  /// <summary> (tg_nn_conv2d)
   /// </summary>
   public static Module Conv2d(long inChannels, long outChannels, long kernelH, long kernelW, long stride, long padding, long dilation, long groups, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_conv2d(inChannels, outChannels, kernelH, kernelW, stride, padding, dilation, groups, bias ? 1 : 0, device)));
   }
 
-  /// <summary>tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-  /// dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-  /// tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-  /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-  /// not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
-  /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...).
-  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training
-  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
-  /// the variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm
-  /// over the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1,
-  /// bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell:
-  /// weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh. (tg_nn_conv1d)
+  /// <summary> (tg_nn_conv1d)
   /// </summary>
   public static Module Conv1d(long inChannels, long outChannels, long kernelSize, long stride, long padding, long dilation, long groups, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_conv1d(inChannels, outChannels, kernelSize, stride, padding, dilation, groups, bias ? 1 : 0, device)));
   }
 
-  /// <summary>tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-  /// dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-  /// tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-  /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-  /// not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
-  /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...).
-  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training
-  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
-  /// the variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm
-  /// over the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1,
-  /// bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell:
-  /// weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh. (tg_nn_conv_transpose2d)
+  /// <summary> (tg_nn_conv_transpose2d)
   /// </summary>
   public static Module ConvTranspose2d(long inChannels, long outChannels, long kernelH, long kernelW, long stride, long padding, long outputPadding, long dilation, long groups, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_conv_transpose2d(inChannels, outChannels, kernelH, kernelW, stride, padding, outputPadding, dilation, groups, bias ? 1 : 0, device)));
   }
 
-  /// <summary>tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-  /// dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-  /// tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-  /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-  /// not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
-  /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...).
-  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training
-  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
-  /// the variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm
-  /// over the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1,
-  /// bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell:
-  /// weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh. (tg_nn_conv_transpose1d)
+  /// <summary> (tg_nn_conv_transpose1d)
   /// </summary>
   public static Module ConvTranspose1d(long inChannels, long outChannels, long kernelSize, long stride, long padding, long outputPadding, long dilation, long groups, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_conv_transpose1d(inChannels, outChannels, kernelSize, stride, padding, outputPadding, dilation, groups, bias ? 1 : 0, device)));
@@ -1759,31 +1540,31 @@ public sealed partial class Module : IDisposable, IHandle {
     return new Module(Native.Check(Native.tg_nn_layernorm(normalizedShape, (UIntPtr)(normalizedShape?.Length ?? 0), eps, elementwiseAffine ? 1 : 0, device)));
   }
 
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims. (tg_nn_rmsnorm)
+  /// <summary> (tg_nn_rmsnorm)
   /// </summary>
   public static Module Rmsnorm(long dim, double eps, bool elementwiseAffine, string device = null) {
     return new Module(Native.Check(Native.tg_nn_rmsnorm(dim, eps, elementwiseAffine ? 1 : 0, device)));
   }
 
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims. (tg_nn_groupnorm)
+  /// <summary> (tg_nn_groupnorm)
   /// </summary>
   public static Module Groupnorm(long numGroups, long numChannels, double eps, bool affine, string device = null) {
     return new Module(Native.Check(Native.tg_nn_groupnorm(numGroups, numChannels, eps, affine ? 1 : 0, device)));
   }
 
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims. (tg_nn_instancenorm)
+  /// <summary> (tg_nn_instancenorm)
   /// </summary>
   public static Module Instancenorm(long numFeatures, double eps, bool affine, string device = null) {
     return new Module(Native.Check(Native.tg_nn_instancenorm(numFeatures, eps, affine ? 1 : 0, device)));
   }
 
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims. (tg_nn_embedding)
+  /// <summary> (tg_nn_embedding)
   /// </summary>
   public static Module Embedding(long vocabSize, long embedSize, string device = null) {
     return new Module(Native.Check(Native.tg_nn_embedding(vocabSize, embedSize, device)));
   }
 
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims. (tg_nn_lstm_cell)
+  /// <summary> (tg_nn_lstm_cell)
   /// </summary>
   public static Module LstmCell(long inputSize, long hiddenSize, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_lstm_cell(inputSize, hiddenSize, bias ? 1 : 0, device)));
@@ -1865,10 +1646,7 @@ public sealed partial class Module : IDisposable, IHandle {
     Native.Check(Native.tg_module_load_state(H, Native.Arg(state, nameof(state)).H, strict ? 1 : 0));
   }
 
-  /// <summary>Assigns every entry of `state` (borrowed) into the module's tensor of that name and realizes them (values
-  /// cast to the module's dtypes). A shape mismatch is TG_ERROR_SHAPE; with strict, names the module lacks or
-  /// doesn't find are TG_ERROR_INVALID_ARGUMENT; the message names every offending entry, and nothing is
-  /// assigned. (tg_module_retain)
+  /// <summary> (tg_module_retain)
   /// </summary>
   public Module Retain() {
     return new Module(Native.Check(Native.tg_module_retain(H)));
@@ -1908,11 +1686,7 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     }
   }
 
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. (tg_optim_adam)
+  /// <summary> (tg_optim_adam)
   /// </summary>
   public static unsafe Optimizer Adam(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -1921,11 +1695,7 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     }
   }
 
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. (tg_optim_adamw)
+  /// <summary> (tg_optim_adamw)
   /// </summary>
   public static unsafe Optimizer AdamW(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -1934,11 +1704,7 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     }
   }
 
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. (tg_optim_lars)
+  /// <summary> (tg_optim_lars)
   /// </summary>
   public static unsafe Optimizer Lars(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -1947,11 +1713,7 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     }
   }
 
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. (tg_optim_lamb)
+  /// <summary> (tg_optim_lamb)
   /// </summary>
   public static unsafe Optimizer Lamb(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -1960,11 +1722,7 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     }
   }
 
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. (tg_optim_muon)
+  /// <summary> (tg_optim_muon)
   /// </summary>
   public static unsafe Optimizer Muon(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -2001,8 +1759,7 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     Native.Check(Native.tg_optimizer_set_lr(H, lr));
   }
 
-  /// <summary>Assign `lr` (&gt;= 0) into the lr tensor and realize it: later steps, captured ones included, use it.
-  /// (tg_optimizer_retain)
+  /// <summary> (tg_optimizer_retain)
   /// </summary>
   public Optimizer Retain() {
     return new Optimizer(Native.Check(Native.tg_optimizer_retain(H)));
@@ -2098,19 +1855,13 @@ public sealed partial class State : IDisposable, IHandle {
     return Native.Str(Native.tg_state_metadata_key(H, Native.Size(i))) ?? throw Native.Fail();
   }
 
-  /// <summary>Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its
-  /// value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads
-  /// them). Borrowed from the state, valid until it is changed or released; NULL if i &gt;= count.
-  /// (tg_state_metadata_value)
+  /// <summary> (tg_state_metadata_value)
   /// </summary>
   public string MetadataValue(long i) {
     return Native.Str(Native.tg_state_metadata_value(H, Native.Size(i))) ?? throw Native.Fail();
   }
 
-  /// <summary>Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its
-  /// value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads
-  /// them). Borrowed from the state, valid until it is changed or released; NULL if i &gt;= count.
-  /// (tg_state_metadata_json)
+  /// <summary> (tg_state_metadata_json)
   /// </summary>
   public string MetadataJson(long i) {
     return Native.Str(Native.tg_state_metadata_json(H, Native.Size(i))) ?? throw Native.Fail();
@@ -2265,8 +2016,7 @@ public static partial class Tg {
     return value_;
   }
 
-  /// <summary>Process-wide counters (tinygrad's GlobalCounters). A small struct that may grow: set struct_size first.
-  /// (tg_counters_get)
+  /// <summary> (tg_counters_get)
   /// </summary>
   public static Counters CountersGet() {
     var out_ = Counters.New();

@@ -84,8 +84,6 @@ public enum OptimizerKind : int {
   Muon = 5,
 }
 
-/// <summary>One entry of a Python-style index, t[1, 2:8:2, None, ..., idx]. The layout is fixed for this major version.
-/// </summary>
 [StructLayout(LayoutKind.Sequential)]
 public partial struct TensorIndex {
   public IndexKind Kind;
@@ -331,8 +329,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ExprHandle tg_expr_variable([MarshalAs(UnmanagedType.LPUTF8Str)] string name, long min, long max);
-  /// <summary>A variable named `name` (copied) taking values in [min, max]. NULL if min &gt; max or name is empty.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ExprHandle tg_expr_const(long value);
   /// <summary>a &lt;op&gt; b. Fails with TG_ERROR_INVALID_ARGUMENT on a NULL operand and on division/modulo by constant
@@ -357,12 +353,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_expr_bounds(ExprHandle e, out long min, out long max);
-  /// <summary>Smallest and largest value `e` can take given its variables' bounds.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ExprHandle tg_expr_retain(ExprHandle e);
-  /// <summary>Smallest and largest value `e` can take given its variables' bounds.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_expr_release(IntPtr e);
 
@@ -382,12 +374,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_empty(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>Uninitialized storage of the given shape.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_zeros(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>Uninitialized storage of the given shape.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_ones(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>Filled with `value`. NaN or +-inf into an integer dtype is TG_ERROR_INVALID_ARGUMENT (tinygrad raises too);
@@ -421,8 +409,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_shape(TensorHandle t, [Out] long[] @out, UIntPtr capacity);
-  /// <summary>Copy the shape into out[0..ndim); `capacity` is out's length and must be &gt;= ndim.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_dtype(TensorHandle t, out DType @out);
   /// <summary>The device name ("CPU"); valid while `t` is alive. NULL on error.
@@ -443,210 +429,100 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_add(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sub(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_mul(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_div(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_idiv(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_maximum(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_minimum(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_pow(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_lt(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_le(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_gt(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_ge(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_eq(TensorHandle a, TensorHandle b);
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_ne(TensorHandle a, TensorHandle b);
   /// <summary>a &lt;op&gt; scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_add_scalar(TensorHandle a, double b);
-  /// <summary>a &lt;op&gt; scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sub_scalar(TensorHandle a, double b);
-  /// <summary>a &lt;op&gt; scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_mul_scalar(TensorHandle a, double b);
-  /// <summary>a &lt;op&gt; scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_div_scalar(TensorHandle a, double b);
-  /// <summary>a &lt;op&gt; scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_pow_scalar(TensorHandle a, double b);
   /// <summary>cond ? x : y, broadcast together; cond is cast to bool.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_where(TensorHandle cond, TensorHandle x, TensorHandle y);
-  /// <summary>cond ? x : y, broadcast together; cond is cast to bool.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cast(TensorHandle t, DType dtype);
   /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_neg(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_exp(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_exp2(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_log(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_log2(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sqrt(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_reciprocal(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sin(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cos(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_abs(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_relu(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sigmoid(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_tanh(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_rsqrt(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_square(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_tan(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_asin(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_acos(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_atan(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sinh(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cosh(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_asinh(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_acosh(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_atanh(TensorHandle t);
-  /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_erf(TensorHandle t);
   /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
@@ -654,104 +530,52 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sign(TensorHandle t);
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_trunc(TensorHandle t);
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_floor(TensorHandle t);
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_ceil(TensorHandle t);
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_round(TensorHandle t);
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_isnan(TensorHandle t);
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_isinf(TensorHandle t);
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_isfinite(TensorHandle t);
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_logical_not(TensorHandle t);
   /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_relu6(TensorHandle t);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_leaky_relu(TensorHandle t, double neg_slope);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_elu(TensorHandle t, double alpha);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_celu(TensorHandle t, double alpha);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_selu(TensorHandle t);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_gelu(TensorHandle t);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_quick_gelu(TensorHandle t);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_silu(TensorHandle t);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_mish(TensorHandle t);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_hardsigmoid(TensorHandle t);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_logsigmoid(TensorHandle t);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_softplus(TensorHandle t, double beta);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_softsign(TensorHandle t);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_hardswish(TensorHandle t);
-  /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_hardtanh(TensorHandle t, double min_val, double max_val);
   /// <summary>clamp to [min_val, max_val] (NaN bounds are not allowed: use maximum/minimum for one side).
@@ -764,58 +588,22 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_mod(TensorHandle a, TensorHandle b);
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_fmod(TensorHandle a, TensorHandle b);
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_bitwise_and(TensorHandle a, TensorHandle b);
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_bitwise_or(TensorHandle a, TensorHandle b);
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_bitwise_xor(TensorHandle a, TensorHandle b);
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_bitwise_not(TensorHandle t);
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_lshift(TensorHandle t, long bits);
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_rshift(TensorHandle t, long bits);
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_copysign(TensorHandle a, TensorHandle b);
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_logaddexp(TensorHandle a, TensorHandle b);
   /// <summary>a + (b - a) * weight.
@@ -833,24 +621,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sum(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
-  /// <summary>Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_prod(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
-  /// <summary>Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_max(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
-  /// <summary>Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_min(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
-  /// <summary>Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_mean(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
   /// <summary>std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float. std_mean/var_mean
@@ -858,9 +634,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_std(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim, double correction);
-  /// <summary>std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float. std_mean/var_mean
-  /// write two new references to out[0] (std or var) and out[1] (mean).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_var(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim, double correction);
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -871,12 +644,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_all(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
-  /// <summary>all/any are TG_BOOL; logsumexp is float.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_any(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
-  /// <summary>all/any are TG_BOOL; logsumexp is float.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_logsumexp(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
   /// <summary>Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches the flattened
@@ -884,33 +653,22 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_argmax(TensorHandle t, long axis, int keepdim, int flatten);
-  /// <summary>Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches the flattened
-  /// tensor.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_argmin(TensorHandle t, long axis, int keepdim, int flatten);
   /// <summary>Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cumsum(TensorHandle t, long axis);
-  /// <summary>Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cumprod(TensorHandle t, long axis);
-  /// <summary>Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cummax(TensorHandle t, long axis);
-  /// <summary>Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cummin(TensorHandle t, long axis);
   /// <summary>softmax / log_softmax along `axis`.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_softmax(TensorHandle t, long axis);
-  /// <summary>softmax / log_softmax along `axis`.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_log_softmax(TensorHandle t, long axis);
 
@@ -960,9 +718,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_flip(TensorHandle t, long[] axes, UIntPtr naxes);
-  /// <summary>Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or -1
-  /// and is returned unchanged, as in torch; so does transpose(t, 0, 0).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_transpose(TensorHandle t, long dim0, long dim1);
   /// <summary>Merge dims start_dim..end_dim (inclusive, negative counts from the end) into one.
@@ -977,8 +732,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_squeeze(TensorHandle t, long dim);
-  /// <summary>Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1 dim.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_squeeze_all(TensorHandle t);
   /// <summary>Insert a size-1 dim at `dim` (in -ndim-1..ndim).
@@ -1002,16 +755,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cat(IntPtr[] ts, UIntPtr n, long dim);
-  /// <summary>Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_stack(IntPtr[] ts, UIntPtr n, long dim);
   /// <summary>Lower / upper triangle of the last two dims, keeping diagonals &gt;= k (tril: &lt;= k); the rest is 0.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_tril(TensorHandle t, long k);
-  /// <summary>Lower / upper triangle of the last two dims, keeping diagonals &gt;= k (tril: &lt;= k); the rest is 0.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_triu(TensorHandle t, long k);
   /// <summary>pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics).
@@ -1051,8 +800,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_diag(TensorHandle t);
-  /// <summary>diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_diagonal(TensorHandle t);
   /// <summary>Windows of `size` every `step` along dim, as a new last dim (torch's unfold).
@@ -1064,9 +811,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_sort(TensorHandle t, long dim, int descending, [Out] IntPtr[] @out);
-  /// <summary>Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of
-  /// it.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_argsort(TensorHandle t, long dim, int descending);
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -1076,9 +820,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_scatter(TensorHandle t, long dim, TensorHandle index, TensorHandle src);
-  /// <summary>out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean",
-  /// "amax", "amin") everything sent to one place, with t's own value when include_self != 0.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_scatter_reduce(TensorHandle t, long dim, TensorHandle index, TensorHandle src, [MarshalAs(UnmanagedType.LPUTF8Str)] string reduce, int include_self);
   /// <summary>mask ? value : t.
@@ -1091,10 +832,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_nonzero(TensorHandle t);
-  /// <summary>Data-dependent shapes: these realize (the count is read back first). nonzero: (count, ndim) TG_INT64
-  /// coordinates of the nonzero elements in row-major order (at most 2^24 elements); masked_select: the 1-d
-  /// selected elements.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_masked_select(TensorHandle t, TensorHandle mask);
   /// <summary>The same bits viewed as another dtype of the same size.
@@ -1109,10 +846,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_linear(TensorHandle x, TensorHandle weight, TensorHandle bias);
-  /// <summary>tinygrad's Tensor methods of the same names. Optional tensors (bias, weight, mask) may be NULL. `reduction`
-  /// is 0 none, 1 mean, 2 sum. x @ weight + bias with weight (in, out), as Tensor.linear (nn.Linear keeps (out,
-  /// in) and passes its transpose).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_dot(TensorHandle a, TensorHandle b);
   /// <summary>Einstein summation over letters ("ij,jk-&gt;ik"; without "-&gt;" the output is the letters used once,
@@ -1137,9 +870,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_max_pool2d(TensorHandle t, long kernel_h, long kernel_w, long stride_h, long stride_w, long dilation_h, long dilation_w, long pad_h, long pad_w);
-  /// <summary>Max / average over kernel windows of the last two dims; padding is -inf / 0 (count_include_pad counts it in
-  /// the mean).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_avg_pool2d(TensorHandle t, long kernel_h, long kernel_w, long stride_h, long stride_w, long pad_h, long pad_w, int count_include_pad);
   /// <summary>(x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part.
@@ -1168,28 +898,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cross_entropy(TensorHandle logits, TensorHandle target, double label_smoothing, int reduction);
-  /// <summary>Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sparse_categorical_crossentropy(TensorHandle logits, TensorHandle labels, long ignore_index, double label_smoothing, int reduction);
-  /// <summary>Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_nll_loss(TensorHandle logprobs, TensorHandle target, int reduction);
-  /// <summary>Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_binary_crossentropy(TensorHandle p, TensorHandle y, int reduction);
-  /// <summary>Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_binary_crossentropy_logits(TensorHandle x, TensorHandle y, int reduction);
   /// <summary>out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank).
@@ -1212,54 +926,14 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_manual_seed(ulong seed);
-  /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-  /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
-  /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
-  /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_rand(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-  /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
-  /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
-  /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_randn(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-  /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
-  /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
-  /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_uniform(long[] shape, UIntPtr ndim, double low, double high, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-  /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
-  /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
-  /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_normal(long[] shape, UIntPtr ndim, double mean, double std, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-  /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
-  /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
-  /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_randint(long[] shape, UIntPtr ndim, long low, long high, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
@@ -1267,47 +941,28 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_scaled_uniform(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-  /// glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_glorot_uniform(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-  /// glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_kaiming_uniform(long[] shape, UIntPtr ndim, double a, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-  /// glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_kaiming_normal(long[] shape, UIntPtr ndim, double a, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d or 2-d).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_randperm(long n, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d or 2-d).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_multinomial(TensorHandle weights, long num_samples, int replacement);
   /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_rand_like(TensorHandle t);
-  /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_randn_like(TensorHandle t);
-  /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_full_like(TensorHandle t, double value);
-  /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_zeros_like(TensorHandle t);
-  /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_ones_like(TensorHandle t);
 
@@ -1372,18 +1027,19 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_retain(TensorHandle t);
-  /// <summary>Another reference to the same tensor.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_tensor_release(IntPtr t);
 
   // ---- DLPack
   /// <summary>A tensor over the memory of `managed` (dtype bool, int8..uint64, float16, bfloat16, float32, float64; lanes
-  /// 1), on the CPU device: no copy when the data is row-major contiguous (strides NULL or compact) and aligned
-  /// to its element size, so writes through either side are seen by the other; otherwise a copy is made at once.
-  /// On success the library owns `managed` and calls its deleter exactly once, when the memory is no longer used
-  /// (after the copy, or when the last tensor and buffer using it are gone). On failure nothing is taken: the
-  /// caller still owns `managed`. A new reference.
+  /// 1), on the default device if that is a CPU device (DEV=CPU:CLANG), else on CPU: no copy when the data is
+  /// row-major contiguous (strides NULL or compact, size-1 dims' strides aside) and aligned to its element size,
+  /// so writes through either side are seen by the other; otherwise (any strides, negative too, or unaligned) a
+  /// copy is made at once. Errors: a device other than kDLCPU is TG_ERROR_DEVICE, lanes != 1 or another dtype
+  /// TG_ERROR_DTYPE, a negative dim TG_ERROR_SHAPE, NULL `managed`, shape or data (with elements)
+  /// TG_ERROR_INVALID_ARGUMENT. On success the library owns `managed` and calls its deleter exactly once, when
+  /// the memory is no longer used (after the copy, or when the last tensor and buffer using it are gone). On
+  /// failure nothing is taken: the caller still owns `managed`. A new reference.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_from_dlpack(IntPtr managed);
@@ -1391,7 +1047,9 @@ public static unsafe partial class Native {
   /// a new DLManagedTensor sharing that buffer: writes through the DLPack tensor are seen by `t` and tensors made
   /// from it later. The caller owns the result and must call its `deleter` exactly once (a DLPack consumer such
   /// as numpy or torch.from_dlpack does it); the buffer stays alive until then, even after `t` is released. t
-  /// must be on a CPU device (TG_ERROR_DEVICE otherwise; move it with tg_tensor_to).
+  /// must be on a CPU device (TG_ERROR_DEVICE otherwise; move it with tg_tensor_to). A realized buffer, or a row-
+  /// major view of one at an offset, is exported as it is, without a copy. The result has kDLCPU, explicit row-
+  /// major strides and byte_offset 0.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern IntPtr tg_tensor_to_dlpack(TensorHandle t);
@@ -1435,9 +1093,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern PlanHandle tg_jit_plan(JitHandle jit);
-  /// <summary>The captured kernels, as a plan (see tg_plan_*: its kernel list and times of the last replay); NULL before a
-  /// capture. A new reference; it does not keep the JIT alive for replays (tg_plan_run is refused on it).
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_jit_release(IntPtr jit);
 
@@ -1459,72 +1114,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_linear(long in_features, long out_features, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-  /// dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-  /// tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-  /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-  /// not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
-  /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...).
-  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training
-  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
-  /// the variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm
-  /// over the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1,
-  /// bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell:
-  /// weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv2d(long in_channels, long out_channels, long kernel_h, long kernel_w, long stride, long padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-  /// dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-  /// tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-  /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-  /// not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
-  /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...).
-  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training
-  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
-  /// the variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm
-  /// over the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1,
-  /// bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell:
-  /// weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv1d(long in_channels, long out_channels, long kernel_size, long stride, long padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-  /// dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-  /// tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-  /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-  /// not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
-  /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...).
-  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training
-  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
-  /// the variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm
-  /// over the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1,
-  /// bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell:
-  /// weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv_transpose2d(long in_channels, long out_channels, long kernel_h, long kernel_w, long stride, long padding, long output_padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-  /// dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-  /// tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-  /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-  /// not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
-  /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...).
-  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training
-  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
-  /// the variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm
-  /// over the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1,
-  /// bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell:
-  /// weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv_transpose1d(long in_channels, long out_channels, long kernel_size, long stride, long padding, long output_padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1.
@@ -1535,24 +1130,14 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_layernorm(long[] normalized_shape, UIntPtr ndim, double eps, int elementwise_affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_rmsnorm(long dim, double eps, int elementwise_affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_groupnorm(long num_groups, long num_channels, double eps, int affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_instancenorm(long num_features, double eps, int affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_embedding(long vocab_size, long embed_size, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_lstm_cell(long input_size, long hidden_size, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>A layer without parameters, by the name of the Tensor method it calls: relu, relu6, leaky_relu, gelu,
@@ -1606,18 +1191,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_module_load_state(ModuleHandle m, StateHandle state, int strict);
-  /// <summary>Assigns every entry of `state` (borrowed) into the module's tensor of that name and realizes them (values
-  /// cast to the module's dtypes). A shape mismatch is TG_ERROR_SHAPE; with strict, names the module lacks or
-  /// doesn't find are TG_ERROR_INVALID_ARGUMENT; the message names every offending entry, and nothing is
-  /// assigned.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_module_retain(ModuleHandle m);
-  /// <summary>Assigns every entry of `state` (borrowed) into the module's tensor of that name and realizes them (values
-  /// cast to the module's dtypes). A shape mismatch is TG_ERROR_SHAPE; with strict, names the module lacks or
-  /// doesn't find are TG_ERROR_INVALID_ARGUMENT; the message names every offending entry, and nothing is
-  /// assigned.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_module_release(IntPtr m);
 
@@ -1649,44 +1224,14 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_sgd(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_adam(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_adamw(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_lars(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_lamb(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_muon(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
   /// <summary>Clear every param's grad (tinygrad's zero_grad sets them to None; the next backward starts them afresh).
@@ -1721,12 +1266,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_optimizer_set_lr(OptimizerHandle opt, double lr);
-  /// <summary>Assign `lr` (&gt;= 0) into the lr tensor and realize it: later steps, captured ones included, use it.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optimizer_retain(OptimizerHandle opt);
-  /// <summary>Assign `lr` (&gt;= 0) into the lr tensor and realize it: later steps, captured ones included, use it.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_optimizer_release(IntPtr opt);
 
@@ -1798,16 +1339,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern IntPtr tg_state_metadata_key(StateHandle s, UIntPtr i);
-  /// <summary>Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its
-  /// value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads
-  /// them). Borrowed from the state, valid until it is changed or released; NULL if i &gt;= count.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern IntPtr tg_state_metadata_value(StateHandle s, UIntPtr i);
-  /// <summary>Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its
-  /// value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads
-  /// them). Borrowed from the state, valid until it is changed or released; NULL if i &gt;= count.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern IntPtr tg_state_metadata_json(StateHandle s, UIntPtr i);
   /// <summary>Set metadata `key` to the string `value` (both copied, UTF-8): replaces the entry of that key in place, else
@@ -1819,8 +1352,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern StateHandle tg_state_retain(StateHandle s);
-  /// <summary>Another reference to the same state.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_state_release(IntPtr s);
 
@@ -1849,9 +1380,6 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_plan_memory(PlanHandle plan, long* intermediate_bytes, long* peak_bytes);
-  /// <summary>The memory planner's result: bytes of the intermediate buffers if each had its own memory, and bytes they
-  /// take sharing memory (the peak). Either pointer may be NULL.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_plan_release(IntPtr plan);
 
@@ -1880,8 +1408,6 @@ public static unsafe partial class Native {
   public static extern Status tg_get_option([MarshalAs(UnmanagedType.LPUTF8Str)] string name, out double value);
 
   // ---- counters
-  /// <summary>Process-wide counters (tinygrad's GlobalCounters). A small struct that may grow: set struct_size first.
-  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_counters_get(ref Counters @out);
   /// <summary>Set every counter to zero.

@@ -1924,6 +1924,70 @@ class TinyJit(_Owned):
   def __repr__(self): return f"<TinyJit {getattr(self.fn, '__name__', self.fn)!r} calls={self.call_count}>"
 
 
+# ---- DLPack ----------------------------------------------------------------------------------------------------------
+# Host memory shared with numpy, PyTorch and other DLPack libraries through "dltensor" capsules holding a DLManagedTensor*.
+_bind({"tg_tensor_from_dlpack": (_p, [_p]), "tg_tensor_to_dlpack": (_p, [_p])})
+
+
+def _pyapi(name: str, res, *args):
+  return ctypes.PYFUNCTYPE(res, *args)((name, ctypes.pythonapi))
+
+
+_capsule_new = _pyapi("PyCapsule_New", ctypes.py_object, _p, _p, _p)
+_capsule_valid = _pyapi("PyCapsule_IsValid", ctypes.c_int, ctypes.py_object, ctypes.c_char_p)
+_capsule_pointer = _pyapi("PyCapsule_GetPointer", _p, ctypes.py_object, ctypes.c_char_p)
+_capsule_rename = _pyapi("PyCapsule_SetName", ctypes.c_int, ctypes.py_object, _p)
+
+
+def _immortal(obj):
+  """obj, never freed: a capsule keeps the address of its name, and may outlive this module at interpreter exit."""
+  ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+  return obj
+
+
+_DLTENSOR, _USED_DLTENSOR = _immortal(ctypes.create_string_buffer(b"dltensor")), _immortal(ctypes.create_string_buffer(b"used_dltensor"))
+
+
+@functools.lru_cache(None)
+def _capsule_destructor() -> int:
+  """The C destructor our capsules get: numpy's, which calls the DLManagedTensor's deleter if the capsule dies unconsumed
+  (still named "dltensor"), as DLPack asks of every producer, and keeps an exception in flight. A ctypes callback can't
+  serve: a consumer that refuses the tensor (numpy and bool) drops the capsule with its error set, and Python code run
+  then loses both the error and the memory."""
+  if not hasattr(np.ndarray, "__dlpack__"): raise BufferError("DLPack export needs numpy >= 1.22")
+  return _pyapi("PyCapsule_GetDestructor", _p, ctypes.py_object)(np.empty(0).__dlpack__())
+
+
+def _dlpack(self, stream=None):
+  """A "dltensor" capsule sharing this tensor's memory: realized into its own row-major buffer first (the tensor then
+  refers to it), so writes through the consumer's view are seen here. CPU tensors only (move others with .to("CPU"))."""
+  if stream is not None: raise BufferError("__dlpack__: host memory takes no stream (stream=None)")
+  dtor = _capsule_destructor()
+  return _capsule_new(_made(C.tensor_to_dlpack(self._h), "tensor_to_dlpack"), ctypes.addressof(_DLTENSOR), dtor)
+
+
+def from_dlpack(obj) -> Tensor:
+  """A Tensor over the memory of `obj`: an object with __dlpack__ (numpy arrays, torch tensors) or an unused "dltensor"
+  capsule. Aligned row-major memory is shared, so writes on either side are seen by the other; strided memory (a
+  transposed view) is copied. CPU memory only."""
+  cap = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
+  if not _capsule_valid(cap, b"dltensor"):
+    raise TypeError(f"from_dlpack: expected an object with __dlpack__ or an unused 'dltensor' capsule, got {type(obj).__name__}")
+  h = C.tensor_from_dlpack(_capsule_pointer(cap, b"dltensor"))
+  if not h:
+    del cap  # still the capsule's: its destructor lets the memory go now, not while the error is in flight
+    _raise_last("tensor_from_dlpack")
+  _capsule_rename(cap, ctypes.addressof(_USED_DLTENSOR))  # consumed: its destructor leaves the memory to the tensor
+  return Tensor._wrap(h, "tensor_from_dlpack")
+
+
+Tensor.__dlpack__ = _dlpack
+Tensor.__dlpack_device__ = lambda self: (1, 0)  # kDLCPU, device 0
+Tensor.__dlpack_device__.__doc__ = "(kDLCPU, 0): DLPack's device of the memory __dlpack__ shares."
+Tensor.from_dlpack = staticmethod(from_dlpack)
+__all__.append("from_dlpack")
+
+
 # ---- misc ------------------------------------------------------------------------------------------------------------
 def version() -> str: return C.version().decode()
 def version_number() -> int: return C.version_number()
