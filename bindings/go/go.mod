@@ -1,0 +1,3 @@
+module libtinygrad.org/tinygrad
+
+go 1.19
