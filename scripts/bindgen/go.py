@@ -165,8 +165,7 @@ class Gen:
             f"\tC.{h['release']}({v}.p)", f"\t{v}.p = nil", f"\truntime.SetFinalizer({v}, nil)",
             f"\tif {v}.done != nil {{", f"\t\t{v}.done()", "\t}", "}", ""]
       self.covered.append(h["release"])
-      if any(f["params"] and f["params"][0].get("handle") == c for f in self.m["functions"] if f["params"]) and any(
-          p["kind"] == "handle_array" and p["handle"] == c for f in self.m["functions"] for p in f["params"]):
+      if any(p["kind"] == "handle_array" and p["handle"] == c for f in self.m["functions"] for p in f["params"]):
         g += [f"func c{t}s(xs []*{t}) []*C.{c} {{", f"\tps := make([]*C.{c}, len(xs))", "\tfor i, x := range xs {",
               "\t\tps[i] = x.ptr()", "\t}", "\treturn ps", "}", ""]
 
