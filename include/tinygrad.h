@@ -144,6 +144,7 @@ typedef enum tg_binop { TG_BINOP_INVALID = -1, TG_ADD = 0, TG_SUB, TG_MUL, TG_ID
 
 /* A variable named `name` (copied) taking values in [min, max]. NULL if min > max or name is empty. */
 TG_API tg_expr* tg_expr_variable(const char* name, int64_t min, int64_t max);
+/* The constant `value`. */
 TG_API tg_expr* tg_expr_const(int64_t value);
 /* a <op> b. Fails with TG_ERROR_INVALID_ARGUMENT on a NULL operand and on division/modulo by constant zero. */
 TG_API tg_expr* tg_expr_binary(tg_binop op, const tg_expr* a, const tg_expr* b);
@@ -155,7 +156,9 @@ TG_API int64_t tg_expr_render(const tg_expr* e, char* buf, size_t size);
 TG_API tg_status tg_expr_eval(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, int64_t* out);
 /* Smallest and largest value `e` can take given its variables' bounds. */
 TG_API tg_status tg_expr_bounds(const tg_expr* e, int64_t* min, int64_t* max);
+/* Another reference to the same expression. */
 TG_API tg_expr* tg_expr_retain(tg_expr* e);
+/* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_expr_release(tg_expr* e);
 
 /* ---- tensors: creation ------------------------------------------------------------------------------------------ */
@@ -171,6 +174,7 @@ TG_API tg_tensor* tg_tensor_from_data(const void* data, size_t nbytes, tg_dtype 
                                       const char* device);
 /* Uninitialized storage of the given shape. */
 TG_API tg_tensor* tg_tensor_empty(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+/* Filled with 0 / with 1. */
 TG_API tg_tensor* tg_tensor_zeros(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
 TG_API tg_tensor* tg_tensor_ones(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
 /* Filled with `value`. NaN or +-inf into an integer dtype is TG_ERROR_INVALID_ARGUMENT (tinygrad raises too); other
@@ -190,6 +194,7 @@ TG_API int64_t tg_tensor_ndim(const tg_tensor* t);
 TG_API int64_t tg_tensor_numel(const tg_tensor* t);
 /* Copy the shape into out[0..ndim); `capacity` is out's length and must be >= ndim. */
 TG_API tg_status tg_tensor_shape(const tg_tensor* t, int64_t* out, size_t capacity);
+/* The dtype into *out. */
 TG_API tg_status tg_tensor_dtype(const tg_tensor* t, tg_dtype* out);
 /* The device name ("CPU"); valid while `t` is alive. NULL on error. */
 TG_API const char* tg_tensor_device(const tg_tensor* t);
@@ -224,6 +229,7 @@ TG_API tg_tensor* tg_tensor_div_scalar(tg_tensor* a, double b);
 TG_API tg_tensor* tg_tensor_pow_scalar(tg_tensor* a, double b);
 /* cond ? x : y, broadcast together; cond is cast to bool. */
 TG_API tg_tensor* tg_tensor_where(tg_tensor* cond, tg_tensor* x, tg_tensor* y);
+/* The values converted to `dtype`. */
 TG_API tg_tensor* tg_tensor_cast(tg_tensor* t, tg_dtype dtype);
 /* Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule). */
 TG_API tg_tensor* tg_tensor_neg(tg_tensor* t);
@@ -309,9 +315,8 @@ TG_API tg_tensor* tg_tensor_mean(tg_tensor* t, const int64_t* axes, size_t naxes
  * new references to out[0] (std or var) and out[1] (mean). */
 TG_API tg_tensor* tg_tensor_std(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction);
 TG_API tg_tensor* tg_tensor_var(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction);
-/* @len(out=2) */
+/* std and mean together (std_mean), var and mean (var_mean). @len(out=2) */
 TG_API tg_status tg_tensor_std_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction, tg_tensor** out);
-/* @len(out=2) */
 TG_API tg_status tg_tensor_var_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction, tg_tensor** out);
 /* all/any are TG_BOOL; logsumexp is float. */
 TG_API tg_tensor* tg_tensor_all(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
@@ -357,6 +362,7 @@ TG_API tg_tensor* tg_tensor_rebind(tg_tensor* t, const tg_expr* var, int64_t val
 /* Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or -1 and is
  * returned unchanged, as in torch; so does transpose(t, 0, 0). */
 TG_API tg_tensor* tg_tensor_flip(tg_tensor* t, const int64_t* axes, size_t naxes);
+/* Swap dims dim0 and dim1 (negative counts from the end). */
 TG_API tg_tensor* tg_tensor_transpose(tg_tensor* t, int64_t dim0, int64_t dim1);
 /* Merge dims start_dim..end_dim (inclusive, negative counts from the end) into one. */
 TG_API tg_tensor* tg_tensor_flatten(tg_tensor* t, int64_t start_dim, int64_t end_dim);
@@ -414,7 +420,7 @@ TG_API tg_status tg_tensor_setitem(tg_tensor* t, const tg_index* idx, size_t n, 
 TG_API tg_status tg_tensor_split(tg_tensor* t, const int64_t* sizes, size_t nsizes, int64_t dim, tg_tensor** out);
 /* ceil(size / chunks) per piece as torch; returns the number of pieces (<= chunks), -1 on error or if over capacity. @errors(-1) */
 TG_API int64_t tg_tensor_chunk(tg_tensor* t, int64_t chunks, int64_t dim, tg_tensor** out, size_t capacity);
-/* @len(out=n) */
+/* Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0: numpy's 'xy', else 'ij'). @len(out=n) */
 TG_API tg_status tg_tensor_meshgrid(tg_tensor* const* ts, size_t n, int xy_indexing, tg_tensor** out);
 /* diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims. */
 TG_API tg_tensor* tg_tensor_diag(tg_tensor* t);
@@ -424,7 +430,7 @@ TG_API tg_tensor* tg_tensor_unfold(tg_tensor* t, int64_t dim, int64_t size, int6
 /* Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of it. @len(out=2) */
 TG_API tg_status tg_tensor_sort(tg_tensor* t, int64_t dim, int descending, tg_tensor** out);
 TG_API tg_tensor* tg_tensor_argsort(tg_tensor* t, int64_t dim, int descending);
-/* @len(out=2) */
+/* The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted. @len(out=2) */
 TG_API tg_status tg_tensor_topk(tg_tensor* t, int64_t k, int64_t dim, int largest, tg_tensor** out);
 /* out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean", "amax",
  * "amin") everything sent to one place, with t's own value when include_self != 0. */
@@ -444,6 +450,7 @@ TG_API tg_tensor* tg_tensor_bitcast(tg_tensor* t, tg_dtype dtype);
  * none, 1 mean, 2 sum. */
 /* x @ weight + bias with weight (in, out), as Tensor.linear (nn.Linear keeps (out, in) and passes its transpose). @nullable(bias) */
 TG_API tg_tensor* tg_tensor_linear(tg_tensor* x, tg_tensor* weight, tg_tensor* bias);
+/* a @ b as tg_tensor_matmul (tinygrad's Tensor.dot). */
 TG_API tg_tensor* tg_tensor_dot(tg_tensor* a, tg_tensor* b);
 /* Einstein summation over letters ("ij,jk->ik"; without "->" the output is the letters used once, sorted). */
 TG_API tg_tensor* tg_tensor_einsum(const char* formula, tg_tensor* const* ts, size_t n);
@@ -547,6 +554,7 @@ TG_API tg_status tg_tensor_realize_many(tg_tensor* const* ts, size_t n);
 TG_API tg_status tg_tensor_to_data(tg_tensor* t, void* out, size_t nbytes);
 /* Another reference to the same tensor. */
 TG_API tg_tensor* tg_tensor_retain(tg_tensor* t);
+/* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_tensor_release(tg_tensor* t);
 
 /* ---- DLPack ----------------------------------------------------------------------------------------------------- */
@@ -557,8 +565,11 @@ TG_API void tg_tensor_release(tg_tensor* t);
  * shared memory does. */
 struct DLManagedTensor;
 /* A tensor over the memory of `managed` (dtype bool, int8..uint64, float16, bfloat16, float32, float64; lanes 1), on the
- * CPU device: no copy when the data is row-major contiguous (strides NULL or compact) and aligned to its element size,
- * so writes through either side are seen by the other; otherwise a copy is made at once. On success the library owns
+ * default device if that is a CPU device (DEV=CPU:CLANG), else on CPU: no copy when the data is row-major contiguous
+ * (strides NULL or compact, size-1 dims' strides aside) and aligned to its element size, so writes through either side
+ * are seen by the other; otherwise (any strides, negative too, or unaligned) a copy is made at once. Errors: a device
+ * other than kDLCPU is TG_ERROR_DEVICE, lanes != 1 or another dtype TG_ERROR_DTYPE, a negative dim TG_ERROR_SHAPE,
+ * NULL `managed`, shape or data (with elements) TG_ERROR_INVALID_ARGUMENT. On success the library owns
  * `managed` and calls its deleter exactly once, when the memory is no longer used (after the copy, or when the last
  * tensor and buffer using it are gone). On failure nothing is taken: the caller still owns `managed`. @takes(managed)
  * A new reference. */
@@ -567,7 +578,8 @@ TG_API tg_tensor* tg_tensor_from_dlpack(struct DLManagedTensor* managed);
  * DLManagedTensor sharing that buffer: writes through the DLPack tensor are seen by `t` and tensors made from it later.
  * The caller owns the result and must call its `deleter` exactly once (a DLPack consumer such as numpy or
  * torch.from_dlpack does it); the buffer stays alive until then, even after `t` is released. t must be on a CPU device
- * (TG_ERROR_DEVICE otherwise; move it with tg_tensor_to). @errors(NULL) */
+ * (TG_ERROR_DEVICE otherwise; move it with tg_tensor_to). A realized buffer, or a row-major view of one at an offset, is
+ * exported as it is, without a copy. The result has kDLCPU, explicit row-major strides and byte_offset 0. @errors(NULL) */
 TG_API struct DLManagedTensor* tg_tensor_to_dlpack(tg_tensor* t);
 
 /* ---- TinyJit ---------------------------------------------------------------------------------------------------- */
@@ -600,6 +612,7 @@ TG_API tg_status tg_jit_reset(tg_jit* jit);
 /* The captured kernels, as a plan (see tg_plan_*: its kernel list and times of the last replay); NULL before a capture.
  * A new reference; it does not keep the JIT alive for replays (tg_plan_run is refused on it). */
 TG_API tg_plan* tg_jit_plan(tg_jit* jit);
+/* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_jit_release(tg_jit* jit);
 
 /* ---- nn: modules ----------------------------------------------------------------------------------------------- */
@@ -629,6 +642,7 @@ TG_API tg_module* tg_nn_conv_transpose1d(int64_t in_channels, int64_t out_channe
 TG_API tg_module* tg_nn_batchnorm(int64_t num_features, double eps, double momentum, int affine, int track_running_stats, const char* device);
 /* normalized_shape: borrowed, ndim >= 1 dims. */
 TG_API tg_module* tg_nn_layernorm(const int64_t* normalized_shape, size_t ndim, double eps, int elementwise_affine, const char* device);
+/* The other layers of the paragraph above, with its parameter names and tinygrad's defaults. */
 TG_API tg_module* tg_nn_rmsnorm(int64_t dim, double eps, int elementwise_affine, const char* device);
 TG_API tg_module* tg_nn_groupnorm(int64_t num_groups, int64_t num_channels, double eps, int affine, const char* device);
 TG_API tg_module* tg_nn_instancenorm(int64_t num_features, double eps, int affine, const char* device);
@@ -662,7 +676,9 @@ TG_API tg_status tg_module_parameters(tg_module* m, tg_tensor** out, size_t n);
  * the module's dtypes). A shape mismatch is TG_ERROR_SHAPE; with strict, names the module lacks or doesn't find are
  * TG_ERROR_INVALID_ARGUMENT; the message names every offending entry, and nothing is assigned. */
 TG_API tg_status tg_module_load_state(tg_module* m, const tg_state* state, int strict);
+/* Another reference to the same module. */
 TG_API tg_module* tg_module_retain(tg_module* m);
+/* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_module_release(tg_module* m);
 
 /* ---- nn: data sets ---------------------------------------------------------------------------------------------- */
@@ -672,7 +688,8 @@ TG_API void tg_module_release(tg_module* m);
 TG_API tg_tensor* tg_tensor_from_idx(const char* path, const char* device);
 /* tinygrad's nn.datasets.mnist: the four files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte
  * and t10k-labels-idx1-ubyte (each plain or .gz) of `dir` (NULL: /usr/share/datasets/fashion-mnist, Debian's
- * dataset-fashion-mnist) as new references: images (N, 1, 28, 28) uint8 and labels (N,) uint8. @nullable(dir) @len(x_train=1, y_train=1, x_test=1, y_test=1) */
+ * dataset-fashion-mnist) as new references: images (N, 1, 28, 28) uint8 and labels (N,) uint8.
+ * @nullable(dir) @len(x_train=1, y_train=1, x_test=1, y_test=1) */
 TG_API tg_status tg_dataset_mnist(const char* dir, const char* device, tg_tensor** x_train, tg_tensor** y_train, tg_tensor** x_test,
                                   tg_tensor** y_test);
 
@@ -758,7 +775,9 @@ TG_API int64_t tg_optimizer_params(const tg_optimizer* opt, tg_tensor** out, siz
 TG_API tg_tensor* tg_optimizer_lr(tg_optimizer* opt);
 /* Assign `lr` (>= 0) into the lr tensor and realize it: later steps, captured ones included, use it. */
 TG_API tg_status tg_optimizer_set_lr(tg_optimizer* opt, double lr);
+/* Another reference to the same optimizer. */
 TG_API tg_optimizer* tg_optimizer_retain(tg_optimizer* opt);
+/* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_optimizer_release(tg_optimizer* opt);
 
 /* ---- nn: state (safetensors, GGUF, state dicts) ---------------------------------------------------------------- */
@@ -786,7 +805,8 @@ TG_API int64_t tg_state_count(const tg_state* s);
 TG_API const char* tg_state_name(const tg_state* s, size_t i);
 /* The dtype and shape of the entry named `name` (borrowed) without realizing it: *ndim gets the number of dims, shape
  * (caller-owned, `capacity` long) the dims. shape may be NULL with capacity 0 to ask for ndim; a capacity below ndim is
- * TG_ERROR_INVALID_ARGUMENT with *ndim written. dtype and ndim may be NULL. An unknown name is TG_ERROR_INVALID_ARGUMENT. @nullable(dtype, shape, ndim) */
+ * TG_ERROR_INVALID_ARGUMENT with *ndim written. dtype and ndim may be NULL. An unknown name is TG_ERROR_INVALID_ARGUMENT.
+ * @nullable(dtype, shape, ndim) */
 TG_API tg_status tg_state_info(const tg_state* s, const char* name, tg_dtype* dtype, int64_t* shape, size_t capacity, int64_t* ndim);
 /* The tensor named `name` (borrowed): a new reference to the state's tensor itself. NULL for an unknown name. */
 TG_API tg_tensor* tg_state_get(const tg_state* s, const char* name);
@@ -810,6 +830,7 @@ TG_API const char* tg_state_metadata_json(const tg_state* s, size_t i);
 TG_API tg_status tg_state_metadata_set(tg_state* s, const char* key, const char* value);
 /* Another reference to the same state. */
 TG_API tg_state* tg_state_retain(tg_state* s);
+/* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_state_release(tg_state* s);
 
 /* ---- looking inside a realize ----------------------------------------------------------------------------------- */
@@ -838,6 +859,7 @@ TG_API tg_status tg_plan_kernel(const tg_plan* plan, size_t i, tg_kernel_info* o
 /* The memory planner's result: bytes of the intermediate buffers if each had its own memory, and bytes they take
  * sharing memory (the peak). Either pointer may be NULL. @nullable(intermediate_bytes, peak_bytes) */
 TG_API tg_status tg_plan_memory(const tg_plan* plan, int64_t* intermediate_bytes, int64_t* peak_bytes);
+/* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_plan_release(tg_plan* plan);
 
 /* ---- options ---------------------------------------------------------------------------------------------------- */
@@ -872,6 +894,7 @@ typedef struct tg_counters {
   uint64_t schedule_count; /* schedules made (not found in the schedule cache) */
   uint64_t lower_count;    /* realizes lowered to kernel launches (a JIT replay lowers nothing) */
 } tg_counters;
+/* The counters into *out (set out->struct_size first; a caller built against a smaller struct gets its prefix). */
 TG_API tg_status tg_counters_get(tg_counters* out);
 /* Set every counter to zero. */
 TG_API void tg_counters_reset(void);

@@ -18,7 +18,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_empty(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary> (tg_tensor_zeros)
+  /// <summary>Filled with 0 / with 1. (tg_tensor_zeros)
   /// </summary>
   public static Tensor Zeros(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_zeros(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
@@ -72,7 +72,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return r;
   }
 
-  /// <summary> (tg_tensor_dtype)
+  /// <summary>The dtype into *out. (tg_tensor_dtype)
   /// </summary>
   public DType DType() {
     DType out_;
@@ -218,7 +218,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_where(H, Native.Arg(x, nameof(x)).H, Native.Arg(y, nameof(y)).H)));
   }
 
-  /// <summary> (tg_tensor_cast)
+  /// <summary>The values converted to `dtype`. (tg_tensor_cast)
   /// </summary>
   public Tensor Cast(DType dtype) {
     return new Tensor(Native.Check(Native.tg_tensor_cast(H, dtype)));
@@ -646,7 +646,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_var(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0, correction)));
   }
 
-  /// <summary> (tg_tensor_std_mean)
+  /// <summary>std and mean together (std_mean), var and mean (var_mean). (tg_tensor_std_mean)
   /// </summary>
   public Tensor[] StdMean(long[] axes, bool keepdim, double correction) {
     var out_ = new IntPtr[2];
@@ -791,7 +791,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_flip(H, axes, (UIntPtr)(axes?.Length ?? 0))));
   }
 
-  /// <summary> (tg_tensor_transpose)
+  /// <summary>Swap dims dim0 and dim1 (negative counts from the end). (tg_tensor_transpose)
   /// </summary>
   public Tensor Transpose(long dim0, long dim1) {
     return new Tensor(Native.Check(Native.tg_tensor_transpose(H, dim0, dim1)));
@@ -913,7 +913,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
   }
 
-  /// <summary> (tg_tensor_meshgrid)
+  /// <summary>Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0: numpy's 'xy', else 'ij').
+  /// (tg_tensor_meshgrid)
   /// </summary>
   public static Tensor[] Meshgrid(Tensor[] ts, bool xyIndexing) {
     var out_ = new IntPtr[(ts?.Length ?? 0)];
@@ -957,7 +958,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_argsort(H, dim, descending ? 1 : 0)));
   }
 
-  /// <summary> (tg_tensor_topk)
+  /// <summary>The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted. (tg_tensor_topk)
   /// </summary>
   public Tensor[] Topk(long k, long dim, bool largest) {
     var out_ = new IntPtr[2];
@@ -1012,7 +1013,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_linear(H, Native.Arg(weight, nameof(weight)).H, bias?.H ?? TensorHandle.Null)));
   }
 
-  /// <summary> (tg_tensor_dot)
+  /// <summary>a @ b as tg_tensor_matmul (tinygrad's Tensor.dot). (tg_tensor_dot)
   /// </summary>
   public Tensor Dot(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_dot(H, Native.Arg(b, nameof(b)).H)));
@@ -1341,7 +1342,7 @@ public sealed partial class Expr : IDisposable, IHandle {
     return new Expr(Native.Check(Native.tg_expr_variable(name, min, max)));
   }
 
-  /// <summary> (tg_expr_const)
+  /// <summary>The constant `value`. (tg_expr_const)
   /// </summary>
   public static Expr Const(long value) {
     return new Expr(Native.Check(Native.tg_expr_const(value)));
@@ -1379,7 +1380,7 @@ public sealed partial class Expr : IDisposable, IHandle {
     return (min_, max_);
   }
 
-  /// <summary> (tg_expr_retain)
+  /// <summary>Another reference to the same expression. (tg_expr_retain)
   /// </summary>
   public Expr Retain() {
     return new Expr(Native.Check(Native.tg_expr_retain(H)));
@@ -1540,7 +1541,7 @@ public sealed partial class Module : IDisposable, IHandle {
     return new Module(Native.Check(Native.tg_nn_layernorm(normalizedShape, (UIntPtr)(normalizedShape?.Length ?? 0), eps, elementwiseAffine ? 1 : 0, device)));
   }
 
-  /// <summary> (tg_nn_rmsnorm)
+  /// <summary>The other layers of the paragraph above, with its parameter names and tinygrad's defaults. (tg_nn_rmsnorm)
   /// </summary>
   public static Module Rmsnorm(long dim, double eps, bool elementwiseAffine, string device = null) {
     return new Module(Native.Check(Native.tg_nn_rmsnorm(dim, eps, elementwiseAffine ? 1 : 0, device)));
@@ -1646,7 +1647,7 @@ public sealed partial class Module : IDisposable, IHandle {
     Native.Check(Native.tg_module_load_state(H, Native.Arg(state, nameof(state)).H, strict ? 1 : 0));
   }
 
-  /// <summary> (tg_module_retain)
+  /// <summary>Another reference to the same module. (tg_module_retain)
   /// </summary>
   public Module Retain() {
     return new Module(Native.Check(Native.tg_module_retain(H)));
@@ -1759,7 +1760,7 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     Native.Check(Native.tg_optimizer_set_lr(H, lr));
   }
 
-  /// <summary> (tg_optimizer_retain)
+  /// <summary>Another reference to the same optimizer. (tg_optimizer_retain)
   /// </summary>
   public Optimizer Retain() {
     return new Optimizer(Native.Check(Native.tg_optimizer_retain(H)));
@@ -2016,7 +2017,8 @@ public static partial class Tg {
     return value_;
   }
 
-  /// <summary> (tg_counters_get)
+  /// <summary>The counters into *out (set out-&gt;struct_size first; a caller built against a smaller struct gets its
+  /// prefix). (tg_counters_get)
   /// </summary>
   public static Counters CountersGet() {
     var out_ = Counters.New();

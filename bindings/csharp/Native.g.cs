@@ -329,6 +329,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ExprHandle tg_expr_variable([MarshalAs(UnmanagedType.LPUTF8Str)] string name, long min, long max);
+  /// <summary>The constant `value`.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ExprHandle tg_expr_const(long value);
   /// <summary>a &lt;op&gt; b. Fails with TG_ERROR_INVALID_ARGUMENT on a NULL operand and on division/modulo by constant
@@ -353,8 +355,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_expr_bounds(ExprHandle e, out long min, out long max);
+  /// <summary>Another reference to the same expression.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ExprHandle tg_expr_retain(ExprHandle e);
+  /// <summary>Drops the caller's reference; the object goes with the last one. NULL is a no-op.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_expr_release(IntPtr e);
 
@@ -374,6 +380,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_empty(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>Filled with 0 / with 1.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_zeros(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -409,6 +417,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_shape(TensorHandle t, [Out] long[] @out, UIntPtr capacity);
+  /// <summary>The dtype into *out.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_dtype(TensorHandle t, out DType @out);
   /// <summary>The device name ("CPU"); valid while `t` is alive. NULL on error.
@@ -471,6 +481,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_where(TensorHandle cond, TensorHandle x, TensorHandle y);
+  /// <summary>The values converted to `dtype`.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cast(TensorHandle t, DType dtype);
   /// <summary>Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
@@ -636,6 +648,8 @@ public static unsafe partial class Native {
   public static extern TensorHandle tg_tensor_std(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim, double correction);
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_var(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim, double correction);
+  /// <summary>std and mean together (std_mean), var and mean (var_mean).
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_std_mean(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim, double correction, [Out] IntPtr[] @out);
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -718,6 +732,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_flip(TensorHandle t, long[] axes, UIntPtr naxes);
+  /// <summary>Swap dims dim0 and dim1 (negative counts from the end).
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_transpose(TensorHandle t, long dim0, long dim1);
   /// <summary>Merge dims start_dim..end_dim (inclusive, negative counts from the end) into one.
@@ -794,6 +810,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern long tg_tensor_chunk(TensorHandle t, long chunks, long dim, [Out] IntPtr[] @out, UIntPtr capacity);
+  /// <summary>Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0: numpy's 'xy', else 'ij').
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_meshgrid(IntPtr[] ts, UIntPtr n, int xy_indexing, [Out] IntPtr[] @out);
   /// <summary>diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims.
@@ -813,6 +831,8 @@ public static unsafe partial class Native {
   public static extern Status tg_tensor_sort(TensorHandle t, long dim, int descending, [Out] IntPtr[] @out);
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_argsort(TensorHandle t, long dim, int descending);
+  /// <summary>The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_topk(TensorHandle t, long k, long dim, int largest, [Out] IntPtr[] @out);
   /// <summary>out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean",
@@ -846,6 +866,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_linear(TensorHandle x, TensorHandle weight, TensorHandle bias);
+  /// <summary>a @ b as tg_tensor_matmul (tinygrad's Tensor.dot).
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_dot(TensorHandle a, TensorHandle b);
   /// <summary>Einstein summation over letters ("ij,jk-&gt;ik"; without "-&gt;" the output is the letters used once,
@@ -1027,6 +1049,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_retain(TensorHandle t);
+  /// <summary>Drops the caller's reference; the object goes with the last one. NULL is a no-op.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_tensor_release(IntPtr t);
 
@@ -1093,6 +1117,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern PlanHandle tg_jit_plan(JitHandle jit);
+  /// <summary>Drops the caller's reference; the object goes with the last one. NULL is a no-op.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_jit_release(IntPtr jit);
 
@@ -1130,6 +1156,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_layernorm(long[] normalized_shape, UIntPtr ndim, double eps, int elementwise_affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_rmsnorm(long dim, double eps, int elementwise_affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -1191,8 +1219,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_module_load_state(ModuleHandle m, StateHandle state, int strict);
+  /// <summary>Another reference to the same module.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_module_retain(ModuleHandle m);
+  /// <summary>Drops the caller's reference; the object goes with the last one. NULL is a no-op.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_module_release(IntPtr m);
 
@@ -1266,8 +1298,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_optimizer_set_lr(OptimizerHandle opt, double lr);
+  /// <summary>Another reference to the same optimizer.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optimizer_retain(OptimizerHandle opt);
+  /// <summary>Drops the caller's reference; the object goes with the last one. NULL is a no-op.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_optimizer_release(IntPtr opt);
 
@@ -1352,6 +1388,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern StateHandle tg_state_retain(StateHandle s);
+  /// <summary>Drops the caller's reference; the object goes with the last one. NULL is a no-op.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_state_release(IntPtr s);
 
@@ -1380,6 +1418,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_plan_memory(PlanHandle plan, long* intermediate_bytes, long* peak_bytes);
+  /// <summary>Drops the caller's reference; the object goes with the last one. NULL is a no-op.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_plan_release(IntPtr plan);
 
@@ -1408,6 +1448,9 @@ public static unsafe partial class Native {
   public static extern Status tg_get_option([MarshalAs(UnmanagedType.LPUTF8Str)] string name, out double value);
 
   // ---- counters
+  /// <summary>The counters into *out (set out-&gt;struct_size first; a caller built against a smaller struct gets its
+  /// prefix).
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_counters_get(ref Counters @out);
   /// <summary>Set every counter to zero.

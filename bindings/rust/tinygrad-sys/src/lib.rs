@@ -331,8 +331,7 @@ unsafe extern "C" {
   // ---- symbolic expressions
   /// A variable named `name` (copied) taking values in [min, max]. NULL if min > max or name is empty.
   pub fn tg_expr_variable(name: *const c_char, min: i64, max: i64) -> *mut tg_expr;
-  /// Of its group: A variable named `name` (copied) taking values in [min, max]. NULL if min > max or name is
-  /// empty.
+  /// The constant `value`.
   pub fn tg_expr_const(value: i64) -> *mut tg_expr;
   /// a <op> b. Fails with TG_ERROR_INVALID_ARGUMENT on a NULL operand and on division/modulo by constant zero.
   pub fn tg_expr_binary(op: tg_binop, a: *const tg_expr, b: *const tg_expr) -> *mut tg_expr;
@@ -345,9 +344,9 @@ unsafe extern "C" {
   pub fn tg_expr_eval(e: *const tg_expr, names: *const *const c_char, values: *const i64, n: usize, out: *mut i64) -> tg_status;
   /// Smallest and largest value `e` can take given its variables' bounds.
   pub fn tg_expr_bounds(e: *const tg_expr, min: *mut i64, max: *mut i64) -> tg_status;
-  /// Of its group: Smallest and largest value `e` can take given its variables' bounds.
+  /// Another reference to the same expression.
   pub fn tg_expr_retain(e: *mut tg_expr) -> *mut tg_expr;
-  /// Of its group: Smallest and largest value `e` can take given its variables' bounds.
+  /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_expr_release(e: *mut tg_expr);
 
   // ---- tensors: creation
@@ -362,9 +361,9 @@ unsafe extern "C" {
   pub fn tg_tensor_from_data(data: *const c_void, nbytes: usize, dtype: tg_dtype, shape: *const i64, ndim: usize, device: *const c_char) -> *mut tg_tensor;
   /// Uninitialized storage of the given shape.
   pub fn tg_tensor_empty(shape: *const i64, ndim: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: Uninitialized storage of the given shape.
+  /// Filled with 0 / with 1.
   pub fn tg_tensor_zeros(shape: *const i64, ndim: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: Uninitialized storage of the given shape.
+  /// Of its group: Filled with 0 / with 1.
   pub fn tg_tensor_ones(shape: *const i64, ndim: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
   /// Filled with `value`. NaN or +-inf into an integer dtype is TG_ERROR_INVALID_ARGUMENT (tinygrad raises
   /// too); other values convert like a C cast, wrapping to the dtype's width.
@@ -383,7 +382,7 @@ unsafe extern "C" {
   pub fn tg_tensor_numel(t: *const tg_tensor) -> i64;
   /// Copy the shape into out[0..ndim); `capacity` is out's length and must be >= ndim.
   pub fn tg_tensor_shape(t: *const tg_tensor, out: *mut i64, capacity: usize) -> tg_status;
-  /// Of its group: Copy the shape into out[0..ndim); `capacity` is out's length and must be >= ndim.
+  /// The dtype into *out.
   pub fn tg_tensor_dtype(t: *const tg_tensor, out: *mut tg_dtype) -> tg_status;
   /// The device name ("CPU"); valid while `t` is alive. NULL on error.
   pub fn tg_tensor_device(t: *const tg_tensor) -> *const c_char;
@@ -478,7 +477,7 @@ unsafe extern "C" {
   pub fn tg_tensor_pow_scalar(a: *mut tg_tensor, b: f64) -> *mut tg_tensor;
   /// cond ? x : y, broadcast together; cond is cast to bool.
   pub fn tg_tensor_where(cond: *mut tg_tensor, x: *mut tg_tensor, y: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: cond ? x : y, broadcast together; cond is cast to bool.
+  /// The values converted to `dtype`.
   pub fn tg_tensor_cast(t: *mut tg_tensor, dtype: tg_dtype) -> *mut tg_tensor;
   /// Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's rule).
   pub fn tg_tensor_neg(t: *mut tg_tensor) -> *mut tg_tensor;
@@ -684,7 +683,9 @@ unsafe extern "C" {
   /// Of its group: std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float.
   /// std_mean/var_mean write two new references to out[0] (std or var) and out[1] (mean).
   pub fn tg_tensor_var(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int, correction: f64) -> *mut tg_tensor;
+  /// std and mean together (std_mean), var and mean (var_mean).
   pub fn tg_tensor_std_mean(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int, correction: f64, out: *mut *mut tg_tensor) -> tg_status;
+  /// Of its group: std and mean together (std_mean), var and mean (var_mean).
   pub fn tg_tensor_var_mean(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int, correction: f64, out: *mut *mut tg_tensor) -> tg_status;
   /// all/any are TG_BOOL; logsumexp is float.
   pub fn tg_tensor_all(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int) -> *mut tg_tensor;
@@ -744,8 +745,7 @@ unsafe extern "C" {
   /// Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or
   /// -1 and is returned unchanged, as in torch; so does transpose(t, 0, 0).
   pub fn tg_tensor_flip(t: *mut tg_tensor, axes: *const i64, naxes: usize) -> *mut tg_tensor;
-  /// Of its group: Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor
-  /// accepts axis 0 or -1 and is returned unchanged, as in torch; so does transpose(t, 0, 0).
+  /// Swap dims dim0 and dim1 (negative counts from the end).
   pub fn tg_tensor_transpose(t: *mut tg_tensor, dim0: i64, dim1: i64) -> *mut tg_tensor;
   /// Merge dims start_dim..end_dim (inclusive, negative counts from the end) into one.
   pub fn tg_tensor_flatten(t: *mut tg_tensor, start_dim: i64, end_dim: i64) -> *mut tg_tensor;
@@ -791,6 +791,7 @@ unsafe extern "C" {
   /// ceil(size / chunks) per piece as torch; returns the number of pieces (<= chunks), -1 on error or if over
   /// capacity.
   pub fn tg_tensor_chunk(t: *mut tg_tensor, chunks: i64, dim: i64, out: *mut *mut tg_tensor, capacity: usize) -> i64;
+  /// Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0: numpy's 'xy', else 'ij').
   pub fn tg_tensor_meshgrid(ts: *const *mut tg_tensor, n: usize, xy_indexing: c_int, out: *mut *mut tg_tensor) -> tg_status;
   /// diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims.
   pub fn tg_tensor_diag(t: *mut tg_tensor) -> *mut tg_tensor;
@@ -805,6 +806,7 @@ unsafe extern "C" {
   /// Of its group: Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused.
   /// topk: the first k of it.
   pub fn tg_tensor_argsort(t: *mut tg_tensor, dim: i64, descending: c_int) -> *mut tg_tensor;
+  /// The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted.
   pub fn tg_tensor_topk(t: *mut tg_tensor, k: i64, dim: i64, largest: c_int, out: *mut *mut tg_tensor) -> tg_status;
   /// out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean",
   /// "amax", "amin") everything sent to one place, with t's own value when include_self != 0.
@@ -830,9 +832,7 @@ unsafe extern "C" {
   /// `reduction` is 0 none, 1 mean, 2 sum. x @ weight + bias with weight (in, out), as Tensor.linear (nn.Linear
   /// keeps (out, in) and passes its transpose).
   pub fn tg_tensor_linear(x: *mut tg_tensor, weight: *mut tg_tensor, bias: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: tinygrad's Tensor methods of the same names. Optional tensors (bias, weight, mask) may be
-  /// NULL. `reduction` is 0 none, 1 mean, 2 sum. x @ weight + bias with weight (in, out), as Tensor.linear
-  /// (nn.Linear keeps (out, in) and passes its transpose).
+  /// a @ b as tg_tensor_matmul (tinygrad's Tensor.dot).
   pub fn tg_tensor_dot(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
   /// Einstein summation over letters ("ij,jk->ik"; without "->" the output is the letters used once, sorted).
   pub fn tg_tensor_einsum(formula: *const c_char, ts: *const *mut tg_tensor, n: usize) -> *mut tg_tensor;
@@ -1000,7 +1000,7 @@ unsafe extern "C" {
   pub fn tg_tensor_to_data(t: *mut tg_tensor, out: *mut c_void, nbytes: usize) -> tg_status;
   /// Another reference to the same tensor.
   pub fn tg_tensor_retain(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Another reference to the same tensor.
+  /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_tensor_release(t: *mut tg_tensor);
 
   // ---- DLPack
@@ -1052,9 +1052,7 @@ unsafe extern "C" {
   /// The captured kernels, as a plan (see tg_plan_*: its kernel list and times of the last replay); NULL before
   /// a capture. A new reference; it does not keep the JIT alive for replays (tg_plan_run is refused on it).
   pub fn tg_jit_plan(jit: *mut tg_jit) -> *mut tg_plan;
-  /// Of its group: The captured kernels, as a plan (see tg_plan_*: its kernel list and times of the last
-  /// replay); NULL before a capture. A new reference; it does not keep the JIT alive for replays (tg_plan_run
-  /// is refused on it).
+  /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_jit_release(jit: *mut tg_jit);
 
   // ---- nn: modules
@@ -1137,15 +1135,15 @@ unsafe extern "C" {
   pub fn tg_nn_batchnorm(num_features: i64, eps: f64, momentum: f64, affine: c_int, track_running_stats: c_int, device: *const c_char) -> *mut tg_module;
   /// normalized_shape: borrowed, ndim >= 1 dims.
   pub fn tg_nn_layernorm(normalized_shape: *const i64, ndim: usize, eps: f64, elementwise_affine: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: normalized_shape: borrowed, ndim >= 1 dims.
+  /// The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
   pub fn tg_nn_rmsnorm(dim: i64, eps: f64, elementwise_affine: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: normalized_shape: borrowed, ndim >= 1 dims.
+  /// Of its group: The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
   pub fn tg_nn_groupnorm(num_groups: i64, num_channels: i64, eps: f64, affine: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: normalized_shape: borrowed, ndim >= 1 dims.
+  /// Of its group: The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
   pub fn tg_nn_instancenorm(num_features: i64, eps: f64, affine: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: normalized_shape: borrowed, ndim >= 1 dims.
+  /// Of its group: The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
   pub fn tg_nn_embedding(vocab_size: i64, embed_size: i64, device: *const c_char) -> *mut tg_module;
-  /// Of its group: normalized_shape: borrowed, ndim >= 1 dims.
+  /// Of its group: The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
   pub fn tg_nn_lstm_cell(input_size: i64, hidden_size: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
   /// A layer without parameters, by the name of the Tensor method it calls: relu, relu6, leaky_relu, gelu,
   /// quick_gelu, silu, swish, elu, selu, mish, softplus, hardswish, hardsigmoid, hardtanh, tanh, sigmoid,
@@ -1180,15 +1178,9 @@ unsafe extern "C" {
   /// doesn't find are TG_ERROR_INVALID_ARGUMENT; the message names every offending entry, and nothing is
   /// assigned.
   pub fn tg_module_load_state(m: *mut tg_module, state: *const tg_state, strict: c_int) -> tg_status;
-  /// Of its group: Assigns every entry of `state` (borrowed) into the module's tensor of that name and realizes
-  /// them (values cast to the module's dtypes). A shape mismatch is TG_ERROR_SHAPE; with strict, names the
-  /// module lacks or doesn't find are TG_ERROR_INVALID_ARGUMENT; the message names every offending entry, and
-  /// nothing is assigned.
+  /// Another reference to the same module.
   pub fn tg_module_retain(m: *mut tg_module) -> *mut tg_module;
-  /// Of its group: Assigns every entry of `state` (borrowed) into the module's tensor of that name and realizes
-  /// them (values cast to the module's dtypes). A shape mismatch is TG_ERROR_SHAPE; with strict, names the
-  /// module lacks or doesn't find are TG_ERROR_INVALID_ARGUMENT; the message names every offending entry, and
-  /// nothing is assigned.
+  /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_module_release(m: *mut tg_module);
 
   // ---- nn: data sets
@@ -1267,11 +1259,9 @@ unsafe extern "C" {
   pub fn tg_optimizer_lr(opt: *mut tg_optimizer) -> *mut tg_tensor;
   /// Assign `lr` (>= 0) into the lr tensor and realize it: later steps, captured ones included, use it.
   pub fn tg_optimizer_set_lr(opt: *mut tg_optimizer, lr: f64) -> tg_status;
-  /// Of its group: Assign `lr` (>= 0) into the lr tensor and realize it: later steps, captured ones included,
-  /// use it.
+  /// Another reference to the same optimizer.
   pub fn tg_optimizer_retain(opt: *mut tg_optimizer) -> *mut tg_optimizer;
-  /// Of its group: Assign `lr` (>= 0) into the lr tensor and realize it: later steps, captured ones included,
-  /// use it.
+  /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_optimizer_release(opt: *mut tg_optimizer);
 
   // ---- nn: state (safetensors, GGUF, state dicts)
@@ -1337,7 +1327,7 @@ unsafe extern "C" {
   pub fn tg_state_metadata_set(s: *mut tg_state, key: *const c_char, value: *const c_char) -> tg_status;
   /// Another reference to the same state.
   pub fn tg_state_retain(s: *mut tg_state) -> *mut tg_state;
-  /// Of its group: Another reference to the same state.
+  /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_state_release(s: *mut tg_state);
 
   // ---- looking inside a realize
@@ -1355,8 +1345,7 @@ unsafe extern "C" {
   /// The memory planner's result: bytes of the intermediate buffers if each had its own memory, and bytes they
   /// take sharing memory (the peak). Either pointer may be NULL.
   pub fn tg_plan_memory(plan: *const tg_plan, intermediate_bytes: *mut i64, peak_bytes: *mut i64) -> tg_status;
-  /// Of its group: The memory planner's result: bytes of the intermediate buffers if each had its own memory,
-  /// and bytes they take sharing memory (the peak). Either pointer may be NULL.
+  /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_plan_release(plan: *mut tg_plan);
 
   // ---- options
@@ -1380,8 +1369,8 @@ unsafe extern "C" {
   pub fn tg_get_option(name: *const c_char, value: *mut f64) -> tg_status;
 
   // ---- counters
-  /// Of its group: Process-wide counters (tinygrad's GlobalCounters). A small struct that may grow: set
-  /// struct_size first.
+  /// The counters into *out (set out->struct_size first; a caller built against a smaller struct gets its
+  /// prefix).
   pub fn tg_counters_get(out: *mut tg_counters) -> tg_status;
   /// Set every counter to zero.
   pub fn tg_counters_reset();

@@ -410,8 +410,7 @@ impl Expr {
     unsafe { Expr::from_raw(sys::tg_expr_variable(name.as_ptr(), min, max)) }
   }
 
-  /// `tg_expr_const`: Of its group: A variable named `name` (copied) taking values in [min, max]. NULL if min >
-  /// max or name is empty.
+  /// `tg_expr_const`: The constant `value`.
   pub fn const_(value: i64) -> Result<Expr> {
     unsafe { Expr::from_raw(sys::tg_expr_const(value)) }
   }
@@ -461,14 +460,14 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_empty(shape.as_ptr(), ndim, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_zeros`: Of its group: Uninitialized storage of the given shape.
+  /// `tg_tensor_zeros`: Filled with 0 / with 1.
   pub fn zeros(shape: &[i64], dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_zeros(shape.as_ptr(), ndim, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_ones`: Of its group: Uninitialized storage of the given shape.
+  /// `tg_tensor_ones`: Of its group: Filled with 0 / with 1.
   pub fn ones(shape: &[i64], dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
@@ -520,8 +519,7 @@ impl Tensor {
     Ok(r)
   }
 
-  /// `tg_tensor_dtype`: Of its group: Copy the shape into out[0..ndim); `capacity` is out's length and must be
-  /// >= ndim.
+  /// `tg_tensor_dtype`: The dtype into *out.
   pub fn dtype(&self) -> Result<DType> {
     let mut out: i32 = 0;
     let status = unsafe { sys::tg_tensor_dtype(self.as_ptr(), &mut out) };
@@ -691,7 +689,7 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_where(self.as_ptr(), x.as_ptr(), y.as_ptr())) }
   }
 
-  /// `tg_tensor_cast`: Of its group: cond ? x : y, broadcast together; cond is cast to bool.
+  /// `tg_tensor_cast`: The values converted to `dtype`.
   pub fn cast(&self, dtype: DType) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_cast(self.as_ptr(), dtype as i32)) }
   }
@@ -1138,7 +1136,7 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_var(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int, correction)) }
   }
 
-  /// `tg_tensor_std_mean`
+  /// `tg_tensor_std_mean`: std and mean together (std_mean), var and mean (var_mean).
   pub fn std_mean(&self, axes: &[i64], keepdim: bool, correction: f64) -> Result<(Tensor, Tensor)> {
     let naxes = axes.len();
     let mut out = [core::ptr::null_mut(); 2];
@@ -1151,7 +1149,7 @@ impl Tensor {
     Ok({ let [out0, out1] = take_n::<Tensor, 2>(out)?; (out0, out1) })
   }
 
-  /// `tg_tensor_var_mean`
+  /// `tg_tensor_var_mean`: Of its group: std and mean together (std_mean), var and mean (var_mean).
   pub fn var_mean(&self, axes: &[i64], keepdim: bool, correction: f64) -> Result<(Tensor, Tensor)> {
     let naxes = axes.len();
     let mut out = [core::ptr::null_mut(); 2];
@@ -1287,9 +1285,7 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_flip(self.as_ptr(), axes.as_ptr(), naxes)) }
   }
 
-  /// `tg_tensor_transpose`: Of its group: Reverse the listed axes (negative counts from the end; each at most
-  /// once). A 0-d tensor accepts axis 0 or -1 and is returned unchanged, as in torch; so does transpose(t, 0,
-  /// 0).
+  /// `tg_tensor_transpose`: Swap dims dim0 and dim1 (negative counts from the end).
   pub fn transpose(&self, dim0: i64, dim1: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_transpose(self.as_ptr(), dim0, dim1)) }
   }
@@ -1394,7 +1390,8 @@ impl Tensor {
     take_all::<Tensor>(out)
   }
 
-  /// `tg_tensor_meshgrid`
+  /// `tg_tensor_meshgrid`: Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0: numpy's
+  /// 'xy', else 'ij').
   pub fn meshgrid(ts: &[impl Borrow<Tensor>], xy_indexing: bool) -> Result<Vec<Tensor>> {
     let ts = raw_ptrs(ts);
     let n = ts.len();
@@ -1444,7 +1441,7 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_argsort(self.as_ptr(), dim, descending as c_int)) }
   }
 
-  /// `tg_tensor_topk`
+  /// `tg_tensor_topk`: The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted.
   pub fn topk(&self, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
     let mut out = [core::ptr::null_mut(); 2];
     let status = unsafe { sys::tg_tensor_topk(self.as_ptr(), k, dim, largest as c_int, out.as_mut_ptr()) };
@@ -1502,9 +1499,7 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_linear(self.as_ptr(), weight.as_ptr(), bias.map_or(core::ptr::null_mut(), |h| h.as_ptr()))) }
   }
 
-  /// `tg_tensor_dot`: Of its group: tinygrad's Tensor methods of the same names. Optional tensors (bias,
-  /// weight, mask) may be NULL. `reduction` is 0 none, 1 mean, 2 sum. x @ weight + bias with weight (in, out),
-  /// as Tensor.linear (nn.Linear keeps (out, in) and passes its transpose).
+  /// `tg_tensor_dot`: a @ b as tg_tensor_matmul (tinygrad's Tensor.dot).
   pub fn dot(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_dot(self.as_ptr(), b.as_ptr())) }
   }
@@ -1982,31 +1977,36 @@ impl Module {
     unsafe { Module::from_raw(sys::tg_nn_layernorm(normalized_shape.as_ptr(), ndim, eps, elementwise_affine as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_rmsnorm`: Of its group: normalized_shape: borrowed, ndim >= 1 dims.
+  /// `tg_nn_rmsnorm`: The other layers of the paragraph above, with its parameter names and tinygrad's
+  /// defaults.
   pub fn rmsnorm(dim: i64, eps: f64, elementwise_affine: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_rmsnorm(dim, eps, elementwise_affine as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_groupnorm`: Of its group: normalized_shape: borrowed, ndim >= 1 dims.
+  /// `tg_nn_groupnorm`: Of its group: The other layers of the paragraph above, with its parameter names and
+  /// tinygrad's defaults.
   pub fn groupnorm(num_groups: i64, num_channels: i64, eps: f64, affine: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_groupnorm(num_groups, num_channels, eps, affine as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_instancenorm`: Of its group: normalized_shape: borrowed, ndim >= 1 dims.
+  /// `tg_nn_instancenorm`: Of its group: The other layers of the paragraph above, with its parameter names and
+  /// tinygrad's defaults.
   pub fn instancenorm(num_features: i64, eps: f64, affine: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_instancenorm(num_features, eps, affine as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_embedding`: Of its group: normalized_shape: borrowed, ndim >= 1 dims.
+  /// `tg_nn_embedding`: Of its group: The other layers of the paragraph above, with its parameter names and
+  /// tinygrad's defaults.
   pub fn embedding(vocab_size: i64, embed_size: i64, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_embedding(vocab_size, embed_size, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_lstm_cell`: Of its group: normalized_shape: borrowed, ndim >= 1 dims.
+  /// `tg_nn_lstm_cell`: Of its group: The other layers of the paragraph above, with its parameter names and
+  /// tinygrad's defaults.
   pub fn lstm_cell(input_size: i64, hidden_size: i64, bias: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_lstm_cell(input_size, hidden_size, bias as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
@@ -2468,8 +2468,8 @@ pub fn get_option(name: &str) -> Result<f64> {
   Ok(value)
 }
 
-/// `tg_counters_get`: Of its group: Process-wide counters (tinygrad's GlobalCounters). A small struct that
-/// may grow: set struct_size first.
+/// `tg_counters_get`: The counters into *out (set out->struct_size first; a caller built against a smaller
+/// struct gets its prefix).
 pub fn counters_get() -> Result<Counters> {
   let mut out = Counters::default();
   let status = unsafe { sys::tg_counters_get(&mut out) };
