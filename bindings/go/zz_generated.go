@@ -1610,7 +1610,8 @@ const (
 	OptimizerKindMuon    OptimizerKind = 5
 )
 
-// Tensor owns one reference to a tg_tensor. Close releases it; a finalizer releases it if Close was never called.
+// Tensor owns one reference to a tg_tensor: a lazy tensor.
+// Close releases it; a finalizer releases it if Close was never called.
 // A Tensor may be used by one goroutine at a time.
 type Tensor struct {
 	p    *C.tg_tensor
@@ -1655,7 +1656,8 @@ func cTensors(xs []*Tensor) []*C.tg_tensor {
 	return ps
 }
 
-// Expr owns one reference to a tg_expr. Close releases it; a finalizer releases it if Close was never called.
+// Expr owns one reference to a tg_expr: a symbolic integer expression (index arithmetic, shapes).
+// Close releases it; a finalizer releases it if Close was never called.
 // A Expr may be used by one goroutine at a time.
 type Expr struct {
 	p    *C.tg_expr
@@ -1692,7 +1694,8 @@ func (e *Expr) Close() {
 	}
 }
 
-// Jit owns one reference to a tg_jit. Close releases it; a finalizer releases it if Close was never called.
+// Jit owns one reference to a tg_jit: a captured function (TinyJit).
+// Close releases it; a finalizer releases it if Close was never called.
 // A Jit may be used by one goroutine at a time.
 type Jit struct {
 	p    *C.tg_jit
@@ -1729,7 +1732,8 @@ func (j *Jit) Close() {
 	}
 }
 
-// Plan owns one reference to a tg_plan. Close releases it; a finalizer releases it if Close was never called.
+// Plan owns one reference to a tg_plan: the kernels a realize runs, as data.
+// Close releases it; a finalizer releases it if Close was never called.
 // A Plan may be used by one goroutine at a time.
 type Plan struct {
 	p    *C.tg_plan
@@ -1766,7 +1770,8 @@ func (p *Plan) Close() {
 	}
 }
 
-// Module owns one reference to a tg_module. Close releases it; a finalizer releases it if Close was never called.
+// Module owns one reference to a tg_module: an nn module (a layer, or layers in sequence) holding its tensors.
+// Close releases it; a finalizer releases it if Close was never called.
 // A Module may be used by one goroutine at a time.
 type Module struct {
 	p    *C.tg_module
@@ -1811,7 +1816,8 @@ func cModules(xs []*Module) []*C.tg_module {
 	return ps
 }
 
-// Optimizer owns one reference to a tg_optimizer. Close releases it; a finalizer releases it if Close was never called.
+// Optimizer owns one reference to a tg_optimizer: an optimizer over a set of parameter tensors.
+// Close releases it; a finalizer releases it if Close was never called.
 // A Optimizer may be used by one goroutine at a time.
 type Optimizer struct {
 	p    *C.tg_optimizer
@@ -1848,7 +1854,8 @@ func (o *Optimizer) Close() {
 	}
 }
 
-// State owns one reference to a tg_state. Close releases it; a finalizer releases it if Close was never called.
+// State owns one reference to a tg_state: an ordered set of named tensors: a state dict, a safetensors or GGUF file.
+// Close releases it; a finalizer releases it if Close was never called.
 // A State may be used by one goroutine at a time.
 type State struct {
 	p    *C.tg_state
@@ -2164,7 +2171,7 @@ func ExprVariable(name string, minArg int64, maxArg int64) (*Expr, error) {
 	return newExpr(ret), nil
 }
 
-// ExprConst is tg_expr_const.
+// ExprConst is tg_expr_const. The constant `value`.
 func ExprConst(value int64) (*Expr, error) {
 	var st C.tgw_err
 	ret := C.tgw_expr_const(C.int64_t(value), &st)
@@ -2253,7 +2260,7 @@ func (e *Expr) Bounds() (int64, int64, error) {
 	return minArg, maxArg, nil
 }
 
-// Retain is tg_expr_retain.
+// Retain is tg_expr_retain. Another reference to the same expression.
 func (e *Expr) Retain() (*Expr, error) {
 	var st C.tgw_err
 	ret := C.tgw_expr_retain(e.ptr(), &st)
@@ -2301,7 +2308,7 @@ func Empty(shape []int64, dtype DType, device string) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Zeros is tg_tensor_zeros.
+// Zeros is tg_tensor_zeros. Filled with 0 / with 1.
 func Zeros(shape []int64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -2435,7 +2442,7 @@ func (t *Tensor) shape(capacity int) ([]int64, error) {
 	return out, nil
 }
 
-// DType is tg_tensor_dtype.
+// DType is tg_tensor_dtype. The dtype into *out.
 func (t *Tensor) DType() (DType, error) {
 	var cvOut C.tg_dtype
 	var st C.tgw_err
@@ -2718,7 +2725,7 @@ func (cond *Tensor) Where(x *Tensor, y *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Cast is tg_tensor_cast.
+// Cast is tg_tensor_cast. The values converted to `dtype`.
 func (t *Tensor) Cast(dtype DType) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cast(t.ptr(), C.tg_dtype(dtype), &st)
@@ -3507,7 +3514,7 @@ func (t *Tensor) Var(axes []int64, keepdim int32, correction float64) (*Tensor, 
 	return newTensor(ret), nil
 }
 
-// StdMean is tg_tensor_std_mean.
+// StdMean is tg_tensor_std_mean. std and mean together (std_mean), var and mean (var_mean).
 func (t *Tensor) StdMean(axes []int64, keepdim int32, correction float64) (*Tensor, *Tensor, error) {
 	var cvOut [2]*C.tg_tensor
 	var st C.tgw_err
@@ -3761,7 +3768,7 @@ func (t *Tensor) Flip(axes []int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Transpose is tg_tensor_transpose.
+// Transpose is tg_tensor_transpose. Swap dims dim0 and dim1 (negative counts from the end).
 func (t *Tensor) Transpose(dim0 int64, dim1 int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_transpose(t.ptr(), C.int64_t(dim0), C.int64_t(dim1), &st)
@@ -4015,7 +4022,8 @@ func (t *Tensor) chunk(chunks int64, dim int64, capacity int) (int64, []*Tensor,
 	return int64(ret), out, nil
 }
 
-// Meshgrid is tg_tensor_meshgrid.
+// Meshgrid is tg_tensor_meshgrid. Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0:
+// numpy's 'xy', else 'ij').
 func Meshgrid(ts []*Tensor, xyIndexing int32) ([]*Tensor, error) {
 	cvTs := cTensors(ts)
 	cvOut := make([]*C.tg_tensor, len(ts))
@@ -4092,7 +4100,7 @@ func (t *Tensor) Argsort(dim int64, descending int32) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Topk is tg_tensor_topk.
+// Topk is tg_tensor_topk. The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted.
 func (t *Tensor) Topk(k int64, dim int64, largest int32) (*Tensor, *Tensor, error) {
 	var cvOut [2]*C.tg_tensor
 	var st C.tgw_err
@@ -4200,7 +4208,7 @@ func (x *Tensor) Linear(weight *Tensor, bias *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Dot is tg_tensor_dot.
+// Dot is tg_tensor_dot. a @ b as tg_tensor_matmul (tinygrad's Tensor.dot).
 func (a *Tensor) Dot(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_dot(a.ptr(), b.ptr(), &st)
@@ -5051,7 +5059,8 @@ func NNLayerNorm(normalizedShape []int64, eps float64, elementwiseAffine int32, 
 	return newModule(ret), nil
 }
 
-// NNRMSNorm is tg_nn_rmsnorm.
+// NNRMSNorm is tg_nn_rmsnorm. The other layers of the paragraph above, with its parameter names and tinygrad's
+// defaults.
 func NNRMSNorm(dim int64, eps float64, elementwiseAffine int32, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5275,7 +5284,7 @@ func (m *Module) LoadState(state *State, strict int32) error {
 	return nil
 }
 
-// Retain is tg_module_retain.
+// Retain is tg_module_retain. Another reference to the same module.
 func (m *Module) Retain() (*Module, error) {
 	var st C.tgw_err
 	ret := C.tgw_module_retain(m.ptr(), &st)
@@ -5571,7 +5580,7 @@ func (opt *Optimizer) SetLR(lr float64) error {
 	return nil
 }
 
-// Retain is tg_optimizer_retain.
+// Retain is tg_optimizer_retain. Another reference to the same optimizer.
 func (opt *Optimizer) Retain() (*Optimizer, error) {
 	var st C.tgw_err
 	ret := C.tgw_optimizer_retain(opt.ptr(), &st)
@@ -5931,7 +5940,8 @@ func GetOption(name string) (float64, error) {
 	return value, nil
 }
 
-// CountersGet is tg_counters_get.
+// CountersGet is tg_counters_get. The counters into *out (set out->struct_size first; a caller built against a
+// smaller struct gets its prefix).
 func CountersGet() (Counters, error) {
 	var cvOut C.tg_counters
 	cvOut.struct_size = C.sizeof_tg_counters

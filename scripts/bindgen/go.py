@@ -151,7 +151,8 @@ class Gen:
     for h in self.m["handles"]:
       t, c = self.handles[h["name"]], h["name"]
       v = t[0].lower()
-      g += [f"// {t} owns one reference to a {c}. Close releases it; a finalizer releases it if Close was never called.",
+      g += [f"// {t} owns one reference to a {c}" + (f": {h['doc']}" if h.get("doc") else "") + ".",
+            "// Close releases it; a finalizer releases it if Close was never called.",
             f"// A {t} may be used by one goroutine at a time.",
             f"type {t} struct {{", f"\tp    *C.{c}", "\tdone func() // Go state the C object refers to (a callback), freed by Close", "}", "",
             f"func new{t}(cp *C.{c}) *{t} {{",
@@ -287,9 +288,6 @@ class Gen:
           for other in srcs[1:]:
             checks += [f"\tif len({other}) != len({srcs[0]}) {{",
                     f'\t\treturn {{ZERO}}newError(ErrInvalidArgument, "{name}: {other} and {srcs[0]} differ in length")', "\t}"]
-        elif all(o["kind"] in ("handle", "value") for o in ofs):  # an index the manifest tags as a length: a plain size
-          gparams.append(f"{n} int")
-          args.append(f"C.size_t({n})")
         elif any(o["kind"] == "chars_out" for o in ofs):
           args.append(f"C.size_t(len(buf))")
         elif any(o["kind"] == "bytes_out" for o in ofs):
