@@ -2186,11 +2186,11 @@ func ExprConst(value int64) (*Expr, error) {
 func ExprBinary(op BinOp, a *Expr, b *Expr) (*Expr, error) {
 	var st C.tgw_err
 	ret := C.tgw_expr_binary(C.tg_binop(op), a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newExpr(ret), nil
 }
 
@@ -2198,10 +2198,10 @@ func ExprBinary(op BinOp, a *Expr, b *Expr) (*Expr, error) {
 func (e *Expr) Simplify() (*Expr, error) {
 	var st C.tgw_err
 	ret := C.tgw_expr_simplify(e.ptr(), &st)
+	runtime.KeepAlive(e)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(e)
 	return newExpr(ret), nil
 }
 
@@ -2238,11 +2238,13 @@ func (e *Expr) Eval(names []string, values []int64) (int64, error) {
 	var st C.tgw_err
 	C.tgw_expr_eval(e.ptr(), (**C.char)(ptr0(cvNames)), (*C.int64_t)(ptr0(values)), C.size_t(len(names)), &cvOut, &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(e)
 		return 0, err
 	}
 	out := int64(cvOut)
+	result := out
 	runtime.KeepAlive(e)
-	return out, nil
+	return result, nil
 }
 
 // Bounds is tg_expr_bounds. Smallest and largest value `e` can take given its variables' bounds.
@@ -2252,22 +2254,24 @@ func (e *Expr) Bounds() (int64, int64, error) {
 	var st C.tgw_err
 	C.tgw_expr_bounds(e.ptr(), &cvMin, &cvMax, &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(e)
 		return 0, 0, err
 	}
 	minArg := int64(cvMin)
 	maxArg := int64(cvMax)
+	result := minArg
 	runtime.KeepAlive(e)
-	return minArg, maxArg, nil
+	return result, maxArg, nil
 }
 
 // Retain is tg_expr_retain. Another reference to the same expression.
 func (e *Expr) Retain() (*Expr, error) {
 	var st C.tgw_err
 	ret := C.tgw_expr_retain(e.ptr(), &st)
+	runtime.KeepAlive(e)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(e)
 	return newExpr(ret), nil
 }
 
@@ -2404,10 +2408,10 @@ func Linspace(start float64, stop float64, steps int64, dtype DType, device stri
 func (t *Tensor) Ndim() (int64, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_ndim(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return 0, err
 	}
-	runtime.KeepAlive(t)
 	return int64(ret), nil
 }
 
@@ -2415,10 +2419,10 @@ func (t *Tensor) Ndim() (int64, error) {
 func (t *Tensor) Numel() (int64, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_numel(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return 0, err
 	}
-	runtime.KeepAlive(t)
 	return int64(ret), nil
 }
 
@@ -2432,14 +2436,16 @@ func (t *Tensor) shape(capacity int) ([]int64, error) {
 	var st C.tgw_err
 	C.tgw_tensor_shape(t.ptr(), (*C.int64_t)(ptr0(cvOut)), C.size_t(capacity), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
 		return nil, err
 	}
 	out := make([]int64, len(cvOut))
 	for i, v := range cvOut {
 		out[i] = int64(v)
 	}
+	result := out
 	runtime.KeepAlive(t)
-	return out, nil
+	return result, nil
 }
 
 // DType is tg_tensor_dtype. The dtype into *out.
@@ -2448,11 +2454,13 @@ func (t *Tensor) DType() (DType, error) {
 	var st C.tgw_err
 	C.tgw_tensor_dtype(t.ptr(), &cvOut, &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
 		return 0, err
 	}
 	out := DType(cvOut)
+	result := out
 	runtime.KeepAlive(t)
-	return out, nil
+	return result, nil
 }
 
 // Device is tg_tensor_device. The device name ("CPU"); valid while `t` is alive. NULL on error.
@@ -2460,6 +2468,7 @@ func (t *Tensor) Device() (string, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_device(t.ptr(), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
 		return "", err
 	}
 	result := C.GoString(ret)
@@ -2478,10 +2487,10 @@ func (t *Tensor) To(device string) (*Tensor, error) {
 	}
 	var st C.tgw_err
 	ret := C.tgw_tensor_to(t.ptr(), cvDevice, &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2492,11 +2501,11 @@ func (t *Tensor) To(device string) (*Tensor, error) {
 func (a *Tensor) Add(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_add(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2504,11 +2513,11 @@ func (a *Tensor) Add(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Sub(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sub(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2516,11 +2525,11 @@ func (a *Tensor) Sub(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Mul(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_mul(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2528,11 +2537,11 @@ func (a *Tensor) Mul(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Div(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_div(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2540,11 +2549,11 @@ func (a *Tensor) Div(b *Tensor) (*Tensor, error) {
 func (a *Tensor) IDiv(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_idiv(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2552,11 +2561,11 @@ func (a *Tensor) IDiv(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Maximum(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_maximum(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2564,11 +2573,11 @@ func (a *Tensor) Maximum(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Minimum(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_minimum(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2576,11 +2585,11 @@ func (a *Tensor) Minimum(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Pow(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_pow(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2588,11 +2597,11 @@ func (a *Tensor) Pow(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Lt(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_lt(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2600,11 +2609,11 @@ func (a *Tensor) Lt(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Le(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_le(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2612,11 +2621,11 @@ func (a *Tensor) Le(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Gt(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_gt(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2624,11 +2633,11 @@ func (a *Tensor) Gt(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Ge(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_ge(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2636,11 +2645,11 @@ func (a *Tensor) Ge(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Eq(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_eq(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2648,11 +2657,11 @@ func (a *Tensor) Eq(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Ne(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_ne(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -2661,10 +2670,10 @@ func (a *Tensor) Ne(b *Tensor) (*Tensor, error) {
 func (a *Tensor) AddScalar(b float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_add_scalar(a.ptr(), C.double(b), &st)
+	runtime.KeepAlive(a)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
 	return newTensor(ret), nil
 }
 
@@ -2672,10 +2681,10 @@ func (a *Tensor) AddScalar(b float64) (*Tensor, error) {
 func (a *Tensor) SubScalar(b float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sub_scalar(a.ptr(), C.double(b), &st)
+	runtime.KeepAlive(a)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
 	return newTensor(ret), nil
 }
 
@@ -2683,10 +2692,10 @@ func (a *Tensor) SubScalar(b float64) (*Tensor, error) {
 func (a *Tensor) MulScalar(b float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_mul_scalar(a.ptr(), C.double(b), &st)
+	runtime.KeepAlive(a)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
 	return newTensor(ret), nil
 }
 
@@ -2694,10 +2703,10 @@ func (a *Tensor) MulScalar(b float64) (*Tensor, error) {
 func (a *Tensor) DivScalar(b float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_div_scalar(a.ptr(), C.double(b), &st)
+	runtime.KeepAlive(a)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
 	return newTensor(ret), nil
 }
 
@@ -2705,10 +2714,10 @@ func (a *Tensor) DivScalar(b float64) (*Tensor, error) {
 func (a *Tensor) PowScalar(b float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_pow_scalar(a.ptr(), C.double(b), &st)
+	runtime.KeepAlive(a)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
 	return newTensor(ret), nil
 }
 
@@ -2716,12 +2725,12 @@ func (a *Tensor) PowScalar(b float64) (*Tensor, error) {
 func (cond *Tensor) Where(x *Tensor, y *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_where(cond.ptr(), x.ptr(), y.ptr(), &st)
-	if err := check(&st); err != nil {
-		return nil, err
-	}
 	runtime.KeepAlive(cond)
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(y)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
 	return newTensor(ret), nil
 }
 
@@ -2729,10 +2738,10 @@ func (cond *Tensor) Where(x *Tensor, y *Tensor) (*Tensor, error) {
 func (t *Tensor) Cast(dtype DType) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cast(t.ptr(), C.tg_dtype(dtype), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2741,10 +2750,10 @@ func (t *Tensor) Cast(dtype DType) (*Tensor, error) {
 func (t *Tensor) Neg() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_neg(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2752,10 +2761,10 @@ func (t *Tensor) Neg() (*Tensor, error) {
 func (t *Tensor) Exp() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_exp(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2763,10 +2772,10 @@ func (t *Tensor) Exp() (*Tensor, error) {
 func (t *Tensor) Exp2() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_exp2(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2774,10 +2783,10 @@ func (t *Tensor) Exp2() (*Tensor, error) {
 func (t *Tensor) Log() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_log(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2785,10 +2794,10 @@ func (t *Tensor) Log() (*Tensor, error) {
 func (t *Tensor) Log2() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_log2(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2796,10 +2805,10 @@ func (t *Tensor) Log2() (*Tensor, error) {
 func (t *Tensor) Sqrt() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sqrt(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2807,10 +2816,10 @@ func (t *Tensor) Sqrt() (*Tensor, error) {
 func (t *Tensor) Reciprocal() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_reciprocal(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2818,10 +2827,10 @@ func (t *Tensor) Reciprocal() (*Tensor, error) {
 func (t *Tensor) Sin() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sin(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2829,10 +2838,10 @@ func (t *Tensor) Sin() (*Tensor, error) {
 func (t *Tensor) Cos() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cos(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2840,10 +2849,10 @@ func (t *Tensor) Cos() (*Tensor, error) {
 func (t *Tensor) Abs() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_abs(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2851,10 +2860,10 @@ func (t *Tensor) Abs() (*Tensor, error) {
 func (t *Tensor) Relu() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_relu(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2862,10 +2871,10 @@ func (t *Tensor) Relu() (*Tensor, error) {
 func (t *Tensor) Sigmoid() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sigmoid(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2873,10 +2882,10 @@ func (t *Tensor) Sigmoid() (*Tensor, error) {
 func (t *Tensor) Tanh() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_tanh(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2884,10 +2893,10 @@ func (t *Tensor) Tanh() (*Tensor, error) {
 func (t *Tensor) Rsqrt() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_rsqrt(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2895,10 +2904,10 @@ func (t *Tensor) Rsqrt() (*Tensor, error) {
 func (t *Tensor) Square() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_square(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2906,10 +2915,10 @@ func (t *Tensor) Square() (*Tensor, error) {
 func (t *Tensor) Tan() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_tan(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2917,10 +2926,10 @@ func (t *Tensor) Tan() (*Tensor, error) {
 func (t *Tensor) Asin() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_asin(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2928,10 +2937,10 @@ func (t *Tensor) Asin() (*Tensor, error) {
 func (t *Tensor) Acos() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_acos(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2939,10 +2948,10 @@ func (t *Tensor) Acos() (*Tensor, error) {
 func (t *Tensor) Atan() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_atan(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2950,10 +2959,10 @@ func (t *Tensor) Atan() (*Tensor, error) {
 func (t *Tensor) Sinh() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sinh(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2961,10 +2970,10 @@ func (t *Tensor) Sinh() (*Tensor, error) {
 func (t *Tensor) Cosh() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cosh(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2972,10 +2981,10 @@ func (t *Tensor) Cosh() (*Tensor, error) {
 func (t *Tensor) Asinh() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_asinh(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2983,10 +2992,10 @@ func (t *Tensor) Asinh() (*Tensor, error) {
 func (t *Tensor) Acosh() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_acosh(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -2994,10 +3003,10 @@ func (t *Tensor) Acosh() (*Tensor, error) {
 func (t *Tensor) Atanh() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_atanh(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3005,10 +3014,10 @@ func (t *Tensor) Atanh() (*Tensor, error) {
 func (t *Tensor) Erf() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_erf(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3018,10 +3027,10 @@ func (t *Tensor) Erf() (*Tensor, error) {
 func (t *Tensor) Sign() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sign(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3029,10 +3038,10 @@ func (t *Tensor) Sign() (*Tensor, error) {
 func (t *Tensor) Trunc() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_trunc(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3040,10 +3049,10 @@ func (t *Tensor) Trunc() (*Tensor, error) {
 func (t *Tensor) Floor() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_floor(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3051,10 +3060,10 @@ func (t *Tensor) Floor() (*Tensor, error) {
 func (t *Tensor) Ceil() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_ceil(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3062,10 +3071,10 @@ func (t *Tensor) Ceil() (*Tensor, error) {
 func (t *Tensor) Round() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_round(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3073,10 +3082,10 @@ func (t *Tensor) Round() (*Tensor, error) {
 func (t *Tensor) IsNaN() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_isnan(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3084,10 +3093,10 @@ func (t *Tensor) IsNaN() (*Tensor, error) {
 func (t *Tensor) IsInf() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_isinf(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3095,10 +3104,10 @@ func (t *Tensor) IsInf() (*Tensor, error) {
 func (t *Tensor) IsFinite() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_isfinite(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3106,10 +3115,10 @@ func (t *Tensor) IsFinite() (*Tensor, error) {
 func (t *Tensor) LogicalNot() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_logical_not(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3117,10 +3126,10 @@ func (t *Tensor) LogicalNot() (*Tensor, error) {
 func (t *Tensor) Relu6() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_relu6(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3128,10 +3137,10 @@ func (t *Tensor) Relu6() (*Tensor, error) {
 func (t *Tensor) LeakyRelu(negSlope float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_leaky_relu(t.ptr(), C.double(negSlope), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3139,10 +3148,10 @@ func (t *Tensor) LeakyRelu(negSlope float64) (*Tensor, error) {
 func (t *Tensor) Elu(alpha float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_elu(t.ptr(), C.double(alpha), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3150,10 +3159,10 @@ func (t *Tensor) Elu(alpha float64) (*Tensor, error) {
 func (t *Tensor) Celu(alpha float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_celu(t.ptr(), C.double(alpha), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3161,10 +3170,10 @@ func (t *Tensor) Celu(alpha float64) (*Tensor, error) {
 func (t *Tensor) Selu() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_selu(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3172,10 +3181,10 @@ func (t *Tensor) Selu() (*Tensor, error) {
 func (t *Tensor) Gelu() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_gelu(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3183,10 +3192,10 @@ func (t *Tensor) Gelu() (*Tensor, error) {
 func (t *Tensor) QuickGelu() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_quick_gelu(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3194,10 +3203,10 @@ func (t *Tensor) QuickGelu() (*Tensor, error) {
 func (t *Tensor) Silu() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_silu(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3205,10 +3214,10 @@ func (t *Tensor) Silu() (*Tensor, error) {
 func (t *Tensor) Mish() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_mish(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3216,10 +3225,10 @@ func (t *Tensor) Mish() (*Tensor, error) {
 func (t *Tensor) Hardsigmoid() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_hardsigmoid(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3227,10 +3236,10 @@ func (t *Tensor) Hardsigmoid() (*Tensor, error) {
 func (t *Tensor) Logsigmoid() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_logsigmoid(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3238,10 +3247,10 @@ func (t *Tensor) Logsigmoid() (*Tensor, error) {
 func (t *Tensor) Softplus(beta float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_softplus(t.ptr(), C.double(beta), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3249,10 +3258,10 @@ func (t *Tensor) Softplus(beta float64) (*Tensor, error) {
 func (t *Tensor) Softsign() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_softsign(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3260,10 +3269,10 @@ func (t *Tensor) Softsign() (*Tensor, error) {
 func (t *Tensor) Hardswish() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_hardswish(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3271,10 +3280,10 @@ func (t *Tensor) Hardswish() (*Tensor, error) {
 func (t *Tensor) Hardtanh(minVal float64, maxVal float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_hardtanh(t.ptr(), C.double(minVal), C.double(maxVal), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3283,10 +3292,10 @@ func (t *Tensor) Hardtanh(minVal float64, maxVal float64) (*Tensor, error) {
 func (t *Tensor) Clamp(minVal float64, maxVal float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_clamp(t.ptr(), C.double(minVal), C.double(maxVal), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3296,11 +3305,11 @@ func (t *Tensor) Clamp(minVal float64, maxVal float64) (*Tensor, error) {
 func (a *Tensor) Mod(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_mod(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -3308,11 +3317,11 @@ func (a *Tensor) Mod(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Fmod(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_fmod(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -3320,11 +3329,11 @@ func (a *Tensor) Fmod(b *Tensor) (*Tensor, error) {
 func (a *Tensor) BitwiseAnd(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_bitwise_and(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -3332,11 +3341,11 @@ func (a *Tensor) BitwiseAnd(b *Tensor) (*Tensor, error) {
 func (a *Tensor) BitwiseOr(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_bitwise_or(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -3344,11 +3353,11 @@ func (a *Tensor) BitwiseOr(b *Tensor) (*Tensor, error) {
 func (a *Tensor) BitwiseXor(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_bitwise_xor(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -3356,10 +3365,10 @@ func (a *Tensor) BitwiseXor(b *Tensor) (*Tensor, error) {
 func (t *Tensor) BitwiseNot() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_bitwise_not(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3367,10 +3376,10 @@ func (t *Tensor) BitwiseNot() (*Tensor, error) {
 func (t *Tensor) Lshift(bits int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_lshift(t.ptr(), C.int64_t(bits), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3378,10 +3387,10 @@ func (t *Tensor) Lshift(bits int64) (*Tensor, error) {
 func (t *Tensor) Rshift(bits int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_rshift(t.ptr(), C.int64_t(bits), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3389,11 +3398,11 @@ func (t *Tensor) Rshift(bits int64) (*Tensor, error) {
 func (a *Tensor) Copysign(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_copysign(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -3401,11 +3410,11 @@ func (a *Tensor) Copysign(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Logaddexp(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_logaddexp(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -3413,12 +3422,12 @@ func (a *Tensor) Logaddexp(b *Tensor) (*Tensor, error) {
 func (a *Tensor) Lerp(b *Tensor, weight *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_lerp(a.ptr(), b.ptr(), weight.ptr(), &st)
-	if err := check(&st); err != nil {
-		return nil, err
-	}
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(b)
 	runtime.KeepAlive(weight)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
 	return newTensor(ret), nil
 }
 
@@ -3426,11 +3435,11 @@ func (a *Tensor) Lerp(b *Tensor, weight *Tensor) (*Tensor, error) {
 func (a *Tensor) IsClose(b *Tensor, rtol float64, atol float64, equalNan int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_isclose(a.ptr(), b.ptr(), C.double(rtol), C.double(atol), C.int(equalNan), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -3440,10 +3449,10 @@ func (a *Tensor) IsClose(b *Tensor, rtol float64, atol float64, equalNan int32) 
 func (t *Tensor) Sum(axes []int64, keepdim int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sum(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3451,10 +3460,10 @@ func (t *Tensor) Sum(axes []int64, keepdim int32) (*Tensor, error) {
 func (t *Tensor) Prod(axes []int64, keepdim int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_prod(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3462,10 +3471,10 @@ func (t *Tensor) Prod(axes []int64, keepdim int32) (*Tensor, error) {
 func (t *Tensor) Max(axes []int64, keepdim int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_max(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3473,10 +3482,10 @@ func (t *Tensor) Max(axes []int64, keepdim int32) (*Tensor, error) {
 func (t *Tensor) Min(axes []int64, keepdim int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_min(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3484,10 +3493,10 @@ func (t *Tensor) Min(axes []int64, keepdim int32) (*Tensor, error) {
 func (t *Tensor) Mean(axes []int64, keepdim int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_mean(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3496,10 +3505,10 @@ func (t *Tensor) Mean(axes []int64, keepdim int32) (*Tensor, error) {
 func (t *Tensor) Std(axes []int64, keepdim int32, correction float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_std(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), C.double(correction), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3507,10 +3516,10 @@ func (t *Tensor) Std(axes []int64, keepdim int32, correction float64) (*Tensor, 
 func (t *Tensor) Var(axes []int64, keepdim int32, correction float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_var(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), C.double(correction), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3520,12 +3529,14 @@ func (t *Tensor) StdMean(axes []int64, keepdim int32, correction float64) (*Tens
 	var st C.tgw_err
 	C.tgw_tensor_std_mean(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), C.double(correction), &cvOut[0], &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
 		return nil, nil, err
 	}
 	out0 := newTensor(cvOut[0])
 	out1 := newTensor(cvOut[1])
+	result := out0
 	runtime.KeepAlive(t)
-	return out0, out1, nil
+	return result, out1, nil
 }
 
 // VarMean is tg_tensor_var_mean.
@@ -3534,22 +3545,24 @@ func (t *Tensor) VarMean(axes []int64, keepdim int32, correction float64) (*Tens
 	var st C.tgw_err
 	C.tgw_tensor_var_mean(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), C.double(correction), &cvOut[0], &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
 		return nil, nil, err
 	}
 	out0 := newTensor(cvOut[0])
 	out1 := newTensor(cvOut[1])
+	result := out0
 	runtime.KeepAlive(t)
-	return out0, out1, nil
+	return result, out1, nil
 }
 
 // All is tg_tensor_all. all/any are TG_BOOL; logsumexp is float.
 func (t *Tensor) All(axes []int64, keepdim int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_all(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3557,10 +3570,10 @@ func (t *Tensor) All(axes []int64, keepdim int32) (*Tensor, error) {
 func (t *Tensor) Any(axes []int64, keepdim int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_any(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3568,10 +3581,10 @@ func (t *Tensor) Any(axes []int64, keepdim int32) (*Tensor, error) {
 func (t *Tensor) Logsumexp(axes []int64, keepdim int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_logsumexp(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3580,10 +3593,10 @@ func (t *Tensor) Logsumexp(axes []int64, keepdim int32) (*Tensor, error) {
 func (t *Tensor) Argmax(axis int64, keepdim int32, flatten int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_argmax(t.ptr(), C.int64_t(axis), C.int(keepdim), C.int(flatten), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3591,10 +3604,10 @@ func (t *Tensor) Argmax(axis int64, keepdim int32, flatten int32) (*Tensor, erro
 func (t *Tensor) Argmin(axis int64, keepdim int32, flatten int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_argmin(t.ptr(), C.int64_t(axis), C.int(keepdim), C.int(flatten), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3603,10 +3616,10 @@ func (t *Tensor) Argmin(axis int64, keepdim int32, flatten int32) (*Tensor, erro
 func (t *Tensor) Cumsum(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cumsum(t.ptr(), C.int64_t(axis), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3614,10 +3627,10 @@ func (t *Tensor) Cumsum(axis int64) (*Tensor, error) {
 func (t *Tensor) Cumprod(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cumprod(t.ptr(), C.int64_t(axis), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3625,10 +3638,10 @@ func (t *Tensor) Cumprod(axis int64) (*Tensor, error) {
 func (t *Tensor) Cummax(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cummax(t.ptr(), C.int64_t(axis), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3636,10 +3649,10 @@ func (t *Tensor) Cummax(axis int64) (*Tensor, error) {
 func (t *Tensor) Cummin(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cummin(t.ptr(), C.int64_t(axis), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3647,10 +3660,10 @@ func (t *Tensor) Cummin(axis int64) (*Tensor, error) {
 func (t *Tensor) Softmax(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_softmax(t.ptr(), C.int64_t(axis), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3658,10 +3671,10 @@ func (t *Tensor) Softmax(axis int64) (*Tensor, error) {
 func (t *Tensor) LogSoftmax(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_log_softmax(t.ptr(), C.int64_t(axis), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3669,10 +3682,10 @@ func (t *Tensor) LogSoftmax(axis int64) (*Tensor, error) {
 func (t *Tensor) Reshape(shape []int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_reshape(t.ptr(), (*C.int64_t)(ptr0(shape)), C.size_t(len(shape)), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3680,10 +3693,10 @@ func (t *Tensor) Reshape(shape []int64) (*Tensor, error) {
 func (t *Tensor) Permute(order []int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_permute(t.ptr(), (*C.int64_t)(ptr0(order)), C.size_t(len(order)), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3691,10 +3704,10 @@ func (t *Tensor) Permute(order []int64) (*Tensor, error) {
 func (t *Tensor) Expand(shape []int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_expand(t.ptr(), (*C.int64_t)(ptr0(shape)), C.size_t(len(shape)), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3702,10 +3715,10 @@ func (t *Tensor) Expand(shape []int64) (*Tensor, error) {
 func (t *Tensor) Pad(pads []int64, value float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_pad(t.ptr(), (*C.int64_t)(ptr0(pads)), C.size_t(len(pads)), C.double(value), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3713,10 +3726,10 @@ func (t *Tensor) Pad(pads []int64, value float64) (*Tensor, error) {
 func (t *Tensor) Shrink(bounds []int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_shrink(t.ptr(), (*C.int64_t)(ptr0(bounds)), C.size_t(len(bounds)), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3732,11 +3745,11 @@ func (t *Tensor) Shrink(bounds []int64) (*Tensor, error) {
 func (t *Tensor) ShrinkVar(axis int64, varArg *Expr, value int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_shrink_var(t.ptr(), C.int64_t(axis), varArg.ptr(), C.int64_t(value), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(varArg)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
-	runtime.KeepAlive(varArg)
 	return newTensor(ret), nil
 }
 
@@ -3748,11 +3761,11 @@ func (t *Tensor) ShrinkVar(axis int64, varArg *Expr, value int64) (*Tensor, erro
 func (t *Tensor) Rebind(varArg *Expr, value int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_rebind(t.ptr(), varArg.ptr(), C.int64_t(value), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(varArg)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
-	runtime.KeepAlive(varArg)
 	return newTensor(ret), nil
 }
 
@@ -3761,10 +3774,10 @@ func (t *Tensor) Rebind(varArg *Expr, value int64) (*Tensor, error) {
 func (t *Tensor) Flip(axes []int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_flip(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3772,10 +3785,10 @@ func (t *Tensor) Flip(axes []int64) (*Tensor, error) {
 func (t *Tensor) Transpose(dim0 int64, dim1 int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_transpose(t.ptr(), C.int64_t(dim0), C.int64_t(dim1), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3784,10 +3797,10 @@ func (t *Tensor) Transpose(dim0 int64, dim1 int64) (*Tensor, error) {
 func (t *Tensor) Flatten(startDim int64, endDim int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_flatten(t.ptr(), C.int64_t(startDim), C.int64_t(endDim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3795,10 +3808,10 @@ func (t *Tensor) Flatten(startDim int64, endDim int64) (*Tensor, error) {
 func (t *Tensor) Unflatten(dim int64, sizes []int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_unflatten(t.ptr(), C.int64_t(dim), (*C.int64_t)(ptr0(sizes)), C.size_t(len(sizes)), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3807,10 +3820,10 @@ func (t *Tensor) Unflatten(dim int64, sizes []int64) (*Tensor, error) {
 func (t *Tensor) Squeeze(dim int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_squeeze(t.ptr(), C.int64_t(dim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3818,10 +3831,10 @@ func (t *Tensor) Squeeze(dim int64) (*Tensor, error) {
 func (t *Tensor) SqueezeAll() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_squeeze_all(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3829,10 +3842,10 @@ func (t *Tensor) SqueezeAll() (*Tensor, error) {
 func (t *Tensor) Unsqueeze(dim int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_unsqueeze(t.ptr(), C.int64_t(dim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3841,10 +3854,10 @@ func (t *Tensor) Unsqueeze(dim int64) (*Tensor, error) {
 func (t *Tensor) Repeat(repeats []int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_repeat(t.ptr(), (*C.int64_t)(ptr0(repeats)), C.size_t(len(repeats)), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3852,10 +3865,10 @@ func (t *Tensor) Repeat(repeats []int64) (*Tensor, error) {
 func (t *Tensor) RepeatInterleave(repeats int64, dim int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_repeat_interleave(t.ptr(), C.int64_t(repeats), C.int64_t(dim), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3866,10 +3879,10 @@ func (t *Tensor) Roll(shifts []int64, dims []int64) (*Tensor, error) {
 	}
 	var st C.tgw_err
 	ret := C.tgw_tensor_roll(t.ptr(), (*C.int64_t)(ptr0(shifts)), (*C.int64_t)(ptr0(dims)), C.size_t(len(shifts)), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3879,10 +3892,10 @@ func Cat(ts []*Tensor, dim int64) (*Tensor, error) {
 	cvTs := cTensors(ts)
 	var st C.tgw_err
 	ret := C.tgw_tensor_cat((**C.tg_tensor)(ptr0(cvTs)), C.size_t(len(ts)), C.int64_t(dim), &st)
+	runtime.KeepAlive(ts)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(ts)
 	return newTensor(ret), nil
 }
 
@@ -3891,10 +3904,10 @@ func Stack(ts []*Tensor, dim int64) (*Tensor, error) {
 	cvTs := cTensors(ts)
 	var st C.tgw_err
 	ret := C.tgw_tensor_stack((**C.tg_tensor)(ptr0(cvTs)), C.size_t(len(ts)), C.int64_t(dim), &st)
+	runtime.KeepAlive(ts)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(ts)
 	return newTensor(ret), nil
 }
 
@@ -3903,10 +3916,10 @@ func Stack(ts []*Tensor, dim int64) (*Tensor, error) {
 func (t *Tensor) Tril(k int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_tril(t.ptr(), C.int64_t(k), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3914,10 +3927,10 @@ func (t *Tensor) Tril(k int64) (*Tensor, error) {
 func (t *Tensor) Triu(k int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_triu(t.ptr(), C.int64_t(k), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3926,10 +3939,10 @@ func (t *Tensor) Triu(k int64) (*Tensor, error) {
 func (t *Tensor) PadMode(pads []int64, mode int32, value float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_pad_mode(t.ptr(), (*C.int64_t)(ptr0(pads)), C.size_t(len(pads)), C.int(mode), C.double(value), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -3937,11 +3950,11 @@ func (t *Tensor) PadMode(pads []int64, mode int32, value float64) (*Tensor, erro
 func (a *Tensor) Matmul(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_matmul(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -3955,11 +3968,11 @@ func (t *Tensor) Getitem(idx []Index) (*Tensor, error) {
 	}
 	var st C.tgw_err
 	ret := C.tgw_tensor_getitem(t.ptr(), (*C.tg_index)(ptr0(cvIDX)), C.size_t(len(idx)), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(idx)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
-	runtime.KeepAlive(idx)
 	return newTensor(ret), nil
 }
 
@@ -3975,12 +3988,12 @@ func (t *Tensor) Setitem(idx []Index, value *Tensor) error {
 	}
 	var st C.tgw_err
 	C.tgw_tensor_setitem(t.ptr(), (*C.tg_index)(ptr0(cvIDX)), C.size_t(len(idx)), value.ptr(), &st)
-	if err := check(&st); err != nil {
-		return err
-	}
 	runtime.KeepAlive(t)
 	runtime.KeepAlive(idx)
 	runtime.KeepAlive(value)
+	if err := check(&st); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -3992,14 +4005,16 @@ func (t *Tensor) Split(sizes []int64, dim int64) ([]*Tensor, error) {
 	var st C.tgw_err
 	C.tgw_tensor_split(t.ptr(), (*C.int64_t)(ptr0(sizes)), C.size_t(len(sizes)), C.int64_t(dim), (**C.tg_tensor)(ptr0(cvOut)), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
 		return nil, err
 	}
 	out := make([]*Tensor, 0, len(cvOut))
 	for _, p := range cvOut {
 		out = append(out, newTensor(p))
 	}
+	result := out
 	runtime.KeepAlive(t)
-	return out, nil
+	return result, nil
 }
 
 // chunk is tg_tensor_chunk. ceil(size / chunks) per piece as torch; returns the number of pieces (<= chunks), -1
@@ -4012,14 +4027,16 @@ func (t *Tensor) chunk(chunks int64, dim int64, capacity int) (int64, []*Tensor,
 	var st C.tgw_err
 	ret := C.tgw_tensor_chunk(t.ptr(), C.int64_t(chunks), C.int64_t(dim), (**C.tg_tensor)(ptr0(cvOut)), C.size_t(capacity), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
 		return 0, nil, err
 	}
 	out := make([]*Tensor, 0, len(cvOut))
 	for _, p := range cvOut[:clampCount(int64(ret), len(cvOut))] {
 		out = append(out, newTensor(p))
 	}
+	result := int64(ret)
 	runtime.KeepAlive(t)
-	return int64(ret), out, nil
+	return result, out, nil
 }
 
 // Meshgrid is tg_tensor_meshgrid. Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0:
@@ -4030,14 +4047,16 @@ func Meshgrid(ts []*Tensor, xyIndexing int32) ([]*Tensor, error) {
 	var st C.tgw_err
 	C.tgw_tensor_meshgrid((**C.tg_tensor)(ptr0(cvTs)), C.size_t(len(ts)), C.int(xyIndexing), (**C.tg_tensor)(ptr0(cvOut)), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(ts)
 		return nil, err
 	}
 	out := make([]*Tensor, 0, len(cvOut))
 	for _, p := range cvOut {
 		out = append(out, newTensor(p))
 	}
+	result := out
 	runtime.KeepAlive(ts)
-	return out, nil
+	return result, nil
 }
 
 // Diag is tg_tensor_diag. diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of
@@ -4045,10 +4064,10 @@ func Meshgrid(ts []*Tensor, xyIndexing int32) ([]*Tensor, error) {
 func (t *Tensor) Diag() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_diag(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4056,10 +4075,10 @@ func (t *Tensor) Diag() (*Tensor, error) {
 func (t *Tensor) Diagonal() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_diagonal(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4067,10 +4086,10 @@ func (t *Tensor) Diagonal() (*Tensor, error) {
 func (t *Tensor) Unfold(dim int64, size int64, step int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_unfold(t.ptr(), C.int64_t(dim), C.int64_t(size), C.int64_t(step), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4081,22 +4100,24 @@ func (t *Tensor) Sort(dim int64, descending int32) (*Tensor, *Tensor, error) {
 	var st C.tgw_err
 	C.tgw_tensor_sort(t.ptr(), C.int64_t(dim), C.int(descending), &cvOut[0], &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
 		return nil, nil, err
 	}
 	out0 := newTensor(cvOut[0])
 	out1 := newTensor(cvOut[1])
+	result := out0
 	runtime.KeepAlive(t)
-	return out0, out1, nil
+	return result, out1, nil
 }
 
 // Argsort is tg_tensor_argsort.
 func (t *Tensor) Argsort(dim int64, descending int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_argsort(t.ptr(), C.int64_t(dim), C.int(descending), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4106,12 +4127,14 @@ func (t *Tensor) Topk(k int64, dim int64, largest int32) (*Tensor, *Tensor, erro
 	var st C.tgw_err
 	C.tgw_tensor_topk(t.ptr(), C.int64_t(k), C.int64_t(dim), C.int(largest), &cvOut[0], &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
 		return nil, nil, err
 	}
 	out0 := newTensor(cvOut[0])
 	out1 := newTensor(cvOut[1])
+	result := out0
 	runtime.KeepAlive(t)
-	return out0, out1, nil
+	return result, out1, nil
 }
 
 // Scatter is tg_tensor_scatter. out = t with src's elements written at index along dim; scatter_reduce combines
@@ -4120,12 +4143,12 @@ func (t *Tensor) Topk(k int64, dim int64, largest int32) (*Tensor, *Tensor, erro
 func (t *Tensor) Scatter(dim int64, index *Tensor, src *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_scatter(t.ptr(), C.int64_t(dim), index.ptr(), src.ptr(), &st)
-	if err := check(&st); err != nil {
-		return nil, err
-	}
 	runtime.KeepAlive(t)
 	runtime.KeepAlive(index)
 	runtime.KeepAlive(src)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
 	return newTensor(ret), nil
 }
 
@@ -4135,12 +4158,12 @@ func (t *Tensor) ScatterReduce(dim int64, index *Tensor, src *Tensor, reduce str
 	defer C.free(unsafe.Pointer(cvReduce))
 	var st C.tgw_err
 	ret := C.tgw_tensor_scatter_reduce(t.ptr(), C.int64_t(dim), index.ptr(), src.ptr(), cvReduce, C.int(includeSelf), &st)
-	if err := check(&st); err != nil {
-		return nil, err
-	}
 	runtime.KeepAlive(t)
 	runtime.KeepAlive(index)
 	runtime.KeepAlive(src)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
 	return newTensor(ret), nil
 }
 
@@ -4148,12 +4171,12 @@ func (t *Tensor) ScatterReduce(dim int64, index *Tensor, src *Tensor, reduce str
 func (t *Tensor) MaskedFill(mask *Tensor, value *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_masked_fill(t.ptr(), mask.ptr(), value.ptr(), &st)
-	if err := check(&st); err != nil {
-		return nil, err
-	}
 	runtime.KeepAlive(t)
 	runtime.KeepAlive(mask)
 	runtime.KeepAlive(value)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
 	return newTensor(ret), nil
 }
 
@@ -4163,10 +4186,10 @@ func (t *Tensor) MaskedFill(mask *Tensor, value *Tensor) (*Tensor, error) {
 func (t *Tensor) Nonzero() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_nonzero(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4174,11 +4197,11 @@ func (t *Tensor) Nonzero() (*Tensor, error) {
 func (t *Tensor) MaskedSelect(mask *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_masked_select(t.ptr(), mask.ptr(), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(mask)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
-	runtime.KeepAlive(mask)
 	return newTensor(ret), nil
 }
 
@@ -4186,10 +4209,10 @@ func (t *Tensor) MaskedSelect(mask *Tensor) (*Tensor, error) {
 func (t *Tensor) Bitcast(dtype DType) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_bitcast(t.ptr(), C.tg_dtype(dtype), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4199,12 +4222,12 @@ func (t *Tensor) Bitcast(dtype DType) (*Tensor, error) {
 func (x *Tensor) Linear(weight *Tensor, bias *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_linear(x.ptr(), weight.ptr(), bias.ptr(), &st)
-	if err := check(&st); err != nil {
-		return nil, err
-	}
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(weight)
 	runtime.KeepAlive(bias)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
 	return newTensor(ret), nil
 }
 
@@ -4212,11 +4235,11 @@ func (x *Tensor) Linear(weight *Tensor, bias *Tensor) (*Tensor, error) {
 func (a *Tensor) Dot(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_dot(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return newTensor(ret), nil
 }
 
@@ -4228,10 +4251,10 @@ func Einsum(formula string, ts []*Tensor) (*Tensor, error) {
 	cvTs := cTensors(ts)
 	var st C.tgw_err
 	ret := C.tgw_tensor_einsum(cvFormula, (**C.tg_tensor)(ptr0(cvTs)), C.size_t(len(ts)), &st)
+	runtime.KeepAlive(ts)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(ts)
 	return newTensor(ret), nil
 }
 
@@ -4240,12 +4263,12 @@ func Einsum(formula string, ts []*Tensor) (*Tensor, error) {
 func (x *Tensor) Conv2d(weight *Tensor, bias *Tensor, groups int64, strideH int64, strideW int64, dilationH int64, dilationW int64, padH int64, padW int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_conv2d(x.ptr(), weight.ptr(), bias.ptr(), C.int64_t(groups), C.int64_t(strideH), C.int64_t(strideW), C.int64_t(dilationH), C.int64_t(dilationW), C.int64_t(padH), C.int64_t(padW), &st)
-	if err := check(&st); err != nil {
-		return nil, err
-	}
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(weight)
 	runtime.KeepAlive(bias)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
 	return newTensor(ret), nil
 }
 
@@ -4253,12 +4276,12 @@ func (x *Tensor) Conv2d(weight *Tensor, bias *Tensor, groups int64, strideH int6
 func (x *Tensor) ConvTranspose2d(weight *Tensor, bias *Tensor, groups int64, strideH int64, strideW int64, dilationH int64, dilationW int64, padH int64, padW int64, outputPadH int64, outputPadW int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_conv_transpose2d(x.ptr(), weight.ptr(), bias.ptr(), C.int64_t(groups), C.int64_t(strideH), C.int64_t(strideW), C.int64_t(dilationH), C.int64_t(dilationW), C.int64_t(padH), C.int64_t(padW), C.int64_t(outputPadH), C.int64_t(outputPadW), &st)
-	if err := check(&st); err != nil {
-		return nil, err
-	}
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(weight)
 	runtime.KeepAlive(bias)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
 	return newTensor(ret), nil
 }
 
@@ -4269,10 +4292,10 @@ func (t *Tensor) Interpolate(size []int64, mode string, alignCorners int32) (*Te
 	defer C.free(unsafe.Pointer(cvMode))
 	var st C.tgw_err
 	ret := C.tgw_tensor_interpolate(t.ptr(), (*C.int64_t)(ptr0(size)), C.size_t(len(size)), cvMode, C.int(alignCorners), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4281,10 +4304,10 @@ func (t *Tensor) Interpolate(size []int64, mode string, alignCorners int32) (*Te
 func (t *Tensor) MaxPool2d(kernelH int64, kernelW int64, strideH int64, strideW int64, dilationH int64, dilationW int64, padH int64, padW int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_max_pool2d(t.ptr(), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(strideH), C.int64_t(strideW), C.int64_t(dilationH), C.int64_t(dilationW), C.int64_t(padH), C.int64_t(padW), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4292,10 +4315,10 @@ func (t *Tensor) MaxPool2d(kernelH int64, kernelW int64, strideH int64, strideW 
 func (t *Tensor) AvgPool2d(kernelH int64, kernelW int64, strideH int64, strideW int64, padH int64, padW int64, countIncludePad int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_avg_pool2d(t.ptr(), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(strideH), C.int64_t(strideW), C.int64_t(padH), C.int64_t(padW), C.int(countIncludePad), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4304,10 +4327,10 @@ func (t *Tensor) AvgPool2d(kernelH int64, kernelW int64, strideH int64, strideW 
 func (t *Tensor) LayerNorm(axes []int64, eps float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_layernorm(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.double(eps), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4316,14 +4339,14 @@ func (t *Tensor) LayerNorm(axes []int64, eps float64) (*Tensor, error) {
 func (x *Tensor) BatchNorm(weight *Tensor, bias *Tensor, mean *Tensor, invstd *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_batchnorm(x.ptr(), weight.ptr(), bias.ptr(), mean.ptr(), invstd.ptr(), &st)
-	if err := check(&st); err != nil {
-		return nil, err
-	}
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(weight)
 	runtime.KeepAlive(bias)
 	runtime.KeepAlive(mean)
 	runtime.KeepAlive(invstd)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
 	return newTensor(ret), nil
 }
 
@@ -4332,10 +4355,10 @@ func (x *Tensor) BatchNorm(weight *Tensor, bias *Tensor, mean *Tensor, invstd *T
 func (t *Tensor) Dropout(p float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_dropout(t.ptr(), C.double(p), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4344,13 +4367,13 @@ func (t *Tensor) Dropout(p float64) (*Tensor, error) {
 func (q *Tensor) ScaledDotProductAttention(k *Tensor, v *Tensor, mask *Tensor, isCausal int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_scaled_dot_product_attention(q.ptr(), k.ptr(), v.ptr(), mask.ptr(), C.int(isCausal), &st)
-	if err := check(&st); err != nil {
-		return nil, err
-	}
 	runtime.KeepAlive(q)
 	runtime.KeepAlive(k)
 	runtime.KeepAlive(v)
 	runtime.KeepAlive(mask)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
 	return newTensor(ret), nil
 }
 
@@ -4358,10 +4381,10 @@ func (q *Tensor) ScaledDotProductAttention(k *Tensor, v *Tensor, mask *Tensor, i
 func (t *Tensor) OneHot(numClasses int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_one_hot(t.ptr(), C.int64_t(numClasses), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4371,11 +4394,11 @@ func (t *Tensor) OneHot(numClasses int64) (*Tensor, error) {
 func (logits *Tensor) CrossEntropy(target *Tensor, labelSmoothing float64, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cross_entropy(logits.ptr(), target.ptr(), C.double(labelSmoothing), C.int(reduction), &st)
+	runtime.KeepAlive(logits)
+	runtime.KeepAlive(target)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(logits)
-	runtime.KeepAlive(target)
 	return newTensor(ret), nil
 }
 
@@ -4383,11 +4406,11 @@ func (logits *Tensor) CrossEntropy(target *Tensor, labelSmoothing float64, reduc
 func (logits *Tensor) SparseCategoricalCrossentropy(labels *Tensor, ignoreIndex int64, labelSmoothing float64, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sparse_categorical_crossentropy(logits.ptr(), labels.ptr(), C.int64_t(ignoreIndex), C.double(labelSmoothing), C.int(reduction), &st)
+	runtime.KeepAlive(logits)
+	runtime.KeepAlive(labels)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(logits)
-	runtime.KeepAlive(labels)
 	return newTensor(ret), nil
 }
 
@@ -4395,11 +4418,11 @@ func (logits *Tensor) SparseCategoricalCrossentropy(labels *Tensor, ignoreIndex 
 func (logprobs *Tensor) NLLLoss(target *Tensor, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_nll_loss(logprobs.ptr(), target.ptr(), C.int(reduction), &st)
+	runtime.KeepAlive(logprobs)
+	runtime.KeepAlive(target)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(logprobs)
-	runtime.KeepAlive(target)
 	return newTensor(ret), nil
 }
 
@@ -4407,11 +4430,11 @@ func (logprobs *Tensor) NLLLoss(target *Tensor, reduction int32) (*Tensor, error
 func (p *Tensor) BinaryCrossentropy(y *Tensor, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_binary_crossentropy(p.ptr(), y.ptr(), C.int(reduction), &st)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(y)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(p)
-	runtime.KeepAlive(y)
 	return newTensor(ret), nil
 }
 
@@ -4419,11 +4442,11 @@ func (p *Tensor) BinaryCrossentropy(y *Tensor, reduction int32) (*Tensor, error)
 func (x *Tensor) BinaryCrossentropyLogits(y *Tensor, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_binary_crossentropy_logits(x.ptr(), y.ptr(), C.int(reduction), &st)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(y)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(x)
-	runtime.KeepAlive(y)
 	return newTensor(ret), nil
 }
 
@@ -4431,11 +4454,11 @@ func (x *Tensor) BinaryCrossentropyLogits(y *Tensor, reduction int32) (*Tensor, 
 func (t *Tensor) Gather(dim int64, index *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_gather(t.ptr(), C.int64_t(dim), index.ptr(), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(index)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
-	runtime.KeepAlive(index)
 	return newTensor(ret), nil
 }
 
@@ -4444,11 +4467,11 @@ func (t *Tensor) Gather(dim int64, index *Tensor) (*Tensor, error) {
 func (t *Tensor) Assign(value *Tensor) error {
 	var st C.tgw_err
 	C.tgw_tensor_assign(t.ptr(), value.ptr(), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(value)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(t)
-	runtime.KeepAlive(value)
 	return nil
 }
 
@@ -4620,10 +4643,10 @@ func Randperm(n int64, dtype DType, device string) (*Tensor, error) {
 func (weights *Tensor) Multinomial(numSamples int64, replacement int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_multinomial(weights.ptr(), C.int64_t(numSamples), C.int(replacement), &st)
+	runtime.KeepAlive(weights)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(weights)
 	return newTensor(ret), nil
 }
 
@@ -4631,10 +4654,10 @@ func (weights *Tensor) Multinomial(numSamples int64, replacement int32) (*Tensor
 func (t *Tensor) RandLike() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_rand_like(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4642,10 +4665,10 @@ func (t *Tensor) RandLike() (*Tensor, error) {
 func (t *Tensor) RandnLike() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_randn_like(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4653,10 +4676,10 @@ func (t *Tensor) RandnLike() (*Tensor, error) {
 func (t *Tensor) FullLike(value float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_full_like(t.ptr(), C.double(value), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4664,10 +4687,10 @@ func (t *Tensor) FullLike(value float64) (*Tensor, error) {
 func (t *Tensor) ZerosLike() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_zeros_like(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4675,10 +4698,10 @@ func (t *Tensor) ZerosLike() (*Tensor, error) {
 func (t *Tensor) OnesLike() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_ones_like(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4690,10 +4713,10 @@ func (t *Tensor) OnesLike() (*Tensor, error) {
 func (t *Tensor) SetRequiresGrad(requiresGrad int32) error {
 	var st C.tgw_err
 	C.tgw_tensor_set_requires_grad(t.ptr(), C.int(requiresGrad), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(t)
 	return nil
 }
 
@@ -4701,10 +4724,10 @@ func (t *Tensor) SetRequiresGrad(requiresGrad int32) error {
 func (t *Tensor) RequiresGrad() (int, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_requires_grad(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return 0, err
 	}
-	runtime.KeepAlive(t)
 	return int(ret), nil
 }
 
@@ -4713,10 +4736,10 @@ func (t *Tensor) RequiresGrad() (int, error) {
 func (loss *Tensor) Backward() error {
 	var st C.tgw_err
 	C.tgw_tensor_backward(loss.ptr(), &st)
+	runtime.KeepAlive(loss)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(loss)
 	return nil
 }
 
@@ -4725,10 +4748,10 @@ func (loss *Tensor) Backward() error {
 func (t *Tensor) Grad() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_grad(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4736,11 +4759,11 @@ func (t *Tensor) Grad() (*Tensor, error) {
 func (t *Tensor) SetGrad(grad *Tensor) error {
 	var st C.tgw_err
 	C.tgw_tensor_set_grad(t.ptr(), grad.ptr(), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(grad)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(t)
-	runtime.KeepAlive(grad)
 	return nil
 }
 
@@ -4752,25 +4775,28 @@ func (target *Tensor) Gradient(wrt []*Tensor) ([]*Tensor, error) {
 	var st C.tgw_err
 	C.tgw_tensor_gradient(target.ptr(), (**C.tg_tensor)(ptr0(cvWrt)), C.size_t(len(wrt)), (**C.tg_tensor)(ptr0(cvOut)), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(target)
+		runtime.KeepAlive(wrt)
 		return nil, err
 	}
 	out := make([]*Tensor, 0, len(cvOut))
 	for _, p := range cvOut {
 		out = append(out, newTensor(p))
 	}
+	result := out
 	runtime.KeepAlive(target)
 	runtime.KeepAlive(wrt)
-	return out, nil
+	return result, nil
 }
 
 // Detach is tg_tensor_detach. The same values with no gradient flowing back through them.
 func (t *Tensor) Detach() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_detach(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4779,10 +4805,10 @@ func (t *Tensor) Detach() (*Tensor, error) {
 func (t *Tensor) ContiguousBackward() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_contiguous_backward(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4790,10 +4816,10 @@ func (t *Tensor) ContiguousBackward() (*Tensor, error) {
 func (t *Tensor) Contiguous() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_contiguous(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4801,10 +4827,10 @@ func (t *Tensor) Contiguous() (*Tensor, error) {
 func (t *Tensor) Realize() error {
 	var st C.tgw_err
 	C.tgw_tensor_realize(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(t)
 	return nil
 }
 
@@ -4813,10 +4839,10 @@ func RealizeMany(ts []*Tensor) error {
 	cvTs := cTensors(ts)
 	var st C.tgw_err
 	C.tgw_tensor_realize_many((**C.tg_tensor)(ptr0(cvTs)), C.size_t(len(ts)), &st)
+	runtime.KeepAlive(ts)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(ts)
 	return nil
 }
 
@@ -4825,10 +4851,10 @@ func RealizeMany(ts []*Tensor) error {
 func (t *Tensor) ToData(out []byte) error {
 	var st C.tgw_err
 	C.tgw_tensor_to_data(t.ptr(), ptr0(out), C.size_t(len(out)), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(t)
 	return nil
 }
 
@@ -4836,10 +4862,10 @@ func (t *Tensor) ToData(out []byte) error {
 func (t *Tensor) Retain() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_retain(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return newTensor(ret), nil
 }
 
@@ -4871,10 +4897,10 @@ func FromDLPack(managed unsafe.Pointer) (*Tensor, error) {
 func (t *Tensor) ToDLPack() (unsafe.Pointer, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_to_dlpack(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(t)
 	return unsafe.Pointer(ret), nil
 }
 
@@ -4894,15 +4920,18 @@ func (jit *Jit) call(inputs []*Tensor, nOutputs int) ([]*Tensor, error) {
 	var st C.tgw_err
 	C.tgw_jit_call(jit.ptr(), (**C.tg_tensor)(ptr0(cvInputs)), C.size_t(len(inputs)), (**C.tg_tensor)(ptr0(cvOutputs)), C.size_t(nOutputs), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(jit)
+		runtime.KeepAlive(inputs)
 		return nil, err
 	}
 	outputs := make([]*Tensor, 0, len(cvOutputs))
 	for _, p := range cvOutputs {
 		outputs = append(outputs, newTensor(p))
 	}
+	result := outputs
 	runtime.KeepAlive(jit)
 	runtime.KeepAlive(inputs)
-	return outputs, nil
+	return result, nil
 }
 
 // CallCount is tg_jit_call_count. Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad
@@ -4910,10 +4939,10 @@ func (jit *Jit) call(inputs []*Tensor, nOutputs int) ([]*Tensor, error) {
 func (jit *Jit) CallCount() (int64, error) {
 	var st C.tgw_err
 	ret := C.tgw_jit_call_count(jit.ptr(), &st)
+	runtime.KeepAlive(jit)
 	if err := check(&st); err != nil {
 		return 0, err
 	}
-	runtime.KeepAlive(jit)
 	return int64(ret), nil
 }
 
@@ -4921,10 +4950,10 @@ func (jit *Jit) CallCount() (int64, error) {
 func (jit *Jit) Reset() error {
 	var st C.tgw_err
 	C.tgw_jit_reset(jit.ptr(), &st)
+	runtime.KeepAlive(jit)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(jit)
 	return nil
 }
 
@@ -4934,10 +4963,10 @@ func (jit *Jit) Reset() error {
 func (jit *Jit) Plan() (*Plan, error) {
 	var st C.tgw_err
 	ret := C.tgw_jit_plan(jit.ptr(), &st)
+	runtime.KeepAlive(jit)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(jit)
 	return newPlan(ret), nil
 }
 
@@ -5157,10 +5186,10 @@ func NNSequential(layers []*Module) (*Module, error) {
 	cvLayers := cModules(layers)
 	var st C.tgw_err
 	ret := C.tgw_nn_sequential((**C.tg_module)(ptr0(cvLayers)), C.size_t(len(layers)), &st)
+	runtime.KeepAlive(layers)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(layers)
 	return newModule(ret), nil
 }
 
@@ -5170,11 +5199,11 @@ func NNSequential(layers []*Module) (*Module, error) {
 func (m *Module) Call(x *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_module_call(m.ptr(), x.ptr(), &st)
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(x)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(m)
-	runtime.KeepAlive(x)
 	return newTensor(ret), nil
 }
 
@@ -5186,15 +5215,20 @@ func (m *Module) LSTMCellStep(x *Tensor, h *Tensor, c *Tensor) (*Tensor, *Tensor
 	var st C.tgw_err
 	C.tgw_lstm_cell_step(m.ptr(), x.ptr(), h.ptr(), c.ptr(), &cvHOut[0], &cvCOut[0], &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		runtime.KeepAlive(x)
+		runtime.KeepAlive(h)
+		runtime.KeepAlive(c)
 		return nil, nil, err
 	}
 	hOut := newTensor(cvHOut[0])
 	cOut := newTensor(cvCOut[0])
+	result := hOut
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(h)
 	runtime.KeepAlive(c)
-	return hOut, cOut, nil
+	return result, cOut, nil
 }
 
 // Kind is tg_module_kind. "Linear", "Conv2d", "BatchNorm", ..., or the function's name (thread-local storage,
@@ -5203,6 +5237,7 @@ func (m *Module) Kind() (string, error) {
 	var st C.tgw_err
 	ret := C.tgw_module_kind(m.ptr(), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
 		return "", err
 	}
 	result := C.GoString(ret)
@@ -5217,10 +5252,10 @@ func (m *Module) Get(name string) (*Tensor, error) {
 	defer C.free(unsafe.Pointer(cvName))
 	var st C.tgw_err
 	ret := C.tgw_module_get(m.ptr(), cvName, &st)
+	runtime.KeepAlive(m)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(m)
 	return newTensor(ret), nil
 }
 
@@ -5230,10 +5265,10 @@ func (m *Module) Get(name string) (*Tensor, error) {
 func (m *Module) State() (*State, error) {
 	var st C.tgw_err
 	ret := C.tgw_module_state(m.ptr(), &st)
+	runtime.KeepAlive(m)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(m)
 	return newState(ret), nil
 }
 
@@ -5242,10 +5277,10 @@ func (m *Module) State() (*State, error) {
 func (m *Module) ParameterCount() (int, error) {
 	var st C.tgw_err
 	ret := C.tgw_module_parameter_count(m.ptr(), &st)
+	runtime.KeepAlive(m)
 	if err := check(&st); err != nil {
 		return 0, err
 	}
-	runtime.KeepAlive(m)
 	return int(ret), nil
 }
 
@@ -5259,14 +5294,16 @@ func (m *Module) parameters(n int) ([]*Tensor, error) {
 	var st C.tgw_err
 	C.tgw_module_parameters(m.ptr(), (**C.tg_tensor)(ptr0(cvOut)), C.size_t(n), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
 		return nil, err
 	}
 	out := make([]*Tensor, 0, len(cvOut))
 	for _, p := range cvOut {
 		out = append(out, newTensor(p))
 	}
+	result := out
 	runtime.KeepAlive(m)
-	return out, nil
+	return result, nil
 }
 
 // LoadState is tg_module_load_state. Assigns every entry of `state` (borrowed) into the module's tensor of that
@@ -5276,11 +5313,11 @@ func (m *Module) parameters(n int) ([]*Tensor, error) {
 func (m *Module) LoadState(state *State, strict int32) error {
 	var st C.tgw_err
 	C.tgw_module_load_state(m.ptr(), state.ptr(), C.int(strict), &st)
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(state)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(m)
-	runtime.KeepAlive(state)
 	return nil
 }
 
@@ -5288,10 +5325,10 @@ func (m *Module) LoadState(state *State, strict int32) error {
 func (m *Module) Retain() (*Module, error) {
 	var st C.tgw_err
 	ret := C.tgw_module_retain(m.ptr(), &st)
+	runtime.KeepAlive(m)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(m)
 	return newModule(ret), nil
 }
 
@@ -5378,11 +5415,11 @@ func OptimSGD(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	}
 	var st C.tgw_err
 	ret := C.tgw_optim_sgd((**C.tg_tensor)(ptr0(cvParams)), C.size_t(len(params)), cvOpts, &st)
+	runtime.KeepAlive(params)
+	runtime.KeepAlive(opts)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(params)
-	runtime.KeepAlive(opts)
 	return newOptimizer(ret), nil
 }
 
@@ -5398,11 +5435,11 @@ func OptimAdam(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	}
 	var st C.tgw_err
 	ret := C.tgw_optim_adam((**C.tg_tensor)(ptr0(cvParams)), C.size_t(len(params)), cvOpts, &st)
+	runtime.KeepAlive(params)
+	runtime.KeepAlive(opts)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(params)
-	runtime.KeepAlive(opts)
 	return newOptimizer(ret), nil
 }
 
@@ -5418,11 +5455,11 @@ func OptimAdamW(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	}
 	var st C.tgw_err
 	ret := C.tgw_optim_adamw((**C.tg_tensor)(ptr0(cvParams)), C.size_t(len(params)), cvOpts, &st)
+	runtime.KeepAlive(params)
+	runtime.KeepAlive(opts)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(params)
-	runtime.KeepAlive(opts)
 	return newOptimizer(ret), nil
 }
 
@@ -5438,11 +5475,11 @@ func OptimLARS(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	}
 	var st C.tgw_err
 	ret := C.tgw_optim_lars((**C.tg_tensor)(ptr0(cvParams)), C.size_t(len(params)), cvOpts, &st)
+	runtime.KeepAlive(params)
+	runtime.KeepAlive(opts)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(params)
-	runtime.KeepAlive(opts)
 	return newOptimizer(ret), nil
 }
 
@@ -5458,11 +5495,11 @@ func OptimLAMB(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	}
 	var st C.tgw_err
 	ret := C.tgw_optim_lamb((**C.tg_tensor)(ptr0(cvParams)), C.size_t(len(params)), cvOpts, &st)
+	runtime.KeepAlive(params)
+	runtime.KeepAlive(opts)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(params)
-	runtime.KeepAlive(opts)
 	return newOptimizer(ret), nil
 }
 
@@ -5478,11 +5515,11 @@ func OptimMuon(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	}
 	var st C.tgw_err
 	ret := C.tgw_optim_muon((**C.tg_tensor)(ptr0(cvParams)), C.size_t(len(params)), cvOpts, &st)
+	runtime.KeepAlive(params)
+	runtime.KeepAlive(opts)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(params)
-	runtime.KeepAlive(opts)
 	return newOptimizer(ret), nil
 }
 
@@ -5491,10 +5528,10 @@ func OptimMuon(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 func (opt *Optimizer) ZeroGrad() error {
 	var st C.tgw_err
 	C.tgw_optimizer_zero_grad(opt.ptr(), &st)
+	runtime.KeepAlive(opt)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(opt)
 	return nil
 }
 
@@ -5502,10 +5539,10 @@ func (opt *Optimizer) ZeroGrad() error {
 func (opt *Optimizer) Step() error {
 	var st C.tgw_err
 	C.tgw_optimizer_step(opt.ptr(), &st)
+	runtime.KeepAlive(opt)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(opt)
 	return nil
 }
 
@@ -5524,14 +5561,16 @@ func (opt *Optimizer) scheduleStep(capacity int) (int64, []*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_optimizer_schedule_step(opt.ptr(), (**C.tg_tensor)(ptr0(cvOut)), C.size_t(capacity), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(opt)
 		return 0, nil, err
 	}
 	out := make([]*Tensor, 0, len(cvOut))
 	for _, p := range cvOut[:clampCount(int64(ret), len(cvOut))] {
 		out = append(out, newTensor(p))
 	}
+	result := int64(ret)
 	runtime.KeepAlive(opt)
-	return int64(ret), out, nil
+	return result, out, nil
 }
 
 // params is tg_optimizer_params. The params as the optimizer holds them (deduplicated) as new references into
@@ -5545,14 +5584,16 @@ func (opt *Optimizer) params(capacity int) (int64, []*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_optimizer_params(opt.ptr(), (**C.tg_tensor)(ptr0(cvOut)), C.size_t(capacity), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(opt)
 		return 0, nil, err
 	}
 	out := make([]*Tensor, 0, len(cvOut))
 	for _, p := range cvOut[:clampCount(int64(ret), len(cvOut))] {
 		out = append(out, newTensor(p))
 	}
+	result := int64(ret)
 	runtime.KeepAlive(opt)
-	return int64(ret), out, nil
+	return result, out, nil
 }
 
 // LR is tg_optimizer_lr. A new reference to the lr tensor (shape (1,), float32). Read it with tg_tensor_to_data;
@@ -5561,10 +5602,10 @@ func (opt *Optimizer) params(capacity int) (int64, []*Tensor, error) {
 func (opt *Optimizer) LR() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_optimizer_lr(opt.ptr(), &st)
+	runtime.KeepAlive(opt)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(opt)
 	return newTensor(ret), nil
 }
 
@@ -5573,10 +5614,10 @@ func (opt *Optimizer) LR() (*Tensor, error) {
 func (opt *Optimizer) SetLR(lr float64) error {
 	var st C.tgw_err
 	C.tgw_optimizer_set_lr(opt.ptr(), C.double(lr), &st)
+	runtime.KeepAlive(opt)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(opt)
 	return nil
 }
 
@@ -5584,10 +5625,10 @@ func (opt *Optimizer) SetLR(lr float64) error {
 func (opt *Optimizer) Retain() (*Optimizer, error) {
 	var st C.tgw_err
 	ret := C.tgw_optimizer_retain(opt.ptr(), &st)
+	runtime.KeepAlive(opt)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(opt)
 	return newOptimizer(ret), nil
 }
 
@@ -5654,10 +5695,10 @@ func StateCreate() (*State, error) {
 func (s *State) Count() (int64, error) {
 	var st C.tgw_err
 	ret := C.tgw_state_count(s.ptr(), &st)
+	runtime.KeepAlive(s)
 	if err := check(&st); err != nil {
 		return 0, err
 	}
-	runtime.KeepAlive(s)
 	return int64(ret), nil
 }
 
@@ -5667,6 +5708,7 @@ func (s *State) Name(i int) (string, error) {
 	var st C.tgw_err
 	ret := C.tgw_state_name(s.ptr(), C.size_t(i), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(s)
 		return "", err
 	}
 	result := C.GoString(ret)
@@ -5690,6 +5732,7 @@ func (s *State) info(name string, capacity int) (DType, []int64, int64, error) {
 	var st C.tgw_err
 	C.tgw_state_info(s.ptr(), cvName, &cvDType, (*C.int64_t)(ptr0(cvShape)), C.size_t(capacity), &cvNdim, &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(s)
 		return 0, nil, 0, err
 	}
 	dtype := DType(cvDType)
@@ -5698,8 +5741,9 @@ func (s *State) info(name string, capacity int) (DType, []int64, int64, error) {
 		shape[i] = int64(v)
 	}
 	ndim := int64(cvNdim)
+	result := dtype
 	runtime.KeepAlive(s)
-	return dtype, shape, ndim, nil
+	return result, shape, ndim, nil
 }
 
 // Get is tg_state_get. The tensor named `name` (borrowed): a new reference to the state's tensor itself. NULL
@@ -5709,10 +5753,10 @@ func (s *State) Get(name string) (*Tensor, error) {
 	defer C.free(unsafe.Pointer(cvName))
 	var st C.tgw_err
 	ret := C.tgw_state_get(s.ptr(), cvName, &st)
+	runtime.KeepAlive(s)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(s)
 	return newTensor(ret), nil
 }
 
@@ -5723,11 +5767,11 @@ func (s *State) Set(name string, tensor *Tensor) error {
 	defer C.free(unsafe.Pointer(cvName))
 	var st C.tgw_err
 	C.tgw_state_set(s.ptr(), cvName, tensor.ptr(), &st)
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(tensor)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(s)
-	runtime.KeepAlive(tensor)
 	return nil
 }
 
@@ -5741,10 +5785,10 @@ func (s *State) Save(path string) error {
 	defer C.free(unsafe.Pointer(cvPath))
 	var st C.tgw_err
 	C.tgw_state_save(s.ptr(), cvPath, &st)
+	runtime.KeepAlive(s)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(s)
 	return nil
 }
 
@@ -5752,10 +5796,10 @@ func (s *State) Save(path string) error {
 func (s *State) MetadataCount() (int64, error) {
 	var st C.tgw_err
 	ret := C.tgw_state_metadata_count(s.ptr(), &st)
+	runtime.KeepAlive(s)
 	if err := check(&st); err != nil {
 		return 0, err
 	}
-	runtime.KeepAlive(s)
 	return int64(ret), nil
 }
 
@@ -5767,6 +5811,7 @@ func (s *State) MetadataKey(i int) (string, error) {
 	var st C.tgw_err
 	ret := C.tgw_state_metadata_key(s.ptr(), C.size_t(i), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(s)
 		return "", err
 	}
 	result := C.GoString(ret)
@@ -5779,6 +5824,7 @@ func (s *State) MetadataValue(i int) (string, error) {
 	var st C.tgw_err
 	ret := C.tgw_state_metadata_value(s.ptr(), C.size_t(i), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(s)
 		return "", err
 	}
 	result := C.GoString(ret)
@@ -5791,6 +5837,7 @@ func (s *State) MetadataJSON(i int) (string, error) {
 	var st C.tgw_err
 	ret := C.tgw_state_metadata_json(s.ptr(), C.size_t(i), &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(s)
 		return "", err
 	}
 	result := C.GoString(ret)
@@ -5807,10 +5854,10 @@ func (s *State) MetadataSet(key string, value string) error {
 	defer C.free(unsafe.Pointer(cvValue))
 	var st C.tgw_err
 	C.tgw_state_metadata_set(s.ptr(), cvKey, cvValue, &st)
+	runtime.KeepAlive(s)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(s)
 	return nil
 }
 
@@ -5818,10 +5865,10 @@ func (s *State) MetadataSet(key string, value string) error {
 func (s *State) Retain() (*State, error) {
 	var st C.tgw_err
 	ret := C.tgw_state_retain(s.ptr(), &st)
+	runtime.KeepAlive(s)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(s)
 	return newState(ret), nil
 }
 
@@ -5831,10 +5878,10 @@ func PlanCreate(tensors []*Tensor) (*Plan, error) {
 	cvTensors := cTensors(tensors)
 	var st C.tgw_err
 	ret := C.tgw_plan_create((**C.tg_tensor)(ptr0(cvTensors)), C.size_t(len(tensors)), &st)
+	runtime.KeepAlive(tensors)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
-	runtime.KeepAlive(tensors)
 	return newPlan(ret), nil
 }
 
@@ -5843,10 +5890,10 @@ func PlanCreate(tensors []*Tensor) (*Plan, error) {
 func (plan *Plan) Run() error {
 	var st C.tgw_err
 	C.tgw_plan_run(plan.ptr(), &st)
+	runtime.KeepAlive(plan)
 	if err := check(&st); err != nil {
 		return err
 	}
-	runtime.KeepAlive(plan)
 	return nil
 }
 
@@ -5855,10 +5902,10 @@ func (plan *Plan) Run() error {
 func (plan *Plan) KernelCount() (int, error) {
 	var st C.tgw_err
 	ret := C.tgw_plan_kernel_count(plan.ptr(), &st)
+	runtime.KeepAlive(plan)
 	if err := check(&st); err != nil {
 		return 0, err
 	}
-	runtime.KeepAlive(plan)
 	return int(ret), nil
 }
 
@@ -5870,12 +5917,14 @@ func (plan *Plan) Kernel(i int) (KernelInfo, error) {
 	var st C.tgw_err
 	C.tgw_plan_kernel(plan.ptr(), C.size_t(i), &cvOut, &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(plan)
 		return KernelInfo{}, err
 	}
 	var out KernelInfo
 	out.fromC(&cvOut)
+	result := out
 	runtime.KeepAlive(plan)
-	return out, nil
+	return result, nil
 }
 
 // Memory is tg_plan_memory. The memory planner's result: bytes of the intermediate buffers if each had its own
@@ -5886,12 +5935,14 @@ func (plan *Plan) Memory() (int64, int64, error) {
 	var st C.tgw_err
 	C.tgw_plan_memory(plan.ptr(), &cvIntermediateBytes, &cvPeakBytes, &st)
 	if err := check(&st); err != nil {
+		runtime.KeepAlive(plan)
 		return 0, 0, err
 	}
 	intermediateBytes := int64(cvIntermediateBytes)
 	peakBytes := int64(cvPeakBytes)
+	result := intermediateBytes
 	runtime.KeepAlive(plan)
-	return intermediateBytes, peakBytes, nil
+	return result, peakBytes, nil
 }
 
 // SetOption is tg_set_option. The library's settings, by the names of their environment variables: DEBUG (0..7),

@@ -426,8 +426,11 @@ class Gen:
     if helper: g.append("\tvar st C.tgw_err")
     uses_ret = rk in ("handle", "value", "string", "extern") or (rk == "status" and errs == "none")
     g.append(f"\tret := {call}" if uses_ret else f"\t{call}")
+    # the handles stay reachable across the call; a string or output struct may point into them until copied, below
+    late = (rk == "string" or bool(outs)) and bool(keep)
+    if not late: g += [f"\truntime.KeepAlive({k_})" for k_ in keep]
     if errs != "none":
-      g += ["\tif err := check(&st); err != nil {", f"\t\treturn {zero}err", "\t}"]
+      g += ["\tif err := check(&st); err != nil {"] + [f"\t\truntime.KeepAlive({k_})" for k_ in keep if late] + [f"\t\treturn {zero}err", "\t}"]
     for _, _, build in outs: g += build
     res = []
     if rk == "handle": res.append(f"new{self.handles[r['handle']]}(ret)")
@@ -438,10 +441,10 @@ class Gen:
     res += [o for o, _, _ in outs]
     if errs != "none": res.append("nil")
     # Only now may the handles go: a borrowed string or struct result points into them until converted above.
-    if rk == "string" and keep:
+    if late:
       g.append(f"\tresult := {res[0]}")
       res[0] = "result"
-    g += [f"\truntime.KeepAlive({k_})" for k_ in keep]
+      g += [f"\truntime.KeepAlive({k_})" for k_ in keep]
     if res: g.append("\treturn " + ", ".join(res))
     g += ["}", ""]
     self.covered.append(name)
