@@ -57,6 +57,8 @@ SCALARS = {
     "const tg_module*": "f.module",
     "tg_optimizer_options*": "f.optim_options_out",
     "const tg_optimizer_options*": "f.optim_options",
+    # NULL or a DLManagedTensor the fuzzer built (the library takes it on success; the context frees it after a failure)
+    "struct DLManagedTensor*": "f.dlpack",
 }
 # (C type, name) -> context generator, where the name says more than the type (a callback's userdata outlives the call)
 NAMED = {("void*", "userdata"): "f.userdata",
@@ -92,6 +94,7 @@ RETURNS = {
     "tg_state*": "f.ret_state",
     "tg_optimizer*": "f.ret_optimizer",
     "tg_module*": "f.ret_module",
+    "struct DLManagedTensor*": "f.ret_dlpack",  # checked, read through and freed with its deleter
     "tg_status": "f.ret_status",
     "const char*": "f.ret_cstr",
     "int64_t": "f.ret_i64",
@@ -100,7 +103,7 @@ RETURNS = {
     "void": None,
 }
 # functions that compile and run kernels: a small share of the calls (each kernel costs 50-250 ms on a cold cache)
-REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy|nonzero|masked_select|jit_call|plan_create|plan_run|state_save|nn_[a-z0-9_]+|module_load_state|dataset_mnist|tensor_from_idx|optim_(?:sgd|adam|adamw|lars|lamb|muon)|optimizer_step|optimizer_set_lr)$")
+REALIZING = re.compile(r"(^|_)(realize|realize_many|to_data|item|numpy|nonzero|masked_select|jit_call|plan_create|plan_run|state_save|nn_[a-z0-9_]+|module_load_state|dataset_mnist|tensor_from_idx|optim_(?:sgd|adam|adamw|lars|lamb|muon)|optimizer_step|optimizer_set_lr|to_dlpack)$")
 
 
 def die(msg):

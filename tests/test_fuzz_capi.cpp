@@ -14,7 +14,9 @@
 // come from small pools the same way (live, NULL, released, garbage); a JIT's function is one of a few real callbacks
 // below or NULL, its userdata an object that outlives it, NULL or garbage; a JIT that ran before mostly gets inputs of
 // the shapes and dtypes it ran with and the output count it was captured with, so captures and replays happen; a
-// tg_kernel_info is struct_size bytes (the full struct, 0, small, cut mid-field, larger, SIZE_MAX).
+// tg_kernel_info is struct_size bytes (the full struct, 0, small, cut mid-field, larger, SIZE_MAX); a DLManagedTensor is
+// NULL or one the fuzzer built over memory it owns (random dtype codes, lanes, devices, ndim, shapes, strides of any sign,
+// misaligned byte offsets; NULL shape or data now and then), with a deleter that counts.
 //
 // Checks per call: the process survives (a fatal signal or a sanitizer report prints the call first); the error state
 // is cleared before each call, then a returned pointer is non-NULL with no error set, or NULL with tg_last_error() !=
@@ -27,7 +29,10 @@
 // at a replay; the call count moves by one on success only; every output is written on success; add_one's float32
 // output is its input + 1 (at replays too). Plans: each kernel's info (name, source, buffer sizes, time) reads back,
 // memory peak <= total, a plan runs once and a JIT's plan never, tg_plan_kernel fills exactly min(struct_size, sizeof)
-// bytes. Every handle the fuzzer gets is released (leak-free under `make asan`).
+// bytes. DLPack: a DLManagedTensor given to the library has its deleter run at most once, never on a failed call (the
+// fuzzer frees it then), and by the end, once every tensor is released; an exported one describes host memory of the
+// tensor's shape, which is read through, and is freed by calling its deleter. Every handle the fuzzer gets is released
+// (leak-free under `make asan`).
 //
 // Budget: TG_FUZZ_CALLS calls (default 100000), of which one in 700 goes to a realizing function (realize,
 // realize_many, to_data, jit_call, plan_create, plan_run: each may compile kernels, 50-250 ms apiece on a cold cache),
@@ -62,6 +67,7 @@
 #include <vector>
 
 #include "tinygrad.h"
+#include "api/dlpack.h"
 
 extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
 
@@ -439,6 +445,27 @@ struct JitFn {
 const JitFn kJitFns[] = {{"add_one", cb_add_one, 1, 1}, {"fail", cb_fail, 0, 3}, {"pair", cb_pair, 0, 2}, {"assign", cb_assign, 0, 0}, {"views", cb_views, 0, 4}};
 constexpr size_t kNumJitFns = std::size(kJitFns);
 
+// ---- DLManagedTensors the fuzzer hands to tg_tensor_from_dlpack ------------------------------------------------------
+// Each owns the memory it describes; its deleter frees it and checks it was live (a second call would find it gone).
+struct FuzzDL {
+  DLManagedTensor m{};
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> dims;  // shape, then strides
+};
+std::vector<FuzzDL*> g_dl_live;  // built and not yet deleted
+uint64_t g_dl_bad_deletes = 0, g_dl_deleted = 0;
+bool dl_forget(FuzzDL* d) {
+  auto it = std::find(g_dl_live.begin(), g_dl_live.end(), d);
+  if (it == g_dl_live.end()) return false;
+  g_dl_live.erase(it);
+  delete d;
+  return true;
+}
+void dl_deleter(DLManagedTensor* m) {
+  if (dl_forget(static_cast<FuzzDL*>(m->manager_ctx))) g_dl_deleted++;
+  else g_dl_bad_deletes++;
+}
+
 struct FuzzCtx;
 struct FuzzFn {
   const char* name;
@@ -462,6 +489,8 @@ struct FuzzCtx {
   size_t recent_next = 0;
   bool realizing = false;  // the current call realizes: it draws the latest results more often (graphs, not leaves)
   tg_tensor* handed_over = nullptr;  // an owned handle given to a *_release call
+  FuzzDL* handed_dl = nullptr;       // given to tg_tensor_from_dlpack: the library's on success, ours again on failure
+  uint64_t dl_imported = 0, dl_exported = 0;
   static constexpr size_t kOutSlots = 1024;
   tg_tensor** out_slots = nullptr;
   tg_expr* handed_over_expr = nullptr;
@@ -997,6 +1026,51 @@ struct FuzzCtx {
     if (pct(20)) return rec(name, Arg::Other, "NULL"), nullptr;
     return rec(name, Arg::Other, "buffer[256]"), buffer<uint8_t>(256);
   }
+  // A DLManagedTensor over memory it owns, as a producer would hand it over; what it describes is really there, except
+  // where the description is invalid in a way the library must refuse before reading (device, dtype, lanes, ndim,
+  // negative or overflowing dims, NULL shape or data). Up to 8 bytes an element, strides in [-3, 3], a byte offset.
+  DLManagedTensor* dlpack(const char* name) {
+    Arg& a = rec(name, Arg::Other, "NULL");
+    if (pct(8)) return nullptr;
+    static const DLDataType valid[] = {{kDLBool, 8, 1},  {kDLInt, 8, 1},   {kDLUInt, 8, 1},   {kDLInt, 16, 1},    {kDLUInt, 16, 1},
+                                       {kDLInt, 32, 1},  {kDLUInt, 32, 1}, {kDLInt, 64, 1},   {kDLUInt, 64, 1},   {kDLFloat, 16, 1},
+                                       {kDLBfloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
+    static const DLDataType invalid[] = {{kDLComplex, 64, 1}, {kDLFloat, 32, 4}, {kDLFloat, 32, 0}, {kDLOpaqueHandle, 64, 1}, {kDLFloat, 8, 1},
+                                         {kDLInt, 7, 1},      {kDLBool, 1, 1},   {kDLBfloat, 32, 1}, {99, 32, 1}};
+    DLDataType t = pct(85) ? valid[r(std::size(valid))] : invalid[r(std::size(invalid))];
+    int dev = pct(90) ? int(kDLCPU) : pick({int(kDLCUDA), int(kDLCUDAHost), int(kDLOpenCL), 0, -1, 999});
+    int32_t nd = pct(95) ? int32_t(r(4)) : pick<int32_t>({-1, 65, INT32_MIN});
+    auto* d = new FuzzDL;
+    g_dl_live.push_back(d);
+    size_t n = size_t(std::clamp<int32_t>(nd, 0, 4));
+    d->dims.assign(2 * n + 1, 0);
+    int64_t *shape = d->dims.data(), *strides = shape + n, neg = 0, pos = 0;
+    for (size_t i = 0; i < n; i++) shape[i] = int64_t(r(5));
+    if (n && pct(3)) shape[r(n)] = pick<int64_t>({-1, I64MIN});
+    else if (n >= 2 && pct(3)) shape[0] = I64MAX / 2, shape[1] = 4;  // more elements than int64 holds
+    int sk = int(r(10));  // 0-2: NULL strides, 3-5: compact, else random
+    for (int64_t i = int64_t(n) - 1, acc = 1; i >= 0; i--) {
+      strides[i] = sk < 6 ? acc : ri(-3, 3);
+      if (__builtin_mul_overflow(acc, std::max<int64_t>(shape[i], 1), &acc)) acc = 1;  // an overflowing shape is refused anyway
+      int64_t ext = std::clamp<int64_t>(shape[i], 1, 4) - 1;  // an invalid dim is refused before any read
+      (strides[i] < 0 ? neg : pos) += (strides[i] < 0 ? -strides[i] : strides[i]) * ext;
+    }
+    d->bytes.resize(size_t(neg + pos + 2) * 8);
+    for (auto& b : d->bytes) b = uint8_t(rng());
+    uint64_t off = pct(80) ? 0 : r(8);
+    bool null_data = pct(3), null_shape = n && pct(3);
+    d->m.dl_tensor = DLTensor{null_data ? nullptr : d->bytes.data() + neg * 8, DLDevice{DLDeviceType(dev), 0}, nd, t, null_shape ? nullptr : shape,
+                              sk < 3 ? nullptr : strides, off};
+    d->m.manager_ctx = d, d->m.deleter = dl_deleter;
+    std::vector<int64_t> sv(shape, shape + n), tv(strides, strides + n);
+    a.text = describe_dl(dev, t, nd, null_shape ? "NULL" : fmt_ints(sv), sk < 3 ? "NULL" : fmt_ints(tv), off, null_data);
+    handed_dl = d;
+    return &d->m;
+  }
+  static std::string describe_dl(int dev, DLDataType t, int32_t nd, const std::string& shape, const std::string& strides, uint64_t off, bool null_data) {
+    return "dlpack{device_type=" + std::to_string(dev) + ", dtype=" + std::to_string(t.code) + "/" + std::to_string(t.bits) + "x" + std::to_string(t.lanes) +
+           ", ndim=" + std::to_string(nd) + ", shape=" + shape + ", strides=" + strides + ", byte_offset=" + std::to_string(off) + (null_data ? ", data=NULL" : "") + "}";
+  }
 
   // tensors the call writes as new references (std_mean's pair, gradient's results): zeroed slots, more than any
   // count the fuzzer gives with a live array, checked and pooled after the call
@@ -1336,6 +1410,12 @@ struct FuzzCtx {
           ret_tensor(outs[i]);
         }
     }
+    if (handed_dl) {  // a failed import leaves the DLManagedTensor to us, untouched
+      if (e != TG_OK && !dl_forget(handed_dl)) fail("the DLPack deleter ran although the call failed");
+      else if (e == TG_OK) dl_imported++;
+      handed_dl = nullptr;
+    }
+    if (g_dl_bad_deletes) fail("a DLPack deleter ran twice"), g_dl_bad_deletes = 0;
     if (handed_over && !std::count(pool.begin(), pool.end(), handed_over)) remember_dead(handed_over);
     if (handed_over_expr && !std::count(exprs.begin(), exprs.end(), handed_over_expr)) remember_dead(handed_over_expr);
     if (handed_over_jit && !std::count(jits.begin(), jits.end(), handed_over_jit)) remember_dead(handed_over_jit);
@@ -1503,6 +1583,32 @@ struct FuzzCtx {
     for (int64_t i = 0; i < n; i++)
       if (!tg_state_name(s, size_t(i))) fail("a returned state has no name for entry " + std::to_string(i));
     pool_handle(states, s);
+  }
+  // an export: host memory of the tensor's shape, row-major, read through here; then freed by its deleter
+  void ret_dlpack(DLManagedTensor* m) {
+    if (!m) return expect_error("returned NULL");
+    expect_no_error("returned a DLManagedTensor");
+    dl_exported++;
+    const DLTensor& d = m->dl_tensor;
+    if (d.device.device_type != kDLCPU) fail("exported a tensor on DLPack device type " + std::to_string(int(d.device.device_type)));
+    if (d.dtype.lanes != 1 || d.dtype.bits % 8 || !d.dtype.bits) fail("exported dtype lanes " + std::to_string(d.dtype.lanes) + ", bits " + std::to_string(d.dtype.bits));
+    if (d.ndim < 0 || (d.ndim && (!d.shape || !d.strides))) fail("exported ndim " + std::to_string(d.ndim) + " without shape or strides");
+    else {
+      std::vector<int64_t> s(d.shape, d.shape + d.ndim);
+      const Arg* t = call.arg("t");
+      if (t && t->kind == Arg::Handle && t->state == Arg::Live && t->ints != s) fail("exported shape " + fmt_ints(s) + " of a tensor of shape " + fmt_ints(t->ints));
+      int64_t n = 1, st = 1;  // a 0 dim counts as 1 in the strides, as numpy's do
+      for (int64_t i = d.ndim - 1; i >= 0; i--) {
+        if (s[size_t(i)] > 1 && d.strides[i] != st) fail("exported strides are not row-major");
+        st *= std::max<int64_t>(s[size_t(i)], 1), n *= s[size_t(i)];
+      }
+      if (n > 0 && n <= kPoolMaxNumel) {
+        std::vector<uint8_t> bytes(size_t(n) * d.dtype.bits / 8);
+        std::memcpy(bytes.data(), static_cast<const char*>(d.data) + d.byte_offset, bytes.size());
+      }
+    }
+    if (!m->deleter) return fail("the export has no deleter (it would leak)");
+    m->deleter(m);
   }
   void pool_plan(tg_plan* p, PlanInfo info) {
     if (plans.size() >= kPlanPoolMax) {
@@ -1793,6 +1899,10 @@ TEST(FuzzCApi, EveryFunctionWithRandomAndBoundaryArguments) {
   }
   f.clear_pools();
   tg_clear_error();
+  // every imported DLManagedTensor is let go once no tensor uses its memory
+  EXPECT_EQ(g_dl_live.size(), 0u) << "DLPack deleters not called by the end: the library keeps imported memory alive";
+  std::printf("[ FUZZ     ] dlpack: %llu imports (%llu deleters ran), %llu exports\n", (unsigned long long)f.dl_imported, (unsigned long long)g_dl_deleted,
+              (unsigned long long)f.dl_exported);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   uint64_t ran = std::accumulate(per_fn.begin(), per_fn.end(), uint64_t(0));
   std::printf("[ FUZZ     ] %llu calls (%llu realizing: %llu kernels compiled in %.1f s) in %.1f s: %llu returned errors, %llu tensors "
