@@ -61,8 +61,8 @@ TG_API tg_module* tg_nn_batchnorm(int64_t num_features, double eps, double momen
 }
 TG_API tg_module* tg_nn_layernorm(const int64_t* normalized_shape, size_t ndim, double eps, int elementwise_affine, const char* device) {
   return construct([&] {
-    TG_ARG(normalized_shape || ndim == 0, "tg_nn_layernorm: normalized_shape is NULL");
-    return nn::layernorm(tg::Shape(normalized_shape, normalized_shape + ndim), eps, elementwise_affine != 0, dev_of(device));
+    std::vector<int64_t> dims = api::ints(normalized_shape, ndim, "tg_nn_layernorm", "normalized_shape");
+    return nn::layernorm(tg::Shape(dims.begin(), dims.end()), eps, elementwise_affine != 0, dev_of(device));
   });
 }
 TG_API tg_module* tg_nn_rmsnorm(int64_t dim, double eps, int elementwise_affine, const char* device) {

@@ -16,20 +16,21 @@ Tensor& get(const tg_tensor* h, const char* fn, const char* arg) {
   TG_ARG(tensor_handles().live(h), std::string(fn) + ": " + arg + " is not a live tensor handle (released?)");
   return const_cast<tg_tensor*>(h)->t;
 }
+std::vector<int64_t> ints(const int64_t* p, size_t n, const char* fn, const char* what) {
+  TG_ARG(p || n == 0, std::string(fn) + ": " + what + " is NULL with a nonzero count");
+  TG_ARG(n <= 64, strformat("%s: %zu %s is too many", fn, n, what));
+  return std::vector<int64_t>(p, p + n);
+}
 }  // namespace tg::api
 using tg::api::get;
 using tg::api::wrap;
+using tg::api::ints;
 
 namespace {
 api::LiveHandles<tg_tensor>& handles() { return api::tensor_handles(); }
 DType dt_of(tg_dtype d, const char* fn) {
   TG_CHECK(unsigned(d) <= TG_FLOAT64, TG_ERROR_DTYPE, strformat("%s: unknown dtype %d", fn, int(d)));
   return dtypes::all()[size_t(d)];
-}
-std::vector<int64_t> ints(const int64_t* p, size_t n, const char* fn, const char* what) {
-  TG_ARG(p || n == 0, std::string(fn) + ": " + what + " is NULL with a nonzero count");
-  TG_ARG(n <= 64, strformat("%s: %zu %s is too many", fn, n, what));
-  return std::vector<int64_t>(p, p + n);
 }
 std::vector<std::pair<int64_t, int64_t>> pairs(const int64_t* p, size_t n, const char* fn) {
   TG_ARG(n <= 64, strformat("%s: %zu pairs is too many", fn, n));  // before 2*n can wrap
