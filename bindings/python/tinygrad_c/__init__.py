@@ -23,6 +23,8 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from . import _capi
+
 __all__ = ["Tensor", "Device", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "DType", "dtypes",
            "least_upper_dtype", "Expr", "Variable", "version",
            "version_number", "counters", "reset_counters", "library_path", "has_tensor_api", "TinyJit", "Plan", "plan",
@@ -52,148 +54,9 @@ _p, _i64, _u64, _sz, _int, _dbl, _str = ctypes.c_void_p, ctypes.c_int64, ctypes.
 _i64p, _status, _dtype_t = ctypes.POINTER(ctypes.c_int64), ctypes.c_int, ctypes.c_int
 
 
-class _Counters(ctypes.Structure):
-  _fields_ = [("struct_size", _sz), ("kernel_count", _u64), ("global_ops", _u64), ("global_mem", _u64),
-              ("time_sum_s", _dbl), ("compile_count", _u64), ("schedule_count", _u64), ("lower_count", _u64)]
-
-
-class _KernelInfo(ctypes.Structure):
-  """struct tg_kernel_info (size first, as the header declares it)."""
-  _fields_ = [("struct_size", _sz), ("name", _str), ("source", _str), ("n_buffers", _sz), ("buffer_nbytes", _i64p),
-              ("time_s", _dbl), ("threads", _i64), ("ops", _u64), ("mem", _u64)]
-
-
-# tg_jit_fn: (userdata, inputs, n_inputs, outputs, n_outputs) -> tg_status
-_JIT_FN = ctypes.CFUNCTYPE(_status, _p, ctypes.POINTER(_p), _sz, ctypes.POINTER(_p), _sz)
-
-
-class _TgIndex(ctypes.Structure):
-  """struct tg_index, laid out exactly as include/tinygrad.h declares it (kind is a 32-bit enum)."""
-  _fields_ = [("kind", ctypes.c_int), ("start", ctypes.c_int64), ("stop", ctypes.c_int64), ("step", ctypes.c_int64),
-              ("has_start", ctypes.c_int), ("has_stop", ctypes.c_int), ("has_step", ctypes.c_int), ("tensor", ctypes.c_void_p)]
-
-
+# the C structs and the callback type, generated from the API manifest (scripts/bindgen/python.py)
+_Counters, _KernelInfo, _TgIndex, _JIT_FN = _capi.tg_counters, _capi.tg_kernel_info, _capi.tg_index, _capi.tg_jit_fn
 _IDX_INT, _IDX_SLICE, _IDX_NEWAXIS, _IDX_ELLIPSIS, _IDX_TENSOR = range(5)
-
-
-# one-argument tg_tensor_<name>(t) functions
-_UNARY = ("neg", "exp", "exp2", "log", "log2", "sqrt", "reciprocal", "sin", "cos", "abs", "relu", "sigmoid", "tanh", "rsqrt", "square",
-          "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "sign", "trunc", "floor", "ceil", "round",
-          "isnan", "isinf", "isfinite", "logical_not", "relu6", "selu", "gelu", "quick_gelu", "silu", "mish", "hardsigmoid",
-          "logsigmoid", "softsign", "hardswish", "bitwise_not")
-
-_SIGNATURES = {
-  # version / errors / dtypes
-  "tg_version": (_str, []), "tg_version_number": (_int, []),
-  "tg_last_error": (_status, []), "tg_last_error_message": (_str, []), "tg_clear_error": (None, []),
-  "tg_status_name": (_str, [_status]),
-  "tg_dtype_size": (_sz, [_dtype_t]), "tg_dtype_name": (_str, [_dtype_t]),
-  "tg_dtype_promote": (_status, [_dtype_t, _dtype_t, ctypes.POINTER(_dtype_t)]),
-  # expressions
-  "tg_expr_variable": (_p, [_str, _i64, _i64]), "tg_expr_const": (_p, [_i64]), "tg_expr_binary": (_p, [_int, _p, _p]),
-  "tg_expr_simplify": (_p, [_p]), "tg_expr_render": (_i64, [_p, ctypes.c_char_p, _sz]),
-  "tg_expr_eval": (_status, [_p, ctypes.POINTER(ctypes.c_char_p), _i64p, _sz, _i64p]),
-  "tg_expr_bounds": (_status, [_p, _i64p, _i64p]), "tg_expr_retain": (_p, [_p]), "tg_expr_release": (None, [_p]),
-  # tensors: creation
-  "tg_tensor_from_data": (_p, [_p, _sz, _dtype_t, _i64p, _sz, _str]),
-  "tg_tensor_empty": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_zeros": (_p, [_i64p, _sz, _dtype_t, _str]),
-  "tg_tensor_ones": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_full": (_p, [_i64p, _sz, _dbl, _dtype_t, _str]),
-  "tg_tensor_arange": (_p, [_dbl, _dbl, _dbl, _dtype_t, _str]), "tg_tensor_eye": (_p, [_i64, _dtype_t, _str]),
-  # tensors: properties
-  "tg_tensor_ndim": (_i64, [_p]), "tg_tensor_numel": (_i64, [_p]), "tg_tensor_shape": (_status, [_p, _i64p, _sz]),
-  "tg_tensor_dtype": (_status, [_p, ctypes.POINTER(_dtype_t)]), "tg_tensor_device": (_str, [_p]),
-  "tg_tensor_to": (_p, [_p, _str]),
-  # devices
-  "tg_device_count": (_i64, []), "tg_device_name": (_str, [_i64]), "tg_device_description": (_str, [_i64]),
-  "tg_device_open": (_status, [_str]),
-  # tensors: elementwise
-  **{f"tg_tensor_{n}": (_p, [_p, _p]) for n in ("add", "sub", "mul", "div", "idiv", "maximum", "minimum", "pow", "lt", "le",
-                                                "gt", "ge", "eq", "ne")},
-  **{f"tg_tensor_{n}_scalar": (_p, [_p, _dbl]) for n in ("add", "sub", "mul", "div", "pow")},
-  "tg_tensor_where": (_p, [_p, _p, _p]), "tg_tensor_cast": (_p, [_p, _dtype_t]),
-  **{f"tg_tensor_{n}": (_p, [_p]) for n in _UNARY},
-  **{f"tg_tensor_{n}": (_p, [_p, _dbl]) for n in ("leaky_relu", "elu", "celu", "softplus")},
-  "tg_tensor_hardtanh": (_p, [_p, _dbl, _dbl]), "tg_tensor_clamp": (_p, [_p, _dbl, _dbl]),
-  **{f"tg_tensor_{n}": (_p, [_p, _p]) for n in ("mod", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "copysign", "logaddexp")},
-  "tg_tensor_lshift": (_p, [_p, _i64]), "tg_tensor_rshift": (_p, [_p, _i64]), "tg_tensor_lerp": (_p, [_p, _p, _p]),
-  "tg_tensor_isclose": (_p, [_p, _p, _dbl, _dbl, _int]),
-  # tensors: reductions
-  **{f"tg_tensor_{n}": (_p, [_p, _i64p, _sz, _int]) for n in ("sum", "prod", "max", "min", "mean", "all", "any", "logsumexp")},
-  "tg_tensor_std": (_p, [_p, _i64p, _sz, _int, _dbl]), "tg_tensor_var": (_p, [_p, _i64p, _sz, _int, _dbl]),
-  "tg_tensor_std_mean": (_status, [_p, _i64p, _sz, _int, _dbl, ctypes.POINTER(_p)]),
-  "tg_tensor_var_mean": (_status, [_p, _i64p, _sz, _int, _dbl, ctypes.POINTER(_p)]),
-  "tg_tensor_argmax": (_p, [_p, _i64, _int, _int]), "tg_tensor_argmin": (_p, [_p, _i64, _int, _int]),
-  **{f"tg_tensor_{n}": (_p, [_p, _i64]) for n in ("cumsum", "cumprod", "cummax", "cummin", "softmax", "log_softmax")},
-  # tensors: movement
-  "tg_tensor_reshape": (_p, [_p, _i64p, _sz]), "tg_tensor_permute": (_p, [_p, _i64p, _sz]),
-  "tg_tensor_expand": (_p, [_p, _i64p, _sz]), "tg_tensor_pad": (_p, [_p, _i64p, _sz, _dbl]),
-  "tg_tensor_shrink": (_p, [_p, _i64p, _sz]), "tg_tensor_flip": (_p, [_p, _i64p, _sz]),
-  "tg_tensor_shrink_var": (_p, [_p, _i64, _p, _i64]), "tg_tensor_rebind": (_p, [_p, _p, _i64]),
-  "tg_tensor_transpose": (_p, [_p, _i64, _i64]), "tg_tensor_flatten": (_p, [_p, _i64, _i64]),
-  "tg_tensor_unflatten": (_p, [_p, _i64, _i64p, _sz]), "tg_tensor_squeeze": (_p, [_p, _i64]), "tg_tensor_squeeze_all": (_p, [_p]),
-  "tg_tensor_unsqueeze": (_p, [_p, _i64]), "tg_tensor_repeat": (_p, [_p, _i64p, _sz]),
-  "tg_tensor_repeat_interleave": (_p, [_p, _i64, _i64]), "tg_tensor_roll": (_p, [_p, _i64p, _i64p, _sz]),
-  "tg_tensor_cat": (_p, [ctypes.POINTER(_p), _sz, _i64]), "tg_tensor_stack": (_p, [ctypes.POINTER(_p), _sz, _i64]),
-  "tg_tensor_tril": (_p, [_p, _i64]), "tg_tensor_triu": (_p, [_p, _i64]),
-  "tg_tensor_pad_mode": (_p, [_p, _i64p, _sz, _int, _dbl]),
-  # tensors: random numbers
-  "tg_manual_seed": (None, [_u64]),
-  "tg_tensor_rand": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_randn": (_p, [_i64p, _sz, _dtype_t, _str]),
-  "tg_tensor_uniform": (_p, [_i64p, _sz, _dbl, _dbl, _dtype_t, _str]), "tg_tensor_normal": (_p, [_i64p, _sz, _dbl, _dbl, _dtype_t, _str]),
-  "tg_tensor_randint": (_p, [_i64p, _sz, _i64, _i64, _dtype_t, _str]),
-  # tensors: autograd
-  "tg_tensor_set_requires_grad": (_status, [_p, _int]), "tg_tensor_requires_grad": (_int, [_p]),
-  "tg_tensor_backward": (_status, [_p]), "tg_tensor_grad": (_p, [_p]), "tg_tensor_set_grad": (_status, [_p, _p]),
-  "tg_tensor_gradient": (_status, [_p, ctypes.POINTER(_p), _sz, ctypes.POINTER(_p)]), "tg_tensor_detach": (_p, [_p]),
-  # tensors: linear algebra, realization, data
-  "tg_tensor_matmul": (_p, [_p, _p]), "tg_tensor_contiguous": (_p, [_p]), "tg_tensor_realize": (_status, [_p]),
-  "tg_tensor_realize_many": (_status, [ctypes.POINTER(_p), _sz]), "tg_tensor_to_data": (_status, [_p, _p, _sz]),
-  "tg_tensor_retain": (_p, [_p]), "tg_tensor_release": (None, [_p]),
-  # counters
-  "tg_counters_get": (_status, [ctypes.POINTER(_Counters)]), "tg_counters_reset": (None, []),
-  # tensors: creation (more), indexing, shape and index ops
-  "tg_tensor_linspace": (_p, [_dbl, _dbl, _i64, _dtype_t, _str]),
-  "tg_tensor_getitem": (_p, [_p, ctypes.POINTER(_TgIndex), _sz]),
-  "tg_tensor_setitem": (_status, [_p, ctypes.POINTER(_TgIndex), _sz, _p]),
-  "tg_tensor_split": (_status, [_p, _i64p, _sz, _i64, ctypes.POINTER(_p)]),
-  "tg_tensor_chunk": (_i64, [_p, _i64, _i64, ctypes.POINTER(_p), _sz]),
-  "tg_tensor_meshgrid": (_status, [ctypes.POINTER(_p), _sz, _int, ctypes.POINTER(_p)]),
-  "tg_tensor_diag": (_p, [_p]), "tg_tensor_diagonal": (_p, [_p]), "tg_tensor_unfold": (_p, [_p, _i64, _i64, _i64]),
-  "tg_tensor_sort": (_status, [_p, _i64, _int, ctypes.POINTER(_p)]), "tg_tensor_argsort": (_p, [_p, _i64, _int]),
-  "tg_tensor_topk": (_status, [_p, _i64, _i64, _int, ctypes.POINTER(_p)]),
-  "tg_tensor_scatter": (_p, [_p, _i64, _p, _p]), "tg_tensor_scatter_reduce": (_p, [_p, _i64, _p, _p, _str, _int]),
-  "tg_tensor_masked_fill": (_p, [_p, _p, _p]), "tg_tensor_nonzero": (_p, [_p]), "tg_tensor_masked_select": (_p, [_p, _p]),
-  "tg_tensor_bitcast": (_p, [_p, _dtype_t]),
-  # tensors: nn functional
-  "tg_tensor_linear": (_p, [_p, _p, _p]), "tg_tensor_dot": (_p, [_p, _p]),
-  "tg_tensor_einsum": (_p, [_str, ctypes.POINTER(_p), _sz]),
-  "tg_tensor_conv2d": (_p, [_p, _p, _p] + [_i64] * 7), "tg_tensor_conv_transpose2d": (_p, [_p, _p, _p] + [_i64] * 9),
-  "tg_tensor_interpolate": (_p, [_p, _i64p, _sz, _str, _int]),
-  "tg_tensor_max_pool2d": (_p, [_p] + [_i64] * 8), "tg_tensor_avg_pool2d": (_p, [_p] + [_i64] * 6 + [_int]),
-  "tg_tensor_layernorm": (_p, [_p, _i64p, _sz, _dbl]), "tg_tensor_batchnorm": (_p, [_p, _p, _p, _p, _p]),
-  "tg_tensor_dropout": (_p, [_p, _dbl]), "tg_tensor_scaled_dot_product_attention": (_p, [_p, _p, _p, _p, _int]),
-  "tg_tensor_one_hot": (_p, [_p, _i64]),
-  "tg_tensor_cross_entropy": (_p, [_p, _p, _dbl, _int]),
-  "tg_tensor_sparse_categorical_crossentropy": (_p, [_p, _p, _i64, _dbl, _int]),
-  "tg_tensor_nll_loss": (_p, [_p, _p, _int]), "tg_tensor_binary_crossentropy": (_p, [_p, _p, _int]),
-  "tg_tensor_binary_crossentropy_logits": (_p, [_p, _p, _int]),
-  "tg_tensor_gather": (_p, [_p, _i64, _p]), "tg_tensor_assign": (_status, [_p, _p]),
-  # tensors: random numbers (more)
-  "tg_tensor_scaled_uniform": (_p, [_i64p, _sz, _dtype_t, _str]), "tg_tensor_glorot_uniform": (_p, [_i64p, _sz, _dtype_t, _str]),
-  "tg_tensor_kaiming_uniform": (_p, [_i64p, _sz, _dbl, _dtype_t, _str]),
-  "tg_tensor_kaiming_normal": (_p, [_i64p, _sz, _dbl, _dtype_t, _str]),
-  "tg_tensor_randperm": (_p, [_i64, _dtype_t, _str]), "tg_tensor_multinomial": (_p, [_p, _i64, _int]),
-  **{f"tg_tensor_{n}_like": (_p, [_p]) for n in ("rand", "randn", "zeros", "ones")},
-  "tg_tensor_full_like": (_p, [_p, _dbl]),
-  # options
-  "tg_set_option": (_status, [_str, _str]), "tg_get_option": (_status, [_str, ctypes.POINTER(_dbl)]),
-  # TinyJit and plans
-  "tg_jit_create": (_p, [_JIT_FN, _p]), "tg_jit_call": (_status, [_p, ctypes.POINTER(_p), _sz, ctypes.POINTER(_p), _sz]),
-  "tg_jit_call_count": (_i64, [_p]), "tg_jit_reset": (_status, [_p]), "tg_jit_plan": (_p, [_p]), "tg_jit_release": (None, [_p]),
-  "tg_plan_create": (_p, [ctypes.POINTER(_p), _sz]), "tg_plan_run": (_status, [_p]), "tg_plan_kernel_count": (_sz, [_p]),
-  "tg_plan_kernel": (_status, [_p, _sz, ctypes.POINTER(_KernelInfo)]), "tg_plan_memory": (_status, [_p, _i64p, _i64p]),
-  "tg_plan_release": (None, [_p]),
-}
 
 
 def _checked_int(ctype, lo: int, hi: int):
@@ -225,8 +88,7 @@ _missing = set()
 
 
 def _bind(signatures: dict) -> None:
-  """Declares each C function's result and argument types and sets it on C by its name without tg_ (the nn, optim and
-  state modules bind theirs through this too)."""
+  """Declares each C function's result and argument types and sets it on C by its name without tg_."""
   for name, (res, args) in signatures.items():
     try:
       fn = getattr(_dll, name)
@@ -238,7 +100,7 @@ def _bind(signatures: dict) -> None:
     setattr(C, name[3:], fn)
 
 
-_bind(_SIGNATURES)
+_bind(_capi.SIGNATURES)  # every function of include/tinygrad.h, as the manifest describes it
 
 
 def has_tensor_api() -> bool:
@@ -1926,7 +1788,6 @@ class TinyJit(_Owned):
 
 # ---- DLPack ----------------------------------------------------------------------------------------------------------
 # Host memory shared with numpy, PyTorch and other DLPack libraries through "dltensor" capsules holding a DLManagedTensor*.
-_bind({"tg_tensor_from_dlpack": (_p, [_p]), "tg_tensor_to_dlpack": (_p, [_p])})
 
 
 def _pyapi(name: str, res, *args):
@@ -1991,6 +1852,9 @@ __all__.append("from_dlpack")
 # ---- misc ------------------------------------------------------------------------------------------------------------
 def version() -> str: return C.version().decode()
 def version_number() -> int: return C.version_number()
+def live_handles() -> int:
+  """Library handles of every type alive in the process (tg_live_handles): tensors, modules, optimizers, ..."""
+  return C.live_handles()
 
 
 def counters() -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 from typing import Optional, Tuple, Union
 
-from .. import C, Tensor, _bind, _dbl, _i64p, _i64s, _int, _made, _Owned, _ok, _p, _status, _str, _sz
+from .. import C, Tensor, _i64s, _made, _Owned, _ok
 
 _i64 = ctypes.c_int64
 from . import datasets, optim, state  # noqa: F401
@@ -14,21 +14,6 @@ from . import datasets, optim, state  # noqa: F401
 __all__ = ["Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
            "LayerNorm", "LayerNorm2d", "RMSNorm", "GroupNorm", "InstanceNorm", "Embedding", "LSTMCell", "optim", "state", "datasets"]
 
-_bind({
-  "tg_nn_linear": (_p, [_i64, _i64, _int, _str]),
-  "tg_nn_conv2d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
-  "tg_nn_conv1d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
-  "tg_nn_conv_transpose2d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
-  "tg_nn_conv_transpose1d": (_p, [_i64, _i64, _i64, _i64, _i64, _i64, _i64, _i64, _int, _str]),
-  "tg_nn_batchnorm": (_p, [_i64, _dbl, _dbl, _int, _int, _str]),
-  "tg_nn_layernorm": (_p, [_i64p, _sz, _dbl, _int, _str]), "tg_nn_rmsnorm": (_p, [_i64, _dbl, _int, _str]),
-  "tg_nn_groupnorm": (_p, [_i64, _i64, _dbl, _int, _str]), "tg_nn_instancenorm": (_p, [_i64, _dbl, _int, _str]),
-  "tg_nn_embedding": (_p, [_i64, _i64, _str]), "tg_nn_lstm_cell": (_p, [_i64, _i64, _int, _str]),
-  "tg_module_call": (_p, [_p, _p]),
-  "tg_lstm_cell_step": (_status, [_p, _p, _p, _p, ctypes.POINTER(_p), ctypes.POINTER(_p)]),
-  "tg_module_kind": (_str, [_p]), "tg_module_get": (_p, [_p, _str]), "tg_module_state": (_p, [_p]),
-  "tg_module_release": (None, [_p]),
-})
 
 
 def _dev(device: Optional[str]) -> Optional[bytes]: return device.encode() if device else None

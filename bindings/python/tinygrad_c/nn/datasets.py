@@ -6,11 +6,10 @@ import ctypes
 import os
 from typing import Optional, Tuple
 
-from .. import C, Tensor, _bind, _ok, _p, _status, _str
+from .. import C, Tensor, _ok
 
 __all__ = ["mnist", "load_idx"]
 
-_bind({"tg_tensor_from_idx": (_p, [_str, _str]), "tg_dataset_mnist": (_status, [_str, _str] + [ctypes.POINTER(_p)] * 4)})
 
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 

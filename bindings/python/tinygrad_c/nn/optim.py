@@ -11,32 +11,18 @@ from __future__ import annotations
 import ctypes
 from typing import List, Sequence
 
-from .. import C, Tensor, _bind, _made, _ok, _Owned, _raise_last
+from .. import C, Tensor, _capi, _made, _ok, _Owned, _raise_last
 
 __all__ = ["Optimizer", "OptimizerGroup", "SGD", "Adam", "AdamW", "LARS", "LAMB", "Muon"]
 
-_MAX_NS_COEFFICIENTS = 8
+_MAX_NS_COEFFICIENTS = _capi.TG_OPTIM_MAX_NS_COEFFICIENTS
 _KINDS = {"sgd": 0, "adam": 1, "adamw": 2, "lars": 3, "lamb": 4, "muon": 5}
 
 
-class _Options(ctypes.Structure):
-  """struct tg_optimizer_options, laid out as include/tinygrad.h declares it."""
-  _fields_ = [("struct_size", ctypes.c_size_t), ("lr", ctypes.c_double), ("momentum", ctypes.c_double), ("weight_decay", ctypes.c_double),
-              ("nesterov", ctypes.c_int), ("classic", ctypes.c_int), ("pre_wd", ctypes.c_int), ("tcoef", ctypes.c_double),
-              ("b1", ctypes.c_double), ("b2", ctypes.c_double), ("eps", ctypes.c_double), ("adam", ctypes.c_int), ("ns_steps", ctypes.c_int64),
-              ("n_ns_coefficients", ctypes.c_size_t), ("ns_coefficients", ctypes.c_double * _MAX_NS_COEFFICIENTS)]
+_Options = _capi.tg_optimizer_options  # struct tg_optimizer_options, generated from the API manifest
 
 
 _p, _pp = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
-_bind({
-  "tg_optimizer_options_default": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(_Options)]),
-  **{f"tg_optim_{k}": (_p, [_pp, ctypes.c_size_t, ctypes.POINTER(_Options)]) for k in _KINDS},
-  "tg_optimizer_zero_grad": (ctypes.c_int, [_p]), "tg_optimizer_step": (ctypes.c_int, [_p]),
-  "tg_optimizer_schedule_step": (ctypes.c_int64, [_p, _pp, ctypes.c_size_t]),
-  "tg_optimizer_params": (ctypes.c_int64, [_p, _pp, ctypes.c_size_t]),
-  "tg_optimizer_lr": (_p, [_p]), "tg_optimizer_set_lr": (ctypes.c_int, [_p, ctypes.c_double]),
-  "tg_optimizer_release": (None, [_p]),
-})
 
 
 def _defaults(kind: str) -> _Options:

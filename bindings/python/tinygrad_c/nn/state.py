@@ -9,21 +9,12 @@ import struct
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
-from .. import C, Tensor, _Owned, _bind, _dtype_t, _i64p, _made, _ok, _p, _status, _str, _sz
+from .. import C, Tensor, _Owned, _made, _ok
 
 _i64 = ctypes.c_int64  # (tinygrad_c's _i64 is its int-checking helper, not the ctype)
 
 __all__ = ["safe_load", "safe_save", "safe_load_metadata", "gguf_load", "get_state_dict", "get_parameters", "load_state_dict"]
 
-_bind({
-  "tg_state_load": (_p, [_str, _str]), "tg_state_load_memory": (_p, [_p, _sz, _str, _str]), "tg_state_create": (_p, []),
-  "tg_state_count": (_i64, [_p]), "tg_state_name": (_str, [_p, _sz]),
-  "tg_state_info": (_status, [_p, _str, ctypes.POINTER(_dtype_t), _i64p, _sz, _i64p]),
-  "tg_state_get": (_p, [_p, _str]), "tg_state_set": (_status, [_p, _str, _p]), "tg_state_save": (_status, [_p, _str]),
-  "tg_state_metadata_count": (_i64, [_p]), "tg_state_metadata_key": (_str, [_p, _sz]),
-  "tg_state_metadata_value": (_str, [_p, _sz]), "tg_state_metadata_json": (_str, [_p, _sz]),
-  "tg_state_metadata_set": (_status, [_p, _str, _str]), "tg_state_retain": (_p, [_p]), "tg_state_release": (None, [_p]),
-})
 
 
 def _enc(s: str, what: str) -> bytes:
