@@ -22,12 +22,14 @@
  *  - A pointer followed by a size_t count is a caller-owned array of that many elements (`const`: read; else written),
  *    and may be NULL when the count is 0. A pointer to one value, `tg_dtype*` or `int64_t*`, receives one result.
  *  - A `const char* device` argument may be NULL (the default device); other arguments may be NULL only where tagged.
+ *  - An `int` argument is a flag (0 or nonzero) unless tagged @int(name): then it is a small number (a mode).
  *  - Errors: a handle, string or pointer result is NULL on failure; a tg_status result is the status; a numeric result
  *    states its error value with @errors.
  *  Tags in a declaration's comment state the exceptions, and apply to every declaration the comment covers (up to the
- *  next comment): @nullable(a, b) arguments that may be NULL; @len(out=2), @len(out=nsizes) slot counts; @takes(a) an
- *  argument whose ownership the call takes; @errors(-1), @errors(0, last_error) (0 is also a valid result: clear the
- *  error first and read tg_last_error() after), @errors(none) (cannot fail), @errors(NULL).
+ *  next comment): @nullable(a, b) arguments that may be NULL; @int(a) an `int` that is a number, not a flag;
+ *  @len(out=2), @len(out=nsizes) slot counts; @takes(a) an argument whose ownership the call takes; @errors(-1),
+ *  @errors(0, last_error) (0 is also a valid result: clear the error first and read tg_last_error() after),
+ *  @errors(none) (cannot fail), @errors(NULL).
  */
 #ifndef TINYGRAD_H
 #define TINYGRAD_H
@@ -385,7 +387,7 @@ TG_API tg_tensor* tg_tensor_stack(tg_tensor* const* ts, size_t n, int64_t dim);
 /* Lower / upper triangle of the last two dims, keeping diagonals >= k (tril: <= k); the rest is 0. */
 TG_API tg_tensor* tg_tensor_tril(tg_tensor* t, int64_t k);
 TG_API tg_tensor* tg_tensor_triu(tg_tensor* t, int64_t k);
-/* pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). */
+/* pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). @int(mode) */
 TG_API tg_tensor* tg_tensor_pad_mode(tg_tensor* t, const int64_t* pads, size_t npairs, int mode, double value);
 
 /* ---- tensors: linear algebra ------------------------------------------------------------------------------------ */
@@ -480,7 +482,7 @@ TG_API tg_tensor* tg_tensor_scaled_dot_product_attention(tg_tensor* q, tg_tensor
 TG_API tg_tensor* tg_tensor_one_hot(tg_tensor* t, int64_t num_classes);
 /* Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
  * sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to ignore_index;
- * nll_loss takes log-probabilities (N, C, ...) and class indices. */
+ * nll_loss takes log-probabilities (N, C, ...) and class indices. @int(reduction) */
 TG_API tg_tensor* tg_tensor_cross_entropy(tg_tensor* logits, tg_tensor* target, double label_smoothing, int reduction);
 TG_API tg_tensor* tg_tensor_sparse_categorical_crossentropy(tg_tensor* logits, tg_tensor* labels, int64_t ignore_index, double label_smoothing,
                                                             int reduction);

@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROG = "api_manifest.py"
 SCALARS = {"int": "int32", "int64_t": "int64", "uint64_t": "uint64", "size_t": "size", "double": "float64", "uint8_t": "uint8",
            "uint16_t": "uint16", "int32_t": "int32", "uint32_t": "uint32"}
-TAG = re.compile(r"@(nullable|len|takes|errors)\(([^)]*)\)")
+TAG = re.compile(r"@(nullable|len|takes|errors|int)\(([^)]*)\)")
 
 
 def die(msg):
@@ -87,10 +87,10 @@ def doc_of(comment):
 
 
 def tags_of(comment, where):
-  tags = {"nullable": set(), "len": {}, "takes": set(), "errors": None}
+  tags = {"nullable": set(), "len": {}, "takes": set(), "int": set(), "errors": None}
   for kind, body in TAG.findall(comment):
     items = [x.strip() for x in body.split(",") if x.strip()]
-    if kind in ("nullable", "takes"):
+    if kind in ("nullable", "takes", "int"):
       tags[kind] |= set(items)
     elif kind == "len":
       for it in items:
@@ -234,7 +234,7 @@ class Manifest:
     where = f"{name} (include/tinygrad.h)"
     tags = tags_of(comment, where)
     names = [n for _, n in params]
-    for k in ("nullable", "takes"):
+    for k in ("nullable", "takes", "int"):
       for n in tags[k] - set(names): self.check_group_tag(k, n, name, comment)
     for n in set(tags["len"]) - set(names): self.check_group_tag("len", n, name, comment)
     out, used_as_len, i = [], {}, 0
@@ -272,6 +272,7 @@ class Manifest:
       elif self.value_kind(t):
         p.update(kind="value", value=self.value_kind(t))
         if t in self.enum_names: p["enum"] = t
+        if t == "int" and n not in tags["int"]: p["flag"] = True  # 0 or nonzero: a bool in the bindings
       elif depth == 1 and self.value_kind(b) and const:
         p.update(kind="array_in", elem=b, ownership="borrowed")
       elif depth == 1 and self.value_kind(b):

@@ -70,11 +70,11 @@ func TestOps(t *testing.T) {
 	mm := must(a.Matmul(b))
 	defer mm.Close()
 	eq(t, vals[float32](mm), []float32{1*10 + 2*30, 1*20 + 2*40, 3*10 + 4*30, 3*20 + 4*40})
-	red := must(a.Sum([]int64{1}, 0))
+	red := must(a.Sum([]int64{1}, false))
 	defer red.Close()
 	eq(t, vals[float32](red), []float32{3, 7})
 	eq(t, must(red.Shape()), []int64{2})
-	all := must(a.Sum(nil, 0))
+	all := must(a.Sum(nil, false))
 	defer all.Close()
 	if v := must(tg.Item[float32](all)); v != 10 {
 		t.Fatalf("sum %v, want 10", v)
@@ -109,7 +109,7 @@ func TestOps(t *testing.T) {
 	for _, p := range append(pieces, chunks...) {
 		p.Close()
 	}
-	srt, idx, err := must(tg.FromSlice([]float32{3, 1, 2}, []int64{3}, "")).Sort(0, 0)
+	srt, idx, err := must(tg.FromSlice([]float32{3, 1, 2}, []int64{3}, "")).Sort(0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,12 +126,12 @@ func TestAutograd(t *testing.T) {
 	defer guard(t)
 	x := must(tg.FromSlice([]float32{1, -2, 3}, []int64{3}, ""))
 	defer x.Close()
-	if err := x.SetRequiresGrad(1); err != nil {
+	if err := x.SetRequiresGrad(true); err != nil {
 		t.Fatal(err)
 	}
 	sq := must(x.Square())
 	defer sq.Close()
-	s := must(sq.Sum(nil, 0))
+	s := must(sq.Sum(nil, false))
 	defer s.Close()
 	if err := s.Backward(); err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestCloseReleases(t *testing.T) {
 	start := settled()
 	a := must(tg.Ones([]int64{3}, tg.Float32, ""))
 	b := must(a.Exp())
-	m := must(tg.NNLinear(2, 2, 1, ""))
+	m := must(tg.NNLinear(2, 2, true, ""))
 	ps := must(m.Parameters())
 	if n := tg.LiveHandles(); n != start+3+int64(len(ps)) {
 		t.Fatalf("%d live handles, want %d", n, start+3+int64(len(ps)))
@@ -246,7 +246,7 @@ func TestConcurrent(t *testing.T) {
 				y, err := x.MulScalar(2)
 				if err == nil {
 					var s *tg.Tensor
-					if s, err = y.Sum(nil, 0); err == nil {
+					if s, err = y.Sum(nil, false); err == nil {
 						var v float32
 						if v, err = tg.Item[float32](s); err == nil && v != 6*k+6 {
 							err = fmt.Errorf("goroutine %d: sum %v, want %v", g, v, 6*k+6)

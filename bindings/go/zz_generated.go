@@ -1497,6 +1497,14 @@ func clampCount(n int64, capacity int) int {
 	return capacity
 }
 
+// cflag is a flag argument as the C int the header takes.
+func cflag(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // The manifest this file was generated from (bindings/tinygrad_api.json) and the library it describes.
 const (
 	ManifestVersion = 1
@@ -3432,9 +3440,9 @@ func (a *Tensor) Lerp(b *Tensor, weight *Tensor) (*Tensor, error) {
 }
 
 // IsClose is tg_tensor_isclose. |a - b| <= atol + rtol * |b|, NaNs equal when equal_nan != 0.
-func (a *Tensor) IsClose(b *Tensor, rtol float64, atol float64, equalNan int32) (*Tensor, error) {
+func (a *Tensor) IsClose(b *Tensor, rtol float64, atol float64, equalNan bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_isclose(a.ptr(), b.ptr(), C.double(rtol), C.double(atol), C.int(equalNan), &st)
+	ret := C.tgw_tensor_isclose(a.ptr(), b.ptr(), C.double(rtol), C.double(atol), cflag(equalNan), &st)
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(b)
 	if err := check(&st); err != nil {
@@ -3446,9 +3454,9 @@ func (a *Tensor) IsClose(b *Tensor, rtol float64, atol float64, equalNan int32) 
 // Sum is tg_tensor_sum. Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim
 // != 0 keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean
 // is float.
-func (t *Tensor) Sum(axes []int64, keepdim int32) (*Tensor, error) {
+func (t *Tensor) Sum(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_sum(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	ret := C.tgw_tensor_sum(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3457,9 +3465,9 @@ func (t *Tensor) Sum(axes []int64, keepdim int32) (*Tensor, error) {
 }
 
 // Prod is tg_tensor_prod.
-func (t *Tensor) Prod(axes []int64, keepdim int32) (*Tensor, error) {
+func (t *Tensor) Prod(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_prod(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	ret := C.tgw_tensor_prod(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3468,9 +3476,9 @@ func (t *Tensor) Prod(axes []int64, keepdim int32) (*Tensor, error) {
 }
 
 // Max is tg_tensor_max.
-func (t *Tensor) Max(axes []int64, keepdim int32) (*Tensor, error) {
+func (t *Tensor) Max(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_max(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	ret := C.tgw_tensor_max(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3479,9 +3487,9 @@ func (t *Tensor) Max(axes []int64, keepdim int32) (*Tensor, error) {
 }
 
 // Min is tg_tensor_min.
-func (t *Tensor) Min(axes []int64, keepdim int32) (*Tensor, error) {
+func (t *Tensor) Min(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_min(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	ret := C.tgw_tensor_min(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3490,9 +3498,9 @@ func (t *Tensor) Min(axes []int64, keepdim int32) (*Tensor, error) {
 }
 
 // Mean is tg_tensor_mean.
-func (t *Tensor) Mean(axes []int64, keepdim int32) (*Tensor, error) {
+func (t *Tensor) Mean(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_mean(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	ret := C.tgw_tensor_mean(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3502,9 +3510,9 @@ func (t *Tensor) Mean(axes []int64, keepdim int32) (*Tensor, error) {
 
 // Std is tg_tensor_std. std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float.
 // std_mean/var_mean write two new references to out[0] (std or var) and out[1] (mean).
-func (t *Tensor) Std(axes []int64, keepdim int32, correction float64) (*Tensor, error) {
+func (t *Tensor) Std(axes []int64, keepdim bool, correction float64) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_std(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), C.double(correction), &st)
+	ret := C.tgw_tensor_std(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), C.double(correction), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3513,9 +3521,9 @@ func (t *Tensor) Std(axes []int64, keepdim int32, correction float64) (*Tensor, 
 }
 
 // Var is tg_tensor_var.
-func (t *Tensor) Var(axes []int64, keepdim int32, correction float64) (*Tensor, error) {
+func (t *Tensor) Var(axes []int64, keepdim bool, correction float64) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_var(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), C.double(correction), &st)
+	ret := C.tgw_tensor_var(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), C.double(correction), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3524,10 +3532,10 @@ func (t *Tensor) Var(axes []int64, keepdim int32, correction float64) (*Tensor, 
 }
 
 // StdMean is tg_tensor_std_mean. std and mean together (std_mean), var and mean (var_mean).
-func (t *Tensor) StdMean(axes []int64, keepdim int32, correction float64) (*Tensor, *Tensor, error) {
+func (t *Tensor) StdMean(axes []int64, keepdim bool, correction float64) (*Tensor, *Tensor, error) {
 	var cvOut [2]*C.tg_tensor
 	var st C.tgw_err
-	C.tgw_tensor_std_mean(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), C.double(correction), &cvOut[0], &st)
+	C.tgw_tensor_std_mean(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), C.double(correction), &cvOut[0], &st)
 	if err := check(&st); err != nil {
 		runtime.KeepAlive(t)
 		return nil, nil, err
@@ -3540,10 +3548,10 @@ func (t *Tensor) StdMean(axes []int64, keepdim int32, correction float64) (*Tens
 }
 
 // VarMean is tg_tensor_var_mean.
-func (t *Tensor) VarMean(axes []int64, keepdim int32, correction float64) (*Tensor, *Tensor, error) {
+func (t *Tensor) VarMean(axes []int64, keepdim bool, correction float64) (*Tensor, *Tensor, error) {
 	var cvOut [2]*C.tg_tensor
 	var st C.tgw_err
-	C.tgw_tensor_var_mean(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), C.double(correction), &cvOut[0], &st)
+	C.tgw_tensor_var_mean(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), C.double(correction), &cvOut[0], &st)
 	if err := check(&st); err != nil {
 		runtime.KeepAlive(t)
 		return nil, nil, err
@@ -3556,9 +3564,9 @@ func (t *Tensor) VarMean(axes []int64, keepdim int32, correction float64) (*Tens
 }
 
 // All is tg_tensor_all. all/any are TG_BOOL; logsumexp is float.
-func (t *Tensor) All(axes []int64, keepdim int32) (*Tensor, error) {
+func (t *Tensor) All(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_all(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	ret := C.tgw_tensor_all(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3567,9 +3575,9 @@ func (t *Tensor) All(axes []int64, keepdim int32) (*Tensor, error) {
 }
 
 // Any is tg_tensor_any.
-func (t *Tensor) Any(axes []int64, keepdim int32) (*Tensor, error) {
+func (t *Tensor) Any(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_any(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	ret := C.tgw_tensor_any(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3578,9 +3586,9 @@ func (t *Tensor) Any(axes []int64, keepdim int32) (*Tensor, error) {
 }
 
 // Logsumexp is tg_tensor_logsumexp.
-func (t *Tensor) Logsumexp(axes []int64, keepdim int32) (*Tensor, error) {
+func (t *Tensor) Logsumexp(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_logsumexp(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), C.int(keepdim), &st)
+	ret := C.tgw_tensor_logsumexp(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3590,9 +3598,9 @@ func (t *Tensor) Logsumexp(axes []int64, keepdim int32) (*Tensor, error) {
 
 // Argmax is tg_tensor_argmax. Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and
 // searches the flattened tensor.
-func (t *Tensor) Argmax(axis int64, keepdim int32, flatten int32) (*Tensor, error) {
+func (t *Tensor) Argmax(axis int64, keepdim bool, flatten bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_argmax(t.ptr(), C.int64_t(axis), C.int(keepdim), C.int(flatten), &st)
+	ret := C.tgw_tensor_argmax(t.ptr(), C.int64_t(axis), cflag(keepdim), cflag(flatten), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -3601,9 +3609,9 @@ func (t *Tensor) Argmax(axis int64, keepdim int32, flatten int32) (*Tensor, erro
 }
 
 // Argmin is tg_tensor_argmin.
-func (t *Tensor) Argmin(axis int64, keepdim int32, flatten int32) (*Tensor, error) {
+func (t *Tensor) Argmin(axis int64, keepdim bool, flatten bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_argmin(t.ptr(), C.int64_t(axis), C.int(keepdim), C.int(flatten), &st)
+	ret := C.tgw_tensor_argmin(t.ptr(), C.int64_t(axis), cflag(keepdim), cflag(flatten), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -4041,11 +4049,11 @@ func (t *Tensor) chunk(chunks int64, dim int64, capacity int) (int64, []*Tensor,
 
 // Meshgrid is tg_tensor_meshgrid. Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0:
 // numpy's 'xy', else 'ij').
-func Meshgrid(ts []*Tensor, xyIndexing int32) ([]*Tensor, error) {
+func Meshgrid(ts []*Tensor, xyIndexing bool) ([]*Tensor, error) {
 	cvTs := cTensors(ts)
 	cvOut := make([]*C.tg_tensor, len(ts))
 	var st C.tgw_err
-	C.tgw_tensor_meshgrid((**C.tg_tensor)(ptr0(cvTs)), C.size_t(len(ts)), C.int(xyIndexing), (**C.tg_tensor)(ptr0(cvOut)), &st)
+	C.tgw_tensor_meshgrid((**C.tg_tensor)(ptr0(cvTs)), C.size_t(len(ts)), cflag(xyIndexing), (**C.tg_tensor)(ptr0(cvOut)), &st)
 	if err := check(&st); err != nil {
 		runtime.KeepAlive(ts)
 		return nil, err
@@ -4095,10 +4103,10 @@ func (t *Tensor) Unfold(dim int64, size int64, step int64) (*Tensor, error) {
 
 // Sort is tg_tensor_sort. Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row,
 // fused. topk: the first k of it.
-func (t *Tensor) Sort(dim int64, descending int32) (*Tensor, *Tensor, error) {
+func (t *Tensor) Sort(dim int64, descending bool) (*Tensor, *Tensor, error) {
 	var cvOut [2]*C.tg_tensor
 	var st C.tgw_err
-	C.tgw_tensor_sort(t.ptr(), C.int64_t(dim), C.int(descending), &cvOut[0], &st)
+	C.tgw_tensor_sort(t.ptr(), C.int64_t(dim), cflag(descending), &cvOut[0], &st)
 	if err := check(&st); err != nil {
 		runtime.KeepAlive(t)
 		return nil, nil, err
@@ -4111,9 +4119,9 @@ func (t *Tensor) Sort(dim int64, descending int32) (*Tensor, *Tensor, error) {
 }
 
 // Argsort is tg_tensor_argsort.
-func (t *Tensor) Argsort(dim int64, descending int32) (*Tensor, error) {
+func (t *Tensor) Argsort(dim int64, descending bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_argsort(t.ptr(), C.int64_t(dim), C.int(descending), &st)
+	ret := C.tgw_tensor_argsort(t.ptr(), C.int64_t(dim), cflag(descending), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -4122,10 +4130,10 @@ func (t *Tensor) Argsort(dim int64, descending int32) (*Tensor, error) {
 }
 
 // Topk is tg_tensor_topk. The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted.
-func (t *Tensor) Topk(k int64, dim int64, largest int32) (*Tensor, *Tensor, error) {
+func (t *Tensor) Topk(k int64, dim int64, largest bool) (*Tensor, *Tensor, error) {
 	var cvOut [2]*C.tg_tensor
 	var st C.tgw_err
-	C.tgw_tensor_topk(t.ptr(), C.int64_t(k), C.int64_t(dim), C.int(largest), &cvOut[0], &st)
+	C.tgw_tensor_topk(t.ptr(), C.int64_t(k), C.int64_t(dim), cflag(largest), &cvOut[0], &st)
 	if err := check(&st); err != nil {
 		runtime.KeepAlive(t)
 		return nil, nil, err
@@ -4153,11 +4161,11 @@ func (t *Tensor) Scatter(dim int64, index *Tensor, src *Tensor) (*Tensor, error)
 }
 
 // ScatterReduce is tg_tensor_scatter_reduce.
-func (t *Tensor) ScatterReduce(dim int64, index *Tensor, src *Tensor, reduce string, includeSelf int32) (*Tensor, error) {
+func (t *Tensor) ScatterReduce(dim int64, index *Tensor, src *Tensor, reduce string, includeSelf bool) (*Tensor, error) {
 	cvReduce := C.CString(reduce)
 	defer C.free(unsafe.Pointer(cvReduce))
 	var st C.tgw_err
-	ret := C.tgw_tensor_scatter_reduce(t.ptr(), C.int64_t(dim), index.ptr(), src.ptr(), cvReduce, C.int(includeSelf), &st)
+	ret := C.tgw_tensor_scatter_reduce(t.ptr(), C.int64_t(dim), index.ptr(), src.ptr(), cvReduce, cflag(includeSelf), &st)
 	runtime.KeepAlive(t)
 	runtime.KeepAlive(index)
 	runtime.KeepAlive(src)
@@ -4287,11 +4295,11 @@ func (x *Tensor) ConvTranspose2d(weight *Tensor, bias *Tensor, groups int64, str
 
 // Interpolate is tg_tensor_interpolate. Resize the last nsize dims to `size` ("linear", "nearest" or "nearest-
 // exact").
-func (t *Tensor) Interpolate(size []int64, mode string, alignCorners int32) (*Tensor, error) {
+func (t *Tensor) Interpolate(size []int64, mode string, alignCorners bool) (*Tensor, error) {
 	cvMode := C.CString(mode)
 	defer C.free(unsafe.Pointer(cvMode))
 	var st C.tgw_err
-	ret := C.tgw_tensor_interpolate(t.ptr(), (*C.int64_t)(ptr0(size)), C.size_t(len(size)), cvMode, C.int(alignCorners), &st)
+	ret := C.tgw_tensor_interpolate(t.ptr(), (*C.int64_t)(ptr0(size)), C.size_t(len(size)), cvMode, cflag(alignCorners), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -4312,9 +4320,9 @@ func (t *Tensor) MaxPool2d(kernelH int64, kernelW int64, strideH int64, strideW 
 }
 
 // AvgPool2d is tg_tensor_avg_pool2d.
-func (t *Tensor) AvgPool2d(kernelH int64, kernelW int64, strideH int64, strideW int64, padH int64, padW int64, countIncludePad int32) (*Tensor, error) {
+func (t *Tensor) AvgPool2d(kernelH int64, kernelW int64, strideH int64, strideW int64, padH int64, padW int64, countIncludePad bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_avg_pool2d(t.ptr(), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(strideH), C.int64_t(strideW), C.int64_t(padH), C.int64_t(padW), C.int(countIncludePad), &st)
+	ret := C.tgw_tensor_avg_pool2d(t.ptr(), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(strideH), C.int64_t(strideW), C.int64_t(padH), C.int64_t(padW), cflag(countIncludePad), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -4364,9 +4372,9 @@ func (t *Tensor) Dropout(p float64) (*Tensor, error) {
 
 // ScaledDotProductAttention is tg_tensor_scaled_dot_product_attention. softmax(q k^T / sqrt(d) + mask) v; a bool
 // mask keeps where true; is_causal masks the upper triangle.
-func (q *Tensor) ScaledDotProductAttention(k *Tensor, v *Tensor, mask *Tensor, isCausal int32) (*Tensor, error) {
+func (q *Tensor) ScaledDotProductAttention(k *Tensor, v *Tensor, mask *Tensor, isCausal bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_scaled_dot_product_attention(q.ptr(), k.ptr(), v.ptr(), mask.ptr(), C.int(isCausal), &st)
+	ret := C.tgw_tensor_scaled_dot_product_attention(q.ptr(), k.ptr(), v.ptr(), mask.ptr(), cflag(isCausal), &st)
 	runtime.KeepAlive(q)
 	runtime.KeepAlive(k)
 	runtime.KeepAlive(v)
@@ -4640,9 +4648,9 @@ func Randperm(n int64, dtype DType, device string) (*Tensor, error) {
 }
 
 // Multinomial is tg_tensor_multinomial.
-func (weights *Tensor) Multinomial(numSamples int64, replacement int32) (*Tensor, error) {
+func (weights *Tensor) Multinomial(numSamples int64, replacement bool) (*Tensor, error) {
 	var st C.tgw_err
-	ret := C.tgw_tensor_multinomial(weights.ptr(), C.int64_t(numSamples), C.int(replacement), &st)
+	ret := C.tgw_tensor_multinomial(weights.ptr(), C.int64_t(numSamples), cflag(replacement), &st)
 	runtime.KeepAlive(weights)
 	if err := check(&st); err != nil {
 		return nil, err
@@ -4710,9 +4718,9 @@ func (t *Tensor) OnesLike() (*Tensor, error) {
 // backward(loss) needs a 0-d (or one-element) loss; it adds d loss / d t to t's grad for every tensor t with
 // requires_grad that loss depends on (a tensor loss does not depend on gets no grad). The gradients are lazy
 // tensors: realize them together with the loss for the fewest kernels.
-func (t *Tensor) SetRequiresGrad(requiresGrad int32) error {
+func (t *Tensor) SetRequiresGrad(requiresGrad bool) error {
 	var st C.tgw_err
-	C.tgw_tensor_set_requires_grad(t.ptr(), C.int(requiresGrad), &st)
+	C.tgw_tensor_set_requires_grad(t.ptr(), cflag(requiresGrad), &st)
 	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return err
@@ -4984,14 +4992,14 @@ func (jit *Jit) Plan() (*Plan, error) {
 // the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1, bias at
 // 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih
 // (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
-func NNLinear(inFeatures int64, outFeatures int64, bias int32, device string) (*Module, error) {
+func NNLinear(inFeatures int64, outFeatures int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_linear(C.int64_t(inFeatures), C.int64_t(outFeatures), C.int(bias), cvDevice, &st)
+	ret := C.tgw_nn_linear(C.int64_t(inFeatures), C.int64_t(outFeatures), cflag(bias), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -4999,14 +5007,14 @@ func NNLinear(inFeatures int64, outFeatures int64, bias int32, device string) (*
 }
 
 // NNConv2d is tg_nn_conv2d.
-func NNConv2d(inChannels int64, outChannels int64, kernelH int64, kernelW int64, stride int64, padding int64, dilation int64, groups int64, bias int32, device string) (*Module, error) {
+func NNConv2d(inChannels int64, outChannels int64, kernelH int64, kernelW int64, stride int64, padding int64, dilation int64, groups int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_conv2d(C.int64_t(inChannels), C.int64_t(outChannels), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(stride), C.int64_t(padding), C.int64_t(dilation), C.int64_t(groups), C.int(bias), cvDevice, &st)
+	ret := C.tgw_nn_conv2d(C.int64_t(inChannels), C.int64_t(outChannels), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(stride), C.int64_t(padding), C.int64_t(dilation), C.int64_t(groups), cflag(bias), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5014,14 +5022,14 @@ func NNConv2d(inChannels int64, outChannels int64, kernelH int64, kernelW int64,
 }
 
 // NNConv1d is tg_nn_conv1d.
-func NNConv1d(inChannels int64, outChannels int64, kernelSize int64, stride int64, padding int64, dilation int64, groups int64, bias int32, device string) (*Module, error) {
+func NNConv1d(inChannels int64, outChannels int64, kernelSize int64, stride int64, padding int64, dilation int64, groups int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_conv1d(C.int64_t(inChannels), C.int64_t(outChannels), C.int64_t(kernelSize), C.int64_t(stride), C.int64_t(padding), C.int64_t(dilation), C.int64_t(groups), C.int(bias), cvDevice, &st)
+	ret := C.tgw_nn_conv1d(C.int64_t(inChannels), C.int64_t(outChannels), C.int64_t(kernelSize), C.int64_t(stride), C.int64_t(padding), C.int64_t(dilation), C.int64_t(groups), cflag(bias), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5029,14 +5037,14 @@ func NNConv1d(inChannels int64, outChannels int64, kernelSize int64, stride int6
 }
 
 // NNConvTranspose2d is tg_nn_conv_transpose2d.
-func NNConvTranspose2d(inChannels int64, outChannels int64, kernelH int64, kernelW int64, stride int64, padding int64, outputPadding int64, dilation int64, groups int64, bias int32, device string) (*Module, error) {
+func NNConvTranspose2d(inChannels int64, outChannels int64, kernelH int64, kernelW int64, stride int64, padding int64, outputPadding int64, dilation int64, groups int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_conv_transpose2d(C.int64_t(inChannels), C.int64_t(outChannels), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(stride), C.int64_t(padding), C.int64_t(outputPadding), C.int64_t(dilation), C.int64_t(groups), C.int(bias), cvDevice, &st)
+	ret := C.tgw_nn_conv_transpose2d(C.int64_t(inChannels), C.int64_t(outChannels), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(stride), C.int64_t(padding), C.int64_t(outputPadding), C.int64_t(dilation), C.int64_t(groups), cflag(bias), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5044,14 +5052,14 @@ func NNConvTranspose2d(inChannels int64, outChannels int64, kernelH int64, kerne
 }
 
 // NNConvTranspose1d is tg_nn_conv_transpose1d.
-func NNConvTranspose1d(inChannels int64, outChannels int64, kernelSize int64, stride int64, padding int64, outputPadding int64, dilation int64, groups int64, bias int32, device string) (*Module, error) {
+func NNConvTranspose1d(inChannels int64, outChannels int64, kernelSize int64, stride int64, padding int64, outputPadding int64, dilation int64, groups int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_conv_transpose1d(C.int64_t(inChannels), C.int64_t(outChannels), C.int64_t(kernelSize), C.int64_t(stride), C.int64_t(padding), C.int64_t(outputPadding), C.int64_t(dilation), C.int64_t(groups), C.int(bias), cvDevice, &st)
+	ret := C.tgw_nn_conv_transpose1d(C.int64_t(inChannels), C.int64_t(outChannels), C.int64_t(kernelSize), C.int64_t(stride), C.int64_t(padding), C.int64_t(outputPadding), C.int64_t(dilation), C.int64_t(groups), cflag(bias), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5059,14 +5067,14 @@ func NNConvTranspose1d(inChannels int64, outChannels int64, kernelSize int64, st
 }
 
 // NNBatchNorm is tg_nn_batchnorm. tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1.
-func NNBatchNorm(numFeatures int64, eps float64, momentum float64, affine int32, trackRunningStats int32, device string) (*Module, error) {
+func NNBatchNorm(numFeatures int64, eps float64, momentum float64, affine bool, trackRunningStats bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_batchnorm(C.int64_t(numFeatures), C.double(eps), C.double(momentum), C.int(affine), C.int(trackRunningStats), cvDevice, &st)
+	ret := C.tgw_nn_batchnorm(C.int64_t(numFeatures), C.double(eps), C.double(momentum), cflag(affine), cflag(trackRunningStats), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5074,14 +5082,14 @@ func NNBatchNorm(numFeatures int64, eps float64, momentum float64, affine int32,
 }
 
 // NNLayerNorm is tg_nn_layernorm. normalized_shape: borrowed, ndim >= 1 dims.
-func NNLayerNorm(normalizedShape []int64, eps float64, elementwiseAffine int32, device string) (*Module, error) {
+func NNLayerNorm(normalizedShape []int64, eps float64, elementwiseAffine bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_layernorm((*C.int64_t)(ptr0(normalizedShape)), C.size_t(len(normalizedShape)), C.double(eps), C.int(elementwiseAffine), cvDevice, &st)
+	ret := C.tgw_nn_layernorm((*C.int64_t)(ptr0(normalizedShape)), C.size_t(len(normalizedShape)), C.double(eps), cflag(elementwiseAffine), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5090,14 +5098,14 @@ func NNLayerNorm(normalizedShape []int64, eps float64, elementwiseAffine int32, 
 
 // NNRMSNorm is tg_nn_rmsnorm. The other layers of the paragraph above, with its parameter names and tinygrad's
 // defaults.
-func NNRMSNorm(dim int64, eps float64, elementwiseAffine int32, device string) (*Module, error) {
+func NNRMSNorm(dim int64, eps float64, elementwiseAffine bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_rmsnorm(C.int64_t(dim), C.double(eps), C.int(elementwiseAffine), cvDevice, &st)
+	ret := C.tgw_nn_rmsnorm(C.int64_t(dim), C.double(eps), cflag(elementwiseAffine), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5105,14 +5113,14 @@ func NNRMSNorm(dim int64, eps float64, elementwiseAffine int32, device string) (
 }
 
 // NNGroupNorm is tg_nn_groupnorm.
-func NNGroupNorm(numGroups int64, numChannels int64, eps float64, affine int32, device string) (*Module, error) {
+func NNGroupNorm(numGroups int64, numChannels int64, eps float64, affine bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_groupnorm(C.int64_t(numGroups), C.int64_t(numChannels), C.double(eps), C.int(affine), cvDevice, &st)
+	ret := C.tgw_nn_groupnorm(C.int64_t(numGroups), C.int64_t(numChannels), C.double(eps), cflag(affine), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5120,14 +5128,14 @@ func NNGroupNorm(numGroups int64, numChannels int64, eps float64, affine int32, 
 }
 
 // NNInstanceNorm is tg_nn_instancenorm.
-func NNInstanceNorm(numFeatures int64, eps float64, affine int32, device string) (*Module, error) {
+func NNInstanceNorm(numFeatures int64, eps float64, affine bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_instancenorm(C.int64_t(numFeatures), C.double(eps), C.int(affine), cvDevice, &st)
+	ret := C.tgw_nn_instancenorm(C.int64_t(numFeatures), C.double(eps), cflag(affine), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5150,14 +5158,14 @@ func NNEmbedding(vocabSize int64, embedSize int64, device string) (*Module, erro
 }
 
 // NNLSTMCell is tg_nn_lstm_cell.
-func NNLSTMCell(inputSize int64, hiddenSize int64, bias int32, device string) (*Module, error) {
+func NNLSTMCell(inputSize int64, hiddenSize int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
 		cvDevice = C.CString(device)
 		defer C.free(unsafe.Pointer(cvDevice))
 	}
 	var st C.tgw_err
-	ret := C.tgw_nn_lstm_cell(C.int64_t(inputSize), C.int64_t(hiddenSize), C.int(bias), cvDevice, &st)
+	ret := C.tgw_nn_lstm_cell(C.int64_t(inputSize), C.int64_t(hiddenSize), cflag(bias), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5310,9 +5318,9 @@ func (m *Module) parameters(n int) ([]*Tensor, error) {
 // name and realizes them (values cast to the module's dtypes). A shape mismatch is TG_ERROR_SHAPE; with strict,
 // names the module lacks or doesn't find are TG_ERROR_INVALID_ARGUMENT; the message names every offending entry,
 // and nothing is assigned.
-func (m *Module) LoadState(state *State, strict int32) error {
+func (m *Module) LoadState(state *State, strict bool) error {
 	var st C.tgw_err
-	C.tgw_module_load_state(m.ptr(), state.ptr(), C.int(strict), &st)
+	C.tgw_module_load_state(m.ptr(), state.ptr(), cflag(strict), &st)
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(state)
 	if err := check(&st); err != nil {

@@ -13,7 +13,6 @@ VALUE = {"int32": "int", "int64": "long", "uint64": "ulong", "float64": "double"
 CTYPE = {"int": "int", "int64_t": "long", "uint64_t": "ulong", "double": "double", "size_t": "UIntPtr", "void": "void"}
 STRUCTS = {"tg_index": "TensorIndex"}  # System.Index exists
 # int32 parameters that are numbers; every other int32 parameter is a 0/1 flag ("Flags are 0/1 ints"), a bool here
-INT_PARAMS = {"reduction", "mode"}
 # the hand-written layer (Tinygrad.cs) wraps these in a shape the generic rules can't give
 HAND = {"tg_tensor_requires_grad": "Tensor.RequiresGrad (a bool property)",
         **{f: "TinygradException carries the error" for f in ("tg_last_error", "tg_last_error_message", "tg_clear_error")}}
@@ -214,7 +213,7 @@ class Gen:
       elif k == "index": sig.append(f"long {n}"); args.append(f"Native.Size({n})")
       elif k == "value":
         t = self.vtype(p)
-        if t == "int" and p["name"] not in INT_PARAMS: sig.append(f"bool {n}"); args.append(f"{n} ? 1 : 0")
+        if p.get("flag"): sig.append(f"bool {n}"); args.append(f"{n} ? 1 : 0")  # an `int` the header calls a flag
         elif t == "UIntPtr": sig.append(f"long {n}"); args.append(f"Native.Size({n})")
         else: sig.append(f"{t} {n}"); args.append(n)
       elif k in ("string", "string_array", "array_in", "struct_array_in"):

@@ -130,6 +130,8 @@ class Gen:
           "// clampCount is how many of `capacity` output slots a call that returned the count n filled.",
           "func clampCount(n int64, capacity int) int {", "\tif n < int64(capacity) {", "\t\treturn int(n)", "\t}",
           "\treturn capacity", "}", "",
+          "// cflag is a flag argument as the C int the header takes.",
+          "func cflag(b bool) C.int {", "\tif b {", "\t\treturn 1", "\t}", "\treturn 0", "}", "",
           f"// The manifest this file was generated from (bindings/tinygrad_api.json) and the library it describes.",
           "const ("] + align([["ManifestVersion", f'= {m["manifest_version"]}'], ["SONAME", f'= "{m["soname"]}"']]) + [")", ""]
     g += ["// Constants of include/tinygrad.h.", "const ("]
@@ -276,6 +278,9 @@ class Gen:
         if p["value"] == "enum":
           gt = self.enums[p["enum"]]
           args.append(f"C.{p['enum']}({n})")
+        elif p.get("flag"):  # an `int` the header calls a flag
+          gt = "bool"
+          args.append(f"cflag({n})")
         else:
           gt = GO_SCALAR[p["value"]]
           args.append(f"{C_SCALAR[p['value']]}({n})")

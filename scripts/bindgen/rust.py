@@ -15,7 +15,6 @@ KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "extern
 TYPE_NAMES = {"tg_dtype": "DType", "tg_binop": "BinOp"}  # where CamelCase of the stem reads badly
 OWNER_PREFIX = {"tg_nn_": "tg_module", "tg_optim_": "tg_optimizer"}  # constructors named by their family, not their type
 DEBUG_BY_HAND = {"tg_tensor", "tg_expr"}  # their Debug shows contents (shape, text); the others show the pointer
-NON_FLAG_INTS = {"reduction", "mode"}  # `int` parameters that are not 0/1 flags (the others become bool)
 # Functions the safe crate writes by hand, with where: their shapes need a count query, a callback, borrowed struct
 # fields or typed element data, which no generic rule covers well.
 HANDWRITTEN = {
@@ -169,7 +168,7 @@ def safe_fn(f, ty, structs):
       if "enum" in p:
         g.params.append(f"{n}: {type_name(p['enum'])}")
         g.args.append(f"{n} as i32")
-      elif p["value"] == "int32" and p["name"] not in NON_FLAG_INTS:
+      elif p.get("flag"):  # an `int` the header calls a flag
         g.params.append(f"{n}: bool")
         g.args.append(f"{n} as c_int")
       else:

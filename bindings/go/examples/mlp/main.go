@@ -32,7 +32,7 @@ func train() error {
 	}
 	defer y.Close()
 
-	l1, err := tg.NNLinear(in, hid, 1, "")
+	l1, err := tg.NNLinear(in, hid, true, "")
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func train() error {
 		return err
 	}
 	defer relu.Close()
-	l2, err := tg.NNLinear(hid, out, 1, "")
+	l2, err := tg.NNLinear(hid, out, true, "")
 	if err != nil {
 		return err
 	}
