@@ -101,6 +101,15 @@ elif grep -q -E "undefined reference to .*(std::|__cxa_|operator new|__gxx_perso
 else
   fail "(a') pkg-config --static + cc: consumer did not build"
 fi
+# (a'') the installed C++ wrapper: the mlp program of bindings/cpp through <tinygrad.hpp>, against the shared library
+# shellcheck disable=SC2086
+if step cxx-hpp c++ -std=c++17 -Wall -Wextra -pedantic -Werror $cflags "$here/../../bindings/cpp/mlp.cpp" -o "$tmp/cxx-hpp" $libs; then
+  if step run-cxx-hpp env LD_LIBRARY_PATH="$libdir" "$tmp/cxx-hpp" && grep -q '^live handles: 0$' "$tmp/run-cxx-hpp.log"; then
+    pass "(a'') c++ with the installed tinygrad.hpp: built, ran, released every handle"
+  else fail "(a'') c++ with the installed tinygrad.hpp: the program failed"; fi
+else
+  fail "(a'') c++ with the installed tinygrad.hpp: did not build (is include/tinygrad.hpp installed?)"
+fi
 
 # ---- (b), (c) a CMake project: find_package(tinygrad) with tinygrad::tinygrad, then tinygrad::tinygrad_static ----
 cmake_consumer() {  # cmake_consumer <name> <TG_STATIC ON|OFF>
