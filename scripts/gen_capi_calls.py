@@ -14,8 +14,12 @@ parameter or a return type with no checker stops the build with a non-zero exit 
 
 usage: gen_capi_calls.py include/tinygrad.h out.inc
 """
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from api_manifest import Header  # noqa: E402
 
 PROG = "gen_capi_calls.py"
 
@@ -111,54 +115,17 @@ def die(msg):
     sys.exit(1)
 
 
-def norm_type(t):
-    """'const  tg_tensor *' -> 'const tg_tensor*', 'tg_tensor *const *' -> 'tg_tensor* const*'."""
-    t = re.sub(r"\s+", " ", t.strip())
-    t = re.sub(r"\s*\*\s*", "* ", t).strip()
-    return re.sub(r"\*\s+\*", "**", t)
-
-
-def strip_c(text):
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    text = re.sub(r"//[^\n]*", " ", text)
-    # preprocessor lines (the TG_API definition itself), with continuations
-    return re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", " ", text, flags=re.M)
-
-
 def parse(path):
-    try:
-        text = strip_c(open(path, encoding="utf-8").read())
-    except OSError as e:
-        die(f"cannot read {path}: {e}")
-    fns = []
-    # every TG_API declaration must parse: find them all, then parse each up to its ';'
-    for m in re.finditer(r"\bTG_API\b", text):
-        end = text.find(";", m.end())
-        decl = re.sub(r"\s+", " ", text[m.end():end]).strip()
-        pm = re.fullmatch(r"(.+?)\b(tg_\w+)\s*\((.*)\)", decl)
-        if end < 0 or not pm or "(" in pm.group(3) or ")" in pm.group(3):
-            die(f"cannot parse the declaration 'TG_API {decl}' in {path} (function pointers and macros in prototypes "
-                f"need support here)")
-        ret, name, plist = norm_type(pm.group(1)), pm.group(2), pm.group(3).strip()
-        params = []
-        if plist and plist != "void":
-            for p in plist.split(","):
-                p = p.strip()
-                if p == "...":
-                    die(f"{name}: variadic functions have no generator")
-                am = re.fullmatch(r"(.*?[\s*])(\w+)\s*(\[\s*\w*\s*\])?", p)
-                if not am or not am.group(1).strip() or am.group(2) in ("int", "double", "void", "char", "const"):
-                    die(f"{name}: parameter '{p}' has no name (the generator picks values by type and name)")
-                t = norm_type(am.group(1) + ("*" if am.group(3) else ""))
-                params.append((t, am.group(2)))
-        fns.append((ret, name, params))
-    if not fns:
-        die(f"no TG_API prototypes found in {path}")
-    names = [f[1] for f in fns]
-    dups = {n for n in names if names.count(n) > 1}
-    if dups:
-        die(f"duplicate prototypes: {', '.join(sorted(dups))}")
-    return fns
+  """(result type, name, [(type, name)]) of every TG_API prototype, read by the API manifest's header reader (which stops
+  with a message naming any declaration it can't read)."""
+  fns = [(ret, name, params) for ret, name, params, _, _ in Header(path).fns]
+  if not fns:
+    die(f"no TG_API prototypes found in {path}")
+  names = [f[1] for f in fns]
+  dups = {n for n in names if names.count(n) > 1}
+  if dups:
+    die(f"duplicate prototypes: {', '.join(sorted(dups))}")
+  return fns
 
 
 def thunk(ret, name, params):
