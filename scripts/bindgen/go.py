@@ -132,7 +132,7 @@ class Gen:
           "\treturn capacity", "}", "",
           "// cflag is a flag argument as the C int the header takes.",
           "func cflag(b bool) C.int {", "\tif b {", "\t\treturn 1", "\t}", "\treturn 0", "}", "",
-          f"// The manifest this file was generated from (bindings/tinygrad_api.json) and the library it describes.",
+          "// The manifest this file was generated from (bindings/tinygrad_api.json) and the library it describes.",
           "const ("] + align([["ManifestVersion", f'= {m["manifest_version"]}'], ["SONAME", f'= "{m["soname"]}"']]) + [")", ""]
     g += ["// Constants of include/tinygrad.h.", "const ("]
     funcs = {self.placement(f)[2] for f in m["functions"] if not self.placement(f)[0]}
@@ -162,7 +162,7 @@ class Gen:
             f"\t{v} := &{t}{{p: cp}}", f"\truntime.SetFinalizer({v}, (*{t}).Close)", f"\treturn {v}", "}", "",
             f"func ({v} *{t}) ptr() *C.{c} {{", f"\tif {v} == nil {{", "\t\treturn nil", "\t}", f"\treturn {v}.p", "}", "",
             f"// Close releases the reference ({h['release']}); later calls do nothing. A closed {t} passed to a",
-            f"// function is reported as an error by the library.",
+            "// function is reported as an error by the library.",
             f"func ({v} *{t}) Close() {{",
             f"\tif {v} == nil || {v}.p == nil {{", "\t\treturn", "\t}",
             f"\tC.{h['release']}({v}.p)", f"\t{v}.p = nil", f"\truntime.SetFinalizer({v}, nil)",
@@ -294,7 +294,7 @@ class Gen:
             checks += [f"\tif len({other}) != len({srcs[0]}) {{",
                     f'\t\treturn {{ZERO}}newError(ErrInvalidArgument, "{name}: {other} and {srcs[0]} differ in length")', "\t}"]
         elif any(o["kind"] == "chars_out" for o in ofs):
-          args.append(f"C.size_t(len(buf))")
+          args.append("C.size_t(len(buf))")
         elif any(o["kind"] == "bytes_out" for o in ofs):
           args.append(f"C.size_t(len({local(p['of'][0])}))")
         else:

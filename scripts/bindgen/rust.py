@@ -317,7 +317,7 @@ def gen_safe(m, ty):
     for v, c, val, d in vs: o += doc(wrap(d), "  ") + [f"  {v} = sys::{c},"]
     o += ["}", f"impl {type_name(e['name'])} {{", "  /// Every value, in declaration order.",
           f"  pub const ALL: [Self; {len(vs)}] = [{', '.join('Self::' + v for v, *_ in vs)}];",
-          f"  /// The variant of a C value; None for values this header does not name.",
+          "  /// The variant of a C value; None for values this header does not name.",
           "  pub fn from_raw(v: i32) -> Option<Self> {", "    Self::ALL.into_iter().find(|x| *x as i32 == v)", "  }", "}", ""]
   for h in m["handles"]:
     w, c = type_name(h["name"]), h["name"]
