@@ -232,7 +232,7 @@ TEST_F(DLPack, FromErrorsTakeNothing) {
   };
   const Bad bad[] = {
       {"CUDA device", TG_ERROR_DEVICE, "kDLCUDA", [](DLTensor& d) { d.device.device_type = kDLCUDA; }},
-      {"unknown device", TG_ERROR_DEVICE, "device_type 77", [](DLTensor& d) { d.device.device_type = DLDeviceType(77); }},
+      {"unknown device", TG_ERROR_DEVICE, "device_type 77", [](DLTensor& d) { d.device.device_type = 77; }},
       {"complex", TG_ERROR_DTYPE, "complex64", [](DLTensor& d) { d.dtype = {kDLComplex, 64, 1}; }},
       {"float8", TG_ERROR_DTYPE, "float8", [](DLTensor& d) { d.dtype = {kDLFloat, 8, 1}; }},
       {"lanes", TG_ERROR_DTYPE, "lanes", [](DLTensor& d) { d.dtype.lanes = 4; }},

@@ -1059,7 +1059,7 @@ struct FuzzCtx {
     for (auto& b : d->bytes) b = uint8_t(rng());
     uint64_t off = pct(80) ? 0 : r(8);
     bool null_data = pct(3), null_shape = n && pct(3);
-    d->m.dl_tensor = DLTensor{null_data ? nullptr : d->bytes.data() + neg * 8, DLDevice{DLDeviceType(dev), 0}, nd, t, null_shape ? nullptr : shape,
+    d->m.dl_tensor = DLTensor{null_data ? nullptr : d->bytes.data() + neg * 8, DLDevice{int32_t(dev), 0}, nd, t, null_shape ? nullptr : shape,
                               sk < 3 ? nullptr : strides, off};
     d->m.manager_ctx = d, d->m.deleter = dl_deleter;
     std::vector<int64_t> sv(shape, shape + n), tv(strides, strides + n);

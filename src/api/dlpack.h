@@ -26,7 +26,8 @@ typedef enum {
 } DLDeviceType;
 
 typedef struct {
-  DLDeviceType device_type;
+  // a DLDeviceType; held as the 32-bit int the C enum is, so a producer's value we don't know is data, not UB to load
+  int32_t device_type;
   int32_t device_id;
 } DLDevice;
 
