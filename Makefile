@@ -97,6 +97,11 @@ asan:
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && cd $(ASAN_BUILD) && \
 	  XDG_CACHE_HOME="$$d" ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp ctest --output-on-failure -j $(JOBS)
+	# the DLPack exchange with numpy and PyTorch through the sanitized library (the interpreter's own leaks aside;
+	# libstdc++ preloaded with the runtime so C++ exceptions thrown inside torch reach ASan's interceptor)
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" TINYGRAD_LIB=$(abspath $(ASAN_BUILD))/libtinygrad.so \
+	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so.6)" ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
+	  $(PYTHON) -m pytest -q -p no:xdist -p no:cacheprovider tests/python/test_dlpack.py
 
 # bench_ops sets the OpenBLAS core type and thread count of each reference itself (each in its own child process)
 bench: build
