@@ -60,22 +60,28 @@ const char* tg_status_name(tg_status s) {
   return unsigned(s) < sizeof(names) / sizeof(*names) ? names[s] : "TG_UNKNOWN_STATUS";
 }
 
-// an int that is not a tg_dtype: the error is set for callers that read it
-static bool known_dtype(tg_dtype d, const char* fn) {
-  if (unsigned(d) <= TG_FLOAT64) return true;
-  api::set_error(TG_ERROR_INVALID_ARGUMENT, strformat("%s: %d is not a tg_dtype", fn, int(d)));
-  return false;
+// the dtype of an int a caller passes as a tg_dtype; any other int is TG_ERROR_INVALID_ARGUMENT naming `fn`
+static DType dtype_arg(tg_dtype d, const char* fn) {
+  TG_ARG(unsigned(d) <= TG_FLOAT64, strformat("%s: unknown dtype %d", fn, int(d)));
+  return dtypes::all()[size_t(d)];
 }
-size_t tg_dtype_size(tg_dtype d) { return known_dtype(d, "dtype_size") ? size_t(dtypes::all()[d].itemsize()) : 0; }
+size_t tg_dtype_size(tg_dtype d) {
+  size_t n = 0;
+  api::call([&] { n = size_t(dtype_arg(d, "dtype_size").itemsize()); });
+  return n;
+}
 const char* tg_dtype_name(tg_dtype d) {
   static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
-  return known_dtype(d, "dtype_name") ? names[d] : nullptr;
+  return api::make([&]() -> const char* {
+    dtype_arg(d, "dtype_name");
+    return names[d];
+  });
 }
 tg_status tg_dtype_promote(tg_dtype a, tg_dtype b, tg_dtype* out) {
   return api::call([&] {
-    TG_ARG(unsigned(a) <= TG_FLOAT64 && unsigned(b) <= TG_FLOAT64, strformat("dtype_promote: unknown dtype %d/%d", int(a), int(b)));
+    DType da = dtype_arg(a, "dtype_promote"), db = dtype_arg(b, "dtype_promote");
     TG_ARG(out, "dtype_promote: out is NULL");
-    *out = tg_dtype(least_upper_dtype(dtypes::all()[a], dtypes::all()[b]).scalar);
+    *out = tg_dtype(least_upper_dtype(da, db).scalar);
   });
 }
 
