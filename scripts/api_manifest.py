@@ -237,7 +237,7 @@ class Manifest:
     for k in ("nullable", "takes", "int"):
       for n in tags[k] - set(names): self.check_group_tag(k, n, name, comment)
     for n in set(tags["len"]) - set(names): self.check_group_tag("len", n, name, comment)
-    out, used_as_len, i = [], {}, 0
+    out, used_as_len = [], {}
     for i, (t, n) in enumerate(params):
       nxt = params[i + 1] if i + 1 < len(params) else None
       length = tags["len"].get(n)
@@ -321,21 +321,18 @@ class Manifest:
       elif r["kind"] == "status": err = {"kind": "status"}
       elif r["kind"] == "void": err = {"kind": "none"}
       else: die(f"{where}: a {ret} result needs @errors(...) in its comment: @errors(-1), @errors(0, last_error) or @errors(none)")
-    if ret in ("tg_status",) and err["kind"] not in ("status", "none"): die(f"{where}: a tg_status result is a status or @errors(none)")
+    if ret == "tg_status" and err["kind"] not in ("status", "none"): die(f"{where}: a tg_status result is a status or @errors(none)")
     r["errors"] = err
     return r
 
   def build(self):
     h = self.h
-    retain = {f"{x['name']}": None for x in h.handles}
     fns = [self.function(*f) for f in h.fns]
     names = {f["name"] for f in fns}
     for x in h.handles:
-      stem = x["name"][3:]
-      rel = next((f for f in ("tg_" + stem + "_release",) if f in names), None)
-      if not rel: die(f"handle {x['name']} has no tg_{stem}_release")
-      x["release"], x["retain"] = rel, ("tg_" + stem + "_retain") if ("tg_" + stem + "_retain") in names else None
-    del retain
+      release, retain = x["name"] + "_release", x["name"] + "_retain"
+      if release not in names: die(f"handle {x['name']} has no {release}")
+      x["release"], x["retain"] = release, retain if retain in names else None
     for table in (h.enums, h.handles, h.structs, h.callbacks, h.externs):
       for x in table: x.update(h.doc(x["name"]))
     return {

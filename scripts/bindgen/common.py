@@ -9,13 +9,10 @@ def wrap(text, width=110):
   return textwrap.wrap(text, width) if text else []
 
 
-def functions(m, prefix=""):
-  return [f for f in m["functions"] if f["name"].startswith(prefix)]
-
-
-def enum_value_name(enum, value):
-  """'tg_dtype', 'TG_FLOAT32' -> 'FLOAT32'; 'tg_status', 'TG_ERROR_SHAPE' -> 'ERROR_SHAPE'."""
-  return value[3:] if value.startswith("TG_") else value
+def pascal(name, words=None):
+  """'tensor_from_data' -> 'TensorFromData', 'TG_FLOAT32' -> 'Float32'; `words` spells some words its own way ('dtype' -> 'DType')."""
+  words = words or {}
+  return "".join(words.get(w, w[:1].upper() + w[1:]) for w in name.lower().split("_") if w)
 
 
 def stem(name):

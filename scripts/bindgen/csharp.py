@@ -18,8 +18,7 @@ HAND = {"tg_tensor_requires_grad": "Tensor.RequiresGrad (a bool property)",
         **{f: "TinygradException carries the error" for f in ("tg_last_error", "tg_last_error_message", "tg_clear_error")}}
 
 
-def pascal(name):
-  return "".join(TOKENS.get(t, t[:1].upper() + t[1:]) for t in name.lower().split("_") if t)
+def pascal(name): return common.pascal(name, TOKENS)
 
 
 def camel(name):

@@ -10,7 +10,7 @@ A function whose first argument is a non-nullable handle becomes a method of tha
 a.Add(b)); one whose first argument is an enum and whose name starts with the enum's becomes a method of the enum type
 (tg_dtype_size -> DType.Size); the rest are package functions (tg_tensor_ prefix dropped: tg_tensor_zeros -> Zeros).
 """
-from bindgen.common import HEADER_NOTE, wrap, stem
+from bindgen.common import HEADER_NOTE, pascal, stem, wrap
 
 OUT = "bindings/go/zz_generated.go"
 
@@ -63,8 +63,7 @@ def align(rows):
 
 
 def camel(s, upper=True):
-  parts = [p for p in s.split("_") if p]
-  out = "".join(WORDS.get(p, p[:1].upper() + p[1:]) for p in parts)
+  out = pascal(s, WORDS)
   return out if upper else out[:1].lower() + out[1:]
 
 

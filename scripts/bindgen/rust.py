@@ -2,7 +2,7 @@
 safe crate (bindings/rust/tinygrad/src/api.rs): handle types with Drop/Clone, enums, and a method or function for every
 function whose parameter kinds a generic rule covers. The rest is hand-written in the safe crate (HANDWRITTEN says where
 and why), so every one of the manifest's functions is either generated or accounted for."""
-from bindgen.common import HEADER_NOTE, wrap
+from bindgen.common import HEADER_NOTE, pascal, wrap
 
 SYS = "bindings/rust/tinygrad-sys/src/lib.rs"
 SAFE = "bindings/rust/tinygrad/src/api.rs"
@@ -30,9 +30,8 @@ HANDWRITTEN = {
 }
 
 
-def camel(s): return "".join(w[:1].upper() + w[1:].lower() for w in s.split("_") if w)
 def ident(s): return s + "_" if s in KEYWORDS else s
-def type_name(c): return TYPE_NAMES.get(c, camel(c[3:] if c.startswith("tg_") else c))
+def type_name(c): return TYPE_NAMES.get(c, pascal(c[3:] if c.startswith("tg_") else c))
 def doc(lines, indent=""): return [f"{indent}///{' ' if l else ''}{l}" for l in lines]
 
 
@@ -67,7 +66,7 @@ def variants(e):
   words = [v["name"].split("_") for v in vals]
   n = 0
   while all(len(w) > n + 1 and w[n] == words[0][n] for w in words): n += 1
-  return [(camel("_".join(w[n:])), v["name"], v["value"], v["doc"]) for w, v in zip(words, vals)]
+  return [(pascal("_".join(w[n:])), v["name"], v["value"], v["doc"]) for w, v in zip(words, vals)]
 
 
 def gen_sys(m, ty):
