@@ -33,6 +33,8 @@ const std::vector<Kernel>& kernels() {
       {"max axis 2", [] { return randt({16, 12, 20}, 7).max({2}); }},
       {"matmul", [] { return randt({32, 24}, 8).matmul(randt({24, 64}, 9)); }},
       {"conv2d", [] { return randt({2, 4, 10, 10}, 10).conv2d(randt({8, 4, 3, 3}, 11), std::nullopt, 1, {1, 1}, {1, 1}, {1, 1}); }},
+      // a 12-wide image: 16 lanes don't divide its rows, they divide its 144 pixels (the heuristics merge rows and columns)
+      {"conv2d 12x12", [] { return randt({2, 4, 12, 12}, 13).conv2d(randt({16, 4, 3, 3}, 14), std::nullopt, 1, {1, 1}, {1, 1}, {1, 1}); }},
       {"softmax", [] { return randt({8, 32}, 12).softmax(1); }},
   };
   return ks;
@@ -56,6 +58,11 @@ const std::vector<std::vector<Opt>>& opt_lists() {
       {{OptOps::SWAP, 0, 1}},
       {{OptOps::NOLOCALS}, {OptOps::UPCAST, 0, 2}},
       {{OptOps::UPCAST, 0, 3}, {OptOps::UPCAST, 1, 2}, {OptOps::UNROLL, 0, 3}},
+      {{OptOps::MERGE, 0, 0}},
+      {{OptOps::MERGE, 0, 0}, {OptOps::UPCAST, 0, 4}},
+      // a convolution's image rows and columns as one axis of vectors, its input channels innermost of the reduction
+      {{OptOps::MERGE, 2, 0}, {OptOps::UPCAST, 2, 4}, {OptOps::SWAP, 3, 5}, {OptOps::UPCAST, 1, 2}, {OptOps::THREAD, 0, 2}},
+      {{OptOps::MERGE, 2, 0}, {OptOps::UPCAST, 2, 16}, {OptOps::SWAP, 3, 4}, {OptOps::UNROLL, 2, 3}},
   };
   return l;
 }
@@ -99,6 +106,24 @@ TEST(Opt, HeuristicKernelsMatchUnoptimized) {
   }
 }
 
+// A convolution over images whose width the vector lanes don't divide: the heuristics merge each image's rows and
+// columns into one axis of full-width vectors, and run the input channels innermost, inside the taps the padding's
+// gates depend on (so the gates are computed once per tap, not once per multiply-add)
+TEST(Opt, HeuristicsVectorizeAConvolutionAcrossImageRows) {
+  Case c(randt({2, 4, 12, 12}, 13).conv2d(randt({16, 4, 3, 3}, 14), std::nullopt, 1, {1, 1}, {1, 1}, {1, 1}));
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  if (cpu.target().vector_bytes < 64) GTEST_SKIP() << "the host's vectors are narrower than 16 floats";
+  tg::Scheduler s = tg::optimize(c.last(), cpu, nullptr);
+  std::string opts = tg::opts_str(s.applied_opts);
+  EXPECT_EQ(s.applied_opts.at(0), (Opt{OptOps::MERGE, 2, 0})) << opts;
+  EXPECT_EQ(s.applied_opts.at(1), (Opt{OptOps::UPCAST, 2, 16})) << opts;
+  // the reduction's loops in order: the taps (3, 3) outside the input channels (4)
+  std::vector<int64_t> red;
+  auto fs = s.full_shape();
+  for (int ax : s.axes_of({tg::AxisType::REDUCE})) red.push_back(fs[size_t(ax)]);
+  EXPECT_EQ(red, (std::vector<int64_t>{3, 3, 4})) << opts;
+}
+
 std::string refusal(const tg::UOpRef& ast, const tg::Renderer& ren, const std::vector<Opt>& opts) {
   tg::Scheduler s(ast, ren);
   try {
@@ -132,8 +157,10 @@ TEST(Opt, IllegalActionsAreRefusedWithAReason) {
       {{{OptOps::GROUP, 0, 4}}, "needs local memory"},
       {{{OptOps::GROUPTOP, 0, 4}}, "needs local memory"},
       {{{OptOps::TC, 0, 0, {-1, 0, 1}}}, "has no tensor cores"},
-      {{{OptOps::SWAP, 0, 2}}, "swap only for globals"},
+      {{{OptOps::SWAP, 0, 2}}, "swap only for two globals or two reduces"},
       {{{OptOps::PADTO, 0, 256}}, "more than quadruple"},
+      {{{OptOps::MERGE, 1, 0}}, "merge only for two globals"},
+      {{{OptOps::MERGE, 2, 0}}, "merge needs an axis after axis 2"},
       {{{OptOps::UPCAST, 0, -3}}, "must be positive"},
   };
   for (auto& b : bad) {
@@ -185,7 +212,8 @@ TEST(Opt, GpuActionsRewriteTheAst) {
 
 TEST(Opt, ListsRoundTripThroughText) {
   std::vector<Opt> opts = {{OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 1, 0}, {OptOps::NOLOCALS}, {OptOps::TC, 0, 0, {-1, 2, 1}},
-                           {OptOps::SWAP, 0, 2},   {OptOps::PADTO, 1, 32}, {OptOps::THREAD, 0, 16}, {OptOps::GROUPTOP, 0, 16}};
+                           {OptOps::SWAP, 0, 2},   {OptOps::PADTO, 1, 32}, {OptOps::THREAD, 0, 16}, {OptOps::GROUPTOP, 0, 16},
+                           {OptOps::MERGE, 1, 0}};
   std::string s = tg::opts_str(opts);
   EXPECT_EQ(tg::parse_opts(s), opts) << s;
   EXPECT_EQ(opts[0].str(), "Opt(op=OptOps.UPCAST, axis=0, arg=4)");

@@ -8,6 +8,11 @@
 
 namespace tg {
 
+static bool depends_on_range(const UOpRef& u, const UOpRef& r) {
+  auto topo = u->toposort();
+  return std::find(topo.begin(), topo.end(), r) != topo.end();
+}
+
 // the constant stride of `r` in an index: 0 if the index doesn't use it, -1 if it isn't a plain multiple of it
 static int64_t stride_in(const UOpRef& idx, const UOpRef& r) {
   UOps terms;
@@ -17,10 +22,7 @@ static int64_t stride_in(const UOpRef& idx, const UOpRef& r) {
     if (t == r) s += 1;
     else if (t->op == Ops::MUL && t->src[0] == r && t->src[1]->op == Ops::CONST) s += t->src[1]->vmax();
     else if (t->op == Ops::MUL && t->src[1] == r && t->src[0]->op == Ops::CONST) s += t->src[0]->vmax();
-    else {
-      auto topo = t->toposort();
-      if (std::find(topo.begin(), topo.end(), r) != topo.end()) return -1;
-    }
+    else if (depends_on_range(t, r)) return -1;
   }
   return s;
 }
@@ -120,15 +122,33 @@ void hand_coded_optimizations(Scheduler& k) {
 
   // 1. vectors along the output axis that is contiguous in memory: as wide as a register, else half of it (a 56-wide
   // image row takes vectors of 8)
-  int vec_axis = -1;
-  for (int64_t w = lanes; w >= std::max<int64_t>(2, lanes / 4) && vec_axis < 0; w /= 2)
-    for (int ax : k.upcastable_dims()) {
-      auto r = k.rngs()[size_t(ax)];
-      // contiguous in the output, and contiguous or broadcast in every input: vector loads, not gathers
-      bool ok = stride_in(index_of(store->src[0]), r) == 1 && k.full_shape()[size_t(ax)] % w == 0;
-      for (auto& b : loads(k)) ok &= stride_in(index_of(b), r) == 0 || stride_in(index_of(b), r) == 1;
-      if (ok) vec_axis = ax, lanes = w;
+  // contiguous in the output, and contiguous or broadcast in every input: vector loads, not gathers
+  auto vector_axis = [&](const Scheduler& s, int64_t w) {
+    UOpRef st;
+    for (auto& x : s.ast->src)
+      if (x->op == Ops::STORE) st = x;
+    for (int ax : s.upcastable_dims()) {
+      auto r = s.rngs()[size_t(ax)];
+      bool ok = stride_in(index_of(st->src[0]), r) == 1 && s.full_shape()[size_t(ax)] % w == 0;
+      for (auto& b : loads(s)) ok &= stride_in(index_of(b), r) == 0 || stride_in(index_of(b), r) == 1;
+      if (ok) return ax;
     }
+    return -1;
+  };
+  int vec_axis = vector_axis(k, lanes);
+  // a reduce whose contiguous output axis the full width doesn't divide (a 56-wide image): merged with the axis outside
+  // it (the image's rows) it may, and a reduce's inner loop pays for the per-lane gates that may bring
+  if (vec_axis < 0 && reduce && lanes > 1)
+    for (int ax : k.upcastable_dims()) {
+      Scheduler m = k;
+      if (ax == 0 || stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]) != 1 || !tg::attempt(m, Opt{OptOps::MERGE, ax - 1, 0})) continue;
+      if ((vec_axis = vector_axis(m, lanes)) >= 0) {
+        k = std::move(m);
+        break;
+      }
+    }
+  for (int64_t w = lanes / 2; w >= std::max<int64_t>(2, lanes / 4) && vec_axis < 0; w /= 2)
+    if ((vec_axis = vector_axis(k, w)) >= 0) lanes = w;
   UOpRef vr = vec_axis >= 0 ? k.rngs()[size_t(vec_axis)] : UOpRef();
   if (vec_axis >= 0 && lanes > 1 && attempt(Opt{OptOps::UPCAST, vec_axis, lanes})) {
     // 2. a register tile when a reduce reuses its inputs: another output axis some input doesn't depend on (its loads
@@ -154,15 +174,22 @@ void hand_coded_optimizations(Scheduler& k) {
         if (reused && (best < 0 || serves_vectors)) best = ax;
         if (reused && serves_vectors) break;
       }
-      // 8 rows x 2 vectors: 16 accumulators, 2 vector loads and 8 broadcasts per step, within AVX-512's 32 registers
-      int64_t rows = getenv_int("TG_TILE_ROWS", 8);
+      // 8 rows x 2 vectors: 16 accumulators, 2 vector loads and 8 broadcasts per step, within AVX-512's 32 registers.
+      // A sliding window (a convolution's vector loads move by one element per tap, so nearly every one splits a cache
+      // line, and pays for its mask where there is padding) makes vector loads dearer than broadcasts: 16 rows x 1
+      // vector, half the vector loads per multiply-add
+      bool window = false;
+      for (auto& b : loads(k))
+        if (lanes_r && stride_in(index_of(b), lanes_r) == 1)
+          for (int ax : k.unrollable_dims()) window |= stride_in(index_of(b), k.rngs()[size_t(ax)]) == 1;
+      int64_t rows = getenv_int("TG_TILE_ROWS", window ? 16 : 8);
       if (best >= 0)
-        for (int64_t amt : {rows, int64_t(6), int64_t(4), int64_t(3), int64_t(2)})
+        for (int64_t amt : {rows, int64_t(8), int64_t(6), int64_t(4), int64_t(3), int64_t(2)})
           if (amt > 1 && attempt(Opt{OptOps::UPCAST, best, amt})) break;
       // the rest of the vector axis: its path is the split's more significant part
       auto rest = range_path(vr.get());
       rest.push_back(0);
-      int64_t cols = getenv_int("TG_TILE_VECS", 2);
+      int64_t cols = getenv_int("TG_TILE_VECS", window ? 1 : 2);
       auto rngs2 = k.rngs();
       for (size_t ax = 0; ax < rngs2.size() && cols > 1; ax++)
         if (range_path(rngs2[ax].get()) == rest && range_kind(rngs2[ax].get()) == AxisType::GLOBAL) attempt(Opt{OptOps::UPCAST, int64_t(ax), cols});
@@ -189,7 +216,26 @@ void hand_coded_optimizations(Scheduler& k) {
     }
   }
 
-  // 4. THREAD across the cores, on the outermost output axis that divides, when there is work enough
+  // 4. the reduce loops that gates depend on (a convolution's taps, for its padding) outside those they don't (its input
+  // channels): the gates are then computed once per run of the inner loop, not in every iteration
+  if (reduce) {
+    auto gated = [&](int ax) {
+      auto r = k.rngs()[size_t(ax)];
+      for (auto& b : loads(k))
+        if (b->src.size() > 2 && depends_on_range(b->src[2], r)) return true;
+      return false;
+    };
+    auto red = k.axes_of({AxisType::REDUCE});
+    for (size_t i = 0; i < red.size(); i++) {
+      if (gated(red[i])) continue;
+      size_t j = red.size();
+      while (j-- > i + 1 && !gated(red[j])) {
+      }
+      if (j > i && j < red.size() && !attempt(Opt{OptOps::SWAP, red[i], red[j]})) break;
+    }
+  }
+
+  // 5. THREAD across the cores, on the outermost output axis that divides, when there is work enough
   if (t.has_threads && t.global_max[0] > 1) {
     int64_t work = 1;
     for (auto s : k.full_shape()) work *= s;

@@ -102,6 +102,7 @@ UOpRef cleanup_ast(const UOpRef& ast) {
              const UOp* r = m.root;
              bool clean = true;
              for (size_t i = 1; i < r->src.size(); i++) clean &= r->src[i]->op == Ops::RANGE;
+             for (size_t i = 2; i < r->src.size() && clean; i++) clean &= range_path(r->src[i - 1].get()) < range_path(r->src[i].get());
              if (clean) return {};
              UOps rr;
              for (size_t i = 1; i < r->src.size(); i++)
@@ -257,11 +258,25 @@ std::pair<UOpRef, UOpRef> Scheduler::apply_opt(const Opt& opt, bool append) {
     auto all = rngs();
     opt_check(opt.arg >= 0 && size_t(opt.arg) < all.size(), "invalid swap axis " + std::to_string(opt.arg));
     UOpRef other = all[size_t(opt.arg)];
-    opt_check(kind == AxisType::GLOBAL && range_kind(other.get()) == AxisType::GLOBAL, "swap only for globals");
+    // two globals (the order of the output loops) or two reduces (the order of the reduction loops: a gate that depends
+    // only on the outer ones is computed once for every run of the inner loop)
+    AxisType ok = range_kind(other.get());
+    opt_check((kind == AxisType::GLOBAL && ok == AxisType::GLOBAL) || (kind == AxisType::REDUCE && ok == AxisType::REDUCE),
+              "swap only for two globals or two reduces");
     opt_check(other != rng, "swap needs two different axes");
     // exchange the paths (the loop order); one substitution pass, so the two replacements don't meet
     UOpRef a2 = UOp::make(Ops::RANGE, rng->dtype, rng->src, other->arg), b2 = UOp::make(Ops::RANGE, other->dtype, other->src, rng->arg);
     set_ast(ast->substitute({{rng, a2}, {other, b2}}));
+  } else if (opt.op == OptOps::MERGE) {
+    auto all = rngs();
+    opt_check(size_t(ax) + 1 < all.size(), "merge needs an axis after axis " + std::to_string(opt.axis));
+    UOpRef inner = all[size_t(ax) + 1];
+    opt_check(kind == AxisType::GLOBAL && range_kind(inner.get()) == AxisType::GLOBAL, "merge only for two globals");
+    opt_check(rng->src[0]->op == Ops::CONST && inner->src[0]->op == Ops::CONST, "merge needs constant sizes");
+    // (a, b) -> m = a*nb + b: a = m // nb, b = m % nb; where an index used a*nb + b the simplifier gives back m
+    int64_t nb = inner->src[0]->vmax();
+    UOpRef m = UOp::make(Ops::RANGE, rng->dtype, {UOp::const_int(rng->dtype, rng->src[0]->vmax() * nb)}, rng->arg);
+    set_ast(ast->substitute({{rng, m / nb}, {inner, m % nb}}));
   } else {
     int64_t amt = opt.arg == 0 ? rng->src[0]->vmax() : opt.arg;
     opt_check(opt.arg != 0 || rng->src[0]->op == Ops::CONST, "arg 0 (the whole axis) needs a constant size");
