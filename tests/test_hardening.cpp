@@ -301,6 +301,32 @@ TEST(Hardening, AllocatorCacheIsCapped) {
   EXPECT_LE(tg::get_device("CPU").allocator().cached_bytes(), size_t(256) << 20);
 }
 
+// over the limit the least recently freed memory goes back to the system, not the newest: a loop that frees and allocates
+// the same sizes each step keeps reusing them after other work has filled the cache
+TEST(Hardening, AllocatorCacheEvictsTheOldest) {
+  struct Counting : tg::Allocator {
+    int raw_allocs = 0, raw_frees = 0;
+    std::vector<void*> freed;
+    size_t cache_limit() const override { return 1000; }
+    void* raw_alloc(size_t n) override { return raw_allocs++, std::malloc(n); }
+    void raw_free(void* p, size_t) override { raw_frees++, freed.push_back(p), std::free(p); }
+    ~Counting() override { clear_cache(); }
+  } a;
+  void *p1 = a.alloc(400), *p2 = a.alloc(300), *p3 = a.alloc(400);
+  a.free(p1, 400), a.free(p2, 300), a.free(p3, 400);  // 1100 > 1000: p1, the oldest, goes
+  EXPECT_EQ(a.freed, std::vector<void*>{p1});
+  EXPECT_EQ(a.cached_bytes(), 700u);
+  EXPECT_EQ(a.alloc(400), p3);  // the most recently freed of a size comes back first
+  EXPECT_EQ(a.alloc(300), p2);
+  EXPECT_EQ(a.raw_allocs, 3);
+  void* big = a.alloc(2000);
+  a.free(big, 2000);  // larger than the whole cache: straight back
+  EXPECT_EQ(a.freed.back(), big);
+  EXPECT_EQ(a.cached_bytes(), 0u);
+  a.free(p2, 300), a.free(p3, 400);
+  EXPECT_EQ(a.cached_bytes(), 700u);
+}
+
 // simplification removed every load of an input (x*0 for ints): the kernel must still get exactly the buffers it reads
 TEST(Hardening, KernelWhoseInputFoldsAwayRuns) {
   std::vector<int32_t> a{1, 2, 3}, b{10, 20, 30};

@@ -12,8 +12,10 @@ void* Allocator::alloc(size_t nbytes) {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = cache_.find(nbytes);
     if (it != cache_.end() && !it->second.empty()) {
-      void* p = it->second.back();
+      auto e = it->second.back();  // the most recently freed: the likeliest to be in cache
       it->second.pop_back();
+      void* p = e->p;
+      lru_.erase(e);
       cached_ -= nbytes;
       return p;
     }
@@ -33,8 +35,18 @@ size_t Allocator::cache_limit() const {
 void Allocator::free(void* p, size_t nbytes) {
   size_t limit = cache_limit();
   std::lock_guard<std::mutex> lk(mu_);
-  if (cached_ + nbytes > limit) return raw_free(p, nbytes);
-  cache_[nbytes].push_back(p);
+  if (nbytes > limit) return raw_free(p, nbytes);
+  // a loop that allocates and frees the same sizes each step (a model's forward pass after another model's) keeps them:
+  // the least recently freed memory makes room, not the newest
+  while (cached_ + nbytes > limit) {
+    Cached old = lru_.front();
+    auto& same = cache_[old.n];
+    same.erase(same.begin());  // the oldest of its size is the oldest entry of its list
+    lru_.pop_front();
+    cached_ -= old.n;
+    raw_free(old.p, old.n);
+  }
+  cache_[nbytes].push_back(lru_.insert(lru_.end(), Cached{nbytes, p}));
   cached_ += nbytes;
 }
 size_t Allocator::cached_bytes() {
@@ -43,8 +55,8 @@ size_t Allocator::cached_bytes() {
 }
 void Allocator::clear_cache() {
   std::lock_guard<std::mutex> lk(mu_);
-  for (auto& [n, v] : cache_)
-    for (void* p : v) raw_free(p, n);
+  for (auto& c : lru_) raw_free(c.p, c.n);
+  lru_.clear();
   cache_.clear();
   cached_ = 0;
 }

@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,8 +40,14 @@ class Allocator {
   virtual void raw_free(void* p, size_t nbytes) = 0;
 
  private:
+  // freed memory, oldest first; over the limit the oldest goes back to the system, so the sizes in use now stay cached
+  struct Cached {
+    size_t n;
+    void* p;
+  };
   std::mutex mu_;
-  std::unordered_map<size_t, std::vector<void*>> cache_;
+  std::list<Cached> lru_;
+  std::unordered_map<size_t, std::vector<std::list<Cached>::iterator>> cache_;  // by size, oldest first
   size_t cached_ = 0;
 };
 
