@@ -120,9 +120,8 @@ void hand_coded_optimizations(Scheduler& k) {
   auto index_of = [](const UOpRef& b) { return b->src[1]; };
   bool reduce = !k.reduceops().empty();
 
-  // 1. vectors along the output axis that is contiguous in memory: as wide as a register, else half of it (a 56-wide
-  // image row takes vectors of 8)
-  // contiguous in the output, and contiguous or broadcast in every input: vector loads, not gathers
+  // 1. vectors along the output axis that is contiguous in memory: as wide as a register, else half of it, else a quarter.
+  // The axis is contiguous in the output, and contiguous or broadcast in every input: vector loads, not gathers
   auto vector_axis = [&](const Scheduler& s, int64_t w) {
     UOpRef st;
     for (auto& x : s.ast->src)
@@ -137,7 +136,7 @@ void hand_coded_optimizations(Scheduler& k) {
   };
   int vec_axis = vector_axis(k, lanes);
   // a reduce whose contiguous output axis the full width doesn't divide (a 56-wide image): merged with the axis outside
-  // it (the image's rows) it may, and a reduce's inner loop pays for the per-lane gates that may bring
+  // it (the image's rows) the width may divide it, and the reduce's inner loop amortizes the per-lane gates that brings
   if (vec_axis < 0 && reduce && lanes > 1)
     for (int ax : k.upcastable_dims()) {
       Scheduler m = k;
@@ -228,10 +227,9 @@ void hand_coded_optimizations(Scheduler& k) {
     auto red = k.axes_of({AxisType::REDUCE});
     for (size_t i = 0; i < red.size(); i++) {
       if (gated(red[i])) continue;
-      size_t j = red.size();
-      while (j-- > i + 1 && !gated(red[j])) {
-      }
-      if (j > i && j < red.size() && !attempt(Opt{OptOps::SWAP, red[i], red[j]})) break;
+      size_t j = red.size() - 1;  // the innermost gated axis goes where this ungated one is
+      while (j > i && !gated(red[j])) j--;
+      if (j > i && !attempt(Opt{OptOps::SWAP, red[i], red[j]})) break;
     }
   }
 
