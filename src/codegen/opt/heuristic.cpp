@@ -8,11 +8,6 @@
 
 namespace tg {
 
-static bool depends_on_range(const UOpRef& u, const UOpRef& r) {
-  auto topo = u->toposort();
-  return std::find(topo.begin(), topo.end(), r) != topo.end();
-}
-
 // the constant stride of `r` in an index: 0 if the index doesn't use it, -1 if it isn't a plain multiple of it
 static int64_t stride_in(const UOpRef& idx, const UOpRef& r) {
   UOps terms;
@@ -22,7 +17,7 @@ static int64_t stride_in(const UOpRef& idx, const UOpRef& r) {
     if (t == r) s += 1;
     else if (t->op == Ops::MUL && t->src[0] == r && t->src[1]->op == Ops::CONST) s += t->src[1]->vmax();
     else if (t->op == Ops::MUL && t->src[1] == r && t->src[0]->op == Ops::CONST) s += t->src[0]->vmax();
-    else if (depends_on_range(t, r)) return -1;
+    else if (depends_on(t, r)) return -1;
   }
   return s;
 }
@@ -39,6 +34,14 @@ static UOps loads(const Scheduler& k) {
   for (auto& u : k.ast->toposort())
     if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) out.push_back(u->src[0]);
   return out;
+}
+
+// the kernel's (last) STORE
+static UOpRef store_of(const Scheduler& k) {
+  UOpRef st;
+  for (auto& s : k.ast->src)
+    if (s->op == Ops::STORE) st = s;
+  return st;
 }
 
 static bool attempt(Scheduler& k, const Opt& o) {
@@ -112,9 +115,7 @@ void hand_coded_optimizations(Scheduler& k) {
   const Target& t = k.ren->target();
   if (t.has_local) return gpu_optimizations(k);
   auto attempt = [&](Opt o) { return tg::attempt(k, o); };
-  UOpRef store;
-  for (auto& s : k.ast->src)
-    if (s->op == Ops::STORE) store = s;
+  UOpRef store = store_of(k);
   if (!store) return;
   int64_t lanes = std::clamp<int64_t>(t.vector_bytes / std::max(1, store->src[1]->dtype.itemsize()), 1, 16);
   auto index_of = [](const UOpRef& b) { return b->src[1]; };
@@ -123,9 +124,7 @@ void hand_coded_optimizations(Scheduler& k) {
   // 1. vectors along the output axis that is contiguous in memory: as wide as a register, else half of it, else a quarter.
   // The axis is contiguous in the output, and contiguous or broadcast in every input: vector loads, not gathers
   auto vector_axis = [&](const Scheduler& s, int64_t w) {
-    UOpRef st;
-    for (auto& x : s.ast->src)
-      if (x->op == Ops::STORE) st = x;
+    UOpRef st = store_of(s);
     for (int ax : s.upcastable_dims()) {
       auto r = s.rngs()[size_t(ax)];
       bool ok = stride_in(index_of(st->src[0]), r) == 1 && s.full_shape()[size_t(ax)] % w == 0;
@@ -139,8 +138,9 @@ void hand_coded_optimizations(Scheduler& k) {
   // it (the image's rows) the width may divide it, and the reduce's inner loop amortizes the per-lane gates that brings
   if (vec_axis < 0 && reduce && lanes > 1)
     for (int ax : k.upcastable_dims()) {
+      if (ax == 0 || stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]) != 1) continue;
       Scheduler m = k;
-      if (ax == 0 || stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]) != 1 || !tg::attempt(m, Opt{OptOps::MERGE, ax - 1, 0})) continue;
+      if (!tg::attempt(m, Opt{OptOps::MERGE, ax - 1, 0})) continue;
       if ((vec_axis = vector_axis(m, lanes)) >= 0) {
         k = std::move(m);
         break;
@@ -221,7 +221,7 @@ void hand_coded_optimizations(Scheduler& k) {
     auto gated = [&](int ax) {
       auto r = k.rngs()[size_t(ax)];
       for (auto& b : loads(k))
-        if (b->src.size() > 2 && depends_on_range(b->src[2], r)) return true;
+        if (b->src.size() > 2 && depends_on(b->src[2], r)) return true;
       return false;
     };
     auto red = k.axes_of({AxisType::REDUCE});

@@ -31,7 +31,7 @@ static UOps ranges_in(const UOpRef& u) {
     if (x->op == Ops::RANGE) out.push_back(x);
   return out;
 }
-static bool depends_on(const UOpRef& u, const UOpRef& r) {
+bool depends_on(const UOpRef& u, const UOpRef& r) {
   auto t = u->toposort();
   return std::find(t.begin(), t.end(), r) != t.end();
 }

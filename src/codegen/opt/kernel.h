@@ -44,6 +44,9 @@ class Scheduler {
   void set_ast(const UOpRef& a);
 };
 
+// whether `r` (a RANGE) is in `u`'s graph
+bool depends_on(const UOpRef& u, const UOpRef& r);
+
 // The AST after cleaning what actions leave behind: one-iteration ranges become 0, a REDUCE lists the RANGEs it
 // runs over (not expressions of them), and index arithmetic is simplified.
 UOpRef cleanup_ast(const UOpRef& ast);
