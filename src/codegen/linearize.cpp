@@ -112,6 +112,14 @@ struct Linearizer {
           }
           case Ops::REDUCE: {
             Scope* parent = scope_of(n);
+            if (n->dtype == dtypes::void_) {  // loops around stores (a PACK's copy): no accumulator
+              Scope* inner = parent;
+              std::vector<Scope*> chain;
+              for (size_t i = 1; i < n->src.size(); i++) chain.push_back(inner = new_scope(inner, n->src[i].get()));
+              stack.push_back({n, 1, std::move(chain), parent, {}});
+              stack.push_back({n->src[0].get(), 0, {}, nullptr, {}});
+              continue;
+            }
             Ops rop = Ops(std::get<int64_t>(n->arg));
             bool split = n->dtype.count > 1 && vector_acc && !vector_acc(n->dtype);
             DType at = split ? n->dtype.scalar_of() : n->dtype;
@@ -140,7 +148,9 @@ struct Linearizer {
             continue;
         }
       }
-      if (n->op == Ops::REDUCE) {
+      if (n->op == Ops::REDUCE && n->dtype == dtypes::void_) {
+        for (size_t i = it.chain.size(); i-- > 0;) close(it.chain[i], i ? it.chain[i - 1] : it.parent);
+      } else if (n->op == Ops::REDUCE) {
         Ops rop = Ops(std::get<int64_t>(n->arg));
         Scope* inner = it.chain.empty() ? it.parent : it.chain.back();
         if (auto lanes = lp.reduce_lanes.find(n->ref()); lanes != lp.reduce_lanes.end()) {

@@ -311,13 +311,13 @@ struct CRenderer {
       } else if (u->op == Ops::END) {
         indent--;
         line("}");
-      } else if (u->op == Ops::DEFINE_LOCAL) {  // a work-group's shared array (GROUP reduces)
+      } else if (u->op == Ops::DEFINE_LOCAL) {  // a work-group's shared array (GROUP reduces); on a CPU a PACK's, on the stack
         std::string nm = "temp" + std::to_string(std::get<int64_t>(u->arg));
         names[u.get()] = nm;
-        TG_CHECK(l != Dialect::C, TG_ERROR_INTERNAL, "C renderer: local memory on a CPU target");
-        line(std::string(l == Dialect::CUDA ? "__shared__ " : "__local ") + storage_type(u->dtype.base()) + " " + nm + "[" + std::to_string(u->dtype.size) + "];");
+        std::string q = l == Dialect::CUDA ? "__shared__ " : l == Dialect::OpenCL ? "__local " : "";
+        line(q + storage_type(u->dtype.base()) + " " + nm + "[" + std::to_string(u->dtype.size) + "]" + (l == Dialect::C ? " __attribute__((aligned(64)))" : "") + ";");
       } else if (u->op == Ops::BARRIER) {
-        line(l == Dialect::CUDA ? "__syncthreads();" : "barrier(CLK_LOCAL_MEM_FENCE);");
+        if (l != Dialect::C) line(l == Dialect::CUDA ? "__syncthreads();" : "barrier(CLK_LOCAL_MEM_FENCE);");
       } else if (u->op == Ops::DEFINE_REG) {
         std::string nm = "acc" + std::to_string(std::get<int64_t>(u->arg));
         names[u.get()] = nm;

@@ -383,6 +383,13 @@ struct LLRenderer {
         case Ops::RANGE: open_loop(u); break;
         case Ops::END: close_loop(u); break;
         case Ops::DEFINE_REG: define_reg(u); break;
+        case Ops::DEFINE_LOCAL: {  // a PACK's scratch array: on the stack of the thread running the kernel
+          std::string nm = "%local" + id();
+          names[u.get()] = nm;
+          allocas += "  " + nm + " = alloca " + mem_ty(u->dtype.base()) + ", i64 " + std::to_string(std::max<int64_t>(u->dtype.size, 1)) + ", align 64\n";
+          break;
+        }
+        case Ops::BARRIER: break;  // one thread runs the kernel's body: program order is the order
         case Ops::STORE: store(u); break;
         case Ops::GROUP:
         case Ops::NOOP:

@@ -19,6 +19,9 @@ UOpRef devectorize(const UOpRef& ast, const Renderer& ren);
 UOpRef lower_threads(const UOpRef& ast, int64_t* threads);
 // GROUP/GROUPTOP reduces: partial results per work-item through local memory and a barrier, then reduced again.
 UOpRef lower_group_reduces(const UOpRef& ast);
+// PACK: a marked input is copied into a contiguous scratch array once per iteration of the output loops it uses, and
+// read from there.
+UOpRef lower_packs(const UOpRef& ast);
 // GPU targets: GLOBAL and LOCAL ranges become work-group and work-item ids; `global`/`local` get the launch grid.
 UOpRef add_gpudims(const UOpRef& ast, const Target& t, std::array<UOpRef, 3>& global, std::array<UOpRef, 3>& local);
 // Scalar lane i of a vector value (folds GEP of VECTORIZE and of a splat CONST).

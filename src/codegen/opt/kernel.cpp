@@ -177,6 +177,15 @@ UOps Scheduler::bufs() const {
     if (u->op == Ops::INDEX) out.push_back(u);
   return out;
 }
+UOps Scheduler::inputs() const {
+  UOps out;
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL) out.push_back(u);
+  std::stable_sort(out.begin(), out.end(), [](const UOpRef& a, const UOpRef& b) {
+    return std::get<int64_t>(a->src[0]->src[0]->arg) < std::get<int64_t>(b->src[0]->src[0]->arg);
+  });
+  return out;
+}
 std::vector<int64_t> Scheduler::output_shape() const {
   auto fs = full_shape();
   auto at = axis_types();
@@ -209,7 +218,7 @@ std::pair<UOpRef, UOpRef> Scheduler::shift_to(const UOpRef& rng, int64_t amount,
 }
 
 int Scheduler::real_axis(const Opt& opt) const {
-  if (opt.op == OptOps::TC || opt.op == OptOps::NOLOCALS) return -1;
+  if (opt.op == OptOps::TC || opt.op == OptOps::NOLOCALS || opt.op == OptOps::PACK) return -1;
   std::vector<int> dims;
   if (opt.op == OptOps::UNROLL) dims = unrollable_dims();
   else if (opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP) dims = axes_of({AxisType::REDUCE});
@@ -240,6 +249,11 @@ std::pair<UOpRef, UOpRef> Scheduler::apply_opt(const Opt& opt, bool append) {
     opt_check(opt.tc[2] > 0 && opt.tc[2] <= 2, "use_tensor_cores value is not valid");
     opt_check(opt.tc[0] >= -1 && opt.tc[0] < int64_t(tg.tensor_cores.size()), "tensor core opts must have valid tc_select");
     fail(TG_ERROR_UNSUPPORTED, "opt: TC lowering to WMMA arrives with the GPU backends");
+  }
+  if (opt.op == OptOps::PACK) {
+    pack(opt.axis);
+    if (append) applied_opts.push_back(opt);
+    return {};
   }
   int ax = real_axis(opt);
   UOpRef rng = rngs()[size_t(ax)];
@@ -344,6 +358,39 @@ std::pair<UOpRef, UOpRef> Scheduler::apply_opt(const Opt& opt, bool append) {
   }
   if (append) applied_opts.push_back(opt);
   return ret;
+}
+
+// PACK: the input's reads, over the reduce and upcast ranges it uses (its panel), go to a scratch array filled once per
+// iteration of the output loops it depends on; the output loops inside those, which it doesn't use, then read the
+// panel from one contiguous block (a matmul's K x 32 panel of B, 1024 rows 4 KB apart before, 128 bytes apart after).
+// Here the LOAD is only marked; lower_packs makes the copy after the other actions have shaped the loops.
+void Scheduler::pack(int64_t input) {
+  const Target& tg = ren->target();
+  opt_check(!tg.has_local, "pack is for CPUs: target " + tg.device + " stages inputs through local memory");
+  UOps ins = inputs();
+  opt_check(input >= 0 && size_t(input) < ins.size(), "invalid input " + std::to_string(input) + " for PACK (" + std::to_string(ins.size()) + " loaded)");
+  const UOpRef& ld = ins[size_t(input)];
+  opt_check(!(std::holds_alternative<int64_t>(ld->tag) && std::get<int64_t>(ld->tag) == kPackTag), "input " + std::to_string(input) + " is already packed");
+  // the panel: the non-output ranges the read uses; the reuse: the output loops nested inside the ones it uses
+  int64_t panel = 1, reuse = 1;
+  std::vector<int64_t> innermost;  // path of the innermost output loop the read uses
+  UOps used = ranges_in(ld->src[0]);
+  for (auto& r : used) {
+    AxisType t = range_kind(r.get());
+    if (t == AxisType::GLOBAL || t == AxisType::THREAD) innermost = std::max(innermost, range_path(r.get()));
+    else {
+      opt_check(r->src[0]->op == Ops::CONST, "pack needs constant sizes");
+      opt_check(t != AxisType::LOCAL && t != AxisType::GROUP_REDUCE, "pack of a work-group's range");
+      panel *= r->src[0]->vmax();
+    }
+  }
+  for (auto& r : rngs())
+    if (range_kind(r.get()) == AxisType::GLOBAL && std::find(used.begin(), used.end(), r) == used.end() && range_path(r.get()) > innermost)
+      reuse *= r->src[0]->vmax();
+  opt_check(reuse > 1, "input " + std::to_string(input) + " is read once per iteration of the output loops: a packed copy would not be reused");
+  int64_t bytes = panel * ld->dtype.itemsize();
+  opt_check(bytes <= kPackMaxBytes, "a panel of " + std::to_string(bytes) + " bytes exceeds the " + std::to_string(kPackMaxBytes) + " a pack may take");
+  set_ast(ast->substitute({{ld, ld->with_tag(kPackTag)}}));
 }
 
 // PADTO: the axis runs to new_sz; the extra iterations read nothing (gated loads), write nothing (gated stores) and

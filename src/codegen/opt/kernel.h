@@ -29,6 +29,7 @@ class Scheduler {
   int64_t upcast_size() const;               // lanes: product of UPCAST and UNROLL sizes
   UOps reduceops() const;
   UOps bufs() const;  // INDEX nodes: every buffer access
+  UOps inputs() const;  // the LOADs of global buffers, by argument number (then order in the graph): PACK's numbering
   std::vector<int64_t> output_shape() const;
   std::string name(const std::string& base) const;  // base name with the optimized axes, e.g. r_64_4_16_32
 
@@ -41,8 +42,14 @@ class Scheduler {
  private:
   int real_axis(const Opt& opt) const;
   void pad_to(const UOpRef& rng, int64_t multiple);
+  void pack(int64_t input);
   void set_ast(const UOpRef& a);
 };
+
+// PACK marks a LOAD with this tag; lower_packs (codegen/late) copies what it reads into a scratch array
+inline constexpr int64_t kPackTag = 1;
+// a panel lives on the stack of the thread running the kernel (8 MB on Linux)
+inline constexpr int64_t kPackMaxBytes = 256 << 10;
 
 // whether `r` (a RANGE) is in `u`'s graph
 bool depends_on(const UOpRef& u, const UOpRef& r);

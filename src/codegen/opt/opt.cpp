@@ -15,7 +15,7 @@ char axis_letter(AxisType t) {
   return letters[int(t)];
 }
 
-static const char* const kOptNames[] = {"TC", "UPCAST", "UNROLL", "LOCAL", "THREAD", "GROUP", "GROUPTOP", "NOLOCALS", "PADTO", "SWAP", "MERGE"};
+static const char* const kOptNames[] = {"TC", "UPCAST", "UNROLL", "LOCAL", "THREAD", "GROUP", "GROUPTOP", "NOLOCALS", "PADTO", "SWAP", "MERGE", "PACK"};
 std::string_view optops_name(OptOps op) { return kOptNames[int(op)]; }
 
 std::string Opt::str() const {

@@ -18,14 +18,16 @@ std::vector<int64_t> range_path(const UOp* r);
 char axis_letter(AxisType t);
 
 // MERGE (an action for CPUs, not tinygrad's): one axis of a x b iterations replaces two adjacent global axes, so a vector
-// can span the rows of an image whose width its lanes don't divide (56 x 56 -> 3136 = 196 vectors of 16)
-enum class OptOps : uint8_t { TC, UPCAST, UNROLL, LOCAL, THREAD, GROUP, GROUPTOP, NOLOCALS, PADTO, SWAP, MERGE };
+// can span the rows of an image whose width its lanes don't divide (56 x 56 -> 3136 = 196 vectors of 16).
+// PACK (also for CPUs): an input is copied, once per iteration of the output loops it depends on, into a contiguous
+// scratch array that the inner loops then read (a matmul's panel of B), as a BLAS packs its operands.
+enum class OptOps : uint8_t { TC, UPCAST, UNROLL, LOCAL, THREAD, GROUP, GROUPTOP, NOLOCALS, PADTO, SWAP, MERGE, PACK };
 std::string_view optops_name(OptOps op);
 
 struct Opt {
   OptOps op;
-  int64_t axis = -1;            // -1: none (NOLOCALS)
-  int64_t arg = 0;              // amount (0: the whole axis), PADTO's multiple, SWAP's other axis (MERGE: unused)
+  int64_t axis = -1;            // -1: none (NOLOCALS); PACK: which input, counting the loaded buffers in argument order
+  int64_t arg = 0;              // amount (0: the whole axis), PADTO's multiple, SWAP's other axis (MERGE, PACK: unused)
   std::array<int64_t, 3> tc{};  // TC: (tc_select, tc_opt, use_tensor_cores)
   bool operator==(const Opt&) const = default;
   std::string str() const;  // tinygrad's repr: Opt(op=OptOps.UPCAST, axis=0, arg=4)
