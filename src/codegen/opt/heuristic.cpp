@@ -203,6 +203,14 @@ void hand_coded_optimizations(Scheduler& k) {
         }
         if (m_ax >= 0 && n_ax > m_ax && getenv_int("TG_TILE_SWAP", 1)) attempt(Opt{OptOps::SWAP, m_ax, n_ax});
       }
+      // each vector-loaded input the row tiles share gets a packed panel (PACK): a matmul's K x 32 panel of B was 1024
+      // rows 4 KB apart (a new page at every step of k, past any prefetcher), a convolution's image window was one
+      // unaligned, masked load per tap; packed, every step reads one aligned contiguous run
+      if (lanes_r && getenv_int("TG_PACK", 1))
+        for (size_t i = 0; i < k.inputs().size(); i++) {
+          UOpRef ld = k.inputs()[i];
+          if (stride_in(index_of(ld->src[0]), lanes_r) == 1) attempt(Opt{OptOps::PACK, int64_t(i), 0});
+        }
     }
   } else if (reduce && lanes > 1) {
     // 3. a reduce along contiguous memory: vector accumulators, several of them to hide the add latency
