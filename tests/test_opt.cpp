@@ -3,6 +3,7 @@
 // and Opt lists round-trip through text.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -63,6 +64,13 @@ const std::vector<std::vector<Opt>>& opt_lists() {
       // a convolution's image rows and columns as one axis of vectors, its input channels innermost of the reduction
       {{OptOps::MERGE, 2, 0}, {OptOps::UPCAST, 2, 4}, {OptOps::SWAP, 3, 5}, {OptOps::UPCAST, 1, 2}, {OptOps::THREAD, 0, 2}},
       {{OptOps::MERGE, 2, 0}, {OptOps::UPCAST, 2, 16}, {OptOps::SWAP, 3, 4}, {OptOps::UNROLL, 2, 3}},
+      // packed panels: matmul's B under a register tile (the heuristics' shape), B packed before the splits (its panel
+      // then has unrolled lanes), A packed with the rows outside, and a convolution's gated image window
+      {{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::SWAP, 0, 1}, {OptOps::PACK, 1, 0}, {OptOps::THREAD, 0, 2}},
+      {{OptOps::SWAP, 0, 1}, {OptOps::PACK, 1, 0}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 0, 4}},
+      {{OptOps::UPCAST, 0, 4}, {OptOps::PACK, 0, 0}, {OptOps::UPCAST, 1, 16}},
+      {{OptOps::MERGE, 2, 0}, {OptOps::UPCAST, 2, 4}, {OptOps::SWAP, 1, 2}, {OptOps::PACK, 0, 0}, {OptOps::SWAP, 3, 5}, {OptOps::THREAD, 0, 2}},
+      {{OptOps::UPCAST, 1, 4}, {OptOps::SWAP, 0, 1}, {OptOps::PACK, 0, 0}, {OptOps::PACK, 1, 0}},
   };
   return l;
 }
@@ -124,6 +132,24 @@ TEST(Opt, HeuristicsVectorizeAConvolutionAcrossImageRows) {
   EXPECT_EQ(red, (std::vector<int64_t>{3, 3, 4})) << opts;
 }
 
+// A matmul's B is packed: the heuristics' tile reads B's panel from one contiguous scratch block per column block, and
+// the packed kernel computes exactly what the unpacked one does (same sums in the same order)
+TEST(Opt, HeuristicsPackAMatmulsPanel) {
+  Case c(randt({64, 96}, 21).matmul(randt({96, 128}, 22)));
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  tg::Scheduler s = tg::optimize(c.last(), cpu, nullptr);
+  std::vector<Opt> packed = s.applied_opts, plain;
+  auto it = std::find(packed.begin(), packed.end(), Opt{OptOps::PACK, 1, 0});
+  ASSERT_NE(it, packed.end()) << tg::opts_str(packed);
+  for (auto& o : packed)
+    if (o.op != OptOps::PACK) plain.push_back(o);
+  auto prog = tg::get_program(c.last(), "k", cpu, &packed);
+  // K x (2 vectors) floats on the stack: 96 x 32 with AVX-512's 16-float vectors
+  int64_t lanes = std::min<int64_t>(16, cpu.target().vector_bytes / 4);
+  EXPECT_NE(prog.src.find("alloca float, i64 " + std::to_string(96 * 2 * lanes)), std::string::npos) << prog.src;
+  EXPECT_EQ(c.run(packed), c.run(plain));
+}
+
 std::string refusal(const tg::UOpRef& ast, const tg::Renderer& ren, const std::vector<Opt>& opts) {
   tg::Scheduler s(ast, ren);
   try {
@@ -162,11 +188,18 @@ TEST(Opt, IllegalActionsAreRefusedWithAReason) {
       {{{OptOps::MERGE, 1, 0}}, "merge only for two globals"},
       {{{OptOps::MERGE, 2, 0}}, "merge needs an axis after axis 2"},
       {{{OptOps::UPCAST, 0, -3}}, "must be positive"},
+      {{{OptOps::PACK, 2, 0}}, "invalid input 2 for PACK (2 loaded)"},
+      {{{OptOps::PACK, 1, 0}}, "a packed copy would not be reused"},  // B's columns are the innermost output loop
+      {{{OptOps::SWAP, 0, 1}, {OptOps::PACK, 1, 0}, {OptOps::PACK, 1, 0}}, "input 1 is already packed"},
   };
   for (auto& b : bad) {
     std::string why = refusal(mm.last(), cpu, b.opts);
     EXPECT_NE(why.find(b.why), std::string::npos) << tg::opts_str(b.opts) << ": got '" << why << "'";
   }
+  // a panel goes on the stack: 8192 x 16 floats of B is 512 KB, over the limit
+  Case deep(randt({4, 8192}, 3).matmul(randt({8192, 32}, 4)));
+  std::string why = refusal(deep.last(), cpu, {{OptOps::UPCAST, 1, 16}, {OptOps::SWAP, 0, 1}, {OptOps::PACK, 1, 0}});
+  EXPECT_NE(why.find("a panel of 524288 bytes exceeds the 262144"), std::string::npos) << why;
 }
 
 // a target with local memory (a GPU's facts): the GPU actions rewrite the AST's ranges, though no CPU can run them
@@ -205,6 +238,7 @@ TEST(Opt, GpuActionsRewriteTheAst) {
   EXPECT_EQ(s.full_shape(), (std::vector<int64_t>{8, 4, 16, 8, 4, 3})) << tg::opts_str(s.applied_opts);
   EXPECT_NE(refusal(s.ast, gpu, {{OptOps::NOLOCALS}}).find("no locals can't have locals"), std::string::npos);
   EXPECT_NE(refusal(s.ast, gpu, {{OptOps::GROUP, 0, 1 << 20}}).find("exceeds maximum shared memory"), std::string::npos);
+  EXPECT_NE(refusal(mm.last(), gpu, {{OptOps::PACK, 0, 0}}).find("pack is for CPUs"), std::string::npos);
   tg::Scheduler s2(mm.last(), gpu);
   s2.apply_opt({OptOps::NOLOCALS});
   EXPECT_NE(refusal(s2.ast, gpu, {{OptOps::NOLOCALS}, {OptOps::LOCAL, 0, 4}}).find("can't use locals"), std::string::npos);
@@ -213,7 +247,7 @@ TEST(Opt, GpuActionsRewriteTheAst) {
 TEST(Opt, ListsRoundTripThroughText) {
   std::vector<Opt> opts = {{OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 1, 0}, {OptOps::NOLOCALS}, {OptOps::TC, 0, 0, {-1, 2, 1}},
                            {OptOps::SWAP, 0, 2},   {OptOps::PADTO, 1, 32}, {OptOps::THREAD, 0, 16}, {OptOps::GROUPTOP, 0, 16},
-                           {OptOps::MERGE, 1, 0}};
+                           {OptOps::MERGE, 1, 0},  {OptOps::PACK, 1, 0}};
   std::string s = tg::opts_str(opts);
   EXPECT_EQ(tg::parse_opts(s), opts) << s;
   EXPECT_EQ(opts[0].str(), "Opt(op=OptOps.UPCAST, axis=0, arg=4)");

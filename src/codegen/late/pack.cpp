@@ -28,7 +28,7 @@ UOpRef lower_packs(const UOpRef& ast) {
     UOps loops, copy_rngs;
     for (auto& r : panel) {
       auto arg = r->arg_ints();
-      arg.insert(arg.end() - 1, 4);
+      arg.insert(arg.end() - 1, {4, id});  // unique to this pack: two packs of the same ranges loop separately
       UOpRef c = UOp::make(Ops::RANGE, r->dtype, r->src, arg);
       fresh[r] = c, copy_rngs.push_back(c);
       if (!lane(r)) loops.push_back(c);

@@ -209,7 +209,9 @@ void hand_coded_optimizations(Scheduler& k) {
       if (lanes_r && getenv_int("TG_PACK", 1))
         for (size_t i = 0; i < k.inputs().size(); i++) {
           UOpRef ld = k.inputs()[i];
-          if (stride_in(index_of(ld->src[0]), lanes_r) == 1) attempt(Opt{OptOps::PACK, int64_t(i), 0});
+          bool in_loop = false;  // read inside the reduce loop (a bias read once per tile gains nothing)
+          for (int ax : k.axes_of({AxisType::REDUCE})) in_loop |= depends_on(ld->src[0], k.rngs()[size_t(ax)]);
+          if (in_loop && stride_in(index_of(ld->src[0]), lanes_r) == 1) attempt(Opt{OptOps::PACK, int64_t(i), 0});
         }
     }
   } else if (reduce && lanes > 1) {
