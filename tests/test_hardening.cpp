@@ -130,6 +130,27 @@ void on_small_stack(std::function<void()> f) {
   pthread_join(th, nullptr);
   pthread_attr_destroy(&attr);
 }
+// A kernel's packed panel (PACK) lives on the stack of the thread running it: a 2048 x 32 panel of B is the 256 KB
+// limit, as large as this thread's whole stack. A caller with a small stack leaves the launch to the workers.
+TEST(Hardening, PackedMatmulOnASmallStackThread) {
+  const int64_t m = 16, k = 2048, n = 64;
+  std::vector<float> a(size_t(m * k)), b(size_t(k * n));
+  for (size_t i = 0; i < a.size(); i++) a[i] = float(int(i % 7) - 3) * 0.25f;
+  for (size_t i = 0; i < b.size(); i++) b[i] = float(int(i % 5) - 2) * 0.5f;
+  on_small_stack([&] {
+    int64_t as[2] = {m, k}, bs[2] = {k, n};
+    H ta(tg_tensor_from_data(a.data(), a.size() * 4, TG_FLOAT32, as, 2, nullptr));
+    H tb(tg_tensor_from_data(b.data(), b.size() * 4, TG_FLOAT32, bs, 2, nullptr));
+    std::vector<float> got = read<float>(H(tg_tensor_matmul(ta, tb)));
+    ASSERT_EQ(got.size(), size_t(m * n));
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double want = 0;  // small multiples of 1/8: every partial sum is exact in float
+        for (int64_t x = 0; x < k; x++) want += double(a[size_t(i * k + x)]) * b[size_t(x * n + j)];
+        ASSERT_EQ(got[size_t(i * n + j)], float(want)) << i << "," << j;
+      }
+  });
+}
 TEST(Hardening, DeepLazyChain1e5MainThread) { EXPECT_EQ(deep_add_chain(100000), 100000.0f); }
 TEST(Hardening, DeepLazyChain1e6MainThread) { EXPECT_EQ(deep_add_chain(1000000), 1000000.0f); }
 TEST(Hardening, DeepLazyChain1e5SmallStackThread) {

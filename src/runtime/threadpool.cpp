@@ -1,5 +1,6 @@
 #include "runtime/threadpool.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -46,13 +47,43 @@ struct Job {
   }
 };
 
+// Kernels may keep up to kPackMaxBytes (a PACK's panels) and their registers' spills on the stack. The workers get
+// 8 MB stacks; a caller whose own stack is small (a musl thread's 128 KB, some runtimes' fibers) leaves the whole launch
+// to them rather than risk overflowing it.
+constexpr size_t kWorkerStack = size_t(8) << 20, kCallerStackMin = size_t(1) << 20;
+bool small_stack() {
+  thread_local const bool small = [] {
+    pthread_attr_t a;
+    size_t sz = 0;
+    void* base = nullptr;
+    if (pthread_getattr_np(pthread_self(), &a) != 0) return false;
+    int ok = pthread_attr_getstack(&a, &base, &sz);
+    pthread_attr_destroy(&a);
+    return ok == 0 && sz < kCallerStackMin;
+  }();
+  return small;
+}
+
 class Pool {
  public:
   explicit Pool(int workers) {
-    for (int i = 0; i < workers; i++) std::thread([this] { work(); }).detach();
+    for (int i = 0; i < workers; i++) {
+      pthread_attr_t a;
+      pthread_t t;
+      pthread_attr_init(&a);
+      pthread_attr_setstacksize(&a, kWorkerStack);
+      pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+      int err = pthread_create(&t, &a, [](void* self) -> void* {
+        static_cast<Pool*>(self)->work();
+        return nullptr;
+      }, this);
+      pthread_attr_destroy(&a);
+      TG_CHECK(err == 0, TG_ERROR_RUNTIME, "can't start a CPU worker thread");
+    }
   }
 
-  void run(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t n, int core_var) {
+  // `caller_takes`: the calling thread runs core ids too (else it only waits: its stack is too small for kernels)
+  void run(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t n, int core_var, bool caller_takes = true) {
     std::lock_guard<std::mutex> one(launch_mu_);
     auto job = std::make_shared<Job>();
     job->entry = entry, job->bufs = bufs, job->vars.assign(vars, vars + nvars), job->n = n, job->core_var = core_var;
@@ -63,7 +94,7 @@ class Pool {
       gen_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
-    job->take();
+    if (caller_takes) job->take();
     while (job->left.load(std::memory_order_acquire) > 0) std::this_thread::yield();
   }
 
@@ -89,6 +120,17 @@ class Pool {
 }  // namespace
 
 void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t threads, int core_var) {
+  static Pool* pool_ = nullptr;  // made on first need: a process that never threads starts no workers
+  static std::once_flag once;
+  auto pool = [] {
+    std::call_once(once, [] { pool_ = new Pool(std::max(1, num_cpu_threads() - 1)); });
+    return pool_;
+  };
+  if (small_stack()) {  // every core id on the workers (a kernel without THREAD is core id 0 of 1)
+    std::vector<int64_t> v(vars, vars + nvars);
+    if (core_var < 0) v.push_back(0), core_var = int(nvars);
+    return pool()->run(entry, bufs, v.data(), v.size(), std::max<int64_t>(threads, 1), core_var, false);
+  }
   if (threads <= 1 || core_var < 0) {
     if (core_var < 0) return entry(bufs, vars);
     int64_t small[16];  // a replayed kernel should not allocate
@@ -98,8 +140,7 @@ void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nv
     v[size_t(core_var)] = 0;
     return entry(bufs, v);
   }
-  static Pool* pool = new Pool(num_cpu_threads() - 1);
-  pool->run(entry, bufs, vars, nvars, threads, core_var);
+  pool()->run(entry, bufs, vars, nvars, threads, core_var);
 }
 
 void CPUProgram::launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const {
