@@ -315,7 +315,8 @@ struct CRenderer {
         std::string nm = "temp" + std::to_string(std::get<int64_t>(u->arg));
         names[u.get()] = nm;
         std::string q = l == Dialect::CUDA ? "__shared__ " : l == Dialect::OpenCL ? "__local " : "";
-        line(q + storage_type(u->dtype.base()) + " " + nm + "[" + std::to_string(u->dtype.size) + "]" + (l == Dialect::C ? " __attribute__((aligned(64)))" : "") + ";");
+        std::string align = l == Dialect::C ? " __attribute__((aligned(64)))" : "";
+        line(q + storage_type(u->dtype.base()) + " " + nm + "[" + std::to_string(u->dtype.size) + "]" + align + ";");
       } else if (u->op == Ops::BARRIER) {
         if (l != Dialect::C) line(l == Dialect::CUDA ? "__syncthreads();" : "barrier(CLK_LOCAL_MEM_FENCE);");
       } else if (u->op == Ops::DEFINE_REG) {

@@ -386,7 +386,8 @@ struct LLRenderer {
         case Ops::DEFINE_LOCAL: {  // a PACK's scratch array: on the stack of the thread running the kernel
           std::string nm = "%local" + id();
           names[u.get()] = nm;
-          allocas += "  " + nm + " = alloca " + mem_ty(u->dtype.base()) + ", i64 " + std::to_string(std::max<int64_t>(u->dtype.size, 1)) + ", align 64\n";
+          std::string n = std::to_string(std::max<int64_t>(u->dtype.size, 1));
+          allocas += "  " + nm + " = alloca " + mem_ty(u->dtype.base()) + ", i64 " + n + ", align 64\n";
           break;
         }
         case Ops::BARRIER: break;  // one thread runs the kernel's body: program order is the order

@@ -368,28 +368,37 @@ void Scheduler::pack(int64_t input) {
   const Target& tg = ren->target();
   opt_check(!tg.has_local, "pack is for CPUs: target " + tg.device + " stages inputs through local memory");
   UOps ins = inputs();
-  opt_check(input >= 0 && size_t(input) < ins.size(), "invalid input " + std::to_string(input) + " for PACK (" + std::to_string(ins.size()) + " loaded)");
+  std::string name = "input " + std::to_string(input);
+  opt_check(input >= 0 && size_t(input) < ins.size(), "invalid " + name + " for PACK (" + std::to_string(ins.size()) + " loaded)");
   const UOpRef& ld = ins[size_t(input)];
-  opt_check(!(std::holds_alternative<int64_t>(ld->tag) && std::get<int64_t>(ld->tag) == kPackTag), "input " + std::to_string(input) + " is already packed");
-  // the panel: the non-output ranges the read uses; the reuse: the output loops nested inside the ones it uses
-  int64_t panel = 1, reuse = 1;
-  std::vector<int64_t> innermost;  // path of the innermost output loop the read uses
-  UOps used = ranges_in(ld->src[0]);
-  for (auto& r : used) {
-    AxisType t = range_kind(r.get());
-    if (t == AxisType::GLOBAL || t == AxisType::THREAD) innermost = std::max(innermost, range_path(r.get()));
-    else {
-      opt_check(r->src[0]->op == Ops::CONST, "pack needs constant sizes");
-      opt_check(t != AxisType::LOCAL && t != AxisType::GROUP_REDUCE, "pack of a work-group's range");
-      panel *= r->src[0]->vmax();
+  opt_check(!(std::holds_alternative<int64_t>(ld->tag) && std::get<int64_t>(ld->tag) == kPackTag), name + " is already packed");
+  // a read's panel: the non-output ranges it uses (their product, in bytes), and the innermost output loop it uses
+  auto panel_of = [&](const UOpRef& l, UOps& used) {
+    std::pair<int64_t, std::vector<int64_t>> p{l->dtype.itemsize(), {}};
+    used = ranges_in(l->src[0]);
+    for (auto& r : used) {
+      AxisType t = range_kind(r.get());
+      if (t == AxisType::GLOBAL || t == AxisType::THREAD) p.second = std::max(p.second, range_path(r.get()));
+      else {
+        opt_check(r->src[0]->op == Ops::CONST, "pack needs constant sizes");
+        opt_check(t != AxisType::LOCAL && t != AxisType::GROUP_REDUCE, "pack of a work-group's range");
+        p.first *= r->src[0]->vmax();
+      }
     }
-  }
+    return p;
+  };
+  UOps used, other;
+  auto [bytes, innermost] = panel_of(ld, used);
+  // the reuse: the output loops nested inside those the read uses
+  int64_t reuse = 1;
   for (auto& r : rngs())
     if (range_kind(r.get()) == AxisType::GLOBAL && std::find(used.begin(), used.end(), r) == used.end() && range_path(r.get()) > innermost)
       reuse *= r->src[0]->vmax();
-  opt_check(reuse > 1, "input " + std::to_string(input) + " is read once per iteration of the output loops: a packed copy would not be reused");
-  int64_t bytes = panel * ld->dtype.itemsize();
-  opt_check(bytes <= kPackMaxBytes, "a panel of " + std::to_string(bytes) + " bytes exceeds the " + std::to_string(kPackMaxBytes) + " a pack may take");
+  opt_check(reuse > 1, name + " is read once per iteration of the output loops: a packed copy would not be reused");
+  for (auto& l : ins)  // the kernel's other packs share the stack
+    if (std::holds_alternative<int64_t>(l->tag) && std::get<int64_t>(l->tag) == kPackTag) bytes += panel_of(l, other).first;
+  opt_check(bytes <= kPackMaxBytes, "panels of " + std::to_string(bytes) + " bytes exceed the " + std::to_string(kPackMaxBytes) +
+                                        " a kernel's packs may take");
   set_ast(ast->substitute({{ld, ld->with_tag(kPackTag)}}));
 }
 
