@@ -64,7 +64,7 @@ class BeamCache {
   }
   std::optional<std::string> lookup(const std::string& key) {
     std::lock_guard<std::mutex> lk(mu_);
-    sqlite3_stmt* st = prepare("SELECT opts FROM beam_search_v1 WHERE key = ?1", key);
+    sqlite3_stmt* st = prepare("SELECT opts FROM beam_search_v2 WHERE key = ?1", key);
     std::optional<std::string> r;
     if (!st) return r;
     int rc = sqlite3_step(st);
@@ -75,7 +75,7 @@ class BeamCache {
   }
   void store(const std::string& key, const std::string& opts) {
     std::lock_guard<std::mutex> lk(mu_);
-    sqlite3_stmt* st = prepare("INSERT OR REPLACE INTO beam_search_v1 (key, opts) VALUES (?1, ?2)", key);
+    sqlite3_stmt* st = prepare("INSERT OR REPLACE INTO beam_search_v2 (key, opts) VALUES (?1, ?2)", key);
     if (!st) return;
     sqlite3_bind_text(st, 2, opts.c_str(), int(opts.size()), SQLITE_TRANSIENT);
     if (sqlite3_step(st) != SQLITE_DONE) disable(sqlite3_errmsg(db_));
@@ -102,9 +102,10 @@ class BeamCache {
     if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK)
       return disable(db_ ? sqlite3_errmsg(db_) : "can't open"), false;
     sqlite3_busy_timeout(db_, 20000);
-    // a file that isn't a database fails here, on its first read
+    // a file that isn't a database fails here, on its first read. v2: the actions gained PACK, so v1 choices (searched
+    // without it) are left behind
     char* msg = nullptr;
-    if (sqlite3_exec(db_, "PRAGMA journal_mode=WAL; CREATE TABLE IF NOT EXISTS beam_search_v1 (key TEXT PRIMARY KEY, opts TEXT NOT NULL)", nullptr,
+    if (sqlite3_exec(db_, "PRAGMA journal_mode=WAL; CREATE TABLE IF NOT EXISTS beam_search_v2 (key TEXT PRIMARY KEY, opts TEXT NOT NULL)", nullptr,
                      nullptr, &msg) != SQLITE_OK) {
       std::string why = msg ? msg : sqlite3_errmsg(db_);
       sqlite3_free(msg);
