@@ -92,6 +92,10 @@ struct Linearizer {
       UOpRef acc;
     };
     std::vector<Item> stack{{top, 0, {}, nullptr, {}}};
+    // a REDUCE's loops close, innermost first, once its body is emitted
+    auto close_chain = [&](const Item& r) {
+      for (size_t i = r.chain.size(); i-- > 0;) close(r.chain[i], i ? r.chain[i - 1] : r.parent);
+    };
     while (!stack.empty()) {
       Item it = std::move(stack.back());
       stack.pop_back();
@@ -112,10 +116,10 @@ struct Linearizer {
           }
           case Ops::REDUCE: {
             Scope* parent = scope_of(n);
+            Scope* inner = parent;
+            std::vector<Scope*> chain;
+            for (size_t i = 1; i < n->src.size(); i++) chain.push_back(inner = new_scope(inner, n->src[i].get()));
             if (n->dtype == dtypes::void_) {  // loops around stores (a PACK's copy): no accumulator
-              Scope* inner = parent;
-              std::vector<Scope*> chain;
-              for (size_t i = 1; i < n->src.size(); i++) chain.push_back(inner = new_scope(inner, n->src[i].get()));
               stack.push_back({n, 1, std::move(chain), parent, {}});
               stack.push_back({n->src[0].get(), 0, {}, nullptr, {}});
               continue;
@@ -130,9 +134,6 @@ struct Linearizer {
             }
             UOpRef acc = accs[0];
             if (split) lp.reduce_lanes[n->ref()] = accs;
-            Scope* inner = parent;
-            std::vector<Scope*> chain;
-            for (size_t i = 1; i < n->src.size(); i++) chain.push_back(inner = new_scope(inner, n->src[i].get()));
             stack.push_back({n, 1, std::move(chain), parent, acc});
             if (split) {  // the lanes of the value, not the vector (a target without vectors can't hold it)
               for (int64_t l = n->dtype.count; l-- > 0;) {
@@ -149,7 +150,7 @@ struct Linearizer {
         }
       }
       if (n->op == Ops::REDUCE && n->dtype == dtypes::void_) {
-        for (size_t i = it.chain.size(); i-- > 0;) close(it.chain[i], i ? it.chain[i - 1] : it.parent);
+        close_chain(it);
       } else if (n->op == Ops::REDUCE) {
         Ops rop = Ops(std::get<int64_t>(n->arg));
         Scope* inner = it.chain.empty() ? it.parent : it.chain.back();
@@ -159,13 +160,13 @@ struct Linearizer {
             UOpRef v = lane_of(n->src[0], int64_t(l));
             push(inner, UOp::make(Ops::STORE, dtypes::void_, {a, UOp::make(Ops::LOAD, v->dtype, {a})->alu(rop, {done.at(v.get())})}));
           }
-          for (size_t i = it.chain.size(); i-- > 0;) close(it.chain[i], i ? it.chain[i - 1] : it.parent);
+          close_chain(it);
           done[n] = out;
           continue;
         }
         UOpRef cur = UOp::make(Ops::LOAD, n->dtype, {it.acc});
         push(inner, UOp::make(Ops::STORE, dtypes::void_, {it.acc, cur->alu(rop, {done.at(n->src[0].get())})}));
-        for (size_t i = it.chain.size(); i-- > 0;) close(it.chain[i], i ? it.chain[i - 1] : it.parent);
+        close_chain(it);
         out = cur;
         lp.reduce_acc[n->ref()] = it.acc;
       } else if (n->op != Ops::INDEX && n->op != Ops::GROUP) {  // a GROUP only collects stores

@@ -120,11 +120,9 @@ class Pool {
 }  // namespace
 
 void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t threads, int core_var) {
-  static Pool* pool_ = nullptr;  // made on first need: a process that never threads starts no workers
-  static std::once_flag once;
-  auto pool = [] {
-    std::call_once(once, [] { pool_ = new Pool(std::max(1, num_cpu_threads() - 1)); });
-    return pool_;
+  auto pool = [] {  // made on first need: a process that never threads starts no workers
+    static Pool* p = new Pool(std::max(1, num_cpu_threads() - 1));
+    return p;
   };
   if (small_stack()) {  // every core id on the workers (a kernel without THREAD is core id 0 of 1)
     std::vector<int64_t> v(vars, vars + nvars);

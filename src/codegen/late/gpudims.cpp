@@ -56,6 +56,13 @@ void assign(const UOps& rngs, const std::array<int64_t, 3>& max, const char* pre
 }
 }  // namespace
 
+std::pair<UOpRef, int64_t> row_major(const UOps& rngs) {
+  UOpRef at = UOp::const_int(dtypes::index, 0);
+  int64_t n = 1;
+  for (auto& r : rngs) at = at->alu(Ops::MUL, {r->src[0]})->alu(Ops::ADD, {r}), n *= r->src[0]->vmax();
+  return {at->simplify(), n};
+}
+
 // GROUP/GROUPTOP: a reduce split across a work-group. Each work-item reduces its share (the reduce's other ranges), puts
 // the partial result in local memory at its slot (one per work-item and output lane: the kernel's LOCAL and UPCAST
 // ranges and the group's), waits at
@@ -75,12 +82,9 @@ UOpRef lower_group_reduces(const UOpRef& ast) {
     if (group.empty()) continue;
     // the slot of a work-item: its LOCAL ids and group ids, as one index; `with` the group ranges replaced
     auto slot = [&](const UOps& grp) {
-      UOpRef idx = UOp::const_int(dtypes::index, 0);
-      int64_t n = 1;
       UOps all = locals;
       all.insert(all.end(), grp.begin(), grp.end());
-      for (auto& x : all) idx = idx->alu(Ops::MUL, {x->src[0]})->alu(Ops::ADD, {x}), n *= x->src[0]->vmax();
-      return std::make_pair(idx->simplify(), n);
+      return row_major(all);
     };
     auto [at, n] = slot(group);
     UOpRef partial = other.empty() ? r->src[0] : UOp::make(Ops::REDUCE, r->dtype, [&] {

@@ -14,7 +14,7 @@ UOpRef lower_packs(const UOpRef& ast) {
   UOpMap<UOpRef> subs;
   int64_t id = 1000;  // apart from the group reduces' arrays (0, 1, ...)
   for (auto& ld : ast->toposort()) {
-    if (ld->op != Ops::LOAD || !std::holds_alternative<int64_t>(ld->tag) || std::get<int64_t>(ld->tag) != kPackTag) continue;
+    if (ld->op != Ops::LOAD || !is_packed(ld)) continue;
     const UOpRef& idx = ld->src[0];
     auto lane = [](const UOpRef& r) { return range_kind(r.get()) == AxisType::UPCAST || range_kind(r.get()) == AxisType::UNROLL; };
     UOps panel;
@@ -33,16 +33,10 @@ UOpRef lower_packs(const UOpRef& ast) {
       fresh[r] = c, copy_rngs.push_back(c);
       if (!lane(r)) loops.push_back(c);
     }
-    auto slot = [](const UOps& rs) {
-      UOpRef at = UOp::const_int(dtypes::index, 0);
-      int64_t n = 1;
-      for (auto& r : rs) at = at->alu(Ops::MUL, {r->src[0]})->alu(Ops::ADD, {r}), n *= r->src[0]->vmax();
-      return std::make_pair(at->simplify(), n);
-    };
-    auto [at, n] = slot(panel);
+    auto [at, n] = row_major(panel);
     UOpRef buf = UOp::make(Ops::DEFINE_LOCAL, ld->dtype.ptr_to(n, AddrSpace::Local), {}, id++);
     UOpRef read = UOp::make(Ops::LOAD, ld->dtype, {idx->substitute(fresh)});
-    UOpRef copy = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, buf->dtype, {buf, slot(copy_rngs).first}), read});
+    UOpRef copy = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, buf->dtype, {buf, row_major(copy_rngs).first}), read});
     if (!loops.empty()) {
       UOps s{copy};
       s.insert(s.end(), loops.begin(), loops.end());

@@ -207,8 +207,10 @@ void hand_coded_optimizations(Scheduler& k) {
       // rows 4 KB apart (a new page at every step of k, past any prefetcher), a convolution's image window was one
       // unaligned, masked load per tap; packed, every step reads one aligned contiguous run
       if (lanes_r && getenv_int("TG_PACK", 1))
-        for (size_t i = 0; i < k.inputs().size(); i++) {
-          UOpRef ld = k.inputs()[i];
+        for (size_t i = 0;; i++) {
+          UOps ins = k.inputs();  // again after each PACK: it rewrites the AST
+          if (i >= ins.size()) break;
+          const UOpRef& ld = ins[i];
           bool in_loop = false;  // read inside the reduce loop (a bias read once per tile gains nothing)
           for (int ax : k.axes_of({AxisType::REDUCE})) in_loop |= depends_on(ld->src[0], k.rngs()[size_t(ax)]);
           if (in_loop && stride_in(index_of(ld->src[0]), lanes_r) == 1) attempt(Opt{OptOps::PACK, int64_t(i), 0});

@@ -371,7 +371,7 @@ void Scheduler::pack(int64_t input) {
   std::string name = "input " + std::to_string(input);
   opt_check(input >= 0 && size_t(input) < ins.size(), "invalid " + name + " for PACK (" + std::to_string(ins.size()) + " loaded)");
   const UOpRef& ld = ins[size_t(input)];
-  opt_check(!(std::holds_alternative<int64_t>(ld->tag) && std::get<int64_t>(ld->tag) == kPackTag), name + " is already packed");
+  opt_check(!is_packed(ld), name + " is already packed");
   // a read's panel: the non-output ranges it uses (their product, in bytes), and the innermost output loop it uses
   auto panel_of = [&](const UOpRef& l, UOps& used) {
     std::pair<int64_t, std::vector<int64_t>> p{l->dtype.itemsize(), {}};
@@ -396,7 +396,7 @@ void Scheduler::pack(int64_t input) {
       reuse *= r->src[0]->vmax();
   opt_check(reuse > 1, name + " is read once per iteration of the output loops: a packed copy would not be reused");
   for (auto& l : ins)  // the kernel's other packs share the stack
-    if (std::holds_alternative<int64_t>(l->tag) && std::get<int64_t>(l->tag) == kPackTag) bytes += panel_of(l, other).first;
+    if (is_packed(l)) bytes += panel_of(l, other).first;
   opt_check(bytes <= kPackMaxBytes, "panels of " + std::to_string(bytes) + " bytes exceed the " + std::to_string(kPackMaxBytes) +
                                         " a kernel's packs may take");
   set_ast(ast->substitute({{ld, ld->with_tag(kPackTag)}}));

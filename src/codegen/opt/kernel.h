@@ -48,6 +48,7 @@ class Scheduler {
 
 // PACK marks a LOAD with this tag; lower_packs (codegen/late) copies what it reads into a scratch array
 inline constexpr int64_t kPackTag = 1;
+inline bool is_packed(const UOpRef& load) { return std::holds_alternative<int64_t>(load->tag) && std::get<int64_t>(load->tag) == kPackTag; }
 // a panel lives on the stack of the thread running the kernel (8 MB on Linux)
 inline constexpr int64_t kPackMaxBytes = 256 << 10;
 
