@@ -88,6 +88,7 @@ TEST(Gpu, LaunchGridCoversTheOutput) {
     int64_t upcast = 1, group = 1;  // a grouped reduce's work-group shares each output
     for (auto& o : p.opts) {
       if (o.op == OptOps::UPCAST) upcast *= o.arg;
+      if (o.op == OptOps::TC) upcast *= t.tensor_cores[0].elements[2];  // each lane of a warp holds that many of D
       if (o.op == OptOps::GROUP || o.op == OptOps::GROUPTOP) group *= o.arg;
     }
     EXPECT_EQ(grid * upcast, out * group) << p.name << " " << opts_str(p.opts);
@@ -157,6 +158,101 @@ TEST(Gpu, GroupedReducesMatchThePlainKernel) {
         out->copyout(got.data(), got.size() * sizeof(float));
         for (size_t i = 0; i < w.size(); i++) EXPECT_NEAR(got[i], w[i], 1e-3f * (1 + std::fabs(w[i]))) << opts_str(opts) << " at " << i;
       }
+  }
+}
+}  // namespace
+}  // namespace tg
+
+namespace tg {
+namespace {
+// Tensor cores without an NVIDIA GPU: the CL device with CUDA's tensor cores, whose WMMA the OpenCL renderer computes
+// across each warp's work-items in mma.sync's fragment layout (EMULATE=CUDA). A wrong swizzle puts products in the
+// wrong places, so every element of the result is checked against a float64 matmul of the same 16-bit inputs.
+struct TcCase {
+  Shape a, b;
+  DType dt;
+};
+std::vector<float> host_values(const Tensor& t) {
+  Tensor f = t.cast(dtypes::float32).contiguous();
+  std::vector<float> v(size_t(f.numel()));
+  f.to_data(v.data(), v.size() * sizeof(float));
+  return v;
+}
+
+TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
+  try {
+    get_device("CL");
+  } catch (const Error& e) {
+    GTEST_SKIP() << e.what();
+  }
+  Target t = get_device("CL").renderer().target();
+  t.tensor_cores = cuda_tensor_cores(8, 0);
+  CStyleRenderer ren(t, Dialect::OpenCL);
+  std::vector<TcCase> cases{{{32, 64}, {64, 16}, dtypes::float16},  {{48, 32}, {32, 24}, dtypes::bfloat16}, {{2, 16, 48}, {2, 48, 8}, dtypes::float16},
+                            {{20, 40}, {40, 12}, dtypes::float16},  {{64, 128}, {128, 32}, dtypes::float16}};
+  using O = std::vector<Opt>;
+  auto tc = [](int64_t level) { return Opt{OptOps::TC, 0, 0, {-1, level, 1}}; };
+  for (auto& c : cases) {
+    Tensor x = test::randt(c.a, 21).cast(c.dt), w = test::randt(c.b, 22).cast(c.dt);
+    std::vector<float> xv = host_values(x), wv = host_values(w);
+    int64_t K = c.a.back(), M = c.a[c.a.size() - 2], N = c.b.back(), B = c.a.size() == 3 ? c.a[0] : 1;
+    std::vector<double> want(size_t(B * M * N));
+    for (int64_t bi = 0; bi < B; bi++)
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+          double s = 0;
+          for (int64_t k = 0; k < K; k++) s += double(xv[size_t((bi * M + i) * K + k)]) * double(wv[size_t((bi * K + k) * N + j)]);
+          want[size_t((bi * M + i) * N + j)] = s;
+        }
+    bool padded = M % 16 || N % 8 || K % 16;
+    std::vector<std::pair<std::string, O>> lists{{"TC", O{tc(padded ? 2 : 0)}}, {"heuristics", O{}}};
+    if (M % 64 == 0 && N % 32 == 0)  // the two output axes are 0 and 1 (then the warp)
+      lists.push_back({"TC+upcasts+local", O{tc(0), Opt{OptOps::UPCAST, 0, 2}, Opt{OptOps::UPCAST, 1, 2}, Opt{OptOps::LOCAL, 1, 2}}});
+    for (auto& [what, opts] : lists) {
+      if (padded && what == "heuristics") continue;  // the heuristics don't pad for tensor cores (TC_OPT=0)
+      Normalized n = normalize({x.to("CL").matmul(w.to("CL")).cast(dtypes::float32).uop()});
+      auto sched = create_schedule(n.sink, n.specs);
+      ASSERT_EQ(sched->kernels.size(), 1u);
+      auto& k = *sched->kernels[0];
+      std::shared_ptr<CompiledKernel> prg;
+      try {
+        prg = compile_spec(get_program(k.ast, k.name, ren, what == "heuristics" ? nullptr : &opts), get_device("CL"));
+      } catch (const Error& e) {
+        ADD_FAILURE() << shape_str(c.a) << " " << what << ": " << e.what();
+        continue;
+      }
+      EXPECT_NE(prg->src.find("tg_wmma_8_16_16_" + std::string(c.dt.name()) + "_float32("), std::string::npos) << what << "\n" << prg->src;
+      std::vector<std::shared_ptr<Buffer>> bufs;
+      for (size_t i = 0; i < sched->slots.size(); i++)
+        bufs.push_back(i < n.inputs.size() ? buffer_of(n.inputs[i].get()) : std::make_shared<Buffer>("CL", sched->slots[i].first, sched->slots[i].second));
+      std::vector<void*> ptrs;
+      for (int sl : k.slots) ptrs.push_back(bufs[size_t(sl)]->ptr());
+      run_kernel(*prg, ptrs.data());
+      std::vector<float> got(want.size());
+      bufs[size_t(k.slots[0])]->copyout(got.data(), got.size() * sizeof(float));
+      // the result is rounded to the 16-bit dtype: half an ulp of it, plus float32 sums
+      double ulp = c.dt == dtypes::float16 ? 1.0 / 1024 : 1.0 / 128;
+      for (size_t i = 0; i < want.size(); i++)
+        ASSERT_NEAR(got[i], want[i], ulp * std::fabs(want[i]) + 1e-4) << shape_str(c.a) << " " << what << " at " << i << "\n" << prg->src;
+    }
+  }
+}
+
+// The CUDA source of tensor core kernels compiles to PTX with mma.sync (the GPU itself is tested where one is present).
+TEST(Gpu, TensorCoreKernelsCompileToMmaSync) {
+  if (nvrtc_version().empty()) GTEST_SKIP() << "no NVRTC on this machine (the CUDA toolkit is not installed)";
+  CStyleRenderer ren(cuda_target("CUDA", 8, 0), Dialect::CUDA);
+  for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
+    Tensor x = test::randt({64, 128}, 1).cast(dt), w = test::randt({128, 64}, 2).cast(dt);
+    test::Case c(x.matmul(w));
+    auto& k = *c.sched->kernels.back();
+    ProgramSpec p = get_program(k.ast, k.name, ren, nullptr);
+    ASSERT_FALSE(p.opts.empty());
+    EXPECT_EQ(p.opts[0].op, OptOps::TC) << opts_str(p.opts);
+    std::string ptx = nvrtc_compile(p.name, p.src, "compute_80");
+    EXPECT_NE(ptx.find(dt == dtypes::float16 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+              std::string::npos)
+        << p.src;
   }
 }
 }  // namespace

@@ -79,6 +79,29 @@ struct Linearizer {
   void push(Scope* s, const UOpRef& u) {
     s->body.push_back(u);
     if (GroupOp::alu(u->op) && u->dtype != dtypes::index) lp.ops += s->trip * uint64_t(u->dtype.count);
+    if (u->op == Ops::WMMA) {  // a lane's share of the warp's 2*N*M*K
+      auto& g = u->arg_ints();
+      lp.ops += s->trip * uint64_t(2 * g[0] * g[1] * g[2] / std::max<int64_t>(g[3], 1));
+    }
+  }
+
+  // A sum of WMMAs accumulates in the instruction: the lanes of a REDUCE's value that are a WMMA's whole result (with
+  // a zero C) become WMMA(a, b, the accumulators) instead of accumulators + WMMA(a, b, 0). Lane -> (WMMA, element).
+  static std::vector<std::pair<UOpRef, int64_t>> wmma_lanes(const UOp* r) {
+    std::vector<std::pair<UOpRef, int64_t>> out(size_t(r->dtype.count));
+    if (Ops(std::get<int64_t>(r->arg)) != Ops::ADD) return out;
+    std::unordered_map<const UOp*, int64_t> seen;
+    for (int64_t l = 0; l < r->dtype.count; l++) {
+      UOpRef v = lane_of(r->src[0], l);
+      if (v->op != Ops::GEP || v->src[0]->op != Ops::WMMA) continue;
+      const UOpRef& w = v->src[0];
+      bool zero = true;
+      for (int64_t i = 0; i < w->src[2]->dtype.count; i++) zero &= lane_of(w->src[2], i)->is_const(0);
+      if (zero) out[size_t(l)] = {w, v->arg_ints()[0]}, seen[w.get()] |= int64_t(1) << v->arg_ints()[0];
+    }
+    for (auto& [w, e] : out)  // only whole results
+      if (w && seen[w.get()] != (int64_t(1) << w->dtype.count) - 1) w = nullptr;
+    return out;
   }
 
   // Emits a node after its sources, depth first, with an explicit stack. A REDUCE opens its accumulator and loops
@@ -136,7 +159,12 @@ struct Linearizer {
             if (split) lp.reduce_lanes[n->ref()] = accs;
             stack.push_back({n, 1, std::move(chain), parent, acc});
             if (split) {  // the lanes of the value, not the vector (a target without vectors can't hold it)
+              auto wl = wmma_lanes(n);
               for (int64_t l = n->dtype.count; l-- > 0;) {
+                if (const UOpRef& w = wl[size_t(l)].first) {  // the WMMA's operands; it is placed with the accumulators
+                  for (int i : {1, 0}) stack.push_back({w->src[size_t(i)].get(), 0, {}, nullptr, {}});
+                  continue;
+                }
                 keep.push_back(lane_of(n->src[0], l));
                 stack.push_back({keep.back().get(), 0, {}, nullptr, {}});
               }
@@ -155,7 +183,24 @@ struct Linearizer {
         Ops rop = Ops(std::get<int64_t>(n->arg));
         Scope* inner = it.chain.empty() ? it.parent : it.chain.back();
         if (auto lanes = lp.reduce_lanes.find(n->ref()); lanes != lp.reduce_lanes.end()) {
+          auto wl = wmma_lanes(n);
+          std::vector<const UOp*> placed;
           for (size_t l = 0; l < lanes->second.size(); l++) {
+            const UOpRef& w = wl[l].first;
+            if (!w) continue;
+            if (std::find(placed.begin(), placed.end(), w.get()) != placed.end()) continue;
+            placed.push_back(w.get());
+            UOps c(size_t(w->dtype.count)), at(c.size());
+            for (size_t k = 0; k < wl.size(); k++)
+              if (wl[k].first == w) at[size_t(wl[k].second)] = lanes->second[k];
+            for (size_t i = 0; i < c.size(); i++) c[i] = UOp::make(Ops::LOAD, w->dtype.scalar_of(), {at[i]});
+            UOpRef acc = UOp::make(Ops::WMMA, w->dtype, {w->src[0], w->src[1], UOp::make(Ops::VECTORIZE, w->dtype, c)}, w->arg);
+            push(inner, acc);
+            keep.push_back(acc);
+            for (size_t i = 0; i < c.size(); i++) push(inner, UOp::make(Ops::STORE, dtypes::void_, {at[i], lane_of(acc, int64_t(i))}));
+          }
+          for (size_t l = 0; l < lanes->second.size(); l++) {
+            if (wl[l].first) continue;
             const UOpRef& a = lanes->second[l];
             UOpRef v = lane_of(n->src[0], int64_t(l));
             push(inner, UOp::make(Ops::STORE, dtypes::void_, {a, UOp::make(Ops::LOAD, v->dtype, {a})->alu(rop, {done.at(v.get())})}));

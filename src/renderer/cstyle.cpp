@@ -1,5 +1,7 @@
 #include "renderer/cstyle.h"
 
+#include "codegen/late/late.h"
+
 #include <cmath>
 #include <map>
 #include <unordered_map>
@@ -132,6 +134,78 @@ static std::string literal(DType d, double v, Dialect l = Dialect::C) {
 // OpenCL's math functions are overloaded; C and CUDA name the float ones with an f
 static std::string fn(DType d, const char* name, Dialect l) { return std::string(name) + (d.scalar == Scalar::Float64 || l == Dialect::OpenCL ? "" : "f"); }
 
+// WMMA: a function per tensor core shape and dtypes, d[] = A * B + C over a warp. CUDA issues mma.sync (operands packed
+// two 16-bit values per register, the lower element in the lower half); OpenCL (EMULATE=CUDA) has the warp's work-items
+// write their fragments to local memory in mma.sync's layout, each then computing its own elements of D.
+static std::string wmma_fn(const UOp* u) {
+  auto& g = u->arg_ints();
+  return strformat("tg_wmma_%lld_%lld_%lld_", (long long)g[0], (long long)g[1], (long long)g[2]) + std::string(u->src[0]->dtype.scalar_of().name()) +
+         "_" + std::string(u->dtype.scalar_of().name());
+}
+static constexpr int kWmmaScratch = 16 * 16 + 16 * 8;  // floats per warp in the emulation: A (16x16), B (16x8)
+static std::string wmma_helper(const UOp* u, Dialect l) {
+  auto& g = u->arg_ints();
+  DType in = u->src[0]->dtype.scalar_of(), out = u->dtype.scalar_of();
+  int na = u->src[0]->dtype.count, nb = u->src[1]->dtype.count, nc = u->dtype.count;
+  TG_CHECK(g[0] == 8 && g[1] == 16 && g[2] == 16 && na == 8 && nb == 4 && nc == 4, TG_ERROR_UNSUPPORTED,
+           "C renderer: no WMMA for tensor core " + wmma_fn(u) + " (m16n8k16 only)");
+  TG_CHECK(l != Dialect::C, TG_ERROR_UNSUPPORTED, "C renderer: WMMA on a CPU target");
+  std::string sig = "TG_FN void " + wmma_fn(u) + "(float* d";
+  for (auto [p, n] : {std::pair{'a', na}, std::pair{'b', nb}, std::pair{'c', nc}})
+    for (int i = 0; i < n; i++) sig += strformat(", float %c%d", p, i);
+  if (l == Dialect::OpenCL) {
+    static const char* body = R"( {
+  float a[8] = {a0, a1, a2, a3, a4, a5, a6, a7}, b[4] = {b0, b1, b2, b3}, c[4] = {c0, c1, c2, c3};
+  int g = lane >> 2, t = lane & 3;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int e = 0; e < 8; e++) s[(g + 8 * ((e >> 1) & 1)) * 16 + 2 * t + (e & 1) + 8 * (e >> 2)] = a[e];
+  for (int e = 0; e < 4; e++) s[256 + (2 * t + (e & 1) + 8 * (e >> 1)) * 8 + g] = b[e];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int e = 0; e < 4; e++) {
+    int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
+    float acc = c[e];
+    for (int k = 0; k < 16; k++) acc += s[row * 16 + k] * s[256 + k * 8 + col];
+    d[e] = TG_WMMA_OUT(acc);
+  }
+}
+)";
+    std::string round = out.scalar == Scalar::Float16 ? "tg_hround" : "";
+    std::string fn = body;
+    fn.replace(fn.find("TG_WMMA_OUT"), 11, round);
+    return sig + ", __local float* s, int lane)" + fn;
+  }
+  const char* cvt = in.scalar == Scalar::BFloat16 ? "tg_f2bf" : "tg_f2h";
+  auto pk = [&](char p, int i, const char* f) { return strformat("(uint32_t)%s(%c%d) | (uint32_t)%s(%c%d) << 16", f, p, i, f, p, i + 1); };
+  std::string b = sig + ") {\n  uint32_t ra[4] = {";
+  for (int i = 0; i < 4; i++) b += (i ? ", " : "") + pk('a', 2 * i, cvt);
+  b += "}, rb[2] = {" + pk('b', 0, cvt) + ", " + pk('b', 2, cvt) + "};\n";
+  bool f32 = out.scalar == Scalar::Float32;
+  int ncr = f32 ? 4 : 2;  // C/D registers
+  const char* ti = in.scalar == Scalar::BFloat16 ? "bf16" : "f16";
+  const char* to = f32 ? "f32" : "f16";
+  auto regs = [](int from, int n) {
+    std::string r = "{";
+    for (int i = 0; i < n; i++) r += strformat("%s%%%d", i ? "," : "", from + i);
+    return r + "}";
+  };
+  std::string ptx = strformat("mma.sync.aligned.m16n8k16.row.col.%s.%s.%s.%s ", to, ti, ti, to) + regs(0, ncr) + ", " + regs(ncr, 4) + ", " +
+                    regs(ncr + 4, 2) + ", " + regs(0, ncr) + ";";
+  std::string outs, ins;
+  if (f32) {
+    b += "  d[0] = c0, d[1] = c1, d[2] = c2, d[3] = c3;\n";
+    for (int i = 0; i < 4; i++) outs += strformat("%s\"+f\"(d[%d])", i ? ", " : "", i);
+  } else {
+    b += "  uint32_t rc[2] = {" + pk('c', 0, "tg_f2h") + ", " + pk('c', 2, "tg_f2h") + "};\n";
+    outs = "\"+r\"(rc[0]), \"+r\"(rc[1])";
+  }
+  for (int i = 0; i < 4; i++) ins += strformat("%s\"r\"(ra[%d])", i ? ", " : "", i);
+  ins += ", \"r\"(rb[0]), \"r\"(rb[1])";
+  b += "  asm(\"" + ptx + "\" : " + outs + " : " + ins + ");\n";
+  if (!f32)
+    for (int i = 0; i < 4; i++) b += strformat("  d[%d] = tg_h2f((uint16_t)(rc[%d] >> %d));\n", i, i / 2, 16 * (i % 2));
+  return b + "}\n";
+}
+
 // vectors are GCC/clang vector extensions; the devectorizer leaves only these types and ops as vectors
 static bool c_vector_scalar(DType d) { return !is16(d) && !dtypes::is_bool(d) && d.scalar != Scalar::Void; }
 
@@ -148,7 +222,7 @@ struct CRenderer {
   std::string i64() const { return ctype(dtypes::int64); }
   std::string u64() const { return ctype(dtypes::uint64); }
   std::unordered_map<const UOp*, std::string> names;
-  std::map<std::string, std::string> typedefs;
+  std::map<std::string, std::string> typedefs, helpers;
   std::string out;
   std::string type(DType d) {
     if (d.count == 1) return d == dtypes::index ? i64() : ctype(d);
@@ -332,20 +406,39 @@ struct CRenderer {
                                        : index(idx) + " = " + to_storage(d, r(u->src[1])) + ";";
           line(idx->src.size() > 2 ? "if (" + r(idx->src[2]) + ") " + st : st);  // a padded axis writes only where valid
         }
+      } else if (u->op == Ops::VECTORIZE && l != Dialect::C) {
+        continue;  // GPUs hold no vectors: only a WMMA takes one, lane by lane
+      } else if (u->op == Ops::WMMA) {
+        std::string nm = "wmma" + std::to_string(counter++), call = wmma_fn(u.get()) + "(" + nm;
+        names[u.get()] = nm;
+        helpers.emplace(wmma_fn(u.get()), wmma_helper(u.get(), l));
+        line(ctype(u->dtype.scalar_of()) + " " + nm + "[" + std::to_string(u->dtype.count) + "];");
+        for (size_t i = 0; i < 3; i++)
+          for (int64_t j = 0; j < u->src[i]->dtype.count; j++) call += ", " + r(lane_of(u->src[i], j));
+        if (l == Dialect::OpenCL) call += strformat(", tg_wmma_s + tg_lid / 32 * %d, tg_lid %% 32", kWmmaScratch);
+        line(call + ");");
       } else {
         std::string nm = (u->op == Ops::LOAD ? "val" : "alu") + std::to_string(counter++);
         line(value_type(u) + " " + nm + " = " + expr(u) + ";");
         names[u.get()] = nm;
       }
     }
-    std::string body = std::move(out), defs;
+    std::string body = std::move(out), defs, fns;
     for (auto& [k, v] : typedefs) defs += v + "\n";
-    if (l == Dialect::CUDA) return std::string(kCudaHead) + kHalf + kCudaHalf + kBFloat + "extern \"C\" __global__ void " + lp.name + "(" + params + ") {\n" + body + "}\n";
+    for (auto& [k, v] : helpers) fns += v;
+    if (l == Dialect::OpenCL && !helpers.empty()) {  // the emulated warps' scratch and each work-item's place in the work-group
+      int64_t items = 1;
+      for (auto& u : lp.uops)
+        if (u->op == Ops::SPECIAL && std::get<std::string>(u->arg)[0] == 'l') items *= u->src[0]->vmax();
+      body = strformat("  __local float tg_wmma_s[%lld];\n", (long long)((items + 31) / 32 * kWmmaScratch)) +
+             "  int tg_lid = get_local_id(0) + get_local_size(0) * (get_local_id(1) + get_local_size(1) * get_local_id(2));\n" + body;
+    }
+    if (l == Dialect::CUDA) return std::string(kCudaHead) + kHalf + kCudaHalf + kBFloat + fns + "extern \"C\" __global__ void " + lp.name + "(" + params + ") {\n" + body + "}\n";
     if (l == Dialect::OpenCL) {
       bool fp64 = false;
       for (auto& u : lp.uops) fp64 |= u->dtype.scalar == Scalar::Float64;
       for (auto& g : lp.globals) fp64 |= g->dtype.base().scalar == Scalar::Float64;
-      return std::string(fp64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + kCLHead + kHalf + kSoftHalf + kBFloat + "__kernel void " + lp.name + "(" + params +
+      return std::string(fp64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + kCLHead + kHalf + kSoftHalf + kBFloat + fns + "__kernel void " + lp.name + "(" + params +
              ") {\n" + body + "}\n";
     }
     return std::string(kCHead) + kHalf + kSoftHalf + kBFloat + defs + "void " + lp.name + "(" + params + ") {\n" + body + "}\n" +

@@ -8,11 +8,30 @@
 
 namespace tg {
 
-struct TensorCore {  // D(M,N) = A(M,K) * B(K,N) + C(M,N) across `threads` lanes
+// A tensor core (tinygrad's tc.py): D(M,N) = A(M,K) * B(K,N) + C(M,N), one instruction across a warp of `threads` lanes,
+// each lane holding `elements` of A, of B and of C/D. `opts` splits N ("x0") and M ("x1") into size-2 pieces in order:
+// "l" makes the piece a bit of the lane id, "u" a bit of a lane's element number; K splits into log2(K) unrolled pieces
+// r0, r1, ... . `swizzle` tells, for A and for B, which piece each place (l0.., u0.., r0..) reads, so that the elements
+// a lane holds are the ones the hardware's fragment layout gives it.
+struct TensorCore {
   std::array<int64_t, 3> dims;  // N, M, K
   int64_t threads;
+  std::array<int64_t, 3> elements;  // per lane: of A, of B, of C/D
   DType dtype_in, dtype_out;
+  std::vector<std::string> opts;
+  std::array<std::array<std::vector<std::string>, 3>, 2> swizzle;  // for A, B: (local, upcast, reduce) places
+
+  std::string name() const;  // WMMA_8_16_16_half_float
+  int64_t reduce_pieces() const;  // log2(K)
+  // the pieces in the order the TC action makes them: "u0", "l0", "l1", ... (opts), then "r0", "r1", ...
+  std::vector<std::string> base_shape_str() const;
+  // for A and B: where each piece of base_shape_str goes
+  std::array<std::vector<size_t>, 2> permutes() const;
+  // the pieces that number a lane's elements, most significant first: A, B and C/D take the first log2(elements) of them
+  std::vector<std::string> upcast_pieces() const;
 };
+// NVIDIA's mma.sync shapes this project renders (m16n8k16: half or bfloat16 in, float or half out), by compute capability
+std::vector<TensorCore> cuda_tensor_cores(int major, int minor);
 
 struct Target {
   std::string device;
@@ -22,6 +41,8 @@ struct Target {
   int64_t local_threads_max = 0;  // work-items in one work-group (GPUs)
   int warp_size = 1;              // work-items that execute together (32 on NVIDIA)
   int vector_bytes = 16;  // the widest vector register: loads, stores and ALU vectors are sized to it
+  // OpenCL has none of its own: with EMULATE=CUDA it takes CUDA's, computed by each warp's work-items together
+  // through local memory in mma.sync's layout, so the tensor core lowering runs on any OpenCL device
   std::vector<TensorCore> tensor_cores;
 };
 

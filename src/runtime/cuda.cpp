@@ -205,7 +205,7 @@ Target cuda_target(const std::string& device, int major, int minor) {
   t.local_threads_max = 1024;
   t.shared_max = 48 << 10;
   t.warp_size = 32;
-  (void)major, (void)minor;
+  t.tensor_cores = cuda_tensor_cores(major, minor);
   return t;
 }
 

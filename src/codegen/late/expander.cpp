@@ -148,6 +148,69 @@ struct Expander {
     return wrap(acc, out);
   }
 
+  // WMMA(a, b, c, element ranges of A, of B, of C/D): each operand becomes the vector of its element ranges' lanes (most
+  // significant first), one WMMA per lane of the other axes its operands use; the result's lanes are its elements
+  UOpRef expand_wmma(const UOp* n) const {
+    auto& g = n->arg_ints();
+    if (g.size() != 7) return {};  // already expanded
+    std::array<std::vector<int64_t>, 3> el;
+    size_t at = 3;
+    for (size_t i = 0; i < 3; i++)
+      for (int64_t j = 0; j < g[4 + i]; j++, at++) {
+        const UOpRef& r = n->src[at];
+        TG_CHECK(r->op == Ops::UNROLL && r->arg_ints().size() == 1, TG_ERROR_INTERNAL, "expander: a WMMA's element range is not an upcast axis");
+        el[i].push_back(r->arg_ints()[0]);
+      }
+    auto has = [](const std::vector<int64_t>& v, int64_t a) { return std::find(v.begin(), v.end(), a) != v.end(); };
+    std::vector<int64_t> outer;  // the other axes: one WMMA per lane of them
+    for (auto a : axes_union({n->src[0], n->src[1], n->src[2]}))
+      if (!has(el[0], a) && !has(el[1], a) && !has(el[2], a)) outer.push_back(a);
+    for (size_t i = 0; i < 3; i++)
+      for (auto a : axes_union({n->src[i]}))
+        TG_CHECK(has(el[i], a) || has(outer, a), TG_ERROR_INTERNAL, "expander: a WMMA operand varies along another operand's element axis");
+    auto sorted_union = [](std::vector<int64_t> a, const std::vector<int64_t>& b) {
+      a.insert(a.end(), b.begin(), b.end());
+      std::sort(a.begin(), a.end());
+      return a;
+    };
+    // lane of a vector over `axes` (sorted) for digits given by axis
+    auto lane_at = [&](const std::vector<int64_t>& axes, const std::vector<int64_t>& digit) {
+      int64_t l = 0;
+      for (auto a : axes) l = l * sizes[size_t(a)] + digit[size_t(a)];
+      return l;
+    };
+    // every assignment of digits to `axes`, the first most significant
+    auto each = [&](const std::vector<int64_t>& axes, std::vector<int64_t>& digit, auto&& f) {
+      for (int64_t l = 0; l < count(axes); l++) {
+        int64_t rem = l;
+        for (size_t i = axes.size(); i-- > 0;) digit[size_t(axes[i])] = rem % sizes[size_t(axes[i])], rem /= sizes[size_t(axes[i])];
+        f(l);
+      }
+    };
+    std::vector<int64_t> digit(sizes.size());
+    std::array<UOpRef, 3> wide;
+    std::array<std::vector<int64_t>, 3> wax;
+    for (size_t i = 0; i < 3; i++) wax[i] = sorted_union(outer, el[i]), wide[i] = widen(n->src[i], wax[i]);
+    UOps ws;
+    each(outer, digit, [&](int64_t) {
+      UOps ops;
+      for (size_t i = 0; i < 3; i++) {
+        std::vector<int64_t> lanes;
+        each(el[i], digit, [&](int64_t) { lanes.push_back(lane_at(wax[i], digit)); });
+        ops.push_back(gep(wide[i], lanes));
+      }
+      ws.push_back(UOp::make(Ops::WMMA, n->dtype.vec(int(count(el[2]))), ops, std::vector<int64_t>(g.begin(), g.begin() + 4)));
+    });
+    std::vector<int64_t> out = sorted_union(outer, el[2]);
+    UOps lanes(size_t(count(out)));
+    each(out, digit, [&](int64_t l) {
+      int64_t e = 0;
+      for (auto a : el[2]) e = e * sizes[size_t(a)] + digit[size_t(a)];
+      lanes[size_t(l)] = lane_of(ws[size_t(outer.empty() ? 0 : lane_at(outer, digit))], e);
+    });
+    return wrap(lanes.size() == 1 ? lanes[0] : UOp::make(Ops::VECTORIZE, n->dtype.vec(int(lanes.size())), lanes), out);
+  }
+
   // stores of a lane list: one STORE per lane, grouped into vector stores by the devectorizer
   UOpRef expand_store(const UOp* n) const {
     auto ax = axes_union(n->src);
@@ -185,6 +248,7 @@ UOpRef expand(const UOpRef& ast) {
       {
           {UPat(Ops::REDUCE).any_len(), [](const Match& m) { return m.ctx<Expander>().expand_reduce(m.root); }},
           {UPat(Ops::STORE).any_len(), [](const Match& m) { return m.ctx<Expander>().expand_store(m.root); }},
+          {UPat(Ops::WMMA).any_len(), [](const Match& m) { return m.ctx<Expander>().expand_wmma(m.root); }},
           {UPat(), [](const Match& m) -> UOpRef {
              const UOp* n = m.root;
              if (n->op == Ops::UNROLL || n->op == Ops::SINK || n->op == Ops::GROUP) return {};

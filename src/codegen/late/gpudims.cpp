@@ -118,7 +118,7 @@ UOpRef add_gpudims(const UOpRef& ast, const Target& t, std::array<UOpRef, 3>& gl
     AxisType k = range_kind(u.get());
     TG_CHECK(k != AxisType::THREAD, TG_ERROR_INTERNAL, "gpudims: a THREAD range on GPU target " + t.device);
     if (k == AxisType::GLOBAL) g.push_back(u);
-    if (k == AxisType::LOCAL || k == AxisType::GROUP_REDUCE) l.push_back(u);
+    if (k == AxisType::LOCAL || k == AxisType::GROUP_REDUCE || k == AxisType::WARP) l.push_back(u);  // a warp's path sorts last: x
   }
   auto by_path = [](const UOpRef& a, const UOpRef& b) { return range_path(a.get()) < range_path(b.get()); };
   std::sort(g.begin(), g.end(), by_path), std::sort(l.begin(), l.end(), by_path);

@@ -58,6 +58,35 @@ static bool attempt(Scheduler& k, const Opt& o) {
 // neighbouring work-items touch neighbouring memory), then 4 outputs per work-item of an elementwise kernel.
 static void gpu_optimizations(Scheduler& k) {
   const Target& t = k.ren->target();
+  // tensor cores first (as tinygrad): TC on the first axis choice it takes, then M and N upcast so each fragment loaded
+  // serves several WMMAs, and a few warps per work-group along N. TC=0 turns this off, TC_OPT and TC_SELECT as tinygrad.
+  static const int64_t use_tc = getenv_int("TC", 1), tc_opt = getenv_int("TC_OPT", 0), tc_select = getenv_int("TC_SELECT", -1);
+  if (use_tc > 0 && !t.tensor_cores.empty() && (k.axes_of({AxisType::REDUCE, AxisType::GROUP_REDUCE}).size() == 1 || tc_opt >= 1))
+    for (int axis = 0; axis < 3; axis++) {
+      Scheduler tk = k;
+      if (!attempt(tk, Opt{OptOps::TC, axis, 0, {tc_select, tc_opt, use_tc}})) continue;
+      UOps axes = tk.tc_axes;
+      auto axis_of = [&](const UOpRef& r) {
+        UOps all = tk.rngs();
+        return int64_t(std::find(all.begin(), all.end(), r) - all.begin());
+      };
+      for (size_t d : {size_t(1), size_t(0)})
+        for (int64_t sz : {int64_t(5), int64_t(4), int64_t(3), int64_t(2)}) {
+          if (!axes[d]->src[0]->divides(sz) || axis_of(axes[d]) >= int64_t(tk.shape_len())) continue;
+          try {
+            axes[d] = tk.apply_opt(Opt{OptOps::UPCAST, axis_of(axes[d]), sz}).first;
+          } catch (const OptError&) {
+          }
+          break;
+        }
+      for (int64_t sz : {int64_t(4), int64_t(2)})
+        if (axes[0]->src[0]->divides(sz) && axis_of(axes[0]) < int64_t(tk.shape_len())) {
+          attempt(tk, Opt{OptOps::LOCAL, axis_of(axes[0]), sz});
+          break;
+        }
+      k = tk;
+      return;
+    }
   // a reduce to few outputs: split each across a work-group (tinygrad groups when at most 2048 outputs remain)
   int64_t outputs = 1, grouped = 1;
   for (int ax : k.axes_of({AxisType::GLOBAL})) outputs *= k.full_shape()[size_t(ax)];

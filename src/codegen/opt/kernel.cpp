@@ -243,12 +243,9 @@ std::pair<UOpRef, UOpRef> Scheduler::apply_opt(const Opt& opt, bool append) {
   if (opt.op == OptOps::LOCAL || opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP)
     opt_check(tg.has_local, std::string(optops_name(opt.op)) + " needs local memory, which target " + tg.device + " does not have");
   if (opt.op == OptOps::TC) {
-    opt_check(!tg.tensor_cores.empty(), "target " + tg.device + " has no tensor cores");
-    opt_check(applied_opts.empty(), "tensor core opts must be first");
-    opt_check(opt.tc[1] >= 0 && opt.tc[1] <= 2, "tensor core opts must have valid tc_opt");
-    opt_check(opt.tc[2] > 0 && opt.tc[2] <= 2, "use_tensor_cores value is not valid");
-    opt_check(opt.tc[0] >= -1 && opt.tc[0] < int64_t(tg.tensor_cores.size()), "tensor core opts must have valid tc_select");
-    fail(TG_ERROR_UNSUPPORTED, "opt: TC lowering to WMMA arrives with the GPU backends");
+    tc_axes = apply_tc(opt);
+    if (append) applied_opts.push_back(opt);
+    return {};
   }
   if (opt.op == OptOps::PACK) {
     pack(opt.axis);
@@ -341,7 +338,7 @@ std::pair<UOpRef, UOpRef> Scheduler::apply_opt(const Opt& opt, bool append) {
     if (opt.op == OptOps::LOCAL || opt.op == OptOps::GROUP || opt.op == OptOps::GROUPTOP) {  // work-items in one work-group
       int64_t n = amt;
       auto fs = full_shape();
-      for (int i : axes_of({AxisType::LOCAL, AxisType::GROUP_REDUCE})) n *= fs[size_t(i)];
+      for (int i : axes_of({AxisType::LOCAL, AxisType::GROUP_REDUCE, AxisType::WARP})) n *= fs[size_t(i)];
       opt_check(tg.local_threads_max <= 0 || n <= tg.local_threads_max,
                 "a work-group of " + std::to_string(n) + " work-items exceeds " + tg.device + "'s " + std::to_string(tg.local_threads_max));
     }

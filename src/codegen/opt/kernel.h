@@ -38,13 +38,20 @@ class Scheduler {
   std::pair<UOpRef, UOpRef> shift_to(const UOpRef& rng, int64_t amount, AxisType t, bool top);
   // Applies one action, with tinygrad's legality checks; throws OptError (and leaves the kernel unchanged) if illegal.
   std::pair<UOpRef, UOpRef> apply_opt(const Opt& opt, bool append = true);
+  // after TC: the N, M and K ranges left once the tensor core's pieces are split off (heuristics upcast them)
+  UOps tc_axes;
 
  private:
   int real_axis(const Opt& opt) const;
   void pad_to(const UOpRef& rng, int64_t multiple);
   void pack(int64_t input);
+  UOps apply_tc(const Opt& opt);
   void set_ast(const UOpRef& a);
 };
+
+// TC marks the reduce it rewrites with this tag while its actions run; the warp's range sorts after every other path
+inline constexpr int64_t kTcTag = 2;
+inline constexpr int64_t kWarpPath = int64_t(1) << 30;
 
 // PACK marks a LOAD with this tag; lower_packs (codegen/late) copies what it reads into a scratch array
 inline constexpr int64_t kPackTag = 1;
