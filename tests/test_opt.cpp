@@ -210,6 +210,7 @@ class LocalTarget : public tg::Renderer {
     t_.global_max = {1 << 30, 65535, 65535};
   }
   const tg::Target& target() const override { return t_; }
+  std::vector<tg::TensorCore>& tensor_cores() { return t_.tensor_cores; }
   std::string render(const tg::LinearProgram&) const override { return ""; }
   bool holds_vector(tg::Ops, tg::DType) const override { return true; }
 
@@ -242,6 +243,60 @@ TEST(Opt, GpuActionsRewriteTheAst) {
   tg::Scheduler s2(mm.last(), gpu);
   s2.apply_opt({OptOps::NOLOCALS});
   EXPECT_NE(refusal(s2.ast, gpu, {{OptOps::NOLOCALS}, {OptOps::LOCAL, 0, 4}}).find("can't use locals"), std::string::npos);
+}
+
+// TC on a target with CUDA's tensor cores: the kernel's N, M and K lose a tensor core's worth of pieces (a warp of 32
+// lanes, 2 x 2 elements per lane, K's 16 as four pieces of 2) and the sum becomes WMMA
+TEST(Opt, TensorCoreActionShapesTheKernel) {
+  auto half = [](tg::Shape s, uint64_t seed) { return randt(std::move(s), seed).cast(tg::dtypes::float16); };
+  Case mm(half({32, 64}, 1).matmul(half({64, 16}, 2)));
+  LocalTarget gpu;
+  gpu.tensor_cores() = tg::cuda_tensor_cores(8, 0);
+  tg::Scheduler s(mm.last(), gpu);
+  s.apply_opt({OptOps::TC, 0, 0, {-1, 0, 1}});
+  auto count = [&](tg::AxisType t) {
+    auto types = s.axis_types();
+    return std::count(types.begin(), types.end(), t);
+  };
+  EXPECT_EQ(count(tg::AxisType::WARP), 1);
+  EXPECT_EQ(count(tg::AxisType::UPCAST), 2);
+  // K's pieces that the swizzle turns into lane bits are read through the warp: one stays an unrolled element piece
+  EXPECT_EQ(count(tg::AxisType::UNROLL), 1);
+  EXPECT_EQ(count(tg::AxisType::LOCAL), 0) << "the lane pieces are bits of the warp";
+  ASSERT_EQ(s.tc_axes.size(), 3u);
+  EXPECT_EQ(s.tc_axes[0]->src[0]->vmax(), 16 / 8);  // N
+  EXPECT_EQ(s.tc_axes[1]->src[0]->vmax(), 32 / 16);  // M
+  EXPECT_EQ(s.tc_axes[2]->src[0]->vmax(), 64 / 16);  // K
+  auto topo = s.ast->toposort();
+  EXPECT_EQ(std::count_if(topo.begin(), topo.end(), [](auto& u) { return u->op == tg::Ops::WMMA; }), 1);
+  // use_tensor_cores=2: the shape alone, the sum stays a sum
+  tg::Scheduler shaped(mm.last(), gpu);
+  shaped.apply_opt({OptOps::TC, 0, 0, {-1, 0, 2}});
+  topo = shaped.ast->toposort();
+  EXPECT_EQ(std::count_if(topo.begin(), topo.end(), [](auto& u) { return u->op == tg::Ops::WMMA; }), 0);
+  EXPECT_EQ(shaped.full_shape(), (std::vector<int64_t>{2, 2, 32, 2, 2, 4, 2, 2, 2, 2})) << "K's four pieces of 2 unrolled";
+
+  Case f32(randt({32, 64}, 1).matmul(randt({64, 16}, 2)));
+  Case odd(half({20, 64}, 1).matmul(half({64, 16}, 2)));
+  Case sum(half({32, 64}, 1).sum({1}));
+  Case mx(half({32, 64}, 1).max({1}));
+  const tg::Opt tc{OptOps::TC, 0, 0, {-1, 0, 1}};
+  const std::vector<std::tuple<const Case*, std::vector<Opt>, const char*>> bad = {
+      {&mm, {{OptOps::UPCAST, 0, 2}, tc}, "tensor core opts must be first"},
+      {&mm, {{OptOps::TC, 1, 0, {-1, 0, 1}}}, "no tensor core of TESTGPU takes this kernel"},  // one axis choice only
+      {&mm, {{OptOps::TC, 0, 0, {3, 0, 1}}}, "valid tc_select"},
+      {&mm, {{OptOps::TC, 0, 0, {-1, 3, 1}}}, "valid tc_opt"},
+      {&mm, {{OptOps::TC, 0, 0, {-1, 0, 0}}}, "use_tensor_cores value is not valid"},
+      {&f32, {tc}, "no tensor core of TESTGPU takes this kernel (dtypes float32 x float32 -> float32"},
+      {&odd, {tc}, "no tensor core of TESTGPU takes this kernel"},  // M=20 needs padding: TC_OPT 2
+      {&sum, {tc}, "tensor cores need a sum of products"},
+      {&mx, {tc}, "tensor cores need a sum"},
+  };
+  for (auto& [c, opts, why] : bad) {
+    std::string got = refusal(c->last(), gpu, opts);
+    EXPECT_NE(got.find(why), std::string::npos) << tg::opts_str(opts) << ": got '" << got << "'";
+  }
+  EXPECT_EQ(refusal(odd.last(), gpu, {{OptOps::TC, 0, 0, {-1, 2, 1}}}), "") << "TC_OPT 2 pads M to 32";
 }
 
 TEST(Opt, ListsRoundTripThroughText) {
