@@ -213,6 +213,8 @@ namespace {
 class CUDAContext {
  public:
   explicit CUDAContext(CUcontext c) : ctx_(c) {}
+  // before every driver call, not once per thread: another library in the process (PyTorch, a user's CUDA code) may
+  // have made its own context current on this thread since, and the driver's call is a thread-local store
   void use() const { check(cu().cuCtxSetCurrent(ctx_), TG_ERROR_DEVICE, "making the context current"); }
 
  private:

@@ -1,6 +1,8 @@
 // The device registry: names -> devices, opened on first use and kept for the process (buffers may be freed during
-// static destruction). GPU back ends load their drivers only when a GPU device is first asked for.
+// static destruction). GPU back ends load their drivers only when a GPU device is first asked for. Also what every
+// Program shares: timing a launch on the host clock where a device has no events.
 #include <cctype>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -11,6 +13,13 @@
 namespace tg {
 
 Device* open_cpu_device(const std::string& name);  // cpu.cpp
+
+// a device without events (the CPU) times a launch on the host's clock; launches there return when the kernel is done
+double Program::timed_launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const {
+  auto t0 = std::chrono::steady_clock::now();
+  launch(bufs, vars, nvars, d);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 std::string canonical_device(const char* name) {
   std::string d = name && *name ? name : getenv_str("DEV", getenv_str("DEVICE", "CPU"));

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <memory>
 #include <condition_variable>
 #include <mutex>
@@ -143,11 +142,6 @@ void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nv
 
 void CPUProgram::launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const {
   tg::launch(entry, bufs, vars, nvars, d.global[0], d.core_var);
-}
-double Program::timed_launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const {
-  auto t0 = std::chrono::steady_clock::now();
-  launch(bufs, vars, nvars, d);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace tg
