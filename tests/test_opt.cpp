@@ -12,6 +12,8 @@
 #include "codegen/codegen.h"
 #include "codegen/opt/kernel.h"
 #include "kernel_case.h"
+#include "renderer/cstyle.h"
+#include "runtime/cuda.h"
 
 namespace {
 
@@ -297,6 +299,21 @@ TEST(Opt, TensorCoreActionShapesTheKernel) {
     EXPECT_NE(got.find(why), std::string::npos) << tg::opts_str(opts) << ": got '" << got << "'";
   }
   EXPECT_EQ(refusal(odd.last(), gpu, {{OptOps::TC, 0, 0, {-1, 2, 1}}}), "") << "TC_OPT 2 pads M to 32";
+}
+
+// Every stage's graph is well-formed under SPEC=1, vector lanes (the expander's UNROLLs) and tensor cores included
+TEST(Opt, LoweredKernelsPassTheSpec) {
+  Case mm(randt({64, 48}, 1).matmul(randt({48, 32}, 2)));
+  Case hmm(randt({64, 48}, 1).cast(tg::dtypes::float16).matmul(randt({48, 32}, 2).cast(tg::dtypes::float16)));
+  tg::Context ctx({{"SPEC", 1}});
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  EXPECT_NO_THROW(tg::get_program(mm.last(), "k", cpu, nullptr));
+  std::vector<Opt> unrolled{{OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 0, 8}, {OptOps::UPCAST, 1, 16}};
+  EXPECT_NO_THROW(tg::get_program(mm.last(), "k", cpu, &unrolled));
+  tg::CStyleRenderer cuda(tg::cuda_target("CUDA", 8, 0), tg::Dialect::CUDA);
+  auto p = tg::get_program(hmm.last(), "k", cuda, nullptr);
+  ASSERT_FALSE(p.opts.empty());
+  EXPECT_EQ(p.opts[0].op, OptOps::TC);
 }
 
 TEST(Opt, ListsRoundTripThroughText) {

@@ -1,5 +1,6 @@
 // The expander. An UNROLL node wraps a vector whose lanes enumerate some upcast axes (arg: their numbers, in lane
 // order, most significant first); rules push it from the RANGEs it starts at to the stores and reduces that end it.
+// Its dtype is one lane's, so the scalar ops it passes through stay well-typed (SPEC=1) until they are expanded.
 #include <algorithm>
 
 #include "codegen/late/late.h"
@@ -75,7 +76,7 @@ struct Expander {
     return ax;
   }
   static UOpRef wrap(const UOpRef& v, const std::vector<int64_t>& axes) {
-    return axes.empty() ? v : UOp::make(Ops::UNROLL, v->dtype, {v}, axes);
+    return axes.empty() ? v : UOp::make(Ops::UNROLL, v->dtype.scalar_of(), {v}, axes);
   }
 
   // an op over lanes: index arithmetic (and what reads it, INDEX included) one scalar per lane, values as vectors
@@ -241,7 +242,7 @@ UOpRef expand(const UOpRef& ast) {
     ex.sizes.push_back(n);
     UOps lanes;
     for (int64_t l = 0; l < n; l++) lanes.push_back(UOp::const_int(dtypes::index, l));
-    start[ups[i]] = UOp::make(Ops::UNROLL, dtypes::index.vec(int(n)), {UOp::make(Ops::VECTORIZE, dtypes::index.vec(int(n)), lanes)},
+    start[ups[i]] = UOp::make(Ops::UNROLL, dtypes::index, {UOp::make(Ops::VECTORIZE, dtypes::index.vec(int(n)), lanes)},
                               std::vector<int64_t>{int64_t(i)});
   }
   static const PatternMatcher pm(
