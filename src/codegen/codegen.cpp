@@ -1,5 +1,6 @@
 #include "codegen/codegen.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "codegen/late/late.h"
@@ -40,7 +41,12 @@ ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Render
   }
   LinearProgram lp = linearize(a, p.name, [&](DType dt) { return ren.holds_vector(Ops::DEFINE_REG, dt); });
   lp.threads = p.threads;
-  p.vars = lp.vars, p.nbufs = lp.globals.size(), p.ops = lp.ops, p.mem = lp.mem, p.uops = lp.uops.size();
+  p.vars = lp.vars, p.nbufs = lp.globals.size(), p.mem = lp.mem, p.uops = lp.uops.size();
+  // the ops of the whole launch: every THREAD core, work-group and work-item (symbolic sizes at their largest)
+  p.ops = lp.ops * uint64_t(std::max<int64_t>(p.threads, 1));
+  for (auto& dims : {p.global_size, p.local_size})
+    for (auto& d : dims)
+      if (d) p.ops *= uint64_t(std::max<int64_t>(d->vmax(), 1));
   p.src = ren.render(lp);
   return p;
 }

@@ -79,6 +79,8 @@ struct Linearizer {
   void push(Scope* s, const UOpRef& u) {
     s->body.push_back(u);
     if (GroupOp::alu(u->op) && u->dtype != dtypes::index) lp.ops += s->trip * uint64_t(u->dtype.count);
+    // an accumulator's update: its ALU is rendered inside the store, not listed
+    if (u->op == Ops::STORE && u->src[0]->op == Ops::DEFINE_REG && GroupOp::alu(u->src[1]->op)) lp.ops += s->trip * uint64_t(u->src[1]->dtype.count);
     if (u->op == Ops::WMMA) {  // a lane's share of the warp's 2*N*M*K
       auto& g = u->arg_ints();
       lp.ops += s->trip * uint64_t(2 * g[0] * g[1] * g[2] / std::max<int64_t>(g[3], 1));

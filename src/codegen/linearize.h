@@ -18,7 +18,7 @@ struct LinearProgram {
   int64_t threads = 1;  // the kernel runs once for each value of its `core_id` var in [0, threads) (THREAD)
   UOpMap<UOpRef> reduce_acc;  // REDUCE node -> the DEFINE_REG holding its result
   UOpMap<UOps> reduce_lanes;  // a vector REDUCE kept as one scalar DEFINE_REG per lane: GEP(REDUCE, i) reads lane i's
-  uint64_t ops = 0;  // estimated arithmetic ops per run
+  uint64_t ops = 0;  // estimated arithmetic ops of one thread or work-item (get_program scales it to the whole launch)
   uint64_t mem = 0;  // bytes of the buffers it touches
 };
 // `vector_acc(dt)`: whether the target holds a vector accumulator of dt; if not (GPUs), a vector REDUCE keeps one
