@@ -102,7 +102,10 @@ TEST(Beam, TwoWritersAtOnceLeaveAReadableCache) {
   EXPECT_EQ(check, "ok");
   sqlite3_close(h);
   // and both choices are there: a third process times neither kernel
-  for (int sz : {40, 56}) EXPECT_EQ(child(t, env, sz, "c").runs(), 0) << sz;
+  for (int sz : {40, 56}) {
+    Child c = child(t, env, sz, "c");
+    EXPECT_EQ(c.runs(), 0) << sz << " rc " << c.rc << "\n" << c.out << c.err;
+  }
 }
 
 TEST(Beam, GarbageCacheIsReportedOnceAndSkipped) {

@@ -67,7 +67,7 @@ class BeamCache {
     sqlite3_stmt* st = prepare("SELECT opts FROM beam_search_v2 WHERE key = ?1", key);
     std::optional<std::string> r;
     if (!st) return r;
-    int rc = sqlite3_step(st);
+    int rc = step(st);
     if (rc == SQLITE_ROW) r = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
     else if (rc != SQLITE_DONE) disable(sqlite3_errmsg(db_));
     sqlite3_finalize(st);
@@ -78,11 +78,31 @@ class BeamCache {
     sqlite3_stmt* st = prepare("INSERT OR REPLACE INTO beam_search_v2 (key, opts) VALUES (?1, ?2)", key);
     if (!st) return;
     sqlite3_bind_text(st, 2, opts.c_str(), int(opts.size()), SQLITE_TRANSIENT);
-    if (sqlite3_step(st) != SQLITE_DONE) disable(sqlite3_errmsg(db_));
+    if (step(st) != SQLITE_DONE) disable(sqlite3_errmsg(db_));
     sqlite3_finalize(st);
   }
 
  private:
+  // SQLite answers BUSY without waiting where waiting could deadlock: a transaction that read first and then writes
+  // (CREATE TABLE IF NOT EXISTS, an INSERT) while another process writes, or the switch to WAL while another process
+  // creates the file. Those are retried here, with the busy timeout's patience (20 s), so writers queue.
+  template <class F>
+  int retry_busy(F&& f) {
+    int rc = SQLITE_BUSY;
+    for (int ms = 1, waited = 0; waited < 20000; waited += ms, ms = std::min(ms * 2, 100)) {
+      rc = f();
+      if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) return rc;
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+    return rc;
+  }
+  int step(sqlite3_stmt* st) {
+    return retry_busy([&] {
+      int rc = sqlite3_step(st);
+      if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) sqlite3_reset(st);
+      return rc;
+    });
+  }
   // a statement with ?1 bound to `key`, or null when the database is off or unusable
   sqlite3_stmt* prepare(const char* sql, const std::string& key) {
     if (CACHELEVEL <= 0 || !open()) return nullptr;
@@ -104,12 +124,13 @@ class BeamCache {
     sqlite3_busy_timeout(db_, 20000);
     // a file that isn't a database fails here, on its first read. v2: the actions gained PACK, so v1 choices (searched
     // without it) are left behind
-    char* msg = nullptr;
-    if (sqlite3_exec(db_, "PRAGMA journal_mode=WAL; CREATE TABLE IF NOT EXISTS beam_search_v2 (key TEXT PRIMARY KEY, opts TEXT NOT NULL)", nullptr,
-                     nullptr, &msg) != SQLITE_OK) {
-      std::string why = msg ? msg : sqlite3_errmsg(db_);
-      sqlite3_free(msg);
-      return disable(why), false;
+    for (const char* sql : {"PRAGMA journal_mode=WAL", "CREATE TABLE IF NOT EXISTS beam_search_v2 (key TEXT PRIMARY KEY, opts TEXT NOT NULL)"}) {
+      char* msg = nullptr;
+      if (retry_busy([&] { return sqlite3_free(msg), msg = nullptr, sqlite3_exec(db_, sql, nullptr, nullptr, &msg); }) != SQLITE_OK) {
+        std::string why = msg ? msg : sqlite3_errmsg(db_);
+        sqlite3_free(msg);
+        return disable(why), false;
+      }
     }
     return true;
   }
