@@ -260,16 +260,22 @@ TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
 TEST(Gpu, TensorCoreKernelsCompileToMmaSync) {
   if (nvrtc_version().empty()) GTEST_SKIP() << "no NVRTC on this machine (the CUDA toolkit is not installed)";
   CStyleRenderer ren(cuda_target("CUDA", 8, 0), Dialect::CUDA);
-  for (DType dt : {dtypes::float16, dtypes::bfloat16}) {
-    Tensor x = test::randt({64, 128}, 1).cast(dt), w = test::randt({128, 64}, 2).cast(dt);
-    test::Case c(x.matmul(w));
+  for (auto [dt, acc16] : {std::pair{dtypes::float16, false}, std::pair{dtypes::bfloat16, false}, std::pair{dtypes::float16, true}}) {
+    Tensor x = test::randt({64, 128}, 1).cast(dt), w = test::randt({128, 64}, 2).cast(dt), y = x.matmul(w);
+    if (acc16) {  // summed in float16: the f16.f16.f16.f16 form
+      Tensor p3 = x.reshape({64, 1, 128}).mul(w.transpose(0, 1).reshape({1, 64, 128}));
+      y = Tensor(UOp::make(Ops::REDUCE_AXIS, p3.dtype(), {p3.uop()}, std::vector<int64_t>{int64_t(Ops::ADD), 2}), "CPU").reshape({64, 64});
+    }
+    test::Case c(y);
     auto& k = *c.sched->kernels.back();
     ProgramSpec p = get_program(k.ast, k.name, ren, nullptr);
     ASSERT_FALSE(p.opts.empty());
     EXPECT_EQ(p.opts[0].op, OptOps::TC) << opts_str(p.opts);
     std::string ptx = nvrtc_compile(p.name, p.src, "compute_80");
-    EXPECT_NE(ptx.find(dt == dtypes::float16 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
-              std::string::npos)
+    const char* mma = acc16                   ? "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"
+                      : dt == dtypes::float16 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+                                              : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+    EXPECT_NE(ptx.find(mma), std::string::npos)
         << p.src;
   }
 }
