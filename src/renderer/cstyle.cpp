@@ -409,9 +409,9 @@ struct CRenderer {
       } else if (u->op == Ops::VECTORIZE && l != Dialect::C) {
         continue;  // GPUs hold no vectors: only a WMMA takes one, lane by lane
       } else if (u->op == Ops::WMMA) {
-        std::string nm = "wmma" + std::to_string(counter++), call = wmma_fn(u.get()) + "(" + nm;
+        std::string fn = wmma_fn(u.get()), nm = "wmma" + std::to_string(counter++), call = fn + "(" + nm;
         names[u.get()] = nm;
-        helpers.emplace(wmma_fn(u.get()), wmma_helper(u.get(), l));
+        if (!helpers.count(fn)) helpers[fn] = wmma_helper(u.get(), l);  // once per kernel, not per call
         line(ctype(u->dtype.scalar_of()) + " " + nm + "[" + std::to_string(u->dtype.count) + "];");
         for (size_t i = 0; i < 3; i++)
           for (int64_t j = 0; j < u->src[i]->dtype.count; j++) call += ", " + r(lane_of(u->src[i], j));

@@ -21,8 +21,9 @@ struct TensorCore {
   std::vector<std::string> opts;
   std::array<std::array<std::vector<std::string>, 3>, 2> swizzle;  // for A, B: (local, upcast, reduce) places
 
-  std::string name() const;  // WMMA_8_16_16_half_float
+  std::string name() const;  // WMMA_8_16_16_float16_float32
   int64_t reduce_pieces() const;  // log2(K)
+  int64_t element_pieces(size_t operand) const;  // log2(elements[operand]): A 0, B 1, C/D 2
   // the pieces in the order the TC action makes them: "u0", "l0", "l1", ... (opts), then "r0", "r1", ...
   std::vector<std::string> base_shape_str() const;
   // for A and B: where each piece of base_shape_str goes

@@ -10,11 +10,13 @@ std::string TensorCore::name() const {
   return strformat("WMMA_%lld_%lld_%lld_", (long long)dims[0], (long long)dims[1], (long long)dims[2]) + std::string(dtype_in.name()) + "_" +
          std::string(dtype_out.name());
 }
-int64_t TensorCore::reduce_pieces() const {
+static int64_t log2_ceil(int64_t x) {
   int64_t n = 0;
-  while ((int64_t(1) << n) < dims[2]) n++;
+  while ((int64_t(1) << n) < x) n++;
   return n;
 }
+int64_t TensorCore::reduce_pieces() const { return log2_ceil(dims[2]); }
+int64_t TensorCore::element_pieces(size_t operand) const { return log2_ceil(elements[operand]); }
 std::vector<std::string> TensorCore::base_shape_str() const {
   std::vector<std::string> out;
   int nu = 0, nl = 0;

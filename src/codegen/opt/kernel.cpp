@@ -25,7 +25,7 @@ static int axis_pos(AxisType t) {
 }
 static bool is_reduce_axis(AxisType t) { return t == AxisType::REDUCE || t == AxisType::UNROLL || t == AxisType::GROUP_REDUCE; }
 
-static UOps ranges_in(const UOpRef& u) {
+UOps ranges_in(const UOpRef& u) {
   UOps out;
   for (auto& x : u->toposort())
     if (x->op == Ops::RANGE) out.push_back(x);

@@ -59,8 +59,9 @@ inline bool is_packed(const UOpRef& load) { return std::holds_alternative<int64_
 // a panel lives on the stack of the thread running the kernel (8 MB on Linux)
 inline constexpr int64_t kPackMaxBytes = 256 << 10;
 
-// whether `r` (a RANGE) is in `u`'s graph
+// whether `r` (a RANGE) is in `u`'s graph; the RANGEs in it
 bool depends_on(const UOpRef& u, const UOpRef& r);
+UOps ranges_in(const UOpRef& u);
 
 // The AST after cleaning what actions leave behind: one-iteration ranges become 0, a REDUCE lists the RANGEs it
 // runs over (not expressions of them), and index arithmetic is simplified.

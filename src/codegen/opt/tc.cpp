@@ -8,12 +8,6 @@
 
 namespace tg {
 
-static UOps ranges_of(const UOpRef& u) {
-  UOps out;
-  for (auto& x : u->toposort())
-    if (x->op == Ops::RANGE) out.push_back(x);
-  return out;
-}
 static void by_path_desc(UOps& v) {
   std::sort(v.begin(), v.end(), [](const UOpRef& a, const UOpRef& b) { return range_path(a.get()) > range_path(b.get()); });
 }
@@ -47,7 +41,7 @@ UOps Scheduler::apply_tc(const Opt& opt) {
   for (const TensorCore& tc : tcs) {
     if (tc.dtype_in != mul->src[0]->dtype || tc.dtype_in != mul->src[1]->dtype || tc.dtype_out != red->dtype) continue;
     // the tensor core's N is a range only B uses, M one only A uses, K one the reduce runs over
-    UOps in0 = ranges_of(mul->src[0]), in1 = ranges_of(mul->src[1]), own0, own1, rr(red->src.begin() + 1, red->src.end());
+    UOps in0 = ranges_in(mul->src[0]), in1 = ranges_in(mul->src[1]), own0, own1, rr(red->src.begin() + 1, red->src.end());
     for (auto& r : in0)
       if (std::find(in1.begin(), in1.end(), r) == in1.end()) own0.push_back(r);
     for (auto& r : in1)
@@ -104,8 +98,7 @@ UOps Scheduler::apply_tc(const Opt& opt) {
       std::vector<int64_t> arg{tc.dims[0], tc.dims[1], tc.dims[2], tc.threads};
       srcs.push_back(UOp::const_(tc.dtype_out, 0));
       for (size_t i = 0; i < 3; i++) {  // each operand's element ranges, most significant first
-        int64_t n = 0;
-        while ((int64_t(1) << n) < tc.elements[i]) n++;
+        int64_t n = tc.element_pieces(i);
         for (int64_t j = 0; j < n; j++) srcs.push_back(pieces[size_t(std::find(shape.begin(), shape.end(), ups[size_t(j)]) - shape.begin())]);
         arg.push_back(n);
       }
