@@ -10,7 +10,7 @@
 #include <random>
 
 #include "codegen/codegen.h"
-#include "codegen/opt/kernel.h"
+#include "codegen/opt/postrange.h"
 #include "kernel_case.h"
 #include "renderer/cstyle.h"
 #include "runtime/cuda.h"

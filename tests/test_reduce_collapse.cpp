@@ -9,7 +9,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/linearize.h"
-#include "codegen/opt/kernel.h"
+#include "codegen/opt/postrange.h"
 #include "codegen/simplify.h"
 #include "engine/realize.h"
 #include "schedule/schedule.h"

@@ -18,7 +18,7 @@
 #include <limits>
 #include <random>
 
-#include "codegen/opt/kernel.h"
+#include "codegen/opt/postrange.h"
 #include "codegen/opt/opt.h"
 #include "engine/realize.h"
 #include "tensor/tensor.h"

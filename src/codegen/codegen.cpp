@@ -5,7 +5,7 @@
 
 #include "codegen/late/late.h"
 #include "codegen/linearize.h"
-#include "codegen/opt/kernel.h"
+#include "codegen/opt/postrange.h"
 
 namespace tg {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "codegen/late/late.h"
-#include "codegen/opt/kernel.h"
+#include "codegen/opt/postrange.h"
 
 namespace tg {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/opt/kernel.h"
+#include "codegen/opt/postrange.h"
 #include "runtime/device.h"
 
 namespace tg {

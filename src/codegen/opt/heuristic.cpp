@@ -3,7 +3,7 @@
 // several vector accumulators for reductions along contiguous memory, and THREAD across the cores.
 #include <algorithm>
 
-#include "codegen/opt/kernel.h"
+#include "codegen/opt/postrange.h"
 #include "runtime/threadpool.h"
 
 namespace tg {

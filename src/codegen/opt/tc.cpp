@@ -4,7 +4,7 @@
 // swizzle, and the WMMA node lists which element ranges make up each operand's vector, so the expander can gather them.
 #include <algorithm>
 
-#include "codegen/opt/kernel.h"
+#include "codegen/opt/postrange.h"
 
 namespace tg {
 

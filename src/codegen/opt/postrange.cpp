@@ -1,4 +1,4 @@
-#include "codegen/opt/kernel.h"
+#include "codegen/opt/postrange.h"
 
 #include <algorithm>
 #include <numeric>
