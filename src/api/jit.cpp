@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "api/handles.h"
-#include "engine/jit.h"
+#include "tensor/jit.h"
 
 using namespace tg;
 

@@ -12,17 +12,6 @@
 
 namespace tg {
 
-std::string BufferArg::str() const { return strformat("<%s %s[%lld]>", buf->device().c_str(), buf->dtype().name().c_str(), (long long)buf->size()); }
-UOpRef buffer_uop(std::shared_ptr<Buffer> buf) {
-  DType dt = buf->dtype();
-  int64_t n = buf->size();
-  auto unique = UOp::make(Ops::UNIQUE, dtypes::void_, {}, std::shared_ptr<const ArgExt>(std::make_shared<BufferArg>(std::move(buf))));
-  return UOp::make(Ops::BUFFER, dt, {unique}, n);
-}
-const std::shared_ptr<Buffer>& buffer_of(const UOp* b) {
-  auto& ext = std::get<std::shared_ptr<const ArgExt>>(b->src.at(0)->arg);
-  return static_cast<const BufferArg*>(ext.get())->buf;
-}
 
 // Every shape a tensor can take: dims >= 0, and its nonzero dims multiply to an element count whose bytes fit in int64.
 // Zeros don't excuse huge dims: a permute or a reduction over the empty axis would otherwise make a huge nonempty
@@ -423,7 +412,6 @@ std::string sym_shape_str(const Shape& s, const std::vector<const UOp*>& sym) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 std::string sym_shape_str(const Tensor& t) { return sym_shape_str(t.shape(), t.uop()->sym()); }
-UOpRef bound_var(const UOp* var, int64_t value) { return UOp::make(Ops::BIND, var->dtype, {var->ref(), UOp::const_int(var->dtype, value)}); }
 Tensor Tensor::shrink_var(int64_t dim, const UOpRef& var, int64_t value) const {
   int64_t d = resolve_axis(dim, "shrink_var");
   TG_CHECK(var && var->op == Ops::DEFINE_VAR, TG_ERROR_INVALID_ARGUMENT, "shrink_var: needs a plain Variable");
@@ -475,10 +463,6 @@ Tensor Tensor::matmul(const Tensor& w) const {
 bool is_buffer_view(const UOp* u, int64_t numel) {
   if (u->op == Ops::RESHAPE) u = u->src[0].get();
   return u->op == Ops::BUFFER && std::get<int64_t>(u->arg) == numel;
-}
-const AssignArg* assign_arg(const UOp* u) {
-  if (u->op != Ops::ASSIGN || u->src.size() != 3) return nullptr;
-  return static_cast<const AssignArg*>(std::get<std::shared_ptr<const ArgExt>>(u->src[2]->arg).get());
 }
 static thread_local std::vector<std::weak_ptr<TensorState>>* g_assign_log = nullptr;
 AssignLog::AssignLog() : prev(g_assign_log) { g_assign_log = &tensors; }
@@ -549,16 +533,6 @@ Tensor Tensor::to(const std::string& dev) const {
   return Tensor(view_as(buffer_uop(std::move(dst)), shape()), dev);
 }
 
-std::vector<int64_t> sym_arg(const UOp* u, const std::function<int64_t(const UOp* var, int64_t now)>& size) {
-  std::vector<int64_t> a = u->arg_ints();
-  if (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)
-    for (size_t i = 0; i < u->sym().size(); i++)
-      if (const UOp* v = u->sym()[i]) {
-        int64_t& x = a[u->op == Ops::SHRINK ? 2 * i + 1 : i];
-        x = size(v, x);
-      }
-  return a;
-}
 
 UOpRef rebind_vars(const UOpRef& root, const std::unordered_map<std::string, int64_t>& vals) {
   auto value = [&](const UOp* v) {

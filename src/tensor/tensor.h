@@ -8,27 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.h"
+#include "schedule/graph.h"
 #include "uop/uop.h"
 
 namespace tg {
 
-// BUFFER nodes carry their device memory as an arg, so the buffer lives exactly as long as some graph refers to it.
-struct BufferArg : ArgExt {
-  std::shared_ptr<Buffer> buf;
-  explicit BufferArg(std::shared_ptr<Buffer> b) : buf(std::move(b)) {}
-  std::string str() const override;
-};
-UOpRef buffer_uop(std::shared_ptr<Buffer> buf);  // BUFFER(UNIQUE(buf)) with shape (size,)
-const std::shared_ptr<Buffer>& buffer_of(const UOp* buffer_node);
-
-// The identity of one pending assign (an ASSIGN's third source is UNIQUE of it), done once its kernel has run: from then
-// on the ASSIGN stands for its target's buffer.
-struct AssignArg : ArgExt {
-  mutable std::atomic<bool> done{false};
-  std::string str() const override { return done ? "assign(done)" : "assign"; }
-};
-const AssignArg* assign_arg(const UOp* u);  // null unless u is an ASSIGN made by Tensor::assign
 
 // TG_ERROR_SHAPE naming `what` unless the shape is one a tensor of dtype can take (dims >= 0, the nonzero ones
 // multiplying, times the itemsize, to an int64)
@@ -49,13 +33,10 @@ struct TensorState {
 };
 
 bool is_buffer_view(const UOp* u, int64_t numel);
-UOpRef bound_var(const UOp* var, int64_t value);  // BIND(var, value)
 class Tensor;
 std::string sym_shape_str(const Shape& s, const std::vector<const UOp*>& sym);  // "(n=5,784)"
 std::string sym_shape_str(const Tensor& t);
 UOpRef at_binding(const UOpRef& root);            // the graph with every Variable at its bound value (plain shapes)
-// a movement op's arg with each Variable dim's size from `size` (normalization: the Variable's max; rebinding: a value)
-std::vector<int64_t> sym_arg(const UOp* u, const std::function<int64_t(const UOp* var, int64_t now)>& size);
 // the graph with the Variables named in `vals` bound to those values (shapes follow)
 UOpRef rebind_vars(const UOpRef& root, const std::unordered_map<std::string, int64_t>& vals);  // BUFFER, or a RESHAPE of one, of exactly numel elements
 // While one is alive on a thread, every tensor assigned in place on that thread is listed in it (the JIT realizes them

@@ -1,4 +1,4 @@
-#include "engine/jit.h"
+#include "tensor/jit.h"
 
 #include <algorithm>
 #include <chrono>
