@@ -6,7 +6,7 @@ PREFIX   ?= /usr/local
 PYTHON   ?= /usr/bin/python3
 GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build run test test-unit test-python test-python-clang test-python-cl test-bindings test-install fuzz fuzz-files asan bench bench-cuda install clean
+.PHONY: all deps build run test test-one test-layers test-unit test-python test-python-clang test-python-cl test-bindings test-install fuzz fuzz-files asan bench bench-cuda install clean
 
 all: build
 
@@ -29,7 +29,18 @@ run: build
 # Every run starts cold: the kernel disk cache lives in a new empty directory for the whole run and is removed after,
 # so a pass never depends on what an earlier run left on disk.
 test: build
-	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-unit test-python test-python-clang test-python-cl test-bindings test-install
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-layers test-unit test-python test-python-clang test-python-cl test-bindings test-install
+
+# one test, cold: T is a GoogleTest filter (make test-one T='Opt.*') or a pytest node (T=tests/python/test_ops.py::test_add)
+test-one: build
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && case "$(T)" in \
+	  "") echo "usage: make test-one T=Suite.Name (GoogleTest filter) or T=tests/python/file.py[::test]" >&2; exit 2;; \
+	  *.py*) XDG_CACHE_HOME="$$d" TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q "$(T)";; \
+	  *) XDG_CACHE_HOME="$$d" TG_TEST_SRC=$(CURDIR) $(BUILD)/tg_tests --gtest_filter='$(T)';; esac
+
+# folders include only the folders below them in the pipeline (docs/layers.md)
+test-layers:
+	$(PYTHON) scripts/check_layers.py
 
 test-unit:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -38,18 +49,21 @@ test-unit:
 test-python:
 	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) tests/python bindings/python
 
-# the op suite again on the C renderer (DEV=CPU:CLANG: kernels compiled by the system C compiler)
+# the op suites again on the C renderer (DEV=CPU:CLANG: kernels compiled by the system C compiler); the suites that
+# compose those ops (autograd, nn, optimizers) ran on the CPU device already and add no new renderer paths
+CLANG_SUITES := tests/python/test_ops.py tests/python/test_capi_more_ops.py tests/python/test_core.py tests/python/test_jit.py \
+                tests/python/test_devices.py tests/python/test_indexing_capi.py
 test-python-clang:
-	DEV=CPU:CLANG TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) tests/python
+	DEV=CPU:CLANG TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) $(CLANG_SUITES)
 
-# the op, autograd and nn suites again on OpenCL (DEV=CL: PoCL's CPU device in CI, any OpenCL GPU elsewhere), and on
-# CUDA when a GPU is present; each device absent is reported and skipped
-GPU_SUITES := tests/python/test_ops.py tests/python/test_capi_more_ops.py tests/python/test_grad_ops.py tests/python/test_nn.py \
-              tests/python/test_nn_index_ops.py tests/python/test_optim.py tests/python/test_jit.py tests/python/test_devices.py
+# the op suites again on OpenCL (DEV=CL: PoCL's CPU device in CI, any OpenCL GPU elsewhere), and the op, autograd and
+# nn suites on CUDA when a GPU is present; each device absent is reported and skipped
+CL_SUITES := tests/python/test_ops.py tests/python/test_capi_more_ops.py tests/python/test_jit.py tests/python/test_devices.py
+CUDA_SUITES := $(CL_SUITES) tests/python/test_grad_ops.py tests/python/test_nn.py tests/python/test_nn_index_ops.py tests/python/test_optim.py
 test-python-cl:
 	@for dev in CL CUDA; do \
 	  if TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -c "import sys; sys.path.insert(0, 'bindings/python'); import tinygrad_c as t; t.Device.open('$$dev')" 2>/tmp/tg_dev_$$$$; then \
-	    echo "== the suites on $$dev"; DEV=$$dev TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) $(GPU_SUITES) || exit 1; \
+	    echo "== the suites on $$dev"; DEV=$$dev TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) $$([ $$dev = CL ] && echo $(CL_SUITES) || echo $(CUDA_SUITES)) || exit 1; \
 	  else echo "== $$dev is not on this machine, its suites are skipped: $$(tail -1 /tmp/tg_dev_$$$$)"; fi; rm -f /tmp/tg_dev_$$$$; \
 	done
 

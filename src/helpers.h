@@ -3,9 +3,13 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <list>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tinygrad.h"
@@ -72,5 +76,38 @@ inline size_t hash_combine(size_t h, size_t v) {
   h *= 0xbf58476d1ce4e5b9ull;
   return h ^ (h >> 31);
 }
+
+// A thread-safe map that keeps its `limit` most recently used entries (the schedule and program caches).
+template <class K, class V, class H = std::hash<K>>
+class LruCache {
+ public:
+  explicit LruCache(size_t limit) : limit_(limit) {}
+  std::optional<V> get(const K& k) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = map_.find(k);
+    if (it == map_.end()) return std::nullopt;
+    list_.splice(list_.begin(), list_, it->second);
+    return it->second->second;
+  }
+  // stores v unless another thread stored k first; returns what is cached
+  V put(const K& k, V v) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (auto it = map_.find(k); it != map_.end()) return it->second->second;
+    list_.emplace_front(k, std::move(v));
+    map_.emplace(k, list_.begin());
+    for (; list_.size() > limit_; list_.pop_back()) map_.erase(list_.back().first);
+    return list_.front().second;
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return list_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  size_t limit_;
+  std::list<std::pair<K, V>> list_;
+  std::unordered_map<K, typename std::list<std::pair<K, V>>::iterator, H> map_;
+};
 
 }  // namespace tg

@@ -139,7 +139,7 @@ TEST(Gpu, GroupedReducesMatchThePlainKernel) {
         auto sched = create_schedule(n.sink, n.specs);
         ASSERT_EQ(sched->kernels.size(), 1u);
         auto& k = *sched->kernels[0];
-        std::shared_ptr<CompiledKernel> prg;
+        std::shared_ptr<CompiledRunner> prg;
         try {
           prg = compile_program(k.ast, k.name, get_device("CL"), &opts);
         } catch (const OptError& e) {
@@ -223,7 +223,7 @@ TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
       auto sched = create_schedule(n.sink, n.specs);
       ASSERT_EQ(sched->kernels.size(), 1u);
       auto& k = *sched->kernels[0];
-      std::shared_ptr<CompiledKernel> prg;
+      std::shared_ptr<CompiledRunner> prg;
       try {
         prg = compile_spec(get_program(k.ast, k.name, ren, what == "heuristics" ? nullptr : &opts), get_device("CL"));
       } catch (const Error& e) {

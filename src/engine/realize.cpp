@@ -3,70 +3,20 @@
 #include <chrono>
 #include <unordered_set>
 
-#include "codegen/codegen.h"
 #include "codegen/opt/beam.h"
 #include "renderer/renderer.h"
-#include "runtime/threadpool.h"
 #include "schedule/schedule.h"
-#include "tensor/tensor.h"
+#include "schedule/graph.h"
 
 namespace tg {
 
 using Clock = std::chrono::steady_clock;
 static double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::shared_ptr<CompiledKernel> compile_program(const UOpRef& ast, const std::string& name, Device& dev, const std::vector<Opt>* opts) {
-  if (DEBUG >= 3) std::fprintf(stderr, "=== kernel %s AST ===\n%s", name.c_str(), ast->str().c_str());
-  return compile_spec(get_program(ast, name, dev.renderer(), opts), dev);
-}
-
-std::shared_ptr<CompiledKernel> compile_spec(ProgramSpec p, Device& dev) {
-  auto c = std::make_shared<CompiledKernel>();
-  c->name = p.name, c->src = std::move(p.src), c->vars = p.vars, c->threads = p.threads, c->ops = p.ops, c->mem = p.mem;
-  c->global_size = p.global_size, c->local_size = p.local_size, c->nbufs = p.nbufs;
-  if (DEBUG >= 4) std::fprintf(stderr, "=== kernel %s source ===\n%s", c->name.c_str(), c->src.c_str());
-  for (size_t i = 0; i < c->vars.size(); i++)
-    if (c->vars[i]->argv<VarArg>().name == "core_id") c->core_var = int(i);
-  c->prog = dev.compiler().compile(c->name, c->src);
-  return c;
-}
-
-// a launch size: products, sums and quotients of the kernel's variables
-static int64_t eval_size(const UOp* u, const UOps& vars, const int64_t* vals) {
-  switch (u->op) {
-    case Ops::CONST: return std::get<int64_t>(u->arg);
-    case Ops::DEFINE_VAR:
-      for (size_t i = 0; i < vars.size(); i++)
-        if (vars[i].get() == u) return vals[i];
-      fail(TG_ERROR_INTERNAL, "launch size uses a variable the kernel doesn't take: " + u->render());
-    default: {
-      std::vector<double> v;
-      for (auto& s : u->src) v.push_back(double(eval_size(s.get(), vars, vals)));
-      return int64_t(exec_alu(u->op, u->dtype, v));
-    }
-  }
-}
-LaunchDims CompiledKernel::dims(const int64_t* vals) const {
-  LaunchDims d;
-  d.core_var = core_var, d.global[0] = threads, d.nbufs = nbufs;
-  for (size_t i = 0; i < 3; i++) {
-    if (global_size[i]) d.global[i] = eval_size(global_size[i].get(), vars, vals);
-    if (local_size[i]) d.local[i] = eval_size(local_size[i].get(), vars, vals);
-  }
-  return d;
-}
-
-void count_kernel(const CompiledKernel& k, double seconds) {
+void count_kernel(const CompiledRunner& k, double seconds) {
   GlobalCounters::kernel_count++, GlobalCounters::global_ops += k.ops, GlobalCounters::global_mem += k.mem;
   for (double cur = GlobalCounters::time_sum_s.load(); !GlobalCounters::time_sum_s.compare_exchange_weak(cur, cur + seconds);) {
   }
-}
-
-double run_kernel(const CompiledKernel& k, void** bufs) {
-  std::vector<int64_t> vars(k.vars.size(), 0);  // every Variable at its largest value: buffers are laid out for it
-  for (size_t i = 0; i < vars.size(); i++)
-    if (int(i) != k.core_var) vars[i] = k.vars[i]->argv<VarArg>().vmax;
-  return k.prog->timed_launch(bufs, vars.data(), vars.size(), k.dims(vars.data()));
 }
 
 void ExecItem::run() {
@@ -89,7 +39,7 @@ static UOpRef rebind(const UOpRef& stored, const UOpRef& root) {
   return UOp::make(Ops::SHRINK, root->dtype, std::move(src), bounds, dims);
 }
 
-std::vector<int64_t> var_values(const CompiledKernel& k, const std::unordered_map<std::string, int64_t>& var_vals) {
+std::vector<int64_t> var_values(const CompiledRunner& k, const std::unordered_map<std::string, int64_t>& var_vals) {
   std::vector<int64_t> vals(k.vars.size(), 0);
   for (size_t i = 0; i < k.vars.size(); i++) {
     if (int(i) == k.core_var) continue;
@@ -151,15 +101,24 @@ Normalized normalize(const std::vector<UOpRef>& roots) {
 
 static thread_local CaptureScope* g_capture = nullptr;
 
-static std::shared_ptr<const CompiledKernel> compile_kernel(const KernelItem& k, Device& dev) {
-  std::lock_guard<std::mutex> lk(k.mu);
-  // BEAM is read when a kernel is first compiled for a device and beam width; later realizes reuse that program
-  auto& slot = k.compiled[BEAM >= 1 ? strformat("%s BEAM=%d", dev.name().c_str(), int(BEAM)) : dev.name()];
-  if (slot) return slot;
+// Compiled programs by kernel AST (hash-consed: the pointer is the structure), device and BEAM width: BEAM is read when a
+// kernel is first compiled for a device, later realizes of any schedule with that kernel reuse the program
+struct ProgramKey {
+  UOpRef ast;
+  std::string device;
+  int beam;
+  bool operator==(const ProgramKey&) const = default;
+};
+struct ProgramKeyHash {
+  size_t operator()(const ProgramKey& k) const { return hash_combine(hash_combine(UOpHash()(k.ast), std::hash<std::string>()(k.device)), size_t(k.beam)); }
+};
+static std::shared_ptr<const CompiledRunner> compile_item(const ScheduleItem& k, Device& dev) {
+  static auto* cache = new LruCache<ProgramKey, std::shared_ptr<const CompiledRunner>, ProgramKeyHash>(size_t(getenv_int("TG_PROGRAM_CACHE", 4096)));
+  ProgramKey key{k.ast, dev.name(), BEAM >= 1 ? int(BEAM) : 0};
+  if (auto p = cache->get(key)) return *p;
   std::vector<Opt> opts;
-  if (BEAM >= 1) opts = beam_opts(k.ast, k.name, dev, int(BEAM));
-  slot = compile_program(k.ast, k.name, dev, BEAM >= 1 ? &opts : nullptr);
-  return slot;
+  if (key.beam) opts = beam_opts(k.ast, k.name, dev, key.beam);
+  return cache->put(key, compile_program(k.ast, k.name, dev, key.beam ? &opts : nullptr));
 }
 
 Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& device) {
@@ -199,7 +158,7 @@ Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& devic
   for (auto& [name, v] : norm.var_vals) l.var_vals[name] = v.second;
   from_param.clear();
   for (auto& ki : sched->kernels) {
-    ExecItem e{compile_kernel(*ki, dev), {}, {}, -1, {}};
+    ExecItem e{compile_item(*ki, dev), {}, {}, -1, {}};
     for (int s : ki->slots) e.bufs.push_back(bufs[size_t(s)]);
     e.vals = var_values(*e.prg, l.var_vals);
     l.items.push_back(std::move(e));
@@ -218,7 +177,7 @@ void run_lowered(Lowered& l) {
   Device& dev = get_device(l.device);
   double t_run = 0;
   for (auto& e : l.items) {
-    const CompiledKernel& k = *e.prg;
+    const CompiledRunner& k = *e.prg;
     if (DEBUG >= 3)
       for (size_t i = 0; i < e.bufs.size(); i++)
         std::fprintf(stderr, "  %s buf%zu: %s[%lld] %s\n", k.name.c_str(), i, e.bufs[i]->dtype().name().c_str(), (long long)e.bufs[i]->size(),

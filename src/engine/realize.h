@@ -9,7 +9,7 @@
 
 #include "uop/uop.h"
 
-#include "codegen/codegen.h"
+#include "codegen/runner.h"
 #include "schedule/schedule.h"
 
 namespace tg {
@@ -23,20 +23,13 @@ struct Normalized {
   std::unordered_map<std::string, std::pair<const UOp*, int64_t>> var_vals;  // Variable name -> (DEFINE_VAR, bound value)
 };
 Normalized normalize(const std::vector<UOpRef>& roots);
-// A kernel AST made runnable on `dev`: with `opts` if given, else the heuristics (NOOPT=1: none).
-std::shared_ptr<CompiledKernel> compile_program(const UOpRef& ast, const std::string& name, Device& dev, const std::vector<Opt>* opts);
-// A rendered program compiled for `dev` (compile_program's second half; BEAM renders first to skip duplicate sources).
-std::shared_ptr<CompiledKernel> compile_spec(ProgramSpec p, Device& dev);
-// one launch, waited for, with every Variable at its largest value (the binding BEAM times a symbolic kernel at); its
-// duration in seconds (the device's events where it has them)
-double run_kernel(const CompiledKernel& k, void** bufs);
-void count_kernel(const CompiledKernel& k, double seconds);  // GlobalCounters for one launch
+void count_kernel(const CompiledRunner& k, double seconds);  // GlobalCounters for one launch
 // a kernel's variable values from the bound Variables (core_id is set at launch)
-std::vector<int64_t> var_values(const CompiledKernel& k, const std::unordered_map<std::string, int64_t>& var_vals);
+std::vector<int64_t> var_values(const CompiledRunner& k, const std::unordered_map<std::string, int64_t>& var_vals);
 
 // One kernel launch: the program, the buffers it takes (output first) and the values of its variables.
 struct ExecItem {
-  std::shared_ptr<const CompiledKernel> prg;
+  std::shared_ptr<const CompiledRunner> prg;
   std::vector<std::shared_ptr<Buffer>> bufs;
   std::vector<int64_t> vals;  // one per program variable (core_id is set per launch)
   double time_s = -1;         // of the last run

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "codegen/simplify.h"
+#include "runtime/device.h"
 #include "schedule/schedule.h"
 #include "uop/symbolic.h"
 
@@ -458,7 +459,7 @@ void ScheduleBuilder::build(const UOp* n, int out) {
     TG_CHECK(split.insert(n->src[1].get()).second, TG_ERROR_INTERNAL, "schedule: can't make an assign safe in place");
     return build(n, out);
   }
-  auto k = std::make_shared<KernelItem>();
+  auto k = std::make_shared<ScheduleItem>();
   k->ast = ast, k->slots = used, k->name = kernel_name(!reduce_sizes.empty(), shape, reduce_sizes);
   producer[n] = s.kernels.size();
   reads.emplace_back();
@@ -544,7 +545,7 @@ bool ScheduleBuilder::order_kernels() {
   std::set<std::pair<size_t, size_t>> ready;  // (pos, kernel)
   for (size_t k = 0; k < n; k++)
     if (!waiting[k]) ready.emplace(pos[k], k);
-  std::vector<std::shared_ptr<KernelItem>> out;
+  std::vector<std::shared_ptr<ScheduleItem>> out;
   while (!ready.empty()) {
     auto best = ready.begin();
     int64_t best_g = growth(best->second);
@@ -672,39 +673,16 @@ std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const Inp
 }
 
 // ---- the schedule cache: key is the normalized sink (hash-consed, so the pointer is the structure) ----
-static std::mutex cache_mu;
-static std::list<std::pair<UOpRef, std::shared_ptr<const Schedule>>>& cache_list() {
-  static auto* l = new std::list<std::pair<UOpRef, std::shared_ptr<const Schedule>>>();
-  return *l;
-}
-static std::unordered_map<const UOp*, std::list<std::pair<UOpRef, std::shared_ptr<const Schedule>>>::iterator>& cache_map() {
-  static auto* m = new std::unordered_map<const UOp*, std::list<std::pair<UOpRef, std::shared_ptr<const Schedule>>>::iterator>();
-  return *m;
+static LruCache<UOpRef, std::shared_ptr<const Schedule>, UOpHash>& schedule_cache() {
+  static auto* c = new LruCache<UOpRef, std::shared_ptr<const Schedule>, UOpHash>(size_t(getenv_int("TG_SCHEDULE_CACHE", 512)));
+  return *c;
 }
 std::shared_ptr<const Schedule> get_schedule(const UOpRef& sink, const std::vector<std::pair<DType, int64_t>>& inputs) {
-  static const size_t limit = size_t(getenv_int("TG_SCHEDULE_CACHE", 512));
-  {
-    std::lock_guard<std::mutex> lk(cache_mu);
-    if (auto it = cache_map().find(sink.get()); it != cache_map().end()) {
-      cache_list().splice(cache_list().begin(), cache_list(), it->second);  // most recently used first
-      return it->second->second;
-    }
-  }
+  if (auto s = schedule_cache().get(sink)) return *s;
   auto s = create_schedule(sink, inputs);
   GlobalCounters::schedule_count++;
-  std::lock_guard<std::mutex> lk(cache_mu);
-  if (cache_map().count(sink.get())) return s;
-  cache_list().emplace_front(sink, s);
-  cache_map()[sink.get()] = cache_list().begin();
-  while (cache_list().size() > limit) {
-    cache_map().erase(cache_list().back().first.get());
-    cache_list().pop_back();
-  }
-  return s;
+  return schedule_cache().put(sink, std::move(s));
 }
-size_t schedule_cache_size() {
-  std::lock_guard<std::mutex> lk(cache_mu);
-  return cache_list().size();
-}
+size_t schedule_cache_size() { return schedule_cache().size(); }
 
 }  // namespace tg

@@ -13,8 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "codegen/codegen.h"
-#include "engine/realize.h"
+#include "codegen/runner.h"
 #include "runtime/diskcache.h"
 #include "runtime/threadpool.h"
 
@@ -172,7 +171,7 @@ std::vector<std::shared_ptr<Buffer>> scratch_buffers(const UOpRef& ast, const st
 
 struct Candidate {
   Scheduler k;
-  std::shared_ptr<CompiledKernel> prog;
+  std::shared_ptr<CompiledRunner> prog;
   double tm = INFINITY;
 };
 
@@ -273,12 +272,12 @@ class Search {
     return timed;
   }
 
-  double runoff(const CompiledKernel& k) {
+  double runoff(const CompiledRunner& k) {
     beam_timing_runs++;
     return run_kernel(k, ptrs_.data());
   }
   // the fastest of a few runs: at least 3 and 2 ms, at most 10 runs or 30 ms; one run slower than `early_stop` ends it
-  double time(const CompiledKernel& k, double early_stop) {
+  double time(const CompiledRunner& k, double early_stop) {
     double best = INFINITY, spent = 0;
     for (int i = 0; i < 10; i++) {
       double t = run_kernel(k, ptrs_.data());

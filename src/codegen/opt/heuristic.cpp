@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "codegen/opt/postrange.h"
-#include "runtime/threadpool.h"
 
 namespace tg {
 
