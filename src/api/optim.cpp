@@ -80,13 +80,11 @@ tg_optimizer* create(tg_optimizer_kind kind, tg_tensor* const* params, size_t n_
   }
   TG_ARG(o.n_ns_coefficients <= TG_OPTIM_MAX_NS_COEFFICIENTS,
          strformat("%s: opts->n_ns_coefficients is %zu, at most %d", fn, o.n_ns_coefficients, TG_OPTIM_MAX_NS_COEFFICIENTS));
-  std::unique_ptr<nn::Optimizer> opt;
-  if (is_lamb(kind))
-    opt = std::make_unique<nn::LAMB>(std::move(ps), nn::LAMBConfig{kNames[kind], o.lr, o.b1, o.b2, o.eps, o.weight_decay, o.adam != 0});
-  else
-    opt = std::make_unique<nn::LARS>(std::move(ps), nn::LARSConfig{kNames[kind], o.lr, o.momentum, o.weight_decay, o.ns_steps,
-                                                                   std::vector<double>(o.ns_coefficients, o.ns_coefficients + o.n_ns_coefficients),
-                                                                   o.nesterov != 0, o.classic != 0, o.pre_wd != 0, o.tcoef});
+  std::unique_ptr<nn::Optimizer> opt =
+      is_lamb(kind) ? nn::lamb(std::move(ps), nn::LAMBConfig{kNames[kind], o.lr, o.b1, o.b2, o.eps, o.weight_decay, o.adam != 0})
+                    : nn::lars(std::move(ps), nn::LARSConfig{kNames[kind], o.lr, o.momentum, o.weight_decay, o.ns_steps,
+                                                             std::vector<double>(o.ns_coefficients, o.ns_coefficients + o.n_ns_coefficients),
+                                                             o.nesterov != 0, o.classic != 0, o.pre_wd != 0, o.tcoef});
   return optimizers().add(new tg_optimizer{std::move(opt)});
 }
 
