@@ -1,4 +1,5 @@
-// C API core: version, the per-thread error state, the exception boundary (tg::api::call / make), tg_expr handles.
+// C API core: version, the per-thread error state, the exception boundary (tg::api::call / make), tg_expr handles, and
+// the errors every handle type reports alike.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -192,11 +193,57 @@ TEST(CApi, ExprReleaseAndRetain) {
   EXPECT_TRUE(mentions(last_msg(), "released")) << last_msg();
   tg_clear_error();
   EXPECT_EQ(tg_expr_bounds(x, &lo, &hi), TG_ERROR_INVALID_ARGUMENT);  // use after release: reported
-  EXPECT_TRUE(mentions(last_msg(), "not live")) << last_msg();
+  EXPECT_EQ(last_msg(), "expr_bounds: expr is not a live tg_expr handle (released?)");
   EXPECT_EQ(tg_expr_simplify(x), nullptr);
   tg_clear_error();
   tg_expr_release(nullptr);  // a no-op
   EXPECT_EQ(tg_last_error(), TG_OK);
+}
+
+// Every handle type words NULL, released and twice-released handles alike: "<function>: <argument> is NULL", "...: <argument>
+// is not a live tg_<type> handle (released?)", and a release of a dead handle only sets "(released twice?)".
+template <class H>
+void expect_handle_errors(H* h, const std::string& type, void (*release)(H*), H* (*retain)(H*), std::function<void(H*)> use, const char* used) {
+  const std::string noun = type.substr(3), dead = noun + " is not a live " + type + " handle";
+  ASSERT_NE(h, nullptr) << type << ": " << last_msg();
+  release(h);
+  tg_clear_error();
+  release(nullptr);
+  EXPECT_EQ(tg_last_error(), TG_OK);
+  release(h);
+  EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_msg(), type + "_release: " + dead + " (released twice?)");
+  if (retain) {
+    EXPECT_EQ(retain(nullptr), nullptr);
+    EXPECT_EQ(last_msg(), type + "_retain: " + noun + " is NULL");
+    EXPECT_EQ(retain(h), nullptr);
+    EXPECT_EQ(last_msg(), type + "_retain: " + dead + " (released?)");
+  }
+  tg_clear_error();
+  use(h);
+  EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_msg(), std::string(used) + ": " + dead + " (released?)");
+}
+
+TEST(CApi, HandleErrorsAreWordedAlike) {
+  int64_t n = 2;
+  tg_tensor* param = tg_tensor_zeros(&n, 1, TG_FLOAT32, nullptr);
+  expect_handle_errors<tg_tensor>(tg_tensor_zeros(&n, 1, TG_FLOAT32, nullptr), "tg_tensor", tg_tensor_release, tg_tensor_retain,
+                                  [](tg_tensor* t) { tg_tensor_ndim(t); }, "ndim");
+  expect_handle_errors<tg_expr>(tg_expr_const(1), "tg_expr", tg_expr_release, tg_expr_retain, [](tg_expr* e) { tg_expr_simplify(e); },
+                                "expr_simplify");
+  expect_handle_errors<tg_state>(tg_state_create(), "tg_state", tg_state_release, tg_state_retain, [](tg_state* s) { tg_state_count(s); },
+                                 "state_count");
+  expect_handle_errors<tg_module>(tg_nn_linear(2, 2, 1, nullptr), "tg_module", tg_module_release, tg_module_retain,
+                                  [](tg_module* m) { tg_module_kind(m); }, "tg_module_kind");
+  expect_handle_errors<tg_optimizer>(tg_optim_sgd(&param, 1, nullptr), "tg_optimizer", tg_optimizer_release, tg_optimizer_retain,
+                                     [](tg_optimizer* o) { tg_optimizer_step(o); }, "optimizer_step");
+  tg_jit_fn fn = [](void*, tg_tensor* const*, size_t, tg_tensor**, size_t) { return TG_OK; };
+  expect_handle_errors<tg_jit>(tg_jit_create(fn, nullptr), "tg_jit", tg_jit_release, nullptr, [](tg_jit* j) { tg_jit_call_count(j); },
+                               "jit_call_count");
+  expect_handle_errors<tg_plan>(tg_plan_create(&param, 1), "tg_plan", tg_plan_release, nullptr, [](tg_plan* p) { tg_plan_kernel_count(p); },
+                                "plan_kernel_count");
+  tg_tensor_release(param);
 }
 
 TEST(CApi, ExprEvalIsExactInInt64) {  // known bug in api/core.cpp: tg_expr_eval computes in double

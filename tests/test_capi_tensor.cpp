@@ -577,8 +577,8 @@ TEST(CApiTensor, ReleasedHandle) {
   ASSERT_TRUE(a && b.p);
   tg_tensor_release(a);
   // no object is made between the release and these calls, so `a` can't have been handed out again
-  EXPECT_NULL_ERR(tg_tensor_add(a, b), TG_ERROR_INVALID_ARGUMENT, "add", "a is not a live tensor handle");
-  EXPECT_NULL_ERR(tg_tensor_add(b, a), TG_ERROR_INVALID_ARGUMENT, "add", "b is not a live tensor handle");
+  EXPECT_NULL_ERR(tg_tensor_add(a, b), TG_ERROR_INVALID_ARGUMENT, "add", "a is not a live tg_tensor handle");
+  EXPECT_NULL_ERR(tg_tensor_add(b, a), TG_ERROR_INVALID_ARGUMENT, "add", "b is not a live tg_tensor handle");
   EXPECT_NULL_ERR(tg_tensor_exp(a), TG_ERROR_INVALID_ARGUMENT, "exp", "live");
   EXPECT_STATUS_ERR(tg_tensor_realize(a), TG_ERROR_INVALID_ARGUMENT, "realize", "live");
   tg_clear_error();

@@ -374,7 +374,7 @@ TEST(NnModule, RetainKeepsTheModuleAlive) {
   EXPECT_STREQ(tg_module_kind(lin), "Linear");
   tg_module_release(lin);
   EXPECT_EQ(tg_module_kind(lin), nullptr);  // released: detected, not dereferenced
-  expect_error(TG_ERROR_INVALID_ARGUMENT, {"not a live handle"});
+  expect_error(TG_ERROR_INVALID_ARGUMENT, {"not a live tg_module handle"});
 }
 
 // ---- state dicts ------------------------------------------------------------------------------------------------------
@@ -476,7 +476,7 @@ TEST(NnArgs, NullAndReleasedHandles) {
   tg_module* dead = tg_nn_linear(2, 2, 1, nullptr);
   tg_module_release(dead);
   for (tg_module* m : {static_cast<tg_module*>(nullptr), dead}) {
-    const char* why = m ? "not a live handle" : "module is NULL";
+    const char* why = m ? "not a live tg_module handle" : "module is NULL";
     tg_tensor *h = nullptr, *c = nullptr, *out[1];
     EXPECT_EQ(tg_module_call(m, x), nullptr);
     expect_error(TG_ERROR_INVALID_ARGUMENT, {"tg_module_call", why});
@@ -618,7 +618,7 @@ TEST(NnArgs, SequentialLayers) {
   tg_module_release(dead);
   tg_module* with_dead[] = {lin, dead};
   EXPECT_EQ(tg_nn_sequential(with_dead, 2), nullptr);
-  expect_error(TG_ERROR_INVALID_ARGUMENT, {"layers[1]", "not a live handle"});
+  expect_error(TG_ERROR_INVALID_ARGUMENT, {"layers[1]", "not a live tg_module handle"});
   // the sequence holds its own references: its layers outlive the caller's
   tg_module* l2 = tg_nn_linear(2, 1, 0, nullptr);
   tg_module* ok[] = {lin, l2};

@@ -329,13 +329,13 @@ TEST(OptimCApi, BadArgumentsAreErrorsNamingThem) {
   tg_tensor* released = dead.p;
   tg_tensor_release(dead.p), dead.p = nullptr;
   EXPECT_EQ(tg_optim_sgd(&released, 1, nullptr), nullptr);
-  expect_error(TG_ERROR_INVALID_ARGUMENT, "params[0] is not a live tensor handle");
+  expect_error(TG_ERROR_INVALID_ARGUMENT, "params[0] is not a live tg_tensor handle");
   // NULL and released optimizer handles
   tg_optimizer* gone = tg_optim_sgd(ps, 2, nullptr);
   ASSERT_TRUE(gone) << tg_last_error_message();
   tg_optimizer_release(gone);
   for (tg_optimizer* h : {(tg_optimizer*)nullptr, gone}) {
-    const char* what = h ? "opt is not a live handle" : "opt is NULL";
+    const char* what = h ? "optimizer is not a live tg_optimizer handle" : "optimizer is NULL";
     EXPECT_EQ(tg_optimizer_step(h), TG_ERROR_INVALID_ARGUMENT); expect_error(TG_ERROR_INVALID_ARGUMENT, what);
     EXPECT_EQ(tg_optimizer_zero_grad(h), TG_ERROR_INVALID_ARGUMENT); expect_error(TG_ERROR_INVALID_ARGUMENT, what);
     EXPECT_EQ(tg_optimizer_schedule_step(h, nullptr, 0), -1); expect_error(TG_ERROR_INVALID_ARGUMENT, what);

@@ -27,17 +27,8 @@ tg_status status_from_current_exception() {
 
 using namespace tg;
 
-static api::LiveHandles<tg_expr>& exprs() {
-  static auto* h = new api::LiveHandles<tg_expr>();
-  return *h;
-}
-static const tg_expr* new_expr(UOpRef u) { return exprs().add(new tg_expr{std::move(u)}); }
-static const UOpRef& expr_of(const tg_expr* e, const char* what) {
-  TG_ARG(e, std::string(what) + ": expression is NULL");
-  TG_ARG(exprs().live(e), std::string(what) + ": expression handle is not live (released?)");
-  return e->u;
-}
-const UOpRef& tg::api::get_expr(const tg_expr* e, const char* fn) { return expr_of(e, fn); }
+using Exprs = api::Handles<tg_expr>;
+static tg_expr* new_expr(UOpRef u) { return Exprs::add(new tg_expr{std::move(u)}); }
 
 static const ContextVar& option_named(const char* name, const char* what) {
   TG_ARG(name, std::string(what) + ": name is NULL");
@@ -128,16 +119,16 @@ tg_expr* tg_expr_variable(const char* name, int64_t min, int64_t max) {
   return api::make([&] {
     TG_ARG(name && *name, "expr_variable: name is NULL or empty");
     TG_ARG(min <= max, strformat("expr_variable '%s': min %lld > max %lld", name, (long long)min, (long long)max));
-    return const_cast<tg_expr*>(new_expr(UOp::variable(name, min, max)));
+    return new_expr(UOp::variable(name, min, max));
   });
 }
 tg_expr* tg_expr_const(int64_t v) {
-  return api::make([&] { return const_cast<tg_expr*>(new_expr(UOp::const_int(dtypes::index, v))); });
+  return api::make([&] { return new_expr(UOp::const_int(dtypes::index, v)); });
 }
 tg_expr* tg_expr_binary(tg_binop op, const tg_expr* a, const tg_expr* b) {
   return api::make([&] {
-    const UOpRef& x = expr_of(a, "expr_binary");
-    const UOpRef& y = expr_of(b, "expr_binary");
+    const UOpRef& x = Exprs::get(a, "expr_binary", "a").u;
+    const UOpRef& y = Exprs::get(b, "expr_binary", "b").u;
     UOpRef r;
     switch (op) {
       case TG_ADD: r = x + y; break;
@@ -153,16 +144,16 @@ tg_expr* tg_expr_binary(tg_binop op, const tg_expr* a, const tg_expr* b) {
       case TG_LT: r = (x < y)->cast(dtypes::index); break;
       default: fail(TG_ERROR_INVALID_ARGUMENT, strformat("expr_binary: unknown op %d", int(op)));
     }
-    return const_cast<tg_expr*>(new_expr(r));
+    return new_expr(r);
   });
 }
 tg_expr* tg_expr_simplify(const tg_expr* e) {
-  return api::make([&] { return const_cast<tg_expr*>(new_expr(expr_of(e, "expr_simplify")->simplify())); });
+  return api::make([&] { return new_expr(Exprs::get(e, "expr_simplify").u->simplify()); });
 }
 int64_t tg_expr_render(const tg_expr* e, char* buf, size_t size) {
   int64_t n = -1;
   tg_status s = api::call([&] {
-    std::string r = expr_of(e, "expr_render")->render();
+    std::string r = Exprs::get(e, "expr_render").u->render();
     TG_ARG(buf || size == 0, "expr_render: buf is NULL with size > 0");
     if (size) {
       size_t k = std::min(size - 1, r.size());
@@ -175,7 +166,7 @@ int64_t tg_expr_render(const tg_expr* e, char* buf, size_t size) {
 }
 tg_status tg_expr_eval(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, int64_t* out) {
   return api::call([&] {
-    const UOpRef& u = expr_of(e, "expr_eval");
+    const UOpRef& u = Exprs::get(e, "expr_eval").u;
     TG_ARG(out, "expr_eval: out is NULL");
     TG_ARG(n == 0 || (names && values), "expr_eval: names/values are NULL");
     // bind the variables as constants and fold exactly in integers (no trip through double)
@@ -197,20 +188,14 @@ tg_status tg_expr_eval(const tg_expr* e, const char* const* names, const int64_t
 }
 tg_status tg_expr_bounds(const tg_expr* e, int64_t* min, int64_t* max) {
   return api::call([&] {
-    const UOpRef& u = expr_of(e, "expr_bounds");
+    const UOpRef& u = Exprs::get(e, "expr_bounds").u;
     TG_ARG(min && max, "expr_bounds: min/max is NULL");
     *min = u->vmin(), *max = u->vmax();
   });
 }
 tg_expr* tg_expr_retain(tg_expr* e) {
-  return api::make([&] {
-    expr_of(e, "expr_retain");
-    TG_ARG(exprs().retain(e), "expr_retain: expression handle is not live (released?)");
-    return e;
-  });
+  return api::make([&] { return Exprs::retain(e, "tg_expr_retain"); });
 }
-void tg_expr_release(tg_expr* e) {
-  if (e && !exprs().release(e)) api::set_error(TG_ERROR_INVALID_ARGUMENT, "expr_release: handle is not live (released twice?)");
-}
+void tg_expr_release(tg_expr* e) { Exprs::release(e, "tg_expr_release"); }
 
 }  // extern "C"

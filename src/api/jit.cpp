@@ -10,6 +10,7 @@
 using namespace tg;
 
 struct tg_jit {
+  static constexpr const char* kind = "tg_jit";
   tg_jit_fn fn;
   void* userdata;
   size_t n_outputs = 0;  // of the call in progress
@@ -21,6 +22,7 @@ struct tg_jit {
 };
 
 struct tg_plan {
+  static constexpr const char* kind = "tg_plan";
   std::vector<Tensor> tensors;
   Lowered lowered;
   bool ran = false, from_jit = false;
@@ -28,10 +30,10 @@ struct tg_plan {
 };
 
 namespace {
-api::LiveHandles<tg_jit>& jits() { return api::handles_of<tg_jit>(); }
-api::LiveHandles<tg_plan>& plans() { return api::handles_of<tg_plan>(); }
-tg_jit* get_jit(const tg_jit* j, const char* fn) { return jits().get(j, fn, "jit"); }
-tg_plan* get_plan(const tg_plan* p, const char* fn) { return plans().get(p, fn, "plan"); }
+using Jits = api::Handles<tg_jit>;
+using Plans = api::Handles<tg_plan>;
+tg_jit* get_jit(const tg_jit* j, const char* fn) { return &Jits::get(j, fn); }
+tg_plan* get_plan(const tg_plan* p, const char* fn) { return &Plans::get(p, fn); }
 // handles passed to a callback are released when it returns, whatever happens
 struct HandleList {
   std::vector<tg_tensor*> hs;
@@ -45,7 +47,7 @@ tg_plan* make_plan(std::vector<Tensor> tensors, Lowered l, bool from_jit) {
     p->nbytes.emplace_back();
     for (auto& b : e.bufs) p->nbytes.back().push_back(int64_t(b->nbytes()));
   }
-  return plans().add(p);
+  return Plans::add(p);
 }
 }  // namespace
 
@@ -68,7 +70,7 @@ extern "C" {
 tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata) {
   return api::make([&] {
     TG_ARG(fn, "jit_create: fn is NULL");
-    return jits().add(new tg_jit(fn, userdata));
+    return Jits::add(new tg_jit(fn, userdata));
   });
 }
 
@@ -78,14 +80,14 @@ struct CallGuard {
   std::unique_lock<std::mutex> lk;
   CallGuard(tg_jit* j, const char* fn) : jit(j) {
     TG_ARG(jit->running.load() != std::this_thread::get_id(), std::string(fn) + ": called from inside the jit's own function");
-    TG_ARG(jits().retain(jit), std::string(fn) + ": jit is not a live handle (released?)");
+    Jits::retain(jit, fn);
     lk = std::unique_lock<std::mutex>(jit->mu);
     jit->running = std::this_thread::get_id();
   }
   ~CallGuard() {
     jit->running = std::thread::id();
     lk.unlock();
-    jits().release(jit);
+    Jits::release(jit, "jit");
   }
 };
 
@@ -140,9 +142,7 @@ tg_plan* tg_jit_plan(tg_jit* j) {
   });
 }
 
-void tg_jit_release(tg_jit* j) {
-  if (j && !jits().release(j)) api::set_error(TG_ERROR_INVALID_ARGUMENT, "jit_release: not a live jit handle (released twice?)");
-}
+void tg_jit_release(tg_jit* j) { Jits::release(j, "tg_jit_release"); }
 
 tg_plan* tg_plan_create(tg_tensor* const* tensors, size_t n) {
   return api::make([&] {
@@ -202,8 +202,6 @@ tg_status tg_plan_memory(const tg_plan* p, int64_t* intermediate_bytes, int64_t*
   });
 }
 
-void tg_plan_release(tg_plan* p) {
-  if (p && !plans().release(p)) api::set_error(TG_ERROR_INVALID_ARGUMENT, "plan_release: not a live plan handle (released twice?)");
-}
+void tg_plan_release(tg_plan* p) { Plans::release(p, "tg_plan_release"); }
 
 }  // extern "C"

@@ -6,13 +6,15 @@
 using namespace tg;
 
 struct tg_module {
+  static constexpr const char* kind = "tg_module";
   nn::ModuleRef m;
 };
 
 namespace {
-api::LiveHandles<tg_module>& modules() { return api::handles_of<tg_module>(); }
-nn::Module& get_module(const tg_module* m, const char* fn) { return *modules().get(m, fn, "module")->m; }
-tg_module* wrap_module(nn::ModuleRef m) { return modules().add(new tg_module{std::move(m)}); }
+using Modules = api::Handles<tg_module>;
+using States = api::Handles<tg_state>;
+nn::Module& get_module(const tg_module* m, const char* fn) { return *Modules::get(m, fn).m; }
+tg_module* wrap_module(nn::ModuleRef m) { return Modules::add(new tg_module{std::move(m)}); }
 std::string dev_of(const char* device) { return canonical_device(device); }  // NULL: the default device (DEV)
 // a constructor: builds the module, or NULL with the error set
 template <class F>
@@ -90,7 +92,7 @@ TG_API tg_module* tg_nn_sequential(tg_module* const* layers, size_t n) {
   return construct([&] {
     TG_ARG(layers || n == 0, "tg_nn_sequential: layers is NULL");
     std::vector<nn::ModuleRef> ls;
-    for (size_t i = 0; i < n; i++) ls.push_back((get_module(layers[i], ("tg_nn_sequential: layers[" + std::to_string(i) + "]").c_str()), layers[i]->m));
+    for (size_t i = 0; i < n; i++) ls.push_back(Modules::get(layers[i], "tg_nn_sequential", strformat("layers[%zu]", i).c_str()).m);
     return nn::sequential(std::move(ls));
   });
 }
@@ -130,7 +132,7 @@ TG_API tg_tensor* tg_module_get(tg_module* m, const char* name) {
   });
 }
 TG_API tg_state* tg_module_state(tg_module* m) {
-  return api::make([&] { return api::new_state(nn::get_state_dict(get_module(m, "tg_module_state"))); });
+  return api::make([&] { return States::add(new tg_state{nn::get_state_dict(get_module(m, "tg_module_state")), {}}); });
 }
 TG_API size_t tg_module_parameter_count(const tg_module* m) {
   size_t n = 0;
@@ -146,18 +148,12 @@ TG_API tg_status tg_module_parameters(tg_module* m, tg_tensor** out, size_t n) {
   });
 }
 TG_API tg_status tg_module_load_state(tg_module* m, const tg_state* state, int strict) {
-  return api::call([&] { nn::load_state_dict(get_module(m, "tg_module_load_state"), api::state_entries(state, "tg_module_load_state"), strict != 0); });
+  return api::call([&] { nn::load_state_dict(get_module(m, "tg_module_load_state"), States::get(state, "tg_module_load_state").sd, strict != 0); });
 }
 TG_API tg_module* tg_module_retain(tg_module* m) {
-  return api::make([&] {
-    get_module(m, "tg_module_retain");
-    TG_ARG(modules().retain(m), "tg_module_retain: module is not a live handle (released?)");
-    return m;
-  });
+  return api::make([&] { return Modules::retain(m, "tg_module_retain"); });
 }
-TG_API void tg_module_release(tg_module* m) {
-  if (m) modules().release(m);
-}
+TG_API void tg_module_release(tg_module* m) { Modules::release(m, "tg_module_release"); }
 
 TG_API tg_tensor* tg_tensor_from_idx(const char* path, const char* device) {
   return api::make([&] {

@@ -9,12 +9,13 @@
 using namespace tg;
 
 struct tg_optimizer {
+  static constexpr const char* kind = "tg_optimizer";
   std::unique_ptr<nn::Optimizer> opt;
 };
 
 namespace {
-api::LiveHandles<tg_optimizer>& optimizers() { return api::handles_of<tg_optimizer>(); }
-nn::Optimizer& get_opt(const tg_optimizer* o, const char* fn) { return *optimizers().get(o, fn, "opt")->opt; }
+using Optimizers = api::Handles<tg_optimizer>;
+nn::Optimizer& get_opt(const tg_optimizer* o, const char* fn) { return *Optimizers::get(o, fn).opt; }
 
 // a bit per kind, in tg_optimizer_kind order
 constexpr unsigned SGD = 1, ADAM = 2, ADAMW = 4, LARS = 8, LAMB = 16, MUON = 32, MOMENTUM = SGD | LARS | MUON, BETAS = ADAM | ADAMW | LAMB;
@@ -80,14 +81,12 @@ tg_optimizer* create(tg_optimizer_kind kind, tg_tensor* const* params, size_t n_
   }
   TG_ARG(o.n_ns_coefficients <= TG_OPTIM_MAX_NS_COEFFICIENTS,
          strformat("%s: opts->n_ns_coefficients is %zu, at most %d", fn, o.n_ns_coefficients, TG_OPTIM_MAX_NS_COEFFICIENTS));
-  std::unique_ptr<nn::Optimizer> opt;
-  if (is_lamb(kind))
-    opt = std::make_unique<nn::LAMB>(std::move(ps), nn::LAMBConfig{kNames[kind], o.lr, o.b1, o.b2, o.eps, o.weight_decay, o.adam != 0});
-  else
-    opt = std::make_unique<nn::LARS>(std::move(ps), nn::LARSConfig{kNames[kind], o.lr, o.momentum, o.weight_decay, o.ns_steps,
-                                                                   std::vector<double>(o.ns_coefficients, o.ns_coefficients + o.n_ns_coefficients),
-                                                                   o.nesterov != 0, o.classic != 0, o.pre_wd != 0, o.tcoef});
-  return optimizers().add(new tg_optimizer{std::move(opt)});
+  std::unique_ptr<nn::Optimizer> opt =
+      is_lamb(kind) ? nn::lamb(std::move(ps), nn::LAMBConfig{kNames[kind], o.lr, o.b1, o.b2, o.eps, o.weight_decay, o.adam != 0})
+                    : nn::lars(std::move(ps), nn::LARSConfig{kNames[kind], o.lr, o.momentum, o.weight_decay, o.ns_steps,
+                                                             std::vector<double>(o.ns_coefficients, o.ns_coefficients + o.n_ns_coefficients),
+                                                             o.nesterov != 0, o.classic != 0, o.pre_wd != 0, o.tcoef});
+  return Optimizers::add(new tg_optimizer{std::move(opt)});
 }
 
 // An array result: out NULL asks for the count only, a short capacity is an error. Returns the count, or -1.
@@ -156,15 +155,8 @@ tg_status tg_optimizer_set_lr(tg_optimizer* opt, double lr) {
   return api::call([&] { get_opt(opt, "optimizer_set_lr").set_lr(lr); });
 }
 tg_optimizer* tg_optimizer_retain(tg_optimizer* opt) {
-  return api::make([&] {
-    get_opt(opt, "optimizer_retain");
-    TG_ARG(optimizers().retain(opt), "optimizer_retain: opt is not a live optimizer handle (released?)");
-    return opt;
-  });
+  return api::make([&] { return Optimizers::retain(opt, "tg_optimizer_retain"); });
 }
-void tg_optimizer_release(tg_optimizer* opt) {
-  if (opt && !optimizers().release(opt))
-    api::set_error(TG_ERROR_INVALID_ARGUMENT, "optimizer_release: not a live optimizer handle (released twice?)");
-}
+void tg_optimizer_release(tg_optimizer* opt) { Optimizers::release(opt, "tg_optimizer_release"); }
 
 }  // extern "C"

@@ -8,8 +8,8 @@
 using namespace tg;
 
 namespace {
-api::LiveHandles<tg_state>& states() { return api::handles_of<tg_state>(); }
-tg_state* get_state(const tg_state* s, const char* fn) { return states().get(s, fn, "state"); }
+using States = api::Handles<tg_state>;
+tg_state* new_state(nn::StateDict sd) { return States::add(new tg_state{std::move(sd), {}}); }
 std::string str_arg(const char* s, const char* fn, const char* arg) {
   TG_ARG(s, strformat("%s: %s is NULL", fn, arg));
   return s;
@@ -20,30 +20,25 @@ auto find(V& v, const std::string& name) {
   return std::find_if(v.begin(), v.end(), [&](auto& e) { return e.first == name; });
 }
 const Tensor& entry(const tg_state* s, const char* name, const char* fn) {
-  auto& sd = api::state_entries(s, fn);
+  auto& sd = States::get(s, fn).sd;
   auto it = find(sd, str_arg(name, fn, "name"));
   TG_ARG(it != sd.end(), strformat("%s: no tensor named '%s'", fn, name));
   return it->second;
 }
 tg_state* from_loaded(nn::Loaded l) {
-  tg_state* s = api::new_state(std::move(l.tensors));
+  tg_state* s = new_state(std::move(l.tensors));
   s->meta = std::move(l.metadata);
   return s;
 }
 // metadata entry i's field, or NULL with the error set
 const char* meta_field(const tg_state* s, size_t i, std::string nn::MetaEntry::*field, const char* fn) {
   return api::make([&]() -> const char* {
-    auto& m = get_state(s, fn)->meta;
+    auto& m = States::get(s, fn).meta;
     TG_ARG(i < m.size(), strformat("%s: index %zu is past the %zu metadata entries", fn, i, m.size()));
     return (m[i].*field).c_str();
   });
 }
 }  // namespace
-
-namespace tg::api {
-tg_state* new_state(nn::StateDict sd) { return states().add(new tg_state{std::move(sd), {}}); }
-nn::StateDict& state_entries(const tg_state* s, const char* fn) { return get_state(s, fn)->sd; }
-}  // namespace tg::api
 
 extern "C" {
 
@@ -59,16 +54,16 @@ tg_state* tg_state_load_memory(const void* data, size_t nbytes, const char* name
   });
 }
 tg_state* tg_state_create(void) {
-  return api::make([&] { return api::new_state({}); });
+  return api::make([&] { return new_state({}); });
 }
 int64_t tg_state_count(const tg_state* s) {
   int64_t n = -1;
-  api::call([&] { n = int64_t(api::state_entries(s, "state_count").size()); });
+  api::call([&] { n = int64_t(States::get(s, "state_count").sd.size()); });
   return n;
 }
 const char* tg_state_name(const tg_state* s, size_t i) {
   return api::make([&]() -> const char* {
-    auto& sd = api::state_entries(s, "state_name");
+    auto& sd = States::get(s, "state_name").sd;
     TG_ARG(i < sd.size(), strformat("state_name: index %zu is past the %zu entries", i, sd.size()));
     return sd[i].first.c_str();
   });
@@ -90,7 +85,7 @@ tg_tensor* tg_state_get(const tg_state* s, const char* name) {
 }
 tg_status tg_state_set(tg_state* s, const char* name, tg_tensor* tensor) {
   return api::call([&] {
-    auto& sd = api::state_entries(s, "state_set");
+    auto& sd = States::get(s, "state_set").sd;
     std::string n = str_arg(name, "state_set", "name");
     TG_ARG(!n.empty(), "state_set: name is empty");
     const Tensor& t = api::get(tensor, "state_set");
@@ -100,13 +95,13 @@ tg_status tg_state_set(tg_state* s, const char* name, tg_tensor* tensor) {
 }
 tg_status tg_state_save(const tg_state* s, const char* path) {
   return api::call([&] {
-    tg_state* st = get_state(s, "state_save");
-    nn::safe_save(st->sd, str_arg(path, "state_save", "path"), st->meta);
+    tg_state& st = States::get(s, "state_save");
+    nn::safe_save(st.sd, str_arg(path, "state_save", "path"), st.meta);
   });
 }
 int64_t tg_state_metadata_count(const tg_state* s) {
   int64_t n = -1;
-  api::call([&] { n = int64_t(get_state(s, "state_metadata_count")->meta.size()); });
+  api::call([&] { n = int64_t(States::get(s, "state_metadata_count").meta.size()); });
   return n;
 }
 const char* tg_state_metadata_key(const tg_state* s, size_t i) { return meta_field(s, i, &nn::MetaEntry::key, "state_metadata_key"); }
@@ -114,7 +109,7 @@ const char* tg_state_metadata_value(const tg_state* s, size_t i) { return meta_f
 const char* tg_state_metadata_json(const tg_state* s, size_t i) { return meta_field(s, i, &nn::MetaEntry::json, "state_metadata_json"); }
 tg_status tg_state_metadata_set(tg_state* s, const char* key, const char* value) {
   return api::call([&] {
-    auto& m = get_state(s, "state_metadata_set")->meta;
+    auto& m = States::get(s, "state_metadata_set").meta;
     nn::MetaEntry e{str_arg(key, "state_metadata_set", "key"), str_arg(value, "state_metadata_set", "value"), ""};
     e.json = nn::json_quote(e.value, "state_metadata_set: value");
     nn::json_quote(e.key, "state_metadata_set: key");
@@ -124,14 +119,8 @@ tg_status tg_state_metadata_set(tg_state* s, const char* key, const char* value)
   });
 }
 tg_state* tg_state_retain(tg_state* s) {
-  return api::make([&] {
-    get_state(s, "state_retain");
-    TG_ARG(states().retain(s), "state_retain: state is not a live handle (released?)");
-    return s;
-  });
+  return api::make([&] { return States::retain(s, "tg_state_retain"); });
 }
-void tg_state_release(tg_state* s) {
-  if (s && !states().release(s)) api::set_error(TG_ERROR_INVALID_ARGUMENT, "state_release: not a live state handle (released twice?)");
-}
+void tg_state_release(tg_state* s) { States::release(s, "tg_state_release"); }
 
 }  // extern "C"

@@ -1,4 +1,4 @@
-// C API: tensors. Handles are checked against a live set, so NULL and released handles are errors, not crashes.
+// C API: tensors. Handles are checked against a live set (api/handles.h), so NULL and released handles are errors, not crashes.
 #include <cstring>
 
 #include "api/handles.h"
@@ -6,16 +6,7 @@
 using namespace tg;
 
 namespace tg::api {
-LiveHandles<tg_tensor>& tensor_handles() {
-  static auto* h = new LiveHandles<tg_tensor>();
-  return *h;
-}
-tg_tensor* wrap(Tensor t) { return tensor_handles().add(new tg_tensor{std::move(t)}); }
-Tensor& get(const tg_tensor* h, const char* fn, const char* arg) {
-  TG_ARG(h, std::string(fn) + ": " + arg + " is NULL");
-  TG_ARG(tensor_handles().live(h), std::string(fn) + ": " + arg + " is not a live tensor handle (released?)");
-  return const_cast<tg_tensor*>(h)->t;
-}
+tg_tensor* wrap(Tensor t) { return Handles<tg_tensor>::add(new tg_tensor{std::move(t)}); }
 std::vector<int64_t> ints(const int64_t* p, size_t n, const char* fn, const char* what) {
   TG_ARG(p || n == 0, std::string(fn) + ": " + what + " is NULL with a nonzero count");
   TG_ARG(n <= 64, strformat("%s: %zu %s is too many", fn, n, what));
@@ -27,7 +18,6 @@ using tg::api::wrap;
 using tg::api::ints;
 
 namespace {
-api::LiveHandles<tg_tensor>& handles() { return api::tensor_handles(); }
 DType dt_of(tg_dtype d, const char* fn) {
   TG_CHECK(unsigned(d) <= TG_FLOAT64, TG_ERROR_DTYPE, strformat("%s: unknown dtype %d", fn, int(d)));
   return dtypes::all()[size_t(d)];
@@ -39,6 +29,7 @@ std::vector<std::pair<int64_t, int64_t>> pairs(const int64_t* p, size_t n, const
   for (size_t i = 0; i < n; i++) out.emplace_back(v[2 * i], v[2 * i + 1]);
   return out;
 }
+const UOpRef& var(const tg_expr* e, const char* fn) { return api::Handles<tg_expr>::get(e, fn, "var").u; }
 // an optional tensor argument: NULL means none, anything else must be a live handle
 std::optional<Tensor> opt(const tg_tensor* h, const char* fn, const char* arg) {
   if (!h) return std::nullopt;
@@ -252,9 +243,9 @@ TG_T(permute(tg_tensor* t, const int64_t* order, size_t ndim), return wrap(get(t
 TG_T(expand(tg_tensor* t, const int64_t* shape, size_t ndim), return wrap(get(t, "expand").expand(ints(shape, ndim, "expand", "shape")));)
 TG_T(pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value), return wrap(get(t, "pad").pad(pairs(pads, npairs, "pad"), value));)
 TG_T(shrink(tg_tensor* t, const int64_t* bounds, size_t npairs), return wrap(get(t, "shrink").shrink(pairs(bounds, npairs, "shrink")));)
-TG_T(shrink_var(tg_tensor* t, int64_t axis, const tg_expr* var, int64_t value),
-     return wrap(get(t, "shrink_var").shrink_var(axis, api::get_expr(var, "shrink_var"), value));)
-TG_T(rebind(tg_tensor* t, const tg_expr* var, int64_t value), return wrap(get(t, "rebind").rebind(api::get_expr(var, "rebind"), value));)
+TG_T(shrink_var(tg_tensor* t, int64_t axis, const tg_expr* v, int64_t value),
+     return wrap(get(t, "shrink_var").shrink_var(axis, var(v, "shrink_var"), value));)
+TG_T(rebind(tg_tensor* t, const tg_expr* v, int64_t value), return wrap(get(t, "rebind").rebind(var(v, "rebind"), value));)
 TG_T(flip(tg_tensor* t, const int64_t* axes, size_t naxes), return wrap(get(t, "flip").flip(ints(axes, naxes, "flip", "axes")));)
 TG_T(transpose(tg_tensor* t, int64_t d0, int64_t d1), return wrap(get(t, "transpose").transpose(d0, d1));)
 TG_T(flatten(tg_tensor* t, int64_t a, int64_t b), return wrap(get(t, "flatten").flatten(a, b));)
@@ -455,15 +446,9 @@ tg_status tg_tensor_to_data(tg_tensor* t, void* out, size_t nbytes) {
   return api::call([&] { get(t, "to_data").to_data(out, nbytes); });
 }
 tg_tensor* tg_tensor_retain(tg_tensor* t) {
-  return api::make([&] {
-    get(t, "retain");
-    TG_ARG(handles().retain(t), "retain: tensor is not a live tensor handle (released?)");
-    return t;
-  });
+  return api::make([&] { return api::Handles<tg_tensor>::retain(t, "tg_tensor_retain"); });
 }
-void tg_tensor_release(tg_tensor* t) {
-  if (t && !handles().release(t)) api::set_error(TG_ERROR_INVALID_ARGUMENT, "release: not a live tensor handle (released twice?)");
-}
+void tg_tensor_release(tg_tensor* t) { api::Handles<tg_tensor>::release(t, "tg_tensor_release"); }
 
 tg_status tg_counters_get(tg_counters* out) {
   return api::call([&] {

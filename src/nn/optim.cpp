@@ -87,75 +87,95 @@ LARSConfig muon_config(double lr, double momentum, double weight_decay, int64_t 
 LAMBConfig adam_config(double lr, double b1, double b2, double eps) { return {"Adam", lr, b1, b2, eps, 0.0, true}; }
 LAMBConfig adamw_config(double lr, double b1, double b2, double eps, double weight_decay) { return {"AdamW", lr, b1, b2, eps, weight_decay, true}; }
 
-LARS::LARS(std::vector<Tensor> params, const LARSConfig& c) : Optimizer(std::move(params), c.lr, c.name), c_(c) {
-  TG_CHECK(c.momentum >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: momentum %g must be >= 0", c.name, c.momentum));
-  TG_CHECK(c.weight_decay >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: weight_decay %g must be >= 0", c.name, c.weight_decay));
-  TG_CHECK(c.ns_steps >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: ns_steps %lld must be >= 0", c.name, (long long)c.ns_steps));
-  if (!c.ns_coefficients.empty())
-    for (size_t i = 0; i < params_.size(); i++)
-      TG_CHECK(params_[i].ndim() >= 1, TG_ERROR_SHAPE, strformat("%s: params[%zu] is 0-d; Newton-Schulz needs a first dim", c.name, i));
-  if (c.momentum != 0)
-    for (auto& p : params_) b_.push_back(new_state(p.shape(), 0));
-  state_ = b_;
-  realize_state();
-}
-
-std::vector<Tensor> LARS::next(const std::vector<Tensor>& grads) {
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < params_.size(); i++) {
-    Tensor t = params_[i].detach(), g = grads[i];
-    std::optional<Tensor> r;  // the trust ratio; none is tinygrad's 1.0, and x * 1.0 is x exactly
-    if (c_.tcoef != 0) {
-      Tensor r1 = t.square().sum().sqrt(), r2 = g.square().sum().sqrt();
-      Tensor ratio = k(r1, c_.tcoef).mul(r1).div(r2.add(k(r1, c_.weight_decay).mul(r1)));
-      r = r1.gt(k(r1, 0)).where(r2.gt(k(r2, 0)).where(ratio, k(ratio, 1.0)), k(ratio, 1.0));
-    }
-    auto scaled = [&](const Tensor& x) { return (r ? x.mul(*r) : x).mul(lr_); };
-    if (c_.pre_wd && c_.weight_decay > 0) g = g.add(k(t, c_.weight_decay).mul(t));
-    if (c_.classic) g = scaled(g);  // classic momentum applies the lr before it
-    if (c_.momentum != 0) {
-      b_[i].assign(k(b_[i], c_.momentum).mul(b_[i]).add(g));  // b is zero at the first step: no special case
-      g = c_.nesterov ? g.add(k(b_[i], c_.momentum).mul(b_[i])) : b_[i];
-    }
-    if (!c_.ns_coefficients.empty()) g = newton_schulz(g.reshape({g.shape()[0], -1}), c_.ns_steps, c_.ns_coefficients).reshape(g.shape());
-    // decoupled weight decay after momentum (Muon): t * (1 - wd * lr) - update (tinygrad computes t's decay, then drops it)
-    if (!c_.pre_wd && c_.weight_decay > 0) t = t.mul(k(lr_, 1.0).sub(k(lr_, c_.weight_decay).mul(lr_)));
-    if (!c_.classic) g = scaled(g);
-    out.push_back(t.sub(g.cast(params_[i].dtype())));
+namespace {
+class LARS final : public Optimizer {
+ public:
+  LARS(std::vector<Tensor> params, const LARSConfig& c) : Optimizer(std::move(params), c.lr, c.name), c_(c) {
+    TG_CHECK(c.momentum >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: momentum %g must be >= 0", c.name, c.momentum));
+    TG_CHECK(c.weight_decay >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: weight_decay %g must be >= 0", c.name, c.weight_decay));
+    TG_CHECK(c.ns_steps >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: ns_steps %lld must be >= 0", c.name, (long long)c.ns_steps));
+    if (!c.ns_coefficients.empty())
+      for (size_t i = 0; i < params_.size(); i++)
+        TG_CHECK(params_[i].ndim() >= 1, TG_ERROR_SHAPE, strformat("%s: params[%zu] is 0-d; Newton-Schulz needs a first dim", c.name, i));
+    if (c.momentum != 0)
+      for (auto& p : params_) b_.push_back(new_state(p.shape(), 0));
+    state_ = b_;
+    realize_state();
   }
-  return out;
-}
 
-LAMB::LAMB(std::vector<Tensor> params, const LAMBConfig& c)
-    : Optimizer(std::move(params), c.lr, c.name), c_(c), b1_t_(new_state({1}, 1)), b2_t_(new_state({1}, 1)) {
-  TG_CHECK(c.weight_decay >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: weight_decay %g must be >= 0", c.name, c.weight_decay));
-  for (auto& p : params_) m_.push_back(new_state(p.shape(), 0));
-  for (auto& p : params_) v_.push_back(new_state(p.shape(), 0));
-  state_ = {b1_t_, b2_t_};
-  state_.insert(state_.end(), m_.begin(), m_.end());
-  state_.insert(state_.end(), v_.begin(), v_.end());
-  realize_state();
-}
+ private:
+  LARSConfig c_;
+  std::vector<Tensor> b_;  // momentum buffers (none without momentum)
 
-std::vector<Tensor> LAMB::next(const std::vector<Tensor>& grads) {
-  b1_t_.assign(b1_t_.mul(k(b1_t_, c_.b1)));
-  b2_t_.assign(b2_t_.mul(k(b2_t_, c_.b2)));
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < params_.size(); i++) {
-    Tensor t = params_[i].detach(), g = grads[i], &m = m_[i], &v = v_[i];
-    m.assign(k(m, c_.b1).mul(m).add(k(g, 1.0 - c_.b1).mul(g)).cast(m.dtype()));
-    v.assign(k(v, c_.b2).mul(v).add(k(g, 1.0 - c_.b2).mul(g.mul(g))).cast(v.dtype()));
-    Tensor m_hat = m.div(k(b1_t_, 1.0).sub(b1_t_)), v_hat = v.div(k(b2_t_, 1.0).sub(b2_t_));
-    Tensor up = m_hat.div(v_hat.sqrt().add(k(v_hat, c_.eps))).add(k(t, c_.weight_decay).mul(t));
-    Tensor step = lr_;
-    if (!c_.adam) {  // LAMB's trust ratio |t| / |up|
-      Tensor r1 = t.square().sum().sqrt(), r2 = up.square().sum().sqrt();
-      step = step.mul(r1.gt(k(r1, 0)).where(r2.gt(k(r2, 0)).where(r1.div(r2), k(r1, 1.0)), k(r1, 1.0)));
+  std::vector<Tensor> next(const std::vector<Tensor>& grads) override {
+    std::vector<Tensor> out;
+    for (size_t i = 0; i < params_.size(); i++) {
+      Tensor t = params_[i].detach(), g = grads[i];
+      std::optional<Tensor> r;  // the trust ratio; none is tinygrad's 1.0, and x * 1.0 is x exactly
+      if (c_.tcoef != 0) {
+        Tensor r1 = t.square().sum().sqrt(), r2 = g.square().sum().sqrt();
+        Tensor ratio = k(r1, c_.tcoef).mul(r1).div(r2.add(k(r1, c_.weight_decay).mul(r1)));
+        r = r1.gt(k(r1, 0)).where(r2.gt(k(r2, 0)).where(ratio, k(ratio, 1.0)), k(ratio, 1.0));
+      }
+      auto scaled = [&](const Tensor& x) { return (r ? x.mul(*r) : x).mul(lr_); };
+      if (c_.pre_wd && c_.weight_decay > 0) g = g.add(k(t, c_.weight_decay).mul(t));
+      if (c_.classic) g = scaled(g);  // classic momentum applies the lr before it
+      if (c_.momentum != 0) {
+        b_[i].assign(k(b_[i], c_.momentum).mul(b_[i]).add(g));  // b is zero at the first step: no special case
+        g = c_.nesterov ? g.add(k(b_[i], c_.momentum).mul(b_[i])) : b_[i];
+      }
+      if (!c_.ns_coefficients.empty()) g = newton_schulz(g.reshape({g.shape()[0], -1}), c_.ns_steps, c_.ns_coefficients).reshape(g.shape());
+      // decoupled weight decay after momentum (Muon): t * (1 - wd * lr) - update (tinygrad computes t's decay, then drops it)
+      if (!c_.pre_wd && c_.weight_decay > 0) t = t.mul(k(lr_, 1.0).sub(k(lr_, c_.weight_decay).mul(lr_)));
+      if (!c_.classic) g = scaled(g);
+      out.push_back(t.sub(g.cast(params_[i].dtype())));
     }
-    out.push_back(t.sub(step.mul(up).cast(params_[i].dtype())));
+    return out;
   }
-  return out;
-}
+};
+
+class LAMB final : public Optimizer {
+ public:
+  LAMB(std::vector<Tensor> params, const LAMBConfig& c)
+      : Optimizer(std::move(params), c.lr, c.name), c_(c), b1_t_(new_state({1}, 1)), b2_t_(new_state({1}, 1)) {
+    TG_CHECK(c.weight_decay >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: weight_decay %g must be >= 0", c.name, c.weight_decay));
+    for (auto& p : params_) m_.push_back(new_state(p.shape(), 0));
+    for (auto& p : params_) v_.push_back(new_state(p.shape(), 0));
+    state_ = {b1_t_, b2_t_};
+    state_.insert(state_.end(), m_.begin(), m_.end());
+    state_.insert(state_.end(), v_.begin(), v_.end());
+    realize_state();
+  }
+
+ private:
+  LAMBConfig c_;
+  Tensor b1_t_, b2_t_;  // b1^t, b2^t: the bias corrections' products, assigned each step
+  std::vector<Tensor> m_, v_;
+
+  std::vector<Tensor> next(const std::vector<Tensor>& grads) override {
+    b1_t_.assign(b1_t_.mul(k(b1_t_, c_.b1)));
+    b2_t_.assign(b2_t_.mul(k(b2_t_, c_.b2)));
+    std::vector<Tensor> out;
+    for (size_t i = 0; i < params_.size(); i++) {
+      Tensor t = params_[i].detach(), g = grads[i], &m = m_[i], &v = v_[i];
+      m.assign(k(m, c_.b1).mul(m).add(k(g, 1.0 - c_.b1).mul(g)).cast(m.dtype()));
+      v.assign(k(v, c_.b2).mul(v).add(k(g, 1.0 - c_.b2).mul(g.mul(g))).cast(v.dtype()));
+      Tensor m_hat = m.div(k(b1_t_, 1.0).sub(b1_t_)), v_hat = v.div(k(b2_t_, 1.0).sub(b2_t_));
+      Tensor up = m_hat.div(v_hat.sqrt().add(k(v_hat, c_.eps))).add(k(t, c_.weight_decay).mul(t));
+      Tensor step = lr_;
+      if (!c_.adam) {  // LAMB's trust ratio |t| / |up|
+        Tensor r1 = t.square().sum().sqrt(), r2 = up.square().sum().sqrt();
+        step = step.mul(r1.gt(k(r1, 0)).where(r2.gt(k(r2, 0)).where(r1.div(r2), k(r1, 1.0)), k(r1, 1.0)));
+      }
+      out.push_back(t.sub(step.mul(up).cast(params_[i].dtype())));
+    }
+    return out;
+  }
+};
+}  // namespace
+
+std::unique_ptr<Optimizer> lars(std::vector<Tensor> params, const LARSConfig& c) { return std::make_unique<LARS>(std::move(params), c); }
+std::unique_ptr<Optimizer> lamb(std::vector<Tensor> params, const LAMBConfig& c) { return std::make_unique<LAMB>(std::move(params), c); }
 
 Tensor newton_schulz(const Tensor& x, int64_t steps, const std::vector<double>& params, double eps) {
   TG_CHECK(x.ndim() > 1, TG_ERROR_SHAPE, "newton_schulz: needs two or more dims, got " + shape_str(x.shape()));

@@ -51,16 +51,7 @@ LARSConfig muon_config(double lr = 0.001, double momentum = 0.95, double weight_
 
 // LARS: SGD with a layer-wise trust ratio (tcoef 0: plain SGD), optional Newton-Schulz orthogonalization of the update
 // (Muon), weight decay before momentum (pre_wd) or decoupled after it.
-class LARS : public Optimizer {
- public:
-  LARS(std::vector<Tensor> params, const LARSConfig& c = {});
-  const LARSConfig& config() const { return c_; }
-
- private:
-  std::vector<Tensor> next(const std::vector<Tensor>& grads) override;
-  LARSConfig c_;
-  std::vector<Tensor> b_;  // momentum buffers (none without momentum)
-};
+std::unique_ptr<Optimizer> lars(std::vector<Tensor> params, const LARSConfig& c = {});
 
 // tinygrad's LAMB arguments, defaults as tinygrad's LAMB; adam_config and adamw_config give those of Adam and AdamW.
 struct LAMBConfig {
@@ -71,17 +62,8 @@ struct LAMBConfig {
 LAMBConfig adam_config(double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8);
 LAMBConfig adamw_config(double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01);
 
-class LAMB : public Optimizer {
- public:
-  LAMB(std::vector<Tensor> params, const LAMBConfig& c = {});
-  const LAMBConfig& config() const { return c_; }
-
- private:
-  std::vector<Tensor> next(const std::vector<Tensor>& grads) override;
-  LAMBConfig c_;
-  Tensor b1_t_, b2_t_;     // b1^t, b2^t: the bias corrections' products, assigned each step
-  std::vector<Tensor> m_, v_;
-};
+// LAMB: Adam with a layer-wise trust ratio (adam: without it, as Adam and AdamW step)
+std::unique_ptr<Optimizer> lamb(std::vector<Tensor> params, const LAMBConfig& c = {});
 
 // tinygrad's Tensor.newton_schulz: the odd polynomial sum(p[i] * (G G^T)^i G) iterated `steps` times on G = x / |x|
 Tensor newton_schulz(const Tensor& x, int64_t steps, const std::vector<double>& params, double eps = 1e-7);
