@@ -12,11 +12,12 @@ static bool is16(DType d) { return d.scalar == Scalar::Float16 || d.scalar == Sc
 static int width(DType d) { return dtypes::is_bool(d) ? 1 : d.base().itemsize() * 8; }
 static bool zero_extends(DType d) { return dtypes::is_unsigned(d) || dtypes::is_bool(d); }
 static DType like(Scalar s, DType d) { return DType(s, d.count); }
-// 16-bit floats are stored and held as half/bfloat but computed in float, rounded after every op (as the C renderer does)
+// 16-bit floats are computed in float, rounded after every op (as the C renderer does). A bfloat is held as its i16
+// bits: LLVM promotes bfloat values it can't hold natively (selects, phis) through __truncsfbf2, which libgcc 12 lacks
 static DType compute(DType d) { return is16(d) ? like(Scalar::Float32, d) : d; }
 
 static std::string ty(DType d) {
-  static const char* names[] = {"i1", "i8", "i8", "i16", "i16", "i32", "i32", "i64", "i64", "half", "bfloat", "float", "double", "void"};
+  static const char* names[] = {"i1", "i8", "i8", "i16", "i16", "i32", "i32", "i64", "i64", "half", "i16", "float", "double", "void"};
   std::string s = names[int(d.scalar)];
   return d.count > 1 ? "<" + std::to_string(d.count) + " x " + s + ">" : s;
 }
@@ -34,11 +35,11 @@ static uint16_t bf16_bits(float f) {  // round to nearest even; NaN stays NaN (q
   if ((b & 0x7fffffffu) > 0x7f800000u) return uint16_t((b >> 16) | 0x40);
   return uint16_t((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
 }
-// a float literal of `d` (scalar), exact: LLVM reads float and double as the bits of a double, half as 0xH, bfloat as 0xR
+// a float literal of `d` (scalar), exact: LLVM reads float and double as the bits of a double, half as 0xH; a bfloat is its bits
 static std::string flit(DType d, double v) {
   switch (d.scalar) {
     case Scalar::Float16: return strformat("0xH%04X", unsigned(std::bit_cast<uint16_t>(_Float16(float(v)))));
-    case Scalar::BFloat16: return strformat("0xR%04X", unsigned(bf16_bits(float(v))));
+    case Scalar::BFloat16: return std::to_string(int16_t(bf16_bits(float(v))));
     case Scalar::Float32: return strformat("0x%016llX", (unsigned long long)std::bit_cast<uint64_t>(double(float(v))));
     default: return strformat("0x%016llX", (unsigned long long)std::bit_cast<uint64_t>(v));
   }
@@ -84,13 +85,18 @@ struct LLRenderer {
   // an operand of a `lanes`-wide op: a scalar constant there stands for its splat
   std::string val(const UOpRef& u, int lanes) { return u->op == Ops::CONST && lanes > 1 ? splat(u->dtype.vec(lanes), lit(*u)) : val(u); }
 
-  std::string widen(const std::string& v, DType d) { return is16(d) ? emit("fpext " + ty(d) + " " + v + " to " + ty(compute(d))) : v; }
+  std::string widen(const std::string& v, DType d) {
+    if (d.scalar != Scalar::BFloat16) return is16(d) ? emit("fpext " + ty(d) + " " + v + " to " + ty(compute(d))) : v;
+    DType i = like(Scalar::UInt32, d);
+    std::string w = emit("shl " + ty(i) + " " + emit("zext " + ty(d) + " " + v + " to " + ty(i)) + ", " + splat(i, "16"));
+    return emit("bitcast " + ty(i) + " " + w + " to " + ty(compute(d)));
+  }
   std::string narrow(const std::string& v, DType d) {  // v is a float (of d's lanes) when d is 16-bit
     if (d.scalar == Scalar::Float16) return emit("fptrunc " + ty(compute(d)) + " " + v + " to " + ty(d));
     if (d.scalar == Scalar::BFloat16) return emit("call " + ty(d) + " " + bf_round(d.count) + "(" + ty(compute(d)) + " " + v + ")");
     return v;
   }
-  // float -> bfloat by integer rounding: LLVM's fptrunc lowers to vcvtneps2bf16, which flushes subnormals to zero
+  // float -> bfloat bits by integer rounding: LLVM's fptrunc lowers to vcvtneps2bf16, which flushes subnormals to zero
   std::string bf_round(int count) {
     DType f(Scalar::Float32, uint16_t(count)), i = like(Scalar::UInt32, f);
     std::string fn = "@tg_f2bf" + (count > 1 ? ".v" + std::to_string(count) : ""), I = ty(i), B = ty(like(Scalar::BFloat16, f));
@@ -99,8 +105,7 @@ struct LLRenderer {
                  " %b, " + k(0x7fffffff) + "\n  %nan = icmp ugt " + I + " %a, " + k(0x7f800000) + "\n  %hi = lshr " + I + " %b, " + k(16) +
                  "\n  %odd = and " + I + " %hi, " + k(1) + "\n  %r0 = add " + I + " %b, " + k(0x7fff) + "\n  %r1 = add " + I + " %r0, %odd\n  %r = lshr " +
                  I + " %r1, " + k(16) + "\n  %q = or " + I + " %hi, " + k(0x40) + "\n  %s = select " + ty(like(Scalar::Bool, f)) + " %nan, " + I + " %q, " +
-                 I + " %r\n  %t = trunc " + I + " %s to " + ty(like(Scalar::UInt16, f)) + "\n  %o = bitcast " + ty(like(Scalar::UInt16, f)) +
-                 " %t to " + B + "\n  ret " + B + " %o\n}");
+                 I + " %r\n  %t = trunc " + I + " %s to " + B + "\n  ret " + B + " %t\n}");
     return fn;
   }
   std::string call(const char* name, DType c, const std::vector<std::string>& args) {
@@ -121,7 +126,8 @@ struct LLRenderer {
   std::string cast(std::string v, DType from, DType to) {
     if (dtypes::is_bool(to)) {  // x != 0 (NaN is true)
       if (dtypes::is_bool(from)) return v;
-      return emit(std::string(dtypes::is_float(from) ? "fcmp une " : "icmp ne ") + ty(from) + " " + v + ", zeroinitializer");
+      if (dtypes::is_float(from)) return emit("fcmp une " + ty(compute(from)) + " " + widen(v, from) + ", zeroinitializer");
+      return emit("icmp ne " + ty(from) + " " + v + ", zeroinitializer");
     }
     if (dtypes::is_float(to)) {  // through float for 16-bit targets: the C renderer's (float)x then its rounding
       DType c = compute(to);
@@ -251,7 +257,7 @@ struct LLRenderer {
   std::string masked_fn(const char* what, DType mem) {
     std::string m = ty(mem), elem = m.substr(m.find(" x ") + 3);
     elem.pop_back();
-    std::string suffix = "v" + std::to_string(mem.count) + (elem == "float" ? "f32" : elem == "double" ? "f64" : elem == "half" ? "f16" : elem == "bfloat" ? "bf16" : elem);
+    std::string suffix = "v" + std::to_string(mem.count) + (elem == "float" ? "f32" : elem == "double" ? "f64" : elem == "half" ? "f16" : elem);
     std::string mask = ty(like(Scalar::Bool, mem));
     if (std::string(what) == "load") decls.insert("declare " + m + " @llvm.masked.load." + suffix + ".p0(ptr, i32, " + mask + ", " + m + ")");
     else decls.insert("declare void @llvm.masked.store." + suffix + ".p0(" + m + ", ptr, i32, " + mask + ")");
