@@ -1,7 +1,8 @@
-// The kernel disk cache, seen from separate processes (tg_cache_probe, built next to this binary): a second process finds
-// the first one's kernels and compiles nothing; cache paths with shell characters are only paths; a cache that can't be
-// used (not a directory, writable by others) is reported once and skipped, and nothing is loaded from it; the size cap
-// evicts. Every test makes its own empty cache directory, so none depends on what an earlier run left on disk.
+// The kernel disk cache, seen from separate processes (tg_cache_probe, built next to this binary): on every device a second
+// process finds the first one's kernels and compiles nothing; a damaged file is built again; cache paths with shell
+// characters are only paths; a cache that can't be used (not a directory, writable by others) is reported once and
+// skipped, and nothing is loaded from it; the size cap evicts. Every test makes its own empty cache directory, so none
+// depends on what an earlier run left on disk.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -106,6 +107,45 @@ TEST(DiskCache, CacheLevelZeroWritesNothing) {
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_GE(r.compiles(), 1);
   EXPECT_EQ(files_in(t.path + "/c/tinygrad/kernels"), 0u);
+}
+
+// every device takes the one cached path: a second process loads what the first built; CACHELEVEL=0 writes nothing
+TEST(DiskCache, EveryDeviceReadsAndWritesItAlike) {
+  for (const char* dev : {"CPU", "CPU:CLANG", "CL"}) {
+    SCOPED_TRACE(dev);
+    TempDir t;
+    std::string env = std::string("DEV=") + dev + " XDG_CACHE_HOME=" + quote(t.path + "/c"), k = t.path + "/c/tinygrad/kernels";
+    ProbeRun a = probe(t, env);
+    if (a.rc != 0 && a.err.find("not available") != std::string::npos) continue;  // no OpenCL driver here
+    ProbeRun b = probe(t, env);
+    size_t kept = files_in(k);
+    ProbeRun off = probe(t, "CACHELEVEL=0 " + env), off_new = probe(t, "CACHELEVEL=0 " + env, 2);
+    ASSERT_EQ(a.rc, 0) << a.err;
+    EXPECT_GE(a.compiles(), 1);
+    EXPECT_EQ(b.compiles(), 0) << b.out << b.err;
+    EXPECT_GE(off.compiles(), 1) << "CACHELEVEL=0 reads nothing";
+    EXPECT_EQ(off_new.rc, 0) << off_new.err;
+    EXPECT_EQ(files_in(k), kept) << "CACHELEVEL=0 writes nothing";
+  }
+}
+
+// a file cut short (a full disk, a crash in another process) is not loaded: the kernel is built again and replaces it
+TEST(DiskCache, DamagedFilesAreBuiltAgain) {
+  for (const char* dev : {"CPU", "CPU:CLANG"}) {
+    SCOPED_TRACE(dev);
+    TempDir t;
+    std::string env = std::string("DEV=") + dev + " XDG_CACHE_HOME=" + quote(t.path + "/c"), k = t.path + "/c/tinygrad/kernels";
+    ASSERT_EQ(probe(t, env).rc, 0);
+    DIR* d = ::opendir(k.c_str());
+    ASSERT_NE(d, nullptr);
+    while (struct dirent* e = ::readdir(d)) EXPECT_TRUE(e->d_name[0] == '.' || ::truncate((k + "/" + e->d_name).c_str(), 100) == 0) << e->d_name;
+    ::closedir(d);
+    ProbeRun r = probe(t, env), again = probe(t, env);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_GE(r.compiles(), 1);
+    EXPECT_NE(r.out.find("result=" + std::to_string(int(kResult))), std::string::npos) << r.out;
+    EXPECT_EQ(again.compiles(), 0) << "the rebuilt kernels replace the damaged files";
+  }
 }
 
 TEST(DiskCache, SizeCapEvicts) {

@@ -16,7 +16,6 @@
 
 #include "helpers.h"
 #include "runtime/device.h"
-#include "runtime/diskcache.h"
 #include "renderer/cstyle.h"
 #ifndef TG_NO_LLVM
 #include "renderer/llvmir.h"
@@ -71,68 +70,68 @@ static int run_process(const std::vector<std::string>& args, std::string& output
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-// Compiles C source with the system compiler into a shared object and loads it with dlopen. Objects are cached in
-// memory and (CACHELEVEL>0) on disk, keyed by compiler, flags and source.
+// a private directory (0700, removed at exit) for the C compiler's files
+static const std::string& scratch_dir() {
+  static const std::string dir = [] {
+    std::string t = getenv_str("TMPDIR", "/tmp");
+    if (t.empty() || t[0] != '/') t = "/tmp";
+    std::string tmpl = t + "/tinygrad-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) fail(TG_ERROR_IO, "can't create a private temporary directory under " + t + ": " + std::strerror(errno));
+    static std::string keep = tmpl;
+    std::atexit([] { ::rmdir(keep.c_str()); });
+    return tmpl;
+  }();
+  return dir;
+}
+// a name there never used before: dlopen hands back the library it loaded under a name, even one since replaced
+static std::string scratch_file() {
+  static std::atomic<uint64_t> n{0};
+  return scratch_dir() + strformat("/%llu.so", (unsigned long long)++n);
+}
+
+// $TG_CC $TG_CFLAGS: the C compiler's command line, which the shared objects depend on
+static std::string cc_command() {
+  std::string cc = getenv_str("TG_CC", "clang");
+  return (split_words(cc).empty() ? "clang" : cc) + " " + getenv_str("TG_CFLAGS", "-O2 -march=native -fno-math-errno -ffp-contract=off -fwrapv");
+}
+
+// C source -> a shared object from the system compiler, loaded with dlopen.
 class ClangCompiler : public Compiler {
  public:
-  ClangCompiler()
-      : cc_(split_words(getenv_str("TG_CC", "clang"))),
-        flags_(split_words(getenv_str("TG_CFLAGS", "-O2 -march=native -fno-math-errno -ffp-contract=off -fwrapv"))) {
-    if (cc_.empty()) cc_.push_back("clang");
-  }
+  ClangCompiler() : Compiler(cc_command()), cmd_(split_words(ident_)) {}
 
-  std::shared_ptr<Program> compile(const std::string& name, const std::string& src) override {
-    std::string ident;
-    for (auto& w : cc_) ident += w + " ";
-    for (auto& w : flags_) ident += w + " ";
-    std::string key = DiskCache::key(ident + "\n" + src) + ".so";
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (auto it = progs_.find(key); it != progs_.end()) return it->second;
-    }
-    DiskCache& dc = DiskCache::get();
-    void* h = nullptr;
-    if (std::string cached = dc.lookup(key); !cached.empty()) h = ::dlopen(cached.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!h) {  // not cached, or a truncated/stale file: build it in our private directory and load it from there
-      std::string so = DiskCache::scratch_dir() + "/" + key + strformat(".%llu", (unsigned long long)++builds_);
-      build(so, name, src);
-      dc.store(so, key);
-      h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-      ::unlink(so.c_str());
-    }
-    TG_CHECK(h, TG_ERROR_COMPILE, "loading kernel " + name + " failed: " + std::string(dlerror()));
-    auto p = std::make_shared<CPUProgram>();
-    p->name = name, p->handle = h;
-    p->entry = reinterpret_cast<CPUProgram::Entry>(::dlsym(h, "tg_entry"));
-    TG_CHECK(p->entry, TG_ERROR_COMPILE, "kernel " + name + " has no tg_entry");
-    std::lock_guard<std::mutex> lk(mu_);
-    return progs_.emplace(key, p).first->second;
-  }
-
- private:
-  void build(const std::string& so, const std::string& name, const std::string& src) {
-    std::string c = so + ".c";
+ protected:
+  std::string build(const std::string& name, const std::string& src) override {
+    std::string so = scratch_file(), c = so + ".c";
     {
       std::ofstream f(c);
       f << src;
       TG_CHECK(f.good(), TG_ERROR_IO, "can't write kernel source " + c);
     }
-    std::vector<std::string> args = cc_;
-    args.insert(args.end(), flags_.begin(), flags_.end());
+    std::vector<std::string> args = cmd_;
     for (const char* a : {"-shared", "-fPIC", "-x", "c", c.c_str(), "-o", so.c_str(), "-lm"}) args.push_back(a);
     std::string out;
     int rc = run_process(args, out);
-    ::unlink(c.c_str());
-    if (rc != 0) {
-      ::unlink(so.c_str());
-      fail(TG_ERROR_COMPILE, "compiling kernel " + name + " with '" + cc_[0] + "' failed:\n" + out + "\n--- source ---\n" + src);
-    }
-    GlobalCounters::compile_count++;
+    std::ifstream in(so, std::ios::binary);
+    std::string bin(std::istreambuf_iterator<char>(in), {});
+    ::unlink(c.c_str()), ::unlink(so.c_str());
+    if (rc != 0) compile_failed(name, "'" + cmd_[0] + "'", out, src);
+    return bin;
   }
-  std::vector<std::string> cc_, flags_;
-  std::mutex mu_;
-  std::atomic<uint64_t> builds_{0};
-  std::unordered_map<std::string, std::shared_ptr<Program>> progs_;
+  std::shared_ptr<Program> load(const std::string& name, const std::string& bin) override {
+    std::string so = scratch_file();
+    std::ofstream(so, std::ios::binary).write(bin.data(), std::streamsize(bin.size()));
+    void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ::unlink(so.c_str());
+    TG_CHECK(h, TG_ERROR_COMPILE, "loading kernel " + name + " failed: " + std::string(dlerror()));
+    auto p = std::make_shared<CPUProgram>();
+    p->handle = h, p->entry = reinterpret_cast<CPUProgram::Entry>(::dlsym(h, "tg_entry"));
+    TG_CHECK(p->entry, TG_ERROR_COMPILE, "kernel " + name + " has no tg_entry");
+    return p;
+  }
+
+ private:
+  std::vector<std::string> cmd_;
 };
 
 class CPUDevice : public Device {

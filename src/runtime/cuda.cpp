@@ -8,13 +8,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <mutex>
 #include <type_traits>
 
 #include "helpers.h"
 #include "renderer/cstyle.h"
 #include "runtime/device.h"
-#include "runtime/diskcache.h"
 
 namespace tg {
 
@@ -184,7 +182,7 @@ std::string nvrtc_compile(const std::string& name, const std::string& src, const
     std::string log(ln, '\0');
     n.nvrtcGetProgramLog(p, log.data());
     n.nvrtcDestroyProgram(&p);
-    fail(TG_ERROR_COMPILE, "compiling kernel " + name + " with NVRTC for " + arch + " failed:\n" + log + "\n--- source ---\n" + src);
+    compile_failed(name, "NVRTC for " + arch, log, src);
   }
   bool ptx = arch.rfind("compute_", 0) == 0;
   size_t sz = 0;
@@ -192,7 +190,6 @@ std::string nvrtc_compile(const std::string& name, const std::string& src, const
   if (ptx) nv(n.nvrtcGetPTXSize(p, &sz), "PTX size"), out.resize(sz), nv(n.nvrtcGetPTX(p, out.data()), "PTX");
   else nv(n.nvrtcGetCUBINSize(p, &sz), "cubin size"), out.resize(sz), nv(n.nvrtcGetCUBIN(p, out.data()), "cubin");
   n.nvrtcDestroyProgram(&p);
-  GlobalCounters::compile_count++;
   return out;
 }
 
@@ -299,30 +296,22 @@ class CUDAProgram : public Program {
 
 class CUDACompiler : public Compiler {
  public:
-  CUDACompiler(const CUDAContext& c, std::string arch) : ctx_(c), arch_(std::move(arch)) {}
-  std::shared_ptr<Program> compile(const std::string& name, const std::string& src) override {
-    std::string key = DiskCache::key("nvrtc " + nvrtc_version() + " " + arch_ + "\n" + src) + ".cubin";
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (auto it = progs_.find(key); it != progs_.end()) return it->second;
-    }
-    std::string bin = DiskCache::get().bytes(key, [&] { return nvrtc_compile(name, src, arch_); });
+  CUDACompiler(const CUDAContext& c, const std::string& arch) : Compiler("nvrtc " + nvrtc_version() + " " + arch), ctx_(c), arch_(arch) {}
+
+ protected:
+  std::string build(const std::string& name, const std::string& src) override { return nvrtc_compile(name, src, arch_); }
+  std::shared_ptr<Program> load(const std::string& name, const std::string& bin) override {
     ctx_.use();
     CUmodule m = nullptr;
     CUfunction f = nullptr;
     check(cu().cuModuleLoadData(&m, bin.data()), TG_ERROR_COMPILE, "loading kernel " + name);
     check(cu().cuModuleGetFunction(&f, m, name.c_str()), TG_ERROR_COMPILE, "finding kernel " + name);
-    auto p = std::make_shared<CUDAProgram>(ctx_, m, f);
-    p->name = name;
-    std::lock_guard<std::mutex> lk(mu_);
-    return progs_.emplace(key, p).first->second;
+    return std::make_shared<CUDAProgram>(ctx_, m, f);
   }
 
  private:
   const CUDAContext& ctx_;
   std::string arch_;
-  std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<Program>> progs_;
 };
 
 // A jit's launches as one CUDA graph: a chain of kernel nodes, each updated in place when its arguments change.

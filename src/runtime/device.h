@@ -76,12 +76,29 @@ struct CPUProgram : Program {
   void launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& dims) const override;
 };
 
+// A device's compiler is two steps, build (source -> bytes: an object file, a shared library, a cubin, a driver's binary)
+// and load (bytes -> a program on the device), and compile() is the one path every device takes between them
+// (runtime/diskcache.cpp): the program from memory, else the bytes from the disk cache (CACHELEVEL>0), else built and stored.
+// Both caches are keyed by the source and `ident`: what else the bytes depend on (compiler and version, flags, target).
 class Compiler {
  public:
+  explicit Compiler(std::string ident) : ident_(std::move(ident)) {}
   virtual ~Compiler() = default;
-  // compile C source to a loadable program; cached in memory and (CACHELEVEL>0) on disk
-  virtual std::shared_ptr<Program> compile(const std::string& name, const std::string& src) = 0;
+  std::shared_ptr<Program> compile(const std::string& name, const std::string& src);
+
+ protected:
+  // throws TG_ERROR_COMPILE (compile_failed) when the source doesn't compile
+  virtual std::string build(const std::string& name, const std::string& src) = 0;
+  // throws when the bytes don't load; bytes from the disk cache that don't (truncated, another driver's) are built again
+  virtual std::shared_ptr<Program> load(const std::string& name, const std::string& bin) = 0;
+  const std::string ident_;
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Program>> progs_;
 };
+// TG_ERROR_COMPILE for a kernel that doesn't compile, with the compiler's log and the source
+[[noreturn]] void compile_failed(const std::string& name, const std::string& compiler, const std::string& log, const std::string& src);
 
 // One launch of a graph: its program and what it is launched with.
 struct GraphLaunch {

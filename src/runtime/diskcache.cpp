@@ -3,33 +3,29 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <fstream>
-#include <iterator>
 #include <cerrno>
-#include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <iterator>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "helpers.h"
+#include "runtime/device.h"
 
 namespace tg {
-
-static std::mutex mu;
-
-DiskCache& DiskCache::get() {
-  static DiskCache* c = new DiskCache();  // lives for the process: compiles may run during static destruction
-  return *c;
-}
+namespace {
 
 // the user's cache base: $XDG_CACHE_HOME (absolute only, as the XDG spec says), else $HOME/.cache, else the passwd home
-static std::string cache_base() {
+std::string cache_base() {
   std::string x = getenv_str("XDG_CACHE_HOME");
   if (!x.empty() && x[0] == '/') return x;
   std::string home = getenv_str("HOME");
@@ -43,7 +39,7 @@ static std::string cache_base() {
 
 // A directory we may load code from: a real directory owned by us (or root, for the base) that no one else can write to,
 // unless it is sticky (others can't rename or remove our entries there).
-static std::string check_dir(const std::string& d, bool allow_root_sticky) {
+std::string check_dir(const std::string& d, bool allow_root_sticky) {
   struct stat st;
   if (::lstat(d.c_str(), &st) != 0) return "can't stat " + d + ": " + std::strerror(errno);
   if (!S_ISDIR(st.st_mode)) return d + " is not a directory";
@@ -54,19 +50,15 @@ static std::string check_dir(const std::string& d, bool allow_root_sticky) {
   return "";
 }
 // mkdir -p, new directories private to this user
-static std::string make_dir(const std::string& d) {
+std::string make_dir(const std::string& d) {
   for (size_t i = 1; i <= d.size(); i++)
     if ((i == d.size() || d[i] == '/') && ::mkdir(d.substr(0, i).c_str(), 0700) != 0 && errno != EEXIST)
       return "can't create " + d.substr(0, i) + ": " + std::strerror(errno);
   return "";
 }
 
-void DiskCache::disable(const std::string& why) {
-  if (!disabled_) std::fprintf(stderr, "tinygrad: the kernel disk cache is not usable (%s); continuing without it\n", why.c_str());
-  disabled_ = true, dir_.clear();
-}
-
-std::string tinygrad_cache_dir(const std::string& sub, std::string& err) {
+// <user cache dir>/tinygrad[/sub], made if missing and checked (ours, not writable by others); "" with `err` saying why not
+std::string cache_dir(const std::string& sub, std::string& err) {
   std::string base = cache_base();
   if (base.empty()) return err = "no home directory: set XDG_CACHE_HOME or HOME", "";
   err = make_dir(base);
@@ -81,118 +73,216 @@ std::string tinygrad_cache_dir(const std::string& sub, std::string& err) {
   return err.empty() ? d : "";
 }
 
-const std::string& DiskCache::dir() {
-  if (checked_ || disabled_) return dir_;
-  checked_ = true;
-  std::string err;
-  dir_ = tinygrad_cache_dir("kernels", err);
-  if (!err.empty()) disable(err);
-  return dir_;
+// a cache that can't be used says why once and stays off for the process
+void turn_off(bool& off, const std::string& what, const std::string& why) {
+  if (!off) std::fprintf(stderr, "tinygrad: the %s is not usable (%s); going on without it\n", what.c_str(), why.c_str());
+  off = true;
 }
 
-std::string DiskCache::lookup(const std::string& key) {
-  if (CACHELEVEL.get() <= 0) return "";
-  std::lock_guard<std::mutex> lk(mu);
-  if (dir().empty()) return "";
-  std::string p = dir_ + "/" + key;
-  if (::access(p.c_str(), R_OK) != 0) return "";
-  ::utimensat(AT_FDCWD, p.c_str(), nullptr, 0);  // mtime is the age eviction goes by
-  return p;
-}
-
-std::string DiskCache::store(const std::string& file, const std::string& key) {
-  if (CACHELEVEL.get() <= 0) return "";
-  std::lock_guard<std::mutex> lk(mu);
-  if (dir().empty()) return "";
-  std::string p = dir_ + "/" + key;
-  // a temp name in the cache dir, then rename: other processes see the whole file or none (rename can't cross filesystems)
-  std::string tmp = p + strformat(".tmp.%d", int(getpid()));
-  std::string err;
-  {
-    FILE* in = std::fopen(file.c_str(), "rb");
-    FILE* out = in ? std::fopen(tmp.c_str(), "wb") : nullptr;
-    char buf[1 << 16];
-    size_t n;
-    bool ok = in && out;
-    while (ok && (n = std::fread(buf, 1, sizeof buf, in)) > 0) ok = std::fwrite(buf, 1, n, out) == n;
-    if (in) std::fclose(in);
-    if (out && std::fclose(out) != 0) ok = false;
-    if (!ok) err = "can't write " + tmp + ": " + std::strerror(errno);
-  }
-  if (err.empty() && ::rename(tmp.c_str(), p.c_str()) != 0) err = "can't rename into " + p + ": " + std::strerror(errno);
-  if (!err.empty()) {
-    ::unlink(tmp.c_str());
-    disable(err);
-    return "";
-  }
-  if (stores_++ % 64 == 0) evict();
-  return p;
-}
-
-// keep the directory under TG_DISK_CACHE_MB: drop the least recently used kernels down to 90% of it
-void DiskCache::evict() {
-  static const int64_t cap = getenv_int("TG_DISK_CACHE_MB", 512) << 20;
-  DIR* d = ::opendir(dir_.c_str());
-  if (!d) return;
-  struct Entry {
-    std::string path;
-    int64_t size;
-    time_t mtime;
-  };
-  std::vector<Entry> files;
-  int64_t total = 0;
-  time_t now = std::time(nullptr);
-  while (struct dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::string p = dir_ + "/" + e->d_name;
-    struct stat st;
-    if (::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    bool temp = std::strstr(e->d_name, ".tmp.") != nullptr;
-    if (temp && now - st.st_mtime < 3600) continue;  // another process may be writing it
-    files.push_back({p, int64_t(st.st_size), temp ? 0 : st.st_mtime});
-    total += int64_t(st.st_size);
-  }
-  ::closedir(d);
-  if (total <= cap) return;
-  std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
-  for (auto& f : files) {
-    if (total <= cap / 10 * 9) break;
-    if (::unlink(f.path.c_str()) == 0) total -= f.size;
-  }
-}
-
-std::string DiskCache::key(const std::string& s) {
+// 128 bits of hash in hex: a fixed-size key for texts that run to kilobytes (a source, an AST)
+std::string hash_key(const std::string& s) {
   return strformat("%016llx%016llx", (unsigned long long)fnv1a(s.data(), s.size()), (unsigned long long)fnv1a(s.data(), s.size(), 0x84222325cbf29ce4ull));
 }
 
-const std::string& DiskCache::scratch_dir() {
-  static const std::string dir = [] {
-    std::string t = getenv_str("TMPDIR", "/tmp");
-    if (t.empty() || t[0] != '/') t = "/tmp";
-    std::string tmpl = t + "/tinygrad-XXXXXX";
-    if (!::mkdtemp(tmpl.data())) fail(TG_ERROR_IO, "can't create a private temporary directory under " + t + ": " + std::strerror(errno));
-    static std::string keep = tmpl;
-    std::atexit([] { ::rmdir(keep.c_str()); });
-    return tmpl;
-  }();
-  return dir;
+// The kernel files: a key's bytes in <cache dir>/kernels/<key>, kept under TG_DISK_CACHE_MB (least recently used out first).
+struct KernelFiles {
+  std::mutex mu;
+  std::string dir;
+  bool checked = false, off = false;
+  uint64_t stores = 0;
+
+  // the directory, checked on first use; false under CACHELEVEL=0 or when it can't be used
+  bool usable() {
+    if (CACHELEVEL <= 0 || off) return false;
+    if (!checked) {
+      checked = true;
+      std::string err;
+      if ((dir = cache_dir("kernels", err)).empty()) turn_off(off, "kernel disk cache", err);
+    }
+    return !off;
+  }
+  // the bytes stored as `key`, "" when there are none
+  std::string get(const std::string& key) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!usable()) return "";
+    std::string p = dir + "/" + key;
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return "";
+    ::utimensat(AT_FDCWD, p.c_str(), nullptr, 0);  // mtime is the age eviction goes by
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void put(const std::string& key, const std::string& bin) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!usable()) return;
+    // a temp name in the cache dir, then rename: other processes see the whole file or none (rename can't cross filesystems)
+    std::string p = dir + "/" + key, tmp = p + strformat(".tmp.%d", int(getpid())), err;
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(bin.data(), std::streamsize(bin.size())).flush();
+    out.close();
+    if (!out) err = "can't write " + tmp + ": " + std::strerror(errno);
+    else if (::rename(tmp.c_str(), p.c_str()) != 0) err = "can't rename into " + p + ": " + std::strerror(errno);
+    if (!err.empty()) return (void)::unlink(tmp.c_str()), turn_off(off, "kernel disk cache", err);
+    if (stores++ % 64 == 0) evict();
+  }
+  // down to 90% of the cap when over it, oldest first
+  void evict() {
+    static const int64_t cap = getenv_int("TG_DISK_CACHE_MB", 512) << 20;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return;
+    struct Entry {
+      std::string path;
+      int64_t size;
+      time_t mtime;
+    };
+    std::vector<Entry> files;
+    int64_t total = 0;
+    time_t now = std::time(nullptr);
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::string p = dir + "/" + e->d_name;
+      struct stat st;
+      if (::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      bool temp = std::strstr(e->d_name, ".tmp.") != nullptr;
+      if (temp && now - st.st_mtime < 3600) continue;  // another process may be writing it
+      files.push_back({p, int64_t(st.st_size), temp ? 0 : st.st_mtime});
+      total += int64_t(st.st_size);
+    }
+    ::closedir(d);
+    if (total <= cap) return;
+    std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
+    for (auto& f : files) {
+      if (total <= cap / 10 * 9) break;
+      if (::unlink(f.path.c_str()) == 0) total -= f.size;
+    }
+  }
+};
+KernelFiles& kernel_files() {
+  static KernelFiles* k = new KernelFiles();  // lives for the process: compiles may run during static destruction
+  return *k;
 }
 
-std::string DiskCache::bytes(const std::string& key, const std::function<std::string()>& build) {
-  if (std::string f = lookup(key); !f.empty()) {
-    std::ifstream in(f, std::ios::binary);
-    std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.good() || in.eof())
-      if (!b.empty()) return b;
+// The BEAM cache: one SQLite table, key -> opts_str. WAL and a busy timeout let processes read while one writes and
+// queue writers instead of failing; each write is one statement, so a crash mid-write leaves the old row or the new.
+class BeamDB {
+ public:
+  std::optional<std::string> get(const std::string& key) {
+    std::lock_guard<std::mutex> lk(mu_);
+    sqlite3_stmt* st = prepare("SELECT opts FROM beam_search_v2 WHERE key = ?1", key);
+    std::optional<std::string> r;
+    if (!st) return r;
+    int rc = step(st);
+    if (rc == SQLITE_ROW) r = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    else if (rc != SQLITE_DONE) disable(sqlite3_errmsg(db_));
+    sqlite3_finalize(st);
+    return r;
   }
-  std::string b = build();
-  if (CACHELEVEL.get() > 0) {
-    static std::atomic<uint64_t> n{0};
-    std::string tmp = scratch_dir() + "/" + key + strformat(".%llu", (unsigned long long)++n);
-    if (std::ofstream(tmp, std::ios::binary).write(b.data(), std::streamsize(b.size())).good()) store(tmp, key);
-    ::unlink(tmp.c_str());
+  void put(const std::string& key, const std::string& opts) {
+    std::lock_guard<std::mutex> lk(mu_);
+    sqlite3_stmt* st = prepare("INSERT OR REPLACE INTO beam_search_v2 (key, opts) VALUES (?1, ?2)", key);
+    if (!st) return;
+    sqlite3_bind_text(st, 2, opts.c_str(), int(opts.size()), SQLITE_TRANSIENT);
+    if (step(st) != SQLITE_DONE) disable(sqlite3_errmsg(db_));
+    sqlite3_finalize(st);
   }
-  return b;
+
+ private:
+  // SQLite answers BUSY without waiting where waiting could deadlock: a transaction that read first and then writes
+  // (CREATE TABLE IF NOT EXISTS, an INSERT) while another process writes, or the switch to WAL while another process
+  // creates the file. Those are retried here, with the busy timeout's patience (20 s), so writers queue.
+  template <class F>
+  int retry_busy(F&& f) {
+    int rc = SQLITE_BUSY;
+    for (int ms = 1, waited = 0; waited < 20000; waited += ms, ms = std::min(ms * 2, 100)) {
+      rc = f();
+      if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) return rc;
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+    return rc;
+  }
+  int step(sqlite3_stmt* st) {
+    return retry_busy([&] {
+      int rc = sqlite3_step(st);
+      if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) sqlite3_reset(st);
+      return rc;
+    });
+  }
+  // a statement with ?1 bound to `key`, or null when the database is off or unusable
+  sqlite3_stmt* prepare(const char* sql, const std::string& key) {
+    if (CACHELEVEL <= 0 || !open()) return nullptr;
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) return disable(sqlite3_errmsg(db_)), nullptr;
+    sqlite3_bind_text(st, 1, key.c_str(), int(key.size()), SQLITE_TRANSIENT);
+    return st;
+  }
+  bool open() {
+    if (db_ || off_) return db_ != nullptr;
+    path_ = getenv_str("CACHEDB");
+    if (path_.empty()) {
+      std::string err, dir = cache_dir("", err);
+      if (dir.empty()) return disable(err), false;
+      path_ = dir + "/cache.db";
+    }
+    if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK)
+      return disable(db_ ? sqlite3_errmsg(db_) : "can't open"), false;
+    sqlite3_busy_timeout(db_, 20000);
+    // a file that isn't a database fails here, on its first read. v2: the actions gained PACK, so v1 choices (searched
+    // without it) are left behind
+    for (const char* sql : {"PRAGMA journal_mode=WAL", "CREATE TABLE IF NOT EXISTS beam_search_v2 (key TEXT PRIMARY KEY, opts TEXT NOT NULL)"}) {
+      char* msg = nullptr;
+      if (retry_busy([&] { return sqlite3_free(msg), msg = nullptr, sqlite3_exec(db_, sql, nullptr, nullptr, &msg); }) != SQLITE_OK) {
+        std::string why = msg ? msg : sqlite3_errmsg(db_);
+        sqlite3_free(msg);
+        return disable(why), false;
+      }
+    }
+    return true;
+  }
+  void disable(const std::string& why) {
+    turn_off(off_, "BEAM cache " + (path_.empty() ? "database" : path_), why);
+    if (db_) sqlite3_close_v2(db_), db_ = nullptr;
+  }
+  std::mutex mu_;
+  sqlite3* db_ = nullptr;
+  bool off_ = false;
+  std::string path_;
+};
+BeamDB& beam_db() {
+  static BeamDB* c = new BeamDB();  // lives for the process: kernels may compile during static destruction
+  return *c;
+}
+
+}  // namespace
+
+std::optional<std::string> beam_cache_get(const std::string& what) {
+  return IGNORE_BEAM_CACHE ? std::nullopt : beam_db().get(hash_key(what));
+}
+void beam_cache_put(const std::string& what, const std::string& opts) { beam_db().put(hash_key(what), opts); }
+
+[[noreturn]] void compile_failed(const std::string& name, const std::string& compiler, const std::string& log, const std::string& src) {
+  fail(TG_ERROR_COMPILE, "compiling kernel " + name + " with " + compiler + " failed:\n" + log + "\n--- source ---\n" + src);
+}
+
+std::shared_ptr<Program> Compiler::compile(const std::string& name, const std::string& src) {
+  std::string key = hash_key(ident_ + "\n" + src);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (auto it = progs_.find(key); it != progs_.end()) return it->second;
+  }
+  std::shared_ptr<Program> p;
+  std::string bin = kernel_files().get(key);
+  try {
+    if (!bin.empty()) p = load(name, bin);
+  } catch (const Error&) {  // a file cut short, or a binary the driver no longer takes: built again below
+  }
+  if (!p) {
+    bin = build(name, src);
+    GlobalCounters::compile_count++;
+    kernel_files().put(key, bin);
+    p = load(name, bin);
+  }
+  p->name = name;
+  std::lock_guard<std::mutex> lk(mu_);
+  return progs_.emplace(key, p).first->second;
 }
 
 }  // namespace tg

@@ -15,13 +15,10 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include "helpers.h"
-#include "runtime/diskcache.h"
 
 namespace tg {
 namespace {
@@ -104,40 +101,18 @@ Jit& jit() {
 
 class LLVMCompiler : public Compiler {
  public:
-  std::shared_ptr<Program> compile(const std::string& name, const std::string& src) override {
-    const Host& h = host();
-    std::string key = DiskCache::key("llvm " LLVM_VERSION_STRING " O2 " + h.triple + " " + h.cpu + " " + h.features + "\n" + src) + ".o";
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (auto it = progs_.find(key); it != progs_.end()) return it->second;
-    }
-    auto p = std::make_shared<CPUProgram>();
-    p->name = name;
-    DiskCache& dc = DiskCache::get();
-    std::string why = "not cached";
-    if (std::string cached = dc.lookup(key); !cached.empty())
-      if (auto b = llvm::MemoryBuffer::getFile(cached)) why = jit().load(name, std::move(*b), p->entry);
-    if (!why.empty()) {  // not cached, or a truncated/stale file: build it
-      std::string obj = build(name, src);
-      if (CACHELEVEL.get() > 0) {
-        std::string tmp = DiskCache::scratch_dir() + "/" + key + strformat(".%llu", (unsigned long long)++builds_);
-        std::ofstream(tmp, std::ios::binary).write(obj.data(), std::streamsize(obj.size()));
-        dc.store(tmp, key);
-        ::unlink(tmp.c_str());
-      }
-      why = jit().load(name, llvm::MemoryBuffer::getMemBufferCopy(obj, name), p->entry);
-      TG_CHECK(why.empty(), TG_ERROR_COMPILE, "loading kernel " + name + " into the LLVM JIT failed: " + why);
-    }
-    std::lock_guard<std::mutex> lk(mu_);
-    return progs_.emplace(key, p).first->second;
-  }
+  LLVMCompiler() : Compiler("llvm " LLVM_VERSION_STRING " O2 " + host().triple + " " + host().cpu + " " + host().features) {}
 
- private:
+ protected:
+  std::shared_ptr<Program> load(const std::string& name, const std::string& bin) override {
+    auto p = std::make_shared<CPUProgram>();
+    std::string why = jit().load(name, llvm::MemoryBuffer::getMemBufferCopy(bin, name), p->entry);
+    TG_CHECK(why.empty(), TG_ERROR_COMPILE, "loading kernel " + name + " into the LLVM JIT failed: " + why);
+    return p;
+  }
   // IR text -> verified module -> the O2 pipeline for this CPU -> object file bytes
-  static std::string build(const std::string& name, const std::string& src) {
-    auto bad = [&](const std::string& why) {
-      fail(TG_ERROR_COMPILE, "compiling kernel " + name + " with LLVM " LLVM_VERSION_STRING " failed:\n" + why + "\n--- source ---\n" + src);
-    };
+  std::string build(const std::string& name, const std::string& src) override {
+    auto bad = [&](const std::string& why) { compile_failed(name, "LLVM " LLVM_VERSION_STRING, why, src); };
     llvm::LLVMContext ctx;
     llvm::SMDiagnostic diag;
     std::unique_ptr<llvm::Module> mod = llvm::parseIR(llvm::MemoryBufferRef(src, name), diag, ctx);
@@ -164,12 +139,8 @@ class LLVMCompiler : public Compiler {
     llvm::legacy::PassManager pm;
     if (tm->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::ObjectFile)) bad("the target can't emit object files");
     pm.run(*mod);
-    GlobalCounters::compile_count++;
     return std::string(obj.data(), obj.size());
   }
-  std::mutex mu_;
-  std::atomic<uint64_t> builds_{0};
-  std::unordered_map<std::string, std::shared_ptr<Program>> progs_;
 };
 }  // namespace
 

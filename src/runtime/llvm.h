@@ -1,5 +1,5 @@
 // The in-process LLVM JIT for the CPU: LLVM IR text -> optimized object code for this CPU -> loaded into one process-wide
-// ORC LLJIT. Objects are cached in memory and (CACHELEVEL>0) in the on-disk kernel cache.
+// ORC LLJIT; the object files are what the kernel caches hold.
 #pragma once
 #include <memory>
 

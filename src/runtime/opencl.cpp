@@ -1,5 +1,5 @@
 // DEV=CL: OpenCL through the ICD loader (libOpenCL.so.1), dlopen'ed on first use so the library loads without it.
-// Kernels are OpenCL C from the C-style renderer, built per device and cached on disk as the driver's binaries.
+// Kernels are OpenCL C from the C-style renderer, built per device; the driver's binaries are what the kernel caches hold.
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <dlfcn.h>
@@ -9,7 +9,6 @@
 #include "helpers.h"
 #include "renderer/cstyle.h"
 #include "runtime/device.h"
-#include "runtime/diskcache.h"
 
 namespace tg {
 
@@ -180,48 +179,13 @@ class CLProgram : public Program {
   mutable std::mutex mu_;
 };
 
+// OpenCL C -> the driver's binary for the device -> a program and its kernel
 class CLCompiler : public Compiler {
  public:
-  CLCompiler(cl_context ctx, cl_device_id dev, cl_command_queue q, std::string ident) : ctx_(ctx), dev_(dev), q_(q), ident_(std::move(ident)) {}
-  std::shared_ptr<Program> compile(const std::string& name, const std::string& src) override {
-    const CL& a = cl();
-    std::string key = DiskCache::key("opencl " + ident_ + "\n" + src) + ".clbin";
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (auto it = progs_.find(key); it != progs_.end()) return it->second;
-    }
-    cl_program prog = nullptr;
-    std::string bin = DiskCache::get().bytes(key, [&] {
-      prog = build(name, src);
-      size_t n = 0;
-      check(a.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, nullptr), TG_ERROR_COMPILE, "reading the binary of " + name);
-      std::string b(n, '\0');
-      unsigned char* p = reinterpret_cast<unsigned char*>(b.data());
-      check(a.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof p, &p, nullptr), TG_ERROR_COMPILE, "reading the binary of " + name);
-      return b;
-    });
-    if (!prog) {  // from the disk cache; a binary the driver no longer takes is rebuilt from source
-      const unsigned char* p = reinterpret_cast<const unsigned char*>(bin.data());
-      size_t n = bin.size();
-      cl_int st = CL_SUCCESS, e = CL_SUCCESS;
-      prog = a.clCreateProgramWithBinary(ctx_, 1, &dev_, &n, &p, &st, &e);
-      if (e != CL_SUCCESS || st != CL_SUCCESS || a.clBuildProgram(prog, 1, &dev_, "", nullptr, nullptr) != CL_SUCCESS) {
-        if (prog) a.clReleaseProgram(prog);
-        prog = build(name, src);
-      }
-    }
-    cl_int e = CL_SUCCESS;
-    cl_kernel k = a.clCreateKernel(prog, name.c_str(), &e);
-    if (e != CL_SUCCESS) a.clReleaseProgram(prog);
-    check(e, TG_ERROR_COMPILE, "kernel " + name);
-    auto p = std::make_shared<CLProgram>(prog, k, q_);
-    p->name = name;
-    std::lock_guard<std::mutex> lk(mu_);
-    return progs_.emplace(key, p).first->second;
-  }
+  CLCompiler(cl_context ctx, cl_device_id dev, cl_command_queue q, const std::string& ident) : Compiler("opencl " + ident), ctx_(ctx), dev_(dev), q_(q) {}
 
- private:
-  cl_program build(const std::string& name, const std::string& src) {
+ protected:
+  std::string build(const std::string& name, const std::string& src) override {
     const CL& a = cl();
     const char* s = src.c_str();
     size_t n = src.size();
@@ -234,17 +198,33 @@ class CLCompiler : public Compiler {
       std::string log(ln, '\0');
       a.clGetProgramBuildInfo(p, dev_, CL_PROGRAM_BUILD_LOG, ln, log.data(), nullptr);
       a.clReleaseProgram(p);
-      fail(TG_ERROR_COMPILE, "compiling kernel " + name + " with OpenCL failed:\n" + log + "\n--- source ---\n" + src);
+      compile_failed(name, "OpenCL", log, src);
     }
-    GlobalCounters::compile_count++;
-    return p;
+    e = a.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, nullptr);
+    std::string bin(e == CL_SUCCESS ? n : 0, '\0');
+    unsigned char* b = reinterpret_cast<unsigned char*>(bin.data());
+    if (e == CL_SUCCESS) e = a.clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof b, &b, nullptr);
+    a.clReleaseProgram(p);
+    check(e, TG_ERROR_COMPILE, "reading the binary of " + name);
+    return bin;
   }
+  std::shared_ptr<Program> load(const std::string& name, const std::string& bin) override {
+    const CL& a = cl();
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(bin.data());
+    size_t n = bin.size();
+    cl_int st = CL_SUCCESS, e = CL_SUCCESS;
+    cl_program p = a.clCreateProgramWithBinary(ctx_, 1, &dev_, &n, &b, &st, &e);
+    if (e == CL_SUCCESS) e = st != CL_SUCCESS ? st : a.clBuildProgram(p, 1, &dev_, "", nullptr, nullptr);
+    cl_kernel k = e == CL_SUCCESS ? a.clCreateKernel(p, name.c_str(), &e) : nullptr;
+    if (e != CL_SUCCESS && p) a.clReleaseProgram(p);
+    check(e, TG_ERROR_COMPILE, "loading kernel " + name);
+    return std::make_shared<CLProgram>(p, k, q_);
+  }
+
+ private:
   cl_context ctx_;
   cl_device_id dev_;
   cl_command_queue q_;
-  std::string ident_;
-  std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<Program>> progs_;
 };
 
 class CLDevice : public Device {

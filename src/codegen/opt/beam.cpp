@@ -1,6 +1,5 @@
 #include "codegen/opt/beam.h"
 
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,97 +51,6 @@ const std::vector<Opt>& actions() {
   }();
   return acts;
 }
-
-// The BEAM cache: one SQLite table, key -> opts_str. WAL and a busy timeout let processes read while one writes and
-// queue writers instead of failing; each write is one statement, so a crash mid-write leaves the old row or the new.
-class BeamCache {
- public:
-  static BeamCache& get() {
-    static BeamCache* c = new BeamCache();  // lives for the process: kernels may compile during static destruction
-    return *c;
-  }
-  std::optional<std::string> lookup(const std::string& key) {
-    std::lock_guard<std::mutex> lk(mu_);
-    sqlite3_stmt* st = prepare("SELECT opts FROM beam_search_v2 WHERE key = ?1", key);
-    std::optional<std::string> r;
-    if (!st) return r;
-    int rc = step(st);
-    if (rc == SQLITE_ROW) r = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-    else if (rc != SQLITE_DONE) disable(sqlite3_errmsg(db_));
-    sqlite3_finalize(st);
-    return r;
-  }
-  void store(const std::string& key, const std::string& opts) {
-    std::lock_guard<std::mutex> lk(mu_);
-    sqlite3_stmt* st = prepare("INSERT OR REPLACE INTO beam_search_v2 (key, opts) VALUES (?1, ?2)", key);
-    if (!st) return;
-    sqlite3_bind_text(st, 2, opts.c_str(), int(opts.size()), SQLITE_TRANSIENT);
-    if (step(st) != SQLITE_DONE) disable(sqlite3_errmsg(db_));
-    sqlite3_finalize(st);
-  }
-
- private:
-  // SQLite answers BUSY without waiting where waiting could deadlock: a transaction that read first and then writes
-  // (CREATE TABLE IF NOT EXISTS, an INSERT) while another process writes, or the switch to WAL while another process
-  // creates the file. Those are retried here, with the busy timeout's patience (20 s), so writers queue.
-  template <class F>
-  int retry_busy(F&& f) {
-    int rc = SQLITE_BUSY;
-    for (int ms = 1, waited = 0; waited < 20000; waited += ms, ms = std::min(ms * 2, 100)) {
-      rc = f();
-      if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) return rc;
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    }
-    return rc;
-  }
-  int step(sqlite3_stmt* st) {
-    return retry_busy([&] {
-      int rc = sqlite3_step(st);
-      if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) sqlite3_reset(st);
-      return rc;
-    });
-  }
-  // a statement with ?1 bound to `key`, or null when the database is off or unusable
-  sqlite3_stmt* prepare(const char* sql, const std::string& key) {
-    if (CACHELEVEL <= 0 || !open()) return nullptr;
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) return disable(sqlite3_errmsg(db_)), nullptr;
-    sqlite3_bind_text(st, 1, key.c_str(), int(key.size()), SQLITE_TRANSIENT);
-    return st;
-  }
-  bool open() {
-    if (db_ || broken_) return db_ != nullptr;
-    path_ = getenv_str("CACHEDB");
-    if (path_.empty()) {
-      std::string err, dir = tinygrad_cache_dir("", err);
-      if (dir.empty()) return disable(err), false;
-      path_ = dir + "/cache.db";
-    }
-    if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK)
-      return disable(db_ ? sqlite3_errmsg(db_) : "can't open"), false;
-    sqlite3_busy_timeout(db_, 20000);
-    // a file that isn't a database fails here, on its first read. v2: the actions gained PACK, so v1 choices (searched
-    // without it) are left behind
-    for (const char* sql : {"PRAGMA journal_mode=WAL", "CREATE TABLE IF NOT EXISTS beam_search_v2 (key TEXT PRIMARY KEY, opts TEXT NOT NULL)"}) {
-      char* msg = nullptr;
-      if (retry_busy([&] { return sqlite3_free(msg), msg = nullptr, sqlite3_exec(db_, sql, nullptr, nullptr, &msg); }) != SQLITE_OK) {
-        std::string why = msg ? msg : sqlite3_errmsg(db_);
-        sqlite3_free(msg);
-        return disable(why), false;
-      }
-    }
-    return true;
-  }
-  void disable(const std::string& why) {
-    if (!broken_) std::fprintf(stderr, "tinygrad: the BEAM cache %s is not usable (%s); searching without it\n", path_.empty() ? "database" : path_.c_str(), why.c_str());
-    broken_ = true;
-    if (db_) sqlite3_close_v2(db_), db_ = nullptr;
-  }
-  std::mutex mu_;
-  sqlite3* db_ = nullptr;
-  bool broken_ = false;
-  std::string path_;
-};
 
 // Scratch buffers of the kernel's real sizes, filled with small random values: random so no NaN/denormal fast or slow
 // path distorts a time, small and positive for integers so no index or divisor goes wild.
@@ -326,11 +234,10 @@ std::vector<Scheduler> kernel_actions(const Scheduler& s) {
 std::vector<Opt> beam_opts(const UOpRef& ast, const std::string& name, Device& dev, int amt, bool use_cache) {
   const Target& t = dev.renderer().target();
   // the key: the AST's text (deterministic) and what the choice depends on besides: device, its target, cores, width
-  std::string key = DiskCache::key(strformat("beam v1\n%s\n%s %s vec%d threads%d cores%d\namt %d", ast->str().c_str(), dev.name().c_str(),
-                                             t.device.c_str(), t.vector_bytes, int(t.has_threads), num_cpu_threads(), amt));
-  bool cached = use_cache && !IGNORE_BEAM_CACHE;
-  if (cached)
-    if (auto hit = BeamCache::get().lookup(key)) {
+  std::string key = strformat("beam v1\n%s\n%s %s vec%d threads%d cores%d\namt %d", ast->str().c_str(), dev.name().c_str(), t.device.c_str(),
+                              t.vector_bytes, int(t.has_threads), num_cpu_threads(), amt);
+  if (use_cache)
+    if (auto hit = beam_cache_get(key)) {
       try {
         std::vector<Opt> opts = parse_opts(*hit);
         optimize(ast, dev.renderer(), &opts);  // a stale or damaged row that no longer applies is searched again
@@ -340,7 +247,7 @@ std::vector<Opt> beam_opts(const UOpRef& ast, const std::string& name, Device& d
       }
     }
   std::vector<Opt> opts = Search(ast, name, dev).run(amt);
-  if (use_cache) BeamCache::get().store(key, opts_str(opts));
+  if (use_cache) beam_cache_put(key, opts_str(opts));
   return opts;
 }
 
