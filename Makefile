@@ -6,7 +6,7 @@ PREFIX   ?= /usr/local
 PYTHON   ?= /usr/bin/python3
 GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build run test test-one test-layers test-unit test-python test-python-clang test-python-cl test-bindings test-install fuzz fuzz-files asan bench bench-cuda install clean
+.PHONY: all deps build run test test-one test-layers test-abi abi-baseline test-unit test-python test-python-clang test-python-cl test-bindings test-install fuzz fuzz-files asan bench bench-cuda install clean
 
 all: build
 
@@ -29,7 +29,7 @@ run: build
 # Every run starts cold: the kernel disk cache lives in a new empty directory for the whole run and is removed after,
 # so a pass never depends on what an earlier run left on disk.
 test: build
-	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-layers test-unit test-python test-python-clang test-python-cl test-bindings test-install
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-layers test-abi test-unit test-python test-python-clang test-python-cl test-bindings test-install
 
 # one test, cold: T is a GoogleTest filter (make test-one T='Opt.*') or a pytest node (T=tests/python/test_ops.py::test_add)
 test-one: build
@@ -41,6 +41,18 @@ test-one: build
 # folders include only the folders below them in the pipeline (docs/layers.md)
 test-layers:
 	$(PYTHON) scripts/check_layers.py
+
+# the exported ABI (every tg_ function with its parameter and result types, the header's enums and structs) against the
+# committed abi/libtinygrad.abi: a removed function or a changed type, enum value or struct layout fails, a new function
+# passes (scripts/abi.sh). Only the shared library is built for it. make abi-baseline rewrites the baseline, for an ABI
+# change made on purpose (a new major version, or to record added functions).
+test-abi: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target tinygrad
+	sh scripts/abi.sh check $(BUILD)/libtinygrad.so
+
+abi-baseline: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target tinygrad
+	sh scripts/abi.sh baseline $(BUILD)/libtinygrad.so
 
 test-unit:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

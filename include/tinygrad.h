@@ -176,8 +176,9 @@ TG_API tg_tensor* tg_tensor_from_data(const void* data, size_t nbytes, tg_dtype 
                                       const char* device);
 /* Uninitialized storage of the given shape. */
 TG_API tg_tensor* tg_tensor_empty(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
-/* Filled with 0 / with 1. */
+/* Filled with 0. */
 TG_API tg_tensor* tg_tensor_zeros(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+/* Filled with 1. */
 TG_API tg_tensor* tg_tensor_ones(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
 /* Filled with `value`. NaN or +-inf into an integer dtype is TG_ERROR_INVALID_ARGUMENT (tinygrad raises too); other
  * values convert like a C cast, wrapping to the dtype's width. */
@@ -206,22 +207,35 @@ TG_API const char* tg_tensor_device(const tg_tensor* t);
 TG_API tg_tensor* tg_tensor_to(tg_tensor* t, const char* device);
 
 /* ---- tensors: elementwise --------------------------------------------------------------------------------------- */
-/* Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
- * promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad:
- * x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors. */
+/* Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. */
+/* a + b. */
 TG_API tg_tensor* tg_tensor_add(tg_tensor* a, tg_tensor* b);
+/* a - b, broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_sub(tg_tensor* a, tg_tensor* b);
+/* a * b, broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_mul(tg_tensor* a, tg_tensor* b);
+/* a / b, true division: int operands promote to float; broadcast as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_div(tg_tensor* a, tg_tensor* b);
+/* a / b as integer division truncating toward zero, broadcast and promoted as tg_tensor_add; defined for every input
+ * as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). */
 TG_API tg_tensor* tg_tensor_idiv(tg_tensor* a, tg_tensor* b);
+/* The larger of a and b, broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_maximum(tg_tensor* a, tg_tensor* b);
+/* The smaller of a and b, broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_minimum(tg_tensor* a, tg_tensor* b);
+/* a to the power b, broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_pow(tg_tensor* a, tg_tensor* b);
+/* a < b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_lt(tg_tensor* a, tg_tensor* b);
+/* a <= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_le(tg_tensor* a, tg_tensor* b);
+/* a > b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_gt(tg_tensor* a, tg_tensor* b);
+/* a >= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_ge(tg_tensor* a, tg_tensor* b);
+/* a == b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_eq(tg_tensor* a, tg_tensor* b);
+/* a != b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_ne(tg_tensor* a, tg_tensor* b);
 /* a <op> scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float). */
 TG_API tg_tensor* tg_tensor_add_scalar(tg_tensor* a, double b);
@@ -259,16 +273,23 @@ TG_API tg_tensor* tg_tensor_asinh(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_acosh(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_atanh(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_erf(tg_tensor* t);
-/* sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype; round is
- * half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. */
+/* -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). */
 TG_API tg_tensor* tg_tensor_sign(tg_tensor* t);
+/* Rounded toward zero, in t's dtype. */
 TG_API tg_tensor* tg_tensor_trunc(tg_tensor* t);
+/* Rounded down, in t's dtype. */
 TG_API tg_tensor* tg_tensor_floor(tg_tensor* t);
+/* Rounded up, in t's dtype. */
 TG_API tg_tensor* tg_tensor_ceil(tg_tensor* t);
+/* Rounded to the nearest integer, half to even, in t's dtype. */
 TG_API tg_tensor* tg_tensor_round(tg_tensor* t);
+/* TG_BOOL: true where t is NaN. */
 TG_API tg_tensor* tg_tensor_isnan(tg_tensor* t);
+/* TG_BOOL: true where t is +-inf. */
 TG_API tg_tensor* tg_tensor_isinf(tg_tensor* t);
+/* TG_BOOL: true where t is neither NaN nor +-inf. */
 TG_API tg_tensor* tg_tensor_isfinite(tg_tensor* t);
+/* TG_BOOL: true where t is 0. */
 TG_API tg_tensor* tg_tensor_logical_not(tg_tensor* t);
 /* Activations, with tinygrad's formulas and defaults where a parameter is taken. */
 TG_API tg_tensor* tg_tensor_relu6(tg_tensor* t);
@@ -288,17 +309,25 @@ TG_API tg_tensor* tg_tensor_hardswish(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_hardtanh(tg_tensor* t, double min_val, double max_val);
 /* clamp to [min_val, max_val] (NaN bounds are not allowed: use maximum/minimum for one side). */
 TG_API tg_tensor* tg_tensor_clamp(tg_tensor* t, double min_val, double max_val);
-/* Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
- * bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed stably. */
+/* Python's a % b for ints and floats: the result takes the divisor's sign. Broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_mod(tg_tensor* a, tg_tensor* b);
+/* C's fmod(a, b): the result takes the dividend's sign. Broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_fmod(tg_tensor* a, tg_tensor* b);
+/* a & b of int or bool tensors, broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_bitwise_and(tg_tensor* a, tg_tensor* b);
+/* a | b of int or bool tensors, broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_bitwise_or(tg_tensor* a, tg_tensor* b);
+/* a ^ b of int or bool tensors, broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_bitwise_xor(tg_tensor* a, tg_tensor* b);
+/* ~t of an int or bool tensor. */
 TG_API tg_tensor* tg_tensor_bitwise_not(tg_tensor* t);
+/* t << bits of an int tensor. */
 TG_API tg_tensor* tg_tensor_lshift(tg_tensor* t, int64_t bits);
+/* t >> bits of an int tensor. */
 TG_API tg_tensor* tg_tensor_rshift(tg_tensor* t, int64_t bits);
+/* |a| with b's sign, broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_copysign(tg_tensor* a, tg_tensor* b);
+/* log(exp(a) + exp(b)), computed stably; broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_logaddexp(tg_tensor* a, tg_tensor* b);
 /* a + (b - a) * weight. */
 TG_API tg_tensor* tg_tensor_lerp(tg_tensor* a, tg_tensor* b, tg_tensor* weight);
@@ -306,34 +335,48 @@ TG_API tg_tensor* tg_tensor_lerp(tg_tensor* a, tg_tensor* b, tg_tensor* weight);
 TG_API tg_tensor* tg_tensor_isclose(tg_tensor* a, tg_tensor* b, double rtol, double atol, int equal_nan);
 
 /* ---- tensors: reductions ---------------------------------------------------------------------------------------- */
-/* Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced dims as
- * size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float. */
+/* Reductions over `axes` (negative counts from the end; naxes == 0 means every axis); keepdim != 0 keeps reduced dims as
+ * size 1. */
+/* The sum; ints accumulate in at least int32 (uint32 for unsigned). */
 TG_API tg_tensor* tg_tensor_sum(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+/* The product, reduced as tg_tensor_sum; ints accumulate in at least int32 (uint32 for unsigned). */
 TG_API tg_tensor* tg_tensor_prod(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+/* The largest value, reduced as tg_tensor_sum, in t's dtype. */
 TG_API tg_tensor* tg_tensor_max(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+/* The smallest value, reduced as tg_tensor_sum, in t's dtype. */
 TG_API tg_tensor* tg_tensor_min(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+/* The mean, reduced as tg_tensor_sum; the result is float. */
 TG_API tg_tensor* tg_tensor_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
-/* std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float. std_mean/var_mean write two
- * new references to out[0] (std or var) and out[1] (mean). */
+/* The standard deviation with Bessel's `correction` (1 is the unbiased estimate), reduced as tg_tensor_sum; the result is
+ * float. */
 TG_API tg_tensor* tg_tensor_std(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction);
+/* The variance with Bessel's `correction` (1 is the unbiased estimate), reduced as tg_tensor_sum; the result is float. */
 TG_API tg_tensor* tg_tensor_var(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction);
-/* std and mean together (std_mean), var and mean (var_mean). @len(out=2) */
+/* std and mean together: new references to out[0] (std, as tg_tensor_std) and out[1] (the mean). @len(out=2) */
 TG_API tg_status tg_tensor_std_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction, tg_tensor** out);
+/* var and mean together: new references to out[0] (var, as tg_tensor_var) and out[1] (the mean). @len(out=2) */
 TG_API tg_status tg_tensor_var_mean(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim, double correction, tg_tensor** out);
-/* all/any are TG_BOOL; logsumexp is float. */
+/* TG_BOOL: whether every element is nonzero, reduced as tg_tensor_sum. */
 TG_API tg_tensor* tg_tensor_all(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+/* TG_BOOL: whether some element is nonzero, reduced as tg_tensor_sum. */
 TG_API tg_tensor* tg_tensor_any(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
+/* log(sum(exp(t))) computed stably, reduced as tg_tensor_sum; the result is float. */
 TG_API tg_tensor* tg_tensor_logsumexp(tg_tensor* t, const int64_t* axes, size_t naxes, int keepdim);
-/* Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches the flattened tensor. */
+/* Index (TG_INT32) of the first max along `axis`; flatten != 0 ignores axis and searches the flattened tensor. */
 TG_API tg_tensor* tg_tensor_argmax(tg_tensor* t, int64_t axis, int keepdim, int flatten);
+/* Index (TG_INT32) of the first min along `axis`; flatten != 0 ignores axis and searches the flattened tensor. */
 TG_API tg_tensor* tg_tensor_argmin(tg_tensor* t, int64_t axis, int keepdim, int flatten);
-/* Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype. */
+/* Inclusive running sum along `axis`; ints accumulate as in tg_tensor_sum. */
 TG_API tg_tensor* tg_tensor_cumsum(tg_tensor* t, int64_t axis);
+/* Inclusive running product along `axis`; ints accumulate as in tg_tensor_prod. */
 TG_API tg_tensor* tg_tensor_cumprod(tg_tensor* t, int64_t axis);
+/* Inclusive running maximum along `axis`, in t's dtype. */
 TG_API tg_tensor* tg_tensor_cummax(tg_tensor* t, int64_t axis);
+/* Inclusive running minimum along `axis`, in t's dtype. */
 TG_API tg_tensor* tg_tensor_cummin(tg_tensor* t, int64_t axis);
-/* softmax / log_softmax along `axis`. */
+/* exp(t) / sum(exp(t)) along `axis`, computed stably. */
 TG_API tg_tensor* tg_tensor_softmax(tg_tensor* t, int64_t axis);
+/* log(softmax(t)) along `axis`, computed stably. */
 TG_API tg_tensor* tg_tensor_log_softmax(tg_tensor* t, int64_t axis);
 
 /* ---- tensors: movement (views: no data is copied) --------------------------------------------------------------- */
@@ -370,8 +413,9 @@ TG_API tg_tensor* tg_tensor_transpose(tg_tensor* t, int64_t dim0, int64_t dim1);
 TG_API tg_tensor* tg_tensor_flatten(tg_tensor* t, int64_t start_dim, int64_t end_dim);
 /* Split dim into `sizes` (one may be -1). */
 TG_API tg_tensor* tg_tensor_unflatten(tg_tensor* t, int64_t dim, const int64_t* sizes, size_t nsizes);
-/* Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1 dim. */
+/* Remove dim if its size is 1 (a no-op otherwise). */
 TG_API tg_tensor* tg_tensor_squeeze(tg_tensor* t, int64_t dim);
+/* Remove every size-1 dim. */
 TG_API tg_tensor* tg_tensor_squeeze_all(tg_tensor* t);
 /* Insert a size-1 dim at `dim` (in -ndim-1..ndim). */
 TG_API tg_tensor* tg_tensor_unsqueeze(tg_tensor* t, int64_t dim);
@@ -381,11 +425,13 @@ TG_API tg_tensor* tg_tensor_repeat(tg_tensor* t, const int64_t* repeats, size_t 
 TG_API tg_tensor* tg_tensor_repeat_interleave(tg_tensor* t, int64_t repeats, int64_t dim);
 /* Rotate by shifts[i] along dims[i]. @len(shifts=n, dims=n) */
 TG_API tg_tensor* tg_tensor_roll(tg_tensor* t, const int64_t* shifts, const int64_t* dims, size_t n);
-/* Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim. */
+/* ts[0..n) (borrowed) concatenated along `dim`: shapes equal elsewhere, dtypes promote; 0-d tensors are TG_ERROR_SHAPE. */
 TG_API tg_tensor* tg_tensor_cat(tg_tensor* const* ts, size_t n, int64_t dim);
+/* ts[0..n) (borrowed) stacked along a new dim `dim`: shapes equal (TG_ERROR_SHAPE otherwise), dtypes promote. */
 TG_API tg_tensor* tg_tensor_stack(tg_tensor* const* ts, size_t n, int64_t dim);
-/* Lower / upper triangle of the last two dims, keeping diagonals >= k (tril: <= k); the rest is 0. */
+/* The lower triangle of the last two dims: diagonals <= k kept, the rest 0. */
 TG_API tg_tensor* tg_tensor_tril(tg_tensor* t, int64_t k);
+/* The upper triangle of the last two dims: diagonals >= k kept, the rest 0. */
 TG_API tg_tensor* tg_tensor_triu(tg_tensor* t, int64_t k);
 /* pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). @int(mode) */
 TG_API tg_tensor* tg_tensor_pad_mode(tg_tensor* t, const int64_t* pads, size_t npairs, int mode, double value);
@@ -424,25 +470,32 @@ TG_API tg_status tg_tensor_split(tg_tensor* t, const int64_t* sizes, size_t nsiz
 TG_API int64_t tg_tensor_chunk(tg_tensor* t, int64_t chunks, int64_t dim, tg_tensor** out, size_t capacity);
 /* Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0: numpy's 'xy', else 'ij'). @len(out=n) */
 TG_API tg_status tg_tensor_meshgrid(tg_tensor* const* ts, size_t n, int xy_indexing, tg_tensor** out);
-/* diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims. */
+/* A 1-d tensor as the diagonal of a square matrix, 0 elsewhere. */
 TG_API tg_tensor* tg_tensor_diag(tg_tensor* t);
+/* The main diagonal of the last two dims. */
 TG_API tg_tensor* tg_tensor_diagonal(tg_tensor* t);
 /* Windows of `size` every `step` along dim, as a new last dim (torch's unfold). */
 TG_API tg_tensor* tg_tensor_unfold(tg_tensor* t, int64_t dim, int64_t size, int64_t step);
-/* Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of it. @len(out=2) */
+/* Stable sort along dim: new references to out[0] (the values) and out[1] (TG_INT32 indices). n^2 work per row,
+ * fused. @len(out=2) */
 TG_API tg_status tg_tensor_sort(tg_tensor* t, int64_t dim, int descending, tg_tensor** out);
+/* The TG_INT32 indices of tg_tensor_sort's result (out[1]) alone. */
 TG_API tg_tensor* tg_tensor_argsort(tg_tensor* t, int64_t dim, int descending);
-/* The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted. @len(out=2) */
+/* The k largest (or smallest) along dim, sorted as tg_tensor_sort: new references to out[0] (the values) and out[1]
+ * (TG_INT32 indices). @len(out=2) */
 TG_API tg_status tg_tensor_topk(tg_tensor* t, int64_t k, int64_t dim, int largest, tg_tensor** out);
-/* out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean", "amax",
- * "amin") everything sent to one place, with t's own value when include_self != 0. */
+/* t with src's elements written at `index` along dim. */
 TG_API tg_tensor* tg_tensor_scatter(tg_tensor* t, int64_t dim, tg_tensor* index, tg_tensor* src);
+/* t with everything src sends to one place (by `index` along dim) combined by `reduce` (borrowed: "sum", "prod",
+ * "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when include_self != 0. */
 TG_API tg_tensor* tg_tensor_scatter_reduce(tg_tensor* t, int64_t dim, tg_tensor* index, tg_tensor* src, const char* reduce, int include_self);
 /* mask ? value : t. */
 TG_API tg_tensor* tg_tensor_masked_fill(tg_tensor* t, tg_tensor* mask, tg_tensor* value);
-/* Data-dependent shapes: these realize (the count is read back first). nonzero: (count, ndim) TG_INT64 coordinates of
- * the nonzero elements in row-major order (at most 2^24 elements); masked_select: the 1-d selected elements. */
+/* (count, ndim) TG_INT64 coordinates of the nonzero elements in row-major order (at most 2^24 elements). The shape
+ * depends on the data: the count is realized and read back first. */
 TG_API tg_tensor* tg_tensor_nonzero(tg_tensor* t);
+/* The 1-d elements of t where mask (broadcast with t) is nonzero. The shape depends on the data: the count is realized
+ * and read back first. */
 TG_API tg_tensor* tg_tensor_masked_select(tg_tensor* t, tg_tensor* mask);
 /* The same bits viewed as another dtype of the same size. */
 TG_API tg_tensor* tg_tensor_bitcast(tg_tensor* t, tg_dtype dtype);
@@ -465,9 +518,10 @@ TG_API tg_tensor* tg_tensor_conv_transpose2d(tg_tensor* x, tg_tensor* weight, tg
                                              int64_t output_pad_w);
 /* Resize the last nsize dims to `size` ("linear", "nearest" or "nearest-exact"). */
 TG_API tg_tensor* tg_tensor_interpolate(tg_tensor* t, const int64_t* size, size_t nsize, const char* mode, int align_corners);
-/* Max / average over kernel windows of the last two dims; padding is -inf / 0 (count_include_pad counts it in the mean). */
+/* The max over kernel windows of the last two dims; padding is -inf. */
 TG_API tg_tensor* tg_tensor_max_pool2d(tg_tensor* t, int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t dilation_h,
                                        int64_t dilation_w, int64_t pad_h, int64_t pad_w);
+/* The average over kernel windows of the last two dims; padding is 0, counted in the mean when count_include_pad != 0. */
 TG_API tg_tensor* tg_tensor_avg_pool2d(tg_tensor* t, int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t pad_h,
                                        int64_t pad_w, int count_include_pad);
 /* (x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part. */
@@ -480,14 +534,17 @@ TG_API tg_tensor* tg_tensor_dropout(tg_tensor* t, double p);
 TG_API tg_tensor* tg_tensor_scaled_dot_product_attention(tg_tensor* q, tg_tensor* k, tg_tensor* v, tg_tensor* mask, int is_causal);
 /* TG_INT32 one-hot along a new last dim. */
 TG_API tg_tensor* tg_tensor_one_hot(tg_tensor* t, int64_t num_classes);
-/* Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
- * sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to ignore_index;
- * nll_loss takes log-probabilities (N, C, ...) and class indices. @int(reduction) */
+/* Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N, C, ...), with label smoothing.
+ * @int(reduction) */
 TG_API tg_tensor* tg_tensor_cross_entropy(tg_tensor* logits, tg_tensor* target, double label_smoothing, int reduction);
+/* Loss of logits (..., C) against int labels (...), skipping labels equal to ignore_index. @int(reduction) */
 TG_API tg_tensor* tg_tensor_sparse_categorical_crossentropy(tg_tensor* logits, tg_tensor* labels, int64_t ignore_index, double label_smoothing,
                                                             int reduction);
+/* Negative log-likelihood of log-probabilities (N, C, ...) against class indices. @int(reduction) */
 TG_API tg_tensor* tg_tensor_nll_loss(tg_tensor* logprobs, tg_tensor* target, int reduction);
+/* Binary cross-entropy of probabilities p against targets y. @int(reduction) */
 TG_API tg_tensor* tg_tensor_binary_crossentropy(tg_tensor* p, tg_tensor* y, int reduction);
+/* Binary cross-entropy of logits x (sigmoid applied inside, stably) against targets y. @int(reduction) */
 TG_API tg_tensor* tg_tensor_binary_crossentropy_logits(tg_tensor* x, tg_tensor* y, int reduction);
 /* out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank). */
 TG_API tg_tensor* tg_tensor_gather(tg_tensor* t, int64_t dim, tg_tensor* index);
@@ -498,29 +555,45 @@ TG_API tg_status tg_tensor_assign(tg_tensor* t, tg_tensor* value);
 /* Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random numbers were
  * drawn on the device since it was set, so a program gives the same numbers on every run; they are generated inside the
  * kernels that use them. A one-element counter buffer per device is read and advanced by each tensor's size when the
- * tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform
- * in [0, 1); randn: standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in
- * [low, high) (float dtypes refused). */
+ * tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at every call. */
+/* Set the seed of every device's numbers and restart their counters. Process-wide and thread-safe. */
 TG_API void tg_manual_seed(uint64_t seed);
+/* Uniform in [0, 1). A dtype that is not float is TG_ERROR_DTYPE. */
 TG_API tg_tensor* tg_tensor_rand(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+/* Standard normal (Box-Muller). A dtype that is not float is TG_ERROR_DTYPE. */
 TG_API tg_tensor* tg_tensor_randn(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+/* Uniform in [low, high). Bounds that are not finite are TG_ERROR_INVALID_ARGUMENT, a dtype that is not float
+ * TG_ERROR_DTYPE. */
 TG_API tg_tensor* tg_tensor_uniform(const int64_t* shape, size_t ndim, double low, double high, tg_dtype dtype, const char* device);
+/* mean + std * randn. A mean or std that is not finite is TG_ERROR_INVALID_ARGUMENT, a dtype that is not float
+ * TG_ERROR_DTYPE. */
 TG_API tg_tensor* tg_tensor_normal(const int64_t* shape, size_t ndim, double mean, double std, tg_dtype dtype, const char* device);
+/* Ints in [low, high). A dtype that is not an int is TG_ERROR_DTYPE; low >= high, or a range the dtype can't hold,
+ * TG_ERROR_INVALID_ARGUMENT. */
 TG_API tg_tensor* tg_tensor_randint(const int64_t* shape, size_t ndim, int64_t low, int64_t high, tg_dtype dtype, const char* device);
-/* tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
- * glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a. */
+/* tinygrad's initializers, float dtypes only (fan_in below: the product of the dims after the first). */
+/* U(-1, 1) / sqrt(numel). */
 TG_API tg_tensor* tg_tensor_scaled_uniform(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+/* U(-b, b) with b = sqrt(6 / (shape[0] + fan_in)); a 0-d shape is TG_ERROR_SHAPE. */
 TG_API tg_tensor* tg_tensor_glorot_uniform(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device);
+/* U(-b, b) with b = sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky slope a. */
 TG_API tg_tensor* tg_tensor_kaiming_uniform(const int64_t* shape, size_t ndim, double a, tg_dtype dtype, const char* device);
+/* Normal with mean 0 and std sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky slope a. */
 TG_API tg_tensor* tg_tensor_kaiming_normal(const int64_t* shape, size_t ndim, double a, tg_dtype dtype, const char* device);
-/* A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d or 2-d). */
+/* A random permutation of 0..n-1 in an int dtype (another is TG_ERROR_DTYPE). */
 TG_API tg_tensor* tg_tensor_randperm(int64_t n, tg_dtype dtype, const char* device);
+/* num_samples (> 0) indices drawn from the categorical distribution of each row of `weights` (1-d or 2-d).
+ * Without replacement only one sample is drawn: more is TG_ERROR_UNSUPPORTED. */
 TG_API tg_tensor* tg_tensor_multinomial(tg_tensor* weights, int64_t num_samples, int replacement);
-/* rand/randn/full/zeros/ones with t's shape, dtype and device. */
+/* tg_tensor_rand with t's shape, dtype (float only) and device. */
 TG_API tg_tensor* tg_tensor_rand_like(tg_tensor* t);
+/* tg_tensor_randn with t's shape, dtype (float only) and device. */
 TG_API tg_tensor* tg_tensor_randn_like(tg_tensor* t);
+/* tg_tensor_full with t's shape, dtype and device. */
 TG_API tg_tensor* tg_tensor_full_like(tg_tensor* t, double value);
+/* Zeros with t's shape, dtype and device. */
 TG_API tg_tensor* tg_tensor_zeros_like(tg_tensor* t);
+/* Ones with t's shape, dtype and device. */
 TG_API tg_tensor* tg_tensor_ones_like(tg_tensor* t);
 
 /* ---- tensors: autograd ------------------------------------------------------------------------------------------ */
@@ -623,32 +696,36 @@ TG_API void tg_jit_release(tg_jit* jit);
  * tg_module_state return tensors that share them: assigning into one (an optimizer step, tg_module_load_state) changes
  * the module. Constructors return a new reference or NULL (sizes that are not positive, channels that don't divide into
  * groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used
- * by one thread at a time.
- * Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...),
- * bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d):
- * weight, bias, num_batches_tracked (int64), running_mean, running_var; in training (option TRAINING=1) it normalizes
- * by the batch's statistics and assigns the running ones in place (momentum; the variance unbiased), in eval by the
- * running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm over
- * channel groups / each channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed), glorot uniform;
- * called on an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh. */
+ * by one thread at a time. */
+/* Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). */
 TG_API tg_module* tg_nn_linear(int64_t in_features, int64_t out_features, int bias, const char* device);
+/* Conv2d: weight (out, in/groups, kernel_h, kernel_w), bias (out), both U(+-1/sqrt(in * kernel_h * kernel_w)). */
 TG_API tg_module* tg_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride, int64_t padding,
                                int64_t dilation, int64_t groups, int bias, const char* device);
+/* Conv1d: weight (out, in/groups, kernel_size), bias (out), both U(+-1/sqrt(in * kernel_size)). */
 TG_API tg_module* tg_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride, int64_t padding, int64_t dilation,
                                int64_t groups, int bias, const char* device);
+/* ConvTranspose2d: weight (in, out/groups, kernel_h, kernel_w), bias (out), initialized as Conv2d. */
 TG_API tg_module* tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride,
                                          int64_t padding, int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device);
+/* ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d. */
 TG_API tg_module* tg_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride, int64_t padding,
                                          int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device);
-/* tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1. */
+/* BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training (option
+ * TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum; the variance
+ * unbiased), in eval by the running ones. tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1. */
 TG_API tg_module* tg_nn_batchnorm(int64_t num_features, double eps, double momentum, int affine, int track_running_stats, const char* device);
-/* normalized_shape: borrowed, ndim >= 1 dims. */
+/* LayerNorm over the trailing `normalized_shape` (borrowed, ndim >= 1 dims); weight starts at 1, bias at 0. */
 TG_API tg_module* tg_nn_layernorm(const int64_t* normalized_shape, size_t ndim, double eps, int elementwise_affine, const char* device);
-/* The other layers of the paragraph above, with its parameter names and tinygrad's defaults. */
+/* RMSNorm over the last dim (`dim` long); weight starts at 1. */
 TG_API tg_module* tg_nn_rmsnorm(int64_t dim, double eps, int elementwise_affine, const char* device);
+/* GroupNorm over `num_groups` groups of the channels; weight starts at 1, bias at 0. */
 TG_API tg_module* tg_nn_groupnorm(int64_t num_groups, int64_t num_channels, double eps, int affine, const char* device);
+/* InstanceNorm over each channel; weight starts at 1, bias at 0. */
 TG_API tg_module* tg_nn_instancenorm(int64_t num_features, double eps, int affine, const char* device);
+/* Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. */
 TG_API tg_module* tg_nn_embedding(int64_t vocab_size, int64_t embed_size, const char* device);
+/* LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh; see tg_lstm_cell_step. */
 TG_API tg_module* tg_nn_lstm_cell(int64_t input_size, int64_t hidden_size, int bias, const char* device);
 /* A layer without parameters, by the name of the Tensor method it calls: relu, relu6, leaky_relu, gelu, quick_gelu,
  * silu, swish, elu, selu, mish, softplus, hardswish, hardsigmoid, hardtanh, tanh, sigmoid, softmax and log_softmax (last
@@ -746,16 +823,24 @@ typedef struct tg_optimizer_options {
 /* tinygrad's defaults for `kind` into *out (caller-owned; set out->struct_size first: a caller built against a smaller
  * struct gets its prefix, and out->struct_size is set to the size written). */
 TG_API tg_status tg_optimizer_options_default(tg_optimizer_kind kind, tg_optimizer_options* out);
-/* An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed and may
- * be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the caller's prefix and the
- * defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
- * (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d
- * param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. @nullable(opts) */
+/* The constructors make an optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references).
+ * `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the
+ * caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
+ * (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), and a negative lr, momentum or weight decay are
+ * refused. A new reference. */
+/* SGD: LARS without the trust ratio. @nullable(opts) */
 TG_API tg_optimizer* tg_optim_sgd(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+/* Adam: LAMB without the trust ratio. Params, opts and errors as tg_optim_sgd. @nullable(opts) */
 TG_API tg_optimizer* tg_optim_adam(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+/* AdamW: Adam with decoupled weight decay. Params, opts and errors as tg_optim_sgd. @nullable(opts) */
 TG_API tg_optimizer* tg_optim_adamw(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+/* LARS. Params, opts and errors as tg_optim_sgd; with Newton-Schulz coefficients (n_ns_coefficients > 0) a 0-d param is also
+ * TG_ERROR_SHAPE. @nullable(opts) */
 TG_API tg_optimizer* tg_optim_lars(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+/* LAMB. Params, opts and errors as tg_optim_sgd. @nullable(opts) */
 TG_API tg_optimizer* tg_optim_lamb(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
+/* Muon: LARS with Newton-Schulz steps. Params, opts and errors as tg_optim_sgd; with Newton-Schulz coefficients (the default)
+ * a 0-d param is also TG_ERROR_SHAPE. @nullable(opts) */
 TG_API tg_optimizer* tg_optim_muon(tg_tensor* const* params, size_t n_params, const tg_optimizer_options* opts);
 /* Clear every param's grad (tinygrad's zero_grad sets them to None; the next backward starts them afresh). */
 TG_API tg_status tg_optimizer_zero_grad(tg_optimizer* opt);
@@ -822,11 +907,13 @@ TG_API tg_status tg_state_set(tg_state* s, const char* name, tg_tensor* tensor);
 TG_API tg_status tg_state_save(const tg_state* s, const char* path);
 /* Number of metadata entries, or -1 on error. @errors(-1) */
 TG_API int64_t tg_state_metadata_count(const tg_state* s);
-/* Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its value as
- * JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads them). Borrowed from
- * the state, valid until it is changed or released; NULL if i >= count. */
+/* Metadata entry `i`'s key. Borrowed from the state, valid until it is changed or released; NULL if i >= count. */
 TG_API const char* tg_state_metadata_key(const tg_state* s, size_t i);
+/* Metadata entry `i`'s value as text: a string as is; numbers, bools and arrays as JSON. Borrowed from the state,
+ * valid until it is changed or released; NULL if i >= count. */
 TG_API const char* tg_state_metadata_value(const tg_state* s, size_t i);
+/* Metadata entry `i`'s value as JSON text: strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as
+ * Python's json reads them. Borrowed from the state, valid until it is changed or released; NULL if i >= count. */
 TG_API const char* tg_state_metadata_json(const tg_state* s, size_t i);
 /* Set metadata `key` to the string `value` (both copied, UTF-8): replaces the entry of that key in place, else appends. */
 TG_API tg_status tg_state_metadata_set(tg_state* s, const char* key, const char* value);

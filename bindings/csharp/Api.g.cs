@@ -18,13 +18,13 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_empty(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary>Filled with 0 / with 1. (tg_tensor_zeros)
+  /// <summary>Filled with 0. (tg_tensor_zeros)
   /// </summary>
   public static Tensor Zeros(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_zeros(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary> (tg_tensor_ones)
+  /// <summary>Filled with 1. (tg_tensor_ones)
   /// </summary>
   public static Tensor Ones(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_ones(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
@@ -94,88 +94,86 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_to(H, device)));
   }
 
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
-  /// (tg_tensor_add)
+  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a + b. (tg_tensor_add)
   /// </summary>
   public Tensor Add(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_add(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_sub)
+  /// <summary>a - b, broadcast and promoted as tg_tensor_add. (tg_tensor_sub)
   /// </summary>
   public Tensor Sub(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_sub(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_mul)
+  /// <summary>a * b, broadcast and promoted as tg_tensor_add. (tg_tensor_mul)
   /// </summary>
   public Tensor Mul(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_mul(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_div)
+  /// <summary>a / b, true division: int operands promote to float; broadcast as tg_tensor_add. (tg_tensor_div)
   /// </summary>
   public Tensor Div(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_div(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_idiv)
+  /// <summary>a / b as integer division truncating toward zero, broadcast and promoted as tg_tensor_add; defined for every
+  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). (tg_tensor_idiv)
   /// </summary>
   public Tensor Idiv(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_idiv(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_maximum)
+  /// <summary>The larger of a and b, broadcast and promoted as tg_tensor_add. (tg_tensor_maximum)
   /// </summary>
   public Tensor Maximum(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_maximum(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_minimum)
+  /// <summary>The smaller of a and b, broadcast and promoted as tg_tensor_add. (tg_tensor_minimum)
   /// </summary>
   public Tensor Minimum(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_minimum(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_pow)
+  /// <summary>a to the power b, broadcast and promoted as tg_tensor_add. (tg_tensor_pow)
   /// </summary>
   public Tensor Pow(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_pow(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_lt)
+  /// <summary>a &lt; b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. (tg_tensor_lt)
   /// </summary>
   public Tensor Lt(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_lt(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_le)
+  /// <summary>a &lt;= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. (tg_tensor_le)
   /// </summary>
   public Tensor Le(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_le(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_gt)
+  /// <summary>a &gt; b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. (tg_tensor_gt)
   /// </summary>
   public Tensor Gt(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_gt(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_ge)
+  /// <summary>a &gt;= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. (tg_tensor_ge)
   /// </summary>
   public Tensor Ge(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_ge(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_eq)
+  /// <summary>a == b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. (tg_tensor_eq)
   /// </summary>
   public Tensor Eq(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_eq(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_ne)
+  /// <summary>a != b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add. (tg_tensor_ne)
   /// </summary>
   public Tensor Ne(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_ne(H, Native.Arg(b, nameof(b)).H)));
@@ -375,56 +373,55 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_erf(H)));
   }
 
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL. (tg_tensor_sign)
+  /// <summary>-1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). (tg_tensor_sign)
   /// </summary>
   public Tensor Sign() {
     return new Tensor(Native.Check(Native.tg_tensor_sign(H)));
   }
 
-  /// <summary> (tg_tensor_trunc)
+  /// <summary>Rounded toward zero, in t's dtype. (tg_tensor_trunc)
   /// </summary>
   public Tensor Trunc() {
     return new Tensor(Native.Check(Native.tg_tensor_trunc(H)));
   }
 
-  /// <summary> (tg_tensor_floor)
+  /// <summary>Rounded down, in t's dtype. (tg_tensor_floor)
   /// </summary>
   public Tensor Floor() {
     return new Tensor(Native.Check(Native.tg_tensor_floor(H)));
   }
 
-  /// <summary> (tg_tensor_ceil)
+  /// <summary>Rounded up, in t's dtype. (tg_tensor_ceil)
   /// </summary>
   public Tensor Ceil() {
     return new Tensor(Native.Check(Native.tg_tensor_ceil(H)));
   }
 
-  /// <summary> (tg_tensor_round)
+  /// <summary>Rounded to the nearest integer, half to even, in t's dtype. (tg_tensor_round)
   /// </summary>
   public Tensor Round() {
     return new Tensor(Native.Check(Native.tg_tensor_round(H)));
   }
 
-  /// <summary> (tg_tensor_isnan)
+  /// <summary>TG_BOOL: true where t is NaN. (tg_tensor_isnan)
   /// </summary>
   public Tensor Isnan() {
     return new Tensor(Native.Check(Native.tg_tensor_isnan(H)));
   }
 
-  /// <summary> (tg_tensor_isinf)
+  /// <summary>TG_BOOL: true where t is +-inf. (tg_tensor_isinf)
   /// </summary>
   public Tensor Isinf() {
     return new Tensor(Native.Check(Native.tg_tensor_isinf(H)));
   }
 
-  /// <summary> (tg_tensor_isfinite)
+  /// <summary>TG_BOOL: true where t is neither NaN nor +-inf. (tg_tensor_isfinite)
   /// </summary>
   public Tensor Isfinite() {
     return new Tensor(Native.Check(Native.tg_tensor_isfinite(H)));
   }
 
-  /// <summary> (tg_tensor_logical_not)
+  /// <summary>TG_BOOL: true where t is 0. (tg_tensor_logical_not)
   /// </summary>
   public Tensor LogicalNot() {
     return new Tensor(Native.Check(Native.tg_tensor_logical_not(H)));
@@ -527,63 +524,63 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_clamp(H, minVal, maxVal)));
   }
 
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably. (tg_tensor_mod)
+  /// <summary>Python's a % b for ints and floats: the result takes the divisor's sign. Broadcast and promoted as
+  /// tg_tensor_add. (tg_tensor_mod)
   /// </summary>
   public Tensor Mod(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_mod(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_fmod)
+  /// <summary>C's fmod(a, b): the result takes the dividend's sign. Broadcast and promoted as tg_tensor_add.
+  /// (tg_tensor_fmod)
   /// </summary>
   public Tensor Fmod(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_fmod(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_bitwise_and)
+  /// <summary>a &amp; b of int or bool tensors, broadcast and promoted as tg_tensor_add. (tg_tensor_bitwise_and)
   /// </summary>
   public Tensor BitwiseAnd(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_bitwise_and(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_bitwise_or)
+  /// <summary>a | b of int or bool tensors, broadcast and promoted as tg_tensor_add. (tg_tensor_bitwise_or)
   /// </summary>
   public Tensor BitwiseOr(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_bitwise_or(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_bitwise_xor)
+  /// <summary>a ^ b of int or bool tensors, broadcast and promoted as tg_tensor_add. (tg_tensor_bitwise_xor)
   /// </summary>
   public Tensor BitwiseXor(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_bitwise_xor(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_bitwise_not)
+  /// <summary>~t of an int or bool tensor. (tg_tensor_bitwise_not)
   /// </summary>
   public Tensor BitwiseNot() {
     return new Tensor(Native.Check(Native.tg_tensor_bitwise_not(H)));
   }
 
-  /// <summary> (tg_tensor_lshift)
+  /// <summary>t &lt;&lt; bits of an int tensor. (tg_tensor_lshift)
   /// </summary>
   public Tensor Lshift(long bits) {
     return new Tensor(Native.Check(Native.tg_tensor_lshift(H, bits)));
   }
 
-  /// <summary> (tg_tensor_rshift)
+  /// <summary>t &gt;&gt; bits of an int tensor. (tg_tensor_rshift)
   /// </summary>
   public Tensor Rshift(long bits) {
     return new Tensor(Native.Check(Native.tg_tensor_rshift(H, bits)));
   }
 
-  /// <summary> (tg_tensor_copysign)
+  /// <summary>|a| with b's sign, broadcast and promoted as tg_tensor_add. (tg_tensor_copysign)
   /// </summary>
   public Tensor Copysign(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_copysign(H, Native.Arg(b, nameof(b)).H)));
   }
 
-  /// <summary> (tg_tensor_logaddexp)
+  /// <summary>log(exp(a) + exp(b)), computed stably; broadcast and promoted as tg_tensor_add. (tg_tensor_logaddexp)
   /// </summary>
   public Tensor Logaddexp(Tensor b) {
     return new Tensor(Native.Check(Native.tg_tensor_logaddexp(H, Native.Arg(b, nameof(b)).H)));
@@ -601,52 +598,54 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_isclose(H, Native.Arg(b, nameof(b)).H, rtol, atol, equalNan ? 1 : 0)));
   }
 
-  /// <summary>Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
-  /// (tg_tensor_sum)
+  /// <summary>Reductions over `axes` (negative counts from the end; naxes == 0 means every axis); keepdim != 0 keeps
+  /// reduced dims as size 1. The sum; ints accumulate in at least int32 (uint32 for unsigned). (tg_tensor_sum)
   /// </summary>
   public Tensor Sum(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_sum(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary> (tg_tensor_prod)
+  /// <summary>The product, reduced as tg_tensor_sum; ints accumulate in at least int32 (uint32 for unsigned).
+  /// (tg_tensor_prod)
   /// </summary>
   public Tensor Prod(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_prod(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary> (tg_tensor_max)
+  /// <summary>The largest value, reduced as tg_tensor_sum, in t's dtype. (tg_tensor_max)
   /// </summary>
   public Tensor Max(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_max(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary> (tg_tensor_min)
+  /// <summary>The smallest value, reduced as tg_tensor_sum, in t's dtype. (tg_tensor_min)
   /// </summary>
   public Tensor Min(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_min(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary> (tg_tensor_mean)
+  /// <summary>The mean, reduced as tg_tensor_sum; the result is float. (tg_tensor_mean)
   /// </summary>
   public Tensor Mean(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_mean(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary>std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float. std_mean/var_mean
-  /// write two new references to out[0] (std or var) and out[1] (mean). (tg_tensor_std)
+  /// <summary>The standard deviation with Bessel's `correction` (1 is the unbiased estimate), reduced as tg_tensor_sum;
+  /// the result is float. (tg_tensor_std)
   /// </summary>
   public Tensor Std(long[] axes, bool keepdim, double correction) {
     return new Tensor(Native.Check(Native.tg_tensor_std(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0, correction)));
   }
 
-  /// <summary> (tg_tensor_var)
+  /// <summary>The variance with Bessel's `correction` (1 is the unbiased estimate), reduced as tg_tensor_sum; the result
+  /// is float. (tg_tensor_var)
   /// </summary>
   public Tensor Var(long[] axes, bool keepdim, double correction) {
     return new Tensor(Native.Check(Native.tg_tensor_var(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0, correction)));
   }
 
-  /// <summary>std and mean together (std_mean), var and mean (var_mean). (tg_tensor_std_mean)
+  /// <summary>std and mean together: new references to out[0] (std, as tg_tensor_std) and out[1] (the mean).
+  /// (tg_tensor_std_mean)
   /// </summary>
   public Tensor[] StdMean(long[] axes, bool keepdim, double correction) {
     var out_ = new IntPtr[2];
@@ -654,7 +653,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
   }
 
-  /// <summary> (tg_tensor_var_mean)
+  /// <summary>var and mean together: new references to out[0] (var, as tg_tensor_var) and out[1] (the mean).
+  /// (tg_tensor_var_mean)
   /// </summary>
   public Tensor[] VarMean(long[] axes, bool keepdim, double correction) {
     var out_ = new IntPtr[2];
@@ -662,69 +662,69 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
   }
 
-  /// <summary>all/any are TG_BOOL; logsumexp is float. (tg_tensor_all)
+  /// <summary>TG_BOOL: whether every element is nonzero, reduced as tg_tensor_sum. (tg_tensor_all)
   /// </summary>
   public Tensor All(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_all(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary> (tg_tensor_any)
+  /// <summary>TG_BOOL: whether some element is nonzero, reduced as tg_tensor_sum. (tg_tensor_any)
   /// </summary>
   public Tensor Any(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_any(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary> (tg_tensor_logsumexp)
+  /// <summary>log(sum(exp(t))) computed stably, reduced as tg_tensor_sum; the result is float. (tg_tensor_logsumexp)
   /// </summary>
   public Tensor Logsumexp(long[] axes, bool keepdim) {
     return new Tensor(Native.Check(Native.tg_tensor_logsumexp(H, axes, (UIntPtr)(axes?.Length ?? 0), keepdim ? 1 : 0)));
   }
 
-  /// <summary>Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches the flattened
-  /// tensor. (tg_tensor_argmax)
+  /// <summary>Index (TG_INT32) of the first max along `axis`; flatten != 0 ignores axis and searches the flattened tensor.
+  /// (tg_tensor_argmax)
   /// </summary>
   public Tensor Argmax(long axis, bool keepdim, bool flatten) {
     return new Tensor(Native.Check(Native.tg_tensor_argmax(H, axis, keepdim ? 1 : 0, flatten ? 1 : 0)));
   }
 
-  /// <summary> (tg_tensor_argmin)
+  /// <summary>Index (TG_INT32) of the first min along `axis`; flatten != 0 ignores axis and searches the flattened tensor.
+  /// (tg_tensor_argmin)
   /// </summary>
   public Tensor Argmin(long axis, bool keepdim, bool flatten) {
     return new Tensor(Native.Check(Native.tg_tensor_argmin(H, axis, keepdim ? 1 : 0, flatten ? 1 : 0)));
   }
 
-  /// <summary>Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
-  /// (tg_tensor_cumsum)
+  /// <summary>Inclusive running sum along `axis`; ints accumulate as in tg_tensor_sum. (tg_tensor_cumsum)
   /// </summary>
   public Tensor Cumsum(long axis) {
     return new Tensor(Native.Check(Native.tg_tensor_cumsum(H, axis)));
   }
 
-  /// <summary> (tg_tensor_cumprod)
+  /// <summary>Inclusive running product along `axis`; ints accumulate as in tg_tensor_prod. (tg_tensor_cumprod)
   /// </summary>
   public Tensor Cumprod(long axis) {
     return new Tensor(Native.Check(Native.tg_tensor_cumprod(H, axis)));
   }
 
-  /// <summary> (tg_tensor_cummax)
+  /// <summary>Inclusive running maximum along `axis`, in t's dtype. (tg_tensor_cummax)
   /// </summary>
   public Tensor Cummax(long axis) {
     return new Tensor(Native.Check(Native.tg_tensor_cummax(H, axis)));
   }
 
-  /// <summary> (tg_tensor_cummin)
+  /// <summary>Inclusive running minimum along `axis`, in t's dtype. (tg_tensor_cummin)
   /// </summary>
   public Tensor Cummin(long axis) {
     return new Tensor(Native.Check(Native.tg_tensor_cummin(H, axis)));
   }
 
-  /// <summary>softmax / log_softmax along `axis`. (tg_tensor_softmax)
+  /// <summary>exp(t) / sum(exp(t)) along `axis`, computed stably. (tg_tensor_softmax)
   /// </summary>
   public Tensor Softmax(long axis) {
     return new Tensor(Native.Check(Native.tg_tensor_softmax(H, axis)));
   }
 
-  /// <summary> (tg_tensor_log_softmax)
+  /// <summary>log(softmax(t)) along `axis`, computed stably. (tg_tensor_log_softmax)
   /// </summary>
   public Tensor LogSoftmax(long axis) {
     return new Tensor(Native.Check(Native.tg_tensor_log_softmax(H, axis)));
@@ -809,13 +809,13 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_unflatten(H, dim, sizes, (UIntPtr)(sizes?.Length ?? 0))));
   }
 
-  /// <summary>Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1 dim. (tg_tensor_squeeze)
+  /// <summary>Remove dim if its size is 1 (a no-op otherwise). (tg_tensor_squeeze)
   /// </summary>
   public Tensor Squeeze(long dim) {
     return new Tensor(Native.Check(Native.tg_tensor_squeeze(H, dim)));
   }
 
-  /// <summary> (tg_tensor_squeeze_all)
+  /// <summary>Remove every size-1 dim. (tg_tensor_squeeze_all)
   /// </summary>
   public Tensor SqueezeAll() {
     return new Tensor(Native.Check(Native.tg_tensor_squeeze_all(H)));
@@ -847,7 +847,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_roll(H, shifts, dims, (UIntPtr)(shifts?.Length ?? 0))));
   }
 
-  /// <summary>Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim. (tg_tensor_cat)
+  /// <summary>ts[0..n) (borrowed) concatenated along `dim`: shapes equal elsewhere, dtypes promote; 0-d tensors are
+  /// TG_ERROR_SHAPE. (tg_tensor_cat)
   /// </summary>
   public static Tensor Cat(Tensor[] ts, long dim) {
     using (var ts_ = new HandleArray(ts)) {
@@ -855,7 +856,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
     }
   }
 
-  /// <summary> (tg_tensor_stack)
+  /// <summary>ts[0..n) (borrowed) stacked along a new dim `dim`: shapes equal (TG_ERROR_SHAPE otherwise), dtypes promote.
+  /// (tg_tensor_stack)
   /// </summary>
   public static Tensor Stack(Tensor[] ts, long dim) {
     using (var ts_ = new HandleArray(ts)) {
@@ -863,14 +865,13 @@ public sealed partial class Tensor : IDisposable, IHandle {
     }
   }
 
-  /// <summary>Lower / upper triangle of the last two dims, keeping diagonals &gt;= k (tril: &lt;= k); the rest is 0.
-  /// (tg_tensor_tril)
+  /// <summary>The lower triangle of the last two dims: diagonals &lt;= k kept, the rest 0. (tg_tensor_tril)
   /// </summary>
   public Tensor Tril(long k) {
     return new Tensor(Native.Check(Native.tg_tensor_tril(H, k)));
   }
 
-  /// <summary> (tg_tensor_triu)
+  /// <summary>The upper triangle of the last two dims: diagonals &gt;= k kept, the rest 0. (tg_tensor_triu)
   /// </summary>
   public Tensor Triu(long k) {
     return new Tensor(Native.Check(Native.tg_tensor_triu(H, k)));
@@ -924,14 +925,13 @@ public sealed partial class Tensor : IDisposable, IHandle {
     }
   }
 
-  /// <summary>diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims.
-  /// (tg_tensor_diag)
+  /// <summary>A 1-d tensor as the diagonal of a square matrix, 0 elsewhere. (tg_tensor_diag)
   /// </summary>
   public Tensor Diag() {
     return new Tensor(Native.Check(Native.tg_tensor_diag(H)));
   }
 
-  /// <summary> (tg_tensor_diagonal)
+  /// <summary>The main diagonal of the last two dims. (tg_tensor_diagonal)
   /// </summary>
   public Tensor Diagonal() {
     return new Tensor(Native.Check(Native.tg_tensor_diagonal(H)));
@@ -943,8 +943,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_unfold(H, dim, size, step)));
   }
 
-  /// <summary>Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of
-  /// it. (tg_tensor_sort)
+  /// <summary>Stable sort along dim: new references to out[0] (the values) and out[1] (TG_INT32 indices). n^2 work per
+  /// row, fused. (tg_tensor_sort)
   /// </summary>
   public Tensor[] Sort(long dim, bool descending) {
     var out_ = new IntPtr[2];
@@ -952,13 +952,14 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
   }
 
-  /// <summary> (tg_tensor_argsort)
+  /// <summary>The TG_INT32 indices of tg_tensor_sort's result (out[1]) alone. (tg_tensor_argsort)
   /// </summary>
   public Tensor Argsort(long dim, bool descending) {
     return new Tensor(Native.Check(Native.tg_tensor_argsort(H, dim, descending ? 1 : 0)));
   }
 
-  /// <summary>The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted. (tg_tensor_topk)
+  /// <summary>The k largest (or smallest) along dim, sorted as tg_tensor_sort: new references to out[0] (the values) and
+  /// out[1] (TG_INT32 indices). (tg_tensor_topk)
   /// </summary>
   public Tensor[] Topk(long k, long dim, bool largest) {
     var out_ = new IntPtr[2];
@@ -966,14 +967,15 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
   }
 
-  /// <summary>out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean",
-  /// "amax", "amin") everything sent to one place, with t's own value when include_self != 0. (tg_tensor_scatter)
+  /// <summary>t with src's elements written at `index` along dim. (tg_tensor_scatter)
   /// </summary>
   public Tensor Scatter(long dim, Tensor index, Tensor src) {
     return new Tensor(Native.Check(Native.tg_tensor_scatter(H, dim, Native.Arg(index, nameof(index)).H, Native.Arg(src, nameof(src)).H)));
   }
 
-  /// <summary> (tg_tensor_scatter_reduce)
+  /// <summary>t with everything src sends to one place (by `index` along dim) combined by `reduce` (borrowed: "sum",
+  /// "prod", "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when
+  /// include_self != 0. (tg_tensor_scatter_reduce)
   /// </summary>
   public Tensor ScatterReduce(long dim, Tensor index, Tensor src, string reduce, bool includeSelf) {
     return new Tensor(Native.Check(Native.tg_tensor_scatter_reduce(H, dim, Native.Arg(index, nameof(index)).H, Native.Arg(src, nameof(src)).H, reduce, includeSelf ? 1 : 0)));
@@ -985,15 +987,15 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_masked_fill(H, Native.Arg(mask, nameof(mask)).H, Native.Arg(value, nameof(value)).H)));
   }
 
-  /// <summary>Data-dependent shapes: these realize (the count is read back first). nonzero: (count, ndim) TG_INT64
-  /// coordinates of the nonzero elements in row-major order (at most 2^24 elements); masked_select: the 1-d
-  /// selected elements. (tg_tensor_nonzero)
+  /// <summary>(count, ndim) TG_INT64 coordinates of the nonzero elements in row-major order (at most 2^24 elements). The
+  /// shape depends on the data: the count is realized and read back first. (tg_tensor_nonzero)
   /// </summary>
   public Tensor Nonzero() {
     return new Tensor(Native.Check(Native.tg_tensor_nonzero(H)));
   }
 
-  /// <summary> (tg_tensor_masked_select)
+  /// <summary>The 1-d elements of t where mask (broadcast with t) is nonzero. The shape depends on the data: the count is
+  /// realized and read back first. (tg_tensor_masked_select)
   /// </summary>
   public Tensor MaskedSelect(Tensor mask) {
     return new Tensor(Native.Check(Native.tg_tensor_masked_select(H, Native.Arg(mask, nameof(mask)).H)));
@@ -1047,14 +1049,14 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_interpolate(H, size, (UIntPtr)(size?.Length ?? 0), mode, alignCorners ? 1 : 0)));
   }
 
-  /// <summary>Max / average over kernel windows of the last two dims; padding is -inf / 0 (count_include_pad counts it in
-  /// the mean). (tg_tensor_max_pool2d)
+  /// <summary>The max over kernel windows of the last two dims; padding is -inf. (tg_tensor_max_pool2d)
   /// </summary>
   public Tensor MaxPool2d(long kernelH, long kernelW, long strideH, long strideW, long dilationH, long dilationW, long padH, long padW) {
     return new Tensor(Native.Check(Native.tg_tensor_max_pool2d(H, kernelH, kernelW, strideH, strideW, dilationH, dilationW, padH, padW)));
   }
 
-  /// <summary> (tg_tensor_avg_pool2d)
+  /// <summary>The average over kernel windows of the last two dims; padding is 0, counted in the mean when
+  /// count_include_pad != 0. (tg_tensor_avg_pool2d)
   /// </summary>
   public Tensor AvgPool2d(long kernelH, long kernelW, long strideH, long strideW, long padH, long padW, bool countIncludePad) {
     return new Tensor(Native.Check(Native.tg_tensor_avg_pool2d(H, kernelH, kernelW, strideH, strideW, padH, padW, countIncludePad ? 1 : 0)));
@@ -1092,33 +1094,34 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_one_hot(H, numClasses)));
   }
 
-  /// <summary>Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices. (tg_tensor_cross_entropy)
+  /// <summary>Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N, C, ...), with label
+  /// smoothing. (tg_tensor_cross_entropy)
   /// </summary>
   public Tensor CrossEntropy(Tensor target, double labelSmoothing, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_cross_entropy(H, Native.Arg(target, nameof(target)).H, labelSmoothing, reduction)));
   }
 
-  /// <summary> (tg_tensor_sparse_categorical_crossentropy)
+  /// <summary>Loss of logits (..., C) against int labels (...), skipping labels equal to ignore_index.
+  /// (tg_tensor_sparse_categorical_crossentropy)
   /// </summary>
   public Tensor SparseCategoricalCrossentropy(Tensor labels, long ignoreIndex, double labelSmoothing, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_sparse_categorical_crossentropy(H, Native.Arg(labels, nameof(labels)).H, ignoreIndex, labelSmoothing, reduction)));
   }
 
-  /// <summary> (tg_tensor_nll_loss)
+  /// <summary>Negative log-likelihood of log-probabilities (N, C, ...) against class indices. (tg_tensor_nll_loss)
   /// </summary>
   public Tensor NllLoss(Tensor target, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_nll_loss(H, Native.Arg(target, nameof(target)).H, reduction)));
   }
 
-  /// <summary> (tg_tensor_binary_crossentropy)
+  /// <summary>Binary cross-entropy of probabilities p against targets y. (tg_tensor_binary_crossentropy)
   /// </summary>
   public Tensor BinaryCrossentropy(Tensor y, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_binary_crossentropy(H, Native.Arg(y, nameof(y)).H, reduction)));
   }
 
-  /// <summary> (tg_tensor_binary_crossentropy_logits)
+  /// <summary>Binary cross-entropy of logits x (sigmoid applied inside, stably) against targets y.
+  /// (tg_tensor_binary_crossentropy_logits)
   /// </summary>
   public Tensor BinaryCrossentropyLogits(Tensor y, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_binary_crossentropy_logits(H, Native.Arg(y, nameof(y)).H, reduction)));
@@ -1137,100 +1140,104 @@ public sealed partial class Tensor : IDisposable, IHandle {
     Native.Check(Native.tg_tensor_assign(H, Native.Arg(value, nameof(value)).H));
   }
 
-  /// <summary> (tg_tensor_rand)
+  /// <summary>Uniform in [0, 1). A dtype that is not float is TG_ERROR_DTYPE. (tg_tensor_rand)
   /// </summary>
   public static Tensor Rand(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_rand(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary> (tg_tensor_randn)
+  /// <summary>Standard normal (Box-Muller). A dtype that is not float is TG_ERROR_DTYPE. (tg_tensor_randn)
   /// </summary>
   public static Tensor Randn(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_randn(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary> (tg_tensor_uniform)
+  /// <summary>Uniform in [low, high). Bounds that are not finite are TG_ERROR_INVALID_ARGUMENT, a dtype that is not float
+  /// TG_ERROR_DTYPE. (tg_tensor_uniform)
   /// </summary>
   public static Tensor Uniform(long[] shape, double low, double high, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_uniform(shape, (UIntPtr)(shape?.Length ?? 0), low, high, dtype, device)));
   }
 
-  /// <summary> (tg_tensor_normal)
+  /// <summary>mean + std * randn. A mean or std that is not finite is TG_ERROR_INVALID_ARGUMENT, a dtype that is not float
+  /// TG_ERROR_DTYPE. (tg_tensor_normal)
   /// </summary>
   public static Tensor Normal(long[] shape, double mean, double std, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_normal(shape, (UIntPtr)(shape?.Length ?? 0), mean, std, dtype, device)));
   }
 
-  /// <summary> (tg_tensor_randint)
+  /// <summary>Ints in [low, high). A dtype that is not an int is TG_ERROR_DTYPE; low &gt;= high, or a range the dtype
+  /// can't hold, TG_ERROR_INVALID_ARGUMENT. (tg_tensor_randint)
   /// </summary>
   public static Tensor Randint(long[] shape, long low, long high, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_randint(shape, (UIntPtr)(shape?.Length ?? 0), low, high, dtype, device)));
   }
 
-  /// <summary>tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-  /// glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
-  /// (tg_tensor_scaled_uniform)
+  /// <summary>tinygrad's initializers, float dtypes only (fan_in below: the product of the dims after the first). U(-1, 1)
+  /// / sqrt(numel). (tg_tensor_scaled_uniform)
   /// </summary>
   public static Tensor ScaledUniform(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_scaled_uniform(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary> (tg_tensor_glorot_uniform)
+  /// <summary>U(-b, b) with b = sqrt(6 / (shape[0] + fan_in)); a 0-d shape is TG_ERROR_SHAPE. (tg_tensor_glorot_uniform)
   /// </summary>
   public static Tensor GlorotUniform(long[] shape, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_glorot_uniform(shape, (UIntPtr)(shape?.Length ?? 0), dtype, device)));
   }
 
-  /// <summary> (tg_tensor_kaiming_uniform)
+  /// <summary>U(-b, b) with b = sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky slope a.
+  /// (tg_tensor_kaiming_uniform)
   /// </summary>
   public static Tensor KaimingUniform(long[] shape, double a, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_kaiming_uniform(shape, (UIntPtr)(shape?.Length ?? 0), a, dtype, device)));
   }
 
-  /// <summary> (tg_tensor_kaiming_normal)
+  /// <summary>Normal with mean 0 and std sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky slope a.
+  /// (tg_tensor_kaiming_normal)
   /// </summary>
   public static Tensor KaimingNormal(long[] shape, double a, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_kaiming_normal(shape, (UIntPtr)(shape?.Length ?? 0), a, dtype, device)));
   }
 
-  /// <summary>A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d or 2-d).
-  /// (tg_tensor_randperm)
+  /// <summary>A random permutation of 0..n-1 in an int dtype (another is TG_ERROR_DTYPE). (tg_tensor_randperm)
   /// </summary>
   public static Tensor Randperm(long n, DType dtype, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_randperm(n, dtype, device)));
   }
 
-  /// <summary> (tg_tensor_multinomial)
+  /// <summary>num_samples (&gt; 0) indices drawn from the categorical distribution of each row of `weights` (1-d or 2-d).
+  /// Without replacement only one sample is drawn: more is TG_ERROR_UNSUPPORTED. (tg_tensor_multinomial)
   /// </summary>
   public Tensor Multinomial(long numSamples, bool replacement) {
     return new Tensor(Native.Check(Native.tg_tensor_multinomial(H, numSamples, replacement ? 1 : 0)));
   }
 
-  /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device. (tg_tensor_rand_like)
+  /// <summary>tg_tensor_rand with t's shape, dtype (float only) and device. (tg_tensor_rand_like)
   /// </summary>
   public Tensor RandLike() {
     return new Tensor(Native.Check(Native.tg_tensor_rand_like(H)));
   }
 
-  /// <summary> (tg_tensor_randn_like)
+  /// <summary>tg_tensor_randn with t's shape, dtype (float only) and device. (tg_tensor_randn_like)
   /// </summary>
   public Tensor RandnLike() {
     return new Tensor(Native.Check(Native.tg_tensor_randn_like(H)));
   }
 
-  /// <summary> (tg_tensor_full_like)
+  /// <summary>tg_tensor_full with t's shape, dtype and device. (tg_tensor_full_like)
   /// </summary>
   public Tensor FullLike(double value) {
     return new Tensor(Native.Check(Native.tg_tensor_full_like(H, value)));
   }
 
-  /// <summary> (tg_tensor_zeros_like)
+  /// <summary>Zeros with t's shape, dtype and device. (tg_tensor_zeros_like)
   /// </summary>
   public Tensor ZerosLike() {
     return new Tensor(Native.Check(Native.tg_tensor_zeros_like(H)));
   }
 
-  /// <summary> (tg_tensor_ones_like)
+  /// <summary>Ones with t's shape, dtype and device. (tg_tensor_ones_like)
   /// </summary>
   public Tensor OnesLike() {
     return new Tensor(Native.Check(Native.tg_tensor_ones_like(H)));
@@ -1492,80 +1499,80 @@ public sealed partial class Module : IDisposable, IHandle {
   /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
   /// not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
   /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...).
-  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training
-  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
-  /// the variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm
-  /// over the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1,
-  /// bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell:
-  /// weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh. (tg_nn_linear)
+  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). (tg_nn_linear)
   /// </summary>
   public static Module Linear(long inFeatures, long outFeatures, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_linear(inFeatures, outFeatures, bias ? 1 : 0, device)));
   }
 
-  /// <summary> (tg_nn_conv2d)
+  /// <summary>Conv2d: weight (out, in/groups, kernel_h, kernel_w), bias (out), both U(+-1/sqrt(in * kernel_h * kernel_w)).
+  /// (tg_nn_conv2d)
   /// </summary>
   public static Module Conv2d(long inChannels, long outChannels, long kernelH, long kernelW, long stride, long padding, long dilation, long groups, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_conv2d(inChannels, outChannels, kernelH, kernelW, stride, padding, dilation, groups, bias ? 1 : 0, device)));
   }
 
-  /// <summary> (tg_nn_conv1d)
+  /// <summary>Conv1d: weight (out, in/groups, kernel_size), bias (out), both U(+-1/sqrt(in * kernel_size)). (tg_nn_conv1d)
   /// </summary>
   public static Module Conv1d(long inChannels, long outChannels, long kernelSize, long stride, long padding, long dilation, long groups, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_conv1d(inChannels, outChannels, kernelSize, stride, padding, dilation, groups, bias ? 1 : 0, device)));
   }
 
-  /// <summary> (tg_nn_conv_transpose2d)
+  /// <summary>ConvTranspose2d: weight (in, out/groups, kernel_h, kernel_w), bias (out), initialized as Conv2d.
+  /// (tg_nn_conv_transpose2d)
   /// </summary>
   public static Module ConvTranspose2d(long inChannels, long outChannels, long kernelH, long kernelW, long stride, long padding, long outputPadding, long dilation, long groups, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_conv_transpose2d(inChannels, outChannels, kernelH, kernelW, stride, padding, outputPadding, dilation, groups, bias ? 1 : 0, device)));
   }
 
-  /// <summary> (tg_nn_conv_transpose1d)
+  /// <summary>ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d.
+  /// (tg_nn_conv_transpose1d)
   /// </summary>
   public static Module ConvTranspose1d(long inChannels, long outChannels, long kernelSize, long stride, long padding, long outputPadding, long dilation, long groups, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_conv_transpose1d(inChannels, outChannels, kernelSize, stride, padding, outputPadding, dilation, groups, bias ? 1 : 0, device)));
   }
 
-  /// <summary>tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1. (tg_nn_batchnorm)
+  /// <summary>BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training
+  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
+  /// the variance unbiased), in eval by the running ones. tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1,
+  /// track_running_stats 1. (tg_nn_batchnorm)
   /// </summary>
   public static Module Batchnorm(long numFeatures, double eps, double momentum, bool affine, bool trackRunningStats, string device = null) {
     return new Module(Native.Check(Native.tg_nn_batchnorm(numFeatures, eps, momentum, affine ? 1 : 0, trackRunningStats ? 1 : 0, device)));
   }
 
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims. (tg_nn_layernorm)
+  /// <summary>LayerNorm over the trailing `normalized_shape` (borrowed, ndim &gt;= 1 dims); weight starts at 1, bias at 0.
+  /// (tg_nn_layernorm)
   /// </summary>
   public static Module Layernorm(long[] normalizedShape, double eps, bool elementwiseAffine, string device = null) {
     return new Module(Native.Check(Native.tg_nn_layernorm(normalizedShape, (UIntPtr)(normalizedShape?.Length ?? 0), eps, elementwiseAffine ? 1 : 0, device)));
   }
 
-  /// <summary>The other layers of the paragraph above, with its parameter names and tinygrad's defaults. (tg_nn_rmsnorm)
+  /// <summary>RMSNorm over the last dim (`dim` long); weight starts at 1. (tg_nn_rmsnorm)
   /// </summary>
   public static Module Rmsnorm(long dim, double eps, bool elementwiseAffine, string device = null) {
     return new Module(Native.Check(Native.tg_nn_rmsnorm(dim, eps, elementwiseAffine ? 1 : 0, device)));
   }
 
-  /// <summary> (tg_nn_groupnorm)
+  /// <summary>GroupNorm over `num_groups` groups of the channels; weight starts at 1, bias at 0. (tg_nn_groupnorm)
   /// </summary>
   public static Module Groupnorm(long numGroups, long numChannels, double eps, bool affine, string device = null) {
     return new Module(Native.Check(Native.tg_nn_groupnorm(numGroups, numChannels, eps, affine ? 1 : 0, device)));
   }
 
-  /// <summary> (tg_nn_instancenorm)
+  /// <summary>InstanceNorm over each channel; weight starts at 1, bias at 0. (tg_nn_instancenorm)
   /// </summary>
   public static Module Instancenorm(long numFeatures, double eps, bool affine, string device = null) {
     return new Module(Native.Check(Native.tg_nn_instancenorm(numFeatures, eps, affine ? 1 : 0, device)));
   }
 
-  /// <summary> (tg_nn_embedding)
+  /// <summary>Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. (tg_nn_embedding)
   /// </summary>
   public static Module Embedding(long vocabSize, long embedSize, string device = null) {
     return new Module(Native.Check(Native.tg_nn_embedding(vocabSize, embedSize, device)));
   }
 
-  /// <summary> (tg_nn_lstm_cell)
+  /// <summary>LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh; see tg_lstm_cell_step. (tg_nn_lstm_cell)
   /// </summary>
   public static Module LstmCell(long inputSize, long hiddenSize, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_lstm_cell(inputSize, hiddenSize, bias ? 1 : 0, device)));
@@ -1674,11 +1681,12 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     return out_;
   }
 
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference. (tg_optim_sgd)
+  /// <summary>The constructors make an optimizer over params[0..n_params) (borrowed; the optimizer keeps its own
+  /// references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller
+  /// than this header's takes the caller's prefix and the defaults for the rest, a larger one is
+  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
+  /// (TG_ERROR_DEVICE), and a negative lr, momentum or weight decay are refused. A new reference. SGD: LARS
+  /// without the trust ratio. (tg_optim_sgd)
   /// </summary>
   public static unsafe Optimizer Sgd(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -1687,7 +1695,7 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     }
   }
 
-  /// <summary> (tg_optim_adam)
+  /// <summary>Adam: LAMB without the trust ratio. Params, opts and errors as tg_optim_sgd. (tg_optim_adam)
   /// </summary>
   public static unsafe Optimizer Adam(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -1696,7 +1704,7 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     }
   }
 
-  /// <summary> (tg_optim_adamw)
+  /// <summary>AdamW: Adam with decoupled weight decay. Params, opts and errors as tg_optim_sgd. (tg_optim_adamw)
   /// </summary>
   public static unsafe Optimizer AdamW(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -1705,7 +1713,8 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     }
   }
 
-  /// <summary> (tg_optim_lars)
+  /// <summary>LARS. Params, opts and errors as tg_optim_sgd; with Newton-Schulz coefficients (n_ns_coefficients &gt; 0) a
+  /// 0-d param is also TG_ERROR_SHAPE. (tg_optim_lars)
   /// </summary>
   public static unsafe Optimizer Lars(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -1714,7 +1723,7 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     }
   }
 
-  /// <summary> (tg_optim_lamb)
+  /// <summary>LAMB. Params, opts and errors as tg_optim_sgd. (tg_optim_lamb)
   /// </summary>
   public static unsafe Optimizer Lamb(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -1723,7 +1732,8 @@ public sealed partial class Optimizer : IDisposable, IHandle {
     }
   }
 
-  /// <summary> (tg_optim_muon)
+  /// <summary>Muon: LARS with Newton-Schulz steps. Params, opts and errors as tg_optim_sgd; with Newton-Schulz
+  /// coefficients (the default) a 0-d param is also TG_ERROR_SHAPE. (tg_optim_muon)
   /// </summary>
   public static unsafe Optimizer Muon(Tensor[] @params, OptimizerOptions? opts = null) {
     var opts_ = opts.GetValueOrDefault();
@@ -1847,22 +1857,23 @@ public sealed partial class State : IDisposable, IHandle {
     return r;
   }
 
-  /// <summary>Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its
-  /// value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads
-  /// them). Borrowed from the state, valid until it is changed or released; NULL if i &gt;= count.
-  /// (tg_state_metadata_key)
+  /// <summary>Metadata entry `i`'s key. Borrowed from the state, valid until it is changed or released; NULL if i &gt;=
+  /// count. (tg_state_metadata_key)
   /// </summary>
   public string MetadataKey(long i) {
     return Native.Str(Native.tg_state_metadata_key(H, Native.Size(i))) ?? throw Native.Fail();
   }
 
-  /// <summary> (tg_state_metadata_value)
+  /// <summary>Metadata entry `i`'s value as text: a string as is; numbers, bools and arrays as JSON. Borrowed from the
+  /// state, valid until it is changed or released; NULL if i &gt;= count. (tg_state_metadata_value)
   /// </summary>
   public string MetadataValue(long i) {
     return Native.Str(Native.tg_state_metadata_value(H, Native.Size(i))) ?? throw Native.Fail();
   }
 
-  /// <summary> (tg_state_metadata_json)
+  /// <summary>Metadata entry `i`'s value as JSON text: strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as
+  /// Python's json reads them. Borrowed from the state, valid until it is changed or released; NULL if i &gt;=
+  /// count. (tg_state_metadata_json)
   /// </summary>
   public string MetadataJson(long i) {
     return Native.Str(Native.tg_state_metadata_json(H, Native.Size(i))) ?? throw Native.Fail();
@@ -1966,9 +1977,8 @@ public static partial class Tg {
   /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
   /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
   /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused). (tg_manual_seed)
+  /// every call. Set the seed of every device's numbers and restart their counters. Process-wide and thread-safe.
+  /// (tg_manual_seed)
   /// </summary>
   public static void ManualSeed(ulong seed) {
     Native.tg_manual_seed(seed);

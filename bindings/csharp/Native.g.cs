@@ -380,10 +380,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_empty(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>Filled with 0 / with 1.
+  /// <summary>Filled with 0.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_zeros(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>Filled with 1.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_ones(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>Filled with `value`. NaN or +-inf into an integer dtype is TG_ERROR_INVALID_ARGUMENT (tinygrad raises too);
@@ -433,36 +435,61 @@ public static unsafe partial class Native {
   public static extern TensorHandle tg_tensor_to(TensorHandle t, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
 
   // ---- tensors: elementwise
-  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+  /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a + b.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_add(TensorHandle a, TensorHandle b);
+  /// <summary>a - b, broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sub(TensorHandle a, TensorHandle b);
+  /// <summary>a * b, broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_mul(TensorHandle a, TensorHandle b);
+  /// <summary>a / b, true division: int operands promote to float; broadcast as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_div(TensorHandle a, TensorHandle b);
+  /// <summary>a / b as integer division truncating toward zero, broadcast and promoted as tg_tensor_add; defined for every
+  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_idiv(TensorHandle a, TensorHandle b);
+  /// <summary>The larger of a and b, broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_maximum(TensorHandle a, TensorHandle b);
+  /// <summary>The smaller of a and b, broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_minimum(TensorHandle a, TensorHandle b);
+  /// <summary>a to the power b, broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_pow(TensorHandle a, TensorHandle b);
+  /// <summary>a &lt; b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_lt(TensorHandle a, TensorHandle b);
+  /// <summary>a &lt;= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_le(TensorHandle a, TensorHandle b);
+  /// <summary>a &gt; b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_gt(TensorHandle a, TensorHandle b);
+  /// <summary>a &gt;= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_ge(TensorHandle a, TensorHandle b);
+  /// <summary>a == b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_eq(TensorHandle a, TensorHandle b);
+  /// <summary>a != b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_ne(TensorHandle a, TensorHandle b);
   /// <summary>a &lt;op&gt; scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
@@ -537,25 +564,40 @@ public static unsafe partial class Native {
   public static extern TensorHandle tg_tensor_atanh(TensorHandle t);
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_erf(TensorHandle t);
-  /// <summary>sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+  /// <summary>-1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sign(TensorHandle t);
+  /// <summary>Rounded toward zero, in t's dtype.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_trunc(TensorHandle t);
+  /// <summary>Rounded down, in t's dtype.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_floor(TensorHandle t);
+  /// <summary>Rounded up, in t's dtype.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_ceil(TensorHandle t);
+  /// <summary>Rounded to the nearest integer, half to even, in t's dtype.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_round(TensorHandle t);
+  /// <summary>TG_BOOL: true where t is NaN.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_isnan(TensorHandle t);
+  /// <summary>TG_BOOL: true where t is +-inf.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_isinf(TensorHandle t);
+  /// <summary>TG_BOOL: true where t is neither NaN nor +-inf.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_isfinite(TensorHandle t);
+  /// <summary>TG_BOOL: true where t is 0.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_logical_not(TensorHandle t);
   /// <summary>Activations, with tinygrad's formulas and defaults where a parameter is taken.
@@ -594,28 +636,45 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_clamp(TensorHandle t, double min_val, double max_val);
-  /// <summary>Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
+  /// <summary>Python's a % b for ints and floats: the result takes the divisor's sign. Broadcast and promoted as
+  /// tg_tensor_add.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_mod(TensorHandle a, TensorHandle b);
+  /// <summary>C's fmod(a, b): the result takes the dividend's sign. Broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_fmod(TensorHandle a, TensorHandle b);
+  /// <summary>a &amp; b of int or bool tensors, broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_bitwise_and(TensorHandle a, TensorHandle b);
+  /// <summary>a | b of int or bool tensors, broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_bitwise_or(TensorHandle a, TensorHandle b);
+  /// <summary>a ^ b of int or bool tensors, broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_bitwise_xor(TensorHandle a, TensorHandle b);
+  /// <summary>~t of an int or bool tensor.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_bitwise_not(TensorHandle t);
+  /// <summary>t &lt;&lt; bits of an int tensor.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_lshift(TensorHandle t, long bits);
+  /// <summary>t &gt;&gt; bits of an int tensor.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_rshift(TensorHandle t, long bits);
+  /// <summary>|a| with b's sign, broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_copysign(TensorHandle a, TensorHandle b);
+  /// <summary>log(exp(a) + exp(b)), computed stably; broadcast and promoted as tg_tensor_add.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_logaddexp(TensorHandle a, TensorHandle b);
   /// <summary>a + (b - a) * weight.
@@ -628,61 +687,87 @@ public static unsafe partial class Native {
   public static extern TensorHandle tg_tensor_isclose(TensorHandle a, TensorHandle b, double rtol, double atol, int equal_nan);
 
   // ---- tensors: reductions
-  /// <summary>Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
+  /// <summary>Reductions over `axes` (negative counts from the end; naxes == 0 means every axis); keepdim != 0 keeps
+  /// reduced dims as size 1. The sum; ints accumulate in at least int32 (uint32 for unsigned).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sum(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
+  /// <summary>The product, reduced as tg_tensor_sum; ints accumulate in at least int32 (uint32 for unsigned).
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_prod(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
+  /// <summary>The largest value, reduced as tg_tensor_sum, in t's dtype.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_max(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
+  /// <summary>The smallest value, reduced as tg_tensor_sum, in t's dtype.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_min(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
+  /// <summary>The mean, reduced as tg_tensor_sum; the result is float.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_mean(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
-  /// <summary>std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float. std_mean/var_mean
-  /// write two new references to out[0] (std or var) and out[1] (mean).
+  /// <summary>The standard deviation with Bessel's `correction` (1 is the unbiased estimate), reduced as tg_tensor_sum;
+  /// the result is float.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_std(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim, double correction);
+  /// <summary>The variance with Bessel's `correction` (1 is the unbiased estimate), reduced as tg_tensor_sum; the result
+  /// is float.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_var(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim, double correction);
-  /// <summary>std and mean together (std_mean), var and mean (var_mean).
+  /// <summary>std and mean together: new references to out[0] (std, as tg_tensor_std) and out[1] (the mean).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_std_mean(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim, double correction, [Out] IntPtr[] @out);
+  /// <summary>var and mean together: new references to out[0] (var, as tg_tensor_var) and out[1] (the mean).
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_var_mean(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim, double correction, [Out] IntPtr[] @out);
-  /// <summary>all/any are TG_BOOL; logsumexp is float.
+  /// <summary>TG_BOOL: whether every element is nonzero, reduced as tg_tensor_sum.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_all(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
+  /// <summary>TG_BOOL: whether some element is nonzero, reduced as tg_tensor_sum.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_any(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
+  /// <summary>log(sum(exp(t))) computed stably, reduced as tg_tensor_sum; the result is float.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_logsumexp(TensorHandle t, long[] axes, UIntPtr naxes, int keepdim);
-  /// <summary>Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches the flattened
-  /// tensor.
+  /// <summary>Index (TG_INT32) of the first max along `axis`; flatten != 0 ignores axis and searches the flattened tensor.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_argmax(TensorHandle t, long axis, int keepdim, int flatten);
+  /// <summary>Index (TG_INT32) of the first min along `axis`; flatten != 0 ignores axis and searches the flattened tensor.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_argmin(TensorHandle t, long axis, int keepdim, int flatten);
-  /// <summary>Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
+  /// <summary>Inclusive running sum along `axis`; ints accumulate as in tg_tensor_sum.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cumsum(TensorHandle t, long axis);
+  /// <summary>Inclusive running product along `axis`; ints accumulate as in tg_tensor_prod.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cumprod(TensorHandle t, long axis);
+  /// <summary>Inclusive running maximum along `axis`, in t's dtype.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cummax(TensorHandle t, long axis);
+  /// <summary>Inclusive running minimum along `axis`, in t's dtype.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cummin(TensorHandle t, long axis);
-  /// <summary>softmax / log_softmax along `axis`.
+  /// <summary>exp(t) / sum(exp(t)) along `axis`, computed stably.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_softmax(TensorHandle t, long axis);
+  /// <summary>log(softmax(t)) along `axis`, computed stably.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_log_softmax(TensorHandle t, long axis);
 
@@ -744,10 +829,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_unflatten(TensorHandle t, long dim, long[] sizes, UIntPtr nsizes);
-  /// <summary>Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1 dim.
+  /// <summary>Remove dim if its size is 1 (a no-op otherwise).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_squeeze(TensorHandle t, long dim);
+  /// <summary>Remove every size-1 dim.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_squeeze_all(TensorHandle t);
   /// <summary>Insert a size-1 dim at `dim` (in -ndim-1..ndim).
@@ -767,16 +854,21 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_roll(TensorHandle t, long[] shifts, long[] dims, UIntPtr n);
-  /// <summary>Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim.
+  /// <summary>ts[0..n) (borrowed) concatenated along `dim`: shapes equal elsewhere, dtypes promote; 0-d tensors are
+  /// TG_ERROR_SHAPE.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cat(IntPtr[] ts, UIntPtr n, long dim);
+  /// <summary>ts[0..n) (borrowed) stacked along a new dim `dim`: shapes equal (TG_ERROR_SHAPE otherwise), dtypes promote.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_stack(IntPtr[] ts, UIntPtr n, long dim);
-  /// <summary>Lower / upper triangle of the last two dims, keeping diagonals &gt;= k (tril: &lt;= k); the rest is 0.
+  /// <summary>The lower triangle of the last two dims: diagonals &lt;= k kept, the rest 0.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_tril(TensorHandle t, long k);
+  /// <summary>The upper triangle of the last two dims: diagonals &gt;= k kept, the rest 0.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_triu(TensorHandle t, long k);
   /// <summary>pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics).
@@ -814,44 +906,54 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_meshgrid(IntPtr[] ts, UIntPtr n, int xy_indexing, [Out] IntPtr[] @out);
-  /// <summary>diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims.
+  /// <summary>A 1-d tensor as the diagonal of a square matrix, 0 elsewhere.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_diag(TensorHandle t);
+  /// <summary>The main diagonal of the last two dims.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_diagonal(TensorHandle t);
   /// <summary>Windows of `size` every `step` along dim, as a new last dim (torch's unfold).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_unfold(TensorHandle t, long dim, long size, long step);
-  /// <summary>Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of
-  /// it.
+  /// <summary>Stable sort along dim: new references to out[0] (the values) and out[1] (TG_INT32 indices). n^2 work per
+  /// row, fused.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_sort(TensorHandle t, long dim, int descending, [Out] IntPtr[] @out);
+  /// <summary>The TG_INT32 indices of tg_tensor_sort's result (out[1]) alone.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_argsort(TensorHandle t, long dim, int descending);
-  /// <summary>The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted.
+  /// <summary>The k largest (or smallest) along dim, sorted as tg_tensor_sort: new references to out[0] (the values) and
+  /// out[1] (TG_INT32 indices).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_topk(TensorHandle t, long k, long dim, int largest, [Out] IntPtr[] @out);
-  /// <summary>out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean",
-  /// "amax", "amin") everything sent to one place, with t's own value when include_self != 0.
+  /// <summary>t with src's elements written at `index` along dim.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_scatter(TensorHandle t, long dim, TensorHandle index, TensorHandle src);
+  /// <summary>t with everything src sends to one place (by `index` along dim) combined by `reduce` (borrowed: "sum",
+  /// "prod", "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when
+  /// include_self != 0.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_scatter_reduce(TensorHandle t, long dim, TensorHandle index, TensorHandle src, [MarshalAs(UnmanagedType.LPUTF8Str)] string reduce, int include_self);
   /// <summary>mask ? value : t.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_masked_fill(TensorHandle t, TensorHandle mask, TensorHandle value);
-  /// <summary>Data-dependent shapes: these realize (the count is read back first). nonzero: (count, ndim) TG_INT64
-  /// coordinates of the nonzero elements in row-major order (at most 2^24 elements); masked_select: the 1-d
-  /// selected elements.
+  /// <summary>(count, ndim) TG_INT64 coordinates of the nonzero elements in row-major order (at most 2^24 elements). The
+  /// shape depends on the data: the count is realized and read back first.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_nonzero(TensorHandle t);
+  /// <summary>The 1-d elements of t where mask (broadcast with t) is nonzero. The shape depends on the data: the count is
+  /// realized and read back first.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_masked_select(TensorHandle t, TensorHandle mask);
   /// <summary>The same bits viewed as another dtype of the same size.
@@ -887,11 +989,13 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_interpolate(TensorHandle t, long[] size, UIntPtr nsize, [MarshalAs(UnmanagedType.LPUTF8Str)] string mode, int align_corners);
-  /// <summary>Max / average over kernel windows of the last two dims; padding is -inf / 0 (count_include_pad counts it in
-  /// the mean).
+  /// <summary>The max over kernel windows of the last two dims; padding is -inf.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_max_pool2d(TensorHandle t, long kernel_h, long kernel_w, long stride_h, long stride_w, long dilation_h, long dilation_w, long pad_h, long pad_w);
+  /// <summary>The average over kernel windows of the last two dims; padding is 0, counted in the mean when
+  /// count_include_pad != 0.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_avg_pool2d(TensorHandle t, long kernel_h, long kernel_w, long stride_h, long stride_w, long pad_h, long pad_w, int count_include_pad);
   /// <summary>(x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part.
@@ -914,18 +1018,25 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_one_hot(TensorHandle t, long num_classes);
-  /// <summary>Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+  /// <summary>Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N, C, ...), with label
+  /// smoothing.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cross_entropy(TensorHandle logits, TensorHandle target, double label_smoothing, int reduction);
+  /// <summary>Loss of logits (..., C) against int labels (...), skipping labels equal to ignore_index.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sparse_categorical_crossentropy(TensorHandle logits, TensorHandle labels, long ignore_index, double label_smoothing, int reduction);
+  /// <summary>Negative log-likelihood of log-probabilities (N, C, ...) against class indices.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_nll_loss(TensorHandle logprobs, TensorHandle target, int reduction);
+  /// <summary>Binary cross-entropy of probabilities p against targets y.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_binary_crossentropy(TensorHandle p, TensorHandle y, int reduction);
+  /// <summary>Binary cross-entropy of logits x (sigmoid applied inside, stably) against targets y.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_binary_crossentropy_logits(TensorHandle x, TensorHandle y, int reduction);
   /// <summary>out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank).
@@ -942,49 +1053,77 @@ public static unsafe partial class Native {
   /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
   /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
   /// by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at
-  /// every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-
-  /// Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes
-  /// refused).
+  /// every call. Set the seed of every device's numbers and restart their counters. Process-wide and thread-safe.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_manual_seed(ulong seed);
+  /// <summary>Uniform in [0, 1). A dtype that is not float is TG_ERROR_DTYPE.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_rand(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>Standard normal (Box-Muller). A dtype that is not float is TG_ERROR_DTYPE.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_randn(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>Uniform in [low, high). Bounds that are not finite are TG_ERROR_INVALID_ARGUMENT, a dtype that is not float
+  /// TG_ERROR_DTYPE.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_uniform(long[] shape, UIntPtr ndim, double low, double high, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>mean + std * randn. A mean or std that is not finite is TG_ERROR_INVALID_ARGUMENT, a dtype that is not float
+  /// TG_ERROR_DTYPE.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_normal(long[] shape, UIntPtr ndim, double mean, double std, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>Ints in [low, high). A dtype that is not an int is TG_ERROR_DTYPE; low &gt;= high, or a range the dtype
+  /// can't hold, TG_ERROR_INVALID_ARGUMENT.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_randint(long[] shape, UIntPtr ndim, long low, long high, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-  /// glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
+  /// <summary>tinygrad's initializers, float dtypes only (fan_in below: the product of the dims after the first). U(-1, 1)
+  /// / sqrt(numel).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_scaled_uniform(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>U(-b, b) with b = sqrt(6 / (shape[0] + fan_in)); a 0-d shape is TG_ERROR_SHAPE.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_glorot_uniform(long[] shape, UIntPtr ndim, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>U(-b, b) with b = sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky slope a.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_kaiming_uniform(long[] shape, UIntPtr ndim, double a, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>Normal with mean 0 and std sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky slope a.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_kaiming_normal(long[] shape, UIntPtr ndim, double a, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d or 2-d).
+  /// <summary>A random permutation of 0..n-1 in an int dtype (another is TG_ERROR_DTYPE).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_randperm(long n, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>num_samples (&gt; 0) indices drawn from the categorical distribution of each row of `weights` (1-d or 2-d).
+  /// Without replacement only one sample is drawn: more is TG_ERROR_UNSUPPORTED.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_multinomial(TensorHandle weights, long num_samples, int replacement);
-  /// <summary>rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// <summary>tg_tensor_rand with t's shape, dtype (float only) and device.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_rand_like(TensorHandle t);
+  /// <summary>tg_tensor_randn with t's shape, dtype (float only) and device.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_randn_like(TensorHandle t);
+  /// <summary>tg_tensor_full with t's shape, dtype and device.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_full_like(TensorHandle t, double value);
+  /// <summary>Zeros with t's shape, dtype and device.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_zeros_like(TensorHandle t);
+  /// <summary>Ones with t's shape, dtype and device.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_ones_like(TensorHandle t);
 
@@ -1129,43 +1268,55 @@ public static unsafe partial class Native {
   /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
   /// not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
   /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...).
-  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training
-  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
-  /// the variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm
-  /// over the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1,
-  /// bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell:
-  /// weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
+  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_linear(long in_features, long out_features, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>Conv2d: weight (out, in/groups, kernel_h, kernel_w), bias (out), both U(+-1/sqrt(in * kernel_h * kernel_w)).
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv2d(long in_channels, long out_channels, long kernel_h, long kernel_w, long stride, long padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>Conv1d: weight (out, in/groups, kernel_size), bias (out), both U(+-1/sqrt(in * kernel_size)).
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv1d(long in_channels, long out_channels, long kernel_size, long stride, long padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>ConvTranspose2d: weight (in, out/groups, kernel_h, kernel_w), bias (out), initialized as Conv2d.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv_transpose2d(long in_channels, long out_channels, long kernel_h, long kernel_w, long stride, long padding, long output_padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv_transpose1d(long in_channels, long out_channels, long kernel_size, long stride, long padding, long output_padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1.
+  /// <summary>BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training
+  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
+  /// the variance unbiased), in eval by the running ones. tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1,
+  /// track_running_stats 1.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_batchnorm(long num_features, double eps, double momentum, int affine, int track_running_stats, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>normalized_shape: borrowed, ndim &gt;= 1 dims.
+  /// <summary>LayerNorm over the trailing `normalized_shape` (borrowed, ndim &gt;= 1 dims); weight starts at 1, bias at 0.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_layernorm(long[] normalized_shape, UIntPtr ndim, double eps, int elementwise_affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+  /// <summary>RMSNorm over the last dim (`dim` long); weight starts at 1.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_rmsnorm(long dim, double eps, int elementwise_affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>GroupNorm over `num_groups` groups of the channels; weight starts at 1, bias at 0.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_groupnorm(long num_groups, long num_channels, double eps, int affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>InstanceNorm over each channel; weight starts at 1, bias at 0.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_instancenorm(long num_features, double eps, int affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_embedding(long vocab_size, long embed_size, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh; see tg_lstm_cell_step.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_lstm_cell(long input_size, long hidden_size, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>A layer without parameters, by the name of the Tensor method it calls: relu, relu6, leaky_relu, gelu,
@@ -1248,22 +1399,35 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_optimizer_options_default(OptimizerKind kind, ref OptimizerOptions @out);
-  /// <summary>An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-  /// and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller than this header's takes the
-  /// caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-
-  /// float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight
-  /// decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
+  /// <summary>The constructors make an optimizer over params[0..n_params) (borrowed; the optimizer keeps its own
+  /// references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts-&gt;struct_size smaller
+  /// than this header's takes the caller's prefix and the defaults for the rest, a larger one is
+  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
+  /// (TG_ERROR_DEVICE), and a negative lr, momentum or weight decay are refused. A new reference. SGD: LARS
+  /// without the trust ratio.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_sgd(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
+  /// <summary>Adam: LAMB without the trust ratio. Params, opts and errors as tg_optim_sgd.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_adam(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
+  /// <summary>AdamW: Adam with decoupled weight decay. Params, opts and errors as tg_optim_sgd.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_adamw(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
+  /// <summary>LARS. Params, opts and errors as tg_optim_sgd; with Newton-Schulz coefficients (n_ns_coefficients &gt; 0) a
+  /// 0-d param is also TG_ERROR_SHAPE.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_lars(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
+  /// <summary>LAMB. Params, opts and errors as tg_optim_sgd.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_lamb(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
+  /// <summary>Muon: LARS with Newton-Schulz steps. Params, opts and errors as tg_optim_sgd; with Newton-Schulz
+  /// coefficients (the default) a 0-d param is also TG_ERROR_SHAPE.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern OptimizerHandle tg_optim_muon(IntPtr[] @params, UIntPtr n_params, OptimizerOptions* opts);
   /// <summary>Clear every param's grad (tinygrad's zero_grad sets them to None; the next backward starts them afresh).
@@ -1369,14 +1533,20 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern long tg_state_metadata_count(StateHandle s);
-  /// <summary>Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its
-  /// value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads
-  /// them). Borrowed from the state, valid until it is changed or released; NULL if i &gt;= count.
+  /// <summary>Metadata entry `i`'s key. Borrowed from the state, valid until it is changed or released; NULL if i &gt;=
+  /// count.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern IntPtr tg_state_metadata_key(StateHandle s, UIntPtr i);
+  /// <summary>Metadata entry `i`'s value as text: a string as is; numbers, bools and arrays as JSON. Borrowed from the
+  /// state, valid until it is changed or released; NULL if i &gt;= count.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern IntPtr tg_state_metadata_value(StateHandle s, UIntPtr i);
+  /// <summary>Metadata entry `i`'s value as JSON text: strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as
+  /// Python's json reads them. Borrowed from the state, valid until it is changed or released; NULL if i &gt;=
+  /// count.
+  /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern IntPtr tg_state_metadata_json(StateHandle s, UIntPtr i);
   /// <summary>Set metadata `key` to the string `value` (both copied, UTF-8): replaces the entry of that key in place, else

@@ -2320,7 +2320,7 @@ func Empty(shape []int64, dtype DType, device string) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Zeros is tg_tensor_zeros. Filled with 0 / with 1.
+// Zeros is tg_tensor_zeros. Filled with 0.
 func Zeros(shape []int64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -2335,7 +2335,7 @@ func Zeros(shape []int64, dtype DType, device string) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Ones is tg_tensor_ones.
+// Ones is tg_tensor_ones. Filled with 1.
 func Ones(shape []int64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -2502,10 +2502,8 @@ func (t *Tensor) To(device string) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Add is tg_tensor_add. Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div
-// is true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL
-// tensors.
+// Add is tg_tensor_add. Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a +
+// b.
 func (a *Tensor) Add(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_add(a.ptr(), b.ptr(), &st)
@@ -2517,7 +2515,7 @@ func (a *Tensor) Add(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Sub is tg_tensor_sub.
+// Sub is tg_tensor_sub. a - b, broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Sub(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sub(a.ptr(), b.ptr(), &st)
@@ -2529,7 +2527,7 @@ func (a *Tensor) Sub(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Mul is tg_tensor_mul.
+// Mul is tg_tensor_mul. a * b, broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Mul(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_mul(a.ptr(), b.ptr(), &st)
@@ -2541,7 +2539,7 @@ func (a *Tensor) Mul(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Div is tg_tensor_div.
+// Div is tg_tensor_div. a / b, true division: int operands promote to float; broadcast as tg_tensor_add.
 func (a *Tensor) Div(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_div(a.ptr(), b.ptr(), &st)
@@ -2553,7 +2551,9 @@ func (a *Tensor) Div(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// IDiv is tg_tensor_idiv.
+// IDiv is tg_tensor_idiv. a / b as integer division truncating toward zero, broadcast and promoted as
+// tg_tensor_add; defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a
+// trap).
 func (a *Tensor) IDiv(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_idiv(a.ptr(), b.ptr(), &st)
@@ -2565,7 +2565,7 @@ func (a *Tensor) IDiv(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Maximum is tg_tensor_maximum.
+// Maximum is tg_tensor_maximum. The larger of a and b, broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Maximum(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_maximum(a.ptr(), b.ptr(), &st)
@@ -2577,7 +2577,7 @@ func (a *Tensor) Maximum(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Minimum is tg_tensor_minimum.
+// Minimum is tg_tensor_minimum. The smaller of a and b, broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Minimum(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_minimum(a.ptr(), b.ptr(), &st)
@@ -2589,7 +2589,7 @@ func (a *Tensor) Minimum(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Pow is tg_tensor_pow.
+// Pow is tg_tensor_pow. a to the power b, broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Pow(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_pow(a.ptr(), b.ptr(), &st)
@@ -2601,7 +2601,7 @@ func (a *Tensor) Pow(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Lt is tg_tensor_lt.
+// Lt is tg_tensor_lt. a < b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Lt(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_lt(a.ptr(), b.ptr(), &st)
@@ -2613,7 +2613,7 @@ func (a *Tensor) Lt(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Le is tg_tensor_le.
+// Le is tg_tensor_le. a <= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Le(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_le(a.ptr(), b.ptr(), &st)
@@ -2625,7 +2625,7 @@ func (a *Tensor) Le(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Gt is tg_tensor_gt.
+// Gt is tg_tensor_gt. a > b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Gt(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_gt(a.ptr(), b.ptr(), &st)
@@ -2637,7 +2637,7 @@ func (a *Tensor) Gt(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Ge is tg_tensor_ge.
+// Ge is tg_tensor_ge. a >= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Ge(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_ge(a.ptr(), b.ptr(), &st)
@@ -2649,7 +2649,7 @@ func (a *Tensor) Ge(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Eq is tg_tensor_eq.
+// Eq is tg_tensor_eq. a == b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Eq(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_eq(a.ptr(), b.ptr(), &st)
@@ -2661,7 +2661,7 @@ func (a *Tensor) Eq(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Ne is tg_tensor_ne.
+// Ne is tg_tensor_ne. a != b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Ne(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_ne(a.ptr(), b.ptr(), &st)
@@ -3029,9 +3029,7 @@ func (t *Tensor) Erf() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Sign is tg_tensor_sign. sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
-// trunc/floor/ceil/round keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return
-// TG_BOOL.
+// Sign is tg_tensor_sign. -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
 func (t *Tensor) Sign() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sign(t.ptr(), &st)
@@ -3042,7 +3040,7 @@ func (t *Tensor) Sign() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Trunc is tg_tensor_trunc.
+// Trunc is tg_tensor_trunc. Rounded toward zero, in t's dtype.
 func (t *Tensor) Trunc() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_trunc(t.ptr(), &st)
@@ -3053,7 +3051,7 @@ func (t *Tensor) Trunc() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Floor is tg_tensor_floor.
+// Floor is tg_tensor_floor. Rounded down, in t's dtype.
 func (t *Tensor) Floor() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_floor(t.ptr(), &st)
@@ -3064,7 +3062,7 @@ func (t *Tensor) Floor() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Ceil is tg_tensor_ceil.
+// Ceil is tg_tensor_ceil. Rounded up, in t's dtype.
 func (t *Tensor) Ceil() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_ceil(t.ptr(), &st)
@@ -3075,7 +3073,7 @@ func (t *Tensor) Ceil() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Round is tg_tensor_round.
+// Round is tg_tensor_round. Rounded to the nearest integer, half to even, in t's dtype.
 func (t *Tensor) Round() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_round(t.ptr(), &st)
@@ -3086,7 +3084,7 @@ func (t *Tensor) Round() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// IsNaN is tg_tensor_isnan.
+// IsNaN is tg_tensor_isnan. TG_BOOL: true where t is NaN.
 func (t *Tensor) IsNaN() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_isnan(t.ptr(), &st)
@@ -3097,7 +3095,7 @@ func (t *Tensor) IsNaN() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// IsInf is tg_tensor_isinf.
+// IsInf is tg_tensor_isinf. TG_BOOL: true where t is +-inf.
 func (t *Tensor) IsInf() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_isinf(t.ptr(), &st)
@@ -3108,7 +3106,7 @@ func (t *Tensor) IsInf() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// IsFinite is tg_tensor_isfinite.
+// IsFinite is tg_tensor_isfinite. TG_BOOL: true where t is neither NaN nor +-inf.
 func (t *Tensor) IsFinite() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_isfinite(t.ptr(), &st)
@@ -3119,7 +3117,7 @@ func (t *Tensor) IsFinite() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// LogicalNot is tg_tensor_logical_not.
+// LogicalNot is tg_tensor_logical_not. TG_BOOL: true where t is 0.
 func (t *Tensor) LogicalNot() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_logical_not(t.ptr(), &st)
@@ -3307,9 +3305,8 @@ func (t *Tensor) Clamp(minVal float64, maxVal float64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Mod is tg_tensor_mod. Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod
-// (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-// log(exp(a)+exp(b)) computed stably.
+// Mod is tg_tensor_mod. Python's a % b for ints and floats: the result takes the divisor's sign. Broadcast and
+// promoted as tg_tensor_add.
 func (a *Tensor) Mod(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_mod(a.ptr(), b.ptr(), &st)
@@ -3321,7 +3318,8 @@ func (a *Tensor) Mod(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Fmod is tg_tensor_fmod.
+// Fmod is tg_tensor_fmod. C's fmod(a, b): the result takes the dividend's sign. Broadcast and promoted as
+// tg_tensor_add.
 func (a *Tensor) Fmod(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_fmod(a.ptr(), b.ptr(), &st)
@@ -3333,7 +3331,7 @@ func (a *Tensor) Fmod(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// BitwiseAnd is tg_tensor_bitwise_and.
+// BitwiseAnd is tg_tensor_bitwise_and. a & b of int or bool tensors, broadcast and promoted as tg_tensor_add.
 func (a *Tensor) BitwiseAnd(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_bitwise_and(a.ptr(), b.ptr(), &st)
@@ -3345,7 +3343,7 @@ func (a *Tensor) BitwiseAnd(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// BitwiseOr is tg_tensor_bitwise_or.
+// BitwiseOr is tg_tensor_bitwise_or. a | b of int or bool tensors, broadcast and promoted as tg_tensor_add.
 func (a *Tensor) BitwiseOr(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_bitwise_or(a.ptr(), b.ptr(), &st)
@@ -3357,7 +3355,7 @@ func (a *Tensor) BitwiseOr(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// BitwiseXor is tg_tensor_bitwise_xor.
+// BitwiseXor is tg_tensor_bitwise_xor. a ^ b of int or bool tensors, broadcast and promoted as tg_tensor_add.
 func (a *Tensor) BitwiseXor(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_bitwise_xor(a.ptr(), b.ptr(), &st)
@@ -3369,7 +3367,7 @@ func (a *Tensor) BitwiseXor(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// BitwiseNot is tg_tensor_bitwise_not.
+// BitwiseNot is tg_tensor_bitwise_not. ~t of an int or bool tensor.
 func (t *Tensor) BitwiseNot() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_bitwise_not(t.ptr(), &st)
@@ -3380,7 +3378,7 @@ func (t *Tensor) BitwiseNot() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Lshift is tg_tensor_lshift.
+// Lshift is tg_tensor_lshift. t << bits of an int tensor.
 func (t *Tensor) Lshift(bits int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_lshift(t.ptr(), C.int64_t(bits), &st)
@@ -3391,7 +3389,7 @@ func (t *Tensor) Lshift(bits int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Rshift is tg_tensor_rshift.
+// Rshift is tg_tensor_rshift. t >> bits of an int tensor.
 func (t *Tensor) Rshift(bits int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_rshift(t.ptr(), C.int64_t(bits), &st)
@@ -3402,7 +3400,7 @@ func (t *Tensor) Rshift(bits int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Copysign is tg_tensor_copysign.
+// Copysign is tg_tensor_copysign. |a| with b's sign, broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Copysign(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_copysign(a.ptr(), b.ptr(), &st)
@@ -3414,7 +3412,8 @@ func (a *Tensor) Copysign(b *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Logaddexp is tg_tensor_logaddexp.
+// Logaddexp is tg_tensor_logaddexp. log(exp(a) + exp(b)), computed stably; broadcast and promoted as
+// tg_tensor_add.
 func (a *Tensor) Logaddexp(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_logaddexp(a.ptr(), b.ptr(), &st)
@@ -3451,9 +3450,8 @@ func (a *Tensor) IsClose(b *Tensor, rtol float64, atol float64, equalNan bool) (
 	return newTensor(ret), nil
 }
 
-// Sum is tg_tensor_sum. Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim
-// != 0 keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean
-// is float.
+// Sum is tg_tensor_sum. Reductions over `axes` (negative counts from the end; naxes == 0 means every axis);
+// keepdim != 0 keeps reduced dims as size 1. The sum; ints accumulate in at least int32 (uint32 for unsigned).
 func (t *Tensor) Sum(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sum(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
@@ -3464,7 +3462,8 @@ func (t *Tensor) Sum(axes []int64, keepdim bool) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Prod is tg_tensor_prod.
+// Prod is tg_tensor_prod. The product, reduced as tg_tensor_sum; ints accumulate in at least int32 (uint32 for
+// unsigned).
 func (t *Tensor) Prod(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_prod(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
@@ -3475,7 +3474,7 @@ func (t *Tensor) Prod(axes []int64, keepdim bool) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Max is tg_tensor_max.
+// Max is tg_tensor_max. The largest value, reduced as tg_tensor_sum, in t's dtype.
 func (t *Tensor) Max(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_max(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
@@ -3486,7 +3485,7 @@ func (t *Tensor) Max(axes []int64, keepdim bool) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Min is tg_tensor_min.
+// Min is tg_tensor_min. The smallest value, reduced as tg_tensor_sum, in t's dtype.
 func (t *Tensor) Min(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_min(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
@@ -3497,7 +3496,7 @@ func (t *Tensor) Min(axes []int64, keepdim bool) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Mean is tg_tensor_mean.
+// Mean is tg_tensor_mean. The mean, reduced as tg_tensor_sum; the result is float.
 func (t *Tensor) Mean(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_mean(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
@@ -3508,8 +3507,8 @@ func (t *Tensor) Mean(axes []int64, keepdim bool) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Std is tg_tensor_std. std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float.
-// std_mean/var_mean write two new references to out[0] (std or var) and out[1] (mean).
+// Std is tg_tensor_std. The standard deviation with Bessel's `correction` (1 is the unbiased estimate), reduced
+// as tg_tensor_sum; the result is float.
 func (t *Tensor) Std(axes []int64, keepdim bool, correction float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_std(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), C.double(correction), &st)
@@ -3520,7 +3519,8 @@ func (t *Tensor) Std(axes []int64, keepdim bool, correction float64) (*Tensor, e
 	return newTensor(ret), nil
 }
 
-// Var is tg_tensor_var.
+// Var is tg_tensor_var. The variance with Bessel's `correction` (1 is the unbiased estimate), reduced as
+// tg_tensor_sum; the result is float.
 func (t *Tensor) Var(axes []int64, keepdim bool, correction float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_var(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), C.double(correction), &st)
@@ -3531,7 +3531,8 @@ func (t *Tensor) Var(axes []int64, keepdim bool, correction float64) (*Tensor, e
 	return newTensor(ret), nil
 }
 
-// StdMean is tg_tensor_std_mean. std and mean together (std_mean), var and mean (var_mean).
+// StdMean is tg_tensor_std_mean. std and mean together: new references to out[0] (std, as tg_tensor_std) and
+// out[1] (the mean).
 func (t *Tensor) StdMean(axes []int64, keepdim bool, correction float64) (*Tensor, *Tensor, error) {
 	var cvOut [2]*C.tg_tensor
 	var st C.tgw_err
@@ -3547,7 +3548,8 @@ func (t *Tensor) StdMean(axes []int64, keepdim bool, correction float64) (*Tenso
 	return result, out1, nil
 }
 
-// VarMean is tg_tensor_var_mean.
+// VarMean is tg_tensor_var_mean. var and mean together: new references to out[0] (var, as tg_tensor_var) and
+// out[1] (the mean).
 func (t *Tensor) VarMean(axes []int64, keepdim bool, correction float64) (*Tensor, *Tensor, error) {
 	var cvOut [2]*C.tg_tensor
 	var st C.tgw_err
@@ -3563,7 +3565,7 @@ func (t *Tensor) VarMean(axes []int64, keepdim bool, correction float64) (*Tenso
 	return result, out1, nil
 }
 
-// All is tg_tensor_all. all/any are TG_BOOL; logsumexp is float.
+// All is tg_tensor_all. TG_BOOL: whether every element is nonzero, reduced as tg_tensor_sum.
 func (t *Tensor) All(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_all(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
@@ -3574,7 +3576,7 @@ func (t *Tensor) All(axes []int64, keepdim bool) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Any is tg_tensor_any.
+// Any is tg_tensor_any. TG_BOOL: whether some element is nonzero, reduced as tg_tensor_sum.
 func (t *Tensor) Any(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_any(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
@@ -3585,7 +3587,8 @@ func (t *Tensor) Any(axes []int64, keepdim bool) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Logsumexp is tg_tensor_logsumexp.
+// Logsumexp is tg_tensor_logsumexp. log(sum(exp(t))) computed stably, reduced as tg_tensor_sum; the result is
+// float.
 func (t *Tensor) Logsumexp(axes []int64, keepdim bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_logsumexp(t.ptr(), (*C.int64_t)(ptr0(axes)), C.size_t(len(axes)), cflag(keepdim), &st)
@@ -3596,7 +3599,7 @@ func (t *Tensor) Logsumexp(axes []int64, keepdim bool) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Argmax is tg_tensor_argmax. Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and
+// Argmax is tg_tensor_argmax. Index (TG_INT32) of the first max along `axis`; flatten != 0 ignores axis and
 // searches the flattened tensor.
 func (t *Tensor) Argmax(axis int64, keepdim bool, flatten bool) (*Tensor, error) {
 	var st C.tgw_err
@@ -3608,7 +3611,8 @@ func (t *Tensor) Argmax(axis int64, keepdim bool, flatten bool) (*Tensor, error)
 	return newTensor(ret), nil
 }
 
-// Argmin is tg_tensor_argmin.
+// Argmin is tg_tensor_argmin. Index (TG_INT32) of the first min along `axis`; flatten != 0 ignores axis and
+// searches the flattened tensor.
 func (t *Tensor) Argmin(axis int64, keepdim bool, flatten bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_argmin(t.ptr(), C.int64_t(axis), cflag(keepdim), cflag(flatten), &st)
@@ -3619,8 +3623,7 @@ func (t *Tensor) Argmin(axis int64, keepdim bool, flatten bool) (*Tensor, error)
 	return newTensor(ret), nil
 }
 
-// Cumsum is tg_tensor_cumsum. Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod;
-// cummax/cummin keep the dtype.
+// Cumsum is tg_tensor_cumsum. Inclusive running sum along `axis`; ints accumulate as in tg_tensor_sum.
 func (t *Tensor) Cumsum(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cumsum(t.ptr(), C.int64_t(axis), &st)
@@ -3631,7 +3634,7 @@ func (t *Tensor) Cumsum(axis int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Cumprod is tg_tensor_cumprod.
+// Cumprod is tg_tensor_cumprod. Inclusive running product along `axis`; ints accumulate as in tg_tensor_prod.
 func (t *Tensor) Cumprod(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cumprod(t.ptr(), C.int64_t(axis), &st)
@@ -3642,7 +3645,7 @@ func (t *Tensor) Cumprod(axis int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Cummax is tg_tensor_cummax.
+// Cummax is tg_tensor_cummax. Inclusive running maximum along `axis`, in t's dtype.
 func (t *Tensor) Cummax(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cummax(t.ptr(), C.int64_t(axis), &st)
@@ -3653,7 +3656,7 @@ func (t *Tensor) Cummax(axis int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Cummin is tg_tensor_cummin.
+// Cummin is tg_tensor_cummin. Inclusive running minimum along `axis`, in t's dtype.
 func (t *Tensor) Cummin(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cummin(t.ptr(), C.int64_t(axis), &st)
@@ -3664,7 +3667,7 @@ func (t *Tensor) Cummin(axis int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Softmax is tg_tensor_softmax. softmax / log_softmax along `axis`.
+// Softmax is tg_tensor_softmax. exp(t) / sum(exp(t)) along `axis`, computed stably.
 func (t *Tensor) Softmax(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_softmax(t.ptr(), C.int64_t(axis), &st)
@@ -3675,7 +3678,7 @@ func (t *Tensor) Softmax(axis int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// LogSoftmax is tg_tensor_log_softmax.
+// LogSoftmax is tg_tensor_log_softmax. log(softmax(t)) along `axis`, computed stably.
 func (t *Tensor) LogSoftmax(axis int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_log_softmax(t.ptr(), C.int64_t(axis), &st)
@@ -3823,8 +3826,7 @@ func (t *Tensor) Unflatten(dim int64, sizes []int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Squeeze is tg_tensor_squeeze. Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every
-// size-1 dim.
+// Squeeze is tg_tensor_squeeze. Remove dim if its size is 1 (a no-op otherwise).
 func (t *Tensor) Squeeze(dim int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_squeeze(t.ptr(), C.int64_t(dim), &st)
@@ -3835,7 +3837,7 @@ func (t *Tensor) Squeeze(dim int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// SqueezeAll is tg_tensor_squeeze_all.
+// SqueezeAll is tg_tensor_squeeze_all. Remove every size-1 dim.
 func (t *Tensor) SqueezeAll() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_squeeze_all(t.ptr(), &st)
@@ -3894,8 +3896,8 @@ func (t *Tensor) Roll(shifts []int64, dims []int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Cat is tg_tensor_cat. Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new
-// dim.
+// Cat is tg_tensor_cat. ts[0..n) (borrowed) concatenated along `dim`: shapes equal elsewhere, dtypes promote;
+// 0-d tensors are TG_ERROR_SHAPE.
 func Cat(ts []*Tensor, dim int64) (*Tensor, error) {
 	cvTs := cTensors(ts)
 	var st C.tgw_err
@@ -3907,7 +3909,8 @@ func Cat(ts []*Tensor, dim int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Stack is tg_tensor_stack.
+// Stack is tg_tensor_stack. ts[0..n) (borrowed) stacked along a new dim `dim`: shapes equal (TG_ERROR_SHAPE
+// otherwise), dtypes promote.
 func Stack(ts []*Tensor, dim int64) (*Tensor, error) {
 	cvTs := cTensors(ts)
 	var st C.tgw_err
@@ -3919,8 +3922,7 @@ func Stack(ts []*Tensor, dim int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Tril is tg_tensor_tril. Lower / upper triangle of the last two dims, keeping diagonals >= k (tril: <= k); the
-// rest is 0.
+// Tril is tg_tensor_tril. The lower triangle of the last two dims: diagonals <= k kept, the rest 0.
 func (t *Tensor) Tril(k int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_tril(t.ptr(), C.int64_t(k), &st)
@@ -3931,7 +3933,7 @@ func (t *Tensor) Tril(k int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Triu is tg_tensor_triu.
+// Triu is tg_tensor_triu. The upper triangle of the last two dims: diagonals >= k kept, the rest 0.
 func (t *Tensor) Triu(k int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_triu(t.ptr(), C.int64_t(k), &st)
@@ -4067,8 +4069,7 @@ func Meshgrid(ts []*Tensor, xyIndexing bool) ([]*Tensor, error) {
 	return result, nil
 }
 
-// Diag is tg_tensor_diag. diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of
-// the last two dims.
+// Diag is tg_tensor_diag. A 1-d tensor as the diagonal of a square matrix, 0 elsewhere.
 func (t *Tensor) Diag() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_diag(t.ptr(), &st)
@@ -4079,7 +4080,7 @@ func (t *Tensor) Diag() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Diagonal is tg_tensor_diagonal.
+// Diagonal is tg_tensor_diagonal. The main diagonal of the last two dims.
 func (t *Tensor) Diagonal() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_diagonal(t.ptr(), &st)
@@ -4101,8 +4102,8 @@ func (t *Tensor) Unfold(dim int64, size int64, step int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Sort is tg_tensor_sort. Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row,
-// fused. topk: the first k of it.
+// Sort is tg_tensor_sort. Stable sort along dim: new references to out[0] (the values) and out[1] (TG_INT32
+// indices). n^2 work per row, fused.
 func (t *Tensor) Sort(dim int64, descending bool) (*Tensor, *Tensor, error) {
 	var cvOut [2]*C.tg_tensor
 	var st C.tgw_err
@@ -4118,7 +4119,7 @@ func (t *Tensor) Sort(dim int64, descending bool) (*Tensor, *Tensor, error) {
 	return result, out1, nil
 }
 
-// Argsort is tg_tensor_argsort.
+// Argsort is tg_tensor_argsort. The TG_INT32 indices of tg_tensor_sort's result (out[1]) alone.
 func (t *Tensor) Argsort(dim int64, descending bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_argsort(t.ptr(), C.int64_t(dim), cflag(descending), &st)
@@ -4129,7 +4130,8 @@ func (t *Tensor) Argsort(dim int64, descending bool) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Topk is tg_tensor_topk. The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted.
+// Topk is tg_tensor_topk. The k largest (or smallest) along dim, sorted as tg_tensor_sort: new references to
+// out[0] (the values) and out[1] (TG_INT32 indices).
 func (t *Tensor) Topk(k int64, dim int64, largest bool) (*Tensor, *Tensor, error) {
 	var cvOut [2]*C.tg_tensor
 	var st C.tgw_err
@@ -4145,9 +4147,7 @@ func (t *Tensor) Topk(k int64, dim int64, largest bool) (*Tensor, *Tensor, error
 	return result, out1, nil
 }
 
-// Scatter is tg_tensor_scatter. out = t with src's elements written at index along dim; scatter_reduce combines
-// ("sum", "prod", "mean", "amax", "amin") everything sent to one place, with t's own value when include_self !=
-// 0.
+// Scatter is tg_tensor_scatter. t with src's elements written at `index` along dim.
 func (t *Tensor) Scatter(dim int64, index *Tensor, src *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_scatter(t.ptr(), C.int64_t(dim), index.ptr(), src.ptr(), &st)
@@ -4160,7 +4160,9 @@ func (t *Tensor) Scatter(dim int64, index *Tensor, src *Tensor) (*Tensor, error)
 	return newTensor(ret), nil
 }
 
-// ScatterReduce is tg_tensor_scatter_reduce.
+// ScatterReduce is tg_tensor_scatter_reduce. t with everything src sends to one place (by `index` along dim)
+// combined by `reduce` (borrowed: "sum", "prod", "mean", "amax" or "amin"; another name is
+// TG_ERROR_INVALID_ARGUMENT), with t's own value when include_self != 0.
 func (t *Tensor) ScatterReduce(dim int64, index *Tensor, src *Tensor, reduce string, includeSelf bool) (*Tensor, error) {
 	cvReduce := C.CString(reduce)
 	defer C.free(unsafe.Pointer(cvReduce))
@@ -4188,9 +4190,8 @@ func (t *Tensor) MaskedFill(mask *Tensor, value *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Nonzero is tg_tensor_nonzero. Data-dependent shapes: these realize (the count is read back first). nonzero:
-// (count, ndim) TG_INT64 coordinates of the nonzero elements in row-major order (at most 2^24 elements);
-// masked_select: the 1-d selected elements.
+// Nonzero is tg_tensor_nonzero. (count, ndim) TG_INT64 coordinates of the nonzero elements in row-major order
+// (at most 2^24 elements). The shape depends on the data: the count is realized and read back first.
 func (t *Tensor) Nonzero() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_nonzero(t.ptr(), &st)
@@ -4201,7 +4202,8 @@ func (t *Tensor) Nonzero() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// MaskedSelect is tg_tensor_masked_select.
+// MaskedSelect is tg_tensor_masked_select. The 1-d elements of t where mask (broadcast with t) is nonzero. The
+// shape depends on the data: the count is realized and read back first.
 func (t *Tensor) MaskedSelect(mask *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_masked_select(t.ptr(), mask.ptr(), &st)
@@ -4307,8 +4309,7 @@ func (t *Tensor) Interpolate(size []int64, mode string, alignCorners bool) (*Ten
 	return newTensor(ret), nil
 }
 
-// MaxPool2d is tg_tensor_max_pool2d. Max / average over kernel windows of the last two dims; padding is -inf / 0
-// (count_include_pad counts it in the mean).
+// MaxPool2d is tg_tensor_max_pool2d. The max over kernel windows of the last two dims; padding is -inf.
 func (t *Tensor) MaxPool2d(kernelH int64, kernelW int64, strideH int64, strideW int64, dilationH int64, dilationW int64, padH int64, padW int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_max_pool2d(t.ptr(), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(strideH), C.int64_t(strideW), C.int64_t(dilationH), C.int64_t(dilationW), C.int64_t(padH), C.int64_t(padW), &st)
@@ -4319,7 +4320,8 @@ func (t *Tensor) MaxPool2d(kernelH int64, kernelW int64, strideH int64, strideW 
 	return newTensor(ret), nil
 }
 
-// AvgPool2d is tg_tensor_avg_pool2d.
+// AvgPool2d is tg_tensor_avg_pool2d. The average over kernel windows of the last two dims; padding is 0, counted
+// in the mean when count_include_pad != 0.
 func (t *Tensor) AvgPool2d(kernelH int64, kernelW int64, strideH int64, strideW int64, padH int64, padW int64, countIncludePad bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_avg_pool2d(t.ptr(), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(strideH), C.int64_t(strideW), C.int64_t(padH), C.int64_t(padW), cflag(countIncludePad), &st)
@@ -4396,9 +4398,8 @@ func (t *Tensor) OneHot(numClasses int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// CrossEntropy is tg_tensor_cross_entropy. Losses. cross_entropy takes logits (N, C, ...) and class indices (N,
-// ...) or probabilities (N, C, ...); sparse_categorical_crossentropy takes logits (..., C) and int labels (...),
-// skipping labels equal to ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+// CrossEntropy is tg_tensor_cross_entropy. Loss of logits (N, C, ...) against class indices (N, ...) or
+// probabilities (N, C, ...), with label smoothing.
 func (logits *Tensor) CrossEntropy(target *Tensor, labelSmoothing float64, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_cross_entropy(logits.ptr(), target.ptr(), C.double(labelSmoothing), C.int(reduction), &st)
@@ -4410,7 +4411,8 @@ func (logits *Tensor) CrossEntropy(target *Tensor, labelSmoothing float64, reduc
 	return newTensor(ret), nil
 }
 
-// SparseCategoricalCrossentropy is tg_tensor_sparse_categorical_crossentropy.
+// SparseCategoricalCrossentropy is tg_tensor_sparse_categorical_crossentropy. Loss of logits (..., C) against
+// int labels (...), skipping labels equal to ignore_index.
 func (logits *Tensor) SparseCategoricalCrossentropy(labels *Tensor, ignoreIndex int64, labelSmoothing float64, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sparse_categorical_crossentropy(logits.ptr(), labels.ptr(), C.int64_t(ignoreIndex), C.double(labelSmoothing), C.int(reduction), &st)
@@ -4422,7 +4424,7 @@ func (logits *Tensor) SparseCategoricalCrossentropy(labels *Tensor, ignoreIndex 
 	return newTensor(ret), nil
 }
 
-// NLLLoss is tg_tensor_nll_loss.
+// NLLLoss is tg_tensor_nll_loss. Negative log-likelihood of log-probabilities (N, C, ...) against class indices.
 func (logprobs *Tensor) NLLLoss(target *Tensor, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_nll_loss(logprobs.ptr(), target.ptr(), C.int(reduction), &st)
@@ -4434,7 +4436,8 @@ func (logprobs *Tensor) NLLLoss(target *Tensor, reduction int32) (*Tensor, error
 	return newTensor(ret), nil
 }
 
-// BinaryCrossentropy is tg_tensor_binary_crossentropy.
+// BinaryCrossentropy is tg_tensor_binary_crossentropy. Binary cross-entropy of probabilities p against targets
+// y.
 func (p *Tensor) BinaryCrossentropy(y *Tensor, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_binary_crossentropy(p.ptr(), y.ptr(), C.int(reduction), &st)
@@ -4446,7 +4449,8 @@ func (p *Tensor) BinaryCrossentropy(y *Tensor, reduction int32) (*Tensor, error)
 	return newTensor(ret), nil
 }
 
-// BinaryCrossentropyLogits is tg_tensor_binary_crossentropy_logits.
+// BinaryCrossentropyLogits is tg_tensor_binary_crossentropy_logits. Binary cross-entropy of logits x (sigmoid
+// applied inside, stably) against targets y.
 func (x *Tensor) BinaryCrossentropyLogits(y *Tensor, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_binary_crossentropy_logits(x.ptr(), y.ptr(), C.int(reduction), &st)
@@ -4487,14 +4491,13 @@ func (t *Tensor) Assign(value *Tensor) error {
 // seed and of how many random numbers were drawn on the device since it was set, so a program gives the same
 // numbers on every run; they are generated inside the kernels that use them. A one-element counter buffer per
 // device is read and advanced by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit
-// replay draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1);
-// randn: standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low,
-// high) (float dtypes refused).
+// replay draws new numbers at every call. Set the seed of every device's numbers and restart their counters.
+// Process-wide and thread-safe.
 func ManualSeed(seed uint64) {
 	C.tg_manual_seed(C.uint64_t(seed))
 }
 
-// Rand is tg_tensor_rand.
+// Rand is tg_tensor_rand. Uniform in [0, 1). A dtype that is not float is TG_ERROR_DTYPE.
 func Rand(shape []int64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -4509,7 +4512,7 @@ func Rand(shape []int64, dtype DType, device string) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Randn is tg_tensor_randn.
+// Randn is tg_tensor_randn. Standard normal (Box-Muller). A dtype that is not float is TG_ERROR_DTYPE.
 func Randn(shape []int64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -4524,7 +4527,8 @@ func Randn(shape []int64, dtype DType, device string) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Uniform is tg_tensor_uniform.
+// Uniform is tg_tensor_uniform. Uniform in [low, high). Bounds that are not finite are
+// TG_ERROR_INVALID_ARGUMENT, a dtype that is not float TG_ERROR_DTYPE.
 func Uniform(shape []int64, low float64, high float64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -4539,7 +4543,8 @@ func Uniform(shape []int64, low float64, high float64, dtype DType, device strin
 	return newTensor(ret), nil
 }
 
-// Normal is tg_tensor_normal.
+// Normal is tg_tensor_normal. mean + std * randn. A mean or std that is not finite is TG_ERROR_INVALID_ARGUMENT,
+// a dtype that is not float TG_ERROR_DTYPE.
 func Normal(shape []int64, mean float64, std float64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -4554,7 +4559,8 @@ func Normal(shape []int64, mean float64, std float64, dtype DType, device string
 	return newTensor(ret), nil
 }
 
-// Randint is tg_tensor_randint.
+// Randint is tg_tensor_randint. Ints in [low, high). A dtype that is not an int is TG_ERROR_DTYPE; low >= high,
+// or a range the dtype can't hold, TG_ERROR_INVALID_ARGUMENT.
 func Randint(shape []int64, low int64, high int64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -4569,9 +4575,8 @@ func Randint(shape []int64, low int64, high int64, dtype DType, device string) (
 	return newTensor(ret), nil
 }
 
-// ScaledUniform is tg_tensor_scaled_uniform. tinygrad's initializers (fan_in = product of the dims after the
-// first): scaled_uniform U(-1,1)/sqrt(numel), glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))),
-// kaiming_uniform/normal with leaky slope a.
+// ScaledUniform is tg_tensor_scaled_uniform. tinygrad's initializers, float dtypes only (fan_in below: the
+// product of the dims after the first). U(-1, 1) / sqrt(numel).
 func ScaledUniform(shape []int64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -4586,7 +4591,8 @@ func ScaledUniform(shape []int64, dtype DType, device string) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// GlorotUniform is tg_tensor_glorot_uniform.
+// GlorotUniform is tg_tensor_glorot_uniform. U(-b, b) with b = sqrt(6 / (shape[0] + fan_in)); a 0-d shape is
+// TG_ERROR_SHAPE.
 func GlorotUniform(shape []int64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -4601,7 +4607,8 @@ func GlorotUniform(shape []int64, dtype DType, device string) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// KaimingUniform is tg_tensor_kaiming_uniform.
+// KaimingUniform is tg_tensor_kaiming_uniform. U(-b, b) with b = sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(fan_in),
+// for a leaky slope a.
 func KaimingUniform(shape []int64, a float64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -4616,7 +4623,8 @@ func KaimingUniform(shape []int64, a float64, dtype DType, device string) (*Tens
 	return newTensor(ret), nil
 }
 
-// KaimingNormal is tg_tensor_kaiming_normal.
+// KaimingNormal is tg_tensor_kaiming_normal. Normal with mean 0 and std sqrt(2 / (1 + a^2)) / sqrt(fan_in), for
+// a leaky slope a.
 func KaimingNormal(shape []int64, a float64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -4631,8 +4639,7 @@ func KaimingNormal(shape []int64, a float64, dtype DType, device string) (*Tenso
 	return newTensor(ret), nil
 }
 
-// Randperm is tg_tensor_randperm. A random permutation of 0..n-1; samples of row-wise categorical distributions
-// (weights 1-d or 2-d).
+// Randperm is tg_tensor_randperm. A random permutation of 0..n-1 in an int dtype (another is TG_ERROR_DTYPE).
 func Randperm(n int64, dtype DType, device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -4647,7 +4654,9 @@ func Randperm(n int64, dtype DType, device string) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Multinomial is tg_tensor_multinomial.
+// Multinomial is tg_tensor_multinomial. num_samples (> 0) indices drawn from the categorical distribution of
+// each row of `weights` (1-d or 2-d). Without replacement only one sample is drawn: more is
+// TG_ERROR_UNSUPPORTED.
 func (weights *Tensor) Multinomial(numSamples int64, replacement bool) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_multinomial(weights.ptr(), C.int64_t(numSamples), cflag(replacement), &st)
@@ -4658,7 +4667,7 @@ func (weights *Tensor) Multinomial(numSamples int64, replacement bool) (*Tensor,
 	return newTensor(ret), nil
 }
 
-// RandLike is tg_tensor_rand_like. rand/randn/full/zeros/ones with t's shape, dtype and device.
+// RandLike is tg_tensor_rand_like. tg_tensor_rand with t's shape, dtype (float only) and device.
 func (t *Tensor) RandLike() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_rand_like(t.ptr(), &st)
@@ -4669,7 +4678,7 @@ func (t *Tensor) RandLike() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// RandnLike is tg_tensor_randn_like.
+// RandnLike is tg_tensor_randn_like. tg_tensor_randn with t's shape, dtype (float only) and device.
 func (t *Tensor) RandnLike() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_randn_like(t.ptr(), &st)
@@ -4680,7 +4689,7 @@ func (t *Tensor) RandnLike() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// FullLike is tg_tensor_full_like.
+// FullLike is tg_tensor_full_like. tg_tensor_full with t's shape, dtype and device.
 func (t *Tensor) FullLike(value float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_full_like(t.ptr(), C.double(value), &st)
@@ -4691,7 +4700,7 @@ func (t *Tensor) FullLike(value float64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// ZerosLike is tg_tensor_zeros_like.
+// ZerosLike is tg_tensor_zeros_like. Zeros with t's shape, dtype and device.
 func (t *Tensor) ZerosLike() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_zeros_like(t.ptr(), &st)
@@ -4702,7 +4711,7 @@ func (t *Tensor) ZerosLike() (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// OnesLike is tg_tensor_ones_like.
+// OnesLike is tg_tensor_ones_like. Ones with t's shape, dtype and device.
 func (t *Tensor) OnesLike() (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_ones_like(t.ptr(), &st)
@@ -4984,14 +4993,7 @@ func (jit *Jit) Plan() (*Plan, error) {
 // optimizer step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes
 // that are not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is
 // the default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups,
-// k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm
-// (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in training (option
-// TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum; the
-// variance unbiased), in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over
-// the last dim; GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1, bias at
-// 0. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih
-// (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
+// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)).
 func NNLinear(inFeatures int64, outFeatures int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5006,7 +5008,8 @@ func NNLinear(inFeatures int64, outFeatures int64, bias bool, device string) (*M
 	return newModule(ret), nil
 }
 
-// NNConv2d is tg_nn_conv2d.
+// NNConv2d is tg_nn_conv2d. Conv2d: weight (out, in/groups, kernel_h, kernel_w), bias (out), both U(+-1/sqrt(in
+// * kernel_h * kernel_w)).
 func NNConv2d(inChannels int64, outChannels int64, kernelH int64, kernelW int64, stride int64, padding int64, dilation int64, groups int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5021,7 +5024,8 @@ func NNConv2d(inChannels int64, outChannels int64, kernelH int64, kernelW int64,
 	return newModule(ret), nil
 }
 
-// NNConv1d is tg_nn_conv1d.
+// NNConv1d is tg_nn_conv1d. Conv1d: weight (out, in/groups, kernel_size), bias (out), both U(+-1/sqrt(in *
+// kernel_size)).
 func NNConv1d(inChannels int64, outChannels int64, kernelSize int64, stride int64, padding int64, dilation int64, groups int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5036,7 +5040,8 @@ func NNConv1d(inChannels int64, outChannels int64, kernelSize int64, stride int6
 	return newModule(ret), nil
 }
 
-// NNConvTranspose2d is tg_nn_conv_transpose2d.
+// NNConvTranspose2d is tg_nn_conv_transpose2d. ConvTranspose2d: weight (in, out/groups, kernel_h, kernel_w),
+// bias (out), initialized as Conv2d.
 func NNConvTranspose2d(inChannels int64, outChannels int64, kernelH int64, kernelW int64, stride int64, padding int64, outputPadding int64, dilation int64, groups int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5051,7 +5056,8 @@ func NNConvTranspose2d(inChannels int64, outChannels int64, kernelH int64, kerne
 	return newModule(ret), nil
 }
 
-// NNConvTranspose1d is tg_nn_conv_transpose1d.
+// NNConvTranspose1d is tg_nn_conv_transpose1d. ConvTranspose1d: weight (in, out/groups, kernel_size), bias
+// (out), initialized as Conv1d.
 func NNConvTranspose1d(inChannels int64, outChannels int64, kernelSize int64, stride int64, padding int64, outputPadding int64, dilation int64, groups int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5066,7 +5072,10 @@ func NNConvTranspose1d(inChannels int64, outChannels int64, kernelSize int64, st
 	return newModule(ret), nil
 }
 
-// NNBatchNorm is tg_nn_batchnorm. tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1.
+// NNBatchNorm is tg_nn_batchnorm. BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean,
+// running_var. In training (option TRAINING=1) it normalizes by the batch's statistics and assigns the running
+// ones in place (momentum; the variance unbiased), in eval by the running ones. tinygrad's defaults: eps 1e-5,
+// momentum 0.1, affine 1, track_running_stats 1.
 func NNBatchNorm(numFeatures int64, eps float64, momentum float64, affine bool, trackRunningStats bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5081,7 +5090,8 @@ func NNBatchNorm(numFeatures int64, eps float64, momentum float64, affine bool, 
 	return newModule(ret), nil
 }
 
-// NNLayerNorm is tg_nn_layernorm. normalized_shape: borrowed, ndim >= 1 dims.
+// NNLayerNorm is tg_nn_layernorm. LayerNorm over the trailing `normalized_shape` (borrowed, ndim >= 1 dims);
+// weight starts at 1, bias at 0.
 func NNLayerNorm(normalizedShape []int64, eps float64, elementwiseAffine bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5096,8 +5106,7 @@ func NNLayerNorm(normalizedShape []int64, eps float64, elementwiseAffine bool, d
 	return newModule(ret), nil
 }
 
-// NNRMSNorm is tg_nn_rmsnorm. The other layers of the paragraph above, with its parameter names and tinygrad's
-// defaults.
+// NNRMSNorm is tg_nn_rmsnorm. RMSNorm over the last dim (`dim` long); weight starts at 1.
 func NNRMSNorm(dim int64, eps float64, elementwiseAffine bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5112,7 +5121,8 @@ func NNRMSNorm(dim int64, eps float64, elementwiseAffine bool, device string) (*
 	return newModule(ret), nil
 }
 
-// NNGroupNorm is tg_nn_groupnorm.
+// NNGroupNorm is tg_nn_groupnorm. GroupNorm over `num_groups` groups of the channels; weight starts at 1, bias
+// at 0.
 func NNGroupNorm(numGroups int64, numChannels int64, eps float64, affine bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5127,7 +5137,7 @@ func NNGroupNorm(numGroups int64, numChannels int64, eps float64, affine bool, d
 	return newModule(ret), nil
 }
 
-// NNInstanceNorm is tg_nn_instancenorm.
+// NNInstanceNorm is tg_nn_instancenorm. InstanceNorm over each channel; weight starts at 1, bias at 0.
 func NNInstanceNorm(numFeatures int64, eps float64, affine bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5142,7 +5152,8 @@ func NNInstanceNorm(numFeatures int64, eps float64, affine bool, device string) 
 	return newModule(ret), nil
 }
 
-// NNEmbedding is tg_nn_embedding.
+// NNEmbedding is tg_nn_embedding. Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of
+// indices.
 func NNEmbedding(vocabSize int64, embedSize int64, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5157,7 +5168,8 @@ func NNEmbedding(vocabSize int64, embedSize int64, device string) (*Module, erro
 	return newModule(ret), nil
 }
 
-// NNLSTMCell is tg_nn_lstm_cell.
+// NNLSTMCell is tg_nn_lstm_cell. LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh; see
+// tg_lstm_cell_step.
 func NNLSTMCell(inputSize int64, hiddenSize int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5406,12 +5418,12 @@ func OptimizerOptionsDefault(kind OptimizerKind) (OptimizerOptions, error) {
 	return out, nil
 }
 
-// OptimSGD is tg_optim_sgd. An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own
-// references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than
-// this header's takes the caller's prefix and the defaults for the rest, a larger one is
+// OptimSGD is tg_optim_sgd. The constructors make an optimizer over params[0..n_params) (borrowed; the optimizer
+// keeps its own references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size
+// smaller than this header's takes the caller's prefix and the defaults for the rest, a larger one is
 // TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE)
-// are refused. A new reference.
+// (TG_ERROR_DEVICE), and a negative lr, momentum or weight decay are refused. A new reference. SGD: LARS without
+// the trust ratio.
 func OptimSGD(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
@@ -5431,7 +5443,7 @@ func OptimSGD(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	return newOptimizer(ret), nil
 }
 
-// OptimAdam is tg_optim_adam.
+// OptimAdam is tg_optim_adam. Adam: LAMB without the trust ratio. Params, opts and errors as tg_optim_sgd.
 func OptimAdam(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
@@ -5451,7 +5463,8 @@ func OptimAdam(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	return newOptimizer(ret), nil
 }
 
-// OptimAdamW is tg_optim_adamw.
+// OptimAdamW is tg_optim_adamw. AdamW: Adam with decoupled weight decay. Params, opts and errors as
+// tg_optim_sgd.
 func OptimAdamW(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
@@ -5471,7 +5484,8 @@ func OptimAdamW(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	return newOptimizer(ret), nil
 }
 
-// OptimLARS is tg_optim_lars.
+// OptimLARS is tg_optim_lars. LARS. Params, opts and errors as tg_optim_sgd; with Newton-Schulz coefficients
+// (n_ns_coefficients > 0) a 0-d param is also TG_ERROR_SHAPE.
 func OptimLARS(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
@@ -5491,7 +5505,7 @@ func OptimLARS(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	return newOptimizer(ret), nil
 }
 
-// OptimLAMB is tg_optim_lamb.
+// OptimLAMB is tg_optim_lamb. LAMB. Params, opts and errors as tg_optim_sgd.
 func OptimLAMB(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
@@ -5511,7 +5525,8 @@ func OptimLAMB(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	return newOptimizer(ret), nil
 }
 
-// OptimMuon is tg_optim_muon.
+// OptimMuon is tg_optim_muon. Muon: LARS with Newton-Schulz steps. Params, opts and errors as tg_optim_sgd; with
+// Newton-Schulz coefficients (the default) a 0-d param is also TG_ERROR_SHAPE.
 func OptimMuon(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
@@ -5811,10 +5826,8 @@ func (s *State) MetadataCount() (int64, error) {
 	return int64(ret), nil
 }
 
-// MetadataKey is tg_state_metadata_key. Metadata entry `i`: its key, its value as text (a string as is; numbers,
-// bools and arrays as JSON), or its value as JSON text (strings quoted; NaN and infinities as NaN, Infinity,
-// -Infinity, as Python's json reads them). Borrowed from the state, valid until it is changed or released; NULL
-// if i >= count.
+// MetadataKey is tg_state_metadata_key. Metadata entry `i`'s key. Borrowed from the state, valid until it is
+// changed or released; NULL if i >= count.
 func (s *State) MetadataKey(i int) (string, error) {
 	var st C.tgw_err
 	ret := C.tgw_state_metadata_key(s.ptr(), C.size_t(i), &st)
@@ -5827,7 +5840,8 @@ func (s *State) MetadataKey(i int) (string, error) {
 	return result, nil
 }
 
-// MetadataValue is tg_state_metadata_value.
+// MetadataValue is tg_state_metadata_value. Metadata entry `i`'s value as text: a string as is; numbers, bools
+// and arrays as JSON. Borrowed from the state, valid until it is changed or released; NULL if i >= count.
 func (s *State) MetadataValue(i int) (string, error) {
 	var st C.tgw_err
 	ret := C.tgw_state_metadata_value(s.ptr(), C.size_t(i), &st)
@@ -5840,7 +5854,9 @@ func (s *State) MetadataValue(i int) (string, error) {
 	return result, nil
 }
 
-// MetadataJSON is tg_state_metadata_json.
+// MetadataJSON is tg_state_metadata_json. Metadata entry `i`'s value as JSON text: strings quoted; NaN and
+// infinities as NaN, Infinity, -Infinity, as Python's json reads them. Borrowed from the state, valid until it
+// is changed or released; NULL if i >= count.
 func (s *State) MetadataJSON(i int) (string, error) {
 	var st C.tgw_err
 	ret := C.tgw_state_metadata_json(s.ptr(), C.size_t(i), &st)

@@ -41,7 +41,8 @@ resolves_into_dest() {  # resolves_into_dest <binary>
 # ---- exports and SONAME of the built library ----
 syms=$(nm -D --defined-only "$so" | awk '{print $NF}' | sed 's/@.*//')
 linker_syms=$(printf '%s\n' "$syms" | grep -E '^(_init|_fini|_edata|_end|__bss_start|_DYNAMIC|_GLOBAL_OFFSET_TABLE_)$' | tr '\n' ' ')
-foreign=$(printf '%s\n' "$syms" | grep -v -E '^(tg_|$)' | grep -v -E '^(_init|_fini|_edata|_end|__bss_start|_DYNAMIC|_GLOBAL_OFFSET_TABLE_)$')
+# (a version node's name, TINYGRAD_0.1, is listed as an absolute symbol: it is the node, not an export)
+foreign=$(printf '%s\n' "$syms" | grep -v -E '^(tg_|$)' | grep -v -E '^(_init|_fini|_edata|_end|__bss_start|_DYNAMIC|_GLOBAL_OFFSET_TABLE_|TINYGRAD_[0-9]+\.[0-9]+)$')
 ntg=$(printf '%s\n' "$syms" | grep -c '^tg_')
 [ -n "$linker_syms" ] && echo "note: linker symbols exported (ignored): $linker_syms"
 if [ -z "$foreign" ] && [ "$ntg" -gt 0 ]; then
@@ -50,6 +51,10 @@ else
   fail "exports: $(printf '%s\n' "$foreign" | grep -c .) non-tg_ symbols exported by $so (and $ntg tg_), e.g.:"
   printf '%s\n' "$foreign" | head -n 8 | sed 's/^/    /'
 fi
+# every tg_ symbol carries a version node of cmake/tinygrad.map (TINYGRAD_0.1, ...), so programs record which they need
+unversioned=$(nm -D --defined-only "$so" | awk '$NF ~ /^tg_/ && $NF !~ /@@TINYGRAD_[0-9]+\.[0-9]+$/ {print $NF}')
+if [ -z "$unversioned" ]; then pass "versions: every tg_ symbol carries a TINYGRAD_ node ($(nm -D --defined-only "$so" | sed -n 's/^.* tg_version@@//p'))"
+else fail "versions: tg_ symbols without a TINYGRAD_ version node, e.g. $(printf '%s\n' "$unversioned" | head -n 3 | tr '\n' ' ')"; fi
 soname=$(readelf -d "$so" | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
 if [ "$soname" = "libtinygrad.so.0" ]; then pass "SONAME is $soname"; else fail "SONAME is '${soname:-none}', expected libtinygrad.so.0"; fi
 

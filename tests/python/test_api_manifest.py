@@ -49,3 +49,16 @@ def test_python_binding_reaches_every_function():
     fn = getattr(tinygrad_c.C, name[3:])
     assert isinstance(fn, ctypes._CFuncPtr), f"{name} is not bound from the library"
     assert len(fn.argtypes) == len(args), name
+
+
+def test_package_versions_are_the_headers():
+  """The version is written once, in include/tinygrad.h (CMake reads it from there too); the binding packages whose
+  formats can't read it spell it out, and must say the same."""
+  import re
+  header = (ROOT / "include" / "tinygrad.h").read_text()
+  version = ".".join(re.search(rf"^#define TG_VERSION_{part} (\d+)$", header, flags=re.M).group(1) for part in ("MAJOR", "MINOR", "PATCH"))
+  assert f'#define TG_VERSION_STRING "{version}"' in header
+  stated = {f: re.findall(r'^version = "([^"]+)"$', (ROOT / f).read_text(), flags=re.M) for f in
+            ["bindings/rust/tinygrad/Cargo.toml", "bindings/rust/tinygrad-sys/Cargo.toml", "bindings/rust/Cargo.lock", "bindings/julia/Project.toml"]}
+  assert all(stated.values()) and {f: v for f, v in stated.items() if set(v) != {version}} == {}, f"not the header's {version}: {stated}"
+  assert [c["value"] for c in MANIFEST["constants"] if c["name"] == "TG_VERSION_STRING"] == [version]

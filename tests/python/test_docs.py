@@ -27,3 +27,11 @@ def test_c_api_examples_compile(tmp_path):
     r = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-Wno-unused-function", "-c", str(src), "-I", str(ROOT / "include"),
                         "-o", str(tmp_path / f"example{i}.o")], capture_output=True, text=True)
     assert r.returncode == 0, f"example {i} of docs/C-API.md does not compile:\n{b}\n{r.stderr}"
+
+
+def test_c_api_version_block_is_the_headers():
+  """docs/C-API.md's Version section shows the header's version macros as they are."""
+  header = (ROOT / "include" / "tinygrad.h").read_text()
+  doc = (ROOT / "docs" / "C-API.md").read_text().split("## Version", 1)[1]
+  shown = re.findall(r"^#define TG_VERSION_\w+ .*$", doc.split("```c", 1)[1].split("```", 1)[0], flags=re.M)
+  assert shown and all(line in header.splitlines() for line in shown), shown

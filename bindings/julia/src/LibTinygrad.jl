@@ -267,11 +267,11 @@ Uninitialized storage of the given shape.
 """
 tg_tensor_empty(shape, ndim, dtype, device) = ccall((:tg_tensor_empty, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Int32, Ptr{UInt8}), shape, ndim, dtype, device)
 """
-Filled with 0 / with 1.
+Filled with 0.
 """
 tg_tensor_zeros(shape, ndim, dtype, device) = ccall((:tg_tensor_zeros, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Int32, Ptr{UInt8}), shape, ndim, dtype, device)
 """
-Filled with 0 / with 1.
+Filled with 1.
 """
 tg_tensor_ones(shape, ndim, dtype, device) = ccall((:tg_tensor_ones, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Int32, Ptr{UInt8}), shape, ndim, dtype, device)
 """
@@ -318,87 +318,60 @@ into t. TG_ERROR_DEVICE names an unknown or unavailable device.
 """
 tg_tensor_to(t, device) = ccall((:tg_tensor_to, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{UInt8}), t, device)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a + b.
 """
 tg_tensor_add(a, b) = ccall((:tg_tensor_add, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a - b, broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_sub(a, b) = ccall((:tg_tensor_sub, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a * b, broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_mul(a, b) = ccall((:tg_tensor_mul, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a / b, true division: int operands promote to float; broadcast as tg_tensor_add.
 """
 tg_tensor_div(a, b) = ccall((:tg_tensor_div, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a / b as integer division truncating toward zero, broadcast and promoted as tg_tensor_add; defined for every
+input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
 """
 tg_tensor_idiv(a, b) = ccall((:tg_tensor_idiv, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+The larger of a and b, broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_maximum(a, b) = ccall((:tg_tensor_maximum, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+The smaller of a and b, broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_minimum(a, b) = ccall((:tg_tensor_minimum, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a to the power b, broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_pow(a, b) = ccall((:tg_tensor_pow, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a < b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_lt(a, b) = ccall((:tg_tensor_lt, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a <= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_le(a, b) = ccall((:tg_tensor_le, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a > b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_gt(a, b) = ccall((:tg_tensor_gt, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a >= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_ge(a, b) = ccall((:tg_tensor_ge, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a == b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_eq(a, b) = ccall((:tg_tensor_eq, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division (ints
-promote to float); idiv is integer division truncating toward zero, defined for every input as in tinygrad: x
-idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+a != b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_ne(a, b) = ccall((:tg_tensor_ne, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
@@ -530,48 +503,39 @@ Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (ti
 """
 tg_tensor_erf(t) = ccall((:tg_tensor_erf, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+-1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
 """
 tg_tensor_sign(t) = ccall((:tg_tensor_sign, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+Rounded toward zero, in t's dtype.
 """
 tg_tensor_trunc(t) = ccall((:tg_tensor_trunc, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+Rounded down, in t's dtype.
 """
 tg_tensor_floor(t) = ccall((:tg_tensor_floor, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+Rounded up, in t's dtype.
 """
 tg_tensor_ceil(t) = ccall((:tg_tensor_ceil, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+Rounded to the nearest integer, half to even, in t's dtype.
 """
 tg_tensor_round(t) = ccall((:tg_tensor_round, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+TG_BOOL: true where t is NaN.
 """
 tg_tensor_isnan(t) = ccall((:tg_tensor_isnan, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+TG_BOOL: true where t is +-inf.
 """
 tg_tensor_isinf(t) = ccall((:tg_tensor_isinf, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+TG_BOOL: true where t is neither NaN nor +-inf.
 """
 tg_tensor_isfinite(t) = ccall((:tg_tensor_isfinite, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+TG_BOOL: true where t is 0.
 """
 tg_tensor_logical_not(t) = ccall((:tg_tensor_logical_not, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
@@ -639,63 +603,44 @@ clamp to [min_val, max_val] (NaN bounds are not allowed: use maximum/minimum for
 """
 tg_tensor_clamp(t, min_val, max_val) = ccall((:tg_tensor_clamp, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Cdouble, Cdouble), t, min_val, max_val)
 """
-Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
-bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed
-stably.
+Python's a % b for ints and floats: the result takes the divisor's sign. Broadcast and promoted as
+tg_tensor_add.
 """
 tg_tensor_mod(a, b) = ccall((:tg_tensor_mod, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
-bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed
-stably.
+C's fmod(a, b): the result takes the dividend's sign. Broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_fmod(a, b) = ccall((:tg_tensor_fmod, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
-bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed
-stably.
+a & b of int or bool tensors, broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_bitwise_and(a, b) = ccall((:tg_tensor_bitwise_and, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
-bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed
-stably.
+a | b of int or bool tensors, broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_bitwise_or(a, b) = ccall((:tg_tensor_bitwise_or, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
-bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed
-stably.
+a ^ b of int or bool tensors, broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_bitwise_xor(a, b) = ccall((:tg_tensor_bitwise_xor, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
-bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed
-stably.
+~t of an int or bool tensor.
 """
 tg_tensor_bitwise_not(t) = ccall((:tg_tensor_bitwise_not, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
-bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed
-stably.
+t << bits of an int tensor.
 """
 tg_tensor_lshift(t, bits) = ccall((:tg_tensor_lshift, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, bits)
 """
-Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
-bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed
-stably.
+t >> bits of an int tensor.
 """
 tg_tensor_rshift(t, bits) = ccall((:tg_tensor_rshift, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, bits)
 """
-Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
-bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed
-stably.
+|a| with b's sign, broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_copysign(a, b) = ccall((:tg_tensor_copysign, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
-Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's sign);
-bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b)) computed
-stably.
+log(exp(a) + exp(b)), computed stably; broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_logaddexp(a, b) = ccall((:tg_tensor_logaddexp, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
 """
@@ -707,92 +652,86 @@ tg_tensor_lerp(a, b, weight) = ccall((:tg_tensor_lerp, libtinygrad), Ptr{Cvoid},
 """
 tg_tensor_isclose(a, b, rtol, atol, equal_nan) = ccall((:tg_tensor_isclose, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Cdouble, Cdouble, Cint), a, b, rtol, atol, equal_nan)
 """
-Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
+Reductions over `axes` (negative counts from the end; naxes == 0 means every axis); keepdim != 0 keeps reduced
+dims as size 1. The sum; ints accumulate in at least int32 (uint32 for unsigned).
 """
 tg_tensor_sum(t, axes, naxes, keepdim) = ccall((:tg_tensor_sum, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint), t, axes, naxes, keepdim)
 """
-Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
+The product, reduced as tg_tensor_sum; ints accumulate in at least int32 (uint32 for unsigned).
 """
 tg_tensor_prod(t, axes, naxes, keepdim) = ccall((:tg_tensor_prod, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint), t, axes, naxes, keepdim)
 """
-Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
+The largest value, reduced as tg_tensor_sum, in t's dtype.
 """
 tg_tensor_max(t, axes, naxes, keepdim) = ccall((:tg_tensor_max, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint), t, axes, naxes, keepdim)
 """
-Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
+The smallest value, reduced as tg_tensor_sum, in t's dtype.
 """
 tg_tensor_min(t, axes, naxes, keepdim) = ccall((:tg_tensor_min, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint), t, axes, naxes, keepdim)
 """
-Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
+The mean, reduced as tg_tensor_sum; the result is float.
 """
 tg_tensor_mean(t, axes, naxes, keepdim) = ccall((:tg_tensor_mean, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint), t, axes, naxes, keepdim)
 """
-std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float. std_mean/var_mean write
-two new references to out[0] (std or var) and out[1] (mean).
+The standard deviation with Bessel's `correction` (1 is the unbiased estimate), reduced as tg_tensor_sum; the
+result is float.
 """
 tg_tensor_std(t, axes, naxes, keepdim, correction) = ccall((:tg_tensor_std, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint, Cdouble), t, axes, naxes, keepdim, correction)
 """
-std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float. std_mean/var_mean write
-two new references to out[0] (std or var) and out[1] (mean).
+The variance with Bessel's `correction` (1 is the unbiased estimate), reduced as tg_tensor_sum; the result is
+float.
 """
 tg_tensor_var(t, axes, naxes, keepdim, correction) = ccall((:tg_tensor_var, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint, Cdouble), t, axes, naxes, keepdim, correction)
 """
-std and mean together (std_mean), var and mean (var_mean).
+std and mean together: new references to out[0] (std, as tg_tensor_std) and out[1] (the mean).
 """
 tg_tensor_std_mean(t, axes, naxes, keepdim, correction, out) = ccall((:tg_tensor_std_mean, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint, Cdouble, Ptr{Ptr{Cvoid}}), t, axes, naxes, keepdim, correction, out)
 """
-std and mean together (std_mean), var and mean (var_mean).
+var and mean together: new references to out[0] (var, as tg_tensor_var) and out[1] (the mean).
 """
 tg_tensor_var_mean(t, axes, naxes, keepdim, correction, out) = ccall((:tg_tensor_var_mean, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint, Cdouble, Ptr{Ptr{Cvoid}}), t, axes, naxes, keepdim, correction, out)
 """
-all/any are TG_BOOL; logsumexp is float.
+TG_BOOL: whether every element is nonzero, reduced as tg_tensor_sum.
 """
 tg_tensor_all(t, axes, naxes, keepdim) = ccall((:tg_tensor_all, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint), t, axes, naxes, keepdim)
 """
-all/any are TG_BOOL; logsumexp is float.
+TG_BOOL: whether some element is nonzero, reduced as tg_tensor_sum.
 """
 tg_tensor_any(t, axes, naxes, keepdim) = ccall((:tg_tensor_any, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint), t, axes, naxes, keepdim)
 """
-all/any are TG_BOOL; logsumexp is float.
+log(sum(exp(t))) computed stably, reduced as tg_tensor_sum; the result is float.
 """
 tg_tensor_logsumexp(t, axes, naxes, keepdim) = ccall((:tg_tensor_logsumexp, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint), t, axes, naxes, keepdim)
 """
-Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches the flattened
-tensor.
+Index (TG_INT32) of the first max along `axis`; flatten != 0 ignores axis and searches the flattened tensor.
 """
 tg_tensor_argmax(t, axis, keepdim, flatten) = ccall((:tg_tensor_argmax, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Cint, Cint), t, axis, keepdim, flatten)
 """
-Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches the flattened
-tensor.
+Index (TG_INT32) of the first min along `axis`; flatten != 0 ignores axis and searches the flattened tensor.
 """
 tg_tensor_argmin(t, axis, keepdim, flatten) = ccall((:tg_tensor_argmin, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Cint, Cint), t, axis, keepdim, flatten)
 """
-Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
+Inclusive running sum along `axis`; ints accumulate as in tg_tensor_sum.
 """
 tg_tensor_cumsum(t, axis) = ccall((:tg_tensor_cumsum, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, axis)
 """
-Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
+Inclusive running product along `axis`; ints accumulate as in tg_tensor_prod.
 """
 tg_tensor_cumprod(t, axis) = ccall((:tg_tensor_cumprod, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, axis)
 """
-Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
+Inclusive running maximum along `axis`, in t's dtype.
 """
 tg_tensor_cummax(t, axis) = ccall((:tg_tensor_cummax, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, axis)
 """
-Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
+Inclusive running minimum along `axis`, in t's dtype.
 """
 tg_tensor_cummin(t, axis) = ccall((:tg_tensor_cummin, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, axis)
 """
-softmax / log_softmax along `axis`.
+exp(t) / sum(exp(t)) along `axis`, computed stably.
 """
 tg_tensor_softmax(t, axis) = ccall((:tg_tensor_softmax, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, axis)
 """
-softmax / log_softmax along `axis`.
+log(softmax(t)) along `axis`, computed stably.
 """
 tg_tensor_log_softmax(t, axis) = ccall((:tg_tensor_log_softmax, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, axis)
 """
@@ -853,11 +792,11 @@ Split dim into `sizes` (one may be -1).
 """
 tg_tensor_unflatten(t, dim, sizes, nsizes) = ccall((:tg_tensor_unflatten, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Int64}, Csize_t), t, dim, sizes, nsizes)
 """
-Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1 dim.
+Remove dim if its size is 1 (a no-op otherwise).
 """
 tg_tensor_squeeze(t, dim) = ccall((:tg_tensor_squeeze, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, dim)
 """
-Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1 dim.
+Remove every size-1 dim.
 """
 tg_tensor_squeeze_all(t) = ccall((:tg_tensor_squeeze_all, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
@@ -877,19 +816,20 @@ Rotate by shifts[i] along dims[i].
 """
 tg_tensor_roll(t, shifts, dims, n) = ccall((:tg_tensor_roll, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Ptr{Int64}, Csize_t), t, shifts, dims, n)
 """
-Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim.
+ts[0..n) (borrowed) concatenated along `dim`: shapes equal elsewhere, dtypes promote; 0-d tensors are
+TG_ERROR_SHAPE.
 """
 tg_tensor_cat(ts, n, dim) = ccall((:tg_tensor_cat, libtinygrad), Ptr{Cvoid}, (Ptr{Ptr{Cvoid}}, Csize_t, Int64), ts, n, dim)
 """
-Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim.
+ts[0..n) (borrowed) stacked along a new dim `dim`: shapes equal (TG_ERROR_SHAPE otherwise), dtypes promote.
 """
 tg_tensor_stack(ts, n, dim) = ccall((:tg_tensor_stack, libtinygrad), Ptr{Cvoid}, (Ptr{Ptr{Cvoid}}, Csize_t, Int64), ts, n, dim)
 """
-Lower / upper triangle of the last two dims, keeping diagonals >= k (tril: <= k); the rest is 0.
+The lower triangle of the last two dims: diagonals <= k kept, the rest 0.
 """
 tg_tensor_tril(t, k) = ccall((:tg_tensor_tril, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, k)
 """
-Lower / upper triangle of the last two dims, keeping diagonals >= k (tril: <= k); the rest is 0.
+The upper triangle of the last two dims: diagonals >= k kept, the rest 0.
 """
 tg_tensor_triu(t, k) = ccall((:tg_tensor_triu, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, k)
 """
@@ -924,11 +864,11 @@ Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0: numpy's 
 """
 tg_tensor_meshgrid(ts, n, xy_indexing, out) = ccall((:tg_tensor_meshgrid, libtinygrad), Int32, (Ptr{Ptr{Cvoid}}, Csize_t, Cint, Ptr{Ptr{Cvoid}}), ts, n, xy_indexing, out)
 """
-diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims.
+A 1-d tensor as the diagonal of a square matrix, 0 elsewhere.
 """
 tg_tensor_diag(t) = ccall((:tg_tensor_diag, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims.
+The main diagonal of the last two dims.
 """
 tg_tensor_diagonal(t) = ccall((:tg_tensor_diagonal, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
@@ -936,27 +876,27 @@ Windows of `size` every `step` along dim, as a new last dim (torch's unfold).
 """
 tg_tensor_unfold(t, dim, size, step) = ccall((:tg_tensor_unfold, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Int64, Int64), t, dim, size, step)
 """
-Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of
-it.
+Stable sort along dim: new references to out[0] (the values) and out[1] (TG_INT32 indices). n^2 work per row,
+fused.
 """
 tg_tensor_sort(t, dim, descending, out) = ccall((:tg_tensor_sort, libtinygrad), Int32, (Ptr{Cvoid}, Int64, Cint, Ptr{Ptr{Cvoid}}), t, dim, descending, out)
 """
-Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k of
-it.
+The TG_INT32 indices of tg_tensor_sort's result (out[1]) alone.
 """
 tg_tensor_argsort(t, dim, descending) = ccall((:tg_tensor_argsort, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Cint), t, dim, descending)
 """
-The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted.
+The k largest (or smallest) along dim, sorted as tg_tensor_sort: new references to out[0] (the values) and
+out[1] (TG_INT32 indices).
 """
 tg_tensor_topk(t, k, dim, largest, out) = ccall((:tg_tensor_topk, libtinygrad), Int32, (Ptr{Cvoid}, Int64, Int64, Cint, Ptr{Ptr{Cvoid}}), t, k, dim, largest, out)
 """
-out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean",
-"amax", "amin") everything sent to one place, with t's own value when include_self != 0.
+t with src's elements written at `index` along dim.
 """
 tg_tensor_scatter(t, dim, index, src) = ccall((:tg_tensor_scatter, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Ptr{Cvoid}), t, dim, index, src)
 """
-out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean",
-"amax", "amin") everything sent to one place, with t's own value when include_self != 0.
+t with everything src sends to one place (by `index` along dim) combined by `reduce` (borrowed: "sum", "prod",
+"mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when include_self !=
+0.
 """
 tg_tensor_scatter_reduce(t, dim, index, src, reduce, include_self) = ccall((:tg_tensor_scatter_reduce, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Ptr{Cvoid}, Cstring, Cint), t, dim, index, src, reduce, include_self)
 """
@@ -964,15 +904,13 @@ mask ? value : t.
 """
 tg_tensor_masked_fill(t, mask, value) = ccall((:tg_tensor_masked_fill, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}), t, mask, value)
 """
-Data-dependent shapes: these realize (the count is read back first). nonzero: (count, ndim) TG_INT64
-coordinates of the nonzero elements in row-major order (at most 2^24 elements); masked_select: the 1-d
-selected elements.
+(count, ndim) TG_INT64 coordinates of the nonzero elements in row-major order (at most 2^24 elements). The
+shape depends on the data: the count is realized and read back first.
 """
 tg_tensor_nonzero(t) = ccall((:tg_tensor_nonzero, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-Data-dependent shapes: these realize (the count is read back first). nonzero: (count, ndim) TG_INT64
-coordinates of the nonzero elements in row-major order (at most 2^24 elements); masked_select: the 1-d
-selected elements.
+The 1-d elements of t where mask (broadcast with t) is nonzero. The shape depends on the data: the count is
+realized and read back first.
 """
 tg_tensor_masked_select(t, mask) = ccall((:tg_tensor_masked_select, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), t, mask)
 """
@@ -1006,13 +944,12 @@ Resize the last nsize dims to `size` ("linear", "nearest" or "nearest-exact").
 """
 tg_tensor_interpolate(t, size, nsize, mode, align_corners) = ccall((:tg_tensor_interpolate, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cstring, Cint), t, size, nsize, mode, align_corners)
 """
-Max / average over kernel windows of the last two dims; padding is -inf / 0 (count_include_pad counts it in
-the mean).
+The max over kernel windows of the last two dims; padding is -inf.
 """
 tg_tensor_max_pool2d(t, kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_h, pad_w) = ccall((:tg_tensor_max_pool2d, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64), t, kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_h, pad_w)
 """
-Max / average over kernel windows of the last two dims; padding is -inf / 0 (count_include_pad counts it in
-the mean).
+The average over kernel windows of the last two dims; padding is 0, counted in the mean when count_include_pad
+!= 0.
 """
 tg_tensor_avg_pool2d(t, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, count_include_pad) = ccall((:tg_tensor_avg_pool2d, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Int64, Int64, Int64, Int64, Int64, Cint), t, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, count_include_pad)
 """
@@ -1036,33 +973,23 @@ TG_INT32 one-hot along a new last dim.
 """
 tg_tensor_one_hot(t, num_classes) = ccall((:tg_tensor_one_hot, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, num_classes)
 """
-Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N, C, ...), with label smoothing.
 """
 tg_tensor_cross_entropy(logits, target, label_smoothing, reduction) = ccall((:tg_tensor_cross_entropy, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Cdouble, Cint), logits, target, label_smoothing, reduction)
 """
-Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+Loss of logits (..., C) against int labels (...), skipping labels equal to ignore_index.
 """
 tg_tensor_sparse_categorical_crossentropy(logits, labels, ignore_index, label_smoothing, reduction) = ccall((:tg_tensor_sparse_categorical_crossentropy, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Int64, Cdouble, Cint), logits, labels, ignore_index, label_smoothing, reduction)
 """
-Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+Negative log-likelihood of log-probabilities (N, C, ...) against class indices.
 """
 tg_tensor_nll_loss(logprobs, target, reduction) = ccall((:tg_tensor_nll_loss, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Cint), logprobs, target, reduction)
 """
-Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+Binary cross-entropy of probabilities p against targets y.
 """
 tg_tensor_binary_crossentropy(p, y, reduction) = ccall((:tg_tensor_binary_crossentropy, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Cint), p, y, reduction)
 """
-Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+Binary cross-entropy of logits x (sigmoid applied inside, stably) against targets y.
 """
 tg_tensor_binary_crossentropy_logits(x, y, reduction) = ccall((:tg_tensor_binary_crossentropy_logits, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Cint), x, y, reduction)
 """
@@ -1078,101 +1005,76 @@ Counter-based (threefry2x32, as tinygrad): the numbers are a function of the see
 numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they are
 generated inside the kernels that use them. A one-element counter buffer per device is read and advanced by
 each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at every
-call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-Muller);
-uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes refused).
+call. Set the seed of every device's numbers and restart their counters. Process-wide and thread-safe.
 """
 tg_manual_seed(seed) = ccall((:tg_manual_seed, libtinygrad), Cvoid, (UInt64,), seed)
 """
-Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they are
-generated inside the kernels that use them. A one-element counter buffer per device is read and advanced by
-each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at every
-call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-Muller);
-uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes refused).
+Uniform in [0, 1). A dtype that is not float is TG_ERROR_DTYPE.
 """
 tg_tensor_rand(shape, ndim, dtype, device) = ccall((:tg_tensor_rand, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Int32, Ptr{UInt8}), shape, ndim, dtype, device)
 """
-Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they are
-generated inside the kernels that use them. A one-element counter buffer per device is read and advanced by
-each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at every
-call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-Muller);
-uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes refused).
+Standard normal (Box-Muller). A dtype that is not float is TG_ERROR_DTYPE.
 """
 tg_tensor_randn(shape, ndim, dtype, device) = ccall((:tg_tensor_randn, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Int32, Ptr{UInt8}), shape, ndim, dtype, device)
 """
-Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they are
-generated inside the kernels that use them. A one-element counter buffer per device is read and advanced by
-each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at every
-call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-Muller);
-uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes refused).
+Uniform in [low, high). Bounds that are not finite are TG_ERROR_INVALID_ARGUMENT, a dtype that is not float
+TG_ERROR_DTYPE.
 """
 tg_tensor_uniform(shape, ndim, low, high, dtype, device) = ccall((:tg_tensor_uniform, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Cdouble, Cdouble, Int32, Ptr{UInt8}), shape, ndim, low, high, dtype, device)
 """
-Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they are
-generated inside the kernels that use them. A one-element counter buffer per device is read and advanced by
-each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at every
-call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-Muller);
-uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes refused).
+mean + std * randn. A mean or std that is not finite is TG_ERROR_INVALID_ARGUMENT, a dtype that is not float
+TG_ERROR_DTYPE.
 """
 tg_tensor_normal(shape, ndim, mean, std, dtype, device) = ccall((:tg_tensor_normal, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Cdouble, Cdouble, Int32, Ptr{UInt8}), shape, ndim, mean, std, dtype, device)
 """
-Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
-numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they are
-generated inside the kernels that use them. A one-element counter buffer per device is read and advanced by
-each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new numbers at every
-call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard normal (Box-Muller);
-uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float dtypes refused).
+Ints in [low, high). A dtype that is not an int is TG_ERROR_DTYPE; low >= high, or a range the dtype can't
+hold, TG_ERROR_INVALID_ARGUMENT.
 """
 tg_tensor_randint(shape, ndim, low, high, dtype, device) = ccall((:tg_tensor_randint, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Int64, Int64, Int32, Ptr{UInt8}), shape, ndim, low, high, dtype, device)
 """
-tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
+tinygrad's initializers, float dtypes only (fan_in below: the product of the dims after the first). U(-1, 1) /
+sqrt(numel).
 """
 tg_tensor_scaled_uniform(shape, ndim, dtype, device) = ccall((:tg_tensor_scaled_uniform, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Int32, Ptr{UInt8}), shape, ndim, dtype, device)
 """
-tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
+U(-b, b) with b = sqrt(6 / (shape[0] + fan_in)); a 0-d shape is TG_ERROR_SHAPE.
 """
 tg_tensor_glorot_uniform(shape, ndim, dtype, device) = ccall((:tg_tensor_glorot_uniform, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Int32, Ptr{UInt8}), shape, ndim, dtype, device)
 """
-tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
+U(-b, b) with b = sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky slope a.
 """
 tg_tensor_kaiming_uniform(shape, ndim, a, dtype, device) = ccall((:tg_tensor_kaiming_uniform, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Cdouble, Int32, Ptr{UInt8}), shape, ndim, a, dtype, device)
 """
-tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform U(-1,1)/sqrt(numel),
-glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky slope a.
+Normal with mean 0 and std sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky slope a.
 """
 tg_tensor_kaiming_normal(shape, ndim, a, dtype, device) = ccall((:tg_tensor_kaiming_normal, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Cdouble, Int32, Ptr{UInt8}), shape, ndim, a, dtype, device)
 """
-A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d or 2-d).
+A random permutation of 0..n-1 in an int dtype (another is TG_ERROR_DTYPE).
 """
 tg_tensor_randperm(n, dtype, device) = ccall((:tg_tensor_randperm, libtinygrad), Ptr{Cvoid}, (Int64, Int32, Ptr{UInt8}), n, dtype, device)
 """
-A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d or 2-d).
+num_samples (> 0) indices drawn from the categorical distribution of each row of `weights` (1-d or 2-d).
+Without replacement only one sample is drawn: more is TG_ERROR_UNSUPPORTED.
 """
 tg_tensor_multinomial(weights, num_samples, replacement) = ccall((:tg_tensor_multinomial, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Cint), weights, num_samples, replacement)
 """
-rand/randn/full/zeros/ones with t's shape, dtype and device.
+tg_tensor_rand with t's shape, dtype (float only) and device.
 """
 tg_tensor_rand_like(t) = ccall((:tg_tensor_rand_like, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-rand/randn/full/zeros/ones with t's shape, dtype and device.
+tg_tensor_randn with t's shape, dtype (float only) and device.
 """
 tg_tensor_randn_like(t) = ccall((:tg_tensor_randn_like, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-rand/randn/full/zeros/ones with t's shape, dtype and device.
+tg_tensor_full with t's shape, dtype and device.
 """
 tg_tensor_full_like(t, value) = ccall((:tg_tensor_full_like, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Cdouble), t, value)
 """
-rand/randn/full/zeros/ones with t's shape, dtype and device.
+Zeros with t's shape, dtype and device.
 """
 tg_tensor_zeros_like(t) = ccall((:tg_tensor_zeros_like, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
-rand/randn/full/zeros/ones with t's shape, dtype and device.
+Ones with t's shape, dtype and device.
 """
 tg_tensor_ones_like(t) = ccall((:tg_tensor_ones_like, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
@@ -1308,110 +1210,54 @@ tg_module_parameters and tg_module_state return tensors that share them: assigni
 step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
 not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default
 device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time. Linear: weight
-(out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...), bias
-(out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d):
-weight, bias, num_batches_tracked (int64), running_mean, running_var; in training (option TRAINING=1) it
-normalizes by the batch's statistics and assigns the running ones in place (momentum; the variance unbiased),
-in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim;
-GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1, bias at 0. Embedding:
-weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih (4h, in),
-weight_hh (4h, h), bias_ih, bias_hh.
+(out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)).
 """
 tg_nn_linear(in_features, out_features, bias, device) = ccall((:tg_nn_linear, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Cint, Ptr{UInt8}), in_features, out_features, bias, device)
 """
-tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default
-device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time. Linear: weight
-(out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...), bias
-(out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d):
-weight, bias, num_batches_tracked (int64), running_mean, running_var; in training (option TRAINING=1) it
-normalizes by the batch's statistics and assigns the running ones in place (momentum; the variance unbiased),
-in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim;
-GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1, bias at 0. Embedding:
-weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih (4h, in),
-weight_hh (4h, h), bias_ih, bias_hh.
+Conv2d: weight (out, in/groups, kernel_h, kernel_w), bias (out), both U(+-1/sqrt(in * kernel_h * kernel_w)).
 """
 tg_nn_conv2d(in_channels, out_channels, kernel_h, kernel_w, stride, padding, dilation, groups, bias, device) = ccall((:tg_nn_conv2d, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Cint, Ptr{UInt8}), in_channels, out_channels, kernel_h, kernel_w, stride, padding, dilation, groups, bias, device)
 """
-tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default
-device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time. Linear: weight
-(out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...), bias
-(out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d):
-weight, bias, num_batches_tracked (int64), running_mean, running_var; in training (option TRAINING=1) it
-normalizes by the batch's statistics and assigns the running ones in place (momentum; the variance unbiased),
-in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim;
-GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1, bias at 0. Embedding:
-weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih (4h, in),
-weight_hh (4h, h), bias_ih, bias_hh.
+Conv1d: weight (out, in/groups, kernel_size), bias (out), both U(+-1/sqrt(in * kernel_size)).
 """
 tg_nn_conv1d(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device) = ccall((:tg_nn_conv1d, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Cint, Ptr{UInt8}), in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device)
 """
-tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default
-device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time. Linear: weight
-(out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...), bias
-(out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d):
-weight, bias, num_batches_tracked (int64), running_mean, running_var; in training (option TRAINING=1) it
-normalizes by the batch's statistics and assigns the running ones in place (momentum; the variance unbiased),
-in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim;
-GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1, bias at 0. Embedding:
-weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih (4h, in),
-weight_hh (4h, h), bias_ih, bias_hh.
+ConvTranspose2d: weight (in, out/groups, kernel_h, kernel_w), bias (out), initialized as Conv2d.
 """
 tg_nn_conv_transpose2d(in_channels, out_channels, kernel_h, kernel_w, stride, padding, output_padding, dilation, groups, bias, device) = ccall((:tg_nn_conv_transpose2d, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Cint, Ptr{UInt8}), in_channels, out_channels, kernel_h, kernel_w, stride, padding, output_padding, dilation, groups, bias, device)
 """
-tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
-dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
-tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
-step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that are
-not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default
-device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time. Linear: weight
-(out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...), bias
-(out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d):
-weight, bias, num_batches_tracked (int64), running_mean, running_var; in training (option TRAINING=1) it
-normalizes by the batch's statistics and assigns the running ones in place (momentum; the variance unbiased),
-in eval by the running ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim;
-GroupNorm / InstanceNorm over channel groups / each channel; their weight starts at 1, bias at 0. Embedding:
-weight (vocab, embed), glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih (4h, in),
-weight_hh (4h, h), bias_ih, bias_hh.
+ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d.
 """
 tg_nn_conv_transpose1d(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups, bias, device) = ccall((:tg_nn_conv_transpose1d, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Cint, Ptr{UInt8}), in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups, bias, device)
 """
-tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1.
+BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training
+(option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
+the variance unbiased), in eval by the running ones. tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1,
+track_running_stats 1.
 """
 tg_nn_batchnorm(num_features, eps, momentum, affine, track_running_stats, device) = ccall((:tg_nn_batchnorm, libtinygrad), Ptr{Cvoid}, (Int64, Cdouble, Cdouble, Cint, Cint, Ptr{UInt8}), num_features, eps, momentum, affine, track_running_stats, device)
 """
-normalized_shape: borrowed, ndim >= 1 dims.
+LayerNorm over the trailing `normalized_shape` (borrowed, ndim >= 1 dims); weight starts at 1, bias at 0.
 """
 tg_nn_layernorm(normalized_shape, ndim, eps, elementwise_affine, device) = ccall((:tg_nn_layernorm, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Cdouble, Cint, Ptr{UInt8}), normalized_shape, ndim, eps, elementwise_affine, device)
 """
-The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+RMSNorm over the last dim (`dim` long); weight starts at 1.
 """
 tg_nn_rmsnorm(dim, eps, elementwise_affine, device) = ccall((:tg_nn_rmsnorm, libtinygrad), Ptr{Cvoid}, (Int64, Cdouble, Cint, Ptr{UInt8}), dim, eps, elementwise_affine, device)
 """
-The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+GroupNorm over `num_groups` groups of the channels; weight starts at 1, bias at 0.
 """
 tg_nn_groupnorm(num_groups, num_channels, eps, affine, device) = ccall((:tg_nn_groupnorm, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Cdouble, Cint, Ptr{UInt8}), num_groups, num_channels, eps, affine, device)
 """
-The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+InstanceNorm over each channel; weight starts at 1, bias at 0.
 """
 tg_nn_instancenorm(num_features, eps, affine, device) = ccall((:tg_nn_instancenorm, libtinygrad), Ptr{Cvoid}, (Int64, Cdouble, Cint, Ptr{UInt8}), num_features, eps, affine, device)
 """
-The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices.
 """
 tg_nn_embedding(vocab_size, embed_size, device) = ccall((:tg_nn_embedding, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Ptr{UInt8}), vocab_size, embed_size, device)
 """
-The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh; see tg_lstm_cell_step.
 """
 tg_nn_lstm_cell(input_size, hidden_size, bias, device) = ccall((:tg_nn_lstm_cell, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Cint, Ptr{UInt8}), input_size, hidden_size, bias, device)
 """
@@ -1489,51 +1335,34 @@ smaller struct gets its prefix, and out->struct_size is set to the size written)
 """
 tg_optimizer_options_default(kind, out) = ccall((:tg_optimizer_options_default, libtinygrad), Int32, (Int32, Ptr{tg_optimizer_options}), kind, out)
 """
-An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the caller's
-prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
-(TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a
-0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
+The constructors make an optimizer over params[0..n_params) (borrowed; the optimizer keeps its own
+references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than
+this header's takes the caller's prefix and the defaults for the rest, a larger one is
+TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
+(TG_ERROR_DEVICE), and a negative lr, momentum or weight decay are refused. A new reference. SGD: LARS without
+the trust ratio.
 """
 tg_optim_sgd(params, n_params, opts) = ccall((:tg_optim_sgd, libtinygrad), Ptr{Cvoid}, (Ptr{Ptr{Cvoid}}, Csize_t, Ptr{tg_optimizer_options}), params, n_params, opts)
 """
-An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the caller's
-prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
-(TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a
-0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
+Adam: LAMB without the trust ratio. Params, opts and errors as tg_optim_sgd.
 """
 tg_optim_adam(params, n_params, opts) = ccall((:tg_optim_adam, libtinygrad), Ptr{Cvoid}, (Ptr{Ptr{Cvoid}}, Csize_t, Ptr{tg_optimizer_options}), params, n_params, opts)
 """
-An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the caller's
-prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
-(TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a
-0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
+AdamW: Adam with decoupled weight decay. Params, opts and errors as tg_optim_sgd.
 """
 tg_optim_adamw(params, n_params, opts) = ccall((:tg_optim_adamw, libtinygrad), Ptr{Cvoid}, (Ptr{Ptr{Cvoid}}, Csize_t, Ptr{tg_optimizer_options}), params, n_params, opts)
 """
-An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the caller's
-prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
-(TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a
-0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
+LARS. Params, opts and errors as tg_optim_sgd; with Newton-Schulz coefficients (n_ns_coefficients > 0) a 0-d
+param is also TG_ERROR_SHAPE.
 """
 tg_optim_lars(params, n_params, opts) = ccall((:tg_optim_lars, libtinygrad), Ptr{Cvoid}, (Ptr{Ptr{Cvoid}}, Csize_t, Ptr{tg_optimizer_options}), params, n_params, opts)
 """
-An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the caller's
-prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
-(TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a
-0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
+LAMB. Params, opts and errors as tg_optim_sgd.
 """
 tg_optim_lamb(params, n_params, opts) = ccall((:tg_optim_lamb, libtinygrad), Ptr{Cvoid}, (Ptr{Ptr{Cvoid}}, Csize_t, Ptr{tg_optimizer_options}), params, n_params, opts)
 """
-An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is borrowed
-and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes the caller's
-prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a non-float param
-(TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a
-0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
+Muon: LARS with Newton-Schulz steps. Params, opts and errors as tg_optim_sgd; with Newton-Schulz coefficients
+(the default) a 0-d param is also TG_ERROR_SHAPE.
 """
 tg_optim_muon(params, n_params, opts) = ccall((:tg_optim_muon, libtinygrad), Ptr{Cvoid}, (Ptr{Ptr{Cvoid}}, Csize_t, Ptr{tg_optimizer_options}), params, n_params, opts)
 """
@@ -1636,21 +1465,17 @@ Number of metadata entries, or -1 on error.
 """
 tg_state_metadata_count(s) = ccall((:tg_state_metadata_count, libtinygrad), Int64, (Ptr{Cvoid},), s)
 """
-Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its
-value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads
-them). Borrowed from the state, valid until it is changed or released; NULL if i >= count.
+Metadata entry `i`'s key. Borrowed from the state, valid until it is changed or released; NULL if i >= count.
 """
 tg_state_metadata_key(s, i) = ccall((:tg_state_metadata_key, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid}, Csize_t), s, i)
 """
-Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its
-value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads
-them). Borrowed from the state, valid until it is changed or released; NULL if i >= count.
+Metadata entry `i`'s value as text: a string as is; numbers, bools and arrays as JSON. Borrowed from the
+state, valid until it is changed or released; NULL if i >= count.
 """
 tg_state_metadata_value(s, i) = ccall((:tg_state_metadata_value, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid}, Csize_t), s, i)
 """
-Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its
-value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads
-them). Borrowed from the state, valid until it is changed or released; NULL if i >= count.
+Metadata entry `i`'s value as JSON text: strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as
+Python's json reads them. Borrowed from the state, valid until it is changed or released; NULL if i >= count.
 """
 tg_state_metadata_json(s, i) = ccall((:tg_state_metadata_json, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid}, Csize_t), s, i)
 """

@@ -361,9 +361,9 @@ unsafe extern "C" {
   pub fn tg_tensor_from_data(data: *const c_void, nbytes: usize, dtype: tg_dtype, shape: *const i64, ndim: usize, device: *const c_char) -> *mut tg_tensor;
   /// Uninitialized storage of the given shape.
   pub fn tg_tensor_empty(shape: *const i64, ndim: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Filled with 0 / with 1.
+  /// Filled with 0.
   pub fn tg_tensor_zeros(shape: *const i64, ndim: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: Filled with 0 / with 1.
+  /// Filled with 1.
   pub fn tg_tensor_ones(shape: *const i64, ndim: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
   /// Filled with `value`. NaN or +-inf into an integer dtype is TG_ERROR_INVALID_ARGUMENT (tinygrad raises
   /// too); other values convert like a C cast, wrapping to the dtype's width.
@@ -392,74 +392,34 @@ unsafe extern "C" {
   pub fn tg_tensor_to(t: *mut tg_tensor, device: *const c_char) -> *mut tg_tensor;
 
   // ---- tensors: elementwise
-  /// Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is true division
-  /// (ints promote to float); idiv is integer division truncating toward zero, defined for every input as in
-  /// tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return TG_BOOL tensors.
+  /// Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a + b.
   pub fn tg_tensor_add(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a - b, broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_sub(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a * b, broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_mul(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a / b, true division: int operands promote to float; broadcast as tg_tensor_add.
   pub fn tg_tensor_div(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a / b as integer division truncating toward zero, broadcast and promoted as tg_tensor_add; defined for
+  /// every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
   pub fn tg_tensor_idiv(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// The larger of a and b, broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_maximum(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// The smaller of a and b, broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_minimum(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a to the power b, broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_pow(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a < b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_lt(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a <= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_le(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a > b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_gt(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a >= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_ge(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a == b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_eq(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// a != b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_ne(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
   /// a <op> scalar, the scalar taking a's dtype (an int tensor with a fractional scalar promotes to float).
   pub fn tg_tensor_add_scalar(a: *mut tg_tensor, b: f64) -> *mut tg_tensor;
@@ -553,32 +513,23 @@ unsafe extern "C" {
   /// Of its group: Unary math; exp, log, sqrt, sin, ... of an int tensor is computed in float32 (tinygrad's
   /// rule).
   pub fn tg_tensor_erf(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round keep the dtype;
-  /// round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+  /// -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
   pub fn tg_tensor_sign(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round
-  /// keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+  /// Rounded toward zero, in t's dtype.
   pub fn tg_tensor_trunc(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round
-  /// keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+  /// Rounded down, in t's dtype.
   pub fn tg_tensor_floor(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round
-  /// keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+  /// Rounded up, in t's dtype.
   pub fn tg_tensor_ceil(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round
-  /// keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+  /// Rounded to the nearest integer, half to even, in t's dtype.
   pub fn tg_tensor_round(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round
-  /// keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+  /// TG_BOOL: true where t is NaN.
   pub fn tg_tensor_isnan(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round
-  /// keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+  /// TG_BOOL: true where t is +-inf.
   pub fn tg_tensor_isinf(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round
-  /// keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+  /// TG_BOOL: true where t is neither NaN nor +-inf.
   pub fn tg_tensor_isfinite(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad). trunc/floor/ceil/round
-  /// keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return TG_BOOL.
+  /// TG_BOOL: true where t is 0.
   pub fn tg_tensor_logical_not(t: *mut tg_tensor) -> *mut tg_tensor;
   /// Activations, with tinygrad's formulas and defaults where a parameter is taken.
   pub fn tg_tensor_relu6(t: *mut tg_tensor) -> *mut tg_tensor;
@@ -612,45 +563,26 @@ unsafe extern "C" {
   pub fn tg_tensor_hardtanh(t: *mut tg_tensor, min_val: f64, max_val: f64) -> *mut tg_tensor;
   /// clamp to [min_val, max_val] (NaN bounds are not allowed: use maximum/minimum for one side).
   pub fn tg_tensor_clamp(t: *mut tg_tensor, min_val: f64, max_val: f64) -> *mut tg_tensor;
-  /// Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the dividend's
-  /// sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign; log(exp(a)+exp(b))
-  /// computed stably.
+  /// Python's a % b for ints and floats: the result takes the divisor's sign. Broadcast and promoted as
+  /// tg_tensor_add.
   pub fn tg_tensor_mod(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the
-  /// dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-  /// log(exp(a)+exp(b)) computed stably.
+  /// C's fmod(a, b): the result takes the dividend's sign. Broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_fmod(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the
-  /// dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-  /// log(exp(a)+exp(b)) computed stably.
+  /// a & b of int or bool tensors, broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_bitwise_and(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the
-  /// dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-  /// log(exp(a)+exp(b)) computed stably.
+  /// a | b of int or bool tensors, broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_bitwise_or(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the
-  /// dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-  /// log(exp(a)+exp(b)) computed stably.
+  /// a ^ b of int or bool tensors, broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_bitwise_xor(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the
-  /// dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-  /// log(exp(a)+exp(b)) computed stably.
+  /// ~t of an int or bool tensor.
   pub fn tg_tensor_bitwise_not(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the
-  /// dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-  /// log(exp(a)+exp(b)) computed stably.
+  /// t << bits of an int tensor.
   pub fn tg_tensor_lshift(t: *mut tg_tensor, bits: i64) -> *mut tg_tensor;
-  /// Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the
-  /// dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-  /// log(exp(a)+exp(b)) computed stably.
+  /// t >> bits of an int tensor.
   pub fn tg_tensor_rshift(t: *mut tg_tensor, bits: i64) -> *mut tg_tensor;
-  /// Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the
-  /// dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-  /// log(exp(a)+exp(b)) computed stably.
+  /// |a| with b's sign, broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_copysign(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod (the
-  /// dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-  /// log(exp(a)+exp(b)) computed stably.
+  /// log(exp(a) + exp(b)), computed stably; broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_logaddexp(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
   /// a + (b - a) * weight.
   pub fn tg_tensor_lerp(a: *mut tg_tensor, b: *mut tg_tensor, weight: *mut tg_tensor) -> *mut tg_tensor;
@@ -658,61 +590,50 @@ unsafe extern "C" {
   pub fn tg_tensor_isclose(a: *mut tg_tensor, b: *mut tg_tensor, rtol: f64, atol: f64, equal_nan: c_int) -> *mut tg_tensor;
 
   // ---- tensors: reductions
-  /// Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0 keeps reduced
-  /// dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is float.
+  /// Reductions over `axes` (negative counts from the end; naxes == 0 means every axis); keepdim != 0 keeps
+  /// reduced dims as size 1. The sum; ints accumulate in at least int32 (uint32 for unsigned).
   pub fn tg_tensor_sum(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int) -> *mut tg_tensor;
-  /// Of its group: Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0
-  /// keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is
-  /// float.
+  /// The product, reduced as tg_tensor_sum; ints accumulate in at least int32 (uint32 for unsigned).
   pub fn tg_tensor_prod(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int) -> *mut tg_tensor;
-  /// Of its group: Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0
-  /// keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is
-  /// float.
+  /// The largest value, reduced as tg_tensor_sum, in t's dtype.
   pub fn tg_tensor_max(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int) -> *mut tg_tensor;
-  /// Of its group: Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0
-  /// keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is
-  /// float.
+  /// The smallest value, reduced as tg_tensor_sum, in t's dtype.
   pub fn tg_tensor_min(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int) -> *mut tg_tensor;
-  /// Of its group: Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim != 0
-  /// keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned); mean is
-  /// float.
+  /// The mean, reduced as tg_tensor_sum; the result is float.
   pub fn tg_tensor_mean(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int) -> *mut tg_tensor;
-  /// std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float. std_mean/var_mean
-  /// write two new references to out[0] (std or var) and out[1] (mean).
+  /// The standard deviation with Bessel's `correction` (1 is the unbiased estimate), reduced as tg_tensor_sum;
+  /// the result is float.
   pub fn tg_tensor_std(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int, correction: f64) -> *mut tg_tensor;
-  /// Of its group: std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float.
-  /// std_mean/var_mean write two new references to out[0] (std or var) and out[1] (mean).
+  /// The variance with Bessel's `correction` (1 is the unbiased estimate), reduced as tg_tensor_sum; the result
+  /// is float.
   pub fn tg_tensor_var(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int, correction: f64) -> *mut tg_tensor;
-  /// std and mean together (std_mean), var and mean (var_mean).
+  /// std and mean together: new references to out[0] (std, as tg_tensor_std) and out[1] (the mean).
   pub fn tg_tensor_std_mean(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int, correction: f64, out: *mut *mut tg_tensor) -> tg_status;
-  /// Of its group: std and mean together (std_mean), var and mean (var_mean).
+  /// var and mean together: new references to out[0] (var, as tg_tensor_var) and out[1] (the mean).
   pub fn tg_tensor_var_mean(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int, correction: f64, out: *mut *mut tg_tensor) -> tg_status;
-  /// all/any are TG_BOOL; logsumexp is float.
+  /// TG_BOOL: whether every element is nonzero, reduced as tg_tensor_sum.
   pub fn tg_tensor_all(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int) -> *mut tg_tensor;
-  /// Of its group: all/any are TG_BOOL; logsumexp is float.
+  /// TG_BOOL: whether some element is nonzero, reduced as tg_tensor_sum.
   pub fn tg_tensor_any(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int) -> *mut tg_tensor;
-  /// Of its group: all/any are TG_BOOL; logsumexp is float.
+  /// log(sum(exp(t))) computed stably, reduced as tg_tensor_sum; the result is float.
   pub fn tg_tensor_logsumexp(t: *mut tg_tensor, axes: *const i64, naxes: usize, keepdim: c_int) -> *mut tg_tensor;
-  /// Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches the flattened
+  /// Index (TG_INT32) of the first max along `axis`; flatten != 0 ignores axis and searches the flattened
   /// tensor.
   pub fn tg_tensor_argmax(t: *mut tg_tensor, axis: i64, keepdim: c_int, flatten: c_int) -> *mut tg_tensor;
-  /// Of its group: Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and searches
-  /// the flattened tensor.
+  /// Index (TG_INT32) of the first min along `axis`; flatten != 0 ignores axis and searches the flattened
+  /// tensor.
   pub fn tg_tensor_argmin(t: *mut tg_tensor, axis: i64, keepdim: c_int, flatten: c_int) -> *mut tg_tensor;
-  /// Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep the dtype.
+  /// Inclusive running sum along `axis`; ints accumulate as in tg_tensor_sum.
   pub fn tg_tensor_cumsum(t: *mut tg_tensor, axis: i64) -> *mut tg_tensor;
-  /// Of its group: Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep
-  /// the dtype.
+  /// Inclusive running product along `axis`; ints accumulate as in tg_tensor_prod.
   pub fn tg_tensor_cumprod(t: *mut tg_tensor, axis: i64) -> *mut tg_tensor;
-  /// Of its group: Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep
-  /// the dtype.
+  /// Inclusive running maximum along `axis`, in t's dtype.
   pub fn tg_tensor_cummax(t: *mut tg_tensor, axis: i64) -> *mut tg_tensor;
-  /// Of its group: Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin keep
-  /// the dtype.
+  /// Inclusive running minimum along `axis`, in t's dtype.
   pub fn tg_tensor_cummin(t: *mut tg_tensor, axis: i64) -> *mut tg_tensor;
-  /// softmax / log_softmax along `axis`.
+  /// exp(t) / sum(exp(t)) along `axis`, computed stably.
   pub fn tg_tensor_softmax(t: *mut tg_tensor, axis: i64) -> *mut tg_tensor;
-  /// Of its group: softmax / log_softmax along `axis`.
+  /// log(softmax(t)) along `axis`, computed stably.
   pub fn tg_tensor_log_softmax(t: *mut tg_tensor, axis: i64) -> *mut tg_tensor;
 
   // ---- tensors: movement (views: no data is copied)
@@ -751,9 +672,9 @@ unsafe extern "C" {
   pub fn tg_tensor_flatten(t: *mut tg_tensor, start_dim: i64, end_dim: i64) -> *mut tg_tensor;
   /// Split dim into `sizes` (one may be -1).
   pub fn tg_tensor_unflatten(t: *mut tg_tensor, dim: i64, sizes: *const i64, nsizes: usize) -> *mut tg_tensor;
-  /// Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1 dim.
+  /// Remove dim if its size is 1 (a no-op otherwise).
   pub fn tg_tensor_squeeze(t: *mut tg_tensor, dim: i64) -> *mut tg_tensor;
-  /// Of its group: Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1 dim.
+  /// Remove every size-1 dim.
   pub fn tg_tensor_squeeze_all(t: *mut tg_tensor) -> *mut tg_tensor;
   /// Insert a size-1 dim at `dim` (in -ndim-1..ndim).
   pub fn tg_tensor_unsqueeze(t: *mut tg_tensor, dim: i64) -> *mut tg_tensor;
@@ -763,14 +684,15 @@ unsafe extern "C" {
   pub fn tg_tensor_repeat_interleave(t: *mut tg_tensor, repeats: i64, dim: i64) -> *mut tg_tensor;
   /// Rotate by shifts[i] along dims[i].
   pub fn tg_tensor_roll(t: *mut tg_tensor, shifts: *const i64, dims: *const i64, n: usize) -> *mut tg_tensor;
-  /// Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim.
+  /// ts[0..n) (borrowed) concatenated along `dim`: shapes equal elsewhere, dtypes promote; 0-d tensors are
+  /// TG_ERROR_SHAPE.
   pub fn tg_tensor_cat(ts: *const *mut tg_tensor, n: usize, dim: i64) -> *mut tg_tensor;
-  /// Of its group: Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim.
+  /// ts[0..n) (borrowed) stacked along a new dim `dim`: shapes equal (TG_ERROR_SHAPE otherwise), dtypes
+  /// promote.
   pub fn tg_tensor_stack(ts: *const *mut tg_tensor, n: usize, dim: i64) -> *mut tg_tensor;
-  /// Lower / upper triangle of the last two dims, keeping diagonals >= k (tril: <= k); the rest is 0.
+  /// The lower triangle of the last two dims: diagonals <= k kept, the rest 0.
   pub fn tg_tensor_tril(t: *mut tg_tensor, k: i64) -> *mut tg_tensor;
-  /// Of its group: Lower / upper triangle of the last two dims, keeping diagonals >= k (tril: <= k); the rest
-  /// is 0.
+  /// The upper triangle of the last two dims: diagonals >= k kept, the rest 0.
   pub fn tg_tensor_triu(t: *mut tg_tensor, k: i64) -> *mut tg_tensor;
   /// pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics).
   pub fn tg_tensor_pad_mode(t: *mut tg_tensor, pads: *const i64, npairs: usize, mode: c_int, value: f64) -> *mut tg_tensor;
@@ -793,36 +715,33 @@ unsafe extern "C" {
   pub fn tg_tensor_chunk(t: *mut tg_tensor, chunks: i64, dim: i64, out: *mut *mut tg_tensor, capacity: usize) -> i64;
   /// Coordinate grids of the n 1-d tensors into out[0..n) (xy_indexing != 0: numpy's 'xy', else 'ij').
   pub fn tg_tensor_meshgrid(ts: *const *mut tg_tensor, n: usize, xy_indexing: c_int, out: *mut *mut tg_tensor) -> tg_status;
-  /// diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the last two dims.
+  /// A 1-d tensor as the diagonal of a square matrix, 0 elsewhere.
   pub fn tg_tensor_diag(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of the
-  /// last two dims.
+  /// The main diagonal of the last two dims.
   pub fn tg_tensor_diagonal(t: *mut tg_tensor) -> *mut tg_tensor;
   /// Windows of `size` every `step` along dim, as a new last dim (torch's unfold).
   pub fn tg_tensor_unfold(t: *mut tg_tensor, dim: i64, size: i64, step: i64) -> *mut tg_tensor;
-  /// Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused. topk: the first k
-  /// of it.
+  /// Stable sort along dim: new references to out[0] (the values) and out[1] (TG_INT32 indices). n^2 work per
+  /// row, fused.
   pub fn tg_tensor_sort(t: *mut tg_tensor, dim: i64, descending: c_int, out: *mut *mut tg_tensor) -> tg_status;
-  /// Of its group: Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused.
-  /// topk: the first k of it.
+  /// The TG_INT32 indices of tg_tensor_sort's result (out[1]) alone.
   pub fn tg_tensor_argsort(t: *mut tg_tensor, dim: i64, descending: c_int) -> *mut tg_tensor;
-  /// The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted.
+  /// The k largest (or smallest) along dim, sorted as tg_tensor_sort: new references to out[0] (the values) and
+  /// out[1] (TG_INT32 indices).
   pub fn tg_tensor_topk(t: *mut tg_tensor, k: i64, dim: i64, largest: c_int, out: *mut *mut tg_tensor) -> tg_status;
-  /// out = t with src's elements written at index along dim; scatter_reduce combines ("sum", "prod", "mean",
-  /// "amax", "amin") everything sent to one place, with t's own value when include_self != 0.
+  /// t with src's elements written at `index` along dim.
   pub fn tg_tensor_scatter(t: *mut tg_tensor, dim: i64, index: *mut tg_tensor, src: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: out = t with src's elements written at index along dim; scatter_reduce combines ("sum",
-  /// "prod", "mean", "amax", "amin") everything sent to one place, with t's own value when include_self != 0.
+  /// t with everything src sends to one place (by `index` along dim) combined by `reduce` (borrowed: "sum",
+  /// "prod", "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when
+  /// include_self != 0.
   pub fn tg_tensor_scatter_reduce(t: *mut tg_tensor, dim: i64, index: *mut tg_tensor, src: *mut tg_tensor, reduce: *const c_char, include_self: c_int) -> *mut tg_tensor;
   /// mask ? value : t.
   pub fn tg_tensor_masked_fill(t: *mut tg_tensor, mask: *mut tg_tensor, value: *mut tg_tensor) -> *mut tg_tensor;
-  /// Data-dependent shapes: these realize (the count is read back first). nonzero: (count, ndim) TG_INT64
-  /// coordinates of the nonzero elements in row-major order (at most 2^24 elements); masked_select: the 1-d
-  /// selected elements.
+  /// (count, ndim) TG_INT64 coordinates of the nonzero elements in row-major order (at most 2^24 elements). The
+  /// shape depends on the data: the count is realized and read back first.
   pub fn tg_tensor_nonzero(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: Data-dependent shapes: these realize (the count is read back first). nonzero: (count, ndim)
-  /// TG_INT64 coordinates of the nonzero elements in row-major order (at most 2^24 elements); masked_select:
-  /// the 1-d selected elements.
+  /// The 1-d elements of t where mask (broadcast with t) is nonzero. The shape depends on the data: the count
+  /// is realized and read back first.
   pub fn tg_tensor_masked_select(t: *mut tg_tensor, mask: *mut tg_tensor) -> *mut tg_tensor;
   /// The same bits viewed as another dtype of the same size.
   pub fn tg_tensor_bitcast(t: *mut tg_tensor, dtype: tg_dtype) -> *mut tg_tensor;
@@ -842,11 +761,10 @@ unsafe extern "C" {
   pub fn tg_tensor_conv_transpose2d(x: *mut tg_tensor, weight: *mut tg_tensor, bias: *mut tg_tensor, groups: i64, stride_h: i64, stride_w: i64, dilation_h: i64, dilation_w: i64, pad_h: i64, pad_w: i64, output_pad_h: i64, output_pad_w: i64) -> *mut tg_tensor;
   /// Resize the last nsize dims to `size` ("linear", "nearest" or "nearest-exact").
   pub fn tg_tensor_interpolate(t: *mut tg_tensor, size: *const i64, nsize: usize, mode: *const c_char, align_corners: c_int) -> *mut tg_tensor;
-  /// Max / average over kernel windows of the last two dims; padding is -inf / 0 (count_include_pad counts it
-  /// in the mean).
+  /// The max over kernel windows of the last two dims; padding is -inf.
   pub fn tg_tensor_max_pool2d(t: *mut tg_tensor, kernel_h: i64, kernel_w: i64, stride_h: i64, stride_w: i64, dilation_h: i64, dilation_w: i64, pad_h: i64, pad_w: i64) -> *mut tg_tensor;
-  /// Of its group: Max / average over kernel windows of the last two dims; padding is -inf / 0
-  /// (count_include_pad counts it in the mean).
+  /// The average over kernel windows of the last two dims; padding is 0, counted in the mean when
+  /// count_include_pad != 0.
   pub fn tg_tensor_avg_pool2d(t: *mut tg_tensor, kernel_h: i64, kernel_w: i64, stride_h: i64, stride_w: i64, pad_h: i64, pad_w: i64, count_include_pad: c_int) -> *mut tg_tensor;
   /// (x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part.
   pub fn tg_tensor_layernorm(t: *mut tg_tensor, axes: *const i64, naxes: usize, eps: f64) -> *mut tg_tensor;
@@ -858,25 +776,16 @@ unsafe extern "C" {
   pub fn tg_tensor_scaled_dot_product_attention(q: *mut tg_tensor, k: *mut tg_tensor, v: *mut tg_tensor, mask: *mut tg_tensor, is_causal: c_int) -> *mut tg_tensor;
   /// TG_INT32 one-hot along a new last dim.
   pub fn tg_tensor_one_hot(t: *mut tg_tensor, num_classes: i64) -> *mut tg_tensor;
-  /// Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities (N, C, ...);
-  /// sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels equal to
-  /// ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+  /// Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N, C, ...), with label
+  /// smoothing.
   pub fn tg_tensor_cross_entropy(logits: *mut tg_tensor, target: *mut tg_tensor, label_smoothing: f64, reduction: c_int) -> *mut tg_tensor;
-  /// Of its group: Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities
-  /// (N, C, ...); sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels
-  /// equal to ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+  /// Loss of logits (..., C) against int labels (...), skipping labels equal to ignore_index.
   pub fn tg_tensor_sparse_categorical_crossentropy(logits: *mut tg_tensor, labels: *mut tg_tensor, ignore_index: i64, label_smoothing: f64, reduction: c_int) -> *mut tg_tensor;
-  /// Of its group: Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities
-  /// (N, C, ...); sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels
-  /// equal to ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+  /// Negative log-likelihood of log-probabilities (N, C, ...) against class indices.
   pub fn tg_tensor_nll_loss(logprobs: *mut tg_tensor, target: *mut tg_tensor, reduction: c_int) -> *mut tg_tensor;
-  /// Of its group: Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities
-  /// (N, C, ...); sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels
-  /// equal to ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+  /// Binary cross-entropy of probabilities p against targets y.
   pub fn tg_tensor_binary_crossentropy(p: *mut tg_tensor, y: *mut tg_tensor, reduction: c_int) -> *mut tg_tensor;
-  /// Of its group: Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or probabilities
-  /// (N, C, ...); sparse_categorical_crossentropy takes logits (..., C) and int labels (...), skipping labels
-  /// equal to ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+  /// Binary cross-entropy of logits x (sigmoid applied inside, stably) against targets y.
   pub fn tg_tensor_binary_crossentropy_logits(x: *mut tg_tensor, y: *mut tg_tensor, reduction: c_int) -> *mut tg_tensor;
   /// out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank).
   pub fn tg_tensor_gather(t: *mut tg_tensor, dim: i64, index: *mut tg_tensor) -> *mut tg_tensor;
@@ -889,80 +798,45 @@ unsafe extern "C" {
   /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
   /// are generated inside the kernels that use them. A one-element counter buffer per device is read and
   /// advanced by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay draws new
-  /// numbers at every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn: standard
-  /// normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low, high) (float
-  /// dtypes refused).
+  /// numbers at every call. Set the seed of every device's numbers and restart their counters. Process-wide and
+  /// thread-safe.
   pub fn tg_manual_seed(seed: u64);
-  /// Of its group: Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how
-  /// many random numbers were drawn on the device since it was set, so a program gives the same numbers on
-  /// every run; they are generated inside the kernels that use them. A one-element counter buffer per device is
-  /// read and advanced by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay
-  /// draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn:
-  /// standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low,
-  /// high) (float dtypes refused).
+  /// Uniform in [0, 1). A dtype that is not float is TG_ERROR_DTYPE.
   pub fn tg_tensor_rand(shape: *const i64, ndim: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how
-  /// many random numbers were drawn on the device since it was set, so a program gives the same numbers on
-  /// every run; they are generated inside the kernels that use them. A one-element counter buffer per device is
-  /// read and advanced by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay
-  /// draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn:
-  /// standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low,
-  /// high) (float dtypes refused).
+  /// Standard normal (Box-Muller). A dtype that is not float is TG_ERROR_DTYPE.
   pub fn tg_tensor_randn(shape: *const i64, ndim: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how
-  /// many random numbers were drawn on the device since it was set, so a program gives the same numbers on
-  /// every run; they are generated inside the kernels that use them. A one-element counter buffer per device is
-  /// read and advanced by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay
-  /// draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn:
-  /// standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low,
-  /// high) (float dtypes refused).
+  /// Uniform in [low, high). Bounds that are not finite are TG_ERROR_INVALID_ARGUMENT, a dtype that is not
+  /// float TG_ERROR_DTYPE.
   pub fn tg_tensor_uniform(shape: *const i64, ndim: usize, low: f64, high: f64, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how
-  /// many random numbers were drawn on the device since it was set, so a program gives the same numbers on
-  /// every run; they are generated inside the kernels that use them. A one-element counter buffer per device is
-  /// read and advanced by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay
-  /// draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn:
-  /// standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low,
-  /// high) (float dtypes refused).
+  /// mean + std * randn. A mean or std that is not finite is TG_ERROR_INVALID_ARGUMENT, a dtype that is not
+  /// float TG_ERROR_DTYPE.
   pub fn tg_tensor_normal(shape: *const i64, ndim: usize, mean: f64, std: f64, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how
-  /// many random numbers were drawn on the device since it was set, so a program gives the same numbers on
-  /// every run; they are generated inside the kernels that use them. A one-element counter buffer per device is
-  /// read and advanced by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay
-  /// draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn:
-  /// standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low,
-  /// high) (float dtypes refused).
+  /// Ints in [low, high). A dtype that is not an int is TG_ERROR_DTYPE; low >= high, or a range the dtype can't
+  /// hold, TG_ERROR_INVALID_ARGUMENT.
   pub fn tg_tensor_randint(shape: *const i64, ndim: usize, low: i64, high: i64, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform
-  /// U(-1,1)/sqrt(numel), glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky
-  /// slope a.
+  /// tinygrad's initializers, float dtypes only (fan_in below: the product of the dims after the first). U(-1,
+  /// 1) / sqrt(numel).
   pub fn tg_tensor_scaled_uniform(shape: *const i64, ndim: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform
-  /// U(-1,1)/sqrt(numel), glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky
-  /// slope a.
+  /// U(-b, b) with b = sqrt(6 / (shape[0] + fan_in)); a 0-d shape is TG_ERROR_SHAPE.
   pub fn tg_tensor_glorot_uniform(shape: *const i64, ndim: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform
-  /// U(-1,1)/sqrt(numel), glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky
-  /// slope a.
+  /// U(-b, b) with b = sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky slope a.
   pub fn tg_tensor_kaiming_uniform(shape: *const i64, ndim: usize, a: f64, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: tinygrad's initializers (fan_in = product of the dims after the first): scaled_uniform
-  /// U(-1,1)/sqrt(numel), glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal with leaky
-  /// slope a.
+  /// Normal with mean 0 and std sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky slope a.
   pub fn tg_tensor_kaiming_normal(shape: *const i64, ndim: usize, a: f64, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d or 2-d).
+  /// A random permutation of 0..n-1 in an int dtype (another is TG_ERROR_DTYPE).
   pub fn tg_tensor_randperm(n: i64, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
-  /// Of its group: A random permutation of 0..n-1; samples of row-wise categorical distributions (weights 1-d
-  /// or 2-d).
+  /// num_samples (> 0) indices drawn from the categorical distribution of each row of `weights` (1-d or 2-d).
+  /// Without replacement only one sample is drawn: more is TG_ERROR_UNSUPPORTED.
   pub fn tg_tensor_multinomial(weights: *mut tg_tensor, num_samples: i64, replacement: c_int) -> *mut tg_tensor;
-  /// rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// tg_tensor_rand with t's shape, dtype (float only) and device.
   pub fn tg_tensor_rand_like(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// tg_tensor_randn with t's shape, dtype (float only) and device.
   pub fn tg_tensor_randn_like(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// tg_tensor_full with t's shape, dtype and device.
   pub fn tg_tensor_full_like(t: *mut tg_tensor, value: f64) -> *mut tg_tensor;
-  /// Of its group: rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// Zeros with t's shape, dtype and device.
   pub fn tg_tensor_zeros_like(t: *mut tg_tensor) -> *mut tg_tensor;
-  /// Of its group: rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// Ones with t's shape, dtype and device.
   pub fn tg_tensor_ones_like(t: *mut tg_tensor) -> *mut tg_tensor;
 
   // ---- tensors: autograd
@@ -1062,88 +936,33 @@ unsafe extern "C" {
   /// step, tg_module_load_state) changes the module. Constructors return a new reference or NULL (sizes that
   /// are not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device` NULL is the
   /// default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at a time.
-  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups,
-  /// k...). BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in
-  /// training (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place
-  /// (momentum; the variance unbiased), in eval by the running ones. LayerNorm over the trailing
-  /// `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm over channel groups / each
-  /// channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on
-  /// an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
+  /// Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)).
   pub fn tg_nn_linear(in_features: i64, out_features: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: tinygrad's nn classes, with its constructors, initialisation, parameter names and forward
-  /// passes, so state dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers);
-  /// tg_module_get, tg_module_parameters and tg_module_state return tensors that share them: assigning into one
-  /// (an optimizer step, tg_module_load_state) changes the module. Constructors return a new reference or NULL
-  /// (sizes that are not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device`
-  /// NULL is the default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at
-  /// a time. Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups,
-  /// k...). BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in
-  /// training (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place
-  /// (momentum; the variance unbiased), in eval by the running ones. LayerNorm over the trailing
-  /// `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm over channel groups / each
-  /// channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on
-  /// an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
+  /// Conv2d: weight (out, in/groups, kernel_h, kernel_w), bias (out), both U(+-1/sqrt(in * kernel_h *
+  /// kernel_w)).
   pub fn tg_nn_conv2d(in_channels: i64, out_channels: i64, kernel_h: i64, kernel_w: i64, stride: i64, padding: i64, dilation: i64, groups: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: tinygrad's nn classes, with its constructors, initialisation, parameter names and forward
-  /// passes, so state dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers);
-  /// tg_module_get, tg_module_parameters and tg_module_state return tensors that share them: assigning into one
-  /// (an optimizer step, tg_module_load_state) changes the module. Constructors return a new reference or NULL
-  /// (sizes that are not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device`
-  /// NULL is the default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at
-  /// a time. Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups,
-  /// k...). BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in
-  /// training (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place
-  /// (momentum; the variance unbiased), in eval by the running ones. LayerNorm over the trailing
-  /// `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm over channel groups / each
-  /// channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on
-  /// an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
+  /// Conv1d: weight (out, in/groups, kernel_size), bias (out), both U(+-1/sqrt(in * kernel_size)).
   pub fn tg_nn_conv1d(in_channels: i64, out_channels: i64, kernel_size: i64, stride: i64, padding: i64, dilation: i64, groups: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: tinygrad's nn classes, with its constructors, initialisation, parameter names and forward
-  /// passes, so state dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers);
-  /// tg_module_get, tg_module_parameters and tg_module_state return tensors that share them: assigning into one
-  /// (an optimizer step, tg_module_load_state) changes the module. Constructors return a new reference or NULL
-  /// (sizes that are not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device`
-  /// NULL is the default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at
-  /// a time. Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups,
-  /// k...). BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in
-  /// training (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place
-  /// (momentum; the variance unbiased), in eval by the running ones. LayerNorm over the trailing
-  /// `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm over channel groups / each
-  /// channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on
-  /// an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
+  /// ConvTranspose2d: weight (in, out/groups, kernel_h, kernel_w), bias (out), initialized as Conv2d.
   pub fn tg_nn_conv_transpose2d(in_channels: i64, out_channels: i64, kernel_h: i64, kernel_w: i64, stride: i64, padding: i64, output_padding: i64, dilation: i64, groups: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: tinygrad's nn classes, with its constructors, initialisation, parameter names and forward
-  /// passes, so state dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers);
-  /// tg_module_get, tg_module_parameters and tg_module_state return tensors that share them: assigning into one
-  /// (an optimizer step, tg_module_load_state) changes the module. Constructors return a new reference or NULL
-  /// (sizes that are not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device`
-  /// NULL is the default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at
-  /// a time. Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups,
-  /// k...). BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in
-  /// training (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place
-  /// (momentum; the variance unbiased), in eval by the running ones. LayerNorm over the trailing
-  /// `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm over channel groups / each
-  /// channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on
-  /// an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
+  /// ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d.
   pub fn tg_nn_conv_transpose1d(in_channels: i64, out_channels: i64, kernel_size: i64, stride: i64, padding: i64, output_padding: i64, dilation: i64, groups: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
-  /// tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1.
+  /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training
+  /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place
+  /// (momentum; the variance unbiased), in eval by the running ones. tinygrad's defaults: eps 1e-5, momentum
+  /// 0.1, affine 1, track_running_stats 1.
   pub fn tg_nn_batchnorm(num_features: i64, eps: f64, momentum: f64, affine: c_int, track_running_stats: c_int, device: *const c_char) -> *mut tg_module;
-  /// normalized_shape: borrowed, ndim >= 1 dims.
+  /// LayerNorm over the trailing `normalized_shape` (borrowed, ndim >= 1 dims); weight starts at 1, bias at 0.
   pub fn tg_nn_layernorm(normalized_shape: *const i64, ndim: usize, eps: f64, elementwise_affine: c_int, device: *const c_char) -> *mut tg_module;
-  /// The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+  /// RMSNorm over the last dim (`dim` long); weight starts at 1.
   pub fn tg_nn_rmsnorm(dim: i64, eps: f64, elementwise_affine: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+  /// GroupNorm over `num_groups` groups of the channels; weight starts at 1, bias at 0.
   pub fn tg_nn_groupnorm(num_groups: i64, num_channels: i64, eps: f64, affine: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+  /// InstanceNorm over each channel; weight starts at 1, bias at 0.
   pub fn tg_nn_instancenorm(num_features: i64, eps: f64, affine: c_int, device: *const c_char) -> *mut tg_module;
-  /// Of its group: The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+  /// Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices.
   pub fn tg_nn_embedding(vocab_size: i64, embed_size: i64, device: *const c_char) -> *mut tg_module;
-  /// Of its group: The other layers of the paragraph above, with its parameter names and tinygrad's defaults.
+  /// LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh; see tg_lstm_cell_step.
   pub fn tg_nn_lstm_cell(input_size: i64, hidden_size: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
   /// A layer without parameters, by the name of the Tensor method it calls: relu, relu6, leaky_relu, gelu,
   /// quick_gelu, silu, swish, elu, selu, mish, softplus, hardswish, hardsigmoid, hardtanh, tanh, sigmoid,
@@ -1198,46 +1017,24 @@ unsafe extern "C" {
   /// tinygrad's defaults for `kind` into *out (caller-owned; set out->struct_size first: a caller built against
   /// a smaller struct gets its prefix, and out->struct_size is set to the size written).
   pub fn tg_optimizer_options_default(kind: tg_optimizer_kind, out: *mut tg_optimizer_options) -> tg_status;
-  /// An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references). `opts` is
-  /// borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this header's takes
-  /// the caller's prefix and the defaults for the rest, a larger one is TG_ERROR_INVALID_ARGUMENT. No params, a
-  /// non-float param (TG_ERROR_DTYPE), params on several devices (TG_ERROR_DEVICE), a negative lr, momentum or
-  /// weight decay, and a 0-d param for Newton-Schulz (TG_ERROR_SHAPE) are refused. A new reference.
+  /// The constructors make an optimizer over params[0..n_params) (borrowed; the optimizer keeps its own
+  /// references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than
+  /// this header's takes the caller's prefix and the defaults for the rest, a larger one is
+  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
+  /// (TG_ERROR_DEVICE), and a negative lr, momentum or weight decay are refused. A new reference. SGD: LARS
+  /// without the trust ratio.
   pub fn tg_optim_sgd(params: *const *mut tg_tensor, n_params: usize, opts: *const tg_optimizer_options) -> *mut tg_optimizer;
-  /// Of its group: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references).
-  /// `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this
-  /// header's takes the caller's prefix and the defaults for the rest, a larger one is
-  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// Adam: LAMB without the trust ratio. Params, opts and errors as tg_optim_sgd.
   pub fn tg_optim_adam(params: *const *mut tg_tensor, n_params: usize, opts: *const tg_optimizer_options) -> *mut tg_optimizer;
-  /// Of its group: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references).
-  /// `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this
-  /// header's takes the caller's prefix and the defaults for the rest, a larger one is
-  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// AdamW: Adam with decoupled weight decay. Params, opts and errors as tg_optim_sgd.
   pub fn tg_optim_adamw(params: *const *mut tg_tensor, n_params: usize, opts: *const tg_optimizer_options) -> *mut tg_optimizer;
-  /// Of its group: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references).
-  /// `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this
-  /// header's takes the caller's prefix and the defaults for the rest, a larger one is
-  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// LARS. Params, opts and errors as tg_optim_sgd; with Newton-Schulz coefficients (n_ns_coefficients > 0) a
+  /// 0-d param is also TG_ERROR_SHAPE.
   pub fn tg_optim_lars(params: *const *mut tg_tensor, n_params: usize, opts: *const tg_optimizer_options) -> *mut tg_optimizer;
-  /// Of its group: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references).
-  /// `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this
-  /// header's takes the caller's prefix and the defaults for the rest, a larger one is
-  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// LAMB. Params, opts and errors as tg_optim_sgd.
   pub fn tg_optim_lamb(params: *const *mut tg_tensor, n_params: usize, opts: *const tg_optimizer_options) -> *mut tg_optimizer;
-  /// Of its group: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references).
-  /// `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this
-  /// header's takes the caller's prefix and the defaults for the rest, a larger one is
-  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// Muon: LARS with Newton-Schulz steps. Params, opts and errors as tg_optim_sgd; with Newton-Schulz
+  /// coefficients (the default) a 0-d param is also TG_ERROR_SHAPE.
   pub fn tg_optim_muon(params: *const *mut tg_tensor, n_params: usize, opts: *const tg_optimizer_options) -> *mut tg_optimizer;
   /// Clear every param's grad (tinygrad's zero_grad sets them to None; the next backward starts them afresh).
   pub fn tg_optimizer_zero_grad(opt: *mut tg_optimizer) -> tg_status;
@@ -1308,18 +1105,14 @@ unsafe extern "C" {
   pub fn tg_state_save(s: *const tg_state, path: *const c_char) -> tg_status;
   /// Number of metadata entries, or -1 on error.
   pub fn tg_state_metadata_count(s: *const tg_state) -> i64;
-  /// Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as JSON), or its
-  /// value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as Python's json reads
-  /// them). Borrowed from the state, valid until it is changed or released; NULL if i >= count.
-  pub fn tg_state_metadata_key(s: *const tg_state, i: usize) -> *const c_char;
-  /// Of its group: Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as
-  /// JSON), or its value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as
-  /// Python's json reads them). Borrowed from the state, valid until it is changed or released; NULL if i >=
+  /// Metadata entry `i`'s key. Borrowed from the state, valid until it is changed or released; NULL if i >=
   /// count.
+  pub fn tg_state_metadata_key(s: *const tg_state, i: usize) -> *const c_char;
+  /// Metadata entry `i`'s value as text: a string as is; numbers, bools and arrays as JSON. Borrowed from the
+  /// state, valid until it is changed or released; NULL if i >= count.
   pub fn tg_state_metadata_value(s: *const tg_state, i: usize) -> *const c_char;
-  /// Of its group: Metadata entry `i`: its key, its value as text (a string as is; numbers, bools and arrays as
-  /// JSON), or its value as JSON text (strings quoted; NaN and infinities as NaN, Infinity, -Infinity, as
-  /// Python's json reads them). Borrowed from the state, valid until it is changed or released; NULL if i >=
+  /// Metadata entry `i`'s value as JSON text: strings quoted; NaN and infinities as NaN, Infinity, -Infinity,
+  /// as Python's json reads them. Borrowed from the state, valid until it is changed or released; NULL if i >=
   /// count.
   pub fn tg_state_metadata_json(s: *const tg_state, i: usize) -> *const c_char;
   /// Set metadata `key` to the string `value` (both copied, UTF-8): replaces the entry of that key in place,

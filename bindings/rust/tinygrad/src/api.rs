@@ -460,14 +460,14 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_empty(shape.as_ptr(), ndim, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_zeros`: Filled with 0 / with 1.
+  /// `tg_tensor_zeros`: Filled with 0.
   pub fn zeros(shape: &[i64], dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_zeros(shape.as_ptr(), ndim, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_ones`: Of its group: Filled with 0 / with 1.
+  /// `tg_tensor_ones`: Filled with 1.
   pub fn ones(shape: &[i64], dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
@@ -542,114 +542,74 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_to(self.as_ptr(), device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_add`: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. div is
-  /// true division (ints promote to float); idiv is integer division truncating toward zero, defined for every
-  /// input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap). Comparisons return
-  /// TG_BOOL tensors.
+  /// `tg_tensor_add`: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a + b.
   pub fn add(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_add(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_sub`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_sub`: a - b, broadcast and promoted as tg_tensor_add.
   pub fn sub(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_sub(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_mul`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_mul`: a * b, broadcast and promoted as tg_tensor_add.
   pub fn mul(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_mul(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_div`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_div`: a / b, true division: int operands promote to float; broadcast as tg_tensor_add.
   pub fn div(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_div(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_idiv`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_idiv`: a / b as integer division truncating toward zero, broadcast and promoted as
+  /// tg_tensor_add; defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never
+  /// a trap).
   pub fn idiv(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_idiv(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_maximum`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_maximum`: The larger of a and b, broadcast and promoted as tg_tensor_add.
   pub fn maximum(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_maximum(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_minimum`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_minimum`: The smaller of a and b, broadcast and promoted as tg_tensor_add.
   pub fn minimum(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_minimum(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_pow`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_pow`: a to the power b, broadcast and promoted as tg_tensor_add.
   pub fn pow(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_pow(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_lt`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_lt`: a < b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn lt(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_lt(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_le`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_le`: a <= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn le(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_le(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_gt`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_gt`: a > b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn gt(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_gt(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_ge`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_ge`: a >= b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn ge(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_ge(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_eq`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_eq`: a == b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn eq(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_eq(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_ne`: Of its group: Binary ops broadcast like numpy/tinygrad and promote dtypes with
-  /// tg_dtype_promote. div is true division (ints promote to float); idiv is integer division truncating toward
-  /// zero, defined for every input as in tinygrad: x idiv 0 == 0, and MIN idiv -1 wraps to MIN (never a trap).
-  /// Comparisons return TG_BOOL tensors.
+  /// `tg_tensor_ne`: a != b as a TG_BOOL tensor, a and b broadcast and promoted as tg_tensor_add.
   pub fn ne(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_ne(self.as_ptr(), b.as_ptr())) }
   }
@@ -844,65 +804,47 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_erf(self.as_ptr())) }
   }
 
-  /// `tg_tensor_sign`: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
-  /// trunc/floor/ceil/round keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return
-  /// TG_BOOL.
+  /// `tg_tensor_sign`: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
   pub fn sign(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_sign(self.as_ptr())) }
   }
 
-  /// `tg_tensor_trunc`: Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
-  /// trunc/floor/ceil/round keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return
-  /// TG_BOOL.
+  /// `tg_tensor_trunc`: Rounded toward zero, in t's dtype.
   pub fn trunc(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_trunc(self.as_ptr())) }
   }
 
-  /// `tg_tensor_floor`: Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
-  /// trunc/floor/ceil/round keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return
-  /// TG_BOOL.
+  /// `tg_tensor_floor`: Rounded down, in t's dtype.
   pub fn floor(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_floor(self.as_ptr())) }
   }
 
-  /// `tg_tensor_ceil`: Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
-  /// trunc/floor/ceil/round keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return
-  /// TG_BOOL.
+  /// `tg_tensor_ceil`: Rounded up, in t's dtype.
   pub fn ceil(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_ceil(self.as_ptr())) }
   }
 
-  /// `tg_tensor_round`: Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
-  /// trunc/floor/ceil/round keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return
-  /// TG_BOOL.
+  /// `tg_tensor_round`: Rounded to the nearest integer, half to even, in t's dtype.
   pub fn round(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_round(self.as_ptr())) }
   }
 
-  /// `tg_tensor_isnan`: Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
-  /// trunc/floor/ceil/round keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return
-  /// TG_BOOL.
+  /// `tg_tensor_isnan`: TG_BOOL: true where t is NaN.
   pub fn isnan(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_isnan(self.as_ptr())) }
   }
 
-  /// `tg_tensor_isinf`: Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
-  /// trunc/floor/ceil/round keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return
-  /// TG_BOOL.
+  /// `tg_tensor_isinf`: TG_BOOL: true where t is +-inf.
   pub fn isinf(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_isinf(self.as_ptr())) }
   }
 
-  /// `tg_tensor_isfinite`: Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
-  /// trunc/floor/ceil/round keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return
-  /// TG_BOOL.
+  /// `tg_tensor_isfinite`: TG_BOOL: true where t is neither NaN nor +-inf.
   pub fn isfinite(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_isfinite(self.as_ptr())) }
   }
 
-  /// `tg_tensor_logical_not`: Of its group: sign: -1, 0 or 1 in t's dtype, NaN for NaN (as numpy and tinygrad).
-  /// trunc/floor/ceil/round keep the dtype; round is half to even. isnan/isinf/isfinite and logical_not return
-  /// TG_BOOL.
+  /// `tg_tensor_logical_not`: TG_BOOL: true where t is 0.
   pub fn logical_not(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_logical_not(self.as_ptr())) }
   }
@@ -1002,72 +944,54 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_clamp(self.as_ptr(), min_val, max_val)) }
   }
 
-  /// `tg_tensor_mod`: Binary: Python's % (the result takes the divisor's sign) for ints and floats; C's fmod
-  /// (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count; copysign;
-  /// log(exp(a)+exp(b)) computed stably.
+  /// `tg_tensor_mod`: Python's a % b for ints and floats: the result takes the divisor's sign. Broadcast and
+  /// promoted as tg_tensor_add.
   pub fn mod_(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_mod(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_fmod`: Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and
-  /// floats; C's fmod (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count;
-  /// copysign; log(exp(a)+exp(b)) computed stably.
+  /// `tg_tensor_fmod`: C's fmod(a, b): the result takes the dividend's sign. Broadcast and promoted as
+  /// tg_tensor_add.
   pub fn fmod(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_fmod(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_bitwise_and`: Of its group: Binary: Python's % (the result takes the divisor's sign) for ints
-  /// and floats; C's fmod (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a
-  /// count; copysign; log(exp(a)+exp(b)) computed stably.
+  /// `tg_tensor_bitwise_and`: a & b of int or bool tensors, broadcast and promoted as tg_tensor_add.
   pub fn bitwise_and(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_bitwise_and(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_bitwise_or`: Of its group: Binary: Python's % (the result takes the divisor's sign) for ints
-  /// and floats; C's fmod (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a
-  /// count; copysign; log(exp(a)+exp(b)) computed stably.
+  /// `tg_tensor_bitwise_or`: a | b of int or bool tensors, broadcast and promoted as tg_tensor_add.
   pub fn bitwise_or(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_bitwise_or(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_bitwise_xor`: Of its group: Binary: Python's % (the result takes the divisor's sign) for ints
-  /// and floats; C's fmod (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a
-  /// count; copysign; log(exp(a)+exp(b)) computed stably.
+  /// `tg_tensor_bitwise_xor`: a ^ b of int or bool tensors, broadcast and promoted as tg_tensor_add.
   pub fn bitwise_xor(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_bitwise_xor(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_bitwise_not`: Of its group: Binary: Python's % (the result takes the divisor's sign) for ints
-  /// and floats; C's fmod (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a
-  /// count; copysign; log(exp(a)+exp(b)) computed stably.
+  /// `tg_tensor_bitwise_not`: ~t of an int or bool tensor.
   pub fn bitwise_not(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_bitwise_not(self.as_ptr())) }
   }
 
-  /// `tg_tensor_lshift`: Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and
-  /// floats; C's fmod (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count;
-  /// copysign; log(exp(a)+exp(b)) computed stably.
+  /// `tg_tensor_lshift`: t << bits of an int tensor.
   pub fn lshift(&self, bits: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_lshift(self.as_ptr(), bits)) }
   }
 
-  /// `tg_tensor_rshift`: Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and
-  /// floats; C's fmod (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count;
-  /// copysign; log(exp(a)+exp(b)) computed stably.
+  /// `tg_tensor_rshift`: t >> bits of an int tensor.
   pub fn rshift(&self, bits: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_rshift(self.as_ptr(), bits)) }
   }
 
-  /// `tg_tensor_copysign`: Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and
-  /// floats; C's fmod (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count;
-  /// copysign; log(exp(a)+exp(b)) computed stably.
+  /// `tg_tensor_copysign`: |a| with b's sign, broadcast and promoted as tg_tensor_add.
   pub fn copysign(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_copysign(self.as_ptr(), b.as_ptr())) }
   }
 
-  /// `tg_tensor_logaddexp`: Of its group: Binary: Python's % (the result takes the divisor's sign) for ints and
-  /// floats; C's fmod (the dividend's sign); bitwise ops on int/bool tensors; shifts of int tensors by a count;
-  /// copysign; log(exp(a)+exp(b)) computed stably.
+  /// `tg_tensor_logaddexp`: log(exp(a) + exp(b)), computed stably; broadcast and promoted as tg_tensor_add.
   pub fn logaddexp(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_logaddexp(self.as_ptr(), b.as_ptr())) }
   }
@@ -1082,61 +1006,55 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_isclose(self.as_ptr(), b.as_ptr(), rtol, atol, equal_nan as c_int)) }
   }
 
-  /// `tg_tensor_sum`: Reduce over `axes` (negative counts from the end; naxes == 0 means every axis). keepdim
-  /// != 0 keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32 for unsigned);
-  /// mean is float.
+  /// `tg_tensor_sum`: Reductions over `axes` (negative counts from the end; naxes == 0 means every axis);
+  /// keepdim != 0 keeps reduced dims as size 1. The sum; ints accumulate in at least int32 (uint32 for
+  /// unsigned).
   pub fn sum(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
     let naxes = axes.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_sum(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int)) }
   }
 
-  /// `tg_tensor_prod`: Of its group: Reduce over `axes` (negative counts from the end; naxes == 0 means every
-  /// axis). keepdim != 0 keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32
-  /// for unsigned); mean is float.
+  /// `tg_tensor_prod`: The product, reduced as tg_tensor_sum; ints accumulate in at least int32 (uint32 for
+  /// unsigned).
   pub fn prod(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
     let naxes = axes.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_prod(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int)) }
   }
 
-  /// `tg_tensor_max`: Of its group: Reduce over `axes` (negative counts from the end; naxes == 0 means every
-  /// axis). keepdim != 0 keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32
-  /// for unsigned); mean is float.
+  /// `tg_tensor_max`: The largest value, reduced as tg_tensor_sum, in t's dtype.
   pub fn max(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
     let naxes = axes.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_max(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int)) }
   }
 
-  /// `tg_tensor_min`: Of its group: Reduce over `axes` (negative counts from the end; naxes == 0 means every
-  /// axis). keepdim != 0 keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32
-  /// for unsigned); mean is float.
+  /// `tg_tensor_min`: The smallest value, reduced as tg_tensor_sum, in t's dtype.
   pub fn min(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
     let naxes = axes.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_min(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int)) }
   }
 
-  /// `tg_tensor_mean`: Of its group: Reduce over `axes` (negative counts from the end; naxes == 0 means every
-  /// axis). keepdim != 0 keeps reduced dims as size 1. sum/prod of ints accumulate in at least int32 (uint32
-  /// for unsigned); mean is float.
+  /// `tg_tensor_mean`: The mean, reduced as tg_tensor_sum; the result is float.
   pub fn mean(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
     let naxes = axes.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_mean(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int)) }
   }
 
-  /// `tg_tensor_std`: std/var with Bessel's `correction` (1 is the unbiased estimate); the result is float.
-  /// std_mean/var_mean write two new references to out[0] (std or var) and out[1] (mean).
+  /// `tg_tensor_std`: The standard deviation with Bessel's `correction` (1 is the unbiased estimate), reduced
+  /// as tg_tensor_sum; the result is float.
   pub fn std(&self, axes: &[i64], keepdim: bool, correction: f64) -> Result<Tensor> {
     let naxes = axes.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_std(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int, correction)) }
   }
 
-  /// `tg_tensor_var`: Of its group: std/var with Bessel's `correction` (1 is the unbiased estimate); the result
-  /// is float. std_mean/var_mean write two new references to out[0] (std or var) and out[1] (mean).
+  /// `tg_tensor_var`: The variance with Bessel's `correction` (1 is the unbiased estimate), reduced as
+  /// tg_tensor_sum; the result is float.
   pub fn var(&self, axes: &[i64], keepdim: bool, correction: f64) -> Result<Tensor> {
     let naxes = axes.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_var(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int, correction)) }
   }
 
-  /// `tg_tensor_std_mean`: std and mean together (std_mean), var and mean (var_mean).
+  /// `tg_tensor_std_mean`: std and mean together: new references to out[0] (std, as tg_tensor_std) and out[1]
+  /// (the mean).
   pub fn std_mean(&self, axes: &[i64], keepdim: bool, correction: f64) -> Result<(Tensor, Tensor)> {
     let naxes = axes.len();
     let mut out = [core::ptr::null_mut(); 2];
@@ -1149,7 +1067,8 @@ impl Tensor {
     Ok({ let [out0, out1] = take_n::<Tensor, 2>(out)?; (out0, out1) })
   }
 
-  /// `tg_tensor_var_mean`: Of its group: std and mean together (std_mean), var and mean (var_mean).
+  /// `tg_tensor_var_mean`: var and mean together: new references to out[0] (var, as tg_tensor_var) and out[1]
+  /// (the mean).
   pub fn var_mean(&self, axes: &[i64], keepdim: bool, correction: f64) -> Result<(Tensor, Tensor)> {
     let naxes = axes.len();
     let mut out = [core::ptr::null_mut(); 2];
@@ -1162,66 +1081,62 @@ impl Tensor {
     Ok({ let [out0, out1] = take_n::<Tensor, 2>(out)?; (out0, out1) })
   }
 
-  /// `tg_tensor_all`: all/any are TG_BOOL; logsumexp is float.
+  /// `tg_tensor_all`: TG_BOOL: whether every element is nonzero, reduced as tg_tensor_sum.
   pub fn all(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
     let naxes = axes.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_all(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int)) }
   }
 
-  /// `tg_tensor_any`: Of its group: all/any are TG_BOOL; logsumexp is float.
+  /// `tg_tensor_any`: TG_BOOL: whether some element is nonzero, reduced as tg_tensor_sum.
   pub fn any(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
     let naxes = axes.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_any(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int)) }
   }
 
-  /// `tg_tensor_logsumexp`: Of its group: all/any are TG_BOOL; logsumexp is float.
+  /// `tg_tensor_logsumexp`: log(sum(exp(t))) computed stably, reduced as tg_tensor_sum; the result is float.
   pub fn logsumexp(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
     let naxes = axes.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_logsumexp(self.as_ptr(), axes.as_ptr(), naxes, keepdim as c_int)) }
   }
 
-  /// `tg_tensor_argmax`: Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores axis and
-  /// searches the flattened tensor.
+  /// `tg_tensor_argmax`: Index (TG_INT32) of the first max along `axis`; flatten != 0 ignores axis and searches
+  /// the flattened tensor.
   pub fn argmax(&self, axis: i64, keepdim: bool, flatten: bool) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_argmax(self.as_ptr(), axis, keepdim as c_int, flatten as c_int)) }
   }
 
-  /// `tg_tensor_argmin`: Of its group: Index (TG_INT32) of the first max/min along `axis`; flatten != 0 ignores
-  /// axis and searches the flattened tensor.
+  /// `tg_tensor_argmin`: Index (TG_INT32) of the first min along `axis`; flatten != 0 ignores axis and searches
+  /// the flattened tensor.
   pub fn argmin(&self, axis: i64, keepdim: bool, flatten: bool) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_argmin(self.as_ptr(), axis, keepdim as c_int, flatten as c_int)) }
   }
 
-  /// `tg_tensor_cumsum`: Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod; cummax/cummin
-  /// keep the dtype.
+  /// `tg_tensor_cumsum`: Inclusive running sum along `axis`; ints accumulate as in tg_tensor_sum.
   pub fn cumsum(&self, axis: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_cumsum(self.as_ptr(), axis)) }
   }
 
-  /// `tg_tensor_cumprod`: Of its group: Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod;
-  /// cummax/cummin keep the dtype.
+  /// `tg_tensor_cumprod`: Inclusive running product along `axis`; ints accumulate as in tg_tensor_prod.
   pub fn cumprod(&self, axis: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_cumprod(self.as_ptr(), axis)) }
   }
 
-  /// `tg_tensor_cummax`: Of its group: Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod;
-  /// cummax/cummin keep the dtype.
+  /// `tg_tensor_cummax`: Inclusive running maximum along `axis`, in t's dtype.
   pub fn cummax(&self, axis: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_cummax(self.as_ptr(), axis)) }
   }
 
-  /// `tg_tensor_cummin`: Of its group: Inclusive scans along `axis`. cumsum/cumprod accumulate like sum/prod;
-  /// cummax/cummin keep the dtype.
+  /// `tg_tensor_cummin`: Inclusive running minimum along `axis`, in t's dtype.
   pub fn cummin(&self, axis: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_cummin(self.as_ptr(), axis)) }
   }
 
-  /// `tg_tensor_softmax`: softmax / log_softmax along `axis`.
+  /// `tg_tensor_softmax`: exp(t) / sum(exp(t)) along `axis`, computed stably.
   pub fn softmax(&self, axis: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_softmax(self.as_ptr(), axis)) }
   }
 
-  /// `tg_tensor_log_softmax`: Of its group: softmax / log_softmax along `axis`.
+  /// `tg_tensor_log_softmax`: log(softmax(t)) along `axis`, computed stably.
   pub fn log_softmax(&self, axis: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_log_softmax(self.as_ptr(), axis)) }
   }
@@ -1301,14 +1216,12 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_unflatten(self.as_ptr(), dim, sizes.as_ptr(), nsizes)) }
   }
 
-  /// `tg_tensor_squeeze`: Remove dim if its size is 1 (a no-op otherwise); squeeze_all removes every size-1
-  /// dim.
+  /// `tg_tensor_squeeze`: Remove dim if its size is 1 (a no-op otherwise).
   pub fn squeeze(&self, dim: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_squeeze(self.as_ptr(), dim)) }
   }
 
-  /// `tg_tensor_squeeze_all`: Of its group: Remove dim if its size is 1 (a no-op otherwise); squeeze_all
-  /// removes every size-1 dim.
+  /// `tg_tensor_squeeze_all`: Remove every size-1 dim.
   pub fn squeeze_all(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_squeeze_all(self.as_ptr())) }
   }
@@ -1336,29 +1249,28 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_roll(self.as_ptr(), shifts.as_ptr(), dims.as_ptr(), n)) }
   }
 
-  /// `tg_tensor_cat`: Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack along a new dim.
+  /// `tg_tensor_cat`: ts[0..n) (borrowed) concatenated along `dim`: shapes equal elsewhere, dtypes promote; 0-d
+  /// tensors are TG_ERROR_SHAPE.
   pub fn cat(ts: &[impl Borrow<Tensor>], dim: i64) -> Result<Tensor> {
     let ts = raw_ptrs(ts);
     let n = ts.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_cat(ts.as_ptr(), n, dim)) }
   }
 
-  /// `tg_tensor_stack`: Of its group: Concatenate along `dim` (shapes equal elsewhere; dtypes promote) / stack
-  /// along a new dim.
+  /// `tg_tensor_stack`: ts[0..n) (borrowed) stacked along a new dim `dim`: shapes equal (TG_ERROR_SHAPE
+  /// otherwise), dtypes promote.
   pub fn stack(ts: &[impl Borrow<Tensor>], dim: i64) -> Result<Tensor> {
     let ts = raw_ptrs(ts);
     let n = ts.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_stack(ts.as_ptr(), n, dim)) }
   }
 
-  /// `tg_tensor_tril`: Lower / upper triangle of the last two dims, keeping diagonals >= k (tril: <= k); the
-  /// rest is 0.
+  /// `tg_tensor_tril`: The lower triangle of the last two dims: diagonals <= k kept, the rest 0.
   pub fn tril(&self, k: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_tril(self.as_ptr(), k)) }
   }
 
-  /// `tg_tensor_triu`: Of its group: Lower / upper triangle of the last two dims, keeping diagonals >= k (tril:
-  /// <= k); the rest is 0.
+  /// `tg_tensor_triu`: The upper triangle of the last two dims: diagonals >= k kept, the rest 0.
   pub fn triu(&self, k: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_triu(self.as_ptr(), k)) }
   }
@@ -1405,14 +1317,12 @@ impl Tensor {
     take_all::<Tensor>(out)
   }
 
-  /// `tg_tensor_diag`: diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the main diagonal of
-  /// the last two dims.
+  /// `tg_tensor_diag`: A 1-d tensor as the diagonal of a square matrix, 0 elsewhere.
   pub fn diag(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_diag(self.as_ptr())) }
   }
 
-  /// `tg_tensor_diagonal`: Of its group: diag: a 1-d tensor as the diagonal of a square matrix; diagonal: the
-  /// main diagonal of the last two dims.
+  /// `tg_tensor_diagonal`: The main diagonal of the last two dims.
   pub fn diagonal(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_diagonal(self.as_ptr())) }
   }
@@ -1422,8 +1332,8 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_unfold(self.as_ptr(), dim, size, step)) }
   }
 
-  /// `tg_tensor_sort`: Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work per row, fused.
-  /// topk: the first k of it.
+  /// `tg_tensor_sort`: Stable sort along dim: new references to out[0] (the values) and out[1] (TG_INT32
+  /// indices). n^2 work per row, fused.
   pub fn sort(&self, dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
     let mut out = [core::ptr::null_mut(); 2];
     let status = unsafe { sys::tg_tensor_sort(self.as_ptr(), dim, descending as c_int, out.as_mut_ptr()) };
@@ -1435,13 +1345,13 @@ impl Tensor {
     Ok({ let [out0, out1] = take_n::<Tensor, 2>(out)?; (out0, out1) })
   }
 
-  /// `tg_tensor_argsort`: Of its group: Stable sort along dim: out[0] values, out[1] TG_INT32 indices. n^2 work
-  /// per row, fused. topk: the first k of it.
+  /// `tg_tensor_argsort`: The TG_INT32 indices of tg_tensor_sort's result (out[1]) alone.
   pub fn argsort(&self, dim: i64, descending: bool) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_argsort(self.as_ptr(), dim, descending as c_int)) }
   }
 
-  /// `tg_tensor_topk`: The k largest (or smallest) along dim: out[0] values, out[1] TG_INT32 indices, sorted.
+  /// `tg_tensor_topk`: The k largest (or smallest) along dim, sorted as tg_tensor_sort: new references to
+  /// out[0] (the values) and out[1] (TG_INT32 indices).
   pub fn topk(&self, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
     let mut out = [core::ptr::null_mut(); 2];
     let status = unsafe { sys::tg_tensor_topk(self.as_ptr(), k, dim, largest as c_int, out.as_mut_ptr()) };
@@ -1453,16 +1363,14 @@ impl Tensor {
     Ok({ let [out0, out1] = take_n::<Tensor, 2>(out)?; (out0, out1) })
   }
 
-  /// `tg_tensor_scatter`: out = t with src's elements written at index along dim; scatter_reduce combines
-  /// ("sum", "prod", "mean", "amax", "amin") everything sent to one place, with t's own value when include_self
-  /// != 0.
+  /// `tg_tensor_scatter`: t with src's elements written at `index` along dim.
   pub fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_scatter(self.as_ptr(), dim, index.as_ptr(), src.as_ptr())) }
   }
 
-  /// `tg_tensor_scatter_reduce`: Of its group: out = t with src's elements written at index along dim;
-  /// scatter_reduce combines ("sum", "prod", "mean", "amax", "amin") everything sent to one place, with t's own
-  /// value when include_self != 0.
+  /// `tg_tensor_scatter_reduce`: t with everything src sends to one place (by `index` along dim) combined by
+  /// `reduce` (borrowed: "sum", "prod", "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT),
+  /// with t's own value when include_self != 0.
   pub fn scatter_reduce(&self, dim: i64, index: &Tensor, src: &Tensor, reduce: &str, include_self: bool) -> Result<Tensor> {
     let reduce = cstring(reduce, "reduce")?;
     unsafe { Tensor::from_raw(sys::tg_tensor_scatter_reduce(self.as_ptr(), dim, index.as_ptr(), src.as_ptr(), reduce.as_ptr(), include_self as c_int)) }
@@ -1473,16 +1381,14 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_masked_fill(self.as_ptr(), mask.as_ptr(), value.as_ptr())) }
   }
 
-  /// `tg_tensor_nonzero`: Data-dependent shapes: these realize (the count is read back first). nonzero: (count,
-  /// ndim) TG_INT64 coordinates of the nonzero elements in row-major order (at most 2^24 elements);
-  /// masked_select: the 1-d selected elements.
+  /// `tg_tensor_nonzero`: (count, ndim) TG_INT64 coordinates of the nonzero elements in row-major order (at
+  /// most 2^24 elements). The shape depends on the data: the count is realized and read back first.
   pub fn nonzero(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_nonzero(self.as_ptr())) }
   }
 
-  /// `tg_tensor_masked_select`: Of its group: Data-dependent shapes: these realize (the count is read back
-  /// first). nonzero: (count, ndim) TG_INT64 coordinates of the nonzero elements in row-major order (at most
-  /// 2^24 elements); masked_select: the 1-d selected elements.
+  /// `tg_tensor_masked_select`: The 1-d elements of t where mask (broadcast with t) is nonzero. The shape
+  /// depends on the data: the count is realized and read back first.
   pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_masked_select(self.as_ptr(), mask.as_ptr())) }
   }
@@ -1531,14 +1437,13 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_interpolate(self.as_ptr(), size.as_ptr(), nsize, mode.as_ptr(), align_corners as c_int)) }
   }
 
-  /// `tg_tensor_max_pool2d`: Max / average over kernel windows of the last two dims; padding is -inf / 0
-  /// (count_include_pad counts it in the mean).
+  /// `tg_tensor_max_pool2d`: The max over kernel windows of the last two dims; padding is -inf.
   pub fn max_pool2d(&self, kernel_h: i64, kernel_w: i64, stride_h: i64, stride_w: i64, dilation_h: i64, dilation_w: i64, pad_h: i64, pad_w: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_max_pool2d(self.as_ptr(), kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_h, pad_w)) }
   }
 
-  /// `tg_tensor_avg_pool2d`: Of its group: Max / average over kernel windows of the last two dims; padding is
-  /// -inf / 0 (count_include_pad counts it in the mean).
+  /// `tg_tensor_avg_pool2d`: The average over kernel windows of the last two dims; padding is 0, counted in the
+  /// mean when count_include_pad != 0.
   pub fn avg_pool2d(&self, kernel_h: i64, kernel_w: i64, stride_h: i64, stride_w: i64, pad_h: i64, pad_w: i64, count_include_pad: bool) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_avg_pool2d(self.as_ptr(), kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, count_include_pad as c_int)) }
   }
@@ -1572,41 +1477,30 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_one_hot(self.as_ptr(), num_classes)) }
   }
 
-  /// `tg_tensor_cross_entropy`: Losses. cross_entropy takes logits (N, C, ...) and class indices (N, ...) or
-  /// probabilities (N, C, ...); sparse_categorical_crossentropy takes logits (..., C) and int labels (...),
-  /// skipping labels equal to ignore_index; nll_loss takes log-probabilities (N, C, ...) and class indices.
+  /// `tg_tensor_cross_entropy`: Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N,
+  /// C, ...), with label smoothing.
   pub fn cross_entropy(&self, target: &Tensor, label_smoothing: f64, reduction: c_int) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_cross_entropy(self.as_ptr(), target.as_ptr(), label_smoothing, reduction)) }
   }
 
-  /// `tg_tensor_sparse_categorical_crossentropy`: Of its group: Losses. cross_entropy takes logits (N, C, ...)
-  /// and class indices (N, ...) or probabilities (N, C, ...); sparse_categorical_crossentropy takes logits
-  /// (..., C) and int labels (...), skipping labels equal to ignore_index; nll_loss takes log-probabilities (N,
-  /// C, ...) and class indices.
+  /// `tg_tensor_sparse_categorical_crossentropy`: Loss of logits (..., C) against int labels (...), skipping
+  /// labels equal to ignore_index.
   pub fn sparse_categorical_crossentropy(&self, labels: &Tensor, ignore_index: i64, label_smoothing: f64, reduction: c_int) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_sparse_categorical_crossentropy(self.as_ptr(), labels.as_ptr(), ignore_index, label_smoothing, reduction)) }
   }
 
-  /// `tg_tensor_nll_loss`: Of its group: Losses. cross_entropy takes logits (N, C, ...) and class indices (N,
-  /// ...) or probabilities (N, C, ...); sparse_categorical_crossentropy takes logits (..., C) and int labels
-  /// (...), skipping labels equal to ignore_index; nll_loss takes log-probabilities (N, C, ...) and class
-  /// indices.
+  /// `tg_tensor_nll_loss`: Negative log-likelihood of log-probabilities (N, C, ...) against class indices.
   pub fn nll_loss(&self, target: &Tensor, reduction: c_int) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_nll_loss(self.as_ptr(), target.as_ptr(), reduction)) }
   }
 
-  /// `tg_tensor_binary_crossentropy`: Of its group: Losses. cross_entropy takes logits (N, C, ...) and class
-  /// indices (N, ...) or probabilities (N, C, ...); sparse_categorical_crossentropy takes logits (..., C) and
-  /// int labels (...), skipping labels equal to ignore_index; nll_loss takes log-probabilities (N, C, ...) and
-  /// class indices.
+  /// `tg_tensor_binary_crossentropy`: Binary cross-entropy of probabilities p against targets y.
   pub fn binary_crossentropy(&self, y: &Tensor, reduction: c_int) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_binary_crossentropy(self.as_ptr(), y.as_ptr(), reduction)) }
   }
 
-  /// `tg_tensor_binary_crossentropy_logits`: Of its group: Losses. cross_entropy takes logits (N, C, ...) and
-  /// class indices (N, ...) or probabilities (N, C, ...); sparse_categorical_crossentropy takes logits (..., C)
-  /// and int labels (...), skipping labels equal to ignore_index; nll_loss takes log-probabilities (N, C, ...)
-  /// and class indices.
+  /// `tg_tensor_binary_crossentropy_logits`: Binary cross-entropy of logits x (sigmoid applied inside, stably)
+  /// against targets y.
   pub fn binary_crossentropy_logits(&self, y: &Tensor, reduction: c_int) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_binary_crossentropy_logits(self.as_ptr(), y.as_ptr(), reduction)) }
   }
@@ -1622,141 +1516,109 @@ impl Tensor {
     check(unsafe { sys::tg_tensor_assign(self.as_ptr(), value.as_ptr()) })
   }
 
-  /// `tg_tensor_rand`: Of its group: Counter-based (threefry2x32, as tinygrad): the numbers are a function of
-  /// the seed and of how many random numbers were drawn on the device since it was set, so a program gives the
-  /// same numbers on every run; they are generated inside the kernels that use them. A one-element counter
-  /// buffer per device is read and advanced by each tensor's size when the tensor is made (two tiny kernels),
-  /// so a tg_jit replay draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform
-  /// in [0, 1); randn: standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint:
-  /// ints in [low, high) (float dtypes refused).
+  /// `tg_tensor_rand`: Uniform in [0, 1). A dtype that is not float is TG_ERROR_DTYPE.
   pub fn rand(shape: &[i64], dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_rand(shape.as_ptr(), ndim, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_randn`: Of its group: Counter-based (threefry2x32, as tinygrad): the numbers are a function of
-  /// the seed and of how many random numbers were drawn on the device since it was set, so a program gives the
-  /// same numbers on every run; they are generated inside the kernels that use them. A one-element counter
-  /// buffer per device is read and advanced by each tensor's size when the tensor is made (two tiny kernels),
-  /// so a tg_jit replay draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform
-  /// in [0, 1); randn: standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint:
-  /// ints in [low, high) (float dtypes refused).
+  /// `tg_tensor_randn`: Standard normal (Box-Muller). A dtype that is not float is TG_ERROR_DTYPE.
   pub fn randn(shape: &[i64], dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_randn(shape.as_ptr(), ndim, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_uniform`: Of its group: Counter-based (threefry2x32, as tinygrad): the numbers are a function
-  /// of the seed and of how many random numbers were drawn on the device since it was set, so a program gives
-  /// the same numbers on every run; they are generated inside the kernels that use them. A one-element counter
-  /// buffer per device is read and advanced by each tensor's size when the tensor is made (two tiny kernels),
-  /// so a tg_jit replay draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform
-  /// in [0, 1); randn: standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint:
-  /// ints in [low, high) (float dtypes refused).
+  /// `tg_tensor_uniform`: Uniform in [low, high). Bounds that are not finite are TG_ERROR_INVALID_ARGUMENT, a
+  /// dtype that is not float TG_ERROR_DTYPE.
   pub fn uniform(shape: &[i64], low: f64, high: f64, dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_uniform(shape.as_ptr(), ndim, low, high, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_normal`: Of its group: Counter-based (threefry2x32, as tinygrad): the numbers are a function of
-  /// the seed and of how many random numbers were drawn on the device since it was set, so a program gives the
-  /// same numbers on every run; they are generated inside the kernels that use them. A one-element counter
-  /// buffer per device is read and advanced by each tensor's size when the tensor is made (two tiny kernels),
-  /// so a tg_jit replay draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform
-  /// in [0, 1); randn: standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint:
-  /// ints in [low, high) (float dtypes refused).
+  /// `tg_tensor_normal`: mean + std * randn. A mean or std that is not finite is TG_ERROR_INVALID_ARGUMENT, a
+  /// dtype that is not float TG_ERROR_DTYPE.
   pub fn normal(shape: &[i64], mean: f64, std: f64, dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_normal(shape.as_ptr(), ndim, mean, std, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_randint`: Of its group: Counter-based (threefry2x32, as tinygrad): the numbers are a function
-  /// of the seed and of how many random numbers were drawn on the device since it was set, so a program gives
-  /// the same numbers on every run; they are generated inside the kernels that use them. A one-element counter
-  /// buffer per device is read and advanced by each tensor's size when the tensor is made (two tiny kernels),
-  /// so a tg_jit replay draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform
-  /// in [0, 1); randn: standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint:
-  /// ints in [low, high) (float dtypes refused).
+  /// `tg_tensor_randint`: Ints in [low, high). A dtype that is not an int is TG_ERROR_DTYPE; low >= high, or a
+  /// range the dtype can't hold, TG_ERROR_INVALID_ARGUMENT.
   pub fn randint(shape: &[i64], low: i64, high: i64, dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_randint(shape.as_ptr(), ndim, low, high, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_scaled_uniform`: tinygrad's initializers (fan_in = product of the dims after the first):
-  /// scaled_uniform U(-1,1)/sqrt(numel), glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))), kaiming_uniform/normal
-  /// with leaky slope a.
+  /// `tg_tensor_scaled_uniform`: tinygrad's initializers, float dtypes only (fan_in below: the product of the
+  /// dims after the first). U(-1, 1) / sqrt(numel).
   pub fn scaled_uniform(shape: &[i64], dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_scaled_uniform(shape.as_ptr(), ndim, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_glorot_uniform`: Of its group: tinygrad's initializers (fan_in = product of the dims after the
-  /// first): scaled_uniform U(-1,1)/sqrt(numel), glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))),
-  /// kaiming_uniform/normal with leaky slope a.
+  /// `tg_tensor_glorot_uniform`: U(-b, b) with b = sqrt(6 / (shape[0] + fan_in)); a 0-d shape is
+  /// TG_ERROR_SHAPE.
   pub fn glorot_uniform(shape: &[i64], dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_glorot_uniform(shape.as_ptr(), ndim, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_kaiming_uniform`: Of its group: tinygrad's initializers (fan_in = product of the dims after the
-  /// first): scaled_uniform U(-1,1)/sqrt(numel), glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))),
-  /// kaiming_uniform/normal with leaky slope a.
+  /// `tg_tensor_kaiming_uniform`: U(-b, b) with b = sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky
+  /// slope a.
   pub fn kaiming_uniform(shape: &[i64], a: f64, dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_kaiming_uniform(shape.as_ptr(), ndim, a, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_kaiming_normal`: Of its group: tinygrad's initializers (fan_in = product of the dims after the
-  /// first): scaled_uniform U(-1,1)/sqrt(numel), glorot_uniform U(+-sqrt(6/(shape[0]+fan_in))),
-  /// kaiming_uniform/normal with leaky slope a.
+  /// `tg_tensor_kaiming_normal`: Normal with mean 0 and std sqrt(2 / (1 + a^2)) / sqrt(fan_in), for a leaky
+  /// slope a.
   pub fn kaiming_normal(shape: &[i64], a: f64, dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_kaiming_normal(shape.as_ptr(), ndim, a, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_randperm`: A random permutation of 0..n-1; samples of row-wise categorical distributions
-  /// (weights 1-d or 2-d).
+  /// `tg_tensor_randperm`: A random permutation of 0..n-1 in an int dtype (another is TG_ERROR_DTYPE).
   pub fn randperm(n: i64, dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_randperm(n, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_tensor_multinomial`: Of its group: A random permutation of 0..n-1; samples of row-wise categorical
-  /// distributions (weights 1-d or 2-d).
+  /// `tg_tensor_multinomial`: num_samples (> 0) indices drawn from the categorical distribution of each row of
+  /// `weights` (1-d or 2-d). Without replacement only one sample is drawn: more is TG_ERROR_UNSUPPORTED.
   pub fn multinomial(&self, num_samples: i64, replacement: bool) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_multinomial(self.as_ptr(), num_samples, replacement as c_int)) }
   }
 
-  /// `tg_tensor_rand_like`: rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// `tg_tensor_rand_like`: tg_tensor_rand with t's shape, dtype (float only) and device.
   pub fn rand_like(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_rand_like(self.as_ptr())) }
   }
 
-  /// `tg_tensor_randn_like`: Of its group: rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// `tg_tensor_randn_like`: tg_tensor_randn with t's shape, dtype (float only) and device.
   pub fn randn_like(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_randn_like(self.as_ptr())) }
   }
 
-  /// `tg_tensor_full_like`: Of its group: rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// `tg_tensor_full_like`: tg_tensor_full with t's shape, dtype and device.
   pub fn full_like(&self, value: f64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_full_like(self.as_ptr(), value)) }
   }
 
-  /// `tg_tensor_zeros_like`: Of its group: rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// `tg_tensor_zeros_like`: Zeros with t's shape, dtype and device.
   pub fn zeros_like(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_zeros_like(self.as_ptr())) }
   }
 
-  /// `tg_tensor_ones_like`: Of its group: rand/randn/full/zeros/ones with t's shape, dtype and device.
+  /// `tg_tensor_ones_like`: Ones with t's shape, dtype and device.
   pub fn ones_like(&self) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_ones_like(self.as_ptr())) }
   }
@@ -1871,142 +1733,83 @@ impl Module {
   /// (an optimizer step, tg_module_load_state) changes the module. Constructors return a new reference or NULL
   /// (sizes that are not positive, channels that don't divide into groups: TG_ERROR_INVALID_ARGUMENT). `device`
   /// NULL is the default device (DEV). Flags are 0/1 ints. Thread safety: a module may be used by one thread at
-  /// a time. Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)). Conv1d/Conv2d: weight (out,
-  /// in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k))); ConvTranspose1d/2d: weight (in, out/groups,
-  /// k...). BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var; in
-  /// training (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place
-  /// (momentum; the variance unbiased), in eval by the running ones. LayerNorm over the trailing
-  /// `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm over channel groups / each
-  /// channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed), glorot uniform; called on
-  /// an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh.
+  /// a time. Linear: weight (out, in), bias (out), both U(-1/sqrt(in), 1/sqrt(in)).
   pub fn linear(in_features: i64, out_features: i64, bias: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_linear(in_features, out_features, bias as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_conv2d`: Of its group: tinygrad's nn classes, with its constructors, initialisation, parameter
-  /// names and forward passes, so state dicts match tinygrad's and PyTorch's. A module holds its tensors
-  /// (realized buffers); tg_module_get, tg_module_parameters and tg_module_state return tensors that share
-  /// them: assigning into one (an optimizer step, tg_module_load_state) changes the module. Constructors return
-  /// a new reference or NULL (sizes that are not positive, channels that don't divide into groups:
-  /// TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default device (DEV). Flags are 0/1 ints. Thread safety:
-  /// a module may be used by one thread at a time. Linear: weight (out, in), bias (out), both U(-1/sqrt(in),
-  /// 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k)));
-  /// ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked
-  /// (int64), running_mean, running_var; in training (option TRAINING=1) it normalizes by the batch's
-  /// statistics and assigns the running ones in place (momentum; the variance unbiased), in eval by the running
-  /// ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm
-  /// over channel groups / each channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed),
-  /// glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h),
-  /// bias_ih, bias_hh.
+  /// `tg_nn_conv2d`: Conv2d: weight (out, in/groups, kernel_h, kernel_w), bias (out), both U(+-1/sqrt(in *
+  /// kernel_h * kernel_w)).
   pub fn conv2d(in_channels: i64, out_channels: i64, kernel_h: i64, kernel_w: i64, stride: i64, padding: i64, dilation: i64, groups: i64, bias: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_conv2d(in_channels, out_channels, kernel_h, kernel_w, stride, padding, dilation, groups, bias as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_conv1d`: Of its group: tinygrad's nn classes, with its constructors, initialisation, parameter
-  /// names and forward passes, so state dicts match tinygrad's and PyTorch's. A module holds its tensors
-  /// (realized buffers); tg_module_get, tg_module_parameters and tg_module_state return tensors that share
-  /// them: assigning into one (an optimizer step, tg_module_load_state) changes the module. Constructors return
-  /// a new reference or NULL (sizes that are not positive, channels that don't divide into groups:
-  /// TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default device (DEV). Flags are 0/1 ints. Thread safety:
-  /// a module may be used by one thread at a time. Linear: weight (out, in), bias (out), both U(-1/sqrt(in),
-  /// 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k)));
-  /// ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked
-  /// (int64), running_mean, running_var; in training (option TRAINING=1) it normalizes by the batch's
-  /// statistics and assigns the running ones in place (momentum; the variance unbiased), in eval by the running
-  /// ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm
-  /// over channel groups / each channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed),
-  /// glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h),
-  /// bias_ih, bias_hh.
+  /// `tg_nn_conv1d`: Conv1d: weight (out, in/groups, kernel_size), bias (out), both U(+-1/sqrt(in *
+  /// kernel_size)).
   pub fn conv1d(in_channels: i64, out_channels: i64, kernel_size: i64, stride: i64, padding: i64, dilation: i64, groups: i64, bias: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_conv1d(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_conv_transpose2d`: Of its group: tinygrad's nn classes, with its constructors, initialisation,
-  /// parameter names and forward passes, so state dicts match tinygrad's and PyTorch's. A module holds its
-  /// tensors (realized buffers); tg_module_get, tg_module_parameters and tg_module_state return tensors that
-  /// share them: assigning into one (an optimizer step, tg_module_load_state) changes the module. Constructors
-  /// return a new reference or NULL (sizes that are not positive, channels that don't divide into groups:
-  /// TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default device (DEV). Flags are 0/1 ints. Thread safety:
-  /// a module may be used by one thread at a time. Linear: weight (out, in), bias (out), both U(-1/sqrt(in),
-  /// 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k)));
-  /// ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked
-  /// (int64), running_mean, running_var; in training (option TRAINING=1) it normalizes by the batch's
-  /// statistics and assigns the running ones in place (momentum; the variance unbiased), in eval by the running
-  /// ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm
-  /// over channel groups / each channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed),
-  /// glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h),
-  /// bias_ih, bias_hh.
+  /// `tg_nn_conv_transpose2d`: ConvTranspose2d: weight (in, out/groups, kernel_h, kernel_w), bias (out),
+  /// initialized as Conv2d.
   pub fn conv_transpose2d(in_channels: i64, out_channels: i64, kernel_h: i64, kernel_w: i64, stride: i64, padding: i64, output_padding: i64, dilation: i64, groups: i64, bias: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_conv_transpose2d(in_channels, out_channels, kernel_h, kernel_w, stride, padding, output_padding, dilation, groups, bias as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_conv_transpose1d`: Of its group: tinygrad's nn classes, with its constructors, initialisation,
-  /// parameter names and forward passes, so state dicts match tinygrad's and PyTorch's. A module holds its
-  /// tensors (realized buffers); tg_module_get, tg_module_parameters and tg_module_state return tensors that
-  /// share them: assigning into one (an optimizer step, tg_module_load_state) changes the module. Constructors
-  /// return a new reference or NULL (sizes that are not positive, channels that don't divide into groups:
-  /// TG_ERROR_INVALID_ARGUMENT). `device` NULL is the default device (DEV). Flags are 0/1 ints. Thread safety:
-  /// a module may be used by one thread at a time. Linear: weight (out, in), bias (out), both U(-1/sqrt(in),
-  /// 1/sqrt(in)). Conv1d/Conv2d: weight (out, in/groups, k...), bias (out), U(+-1/sqrt(in * prod(k)));
-  /// ConvTranspose1d/2d: weight (in, out/groups, k...). BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked
-  /// (int64), running_mean, running_var; in training (option TRAINING=1) it normalizes by the batch's
-  /// statistics and assigns the running ones in place (momentum; the variance unbiased), in eval by the running
-  /// ones. LayerNorm over the trailing `normalized_shape`; RMSNorm over the last dim; GroupNorm / InstanceNorm
-  /// over channel groups / each channel; their weight starts at 1, bias at 0. Embedding: weight (vocab, embed),
-  /// glorot uniform; called on an int tensor of indices. LSTMCell: weight_ih (4h, in), weight_hh (4h, h),
-  /// bias_ih, bias_hh.
+  /// `tg_nn_conv_transpose1d`: ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized
+  /// as Conv1d.
   pub fn conv_transpose1d(in_channels: i64, out_channels: i64, kernel_size: i64, stride: i64, padding: i64, output_padding: i64, dilation: i64, groups: i64, bias: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_conv_transpose1d(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups, bias as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_batchnorm`: tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1.
+  /// `tg_nn_batchnorm`: BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean,
+  /// running_var. In training (option TRAINING=1) it normalizes by the batch's statistics and assigns the
+  /// running ones in place (momentum; the variance unbiased), in eval by the running ones. tinygrad's defaults:
+  /// eps 1e-5, momentum 0.1, affine 1, track_running_stats 1.
   pub fn batchnorm(num_features: i64, eps: f64, momentum: f64, affine: bool, track_running_stats: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_batchnorm(num_features, eps, momentum, affine as c_int, track_running_stats as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_layernorm`: normalized_shape: borrowed, ndim >= 1 dims.
+  /// `tg_nn_layernorm`: LayerNorm over the trailing `normalized_shape` (borrowed, ndim >= 1 dims); weight
+  /// starts at 1, bias at 0.
   pub fn layernorm(normalized_shape: &[i64], eps: f64, elementwise_affine: bool, device: Option<&str>) -> Result<Module> {
     let ndim = normalized_shape.len();
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_layernorm(normalized_shape.as_ptr(), ndim, eps, elementwise_affine as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_rmsnorm`: The other layers of the paragraph above, with its parameter names and tinygrad's
-  /// defaults.
+  /// `tg_nn_rmsnorm`: RMSNorm over the last dim (`dim` long); weight starts at 1.
   pub fn rmsnorm(dim: i64, eps: f64, elementwise_affine: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_rmsnorm(dim, eps, elementwise_affine as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_groupnorm`: Of its group: The other layers of the paragraph above, with its parameter names and
-  /// tinygrad's defaults.
+  /// `tg_nn_groupnorm`: GroupNorm over `num_groups` groups of the channels; weight starts at 1, bias at 0.
   pub fn groupnorm(num_groups: i64, num_channels: i64, eps: f64, affine: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_groupnorm(num_groups, num_channels, eps, affine as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_instancenorm`: Of its group: The other layers of the paragraph above, with its parameter names and
-  /// tinygrad's defaults.
+  /// `tg_nn_instancenorm`: InstanceNorm over each channel; weight starts at 1, bias at 0.
   pub fn instancenorm(num_features: i64, eps: f64, affine: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_instancenorm(num_features, eps, affine as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_embedding`: Of its group: The other layers of the paragraph above, with its parameter names and
-  /// tinygrad's defaults.
+  /// `tg_nn_embedding`: Embedding: weight (vocab, embed), glorot uniform; called on an int tensor of indices.
   pub fn embedding(vocab_size: i64, embed_size: i64, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_embedding(vocab_size, embed_size, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_lstm_cell`: Of its group: The other layers of the paragraph above, with its parameter names and
-  /// tinygrad's defaults.
+  /// `tg_nn_lstm_cell`: LSTMCell: weight_ih (4h, in), weight_hh (4h, h), bias_ih, bias_hh; see
+  /// tg_lstm_cell_step.
   pub fn lstm_cell(input_size: i64, hidden_size: i64, bias: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_lstm_cell(input_size, hidden_size, bias as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
@@ -2089,72 +1892,49 @@ impl Optimizer {
     Ok(out)
   }
 
-  /// `tg_optim_sgd`: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its own references).
-  /// `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller than this
-  /// header's takes the caller's prefix and the defaults for the rest, a larger one is
+  /// `tg_optim_sgd`: The constructors make an optimizer over params[0..n_params) (borrowed; the optimizer keeps
+  /// its own references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size
+  /// smaller than this header's takes the caller's prefix and the defaults for the rest, a larger one is
   /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// (TG_ERROR_DEVICE), and a negative lr, momentum or weight decay are refused. A new reference. SGD: LARS
+  /// without the trust ratio.
   pub fn sgd(params: &[impl Borrow<Tensor>], opts: Option<&OptimizerOptions>) -> Result<Optimizer> {
     let params = raw_ptrs(params);
     let n_params = params.len();
     unsafe { Optimizer::from_raw(sys::tg_optim_sgd(params.as_ptr(), n_params, opts.map_or(core::ptr::null(), |s| s as *const OptimizerOptions))) }
   }
 
-  /// `tg_optim_adam`: Of its group: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its
-  /// own references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller
-  /// than this header's takes the caller's prefix and the defaults for the rest, a larger one is
-  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// `tg_optim_adam`: Adam: LAMB without the trust ratio. Params, opts and errors as tg_optim_sgd.
   pub fn adam(params: &[impl Borrow<Tensor>], opts: Option<&OptimizerOptions>) -> Result<Optimizer> {
     let params = raw_ptrs(params);
     let n_params = params.len();
     unsafe { Optimizer::from_raw(sys::tg_optim_adam(params.as_ptr(), n_params, opts.map_or(core::ptr::null(), |s| s as *const OptimizerOptions))) }
   }
 
-  /// `tg_optim_adamw`: Of its group: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its
-  /// own references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller
-  /// than this header's takes the caller's prefix and the defaults for the rest, a larger one is
-  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// `tg_optim_adamw`: AdamW: Adam with decoupled weight decay. Params, opts and errors as tg_optim_sgd.
   pub fn adamw(params: &[impl Borrow<Tensor>], opts: Option<&OptimizerOptions>) -> Result<Optimizer> {
     let params = raw_ptrs(params);
     let n_params = params.len();
     unsafe { Optimizer::from_raw(sys::tg_optim_adamw(params.as_ptr(), n_params, opts.map_or(core::ptr::null(), |s| s as *const OptimizerOptions))) }
   }
 
-  /// `tg_optim_lars`: Of its group: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its
-  /// own references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller
-  /// than this header's takes the caller's prefix and the defaults for the rest, a larger one is
-  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// `tg_optim_lars`: LARS. Params, opts and errors as tg_optim_sgd; with Newton-Schulz coefficients
+  /// (n_ns_coefficients > 0) a 0-d param is also TG_ERROR_SHAPE.
   pub fn lars(params: &[impl Borrow<Tensor>], opts: Option<&OptimizerOptions>) -> Result<Optimizer> {
     let params = raw_ptrs(params);
     let n_params = params.len();
     unsafe { Optimizer::from_raw(sys::tg_optim_lars(params.as_ptr(), n_params, opts.map_or(core::ptr::null(), |s| s as *const OptimizerOptions))) }
   }
 
-  /// `tg_optim_lamb`: Of its group: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its
-  /// own references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller
-  /// than this header's takes the caller's prefix and the defaults for the rest, a larger one is
-  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// `tg_optim_lamb`: LAMB. Params, opts and errors as tg_optim_sgd.
   pub fn lamb(params: &[impl Borrow<Tensor>], opts: Option<&OptimizerOptions>) -> Result<Optimizer> {
     let params = raw_ptrs(params);
     let n_params = params.len();
     unsafe { Optimizer::from_raw(sys::tg_optim_lamb(params.as_ptr(), n_params, opts.map_or(core::ptr::null(), |s| s as *const OptimizerOptions))) }
   }
 
-  /// `tg_optim_muon`: Of its group: An optimizer over params[0..n_params) (borrowed; the optimizer keeps its
-  /// own references). `opts` is borrowed and may be NULL for tinygrad's defaults; an opts->struct_size smaller
-  /// than this header's takes the caller's prefix and the defaults for the rest, a larger one is
-  /// TG_ERROR_INVALID_ARGUMENT. No params, a non-float param (TG_ERROR_DTYPE), params on several devices
-  /// (TG_ERROR_DEVICE), a negative lr, momentum or weight decay, and a 0-d param for Newton-Schulz
-  /// (TG_ERROR_SHAPE) are refused. A new reference.
+  /// `tg_optim_muon`: Muon: LARS with Newton-Schulz steps. Params, opts and errors as tg_optim_sgd; with
+  /// Newton-Schulz coefficients (the default) a 0-d param is also TG_ERROR_SHAPE.
   pub fn muon(params: &[impl Borrow<Tensor>], opts: Option<&OptimizerOptions>) -> Result<Optimizer> {
     let params = raw_ptrs(params);
     let n_params = params.len();
@@ -2268,26 +2048,21 @@ impl State {
     Ok(r)
   }
 
-  /// `tg_state_metadata_key`: Metadata entry `i`: its key, its value as text (a string as is; numbers, bools
-  /// and arrays as JSON), or its value as JSON text (strings quoted; NaN and infinities as NaN, Infinity,
-  /// -Infinity, as Python's json reads them). Borrowed from the state, valid until it is changed or released;
-  /// NULL if i >= count.
+  /// `tg_state_metadata_key`: Metadata entry `i`'s key. Borrowed from the state, valid until it is changed or
+  /// released; NULL if i >= count.
   pub fn metadata_key(&self, i: usize) -> Result<String> {
     unsafe { string(sys::tg_state_metadata_key(self.as_ptr(), i)) }
   }
 
-  /// `tg_state_metadata_value`: Of its group: Metadata entry `i`: its key, its value as text (a string as is;
-  /// numbers, bools and arrays as JSON), or its value as JSON text (strings quoted; NaN and infinities as NaN,
-  /// Infinity, -Infinity, as Python's json reads them). Borrowed from the state, valid until it is changed or
-  /// released; NULL if i >= count.
+  /// `tg_state_metadata_value`: Metadata entry `i`'s value as text: a string as is; numbers, bools and arrays
+  /// as JSON. Borrowed from the state, valid until it is changed or released; NULL if i >= count.
   pub fn metadata_value(&self, i: usize) -> Result<String> {
     unsafe { string(sys::tg_state_metadata_value(self.as_ptr(), i)) }
   }
 
-  /// `tg_state_metadata_json`: Of its group: Metadata entry `i`: its key, its value as text (a string as is;
-  /// numbers, bools and arrays as JSON), or its value as JSON text (strings quoted; NaN and infinities as NaN,
-  /// Infinity, -Infinity, as Python's json reads them). Borrowed from the state, valid until it is changed or
-  /// released; NULL if i >= count.
+  /// `tg_state_metadata_json`: Metadata entry `i`'s value as JSON text: strings quoted; NaN and infinities as
+  /// NaN, Infinity, -Infinity, as Python's json reads them. Borrowed from the state, valid until it is changed
+  /// or released; NULL if i >= count.
   pub fn metadata_json(&self, i: usize) -> Result<String> {
     unsafe { string(sys::tg_state_metadata_json(self.as_ptr(), i)) }
   }
@@ -2389,9 +2164,8 @@ pub fn device_open(name: &str) -> Result<()> {
 /// how many random numbers were drawn on the device since it was set, so a program gives the same numbers on
 /// every run; they are generated inside the kernels that use them. A one-element counter buffer per device is
 /// read and advanced by each tensor's size when the tensor is made (two tiny kernels), so a tg_jit replay
-/// draws new numbers at every call. Seeding is process-wide and thread-safe. rand: uniform in [0, 1); randn:
-/// standard normal (Box-Muller); uniform: [low, high); normal: mean + std * randn; randint: ints in [low,
-/// high) (float dtypes refused).
+/// draws new numbers at every call. Set the seed of every device's numbers and restart their counters.
+/// Process-wide and thread-safe.
 pub fn manual_seed(seed: u64) {
   unsafe { sys::tg_manual_seed(seed) };
 }
