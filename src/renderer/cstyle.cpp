@@ -1,7 +1,5 @@
 #include "renderer/cstyle.h"
 
-#include "codegen/late/late.h"
-
 #include <cmath>
 #include <map>
 #include <unordered_map>

@@ -27,8 +27,5 @@ UOpRef add_gpudims(const UOpRef& ast, const Target& t, std::array<UOpRef, 3>& gl
 // The row-major position of `rngs`' current iteration (the first most significant), and the number of positions: a
 // slot in a local array (GROUP reduces' partial results, PACK's panels).
 std::pair<UOpRef, int64_t> row_major(const UOps& rngs);
-// Scalar lane i of a vector value (folds GEP of VECTORIZE and of a splat CONST).
-UOpRef lane_of(const UOpRef& v, int64_t i);
-UOpRef gep(const UOpRef& v, std::vector<int64_t> lanes);
 
 }  // namespace tg
