@@ -362,7 +362,8 @@ TEST(LLVM, VectorAccumulatorInALoop) {
   DType f4 = dtypes::float32.vec(4);
   Prog p("vec_acc");
   UOpRef go = p.global(dtypes::float32, 4), ga = p.global(dtypes::float32, 32);
-  UOpRef acc = p.put(UOp::make(Ops::DEFINE_REG, f4.ptr_to(1, AddrSpace::Reg), {vconst(f4, 0)}, int64_t(0)));
+  UOpRef acc = p.put(UOp::make(Ops::DEFINE_REG, f4.ptr_to(1, AddrSpace::Reg), {}, int64_t(0)));
+  p.put(UOp::make(Ops::STORE, dtypes::void_, {acc, vconst(f4, 0)}));
   UOpRef r = p.range(8);
   UOpRef cur = UOp::make(Ops::LOAD, f4, {acc});  // read where it is used, as the linearizer leaves it
   p.put(UOp::make(Ops::STORE, dtypes::void_, {acc, cur->alu(Ops::ADD, {p.load(ga, p.put(r * 4), f4)})}));

@@ -240,6 +240,7 @@ struct CRenderer {
   }
   int indent = 1;
   int counter = 0;
+  static bool reg_load(const UOpRef& u) { return u->op == Ops::LOAD && u->src[0]->dtype.addrspace == AddrSpace::Reg; }
 
   std::string r(const UOpRef& u) {
     if (auto it = names.find(u.get()); it != names.end()) return it->second;
@@ -251,9 +252,8 @@ struct CRenderer {
       return int_literal(dtypes::is_unsigned(u->dtype) ? dtypes::uint64 : dtypes::int64, v, l);
     }
     if (u->op == Ops::CONST) return literal(u->dtype, u->const_value());
-    if (u->op == Ops::LOAD && u->src[0]->op == Ops::DEFINE_REG) return r(u->src[0]);
-    if (u->op == Ops::REDUCE) return r(lp.reduce_acc.at(u));
-    return expr(u);  // an update's ALU, rendered inline
+    if (u->op == Ops::AFTER || reg_load(u)) return r(u->src[0]);  // a register is read by its name
+    return expr(u);  // a loop's bound, an INDEX: rendered inline
   }
   // Integer division is defined for every input, as in tinygrad: x//0 == 0, x%0 == x, and MIN//-1 wraps to MIN (C leaves
   // these undefined and x86 traps). A constant divisor other than 0 and -1 needs no guard.
@@ -286,11 +286,6 @@ struct CRenderer {
         return lanes(d, v);
       }
       case Ops::GEP: {
-        if (auto it = lp.reduce_lanes.find(s[0]); it != lp.reduce_lanes.end()) {  // lanes of a reduce kept in scalars
-          std::vector<std::string> v;
-          for (auto i : u->arg_ints()) v.push_back(r(it->second[size_t(i)]));
-          return d.count == 1 ? v[0] : lanes(d, v);
-        }
         std::vector<std::string> v;
         for (auto l : u->arg_ints()) v.push_back(r(s[0]) + "[" + std::to_string(l) + "]");
         return d.count == 1 ? v[0] : lanes(d, v);
@@ -394,9 +389,9 @@ struct CRenderer {
       } else if (u->op == Ops::DEFINE_REG) {
         std::string nm = "acc" + std::to_string(std::get<int64_t>(u->arg));
         names[u.get()] = nm;
-        line(type(u->dtype.deref()) + " " + nm + " = " + r(u->src[0]) + ";");
+        line(type(u->dtype.deref()) + " " + nm + ";");
       } else if (u->op == Ops::STORE) {
-        if (u->src[0]->op == Ops::DEFINE_REG) line(r(u->src[0]) + " = " + r(u->src[1]) + ";");
+        if (u->src[0]->dtype.addrspace == AddrSpace::Reg) line(r(u->src[0]) + " = " + r(u->src[1]) + ";");
         else {
           DType d = u->src[1]->dtype;
           const UOpRef& idx = u->src[0];
@@ -404,8 +399,8 @@ struct CRenderer {
                                        : index(idx) + " = " + to_storage(d, r(u->src[1])) + ";";
           line(idx->src.size() > 2 ? "if (" + r(idx->src[2]) + ") " + st : st);  // a padded axis writes only where valid
         }
-      } else if (u->op == Ops::VECTORIZE && l != Dialect::C) {
-        continue;  // GPUs hold no vectors: only a WMMA takes one, lane by lane
+      } else if ((u->op == Ops::VECTORIZE && l != Dialect::C) || reg_load(u)) {
+        continue;  // GPUs hold no vectors (only a WMMA takes one, lane by lane); a register is read by its name
       } else if (u->op == Ops::WMMA) {
         std::string fn = wmma_fn(u.get()), nm = "wmma" + std::to_string(counter++), call = fn + "(" + nm;
         names[u.get()] = nm;

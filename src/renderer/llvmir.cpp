@@ -77,8 +77,7 @@ struct LLRenderer {
   std::string val(const UOpRef& u) {
     if (auto it = names.find(u.get()); it != names.end()) return it->second;
     if (u->op == Ops::CONST) return splat(u->dtype, lit(*u));
-    if (u->op == Ops::REDUCE) return emit("load " + ty(u->dtype) + ", ptr " + val(lp.reduce_acc.at(u)));
-    return expr(u);  // an accumulator's update or read: rendered where it is used, as the C renderer does
+    return expr(u);  // a node not listed (AFTER, INDEX, a loop bound): rendered where it is used
   }
   std::string typed(const UOpRef& u) { return ty(u->dtype) + " " + val(u); }
   // an operand of a `lanes`-wide op: a scalar constant there stands for its splat
@@ -349,16 +348,6 @@ struct LLRenderer {
     ins("br label %loop" + k);
     label("exit" + k);
   }
-  void define_reg(const UOpRef& u) {
-    std::string nm = "%acc" + id(), t = ty(u->dtype.deref());
-    int64_t cnt = std::max<int64_t>(u->dtype.size, 1);
-    names[u.get()] = nm;
-    // in the entry block, where mem2reg turns it into SSA values
-    allocas += "  " + nm + " = alloca " + t + (cnt > 1 ? ", i64 " + std::to_string(cnt) : "") + "\n";
-    if (u->src.empty()) return;
-    std::string init = typed(u->src[0]);
-    for (int64_t i = 0; i < cnt; i++) ins("store " + init + ", ptr " + (i ? emit("getelementptr " + t + ", ptr " + nm + ", i64 " + std::to_string(i)) : nm));
-  }
 
   std::string run() {
     std::string params, args, entry;
@@ -382,7 +371,10 @@ struct LLRenderer {
       switch (u->op) {
         case Ops::RANGE: open_loop(u); break;
         case Ops::END: close_loop(u); break;
-        case Ops::DEFINE_REG: define_reg(u); break;
+        case Ops::DEFINE_REG:  // in the entry block, where mem2reg turns it into SSA values
+          names[u.get()] = "%acc" + id();
+          allocas += "  " + names[u.get()] + " = alloca " + ty(u->dtype.deref()) + "\n";
+          break;
         case Ops::DEFINE_LOCAL: {  // a PACK's scratch array: on the stack of the thread running the kernel
           std::string nm = "%local" + id();
           names[u.get()] = nm;

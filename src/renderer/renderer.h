@@ -35,7 +35,7 @@ struct TensorCore {
 std::vector<TensorCore> cuda_tensor_cores(int major, int minor);
 
 // A linear program, the linearizer's output and what a renderer renders: RANGE opens a loop, END closes it; DEFINE_REG
-// declares an accumulator (src: its initial value); STORE to a DEFINE_REG updates it and LOAD of one reads it. Every
+// declares an accumulator, a STORE to it (or to an AFTER of it, which only orders) sets it and a LOAD reads it. Every
 // other node is computed once where it is listed.
 struct LinearProgram {
   std::string name;
@@ -43,8 +43,6 @@ struct LinearProgram {
   UOps uops;
   UOps vars;            // DEFINE_VARs in the order of the entry's `vars` array
   int64_t threads = 1;  // the kernel runs once for each value of its `core_id` var in [0, threads) (THREAD)
-  UOpMap<UOpRef> reduce_acc;  // REDUCE node -> the DEFINE_REG holding its result
-  UOpMap<UOps> reduce_lanes;  // a vector REDUCE kept as one scalar DEFINE_REG per lane: GEP(REDUCE, i) reads lane i's
   uint64_t ops = 0;  // estimated arithmetic ops of one thread or work-item (get_program scales it to the whole launch)
   uint64_t mem = 0;  // bytes of the buffers it touches
 };

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "codegen/late/late.h"
-#include "codegen/linearize.h"
 #include "codegen/opt/opt.h"
 #include "uop/symbolic.h"
 

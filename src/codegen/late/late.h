@@ -15,6 +15,11 @@ UOpRef decompose_transcendentals(const UOpRef& ast, const Renderer& ren);
 // Devectorizer: memory operations of a lane list become vector loads/stores of runs of consecutive addresses; vector
 // values the renderer can't hold are split into lanes.
 UOpRef devectorize(const UOpRef& ast, const Renderer& ren);
+// Reductions: each REDUCE becomes an accumulator (DEFINE_REG) set to the identity where its scope opens, updated inside
+// its loops (END) and read after them; a vector the renderer can't hold in a register is one scalar accumulator per
+// lane, and a sum of WMMAs accumulates in the instruction. A void REDUCE (a PACK's copy) becomes its loops.
+UOpRef reduce_to_acc(const UOpRef& ast, const Renderer& ren);
+double reduce_identity(Ops op, DType dt);
 // THREAD ranges become the kernel's core_id variable.
 UOpRef lower_threads(const UOpRef& ast, int64_t* threads);
 // GROUP/GROUPTOP reduces: partial results per work-item through local memory and a barrier, then reduced again.
