@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 
+#include "codegen/late/late.h"
 #include "renderer/cstyle.h"
 #include "renderer/llvmir.h"
 #include "runtime/llvm.h"
@@ -53,9 +54,14 @@ Compiler& jit_compiler() {
   return *c;
 }
 CPUProgram::Entry entry_of(const std::shared_ptr<Program>& p) { return static_cast<const CPUProgram&>(*p).entry; }
-CPUProgram::Entry llvm_entry(const LinearProgram& lp) { return entry_of(jit_compiler().compile(lp.name, LLVMRenderer(cpu_target("CPU", 1)).render(lp))); }
+// the source of a program as get_program makes it: the shared semantics rewritten first (sources replaced, order kept)
+std::string render(const Renderer& ren, LinearProgram lp) {
+  lp.uops = lower_semantics(UOp::sink(lp.uops), ren)->src;
+  return ren.render(lp);
+}
+CPUProgram::Entry llvm_entry(const LinearProgram& lp) { return entry_of(jit_compiler().compile(lp.name, render(LLVMRenderer(cpu_target("CPU", 1)), lp))); }
 CPUProgram::Entry clang_entry(const LinearProgram& lp) {
-  return entry_of(get_device("CPU:CLANG").compiler().compile(lp.name, CStyleRenderer(cpu_target("CPU:CLANG", 1)).render(lp)));
+  return entry_of(get_device("CPU:CLANG").compiler().compile(lp.name, render(CStyleRenderer(cpu_target("CPU:CLANG", 1)), lp)));
 }
 
 // ---- random inputs ------------------------------------------------------------------------------------------------
@@ -465,7 +471,7 @@ TEST(LLVM, EveryNewSourceCompilesOnce) {
   uint64_t nonce = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   std::vector<std::string> srcs;
   for (DType d : {dtypes::float32, dtypes::int32, dtypes::float16}) {
-    std::string s = LLVMRenderer(cpu_target("CPU", 1)).render(alu_program(d));
+    std::string s = render(LLVMRenderer(cpu_target("CPU", 1)), alu_program(d));
     for (int k = 0; k < 4; k++) srcs.push_back("; " + std::to_string(nonce + uint64_t(k)) + "\n" + s);
   }
   auto c = make_llvm_compiler();

@@ -218,7 +218,6 @@ struct CRenderer {
   std::string literal(DType d, double v) const { return tg::literal(d, v, l); }
   std::string fn(DType d, const char* name) const { return tg::fn(d, name, l); }
   std::string i64() const { return ctype(dtypes::int64); }
-  std::string u64() const { return ctype(dtypes::uint64); }
   std::unordered_map<const UOp*, std::string> names;
   std::map<std::string, std::string> typedefs, helpers;
   std::string out;
@@ -255,19 +254,6 @@ struct CRenderer {
     if (u->op == Ops::AFTER || reg_load(u)) return r(u->src[0]);  // a register is read by its name
     return expr(u);  // a loop's bound, an INDEX: rendered inline
   }
-  // Integer division is defined for every input, as in tinygrad: x//0 == 0, x%0 == x, and MIN//-1 wraps to MIN (C leaves
-  // these undefined and x86 traps). A constant divisor other than 0 and -1 needs no guard.
-  std::string divmod(const UOpRef& u) {
-    bool mod = u->op == Ops::MOD;
-    std::string a = r(u->src[0]), b = r(u->src[1]), plain = "(" + a + (mod ? "%" : "/") + b + ")";
-    const UOpRef& c = u->src[1];
-    if (c->op == Ops::CONST && !c->is_const(0) && (dtypes::is_unsigned(c->dtype) || !c->is_const(-1))) return plain;
-    std::string zero = mod ? a : literal(u->dtype, 0);
-    if (dtypes::is_unsigned(u->dtype)) return "(" + b + "==0?" + zero + ":" + plain + ")";
-    // x/-1 is -x, computed in unsigned arithmetic so MIN wraps
-    std::string t = u->dtype == dtypes::index ? i64() : ctype(u->dtype), neg = mod ? literal(u->dtype, 0) : "(" + t + ")(" + int_literal(dtypes::uint64, 0, l) + "-(" + u64() + ")" + a + ")";
-    return "(" + b + "==0?" + zero + ":" + b + "==-1?" + neg + ":" + plain + ")";
-  }
   std::string index(const UOpRef& idx) { return r(idx->src[0]) + "[" + r(idx->src[1]) + "]"; }
   std::string expr(const UOpRef& u) {
     auto& s = u->src;
@@ -294,27 +280,16 @@ struct CRenderer {
       case Ops::SUB: return round16(d, bin("-"));
       case Ops::MUL: return round16(d, bin("*"));
       case Ops::FDIV: return round16(d, bin("/"));
-      case Ops::IDIV:
-      case Ops::MOD: return divmod(u);
+      case Ops::IDIV: return bin("/");
+      case Ops::MOD: return bin("%");
       case Ops::CMPLT: return bin("<");
       case Ops::CMPNE: return bin("!=");
       case Ops::CMPEQ: return bin("==");
       case Ops::AND: return bin("&");
       case Ops::OR: return bin("|");
       case Ops::XOR: return bin("^");
-      case Ops::SHL:  // through unsigned: a signed left shift that moves bits into or past the sign is undefined in C
-        if (!dtypes::is_unsigned(d)) return "((" + ctype(d) + ")((" + u64() + ")" + r(s[0]) + "<<" + r(s[1]) + "))";
-        return bin("<<");
+      case Ops::SHL: return bin("<<");
       case Ops::SHR: return bin(">>");
-      case Ops::MAX: {  // NaN wins, like numpy's maximum
-        std::string a = r(s[0]), b = r(s[1]);
-        if (d.count > 1) {  // a vector accumulator's update: C has no vector ?:, so lane by lane
-          std::string t = type(d), nan = dtypes::is_float(d) ? "||_a[_i]!=_a[_i]" : "";
-          return "({" + t + " _a = " + a + ", _b = " + b + ", _r; for (int _i = 0; _i < " + std::to_string(d.count) +
-                 "; _i++) _r[_i] = (_a[_i]>_b[_i]" + nan + ")?_a[_i]:_b[_i]; _r;})";
-        }
-        return dtypes::is_float(d) ? "((" + a + ">" + b + "||" + a + "!=" + a + ")?" + a + ":" + b + ")" : "((" + a + ">" + b + ")?" + a + ":" + b + ")";
-      }
       case Ops::NEG: return "(-" + r(s[0]) + ")";
       case Ops::WHERE: return "(" + r(s[0]) + "?" + r(s[1]) + ":" + r(s[2]) + ")";
       case Ops::MULACC: return round16(d, "(" + r(s[0]) + "*" + r(s[1]) + "+" + r(s[2]) + ")");

@@ -15,6 +15,11 @@ UOpRef decompose_transcendentals(const UOpRef& ast, const Renderer& ren);
 // Devectorizer: memory operations of a lane list become vector loads/stores of runs of consecutive addresses; vector
 // values the renderer can't hold are split into lanes.
 UOpRef devectorize(const UOpRef& ast, const Renderer& ren);
+// A vector op the renderer can't hold (or of sources it can't), as a VECTORIZE of its lanes; null if it holds it.
+UOpRef split_lanes(const UOp* n, const Renderer& ren);
+// The semantics every renderer shares, as rewrites: integer division defined everywhere, shifts in C's widths, MAX that
+// NaN wins. A renderer then only spells ops.
+UOpRef lower_semantics(const UOpRef& ast, const Renderer& ren);
 // Reductions: each REDUCE becomes an accumulator (DEFINE_REG) set to the identity where its scope opens, updated inside
 // its loops (END) and read after them; a vector the renderer can't hold in a register is one scalar accumulator per
 // lane, and a sum of WMMAs accumulates in the instruction. A void REDUCE (a PACK's copy) becomes its loops.
