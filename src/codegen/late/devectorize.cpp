@@ -1,9 +1,7 @@
-// The devectorizer and the THREAD lowering.
+// The devectorizer.
 #include <algorithm>
-#include <map>
 
 #include "codegen/late/late.h"
-#include "codegen/opt/opt.h"
 #include "uop/symbolic.h"
 
 namespace tg {
@@ -142,16 +140,6 @@ UOpRef devectorize(const UOpRef& ast, const Renderer& ren) {
       "devectorizer");
   static const PatternMatcher with_sym = pm + symbolic();
   return graph_rewrite(ast, with_sym, &d, false, "devectorize");
-}
-
-UOpRef lower_threads(const UOpRef& ast, int64_t* threads) {
-  *threads = 1;
-  for (auto& u : ast->toposort())
-    if (u->op == Ops::RANGE && range_kind(u.get()) == AxisType::THREAD) {
-      *threads = u->src[0]->vmax();
-      return ast->substitute({{u, UOp::make(Ops::DEFINE_VAR, u->dtype, {}, VarArg{"core_id", 0, *threads - 1})}});
-    }
-  return ast;
 }
 
 }  // namespace tg
