@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 
+#include "codegen/late/late.h"
 #include "renderer/cstyle.h"
 #include "renderer/llvmir.h"
 #include "runtime/llvm.h"
@@ -53,9 +54,14 @@ Compiler& jit_compiler() {
   return *c;
 }
 CPUProgram::Entry entry_of(const std::shared_ptr<Program>& p) { return static_cast<const CPUProgram&>(*p).entry; }
-CPUProgram::Entry llvm_entry(const LinearProgram& lp) { return entry_of(jit_compiler().compile(lp.name, LLVMRenderer(cpu_target("CPU")).render(lp))); }
+// the source of a program as get_program makes it: the shared semantics rewritten first (sources replaced, order kept)
+std::string render(const Renderer& ren, LinearProgram lp) {
+  lp.uops = lower_semantics(UOp::sink(lp.uops), ren)->src;
+  return ren.render(lp);
+}
+CPUProgram::Entry llvm_entry(const LinearProgram& lp) { return entry_of(jit_compiler().compile(lp.name, render(LLVMRenderer(cpu_target("CPU", 1)), lp))); }
 CPUProgram::Entry clang_entry(const LinearProgram& lp) {
-  return entry_of(get_device("CPU:CLANG").compiler().compile(lp.name, CStyleRenderer(cpu_target("CPU:CLANG")).render(lp)));
+  return entry_of(get_device("CPU:CLANG").compiler().compile(lp.name, render(CStyleRenderer(cpu_target("CPU:CLANG", 1)), lp)));
 }
 
 // ---- random inputs ------------------------------------------------------------------------------------------------
@@ -362,7 +368,8 @@ TEST(LLVM, VectorAccumulatorInALoop) {
   DType f4 = dtypes::float32.vec(4);
   Prog p("vec_acc");
   UOpRef go = p.global(dtypes::float32, 4), ga = p.global(dtypes::float32, 32);
-  UOpRef acc = p.put(UOp::make(Ops::DEFINE_REG, f4.ptr_to(1, AddrSpace::Reg), {vconst(f4, 0)}, int64_t(0)));
+  UOpRef acc = p.put(UOp::make(Ops::DEFINE_REG, f4.ptr_to(1, AddrSpace::Reg), {}, int64_t(0)));
+  p.put(UOp::make(Ops::STORE, dtypes::void_, {acc, vconst(f4, 0)}));
   UOpRef r = p.range(8);
   UOpRef cur = UOp::make(Ops::LOAD, f4, {acc});  // read where it is used, as the linearizer leaves it
   p.put(UOp::make(Ops::STORE, dtypes::void_, {acc, cur->alu(Ops::ADD, {p.load(ga, p.put(r * 4), f4)})}));
@@ -464,7 +471,7 @@ TEST(LLVM, EveryNewSourceCompilesOnce) {
   uint64_t nonce = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   std::vector<std::string> srcs;
   for (DType d : {dtypes::float32, dtypes::int32, dtypes::float16}) {
-    std::string s = LLVMRenderer(cpu_target("CPU")).render(alu_program(d));
+    std::string s = render(LLVMRenderer(cpu_target("CPU", 1)), alu_program(d));
     for (int k = 0; k < 4; k++) srcs.push_back("; " + std::to_string(nonce + uint64_t(k)) + "\n" + s);
   }
   auto c = make_llvm_compiler();

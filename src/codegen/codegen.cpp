@@ -24,6 +24,8 @@ const std::vector<Stage>& late_stages() {
       {"expander", [](const UOpRef& a, const Renderer&, ProgramSpec&) { return expand(a); }},
       {"transcendentals", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return decompose_transcendentals(a, ren); }},
       {"devectorizer", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return devectorize(a, ren); }},
+      {"reduce to accumulators", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return reduce_to_acc(a, ren); }},
+      {"semantics", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return lower_semantics(a, ren); }},
   };
   return stages;
 }
@@ -39,7 +41,7 @@ ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Render
     a = st.run(a, ren, p);
     if (DEBUG >= 6) std::fprintf(stderr, "=== %s: after stage '%s' ===\n%s", p.name.c_str(), st.name, a->str().c_str());
   }
-  LinearProgram lp = linearize(a, p.name, [&](DType dt) { return ren.holds_vector(Ops::DEFINE_REG, dt); });
+  LinearProgram lp = linearize(a, p.name);
   lp.threads = p.threads;
   p.vars = lp.vars, p.nbufs = lp.globals.size(), p.mem = lp.mem, p.uops = lp.uops.size();
   // the ops of the whole launch: every THREAD core, work-group and work-item (symbolic sizes at their largest)

@@ -1,7 +1,6 @@
 #include "renderer/cstyle.h"
 
-#include "codegen/late/late.h"
-
+#include <array>
 #include <cmath>
 #include <map>
 #include <unordered_map>
@@ -74,28 +73,59 @@ TG_FN float tg_bfround(float f) { return tg_bf2f(tg_f2bf(f)); }
 )";
 
 static bool is16(DType d) { return d.scalar == Scalar::Float16 || d.scalar == Scalar::BFloat16; }
+
+// What tells the C dialects apart, as data: a dialect is an entry of kDialects, in the order of enum Dialect.
+struct Spelling {
+  std::array<const char*, 9> ints;  // Bool, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64
+  const char* bool_storage;         // OpenCL kernels can't take pointers to bool: bools are stored as uchar there
+  const char* i64_suffix = "ll";
+  const char *head, *half = kSoftHalf;  // the prelude, and how 16-bit floats convert (kHalf and kBFloat go between)
+  const char* kernel;                   // the kernel function's declaration, up to its name
+  const char *buffer = "", *restrict_kw = "restrict", *shared = "", *align = "";  // a buffer parameter's; a DEFINE_LOCAL's
+  const char* barrier = nullptr;      // none: one thread runs the body, so program order is the order
+  std::array<const char*, 2> ids{};  // the work-group and work-item id along dimension %c (a letter of `dims`)
+  const char* dims = "";
+  bool vectors = false;          // GCC vector extensions hold vectors (the CPU); GPUs hold none
+  bool int_index = false;        // GPUs do 64-bit integer math in several instructions: index values whose range fits are int
+  bool overloaded_math = false;  // exp2 of a float is exp2, not exp2f
+  bool nonfinite_bits = false;   // inf and NaN from their bits: no math.h (NVRTC)
+  // exp2/log2/sin in hardware (GPUs); on the CPU they are the LLVM renderer's polynomials, so both CPU paths give the same bits
+  bool native_math = false;
+  const char* dbl_cast = "";  // before NAN and INFINITY of a double (OpenCL's are float)
+  std::string (*bitcast)(const std::string& to, const std::string& from, const std::string& a);
+  enum class Wmma { None, MmaSync, Local } wmma = Wmma::None;  // tensor cores: mma.sync, or through local memory (EMULATE=CUDA)
+  const char* fp64 = "";  // what enables doubles where a kernel uses them
+  bool entry = false;     // a `tg_entry` trampoline (the CPU calls every kernel the same way)
+};
+static const Spelling kDialects[] = {
+    {.ints = {"_Bool", "signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int", "long long", "unsigned long long"},
+     .bool_storage = "_Bool", .head = kCHead, .kernel = "void ", .align = " __attribute__((aligned(64)))", .vectors = true,
+     .bitcast = [](const std::string& to, const std::string& from, const std::string& a) {
+       return "({" + to + " _b; " + from + " _a = " + a + "; memcpy(&_b, &_a, sizeof _b); _b;})";
+     },
+     .entry = true},
+    {.ints = {"bool", "signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int", "long long", "unsigned long long"},
+     .bool_storage = "bool", .head = kCudaHead, .half = kCudaHalf, .kernel = "extern \"C\" __global__ void ", .restrict_kw = "__restrict__",
+     .shared = "__shared__ ", .barrier = "__syncthreads();", .ids = {"blockIdx.%c", "threadIdx.%c"}, .dims = "xyz", .int_index = true,
+     .nonfinite_bits = true, .native_math = true,
+     .bitcast = [](const std::string& to, const std::string&, const std::string& a) { return "tg_bitcast<" + to + ">(" + a + ")"; },
+     .wmma = Spelling::Wmma::MmaSync},
+    {.ints = {"bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong"}, .bool_storage = "uchar", .i64_suffix = "l",
+     .head = kCLHead, .kernel = "__kernel void ", .buffer = "__global ", .shared = "__local ", .barrier = "barrier(CLK_LOCAL_MEM_FENCE);",
+     .ids = {"get_group_id(%c)", "get_local_id(%c)"}, .dims = "012", .int_index = true, .overloaded_math = true, .native_math = true,
+     .dbl_cast = "(double)",
+     .bitcast = [](const std::string& to, const std::string&, const std::string& a) {  // OpenCL names as_<builtin type>
+       return "as_" + (to == "uint16_t" ? std::string("ushort") : to) + "(" + a + ")";
+     },
+     .wmma = Spelling::Wmma::Local, .fp64 = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"},
+};
+
 // the type values of `d` are computed in (16-bit floats compute in float)
-static std::string ctype(DType d, Dialect l = Dialect::C) {
-  bool cl = l == Dialect::OpenCL;
-  switch (d.scalar) {
-    case Scalar::Bool: return l == Dialect::C ? "_Bool" : "bool";
-    case Scalar::Int8: return cl ? "char" : "signed char";
-    case Scalar::UInt8: return cl ? "uchar" : "unsigned char";
-    case Scalar::Int16: return "short";
-    case Scalar::UInt16: return cl ? "ushort" : "unsigned short";
-    case Scalar::Int32: return "int";
-    case Scalar::UInt32: return cl ? "uint" : "unsigned int";
-    case Scalar::Int64: return cl ? "long" : "long long";
-    case Scalar::UInt64: return cl ? "ulong" : "unsigned long long";
-    case Scalar::Float16:
-    case Scalar::BFloat16:
-    case Scalar::Float32: return "float";
-    case Scalar::Float64: return "double";
-    default: return "void";
-  }
+static std::string ctype(DType d, const Spelling& sp) {
+  if (d.scalar <= Scalar::UInt64) return sp.ints[size_t(d.scalar)];
+  return d.scalar == Scalar::Float64 ? "double" : d.scalar == Scalar::Void ? "void" : "float";
 }
-// OpenCL kernels can't take pointers to bool: bools are stored as uchar there
-static std::string storage_type(DType d, Dialect l) { return is16(d) ? "uint16_t" : dtypes::is_bool(d) && l == Dialect::OpenCL ? "uchar" : ctype(d, l); }
+static std::string storage_type(DType d, const Spelling& sp) { return is16(d) ? "uint16_t" : dtypes::is_bool(d) ? sp.bool_storage : ctype(d, sp); }
 // 16-bit floats are stored as their bits and computed in float: the conversions between the two
 static std::string from_storage(DType d, const std::string& v) {
   return d.scalar == Scalar::Float16 ? "tg_h2f(" + v + ")" : d.scalar == Scalar::BFloat16 ? "tg_bf2f(" + v + ")" : v;
@@ -106,20 +136,20 @@ static std::string to_storage(DType d, const std::string& v) {
 static std::string round16(DType d, const std::string& x) {
   return d.scalar == Scalar::Float16 ? "tg_hround(" + x + ")" : d.scalar == Scalar::BFloat16 ? "tg_bfround(" + x + ")" : x;
 }
-static std::string int_literal(DType d, int64_t v, Dialect l) {
-  const char* sfx = l == Dialect::OpenCL ? "l" : "ll";
+static std::string int_literal(DType d, int64_t v, const Spelling& sp) {
+  const char* sfx = sp.i64_suffix;
   if (dtypes::is_unsigned(d)) return strformat("%llu", (unsigned long long)v) + "u" + sfx;
   return v == INT64_MIN ? strformat("(-9223372036854775807%s-1)", sfx) : strformat("%lld", (long long)v) + sfx;
 }
-static std::string literal(DType d, double v, Dialect l = Dialect::C) {
+static std::string literal(DType d, double v, const Spelling& sp) {
   if (dtypes::is_float(d)) {
     bool dbl = d.scalar == Scalar::Float64;
-    if (l == Dialect::CUDA && !std::isfinite(v)) {  // no math.h under NVRTC
+    if (sp.nonfinite_bits && !std::isfinite(v)) {
       const char* bits = std::isnan(v) ? (dbl ? "0x7ff8000000000000ll" : "0x7fc00000") : v > 0 ? (dbl ? "0x7ff0000000000000ll" : "0x7f800000")
                                                                                               : (dbl ? "(long long)0xfff0000000000000ull" : "(int)0xff800000u");
       return std::string(dbl ? "__longlong_as_double(" : "__int_as_float(") + bits + ")";
     }
-    std::string cast = dbl && l == Dialect::OpenCL ? "(double)" : "";
+    std::string cast = dbl ? sp.dbl_cast : "";
     if (std::isnan(v)) return "(" + cast + "NAN)";
     if (std::isinf(v)) return v > 0 ? "(" + cast + "INFINITY)" : "(-" + cast + "INFINITY)";
     std::string t = strformat(d.scalar == Scalar::Float64 ? "%.17g" : "%.9g", v);
@@ -127,12 +157,10 @@ static std::string literal(DType d, double v, Dialect l = Dialect::C) {
     return d.scalar == Scalar::Float64 ? t : t + "f";
   }
   if (dtypes::is_bool(d)) return v != 0 ? "1" : "0";
-  if (d.scalar == Scalar::UInt64 || d.scalar == Scalar::Int64) return int_literal(d, int64_t(v), l);
+  if (d.scalar == Scalar::UInt64 || d.scalar == Scalar::Int64) return int_literal(d, int64_t(v), sp);
   if (d.scalar == Scalar::UInt32) return strformat("%lluu", (unsigned long long)v);
   return v < 0 ? strformat("(%lld)", (long long)v) : strformat("%lld", (long long)v);
 }
-// OpenCL's math functions are overloaded; C and CUDA name the float ones with an f
-static std::string fn(DType d, const char* name, Dialect l) { return std::string(name) + (d.scalar == Scalar::Float64 || l == Dialect::OpenCL ? "" : "f"); }
 
 // WMMA: a function per tensor core shape and dtypes, d[] = A * B + C over a warp. CUDA issues mma.sync (operands packed
 // two 16-bit values per register, the lower element in the lower half); OpenCL (EMULATE=CUDA) has the warp's work-items
@@ -143,17 +171,17 @@ static std::string wmma_fn(const UOp* u) {
          "_" + std::string(u->dtype.scalar_of().name());
 }
 static constexpr int kWmmaScratch = 16 * 16 + 16 * 8;  // floats per warp in the emulation: A (16x16), B (16x8)
-static std::string wmma_helper(const UOp* u, Dialect l) {
+static std::string wmma_helper(const UOp* u, const Spelling& sp) {
   auto& g = u->arg_ints();
   DType in = u->src[0]->dtype.scalar_of(), out = u->dtype.scalar_of();
   int na = u->src[0]->dtype.count, nb = u->src[1]->dtype.count, nc = u->dtype.count;
   TG_CHECK(g[0] == 8 && g[1] == 16 && g[2] == 16 && na == 8 && nb == 4 && nc == 4, TG_ERROR_UNSUPPORTED,
            "C renderer: no WMMA for tensor core " + wmma_fn(u) + " (m16n8k16 only)");
-  TG_CHECK(l != Dialect::C, TG_ERROR_UNSUPPORTED, "C renderer: WMMA on a CPU target");
+  TG_CHECK(sp.wmma != Spelling::Wmma::None, TG_ERROR_UNSUPPORTED, "C renderer: WMMA on a CPU target");
   std::string sig = "TG_FN void " + wmma_fn(u) + "(float* d";
   for (auto [p, n] : {std::pair{'a', na}, std::pair{'b', nb}, std::pair{'c', nc}})
     for (int i = 0; i < n; i++) sig += strformat(", float %c%d", p, i);
-  if (l == Dialect::OpenCL) {
+  if (sp.wmma == Spelling::Wmma::Local) {
     static const char* body = R"( {
   float a[8] = {a0, a1, a2, a3, a4, a5, a6, a7}, b[4] = {b0, b1, b2, b3}, c[4] = {c0, c1, c2, c3};
   int g = lane >> 2, t = lane & 3;
@@ -211,16 +239,15 @@ static bool c_vector_scalar(DType d) { return !is16(d) && !dtypes::is_bool(d) &&
 
 struct CRenderer {
   const LinearProgram& lp;
-  Dialect l;
-  std::string ctype(DType d) const { return tg::ctype(d, l); }
-  std::string storage_type(DType d) const { return tg::storage_type(d, l); }
+  const Spelling& sp;
+  std::string ctype(DType d) const { return tg::ctype(d, sp); }
+  std::string storage_type(DType d) const { return tg::storage_type(d, sp); }
   std::string from_storage(DType d, const std::string& v) const {
-    return dtypes::is_bool(d) && l == Dialect::OpenCL ? "((bool)" + v + ")" : tg::from_storage(d, v);
+    return dtypes::is_bool(d) && storage_type(d) != ctype(d) ? "((" + ctype(d) + ")" + v + ")" : tg::from_storage(d, v);
   }
-  std::string literal(DType d, double v) const { return tg::literal(d, v, l); }
-  std::string fn(DType d, const char* name) const { return tg::fn(d, name, l); }
+  std::string literal(DType d, double v) const { return tg::literal(d, v, sp); }
+  std::string fn(DType d, const char* name) const { return std::string(name) + (d.scalar == Scalar::Float64 || sp.overloaded_math ? "" : "f"); }
   std::string i64() const { return ctype(dtypes::int64); }
-  std::string u64() const { return ctype(dtypes::uint64); }
   std::unordered_map<const UOp*, std::string> names;
   std::map<std::string, std::string> typedefs, helpers;
   std::string out;
@@ -232,7 +259,7 @@ struct CRenderer {
   }
   // GPUs do 64-bit integer math in several instructions: index values whose whole range fits int32 are ints there
   std::string value_type(const UOpRef& u) {
-    if (l != Dialect::C && u->dtype == dtypes::index && u->vmin() >= INT32_MIN && u->vmax() <= INT32_MAX) return "int";
+    if (sp.int_index && u->dtype == dtypes::index && u->vmin() >= INT32_MIN && u->vmax() <= INT32_MAX) return "int";
     return type(u->dtype);
   }
   std::string lanes(DType d, const std::vector<std::string>& v) {
@@ -242,6 +269,7 @@ struct CRenderer {
   }
   int indent = 1;
   int counter = 0;
+  static bool reg_load(const UOpRef& u) { return u->op == Ops::LOAD && u->src[0]->dtype.addrspace == AddrSpace::Reg; }
 
   std::string r(const UOpRef& u) {
     if (auto it = names.find(u.get()); it != names.end()) return it->second;
@@ -249,26 +277,12 @@ struct CRenderer {
       return lanes(u->dtype, std::vector<std::string>(u->dtype.count, r(u->replace_dtype(u->dtype.scalar_of()))));
     if (u->op == Ops::CONST && dtypes::is_int(u->dtype)) {  // exact: from the int64 bits, not through double
       int64_t v = std::get<int64_t>(u->arg);
-      if (l != Dialect::C && u->dtype == dtypes::index && v >= 0 && v <= INT32_MAX) return std::to_string(v);  // keeps int index math int
-      return int_literal(dtypes::is_unsigned(u->dtype) ? dtypes::uint64 : dtypes::int64, v, l);
+      if (sp.int_index && u->dtype == dtypes::index && v >= 0 && v <= INT32_MAX) return std::to_string(v);  // keeps int index math int
+      return int_literal(dtypes::is_unsigned(u->dtype) ? dtypes::uint64 : dtypes::int64, v, sp);
     }
     if (u->op == Ops::CONST) return literal(u->dtype, u->const_value());
-    if (u->op == Ops::LOAD && u->src[0]->op == Ops::DEFINE_REG) return r(u->src[0]);
-    if (u->op == Ops::REDUCE) return r(lp.reduce_acc.at(u));
-    return expr(u);  // an update's ALU, rendered inline
-  }
-  // Integer division is defined for every input, as in tinygrad: x//0 == 0, x%0 == x, and MIN//-1 wraps to MIN (C leaves
-  // these undefined and x86 traps). A constant divisor other than 0 and -1 needs no guard.
-  std::string divmod(const UOpRef& u) {
-    bool mod = u->op == Ops::MOD;
-    std::string a = r(u->src[0]), b = r(u->src[1]), plain = "(" + a + (mod ? "%" : "/") + b + ")";
-    const UOpRef& c = u->src[1];
-    if (c->op == Ops::CONST && !c->is_const(0) && (dtypes::is_unsigned(c->dtype) || !c->is_const(-1))) return plain;
-    std::string zero = mod ? a : literal(u->dtype, 0);
-    if (dtypes::is_unsigned(u->dtype)) return "(" + b + "==0?" + zero + ":" + plain + ")";
-    // x/-1 is -x, computed in unsigned arithmetic so MIN wraps
-    std::string t = u->dtype == dtypes::index ? i64() : ctype(u->dtype), neg = mod ? literal(u->dtype, 0) : "(" + t + ")(" + int_literal(dtypes::uint64, 0, l) + "-(" + u64() + ")" + a + ")";
-    return "(" + b + "==0?" + zero + ":" + b + "==-1?" + neg + ":" + plain + ")";
+    if (u->op == Ops::AFTER || reg_load(u)) return r(u->src[0]);  // a register is read by its name
+    return expr(u);  // a loop's bound, an INDEX: rendered inline
   }
   std::string index(const UOpRef& idx) { return r(idx->src[0]) + "[" + r(idx->src[1]) + "]"; }
   std::string expr(const UOpRef& u) {
@@ -288,11 +302,6 @@ struct CRenderer {
         return lanes(d, v);
       }
       case Ops::GEP: {
-        if (auto it = lp.reduce_lanes.find(s[0]); it != lp.reduce_lanes.end()) {  // lanes of a reduce kept in scalars
-          std::vector<std::string> v;
-          for (auto i : u->arg_ints()) v.push_back(r(it->second[size_t(i)]));
-          return d.count == 1 ? v[0] : lanes(d, v);
-        }
         std::vector<std::string> v;
         for (auto l : u->arg_ints()) v.push_back(r(s[0]) + "[" + std::to_string(l) + "]");
         return d.count == 1 ? v[0] : lanes(d, v);
@@ -301,27 +310,16 @@ struct CRenderer {
       case Ops::SUB: return round16(d, bin("-"));
       case Ops::MUL: return round16(d, bin("*"));
       case Ops::FDIV: return round16(d, bin("/"));
-      case Ops::IDIV:
-      case Ops::MOD: return divmod(u);
+      case Ops::IDIV: return bin("/");
+      case Ops::MOD: return bin("%");
       case Ops::CMPLT: return bin("<");
       case Ops::CMPNE: return bin("!=");
       case Ops::CMPEQ: return bin("==");
       case Ops::AND: return bin("&");
       case Ops::OR: return bin("|");
       case Ops::XOR: return bin("^");
-      case Ops::SHL:  // through unsigned: a signed left shift that moves bits into or past the sign is undefined in C
-        if (!dtypes::is_unsigned(d)) return "((" + ctype(d) + ")((" + u64() + ")" + r(s[0]) + "<<" + r(s[1]) + "))";
-        return bin("<<");
+      case Ops::SHL: return bin("<<");
       case Ops::SHR: return bin(">>");
-      case Ops::MAX: {  // NaN wins, like numpy's maximum
-        std::string a = r(s[0]), b = r(s[1]);
-        if (d.count > 1) {  // a vector accumulator's update: C has no vector ?:, so lane by lane
-          std::string t = type(d), nan = dtypes::is_float(d) ? "||_a[_i]!=_a[_i]" : "";
-          return "({" + t + " _a = " + a + ", _b = " + b + ", _r; for (int _i = 0; _i < " + std::to_string(d.count) +
-                 "; _i++) _r[_i] = (_a[_i]>_b[_i]" + nan + ")?_a[_i]:_b[_i]; _r;})";
-        }
-        return dtypes::is_float(d) ? "((" + a + ">" + b + "||" + a + "!=" + a + ")?" + a + ":" + b + ")" : "((" + a + ">" + b + ")?" + a + ":" + b + ")";
-      }
       case Ops::NEG: return "(-" + r(s[0]) + ")";
       case Ops::WHERE: return "(" + r(s[0]) + "?" + r(s[1]) + ":" + r(s[2]) + ")";
       case Ops::MULACC: return round16(d, "(" + r(s[0]) + "*" + r(s[1]) + "+" + r(s[2]) + ")");
@@ -334,10 +332,7 @@ struct CRenderer {
       case Ops::RECIPROCAL: return round16(d, "(" + literal(d, 1) + "/" + r(s[0]) + ")");
       case Ops::SPECIAL: {  // gidxN / lidxN: the work-group / work-item id along dimension N
         auto& nm = std::get<std::string>(u->arg);
-        bool group = nm[0] == 'g';
-        int dim = nm.back() - '0';
-        if (l == Dialect::CUDA) return "((" + i64() + ")" + (group ? "blockIdx." : "threadIdx.") + "xyz"[dim] + ")";
-        return "((" + i64() + ")" + (group ? "get_group_id(" : "get_local_id(") + std::to_string(dim) + "))";
+        return "((" + i64() + ")" + strformat(sp.ids[nm[0] == 'g' ? 0 : 1], sp.dims[nm.back() - '0']) + ")";
       }
       case Ops::CAST: {
         DType from = s[0]->dtype;
@@ -348,11 +343,7 @@ struct CRenderer {
       }
       case Ops::BITCAST: {  // 16-bit floats live as float in registers: go through their storage bits
         DType from = s[0]->dtype;
-        std::string a = to_storage(from, r(s[0])), bits;
-        if (l == Dialect::C) bits = "({" + storage_type(d) + " _b; " + storage_type(from) + " _a = " + a + "; memcpy(&_b, &_a, sizeof _b); _b;})";
-        else if (l == Dialect::CUDA) bits = "tg_bitcast<" + storage_type(d) + ">(" + a + ")";
-        else bits = "as_" + (is16(d) ? std::string("ushort") : storage_type(d)) + "(" + a + ")";  // OpenCL names as_<builtin type>
-        return from_storage(d, bits);
+        return from_storage(d, sp.bitcast(storage_type(d), storage_type(from), to_storage(from, r(s[0]))));
       }
       default: fail(TG_ERROR_UNSUPPORTED, "C renderer: no rule for " + std::string(op_name(u->op)));
     }
@@ -361,13 +352,11 @@ struct CRenderer {
 
   std::string run() {
     std::string params, entry_args;
-    const char* space = l == Dialect::OpenCL ? "__global " : "";
-    const char* restrict_kw = l == Dialect::CUDA ? "__restrict__" : "restrict";
     for (size_t i = 0; i < lp.globals.size(); i++) {
       DType pd = lp.globals[i]->dtype;
       std::string nm = "data" + std::to_string(i), t = storage_type(pd.base());
       names[lp.globals[i].get()] = nm;
-      params += (i ? ", " : "") + std::string(space) + (i ? "const " : "") + t + "* " + restrict_kw + " " + nm;
+      params += (i ? ", " : "") + std::string(sp.buffer) + (i ? "const " : "") + t + "* " + sp.restrict_kw + " " + nm;
       entry_args += (i ? ", " : "") + std::string("(") + (i ? "const " : "") + t + "*)bufs[" + std::to_string(i) + "]";
     }
     for (size_t i = 0; i < lp.vars.size(); i++) {
@@ -388,17 +377,15 @@ struct CRenderer {
       } else if (u->op == Ops::DEFINE_LOCAL) {  // a work-group's shared array (GROUP reduces); on a CPU a PACK's, on the stack
         std::string nm = "temp" + std::to_string(std::get<int64_t>(u->arg));
         names[u.get()] = nm;
-        std::string q = l == Dialect::CUDA ? "__shared__ " : l == Dialect::OpenCL ? "__local " : "";
-        std::string align = l == Dialect::C ? " __attribute__((aligned(64)))" : "";
-        line(q + storage_type(u->dtype.base()) + " " + nm + "[" + std::to_string(u->dtype.size) + "]" + align + ";");
+        line(sp.shared + storage_type(u->dtype.base()) + " " + nm + "[" + std::to_string(u->dtype.size) + "]" + sp.align + ";");
       } else if (u->op == Ops::BARRIER) {
-        if (l != Dialect::C) line(l == Dialect::CUDA ? "__syncthreads();" : "barrier(CLK_LOCAL_MEM_FENCE);");
+        if (sp.barrier) line(sp.barrier);
       } else if (u->op == Ops::DEFINE_REG) {
         std::string nm = "acc" + std::to_string(std::get<int64_t>(u->arg));
         names[u.get()] = nm;
-        line(type(u->dtype.deref()) + " " + nm + " = " + r(u->src[0]) + ";");
+        line(type(u->dtype.deref()) + " " + nm + ";");
       } else if (u->op == Ops::STORE) {
-        if (u->src[0]->op == Ops::DEFINE_REG) line(r(u->src[0]) + " = " + r(u->src[1]) + ";");
+        if (u->src[0]->dtype.addrspace == AddrSpace::Reg) line(r(u->src[0]) + " = " + r(u->src[1]) + ";");
         else {
           DType d = u->src[1]->dtype;
           const UOpRef& idx = u->src[0];
@@ -406,16 +393,16 @@ struct CRenderer {
                                        : index(idx) + " = " + to_storage(d, r(u->src[1])) + ";";
           line(idx->src.size() > 2 ? "if (" + r(idx->src[2]) + ") " + st : st);  // a padded axis writes only where valid
         }
-      } else if (u->op == Ops::VECTORIZE && l != Dialect::C) {
-        continue;  // GPUs hold no vectors: only a WMMA takes one, lane by lane
+      } else if ((u->op == Ops::VECTORIZE && !sp.vectors) || reg_load(u)) {
+        continue;  // GPUs hold no vectors (only a WMMA takes one, lane by lane); a register is read by its name
       } else if (u->op == Ops::WMMA) {
         std::string fn = wmma_fn(u.get()), nm = "wmma" + std::to_string(counter++), call = fn + "(" + nm;
         names[u.get()] = nm;
-        if (!helpers.count(fn)) helpers[fn] = wmma_helper(u.get(), l);  // once per kernel, not per call
+        if (!helpers.count(fn)) helpers[fn] = wmma_helper(u.get(), sp);  // once per kernel, not per call
         line(ctype(u->dtype.scalar_of()) + " " + nm + "[" + std::to_string(u->dtype.count) + "];");
         for (size_t i = 0; i < 3; i++)
           for (int64_t j = 0; j < u->src[i]->dtype.count; j++) call += ", " + r(lane_of(u->src[i], j));
-        if (l == Dialect::OpenCL) call += strformat(", tg_wmma_s + tg_lid / 32 * %d, tg_lid %% 32", kWmmaScratch);
+        if (sp.wmma == Spelling::Wmma::Local) call += strformat(", tg_wmma_s + tg_lid / 32 * %d, tg_lid %% 32", kWmmaScratch);
         line(call + ");");
       } else {
         std::string nm = (u->op == Ops::LOAD ? "val" : "alu") + std::to_string(counter++);
@@ -426,29 +413,29 @@ struct CRenderer {
     std::string body = std::move(out), defs, fns;
     for (auto& [k, v] : typedefs) defs += v + "\n";
     for (auto& [k, v] : helpers) fns += v;
-    if (l == Dialect::OpenCL && !helpers.empty()) {  // the emulated warps' scratch and each work-item's place in the work-group
+    if (sp.wmma == Spelling::Wmma::Local && !helpers.empty()) {  // the emulated warps' scratch and each work-item's place in the work-group
       int64_t items = 1;
       for (auto& u : lp.uops)
         if (u->op == Ops::SPECIAL && std::get<std::string>(u->arg)[0] == 'l') items *= u->src[0]->vmax();
       body = strformat("  __local float tg_wmma_s[%lld];\n", (long long)((items + 31) / 32 * kWmmaScratch)) +
              "  int tg_lid = get_local_id(0) + get_local_size(0) * (get_local_id(1) + get_local_size(1) * get_local_id(2));\n" + body;
     }
-    if (l == Dialect::CUDA) return std::string(kCudaHead) + kHalf + kCudaHalf + kBFloat + fns + "extern \"C\" __global__ void " + lp.name + "(" + params + ") {\n" + body + "}\n";
-    if (l == Dialect::OpenCL) {
-      bool fp64 = false;
-      for (auto& u : lp.uops) fp64 |= u->dtype.scalar == Scalar::Float64;
-      for (auto& g : lp.globals) fp64 |= g->dtype.base().scalar == Scalar::Float64;
-      return std::string(fp64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + kCLHead + kHalf + kSoftHalf + kBFloat + fns + "__kernel void " + lp.name + "(" + params +
-             ") {\n" + body + "}\n";
-    }
-    return std::string(kCHead) + kHalf + kSoftHalf + kBFloat + defs + "void " + lp.name + "(" + params + ") {\n" + body + "}\n" +
-           "void tg_entry(void** bufs, const int64_t* vars) {\n  (void)vars;\n  " + lp.name + "(" + entry_args + ");\n}\n";
+    bool fp64 = false;
+    for (auto& u : lp.uops) fp64 |= u->dtype.scalar == Scalar::Float64;
+    for (auto& g : lp.globals) fp64 |= g->dtype.base().scalar == Scalar::Float64;
+    std::string src = std::string(fp64 ? sp.fp64 : "") + sp.head + kHalf + sp.half + kBFloat + defs + fns;
+    src += sp.kernel + lp.name + "(" + params + ") {\n" + body + "}\n";
+    if (!sp.entry) return src;
+    return src + "void tg_entry(void** bufs, const int64_t* vars) {\n  (void)vars;\n  " + lp.name + "(" + entry_args + ");\n}\n";
   }
 };
 
-std::string CStyleRenderer::render(const LinearProgram& lp) const { return CRenderer{lp, dialect_}.run(); }
+std::string CStyleRenderer::render(const LinearProgram& lp) const { return CRenderer{lp, kDialects[int(dialect_)]}.run(); }
+bool CStyleRenderer::native_op(Ops op, DType dt) const {
+  return kDialects[int(dialect_)].native_math || !((op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN) && dtypes::is_float(dt));
+}
 bool CStyleRenderer::holds_vector(Ops op, DType dt) const {
-  if (dialect_ != Dialect::C || !c_vector_scalar(dt.scalar_of())) return false;
+  if (!kDialects[int(dialect_)].vectors || !c_vector_scalar(dt.scalar_of())) return false;
   if (dt.count & (dt.count - 1)) return false;  // GCC's vector_size takes powers of two only (clang more): lanes then
   switch (op) {
     case Ops::ADD:

@@ -6,7 +6,7 @@
 #include "renderer/renderer.h"
 
 namespace tg {
-enum class Dialect { C, CUDA, OpenCL };
+enum class Dialect { C, CUDA, OpenCL };  // each a row of cstyle.cpp's kDialects: spellings, not code
 // C source with the kernel function and `void tg_entry(void** bufs, const int64_t* vars)` that calls it.
 class CStyleRenderer : public Renderer {
  public:
@@ -15,11 +15,7 @@ class CStyleRenderer : public Renderer {
   const Target& target() const override { return target_; }
   std::string render(const LinearProgram& lp) const override;
   bool holds_vector(Ops op, DType dt) const override;
-  // on the CPU exp2/log2/sin are the same polynomials the LLVM renderer uses, so both CPU paths give the same bits; GPUs
-  // have them in hardware
-  bool native_op(Ops op, DType dt) const override {
-    return dialect_ != Dialect::C || !((op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN) && dtypes::is_float(dt));
-  }
+  bool native_op(Ops op, DType dt) const override;
 
  private:
   Target target_;

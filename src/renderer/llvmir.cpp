@@ -78,8 +78,7 @@ struct LLRenderer {
   std::string val(const UOpRef& u) {
     if (auto it = names.find(u.get()); it != names.end()) return it->second;
     if (u->op == Ops::CONST) return splat(u->dtype, lit(*u));
-    if (u->op == Ops::REDUCE) return emit("load " + ty(u->dtype) + ", ptr " + val(lp.reduce_acc.at(u)));
-    return expr(u);  // an accumulator's update or read: rendered where it is used, as the C renderer does
+    return expr(u);  // a node not listed (AFTER, INDEX, a loop bound): rendered where it is used
   }
   std::string typed(const UOpRef& u) { return ty(u->dtype) + " " + val(u); }
   // an operand of a `lanes`-wide op: a scalar constant there stands for its splat
@@ -150,27 +149,6 @@ struct LLRenderer {
     return resize(v, from, to);
   }
 
-  // Integer division is defined for every input, as in tinygrad: x//0 == 0, x%0 == x, and MIN//-1 wraps to MIN (LLVM makes
-  // these undefined behaviour, as C does). A constant divisor other than 0 and -1 needs no guard.
-  std::string divmod(const UOpRef& u, const std::string& x, const std::string& y) {
-    bool mod = u->op == Ops::MOD, uns = zero_extends(u->dtype);
-    std::string t = ty(u->dtype), bt = ty(like(Scalar::Bool, u->dtype)), op = mod ? (uns ? "urem " : "srem ") : (uns ? "udiv " : "sdiv ");
-    const UOpRef& c = u->src[1];
-    if (c->op == Ops::CONST && !c->is_const(0) && (uns || !c->is_const(-1))) return emit(op + t + " " + x + ", " + y);
-    std::string zero = emit("icmp eq " + t + " " + y + ", zeroinitializer"), bad = zero, m1;
-    if (!uns) m1 = emit("icmp eq " + t + " " + y + ", " + splat(u->dtype, "-1")), bad = emit("or " + bt + " " + zero + ", " + m1);
-    // 1 stands in for the divisors LLVM can't divide by; x%1 is already x%-1 == 0
-    std::string q = emit(op + t + " " + x + ", " + emit("select " + bt + " " + bad + ", " + t + " " + splat(u->dtype, "1") + ", " + t + " " + y));
-    if (!uns && !mod) q = emit("select " + bt + " " + m1 + ", " + t + " " + emit("sub " + t + " zeroinitializer, " + x) + ", " + t + " " + q);
-    return emit("select " + bt + " " + zero + ", " + t + " " + (mod ? x : "zeroinitializer") + ", " + t + " " + q);
-  }
-  // C shifts narrow ints as int (promoted by their signedness) and our C renderer shifts left through unsigned long long
-  std::string shift(const UOpRef& u, std::string x, std::string y) {
-    DType d = u->dtype, wide = like(u->op == Ops::SHL ? (width(d) < 64 ? Scalar::Int64 : d.scalar) : (width(d) < 32 ? Scalar::Int32 : d.scalar), d);
-    x = resize(x, d, wide), y = resize(y, like(u->src[1]->dtype.scalar, d), wide);
-    std::string r = emit(std::string(u->op == Ops::SHL ? "shl " : zero_extends(d) ? "lshr " : "ashr ") + ty(wide) + " " + x + ", " + y);
-    return width(wide) == width(d) ? r : emit("trunc " + ty(wide) + " " + r + " to " + ty(d));
-  }
   std::string int_alu(const UOpRef& u) {
     auto& s = u->src;
     int n = u->dtype.count;
@@ -189,13 +167,12 @@ struct LLRenderer {
       case Ops::CMPLT: return bin(uns ? "icmp ult" : "icmp slt");
       case Ops::CMPNE: return bin("icmp ne");
       case Ops::CMPEQ: return bin("icmp eq");
-      case Ops::MAX: return emit("select " + ty(like(Scalar::Bool, d)) + " " + bin(uns ? "icmp ugt" : "icmp sgt") + ", " + t + " " + x + ", " + t + " " + y);
       case Ops::NEG: return emit("sub " + t + " zeroinitializer, " + x);
       case Ops::MULACC: return emit("add " + t + " " + bin("mul") + ", " + val(s[2], n));
-      case Ops::IDIV:
-      case Ops::MOD: return divmod(u, x, y);
-      case Ops::SHL:
-      case Ops::SHR: return shift(u, x, y);
+      case Ops::IDIV: return bin(uns ? "udiv" : "sdiv");
+      case Ops::MOD: return bin(uns ? "urem" : "srem");
+      case Ops::SHL: return bin("shl");
+      case Ops::SHR: return bin(uns ? "lshr" : "ashr");
       default: fail(TG_ERROR_UNSUPPORTED, "LLVM renderer: no rule for " + std::string(op_name(u->op)) + " on " + d.name());
     }
   }
@@ -214,11 +191,6 @@ struct LLRenderer {
       case Ops::SUB: r = bin("fsub"); break;
       case Ops::MUL: r = bin("fmul"); break;
       case Ops::FDIV: r = bin("fdiv"); break;
-      case Ops::MAX: {  // NaN wins, like numpy's maximum: a when a > b or a is NaN
-        std::string bt = ty(like(Scalar::Bool, c)), pick = emit("or " + bt + " " + bin("fcmp ogt") + ", " + emit("fcmp uno " + t + " " + a[0] + ", " + a[0]));
-        r = emit("select " + bt + " " + pick + ", " + t + " " + a[0] + ", " + t + " " + a[1]);
-        break;
-      }
       case Ops::NEG: r = emit("fneg " + t + " " + a[0]); break;
       case Ops::RECIPROCAL: r = emit("fdiv " + t + " " + splat(c, flit(c.scalar_of(), 1)) + ", " + a[0]); break;
       case Ops::MULACC: r = emit("fadd " + t + " " + bin("fmul") + ", " + a[2]); break;  // two roundings: no contraction
@@ -355,16 +327,6 @@ struct LLRenderer {
     ins("br label %loop" + k);
     label("exit" + k);
   }
-  void define_reg(const UOpRef& u) {
-    std::string nm = "%acc" + id(), t = ty(u->dtype.deref());
-    int64_t cnt = std::max<int64_t>(u->dtype.size, 1);
-    names[u.get()] = nm;
-    // in the entry block, where mem2reg turns it into SSA values
-    allocas += "  " + nm + " = alloca " + t + (cnt > 1 ? ", i64 " + std::to_string(cnt) : "") + "\n";
-    if (u->src.empty()) return;
-    std::string init = typed(u->src[0]);
-    for (int64_t i = 0; i < cnt; i++) ins("store " + init + ", ptr " + (i ? emit("getelementptr " + t + ", ptr " + nm + ", i64 " + std::to_string(i)) : nm));
-  }
 
   std::string run() {
     std::string params, args, entry;
@@ -388,7 +350,10 @@ struct LLRenderer {
       switch (u->op) {
         case Ops::RANGE: open_loop(u); break;
         case Ops::END: close_loop(u); break;
-        case Ops::DEFINE_REG: define_reg(u); break;
+        case Ops::DEFINE_REG:  // in the entry block, where mem2reg turns it into SSA values
+          names[u.get()] = "%acc" + id();
+          allocas += "  " + names[u.get()] + " = alloca " + ty(u->dtype.deref()) + "\n";
+          break;
         case Ops::DEFINE_LOCAL: {  // a PACK's scratch array: on the stack of the thread running the kernel
           std::string nm = "%local" + id();
           names[u.get()] = nm;

@@ -1,15 +1,13 @@
 #include "renderer/renderer.h"
 
-#include "runtime/threadpool.h"
-
 namespace tg {
 
 // The host CPU as a target: vectors as wide as its widest registers, THREAD across the cores this process may use.
-Target cpu_target(const std::string& device) {
+Target cpu_target(const std::string& device, int64_t threads) {
   Target t;
   t.device = device;
   t.has_threads = getenv_int("THREADS", 1) != 0;
-  t.global_max = {num_cpu_threads(), 0, 0};
+  t.global_max = {threads, 0, 0};
 #if defined(__x86_64__)
   __builtin_cpu_init();
   t.vector_bytes = __builtin_cpu_supports("avx512f") ? 64 : __builtin_cpu_supports("avx2") ? 32 : 16;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/linearize.h"
+#include "uop/uop.h"
 
 namespace tg {
 
@@ -34,6 +34,19 @@ struct TensorCore {
 // NVIDIA's mma.sync shapes this project renders (m16n8k16: half or bfloat16 in, float or half out), by compute capability
 std::vector<TensorCore> cuda_tensor_cores(int major, int minor);
 
+// A linear program, the linearizer's output and what a renderer renders: RANGE opens a loop, END closes it; DEFINE_REG
+// declares an accumulator, a STORE to it (or to an AFTER of it, which only orders) sets it and a LOAD reads it. Every
+// other node is computed once where it is listed.
+struct LinearProgram {
+  std::string name;
+  UOps globals;  // DEFINE_GLOBALs by arg index
+  UOps uops;
+  UOps vars;            // DEFINE_VARs in the order of the entry's `vars` array
+  int64_t threads = 1;  // the kernel runs once for each value of its `core_id` var in [0, threads) (THREAD)
+  uint64_t ops = 0;  // estimated arithmetic ops of one thread or work-item (get_program scales it to the whole launch)
+  uint64_t mem = 0;  // bytes of the buffers it touches
+};
+
 struct Target {
   std::string device;
   bool has_local = false, has_shared = false, has_threads = false;
@@ -58,6 +71,7 @@ class Renderer {
   virtual bool native_op(Ops op, DType dt) const { return true; }
 };
 
-Target cpu_target(const std::string& device);
+// the host CPU as a target; `threads`: the cores THREAD may spread a kernel over (the runtime device counts them)
+Target cpu_target(const std::string& device, int64_t threads);
 
 }  // namespace tg

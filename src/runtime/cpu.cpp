@@ -16,6 +16,7 @@
 
 #include "helpers.h"
 #include "runtime/device.h"
+#include "runtime/threadpool.h"
 #include "renderer/cstyle.h"
 #ifndef TG_NO_LLVM
 #include "renderer/llvmir.h"
@@ -156,11 +157,11 @@ class CPUDevice : public Device {
 
 Device* open_cpu_device(const std::string& name) {
 #ifdef TG_NO_LLVM
-  if (name == "CPU") return new CPUDevice("CPU", std::make_unique<CStyleRenderer>(cpu_target("CPU")), std::make_unique<ClangCompiler>());
+  if (name == "CPU") return new CPUDevice("CPU", std::make_unique<CStyleRenderer>(cpu_target("CPU", num_cpu_threads())), std::make_unique<ClangCompiler>());
 #else
-  if (name == "CPU") return new CPUDevice("CPU", std::make_unique<LLVMRenderer>(cpu_target("CPU")), make_llvm_compiler());
+  if (name == "CPU") return new CPUDevice("CPU", std::make_unique<LLVMRenderer>(cpu_target("CPU", num_cpu_threads())), make_llvm_compiler());
 #endif
-  return new CPUDevice("CPU:CLANG", std::make_unique<CStyleRenderer>(cpu_target("CPU:CLANG")), std::make_unique<ClangCompiler>());
+  return new CPUDevice("CPU:CLANG", std::make_unique<CStyleRenderer>(cpu_target("CPU:CLANG", num_cpu_threads())), std::make_unique<ClangCompiler>());
 }
 
 }  // namespace tg

@@ -188,4 +188,8 @@ double truncate_to(DType dtype, double v);
 // the bits an integer dtype holds for v: truncated toward zero, wrapped to the width (NaN and inf give 0); uint64 as int64
 int64_t int_bits(DType dtype, double v);
 
+// Scalar lane i of a vector value (folds GEP of VECTORIZE, of GEP and of a splat CONST); `gep`: the lanes as one value.
+UOpRef lane_of(const UOpRef& v, int64_t i);
+UOpRef gep(const UOpRef& v, std::vector<int64_t> lanes);
+
 }  // namespace tg

@@ -1,9 +1,7 @@
-// The devectorizer and the THREAD lowering.
+// The devectorizer.
 #include <algorithm>
-#include <map>
 
 #include "codegen/late/late.h"
-#include "codegen/opt/opt.h"
 #include "uop/symbolic.h"
 
 namespace tg {
@@ -110,20 +108,21 @@ struct Devec {
     if (out.size() == n->src.size()) return {};
     return UOp::make(Ops::GROUP, dtypes::void_, out);
   }
-  UOpRef split(const UOp* n) const {
-    if (n->dtype.count == 1 || !(GroupOp::alu(n->op) || n->op == Ops::CAST || n->op == Ops::BITCAST)) return {};
-    if (ren.holds_vector(n->op, n->dtype) && std::all_of(n->src.begin(), n->src.end(), [&](auto& s) { return ren.holds_vector(s->op, s->dtype) || s->dtype.count == 1; }))
-      return {};
-    UOps lanes;
-    for (int64_t l = 0; l < n->dtype.count; l++) {
-      UOps s;
-      for (auto& x : n->src) s.push_back(lane_of(x, l));
-      lanes.push_back(UOp::make(n->op, n->dtype.scalar_of(), s, n->arg));
-    }
-    return UOp::make(Ops::VECTORIZE, n->dtype, lanes);
-  }
 };
 }  // namespace
+
+UOpRef split_lanes(const UOp* n, const Renderer& ren) {
+  if (n->dtype.count == 1 || !(GroupOp::alu(n->op) || n->op == Ops::CAST || n->op == Ops::BITCAST)) return {};
+  if (ren.holds_vector(n->op, n->dtype) && std::all_of(n->src.begin(), n->src.end(), [&](auto& s) { return ren.holds_vector(s->op, s->dtype) || s->dtype.count == 1; }))
+    return {};
+  UOps lanes;
+  for (int64_t l = 0; l < n->dtype.count; l++) {
+    UOps s;
+    for (auto& x : n->src) s.push_back(lane_of(x, l));
+    lanes.push_back(UOp::make(n->op, n->dtype.scalar_of(), s, n->arg));
+  }
+  return UOp::make(Ops::VECTORIZE, n->dtype, lanes);
+}
 
 UOpRef devectorize(const UOpRef& ast, const Renderer& ren) {
   Devec d{ren};
@@ -136,21 +135,11 @@ UOpRef devectorize(const UOpRef& ast, const Renderer& ren) {
              if (s->op != Ops::VECTORIZE && s->op != Ops::GEP && s->op != Ops::CONST) return {};
              return gep(s, m.root->arg_ints());
            }},
-          {UPat(), [](const Match& m) { return m.ctx<Devec>().split(m.root); }},
+          {UPat(), [](const Match& m) { return split_lanes(m.root, m.ctx<Devec>().ren); }},
       },
       "devectorizer");
   static const PatternMatcher with_sym = pm + symbolic();
   return graph_rewrite(ast, with_sym, &d, false, "devectorize");
-}
-
-UOpRef lower_threads(const UOpRef& ast, int64_t* threads) {
-  *threads = 1;
-  for (auto& u : ast->toposort())
-    if (u->op == Ops::RANGE && range_kind(u.get()) == AxisType::THREAD) {
-      *threads = u->src[0]->vmax();
-      return ast->substitute({{u, UOp::make(Ops::DEFINE_VAR, u->dtype, {}, VarArg{"core_id", 0, *threads - 1})}});
-    }
-  return ast;
 }
 
 }  // namespace tg

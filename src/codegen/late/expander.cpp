@@ -4,36 +4,10 @@
 #include <algorithm>
 
 #include "codegen/late/late.h"
-#include "codegen/linearize.h"
 #include "codegen/opt/opt.h"
 #include "uop/symbolic.h"
 
 namespace tg {
-
-UOpRef gep(const UOpRef& v, std::vector<int64_t> lanes) {
-  bool ident = int64_t(lanes.size()) == v->dtype.count;
-  for (size_t i = 0; ident && i < lanes.size(); i++) ident = lanes[i] == int64_t(i);
-  if (ident) return v;
-  if (lanes.size() == 1) return lane_of(v, lanes[0]);
-  if (v->op == Ops::VECTORIZE || (v->op == Ops::CONST && v->dtype.count > 1)) {
-    UOps s;
-    for (auto l : lanes) s.push_back(lane_of(v, l));
-    return UOp::make(Ops::VECTORIZE, v->dtype.scalar_of().vec(int(lanes.size())), s);
-  }
-  if (v->op == Ops::GEP) {  // GEP of GEP is one GEP
-    auto& inner = v->arg_ints();
-    for (auto& l : lanes) l = inner[size_t(l)];
-    return gep(v->src[0], lanes);
-  }
-  return UOp::make(Ops::GEP, v->dtype.scalar_of().vec(int(lanes.size())), {v}, lanes);
-}
-UOpRef lane_of(const UOpRef& v, int64_t i) {
-  if (v->op == Ops::VECTORIZE) return v->src[size_t(i)];
-  if (v->dtype.count == 1) return v;
-  if (v->op == Ops::CONST) return v->replace_dtype(v->dtype.scalar_of());
-  if (v->op == Ops::GEP) return lane_of(v->src[0], v->arg_ints()[size_t(i)]);
-  return UOp::make(Ops::GEP, v->dtype.scalar_of(), {v}, std::vector<int64_t>{i});
-}
 
 namespace {
 struct Expander {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "codegen/linearize.h"
+#include "codegen/late/late.h"
 #include "codegen/simplify.h"
 #include "uop/symbolic.h"
 
