@@ -460,7 +460,8 @@ typedef struct tg_index {
 /* t[idx[0], ..., idx[n-1]]: basic indices give a view; tensor indices gather. */
 TG_API tg_tensor* tg_tensor_getitem(tg_tensor* t, const tg_index* idx, size_t n);
 /* t[idx...] = value (broadcast to the selection, cast to t's dtype), then t refers to the result, as assign does. Every
- * entry kind; with tensor entries an element selected twice takes the last value, as numpy. */
+ * entry kind; with tensor entries an element selected twice takes the last value, as numpy, and an out-of-range entry
+ * selects nothing (nothing is written for it), as tinygrad. */
 TG_API tg_status tg_tensor_setitem(tg_tensor* t, const tg_index* idx, size_t n, tg_tensor* value);
 
 /* More shape and index ops. Functions that write several tensors write new references to out[0..] (out must have
@@ -708,7 +709,9 @@ TG_API tg_module* tg_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_
 /* ConvTranspose2d: weight (in, out/groups, kernel_h, kernel_w), bias (out), initialized as Conv2d. */
 TG_API tg_module* tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride,
                                          int64_t padding, int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device);
-/* ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d. */
+/* ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d.
+ * Every conv constructor refuses, with TG_ERROR_INVALID_ARGUMENT naming the parameter, a stride or dilation < 1, a
+ * padding or output_padding < 0, and (transposed) an output_padding not smaller than stride or dilation, as PyTorch. */
 TG_API tg_module* tg_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride, int64_t padding,
                                          int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device);
 /* BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training (option
@@ -717,7 +720,8 @@ TG_API tg_module* tg_nn_conv_transpose1d(int64_t in_channels, int64_t out_channe
 TG_API tg_module* tg_nn_batchnorm(int64_t num_features, double eps, double momentum, int affine, int track_running_stats, const char* device);
 /* LayerNorm over the trailing `normalized_shape` (borrowed, ndim >= 1 dims); weight starts at 1, bias at 0. */
 TG_API tg_module* tg_nn_layernorm(const int64_t* normalized_shape, size_t ndim, double eps, int elementwise_affine, const char* device);
-/* RMSNorm over the last dim (`dim` long); weight starts at 1. */
+/* RMSNorm over the last dim (`dim` long); weight starts at 1. The norms refuse an eps that is negative or not finite
+ * (and BatchNorm a momentum that is not finite): TG_ERROR_INVALID_ARGUMENT. */
 TG_API tg_module* tg_nn_rmsnorm(int64_t dim, double eps, int elementwise_affine, const char* device);
 /* GroupNorm over `num_groups` groups of the channels; weight starts at 1, bias at 0. */
 TG_API tg_module* tg_nn_groupnorm(int64_t num_groups, int64_t num_channels, double eps, int affine, const char* device);
@@ -732,7 +736,9 @@ TG_API tg_module* tg_nn_lstm_cell(int64_t input_size, int64_t hidden_size, int b
  * dim), flatten (from dim 1), max_pool2d and avg_pool2d (2x2), dropout (p = 0.5, in training only). `name` borrowed. */
 TG_API tg_module* tg_nn_function(const char* name);
 /* The layers called in order (tinygrad's x.sequential(layers)); their tensors are named "0.weight", "1.bias", ... by
- * position. `layers` borrowed: the sequence takes its own references (release yours when done). */
+ * position. `layers` borrowed: the sequence takes its own references (release yours when done). A layer may be a
+ * Sequential, nested to any depth: calling, listing and releasing walk the nesting without recursion (a 300k-deep chain
+ * works on a 256 KiB stack). Only existing modules can be layers, so a module can't contain itself. */
 TG_API tg_module* tg_nn_sequential(tg_module* const* layers, size_t n);
 /* The module called on x (borrowed): a new reference to the lazy result. Shape mismatches are TG_ERROR_SHAPE naming
  * the module. An LSTMCell called this way starts from a zero state and returns h. */
@@ -816,7 +822,7 @@ typedef struct tg_optimizer_options {
   double tcoef;             /* LARS: trust coefficient (0: no trust ratio) */
   double b1, b2, eps;       /* Adam, AdamW, LAMB */
   int adam;                 /* LAMB: no trust ratio (LAMB is then AdamW) */
-  int64_t ns_steps;         /* LARS, Muon: Newton-Schulz iterations (>= 0) */
+  int64_t ns_steps;         /* LARS, Muon: Newton-Schulz iterations, 0..100 (tinygrad's Muon takes 5) */
   size_t n_ns_coefficients; /* LARS, Muon: entries of ns_coefficients used, <= TG_OPTIM_MAX_NS_COEFFICIENTS; 0: no Newton-Schulz */
   double ns_coefficients[TG_OPTIM_MAX_NS_COEFFICIENTS]; /* the odd polynomial's coefficients */
 } tg_optimizer_options;

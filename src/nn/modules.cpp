@@ -32,6 +32,10 @@ Tensor affine(const Tensor& x, const std::optional<Tensor>& w, const std::option
   if (!w || !b) return x;
   return x.mul(channel(*w, x.ndim())).add(channel(*b, x.ndim()));
 }
+double eps_ok(double eps, const char* what) {  // NaN or a negative eps would make every output NaN
+  TG_CHECK(eps >= 0 && std::isfinite(eps), TG_ERROR_INVALID_ARGUMENT, strformat("%s: eps must be finite and >= 0, got %g", what, eps));
+  return eps;
+}
 int64_t positive(int64_t v, const char* what) {
   TG_CHECK(v > 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: sizes must be positive, got %lld", what, (long long)v));
   return v;
@@ -80,12 +84,31 @@ class Conv : public Module {
 
  protected:
   std::vector<Slot> slots() override { return {{"weight", &weight, true}, {"bias", opt_ptr(bias), true}}; }
-  static double bound(const ConvArgs& a) { return 1 / std::sqrt(double(a.in * tg::prod(a.kernel))); }
+  static double bound(const ConvArgs& a) {
+    double fan_in = double(a.in);  // in doubles: the sizes are checked, their product not yet
+    for (int64_t k : a.kernel) fan_in *= double(k);
+    return 1 / std::sqrt(fan_in);
+  }
   static Tensor make_weight(const ConvArgs& a, bool transposed, const std::string& dev) {
     const char* what = transposed ? "ConvTranspose2d" : "Conv2d";
     positive(a.in, what), positive(a.out, what), positive(a.groups, what);
     TG_CHECK(!a.kernel.empty() && a.kernel.size() <= 3, TG_ERROR_INVALID_ARGUMENT, std::string(what) + ": kernel_size needs 1 to 3 dims");
     for (int64_t k : a.kernel) positive(k, what);
+    // refused here, not at the first call: a stride or dilation of 0 or a negative padding can never run
+    auto each = [&](const Shape& v, const char* name, int64_t min) {
+      TG_CHECK(v.size() == 1 || v.size() == a.kernel.size(), TG_ERROR_INVALID_ARGUMENT,
+               strformat("%s: %s needs 1 or %zu values, got %zu", what, name, a.kernel.size(), v.size()));
+      for (int64_t x : v)
+        TG_CHECK(x >= min, TG_ERROR_INVALID_ARGUMENT, strformat("%s: %s must be %s, got %lld", what, name, min ? "positive" : ">= 0", (long long)x));
+    };
+    each(a.stride, "stride", 1), each(a.dilation, "dilation", 1), each(a.padding, "padding", 0), each(a.output_padding, "output_padding", 0);
+    for (size_t d = 0; d < a.kernel.size(); d++) {
+      auto at = [&](const Shape& v) { return v[v.size() == 1 ? 0 : d]; };
+      int64_t op = at(a.output_padding), most = std::max(at(a.stride), at(a.dilation));
+      TG_CHECK(op == 0 || (transposed && op < most), TG_ERROR_INVALID_ARGUMENT,
+               transposed ? strformat("%s: output_padding %lld must be smaller than stride or dilation (%lld)", what, (long long)op, (long long)most)
+                          : strformat("%s: output_padding is for transposed convolutions, got %lld", what, (long long)op));
+    }
     TG_CHECK(a.in % a.groups == 0 && a.out % a.groups == 0, TG_ERROR_INVALID_ARGUMENT,
              strformat("%s: %lld in and %lld out channels must both divide into %lld groups", what, (long long)a.in, (long long)a.out,
                        (long long)a.groups));
@@ -100,7 +123,8 @@ class Conv : public Module {
 class BatchNorm : public Module {
  public:
   BatchNorm(int64_t sz, double eps, bool affine, bool track, double momentum, const std::string& dev)
-      : num_batches_tracked(filled({}, 0, dtypes::int64, dev)), sz_(positive(sz, "BatchNorm")), eps_(eps), momentum_(momentum), track_(track) {
+      : num_batches_tracked(filled({}, 0, dtypes::int64, dev)), sz_(positive(sz, "BatchNorm")), eps_(eps_ok(eps, "BatchNorm")), momentum_(momentum), track_(track) {
+    TG_CHECK(std::isfinite(momentum), TG_ERROR_INVALID_ARGUMENT, strformat("BatchNorm: momentum must be finite, got %g", momentum));
     if (affine) weight = filled({sz}, 1, dtypes::float32, dev), bias = filled({sz}, 0, dtypes::float32, dev);
     if (track) running_mean = filled({sz}, 0, dtypes::float32, dev), running_var = filled({sz}, 1, dtypes::float32, dev);
   }
@@ -144,7 +168,7 @@ class BatchNorm : public Module {
 // LayerNorm over the trailing normalized dims; GroupNorm and InstanceNorm normalize (N, G, -1) then scale channels
 class LayerNorm : public Module {
  public:
-  LayerNorm(Shape normalized, double eps, bool affine, const std::string& dev) : shape_(std::move(normalized)), eps_(eps) {
+  LayerNorm(Shape normalized, double eps, bool affine, const std::string& dev) : shape_(std::move(normalized)), eps_(eps_ok(eps, "LayerNorm")) {
     TG_CHECK(!shape_.empty(), TG_ERROR_INVALID_ARGUMENT, "LayerNorm: normalized_shape is empty");
     for (int64_t d : shape_) positive(d, "LayerNorm");
     if (affine) weight = filled(shape_, 1, dtypes::float32, dev), bias = filled(shape_, 0, dtypes::float32, dev);
@@ -170,7 +194,7 @@ class LayerNorm : public Module {
 class GroupNorm : public Module {
  public:
   GroupNorm(int64_t groups, int64_t channels, double eps, bool affine, const char* name, const std::string& dev)
-      : groups_(groups), channels_(channels), eps_(eps), name_(name) {
+      : groups_(groups), channels_(channels), eps_(eps_ok(eps, name)), name_(name) {
     positive(groups, name), positive(channels, name);
     TG_CHECK(channels % groups == 0, TG_ERROR_INVALID_ARGUMENT,
              strformat("%s: %lld channels don't divide into %lld groups", name, (long long)channels, (long long)groups));
@@ -193,7 +217,7 @@ class GroupNorm : public Module {
 
 class RMSNorm : public Module {
  public:
-  RMSNorm(int64_t dim, double eps, bool affine, const std::string& dev) : dim_(dim), eps_(eps) {
+  RMSNorm(int64_t dim, double eps, bool affine, const std::string& dev) : dim_(dim), eps_(eps_ok(eps, "RMSNorm")) {
     positive(dim, "RMSNorm");
     if (affine) weight = filled({dim}, 1, dtypes::float32, dev);
   }
@@ -288,29 +312,77 @@ class Function : public Module {
   std::string name_;
 };
 
+// Sequentials nest (a layer may be a Sequential) as deep as a caller builds them: 300k levels is a few calls in a loop.
+// Every walk over the nesting is an explicit stack and the destructor unlinks iteratively, so no depth overflows the
+// C stack. A Sequential takes only modules that already exist, so the nesting can't have a cycle.
 class Sequential : public Module {
  public:
   explicit Sequential(std::vector<ModuleRef> layers) : layers_(std::move(layers)) {
     for (auto& l : layers_) TG_CHECK(l != nullptr, TG_ERROR_INVALID_ARGUMENT, "Sequential: a layer is NULL");
   }
+  ~Sequential() override {
+    // a chain of Sequentials each owning the next would destroy recursively: take over the children of every
+    // Sequential we hold the last reference to, so each dies with no layers left
+    std::vector<ModuleRef> pending = std::move(layers_);
+    while (!pending.empty()) {
+      ModuleRef m = std::move(pending.back());
+      pending.pop_back();
+      if (auto* s = dynamic_cast<Sequential*>(m.get()); s && m.use_count() == 1) {
+        for (auto& l : s->layers_) pending.push_back(std::move(l));
+        s->layers_.clear();
+      }
+    }
+  }
+  // nested Sequentials call their layers in order, so the whole tree is its non-Sequential layers in order
   Tensor forward(const Tensor& x) override {
     Tensor y = x;
-    for (auto& l : layers_) y = l->forward(y);
+    walk(nullptr, [&](Module& m, const std::string&) { y = m.forward(y); });
     return y;
   }
   // "0.weight", "1.bias", ... as tinygrad names a list attribute's entries (layers.0.weight under a `layers` attribute)
   void state(const std::string& prefix, StateDict& out) const override {
-    for (size_t i = 0; i < layers_.size(); i++) layers_[i]->state(prefix + std::to_string(i) + ".", out);
+    walk(&prefix, [&](Module& m, const std::string& p) { m.state(p, out); });
   }
   void parameters(std::vector<Tensor>& out) const override {
-    for (auto& l : layers_) l->parameters(out);
+    walk(nullptr, [&](Module& m, const std::string&) { m.parameters(out); });
   }
   std::string kind() const override { return "Sequential"; }
 
  private:
+  // calls f(layer, its state-dict prefix) on every non-Sequential layer under this one, depth first in call order; the
+  // prefixes are built only when `prefix` is given (one string, extended and cut back as the walk goes)
+  template <class F>
+  void walk(const std::string* prefix, F&& f) const {
+    struct Frame {
+      const Sequential* s;
+      size_t next, len;  // next layer; the prefix's length at this level
+    };
+    std::string path = prefix ? *prefix : std::string();
+    std::vector<Frame> stack{{this, 0, path.size()}};
+    while (!stack.empty()) {
+      Frame& fr = stack.back();
+      if (fr.next == fr.s->layers_.size()) {
+        stack.pop_back();
+        continue;
+      }
+      size_t i = fr.next++;
+      Module* layer = fr.s->layers_[i].get();
+      if (prefix) path.resize(fr.len), path += std::to_string(i), path += '.';
+      if (auto* s = dynamic_cast<const Sequential*>(layer)) stack.push_back({s, 0, path.size()});  // fr is stale from here
+      else f(*layer, path);
+    }
+  }
   std::vector<ModuleRef> layers_;
 };
 
+}  // namespace
+
+namespace {
+int64_t gates_size(int64_t hidden) {  // the four gates' rows, 4 * hidden, must not wrap
+  positive(hidden, "LSTMCell");
+  TG_CHECK(hidden <= INT64_MAX / 4, TG_ERROR_INVALID_ARGUMENT, strformat("LSTMCell: hidden_size %lld is too large", (long long)hidden));
+  return hidden;
+}
 }  // namespace
 
 std::pair<Tensor, Tensor> LSTMCell::step(const Tensor& x, const std::optional<std::pair<Tensor, Tensor>>& hc) {
@@ -327,7 +399,7 @@ std::pair<Tensor, Tensor> LSTMCell::step(const Tensor& x, const std::optional<st
   return {o.mul(nc.tanh()), nc};
 }
 LSTMCell::LSTMCell(int64_t in, int64_t hidden, bool bias, const std::string& dev)
-    : weight_ih(uniform({4 * positive(hidden, "LSTMCell"), positive(in, "LSTMCell")}, 1 / std::sqrt(double(hidden)), dev)),
+    : weight_ih(uniform({4 * gates_size(hidden), positive(in, "LSTMCell")}, 1 / std::sqrt(double(hidden)), dev)),
       weight_hh(uniform({4 * hidden, hidden}, 1 / std::sqrt(double(hidden)), dev)), in_(in), hidden_(hidden) {
   if (bias) bias_ih = filled({4 * hidden}, 0, dtypes::float32, dev), bias_hh = filled({4 * hidden}, 0, dtypes::float32, dev);
 }
