@@ -205,8 +205,11 @@ Tensor& Tensor::setitem(const std::vector<Index>& idx_in, const Tensor& value) {
   TG_CHECK(value.device() == device(), TG_ERROR_DEVICE, "setitem: value is on " + value.device() + ", the tensor on " + device());
   if (std::any_of(idx.begin(), idx.end(), [](const Index& ix) { return ix.kind == Index::TensorIdx; })) {
     // advanced indices: the flat position of every selected element (the same index applied to an arange), then the
-    // values scattered there (an element selected twice takes the last value, as numpy)
-    Tensor pos = Tensor::arange(0, double(numel()), 1, dtypes::int64, device()).reshape(shape()).getitem(idx_in);
+    // values scattered there (an element selected twice takes the last value, as numpy). The arange counts from 1: an
+    // out-of-range index selects nothing (getitem's one-hot gives 0), so its position is -1 and the scatter writes
+    // nowhere, as tinygrad's masked setitem, instead of at element 0
+    Tensor pos = Tensor::arange(1, double(numel()) + 1, 1, dtypes::int64, device()).reshape(shape()).getitem(idx_in);
+    pos = pos.sub(Tensor(UOp::const_int(dtypes::int64, 1), device()));
     Tensor v = value.cast(dtype());
     TG_CHECK(v.ndim() <= pos.ndim(), TG_ERROR_SHAPE, "setitem: value of shape " + shape_str(v.shape()) + " doesn't broadcast to " + shape_str(pos.shape()));
     v = v.expand(pos.shape());

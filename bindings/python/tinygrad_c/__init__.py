@@ -1082,7 +1082,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     """indices as a list of None / Ellipsis / int / (start, stop, step) / Tensor, checked as tinygrad and numpy check them,
     with each slice bound clamped to [-(size+1), size+1] (the same selection; nothing reaches C that int64 can't hold)."""
     if not isinstance(indices, tuple): indices = (indices,)
-    items = []
+    items, host = [], {}
     for ix in indices:
       if ix is None or ix is Ellipsis or isinstance(ix, slice): items.append(ix)
       elif isinstance(ix, (bool, np.bool_)): raise IndexError(f"{type(ix).__name__} indexing is not supported")
@@ -1100,6 +1100,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
           if arr.dtype.kind == "u" and arr.size and int(arr.max()) > _I64_MAX: raise IndexError("index out of range")
           arr = arr.astype(np.int32 if arr.size == 0 or (_I32_MIN <= int(arr.min()) and int(arr.max()) <= _I32_MAX) else np.int64)
           items.append(Tensor(arr, device=self.device))
+          host[id(items[-1])] = (int(arr.min()), int(arr.max())) if arr.size else None  # checked against its dim below, as numpy
       else: raise IndexError(f"{type(ix).__name__} indexing is not supported")
     if sum(ix is Ellipsis for ix in items) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     shape = self.shape
@@ -1124,6 +1125,9 @@ class Tensor(_Owned, metaclass=_TensorMeta):
         out.append(tuple(None if v is None else max(-(size + 1), min(size + 1, v)) for v in vals))
         dim += 1
       else:
+        if host.get(id(ix)):
+          (lo, hi), size = host[id(ix)], shape[dim]
+          if lo < -size or hi >= size: raise IndexError(f"index {hi if hi >= size else lo} is out of bounds for dimension {dim} with size {size}")
         out.append(ix)
         dim += 1
     return out
@@ -1158,7 +1162,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
       Tensor.full((), v, dtype=self.dtype, device=self.device)
     if any(isinstance(ix, Tensor) for ix in items):
       n = self.numel()
-      pos = Tensor.arange(n, dtype=dtypes.int32 if n <= _I32_MAX else dtypes.int64, device=self.device).reshape(self.shape)[indices]
+      # positions from 1: an out-of-range index tensor entry selects nothing (0), so -1 here, and the scatter writes nowhere
+      pos = Tensor.arange(1, n + 1, dtype=dtypes.int32 if n < _I32_MAX else dtypes.int64, device=self.device).reshape(self.shape)[indices] - 1
       if pos.numel() == 0: return
       vs = val.cast(self.dtype)
       if vs.ndim > pos.ndim: vs = vs.reshape(vs.shape[vs.ndim - pos.ndim:]) if all(s == 1 for s in vs.shape[:vs.ndim - pos.ndim]) else vs
