@@ -94,6 +94,8 @@ class LARS final : public Optimizer {
     TG_CHECK(c.momentum >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: momentum %g must be >= 0", c.name, c.momentum));
     TG_CHECK(c.weight_decay >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: weight_decay %g must be >= 0", c.name, c.weight_decay));
     TG_CHECK(c.ns_steps >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: ns_steps %lld must be >= 0", c.name, (long long)c.ns_steps));
+    TG_CHECK(c.ns_steps <= kMaxNsSteps, TG_ERROR_INVALID_ARGUMENT,
+             strformat("%s: ns_steps %lld is more than %lld (tinygrad's Muon takes 5)", c.name, (long long)c.ns_steps, (long long)kMaxNsSteps));
     if (!c.ns_coefficients.empty())
       for (size_t i = 0; i < params_.size(); i++)
         TG_CHECK(params_[i].ndim() >= 1, TG_ERROR_SHAPE, strformat("%s: params[%zu] is 0-d; Newton-Schulz needs a first dim", c.name, i));
@@ -189,7 +191,9 @@ Tensor newton_schulz(const Tensor& x, int64_t steps, const std::vector<double>& 
       Tensor term = k(power, params[i]).mul(power);
       sum = sum ? sum->add(term) : term;
     }
-    g = *sum;
+    // realized each step: left lazy, every later step's kernels would recompute the whole chain of earlier steps
+    // elementwise (kernels growing with the step count, scheduling and compiling growing with its 3rd-4th power)
+    g = sum->contiguous();
   }
   return g;
 }

@@ -65,6 +65,10 @@ LAMBConfig adamw_config(double lr = 0.001, double b1 = 0.9, double b2 = 0.999, d
 // LAMB: Adam with a layer-wise trust ratio (adam: without it, as Adam and AdamW step)
 std::unique_ptr<Optimizer> lamb(std::vector<Tensor> params, const LAMBConfig& c = {});
 
+// The most Newton-Schulz steps an optimizer takes. tinygrad's Muon always takes 5 (and converges in about that many);
+// each step adds three matmul kernels to every optimizer step, so a bound far past any use keeps a typo (500) from
+// building a schedule of thousands of kernels.
+inline constexpr int64_t kMaxNsSteps = 100;
 // tinygrad's Tensor.newton_schulz: the odd polynomial sum(p[i] * (G G^T)^i G) iterated `steps` times on G = x / |x|
 Tensor newton_schulz(const Tensor& x, int64_t steps, const std::vector<double>& params, double eps = 1e-7);
 

@@ -123,15 +123,20 @@ UOpRef cleanup_ast(const UOpRef& ast) {
 Scheduler::Scheduler(UOpRef a, const Renderer& r) : ast(cleanup_ast(collapse_reduces(cleanup_ast(a)))), ren(&r) {}
 void Scheduler::set_ast(const UOpRef& a) { ast = cleanup_ast(a); }
 
-UOps Scheduler::rngs() const {
-  UOps out;
-  for (auto& u : ast->toposort())
-    if (u->op == Ops::RANGE && u->vmax() > 0) out.push_back(u);
-  std::sort(out.begin(), out.end(), [](const UOpRef& a, const UOpRef& b) {
+void Scheduler::refresh() const {
+  if (cached_for_ == ast) return;
+  topo_ = ast->toposort(), rngs_.clear();
+  for (auto& u : topo_)
+    if (u->op == Ops::RANGE && u->vmax() > 0) rngs_.push_back(u);
+  std::sort(rngs_.begin(), rngs_.end(), [](const UOpRef& a, const UOpRef& b) {
     int pa = axis_pos(range_kind(a.get())), pb = axis_pos(range_kind(b.get()));
     return pa != pb ? pa < pb : range_path(a.get()) < range_path(b.get());
   });
-  return out;
+  cached_for_ = ast;
+}
+UOps Scheduler::rngs() const {
+  refresh();
+  return rngs_;
 }
 std::vector<int64_t> Scheduler::full_shape() const {
   std::vector<int64_t> s;
@@ -166,20 +171,23 @@ int64_t Scheduler::upcast_size() const {
   return n;
 }
 UOps Scheduler::reduceops() const {
+  refresh();
   UOps out;
-  for (auto& u : ast->toposort())
+  for (auto& u : topo_)
     if (u->op == Ops::REDUCE) out.push_back(u);
   return out;
 }
 UOps Scheduler::bufs() const {
+  refresh();
   UOps out;
-  for (auto& u : ast->toposort())
+  for (auto& u : topo_)
     if (u->op == Ops::INDEX) out.push_back(u);
   return out;
 }
 UOps Scheduler::inputs() const {
+  refresh();
   UOps out;
-  for (auto& u : ast->toposort())
+  for (auto& u : topo_)
     if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL) out.push_back(u);
   std::stable_sort(out.begin(), out.end(), [](const UOpRef& a, const UOpRef& b) {
     return std::get<int64_t>(a->src[0]->src[0]->arg) < std::get<int64_t>(b->src[0]->src[0]->arg);

@@ -47,6 +47,12 @@ class Scheduler {
   void pack(int64_t input);
   UOps apply_tc(const Opt& opt);
   void set_ast(const UOpRef& a);
+  // the ast's toposort and its sorted ranges, made once per ast: the heuristics ask for rngs() inside loops over axes,
+  // and a walk of a large kernel each time made scheduling grow with a power of the kernel's size (Muon with many
+  // Newton-Schulz steps). Keyed on the ast itself (held, so its address can't be reused); not for concurrent use.
+  mutable UOpRef cached_for_;
+  mutable UOps topo_, rngs_;
+  void refresh() const;
 };
 
 // TC marks the reduce it rewrites with this tag while its actions run; the warp's range sorts after every other path
