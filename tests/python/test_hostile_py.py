@@ -257,9 +257,12 @@ def test_good_option_env_value_is_taken_quietly(name, value, want):
 
 def test_option_env_value_and_set_option_agree():
   # one check serves both: every value the environment refuses, set_option refuses, with the same range in the message
-  r = _child({"BEAM": "65"}, "import sys\ntry: tg.set_option('BEAM', '65')\nexcept tg.InvalidArgumentError as e: print(e, file=sys.stderr)")
+  r = _child({"BEAM": "65"}, "import sys\ntg.get_option('BEAM')\n"
+             "try: tg.set_option('BEAM', '65')\nexcept tg.InvalidArgumentError as e: print(e, file=sys.stderr)")
   assert r.returncode == 0
-  assert "[0, 64]" in r.stderr.split("environment variable")[1] and "set_option BEAM" in r.stderr
+  env_msg, api_msg = r.stderr.splitlines()
+  assert "environment variable BEAM='65'" in env_msg and "set_option BEAM: '65'" in api_msg
+  assert "in [0, 64]" in env_msg and "in [0, 64]" in api_msg
 
 
 @pytest.mark.parametrize("name,value", [("NUM_CPU_THREADS", "-5"), ("NUM_CPU_THREADS", "1e9"), ("NUM_CPU_THREADS", "lots"),
