@@ -57,7 +57,9 @@ TEST(HostileEnv, Child) {
 TEST(HostileEnv, BadEnvironmentValuesAreReportedOnceAndIgnored) {
   TempDir dir;
   std::string out = dir.path + "/out", err = dir.path + "/err";
-  std::string cmd = "env -u DEBUG -u BEAM TG_HOSTILE_ENV_CHILD=1 XDG_CACHE_HOME=" + quote(dir.path) +
+  // the child runs its one test whatever shard or output file the parent was given
+  std::string cmd = "env -u DEBUG -u BEAM -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_STATUS_FILE -u GTEST_OUTPUT "
+                    "TG_HOSTILE_ENV_CHILD=1 XDG_CACHE_HOME=" + quote(dir.path) +
                     " BEAM=1e9 DEBUG=0x3 BEAM_TIMEOUT_SEC=inf NUM_CPU_THREADS=-5 TG_PROGRAM_CACHE=0 REDUCEOP_SPLIT_SIZE=99 TG_ALLOC_CACHE_MB=12abc " +
                     quote(tg::test::sibling_binary("tg_tests")) + " --gtest_filter=HostileEnv.Child >" + quote(out) + " 2>" + quote(err);
   int rc = std::system(cmd.c_str());
