@@ -1,6 +1,7 @@
 #include "helpers.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
@@ -11,16 +12,84 @@ namespace tg {
 
 void fail(tg_status code, const std::string& msg) { throw Error(code, msg); }
 
+const ContextVar DEBUG{"DEBUG", 0, 0, 7}, JIT{"JIT", 1, 0, 2}, SPEC{"SPEC", 0, 0, 2}, NOOPT{"NOOPT", 0, 0, 1}, BEAM{"BEAM", 0, 0, 64}, CACHELEVEL{"CACHELEVEL", 2, 0, 2},
+    IGNORE_BEAM_CACHE{"IGNORE_BEAM_CACHE", 0, 0, 1}, JITBEAM{"JITBEAM", 0, 0, 64}, BEAM_DEBUG{"BEAM_DEBUG", 0, 0, 2},
+    BEAM_UPCAST_MAX{"BEAM_UPCAST_MAX", 256, 1, 4096}, BEAM_LOCAL_MAX{"BEAM_LOCAL_MAX", 1024, 1, 4096}, BEAM_UOPS_MAX{"BEAM_UOPS_MAX", 3000, 0, 1e6},
+    BEAM_MIN_PROGRESS{"BEAM_MIN_PROGRESS", 0.01, 0, 1e6}, BEAM_TIMEOUT_SEC{"BEAM_TIMEOUT_SEC", 10, 0, 3600}, TRAINING{"TRAINING", 0, 0, 1};
+static const ContextVar* const kOptions[] = {&DEBUG, &JIT, &SPEC, &NOOPT, &BEAM, &CACHELEVEL, &IGNORE_BEAM_CACHE, &JITBEAM, &BEAM_DEBUG,
+                                             &BEAM_UPCAST_MAX, &BEAM_LOCAL_MAX, &BEAM_UOPS_MAX, &BEAM_MIN_PROGRESS, &BEAM_TIMEOUT_SEC, &TRAINING};
+
+// One check for a setting's text, from tg_set_option or the environment: a plain decimal number (no hex, inf, nan or
+// surrounding spaces, which strtod would take) in [lo, hi]; `integer` also refuses a fraction or an exponent.
+static bool parse_setting(const char* text, double lo, double hi, bool integer, double* out) {
+  if (!text || !*text) return false;
+  bool digit = false;
+  for (const char* c = text; *c; c++) {
+    digit |= *c >= '0' && *c <= '9';
+    if (!std::strchr("0123456789+-", *c) && (integer || !std::strchr(".eE", *c))) return false;
+  }
+  char* end = nullptr;
+  errno = 0;
+  double d = std::strtod(text, &end);
+  if (!digit || !end || *end || errno == ERANGE || !(d >= lo && d <= hi)) return false;
+  *out = d;
+  return true;
+}
+// A bad environment value is reported once on stderr and ignored (the default applies), as an unusable cache is: the
+// environment is read deep inside calls that have no status of their own to fail with.
+static void report_bad_env(const char* name, const char* text, double lo, double hi, bool integer) {
+  std::fprintf(stderr, "tinygrad: environment variable %s='%.40s' is not %s in [%.17g, %.17g]; ignored, the default applies\n", name, text,
+               integer ? "an integer" : "a number", lo, hi);
+}
+
+// The integer settings read from the environment only, with the values they accept: enough for any use, and none that
+// would overflow a shift, empty a cache that must hold its entry, or start a thousand threads.
+struct EnvRange {
+  const char* name;
+  double lo, hi;
+};
+static constexpr double kMiB = 1 << 20, kGiB = 1 << 30;
+static constexpr EnvRange kEnvRanges[] = {
+    {"NUM_CPU_THREADS", 0, 1024},      {"TG_ALLOC_CACHE_MB", 0, kGiB},  {"TG_DISK_CACHE_MB", 0, kGiB},   {"TG_PROGRAM_CACHE", 1, 16 * kMiB},
+    {"TG_SCHEDULE_CACHE", 1, 16 * kMiB}, {"TG_MAX_FUSED_ALU", 1, kMiB}, {"TG_MAX_FUSED_MOVEMENT", 1, kMiB}, {"TG_MAX_FUSED_INPUTS", 1, kMiB},
+    {"REDUCEOP_SPLIT_THRESHOLD", 1, 4e18}, {"REDUCEOP_SPLIT_SIZE", 0, 62}, {"SPLIT_REDUCEOP", 0, 1}, {"TC", 0, 2}, {"TC_OPT", 0, 2},
+    {"TC_SELECT", -1, 255},            {"TG_GPU_TILE", 0, 64},          {"TG_GPU_UPCAST", 0, 64},        {"TG_TILE_ROWS", 0, 64},
+    {"TG_TILE_VECS", 0, 64},           {"TG_TILE_SWAP", 0, 1},          {"TG_PACK", 0, 1},               {"JIT_GRAPH", 0, 1},
+    {"THREADS", 0, 1},                 {"TRACK_MATCH_STATS", 0, 1},
+};
+
 static std::mutex env_mu;
+static const std::optional<int64_t>& env_int_locked(const char* name) {
+  // the environment's value (none: unset or refused); function-local, as static initializers elsewhere read it
+  static std::unordered_map<std::string, std::optional<int64_t>> env_cache;
+  auto it = env_cache.find(name);
+  if (it != env_cache.end()) return it->second;
+  std::optional<int64_t> v;
+  if (const char* e = std::getenv(name); e && *e) {
+    double lo = -9.2e18, hi = 9.2e18;  // a name not in the table: any int64 (rounded in, so the conversion is defined)
+    for (auto& r : kEnvRanges)
+      if (std::strcmp(r.name, name) == 0) lo = r.lo, hi = r.hi;
+    if (double d; parse_setting(e, lo, hi, true, &d)) v = std::strtoll(e, nullptr, 10);  // exact past 2^53
+    else report_bad_env(name, e, lo, hi, true);
+  }
+  return env_cache.emplace(name, v).first->second;
+}
+// Every numeric setting is checked at the first read of any, so a bad value is reported at start, not when (if ever)
+// the code that reads it runs.
+static void check_env_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    {
+      std::lock_guard<std::mutex> lk(env_mu);
+      for (auto& r : kEnvRanges) env_int_locked(r.name);
+    }
+    for (const ContextVar* v : kOptions) v->env();
+  });
+}
 int64_t getenv_int(const char* name, int64_t dflt) {
-  static std::unordered_map<std::string, int64_t> cache;
+  check_env_once();
   std::lock_guard<std::mutex> lk(env_mu);
-  auto it = cache.find(name);
-  if (it != cache.end()) return it->second;
-  const char* v = std::getenv(name);
-  int64_t r = (v && *v) ? std::strtoll(v, nullptr, 10) : dflt;
-  cache.emplace(name, r);
-  return r;
+  return env_int_locked(name).value_or(dflt);  // each caller's own default (the CPU and CUDA allocators' differ)
 }
 std::string getenv_str(const char* name, const std::string& dflt) {
   const char* v = std::getenv(name);
@@ -32,30 +101,32 @@ double ContextVar::value() const {
   for (auto it = ctx_stack.rbegin(); it != ctx_stack.rend(); ++it)
     if (std::strcmp(it->first, name) == 0) return double(it->second);
   if (double a = api_.load(std::memory_order_relaxed); a != kUnset) return a;
-  double v = env_.load(std::memory_order_relaxed);
-  if (v == kUnset) {
-    const char* e = std::getenv(name);
-    env_.store(v = (e && *e) ? std::strtod(e, nullptr) : dflt, std::memory_order_relaxed);
-  }
-  return v;
+  if (double v = env_.load(std::memory_order_relaxed); v != kUnset) return v;
+  check_env_once();
+  return env();
 }
-const ContextVar DEBUG{"DEBUG", 0, 0, 7}, JIT{"JIT", 1, 0, 2}, SPEC{"SPEC", 0, 0, 2}, NOOPT{"NOOPT", 0, 0, 1}, BEAM{"BEAM", 0, 0, 64}, CACHELEVEL{"CACHELEVEL", 2, 0, 2},
-    IGNORE_BEAM_CACHE{"IGNORE_BEAM_CACHE", 0, 0, 1}, JITBEAM{"JITBEAM", 0, 0, 64}, BEAM_DEBUG{"BEAM_DEBUG", 0, 0, 2},
-    BEAM_UPCAST_MAX{"BEAM_UPCAST_MAX", 256, 1, 4096}, BEAM_LOCAL_MAX{"BEAM_LOCAL_MAX", 1024, 1, 4096}, BEAM_UOPS_MAX{"BEAM_UOPS_MAX", 3000, 0, 1e6},
-    BEAM_MIN_PROGRESS{"BEAM_MIN_PROGRESS", 0.01, 0, 1e6}, BEAM_TIMEOUT_SEC{"BEAM_TIMEOUT_SEC", 10, 0, 3600}, TRAINING{"TRAINING", 0, 0, 1};
+double ContextVar::env() const {
+  double v = env_.load(std::memory_order_relaxed);
+  if (v != kUnset) return v;
+  const char* e = std::getenv(name);
+  double d = dflt;
+  bool bad = e && *e && !parse_setting(e, lo, hi, false, &d);
+  if (bad) d = dflt;
+  // only the reader whose store lands reports, so a bad value is reported once however many threads read at once
+  if (env_.compare_exchange_strong(v, d, std::memory_order_relaxed) && bad) report_bad_env(name, e, lo, hi, false);
+  return env_.load(std::memory_order_relaxed);
+}
 
 const ContextVar* find_option(std::string_view name) {
-  for (const ContextVar* v : {&DEBUG, &JIT, &SPEC, &NOOPT, &BEAM, &CACHELEVEL, &IGNORE_BEAM_CACHE, &JITBEAM, &BEAM_DEBUG, &BEAM_UPCAST_MAX, &BEAM_LOCAL_MAX,
-                              &BEAM_UOPS_MAX, &BEAM_MIN_PROGRESS, &BEAM_TIMEOUT_SEC, &TRAINING})
+  for (const ContextVar* v : kOptions)
     if (name == v->name) return v;
   return nullptr;
 }
 void set_option(const ContextVar& v, const char* value) {
   if (!value) return v.api_.store(ContextVar::kUnset);
-  char* end = nullptr;
-  double d = std::strtod(value, &end);
-  TG_CHECK(*value && end && *end == 0 && d >= v.lo && d <= v.hi, TG_ERROR_INVALID_ARGUMENT,
-           strformat("set_option %s: '%.40s' is not a number in [%g, %g]", v.name, value, v.lo, v.hi));
+  double d = 0;
+  TG_CHECK(parse_setting(value, v.lo, v.hi, false, &d), TG_ERROR_INVALID_ARGUMENT,
+           strformat("set_option %s: '%.40s' is not a number in [%.17g, %.17g]", v.name, value, v.lo, v.hi));
   v.api_.store(d);
 }
 

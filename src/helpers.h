@@ -40,6 +40,7 @@ struct ContextVar {
   mutable std::atomic<double> env_{kUnset}, api_{kUnset};
   static constexpr double kUnset = -1e300;
   double value() const;  // the fractional ones (BEAM_MIN_PROGRESS) read this
+  double env() const;    // the environment's value (read once; a bad one is reported and the default used)
   int64_t get() const { return int64_t(value()); }
   operator int64_t() const { return get(); }
 };

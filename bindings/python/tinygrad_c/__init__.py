@@ -10,12 +10,14 @@ must fit the tensor's dtype.
 """
 from __future__ import annotations
 
+import copy
 import ctypes
 import ctypes.util
 import functools
 import math
 import operator
 import os
+import pickle
 import threading
 import weakref
 from pathlib import Path
@@ -374,10 +376,46 @@ def _from_py(data, dt: Optional[DType]) -> Tuple[np.ndarray, DType]:
   return arr, dt  # still float64 for floats: converted once, to dt
 
 
+def _attrs(obj) -> dict:
+  """obj's attributes other than its handle: its __dict__ and the slots of its classes."""
+  out = dict(getattr(obj, "__dict__", {}))
+  for cls in type(obj).__mro__:
+    for k in cls.__dict__.get("__slots__", ()):
+      if k not in ("_h", "__dict__", "__weakref__") and hasattr(obj, k): out[k] = getattr(obj, k)
+  out.pop("_h", None)
+  return out
+
+
 class _Owned:
   """One reference to a library handle in `_h`, dropped with the class's `_release` when the object is collected (a
-  class attribute, so it is still found at interpreter shutdown)."""
+  class attribute, so it is still found at interpreter shutdown).
+
+  Copies never share a reference: copy.copy gives a new object holding its own reference to the same library object
+  (the class's `_retain`), and a class without one raises TypeError, as deepcopy and pickle do unless the class says
+  how to copy its contents (Tensor, the nn modules)."""
   __slots__ = ()
+  _retain = None  # the tg_*_retain of the handle's type, where copy.copy may share the library object
+  _no_copy = "its state lives in the library"  # why deepcopy and pickle (and copy.copy without _retain) are refused
+
+  def __copy__(self):
+    retain = type(self)._retain
+    if retain is None: raise TypeError(f"cannot copy {type(self).__name__} objects: {self._no_copy}")
+    new = object.__new__(type(self))
+    for k, v in _attrs(self).items(): object.__setattr__(new, k, v)
+    object.__setattr__(new, "_h", _made(retain(self._h), f"{type(self).__name__} copy"))
+    return new
+
+  def __deepcopy__(self, memo): raise TypeError(f"cannot deepcopy {type(self).__name__} objects: {self._no_copy}")
+  def __reduce_ex__(self, protocol): raise TypeError(f"cannot pickle {type(self).__name__} objects: {self._no_copy}")
+
+  def _deepcopy_by_reduce(self, memo):
+    """deepcopy as pickle would rebuild self, its parts deep-copied (tensors get their own data)."""
+    fn, args, *rest = self.__reduce_ex__(4)
+    new = fn(*copy.deepcopy(args, memo))
+    memo[id(self)] = new
+    if rest and rest[0]:
+      for k, v in copy.deepcopy(rest[0], memo).items(): object.__setattr__(new, k, v)
+    return new
 
   def __del__(self):
     h = getattr(self, "_h", None)
@@ -413,8 +451,20 @@ class _Train:
 class Tensor(_Owned, metaclass=_TensorMeta):
   """A lazy tensor over a tg_tensor handle. Nothing runs until .realize() / .numpy()."""
   __slots__ = ("_h", "__weakref__")
-  _release = C.tensor_release
+  _release, _retain = C.tensor_release, C.tensor_retain
   train = staticmethod(_Train)
+
+  # copy.copy: the same tensor (another reference: it shares data, requires_grad and grad, as a shallow copy of a
+  # tinygrad Tensor shares its uop). deepcopy and pickle: the realized data, dtype, shape, device, requires_grad and grad,
+  # rebuilt as a new tensor with its own buffer (tinygrad pickles a realized Buffer's bytes the same way).
+  def __reduce_ex__(self, protocol):
+    dt, shape = self.dtype, self.shape
+    raw = bytearray(self.numel() * dt.itemsize)
+    if raw: _ok(C.tensor_to_data(self._h, (ctypes.c_char * len(raw)).from_buffer(raw), len(raw)), "tensor_to_data")
+    data = pickle.PickleBuffer(raw) if protocol >= 5 else bytes(raw)
+    return _tensor_unpickle, (data, dt.name, shape, self.device, self.requires_grad, self.grad)
+
+  def __deepcopy__(self, memo): return self._deepcopy_by_reduce(memo)
 
   def __init__(self, data, dtype=None, device: Optional[str] = None, requires_grad: Optional[bool] = None):
     if isinstance(data, Tensor):
@@ -1489,6 +1539,16 @@ def _flat_pairs(what: str, pairs, kind: str):
   return [v for p in pairs for v in p]
 
 
+def _tensor_unpickle(data, dtype: str, shape, device: str, requires_grad: bool, grad: Optional[Tensor]) -> Tensor:
+  """A Tensor from Tensor.__reduce_ex__'s parts (pickle, deepcopy)."""
+  dt, buf = to_dtype(dtype), np.frombuffer(data, dtype=np.uint8)  # no copy; from_data copies it
+  t = Tensor._wrap(C.tensor_from_data(buf.ctypes.data if buf.size else None, buf.size, dt.value, _i64s(shape, "shape dim"), len(shape),
+                                      _enc(device)), "tensor_from_data")
+  if requires_grad: t.requires_grad = True
+  if grad is not None: t.grad = grad
+  return t
+
+
 # ---- symbolic expressions ----------------------------------------------------------------------------------------------
 _ADD, _SUB, _MUL, _IDIV, _MOD, _MAX, _MIN, _LT = range(8)
 
@@ -1496,7 +1556,10 @@ _ADD, _SUB, _MUL, _IDIV, _MOD, _MAX, _MIN, _LT = range(8)
 class Expr(_Owned):
   """An immutable symbolic integer expression (tg_expr). Division and modulo truncate toward zero, like C."""
   __slots__ = ("_h",)
-  _release = C.expr_release
+  _release, _retain = C.expr_release, C.expr_retain
+  _no_copy = "an expression lives in the library; pickle what it was built from (names, bounds, ints) and build it again"
+
+  def __deepcopy__(self, memo): return copy.copy(self)  # immutable: another reference is an independent copy
 
   def __init__(self, value: Union[int, "Expr"]):
     h = C.expr_retain(value._h) if isinstance(value, Expr) else C.expr_const(_i64(value))
@@ -1636,6 +1699,7 @@ class Plan(_Owned):
   (it describes them; .run() refuses)."""
   __slots__ = ("_h",)
   _release = C.plan_release
+  _no_copy = "a plan's compiled kernels live in the library and run once; make a new Plan"
 
   def __init__(self, *tensors: Tensor):
     for i, t in enumerate(tensors):
@@ -1696,6 +1760,7 @@ class TinyJit(_Owned):
   turns; fn must not call its own jit (RuntimeError)."""
 
   _release = C.jit_release
+  _no_copy = "its capture (compiled kernels, buffers, a callback into Python) lives in the library; make a new TinyJit(fn)"
 
   def __init__(self, fn):
     if not callable(fn): raise TypeError(f"TinyJit takes a function, got {type(fn).__name__}")

@@ -27,10 +27,46 @@ def _one(v, what: str, n: int = 1) -> int:
   return int(v)
 
 
+def _module_unpickle(cls, args, kwargs, tensors):
+  """A module of class cls made with the constructor's arguments, then given the pickled tensors' values."""
+  m = cls(*args, **kwargs)
+  for n, src in tensors.items():
+    dst = getattr(m, n)
+    if dst is None or dst.shape != src.shape: raise ValueError(f"{cls.__name__}: pickled tensor {n!r} does not fit the module made again")
+    dst.assign(src.to(dst.device) if src.device != dst.device else src)
+    dst.requires_grad = src.requires_grad
+    if (g := src.grad) is not None: dst.grad = g
+  if mine := [getattr(m, n) for n in tensors]: Tensor.realize_many(*mine)
+  return m
+
+
 class _Module(_Owned):
-  """One tg_module handle; its named tensors become attributes (Tensors sharing the module's)."""
-  _release = C.module_release
+  """One tg_module handle; its named tensors become attributes (Tensors sharing the module's).
+
+  copy.copy: another reference to the same module (the same tensors). deepcopy and pickle: the module made again with
+  its constructor's arguments and given copies of its tensors' values, as a tinygrad module's tensors are copied."""
+  _release, _retain = C.module_release, C.module_retain
   _names: Tuple[str, ...] = ()
+
+  def __new__(cls, *args, **kwargs):
+    self = super().__new__(cls)
+    object.__setattr__(self, "_args", (args, kwargs))  # what deepcopy and pickle make the module again from
+    return self
+
+  def __reduce_ex__(self, protocol):
+    args, kwargs = self._args
+    tensors = {n: t for n in self._names if (t := getattr(self, n)) is not None}
+    extra = {k: v for k, v in self.__dict__.items() if k not in self._names and k not in ("_h", "_args")}
+    return _module_unpickle, (type(self), args, kwargs, tensors), extra or None
+
+  def __setstate__(self, state):
+    for k, v in state.items(): object.__setattr__(self, k, v)
+
+  def __deepcopy__(self, memo):
+    new = self._deepcopy_by_reduce(memo)
+    for n in self._names:  # later references to self's tensors reach the copy's own
+      if (t := getattr(self, n)) is not None: memo[id(t)] = getattr(new, n)
+    return new
 
   def _init(self, handle, what: str) -> None:
     object.__setattr__(self, "_h", _made(handle, what))

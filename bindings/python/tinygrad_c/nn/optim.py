@@ -39,7 +39,8 @@ def _tensors(hs, n: int, what: str) -> List[Tensor]:
 class Optimizer(_Owned):
   """An optimizer over a tg_optimizer handle; made by SGD, Adam, AdamW, LARS, LAMB or Muon."""
   __slots__ = ("_h", "kind")
-  _release = C.optimizer_release
+  _release, _retain = C.optimizer_release, C.optimizer_retain  # copy.copy: the same optimizer; deepcopy, pickle: TypeError
+  _no_copy = "its state (momentum, step count) lives in the library; make a new optimizer over the (copied) params"
 
   def _make(self, kind: str, params: Sequence[Tensor], **opts):
     self._h, self.kind = None, kind

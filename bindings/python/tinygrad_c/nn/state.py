@@ -25,7 +25,8 @@ def _enc(s: str, what: str) -> bytes:
 class _State(_Owned):
   """One tg_state handle: named tensors in order, and the file's metadata."""
   __slots__ = ("_h",)
-  _release = C.state_release
+  _release, _retain = C.state_release, C.state_retain
+  _no_copy = "its tensors live in the library; copy the dict of tensors() instead"
 
   def __init__(self, handle: int, what: str): self._h = _made(handle, what)
 
