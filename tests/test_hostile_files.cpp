@@ -19,6 +19,7 @@
 
 #include "api/dlpack.h"
 #include "capi_handles.h"
+#include "nn/state.h"
 #include "rss.h"
 #include "tinygrad.h"
 
@@ -158,6 +159,47 @@ TEST(HostileFiles, SafetensorsRewrittenInPlaceAfterLoad) {
   EXPECT_EQ(floats_of(w), std::vector<float>(1024, 1.0f));
   T y(tg_tensor_mul_scalar(w, 2));
   EXPECT_EQ(floats_of(y), std::vector<float>(1024, 2.0f));
+}
+
+// The file shrinks between the open and the read of the data (another process truncating it during the load): an
+// error naming the file, not a SIGBUS and not a tensor of stale bytes.
+TEST(HostileFiles, SafetensorsTruncatedDuringLoad) {
+  TmpDir dir;
+  fs::path p = ones_file(dir.p, 4096);
+  tg::nn::Bytes b = tg::nn::open_file(p, "test");
+  ASSERT_EQ(::truncate(p.c_str(), 200), 0);
+  try {
+    tg::nn::safe_load(b, "CPU");
+    ADD_FAILURE() << "loaded a truncated file";
+  } catch (const tg::Error& e) {
+    EXPECT_EQ(e.code, TG_ERROR_IO);
+    EXPECT_NE(std::string(e.what()).find("truncated while being read"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+  }
+}
+
+// A GGUF whose header is far longer than the first read of a file (a 300 KB string, a long array): read from the file
+// it parses as it does from memory.
+TEST(HostileFiles, GgufLongHeaderFromAFile) {
+  TmpDir dir;
+  Bytes v, arr;
+  Gguf::str(v, std::string(300000, 'x'));
+  put_le<uint32_t>(arr, 4), put_le<uint64_t>(arr, 50000);
+  for (uint32_t i = 0; i < 50000; i++) put_le<uint32_t>(arr, i);
+  Bytes w;
+  for (int i = 0; i < 8; i++) put_le<float>(w, float(i));
+  Bytes g = Gguf().key("long", 8, v).key("arr", 9, arr).tensor("w", {8}, 0, w).bytes();
+  write_bytes(dir.p / "long.gguf", g);
+  S s(tg_state_load((dir.p / "long.gguf").c_str(), nullptr));
+  ASSERT_TRUE(s.p) << tg_last_error_message();
+  EXPECT_EQ(std::string(tg_state_metadata_value(s, 0)), std::string(300000, 'x'));
+  T t(tg_state_get(s, "w"));
+  EXPECT_EQ(floats_of(t), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // cut inside the array (it spans bytes ~300 K to ~500 K): an error, from the file as from memory
+  ASSERT_GT(g.size(), 500000u);
+  write_bytes(dir.p / "cut.gguf", Bytes(g.begin(), g.begin() + 400000));
+  EXPECT_EQ(tg_state_load((dir.p / "cut.gguf").c_str(), nullptr), nullptr);
+  expect_error(TG_ERROR_IO, {"cut.gguf", "needs more than"});
 }
 
 // ---- 7. paths that are not regular files ---------------------------------------------------------------------------
