@@ -29,7 +29,9 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-void write_bytes(const fs::path& p, const Bytes& b) { std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), long(b.size())); }
+void write_bytes(const fs::path& p, const Bytes& b) {
+  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), long(b.size()));
+}
 template <class V>
 void put_le(Bytes& b, V v) {
   const auto* p = reinterpret_cast<const uint8_t*>(&v);
@@ -50,7 +52,10 @@ struct Gguf {
   Bytes kv, infos, data;
   uint64_t n_kv = 0, n_tensors = 0;
   static void str(Bytes& b, const std::string& s) { put_le<uint64_t>(b, s.size()), b.insert(b.end(), s.begin(), s.end()); }
-  Gguf& key(const std::string& k, uint32_t type, const Bytes& v) { return str(kv, k), put_le<uint32_t>(kv, type), kv.insert(kv.end(), v.begin(), v.end()), n_kv++, *this; }
+  Gguf& key(const std::string& k, uint32_t type, const Bytes& v) {
+    str(kv, k), put_le<uint32_t>(kv, type), kv.insert(kv.end(), v.begin(), v.end()), n_kv++;
+    return *this;
+  }
   // dims as ggml writes them (innermost first)
   Gguf& tensor(const std::string& name, const std::vector<uint64_t>& dims, uint32_t type, const Bytes& raw) {
     str(infos, name), put_le<uint32_t>(infos, uint32_t(dims.size()));

@@ -76,7 +76,8 @@ Tensor load_idx(const std::string& path, const std::string& device) {
   }
   size_t isz = size_t(ty->dt.itemsize());
   size_t nbytes = size_t(nn::checked_nbytes(dims, isz, path, "idx", "data"));
-  TG_CHECK(nbytes / isz <= uint64_t(1) << 40, TG_ERROR_IO, strformat("idx: '%s' declares %zu elements, too large a data set", path.c_str(), nbytes / isz));
+  TG_CHECK(nbytes / isz <= uint64_t(1) << 40, TG_ERROR_IO,
+           strformat("idx: '%s' declares %zu elements, too large a data set", path.c_str(), nbytes / isz));
   // the data, into a buffer that grows with what the stream really holds (a few bytes of gzip may declare gigabytes)
   std::vector<uint8_t> d;
   while (d.size() < nbytes) {
@@ -94,8 +95,8 @@ Tensor load_idx(const std::string& path, const std::string& device) {
   size_t more = 0;
   for (size_t r; more < (1 << 20) && (r = in.read(extra, sizeof extra)) > 0;) more += r;
   TG_CHECK(more == 0, TG_ERROR_IO,
-           strformat("idx: '%s' holds %s%zu data bytes, its dims %s of %s need %zu", path.c_str(), more >= (1 << 20) ? "more than " : "", nbytes + more,
-                     shape_str(Shape(dims.begin(), dims.end())).c_str(), ty->dt.name().c_str(), nbytes));
+           strformat("idx: '%s' holds %s%zu data bytes, its dims %s of %s need %zu", path.c_str(), more >= (1 << 20) ? "more than " : "",
+                     nbytes + more, shape_str(Shape(dims.begin(), dims.end())).c_str(), ty->dt.name().c_str(), nbytes));
   in.ended();
   uint8_t* v = d.data();
   if (isz > 1)  // big-endian on disk

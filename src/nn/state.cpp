@@ -98,8 +98,9 @@ void Bytes::read(uint64_t off, void* dst, size_t len) const {
     ssize_t r = ::pread(file->fd, d, std::min<size_t>(len, size_t(1) << 30), off_t(off));
     if (r < 0 && errno == EINTR) continue;
     TG_CHECK(r >= 0, TG_ERROR_IO, strformat("%s: read failed: %s", name.c_str(), std::strerror(errno)));
-    TG_CHECK(r > 0, TG_ERROR_IO, strformat("%s: the file ended at byte %llu, before the %zu bytes it had when opened: it was truncated while being read",
-                                           name.c_str(), (unsigned long long)off, n));
+    TG_CHECK(r > 0, TG_ERROR_IO,
+             strformat("%s: the file ended at byte %llu, before the %zu bytes it had when opened: it was truncated while being read", name.c_str(),
+                       (unsigned long long)off, n));
     d += r, off += uint64_t(r), len -= size_t(r);
   }
 }
@@ -143,24 +144,27 @@ Tensor tensor_from_bytes(const Bytes& b, uint64_t off, size_t nbytes, DType dtyp
   return t.shape() == shape ? t : t.reshape(shape);
 }
 
-uint64_t checked_nbytes(const std::vector<uint64_t>& dims, uint64_t itemsize, const std::string& file, const char* format, const std::string& tensor) {
+uint64_t checked_nbytes(const std::vector<uint64_t>& dims, uint64_t itemsize, const std::string& file, const char* format,
+                        const std::string& tensor) {
   uint64_t nbytes = itemsize;
   bool zero = false;
   for (size_t i = 0; i < dims.size(); i++) {
     uint64_t d = dims[i];
     if (d > uint64_t(INT64_MAX))
-      fail(TG_ERROR_IO, strformat("%s: %s: tensor '%s': dim %zu is %llu, past int64", file.c_str(), format, tensor.c_str(), i, (unsigned long long)d));
+      fail(TG_ERROR_IO,
+           strformat("%s: %s: tensor '%s': dim %zu is %llu, past int64", file.c_str(), format, tensor.c_str(), i, (unsigned long long)d));
     if (d == 0) zero = true;
     else if (__builtin_mul_overflow(nbytes, d, &nbytes) || nbytes > uint64_t(INT64_MAX))
-      fail(TG_ERROR_IO, strformat("%s: %s: tensor '%s': the shape is too large: its byte size overflows int64 (a 0 dim doesn't excuse the others)", file.c_str(), format,
-                                  tensor.c_str()));
+      fail(TG_ERROR_IO, strformat("%s: %s: tensor '%s': the shape is too large: its byte size overflows int64 (a 0 dim doesn't excuse the others)",
+                                  file.c_str(), format, tensor.c_str()));
   }
   return zero ? 0 : nbytes;
 }
 
 void check_tensor_name(const std::string& name, const std::string& file, const char* format) {
   if (name.empty()) fail(TG_ERROR_IO, strformat("%s: %s: a tensor name is empty (tg_state_set refuses it too)", file.c_str(), format));
-  if (name.find('\0') != std::string::npos) fail(TG_ERROR_IO, strformat("%s: %s: tensor name '%s' holds a NUL character", file.c_str(), format, name.c_str()));
+  if (name.find('\0') != std::string::npos)
+    fail(TG_ERROR_IO, strformat("%s: %s: tensor name '%s' holds a NUL character", file.c_str(), format, name.c_str()));
 }
 
 namespace {
