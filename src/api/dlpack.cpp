@@ -3,6 +3,7 @@
 // alive by the DLManagedTensor until its deleter runs.
 #include "api/dlpack.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <optional>
@@ -171,14 +172,23 @@ tg_tensor* tg_tensor_from_dlpack(DLManagedTensor* managed) {
     size_t isz = size_t(dt.itemsize());
     std::string dev = host_device();
     const char* first = n ? static_cast<const char*>(d.data) + d.byte_offset : nullptr;
-    if (n && is_compact(shape, d.strides) && reinterpret_cast<uintptr_t>(first) % isz == 0) {
+    bool compact = n && is_compact(shape, d.strides);
+    // bools other than 0 and 1 (a uint8 array viewed as bool) would read as themselves under CPU:CLANG's _Bool: such
+    // memory is copied with every nonzero byte stored as 1 rather than shared (refusing it would fail imports that
+    // numpy and torch accept; sharing it would keep the bad bytes). A producer that writes such bytes after a shared
+    // import breaks its own dtype's contract.
+    if (compact && dt == dtypes::bool_) {
+      auto* b = reinterpret_cast<const uint8_t*>(first);
+      compact = std::all_of(b, b + n, [](uint8_t v) { return v <= 1; });
+    }
+    if (compact && reinterpret_cast<uintptr_t>(first) % isz == 0) {
       auto owner = std::make_shared<Producer>(Producer{managed});
       auto buf = std::make_shared<Buffer>(dev, dt, n, const_cast<char*>(first), owner);
       tg_tensor* h = api::wrap(Tensor(buffer_uop(std::move(buf)), dev).reshape(shape));
       owner->taken = true;  // nothing can fail from here on
       return h;
     }
-    // strided or unaligned: copied element by element now, then the producer's memory is let go
+    // strided, unaligned or non-canonical bools: copied element by element now, then the producer's memory is let go
     std::vector<int64_t> bstrides = d.strides ? std::vector<int64_t>(d.strides, d.strides + d.ndim) : compact_strides(shape);
     int64_t reach = 0;
     for (size_t i = 0; n && i < shape.size(); i++) {
@@ -196,6 +206,8 @@ tg_tensor* tg_tensor_from_dlpack(DLManagedTensor* managed) {
         case 4: gather<4>(dst, first, shape, bstrides, n); break;
         default: gather<8>(dst, first, shape, bstrides, n);
       }
+      if (dt == dtypes::bool_)
+        for (int64_t i = 0; i < n; i++) dst[i] = dst[i] != 0;
     }
     tg_tensor* h = api::wrap(Tensor(buffer_uop(std::move(buf)), dev).reshape(shape));
     if (managed->deleter) managed->deleter(managed);

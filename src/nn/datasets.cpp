@@ -1,38 +1,17 @@
 // IDX files (the MNIST family's format), plain or gzip-compressed, and tinygrad's nn.datasets.mnist over them.
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
-#include <memory>
 
 #include "nn/datasets.h"
+#include "nn/state.h"
 
 namespace tg::nn {
 
 namespace {
-
-// the whole file, inflated if it is gzip (zlib reads plain files through the same calls); at most `limit` bytes
-std::vector<uint8_t> read_all(const std::string& path, size_t limit) {
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), gzclose);
-  TG_CHECK(f, TG_ERROR_IO, "idx: cannot open '" + path + "': " + std::strerror(errno));
-  std::vector<uint8_t> data;
-  uint8_t chunk[1 << 16];
-  for (;;) {
-    int n = gzread(f.get(), chunk, sizeof chunk);
-    if (n < 0) {
-      int err = 0;
-      const char* msg = gzerror(f.get(), &err);
-      fail(TG_ERROR_IO, "idx: '" + path + "' is not readable: " + (msg ? msg : "read error"));
-    }
-    if (n == 0) break;
-    TG_CHECK(data.size() + size_t(n) <= limit, TG_ERROR_IO, strformat("idx: '%s' inflates to more than %zu bytes", path.c_str(), limit));
-    data.insert(data.end(), chunk, chunk + n);
-  }
-  // zlib reports a gzip stream that ends early (even one missing only its CRC trailer) as a non-fatal Z_BUF_ERROR
-  int err = Z_OK;
-  gzerror(f.get(), &err);
-  TG_CHECK(err != Z_BUF_ERROR, TG_ERROR_IO, "idx: '" + path + "' is truncated: its gzip stream ends early");
-  return data;
-}
 
 struct IdxType {
   uint8_t code;
@@ -41,43 +20,96 @@ struct IdxType {
 const IdxType kTypes[] = {{0x08, dtypes::uint8}, {0x09, dtypes::int8},    {0x0B, dtypes::int16},
                           {0x0C, dtypes::int32}, {0x0D, dtypes::float32}, {0x0E, dtypes::float64}};
 
+// An IDX file read as a stream, inflated if it is gzip (zlib reads plain files through the same calls), so that the
+// header is checked before the data is inflated and no more than the header declares is ever inflated.
+struct GzStream {
+  const std::string& path;
+  gzFile f;
+  explicit GzStream(const std::string& p) : path(p) {
+    int fd = nn::open_regular(path, "idx");
+    f = gzdopen(fd, "rb");
+    if (!f) ::close(fd);
+    TG_CHECK(f, TG_ERROR_OUT_OF_MEMORY, "idx: '" + path + "': no memory for zlib's state");
+  }
+  ~GzStream() { gzclose(f); }
+  // up to n bytes into dst: how many there were before the stream ended
+  size_t read(uint8_t* dst, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      int r = gzread(f, dst + got, unsigned(std::min<size_t>(n - got, 1 << 30)));
+      if (r < 0) {
+        int err = 0;
+        const char* msg = gzerror(f, &err);
+        fail(TG_ERROR_IO, "idx: '" + path + "' is not readable: " + (msg ? msg : "read error"));
+      }
+      if (r == 0) break;
+      got += size_t(r);
+    }
+    return got;
+  }
+  // zlib reports a gzip stream that ends early (even one missing only its CRC trailer) as a non-fatal Z_BUF_ERROR
+  void ended() {
+    int err = Z_OK;
+    gzerror(f, &err);
+    TG_CHECK(err != Z_BUF_ERROR, TG_ERROR_IO, "idx: '" + path + "' is truncated: its gzip stream ends early");
+  }
+};
+
 }  // namespace
 
 Tensor load_idx(const std::string& path, const std::string& device) {
   // IDX: 0, 0, type, ndim, then ndim big-endian uint32 dims, then the values big-endian, row-major
-  std::vector<uint8_t> d = read_all(path, size_t(1) << 34);
-  TG_CHECK(d.size() >= 4 && d[0] == 0 && d[1] == 0, TG_ERROR_IO, "idx: '" + path + "' does not start with an IDX magic number");
+  GzStream in(path);
+  uint8_t h[4];
+  TG_CHECK(in.read(h, 4) == 4 && h[0] == 0 && h[1] == 0, TG_ERROR_IO, "idx: '" + path + "' does not start with an IDX magic number");
   const IdxType* ty = nullptr;
   for (auto& t : kTypes)
-    if (t.code == d[2]) ty = &t;
-  TG_CHECK(ty, TG_ERROR_IO, strformat("idx: '%s' has unknown element type 0x%02x", path.c_str(), d[2]));
-  size_t ndim = d[3], off = 4 + 4 * ndim;
-  TG_CHECK(ndim >= 1 && d.size() >= off, TG_ERROR_IO, strformat("idx: '%s' is truncated in its %zu dims", path.c_str(), ndim));
-  Shape shape;
-  uint64_t n = 1;
+    if (t.code == h[2]) ty = &t;
+  TG_CHECK(ty, TG_ERROR_IO, strformat("idx: '%s' has unknown element type 0x%02x", path.c_str(), h[2]));
+  size_t ndim = h[3];
+  uint8_t dimb[4 * 255];
+  TG_CHECK(ndim >= 1 && in.read(dimb, 4 * ndim) == 4 * ndim, TG_ERROR_IO, strformat("idx: '%s' is truncated in its %zu dims", path.c_str(), ndim));
+  std::vector<uint64_t> dims;
   for (size_t i = 0; i < ndim; i++) {
-    const uint8_t* p = &d[4 + 4 * i];
-    uint64_t v = uint64_t(p[0]) << 24 | uint64_t(p[1]) << 16 | uint64_t(p[2]) << 8 | p[3];
-    shape.push_back(int64_t(v));
-    TG_CHECK(v == 0 || n <= (uint64_t(1) << 40) / v, TG_ERROR_IO, "idx: '" + path + "' has dims whose product is too large");
-    n *= v;
+    const uint8_t* p = &dimb[4 * i];
+    dims.push_back(uint64_t(p[0]) << 24 | uint64_t(p[1]) << 16 | uint64_t(p[2]) << 8 | p[3]);
   }
   size_t isz = size_t(ty->dt.itemsize());
-  TG_CHECK(d.size() - off == n * isz, TG_ERROR_IO,
-           strformat("idx: '%s' holds %zu data bytes, its dims %s of %s need %llu", path.c_str(), d.size() - off, shape_str(shape).c_str(),
-                     ty->dt.name().c_str(), (unsigned long long)(n * isz)));
-  uint8_t* v = d.data() + off;
+  size_t nbytes = size_t(nn::checked_nbytes(dims, isz, path, "idx", "data"));
+  TG_CHECK(nbytes / isz <= uint64_t(1) << 40, TG_ERROR_IO,
+           strformat("idx: '%s' declares %zu elements, too large a data set", path.c_str(), nbytes / isz));
+  // the data, into a buffer that grows with what the stream really holds (a few bytes of gzip may declare gigabytes)
+  std::vector<uint8_t> d;
+  while (d.size() < nbytes) {
+    size_t had = d.size(), want = std::min(nbytes, std::max<size_t>(had * 2, 1 << 20));
+    d.resize(want);
+    size_t got = in.read(d.data() + had, want - had);
+    if (had + got < want) {
+      in.ended();
+      fail(TG_ERROR_IO, strformat("idx: '%s' holds %zu data bytes, its dims %s of %s need %zu", path.c_str(), had + got,
+                                  shape_str(Shape(dims.begin(), dims.end())).c_str(), ty->dt.name().c_str(), nbytes));
+    }
+  }
+  // bytes past the declared data make the file malformed too (a header that lies); counted up to 1 MiB for the message
+  uint8_t extra[4096];
+  size_t more = 0;
+  for (size_t r; more < (1 << 20) && (r = in.read(extra, sizeof extra)) > 0;) more += r;
+  TG_CHECK(more == 0, TG_ERROR_IO,
+           strformat("idx: '%s' holds %s%zu data bytes, its dims %s of %s need %zu", path.c_str(), more >= (1 << 20) ? "more than " : "",
+                     nbytes + more, shape_str(Shape(dims.begin(), dims.end())).c_str(), ty->dt.name().c_str(), nbytes));
+  in.ended();
+  uint8_t* v = d.data();
   if (isz > 1)  // big-endian on disk
-    for (size_t i = 0; i < n; i++) std::reverse(v + i * isz, v + (i + 1) * isz);
-  return Tensor::from_data(v, n * isz, ty->dt, shape, device).realize();
+    for (size_t i = 0; i < nbytes; i += isz) std::reverse(v + i, v + i + isz);
+  return Tensor::from_data(v, nbytes, ty->dt, Shape(dims.begin(), dims.end()), device).realize();
 }
 
 std::array<Tensor, 4> mnist(const std::string& dir, const std::string& device) {
   auto file = [&](const char* name) {
     std::string p = dir + "/" + name;
-    // Debian ships the .gz files; a directory of inflated ones works too
-    if (FILE* f = std::fopen((p + ".gz").c_str(), "rb")) return std::fclose(f), p + ".gz";
-    return p;
+    // Debian ships the .gz files; a directory of inflated ones works too (stat, not open: opening a FIFO would block)
+    struct stat st;
+    return ::stat((p + ".gz").c_str(), &st) == 0 ? p + ".gz" : p;
   };
   Tensor xtr = load_idx(file("train-images-idx3-ubyte"), device), ytr = load_idx(file("train-labels-idx1-ubyte"), device);
   Tensor xte = load_idx(file("t10k-images-idx3-ubyte"), device), yte = load_idx(file("t10k-labels-idx1-ubyte"), device);

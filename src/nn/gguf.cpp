@@ -51,7 +51,7 @@ struct Reader {
   size_t left() const { return b.n - pos; }
   const uint8_t* take(uint64_t n, const char* what) {
     if (n > left()) bad(strformat("%s of %llu bytes runs past the end of the file (%zu bytes left)", what, (unsigned long long)n, left()));
-    const uint8_t* q = b.p + pos;
+    const uint8_t* q = b.at(pos, n);
     pos += size_t(n);
     return q;
   }
@@ -70,6 +70,7 @@ struct Reader {
     if (name && s.find('\0') != std::string::npos) bad(strformat("%s '%s' holds a NUL byte", what, s.c_str()));
     return s;
   }
+  std::string key;  // the key whose value is being read, for errors
   // one metadata value of `type` as JSON; `text` gets strings unquoted
   void value(uint32_t type, int depth, std::string& json, std::string* text) {
     auto num = [&](std::string s) { json += s; };
@@ -87,7 +88,11 @@ struct Reader {
       case BOOL: return num(get<uint8_t>("a bool") ? "true" : "false");
       case STR: {
         std::string s = str("a string value");
-        json += json_quote(s, "a string value");
+        json += json_quote(s, "a string value");  // JSON escapes a NUL: an array's strings come back whole as JSON
+        // a string value is also handed out as a C string with no length (tg_state_metadata_value): a NUL would cut it
+        // short without a word, so it is refused
+        if (text && s.find('\0') != std::string::npos)
+          bad(strformat("the string value of key '%s' holds a NUL byte at %zu (metadata values are C strings)", key.c_str(), s.find('\0')));
         if (text) *text = std::move(s);
         return;
       }
@@ -192,6 +197,7 @@ GGUFFile gguf_parse(const Bytes& b) {
     MetaEntry e;
     e.key = r.str("a key", true);
     if (!seen.insert(e.key).second) r.bad("duplicate key '" + e.key + "'");
+    r.key = e.key;
     uint32_t type = r.get<uint32_t>("a value type");
     bool is_str = type == STR;
     r.value(type, 0, e.json, &e.value);
@@ -207,19 +213,19 @@ GGUFFile gguf_parse(const Bytes& b) {
   for (uint64_t i = 0; i < n_tensors; i++) {
     GGUFTensorInfo ti;
     ti.name = r.str("a tensor name", true);
+    check_tensor_name(ti.name, b.name, "GGUF");
     if (!seen.insert(ti.name).second) r.bad("duplicate tensor '" + ti.name + "'");
     uint32_t nd = r.get<uint32_t>("a dim count");
     if (nd > kMaxDims) r.bad(strformat("tensor '%s' has %u dims (at most %d)", ti.name.c_str(), nd, kMaxDims));
-    uint64_t numel = 1;
-    for (uint32_t j = 0; j < nd; j++) {
-      uint64_t d = r.get<uint64_t>("a dim");
-      if (d > uint64_t(INT64_MAX)) r.bad(strformat("tensor '%s' dim %u is %llu", ti.name.c_str(), j, (unsigned long long)d));
-      ti.dims.push_back(int64_t(d));
-      numel = checked_mul(numel, d, r, "tensor '" + ti.name + "' element count");
-    }
+    std::vector<uint64_t> dims;
+    for (uint32_t j = 0; j < nd; j++) dims.push_back(r.get<uint64_t>("a dim"));
     ti.type = r.get<uint32_t>("a tensor type");
     const GGMLType* gt = ggml_type(ti.type);
     if (!gt) r.bad(strformat("tensor '%s' has an unknown or unsupported type %u", ti.name.c_str(), ti.type));
+    // the shape as the tensor will have it: native types keep their dtype, quantized ones become float32
+    uint64_t isz = uint64_t(gt->native != dtypes::void_ ? gt->native.itemsize() : 4);
+    uint64_t numel = checked_nbytes(dims, isz, b.name, "GGUF", ti.name) / isz;
+    ti.dims.assign(dims.begin(), dims.end());
     if (nd && ti.dims[0] % gt->blk) r.bad(strformat("tensor '%s': its first dim %lld is not a multiple of %s's block of %lld", ti.name.c_str(),
                                                    (long long)ti.dims[0], gt->name, (long long)gt->blk));
     if (!nd && gt->blk > 1) r.bad(strformat("tensor '%s': a scalar can't be %s", ti.name.c_str(), gt->name));
@@ -248,11 +254,11 @@ GGUFFile gguf_parse(const Bytes& b) {
 Tensor gguf_tensor(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, const std::string& device) {
   const GGMLType* gt = ggml_type(ti.type);
   Shape shape(ti.dims.rbegin(), ti.dims.rend());
-  const uint8_t* p = b.p + f.data_start + ti.offset;
-  if (gt->blk == 1) return Tensor::from_data(p, ti.nbytes, gt->native, shape, device);
+  uint64_t at = f.data_start + ti.offset;
+  if (gt->blk == 1) return tensor_from_bytes(b, at, ti.nbytes, gt->native, shape, device);
   int64_t nb = int64_t(ti.nbytes) / gt->bytes;
   if (nb == 0) return Tensor::empty(shape, dtypes::float32, device);
-  return dequantize(Tensor::from_data(p, ti.nbytes, dtypes::uint8, {nb, gt->bytes}, device), ti.type).reshape(shape);
+  return dequantize(tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {nb, gt->bytes}, device), ti.type).reshape(shape);
 }
 
 Loaded gguf_load(const Bytes& b, const std::string& device) {

@@ -1,6 +1,5 @@
-// safetensors load/save, the file mapping both readers use, and the small strict JSON parser of safetensors headers.
+// safetensors load/save, the file reading every reader uses, and the small strict JSON parser of safetensors headers.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,34 +48,126 @@ std::string json_quote(const std::string& s, const char* what) {
   return o + '"';
 }
 
-namespace {
-
-// A file's bytes, mapped read-only for the reader's lifetime.
-struct MappedFile {
-  Bytes b{nullptr, 0, ""};
-  explicit MappedFile(const std::string& path) {
-    b.name = path;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("%s: can't open: %s", path.c_str(), std::strerror(errno)));
-    struct stat st;
-    int rc = ::fstat(fd, &st);
-    if (rc != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      fail(TG_ERROR_IO, strformat("%s: %s", path.c_str(), rc ? std::strerror(errno) : "not a regular file"));
-    }
-    b.n = size_t(st.st_size);
-    // private and writable: tensors that use the pages in place may be assigned into without touching the file
-    void* p = b.n ? ::mmap(nullptr, b.n, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0) : nullptr;
-    ::close(fd);
-    TG_CHECK(p != MAP_FAILED, TG_ERROR_IO, strformat("%s: can't map %zu bytes: %s", path.c_str(), b.n, std::strerror(errno)));
-    b.p = static_cast<const uint8_t*>(p);
-  }
-  ~MappedFile() {
-    if (b.p) ::munmap(const_cast<uint8_t*>(b.p), b.n);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
+struct FileReader {
+  int fd;
+  std::string path;
+  std::vector<uint8_t> prefix;  // bytes [0, prefix.size()) of the file, as far as a header parser has asked
+  FileReader(int f, std::string p) : fd(f), path(std::move(p)) {}
+  ~FileReader() { ::close(fd); }
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
 };
+
+int open_regular(const std::string& path, const char* what) {
+  // O_NONBLOCK: opening a FIFO without a writer would wait for one; the check below refuses it before any read
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("%s: cannot open '%s': %s", what, path.c_str(), std::strerror(errno)));
+  struct stat st;
+  int rc = ::fstat(fd, &st);
+  int err = errno;
+  if (rc != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char* kind = rc                     ? std::strerror(err)
+                       : S_ISFIFO(st.st_mode) ? "not a regular file (a named pipe)"
+                       : S_ISDIR(st.st_mode)  ? "not a regular file (a directory)"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "not a regular file (a device)"
+                       : S_ISSOCK(st.st_mode) ? "not a regular file (a socket)"
+                                              : "not a regular file";
+    fail(TG_ERROR_IO, strformat("%s: '%s': %s", what, path.c_str(), kind));
+  }
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+    err = errno;
+    ::close(fd);
+    fail(TG_ERROR_IO, strformat("%s: '%s': fcntl: %s", what, path.c_str(), std::strerror(err)));
+  }
+  return fd;
+}
+
+Bytes open_file(const std::string& path, const char* what) {
+  auto f = std::make_shared<FileReader>(open_regular(path, what), path);
+  int fd = f->fd;
+  struct stat st;
+  TG_CHECK(::fstat(fd, &st) == 0, TG_ERROR_IO, strformat("%s: '%s': %s", what, path.c_str(), std::strerror(errno)));
+  return Bytes{nullptr, size_t(st.st_size), path, std::move(f)};
+}
+
+void Bytes::read(uint64_t off, void* dst, size_t len) const {
+  if (p) return (void)(len && std::memcpy(dst, p + off, len));
+  for (auto* d = static_cast<uint8_t*>(dst); len;) {
+    ssize_t r = ::pread(file->fd, d, std::min<size_t>(len, size_t(1) << 30), off_t(off));
+    if (r < 0 && errno == EINTR) continue;
+    TG_CHECK(r >= 0, TG_ERROR_IO, strformat("%s: read failed: %s", name.c_str(), std::strerror(errno)));
+    TG_CHECK(r > 0, TG_ERROR_IO,
+             strformat("%s: the file ended at byte %llu, before the %zu bytes it had when opened: it was truncated while being read", name.c_str(),
+                       (unsigned long long)off, n));
+    d += r, off += uint64_t(r), len -= size_t(r);
+  }
+}
+
+const uint8_t* Bytes::at(uint64_t off, uint64_t len) const {
+  if (p) return p + off;
+  std::vector<uint8_t>& pre = file->prefix;
+  if (off + len > pre.size()) {  // grown geometrically (headers are read front to back), never past the file
+    size_t want = std::min<size_t>(n, std::max<size_t>(size_t(off + len), std::max<size_t>(pre.size() * 2, 1 << 16)));
+    size_t had = pre.size();
+    pre.resize(want);
+    try {
+      read(had, pre.data() + had, want - had);
+    } catch (...) {
+      pre.resize(had);
+      throw;
+    }
+  }
+  return pre.data() + off;
+}
+
+Tensor tensor_from_bytes(const Bytes& b, uint64_t off, size_t nbytes, DType dtype, const Shape& shape, const std::string& device) {
+  if (b.p) return Tensor::from_data(b.p + off, nbytes, dtype, shape, device);
+  check_shape(shape, dtype, "from_data");
+  TG_CHECK(nbytes == size_t(tg::prod(shape)) * size_t(dtype.itemsize()), TG_ERROR_INTERNAL, "tensor_from_bytes: the size doesn't match the shape");
+  auto buf = std::make_shared<Buffer>(device, dtype, tg::prod(shape));
+  if (nbytes) {
+    auto fill = [&](uint8_t* dst) {
+      b.read(off, dst, nbytes);
+      if (dtype == dtypes::bool_)
+        for (size_t i = 0; i < nbytes; i++) dst[i] = dst[i] != 0;
+    };
+    if (get_device(device).host_memory()) fill(static_cast<uint8_t*>(buf->ptr()));
+    else {
+      std::vector<uint8_t> host(nbytes);
+      fill(host.data());
+      buf->copyin(host.data(), nbytes);
+    }
+  }
+  Tensor t(buffer_uop(std::move(buf)), device);
+  return t.shape() == shape ? t : t.reshape(shape);
+}
+
+uint64_t checked_nbytes(const std::vector<uint64_t>& dims, uint64_t itemsize, const std::string& file, const char* format,
+                        const std::string& tensor) {
+  uint64_t nbytes = itemsize;
+  bool zero = false;
+  for (size_t i = 0; i < dims.size(); i++) {
+    uint64_t d = dims[i];
+    if (d > uint64_t(INT64_MAX))
+      fail(TG_ERROR_IO,
+           strformat("%s: %s: tensor '%s': dim %zu is %llu, past int64", file.c_str(), format, tensor.c_str(), i, (unsigned long long)d));
+    if (d == 0) zero = true;
+    else if (__builtin_mul_overflow(nbytes, d, &nbytes) || nbytes > uint64_t(INT64_MAX))
+      fail(TG_ERROR_IO, strformat("%s: %s: tensor '%s': the shape is too large: its byte size overflows int64 (a 0 dim doesn't excuse the others)",
+                                  file.c_str(), format, tensor.c_str()));
+  }
+  return zero ? 0 : nbytes;
+}
+
+void check_tensor_name(const std::string& name, const std::string& file, const char* format) {
+  if (name.empty()) fail(TG_ERROR_IO, strformat("%s: %s: a tensor name is empty (tg_state_set refuses it too)", file.c_str(), format));
+  if (name.find('\0') != std::string::npos)
+    fail(TG_ERROR_IO, strformat("%s: %s: tensor name '%s' holds a NUL character", file.c_str(), format, name.c_str()));
+}
+
+namespace {
 
 // ---- JSON (RFC 8259), strict: UTF-8, no duplicate keys, no trailing commas, nesting limited ----
 struct Json {
@@ -275,14 +366,13 @@ uint64_t le64(const uint8_t* p) {
 Loaded safe_load(const Bytes& b, const std::string& device) {
   auto bad = [&](const std::string& what) { fail(TG_ERROR_IO, strformat("%s: safetensors: %s", b.name.c_str(), what.c_str())); };
   if (b.n < 8) bad(strformat("the file has %zu bytes, too few for the 8-byte header length", b.n));
-  uint64_t hl = le64(b.p);
+  uint64_t hl = le64(b.at(0, 8));
   if (hl > b.n - 8) bad(strformat("the header length %llu is more than the %zu bytes after it", (unsigned long long)hl, b.n - 8));
-  const uint8_t* h = b.p + 8;
+  const uint8_t* h = b.at(8, hl);
   if (!valid_utf8(h, size_t(hl))) bad("the header is not UTF-8");
   Json doc = JsonParser(reinterpret_cast<const char*>(h), size_t(hl), b.name).document();
   if (doc.kind != Json::Obj) bad("the header is not a JSON object");
-  const uint8_t* data = h + hl;
-  uint64_t data_n = b.n - 8 - hl;
+  uint64_t data_at = 8 + hl, data_n = b.n - 8 - hl;
   // a non-negative integer JSON number that fits in int64
   auto uint_of = [&](const Json& v, const std::string& what) -> uint64_t {
     bool digits = v.kind == Json::Num && !v.s.empty() && std::all_of(v.s.begin(), v.s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -296,11 +386,14 @@ Loaded safe_load(const Bytes& b, const std::string& device) {
       if (v.kind != Json::Obj) bad("__metadata__ is not an object");
       for (auto& [k, mv] : v.members) {
         if (mv.kind != Json::Str) bad("__metadata__ value of '" + k + "' is not a string");
+        // the C API hands keys and values out as C strings, with no length: a NUL would cut them short
+        if (k.find('\0') != std::string::npos) bad("a __metadata__ key holds a NUL character");
+        if (mv.s.find('\0') != std::string::npos) bad("__metadata__ value of '" + k + "' holds a NUL character");
         out.metadata.push_back({k, mv.s, mv.dump()});
       }
       continue;
     }
-    if (name.find('\0') != std::string::npos) bad("a tensor name holds a NUL character");
+    check_tensor_name(name, b.name, "safetensors");
     std::string t = "tensor '" + name + "'";
     if (v.kind != Json::Obj) bad(t + " is not an object");
     for (auto& [k, _] : v.members)
@@ -313,16 +406,10 @@ Loaded safe_load(const Bytes& b, const std::string& device) {
     if (e.dtype == dtypes::void_) bad(t + " has an unknown dtype " + dt->dump());
     if (shape->kind != Json::Arr) bad(t + ": shape is not an array");
     if (shape->items.size() > kMaxDims) bad(strformat("%s has %zu dims (at most %zu)", t.c_str(), shape->items.size(), kMaxDims));
-    uint64_t nbytes = uint64_t(e.dtype.itemsize());
-    bool zero = false;
-    for (auto& d : shape->items) {
-      uint64_t n = uint_of(d, t + ": a dim");
-      e.shape.push_back(int64_t(n));
-      // the nonzero dims must multiply to an int64 even when another is 0 (check_shape's rule for every tensor)
-      if (n == 0) zero = true;
-      else if (__builtin_mul_overflow(nbytes, n, &nbytes) || nbytes > uint64_t(INT64_MAX)) bad(t + ": the shape's byte size overflows int64");
-    }
-    if (zero) nbytes = 0;
+    std::vector<uint64_t> dims;
+    for (auto& d : shape->items) dims.push_back(uint_of(d, t + ": a dim"));
+    uint64_t nbytes = checked_nbytes(dims, uint64_t(e.dtype.itemsize()), b.name, "safetensors", name);
+    e.shape.assign(dims.begin(), dims.end());
     if (offs->kind != Json::Arr || offs->items.size() != 2) bad(t + ": data_offsets is not [begin, end]");
     e.begin = uint_of(offs->items[0], t + ": data_offsets[0]"), e.end = uint_of(offs->items[1], t + ": data_offsets[1]");
     if (e.begin > e.end || e.end > data_n)
@@ -345,30 +432,15 @@ Loaded safe_load(const Bytes& b, const std::string& device) {
     at = e.end;
   }
   if (at != data_n) bad(strformat("data bytes [%llu, %llu) belong to no tensor", (unsigned long long)at, (unsigned long long)data_n));
-  bool in_place = b.keep && get_device(device).host_memory();
-  for (auto& e : entries) {
-    const uint8_t* p = data + e.begin;
-    size_t n = size_t(e.end - e.begin);
-    if (in_place && n && reinterpret_cast<uintptr_t>(p) % size_t(e.dtype.itemsize()) == 0) {
-      auto buf = std::make_shared<Buffer>(device, e.dtype, tg::prod(e.shape), const_cast<uint8_t*>(p), b.keep);
-      out.tensors.emplace_back(e.name, Tensor(buffer_uop(std::move(buf)), device).reshape(e.shape));
-    } else out.tensors.emplace_back(e.name, Tensor::from_data(p, n, e.dtype, e.shape, device));
-  }
+  for (auto& e : entries) out.tensors.emplace_back(e.name, tensor_from_bytes(b, data_at + e.begin, size_t(e.end - e.begin), e.dtype, e.shape, device));
   return out;
 }
 
-Loaded safe_load(const std::string& path, const std::string& device) {
-  auto f = std::make_shared<MappedFile>(path);
-  Bytes b = f->b;
-  b.keep = f;
-  return safe_load(b, device);
-}
-Loaded gguf_load(const std::string& path, const std::string& device) { return gguf_load(MappedFile(path).b, device); }
+Loaded safe_load(const std::string& path, const std::string& device) { return safe_load(open_file(path, "safe_load"), device); }
+Loaded gguf_load(const std::string& path, const std::string& device) { return gguf_load(open_file(path, "gguf_load"), device); }
 Loaded load(const std::string& path, const std::string& device) {
-  auto f = std::make_shared<MappedFile>(path);
-  Bytes b = f->b;
-  b.keep = f;
-  return b.n >= 4 && !std::memcmp(b.p, "GGUF", 4) ? gguf_load(b, device) : safe_load(b, device);
+  Bytes b = open_file(path, "state_load");
+  return b.n >= 4 && !std::memcmp(b.at(0, 4), "GGUF", 4) ? gguf_load(b, device) : safe_load(b, device);
 }
 
 void safe_save(const StateDict& sd, const std::string& path, const Metadata& metadata) {

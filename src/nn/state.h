@@ -22,18 +22,45 @@ struct Loaded {
   Metadata metadata;
 };
 
-// A read-only view of a file's bytes with the name errors use; `keep` (a mapped file) keeps them alive for tensors that
-// use them in place.
+// A regular file opened for reading (pread), with the prefix a header parser has read so far.
+struct FileReader;
+
+// The bytes a reader parses, with the name errors use: in memory at `p`, or (p NULL) the file `file`, read by copies
+// into the reader's own buffers. A user's file is never mapped: a mapping's pages change or vanish (SIGBUS) when another
+// process rewrites or truncates the file, and neither a SIGBUS handler (process-global state a library must not own)
+// nor a file lock (advisory) would make that safe (see docs/state.md).
 struct Bytes {
   const uint8_t* p;
   size_t n;
   std::string name;
-  std::shared_ptr<const void> keep = nullptr;
+  std::shared_ptr<FileReader> file = nullptr;
+  // bytes [off, off + len), which the caller checked lie inside the n bytes: a pointer valid until the next at()
+  const uint8_t* at(uint64_t off, uint64_t len) const;
+  // bytes [off, off + len) copied to dst (a file that shrank since it was opened is TG_ERROR_IO)
+  void read(uint64_t off, void* dst, size_t len) const;
 };
 
-// safetensors: on a device whose kernels address host memory (the CPU), a tensor aligned to its dtype's size uses the
-// file's mapping in place (copy-on-write pages: an assign into it never reaches the file); elsewhere one copy from the
-// mapping into the tensor's device buffer (see docs/state.md)
+// Opens `path` for reading without blocking on it, refusing anything but a regular file (a FIFO, a device such as
+// /dev/zero, a directory) before a read could block or run forever: TG_ERROR_IO "<what>: '<path>' ...". The fd is
+// O_CLOEXEC and blocking. Every reader of a user's path opens it through here.
+int open_regular(const std::string& path, const char* what);
+// The file at `path` as Bytes read from it (open_regular's checks)
+Bytes open_file(const std::string& path, const char* what);
+
+// A tensor of `dtype` and `shape` holding a copy of bytes [off, off + nbytes) of `b`: read straight into the tensor's
+// buffer on a host-memory device, else through one host copy. BOOL bytes other than 0 are stored as 1.
+Tensor tensor_from_bytes(const Bytes& b, uint64_t off, size_t nbytes, DType dtype, const Shape& shape, const std::string& device);
+
+// The byte size of tensor `tensor` of a file's `dims` (each read as uint64) of `itemsize`-byte elements, every reader's
+// shape check: each dim below 2^63 and the product of the nonzero dims times itemsize within int64 (a 0 dim doesn't
+// excuse huge others: check_shape's rule for every tensor); TG_ERROR_IO "<file>: <format>: tensor '<tensor>': ..."
+// otherwise. 0 when a dim is 0.
+uint64_t checked_nbytes(const std::vector<uint64_t>& dims, uint64_t itemsize, const std::string& file, const char* format, const std::string& tensor);
+// A tensor name read from a file, held to tg_state_set's rules (non-empty; no NUL, which a C string can't hold):
+// TG_ERROR_IO naming the file otherwise
+void check_tensor_name(const std::string& name, const std::string& file, const char* format);
+
+// safetensors: every tensor is read from the file into its own buffer (see docs/state.md)
 Loaded safe_load(const std::string& path, const std::string& device);
 Loaded safe_load(const Bytes& b, const std::string& device);
 // Writes `sd` (realized and copied out one tensor at a time) with `metadata` as __metadata__ (values as strings),

@@ -38,7 +38,14 @@ Tensor Tensor::from_data(const void* data, size_t nbytes, DType dtype, const Sha
            strformat("from_data: %zu bytes given, shape %s of %s needs %zu", nbytes, shape_str(shape).c_str(), dtype.name().c_str(), need));
   TG_CHECK(data || nbytes == 0, TG_ERROR_INVALID_ARGUMENT, "from_data: data is NULL");
   auto buf = std::make_shared<Buffer>(device, dtype, tg::prod(shape));
-  buf->copyin(data, nbytes);
+  // a bool is one byte, 0 or 1: the C renderer types it _Bool, so a 2 from the caller would cast to 2 and negate to 3
+  // there while LLVM gives 1 and 0; any nonzero byte is true, stored as 1
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  if (dtype == dtypes::bool_ && std::any_of(bytes, bytes + nbytes, [](uint8_t v) { return v > 1; })) {
+    std::vector<uint8_t> canon(bytes, bytes + nbytes);
+    for (auto& v : canon) v = v != 0;
+    buf->copyin(canon.data(), nbytes);
+  } else buf->copyin(data, nbytes);
   return Tensor(view_as(buffer_uop(std::move(buf)), shape), device);
 }
 Tensor Tensor::empty(const Shape& shape, DType dtype, const std::string& device) {
