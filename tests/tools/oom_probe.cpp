@@ -3,7 +3,8 @@
 // checks that the library always answers TG_OK or TG_ERROR_OUT_OF_MEMORY, that nothing leaked (handles, buffers, device
 // bytes, UOp nodes) and that the next, normal step gives the numbers of a run that never failed.
 // Kernels are compiled inside the swept region: each trial's batch size is new, so every kernel is compiled again.
-//   tg_oom_probe sweep <device> <trials> [cold_every] [seed]   the sweep (both modes); a summary; exits 0 when it held
+//   tg_oom_probe sweep <device> <trials> [cold_every] [seed] [only]   the sweep (both modes; `only`: just that trial);
+//                                                             prints a summary, exits 0 when it held
 //   tg_oom_probe rlimit <device> <runs>           steps in child processes under smaller and smaller RLIMIT_AS
 //   tg_oom_probe count <device>                   the allocations of one cold step
 #include <errno.h>
@@ -172,7 +173,7 @@ static const int64_t kRefBatch = 24, kWarmBatch = 25;  // the normal step's batc
 
 // One allocation count per kind of trial: cold (a new batch size: every kernel compiled) and warm (kernels compiled
 // before: scheduling, lowering, running). Every `cold_every`-th trial is cold.
-static int sweep(const char* dev, int trials, int cold_every, uint64_t seed) {
+static int sweep(const char* dev, int trials, int cold_every, uint64_t seed, int only) {
   float ref_loss, loss, l;
   double ref_params, params, p;
   if (step(dev, kRefBatch, &ref_loss, &ref_params) != TG_OK) return fprintf(stderr, "the reference step failed: %s\n", tg_last_error_message()), 1;
@@ -190,6 +191,7 @@ static int sweep(const char* dev, int trials, int cold_every, uint64_t seed) {
     ncold += is_cold;
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     int64_t total = is_cold ? cold : warm, n = 1 + int64_t((double(i) + double(seed >> 11) / double(1ull << 53)) * double(total) / trials);
+    if (only >= 0 && i != only) continue;
     tg_status s = step(dev, is_cold ? batch++ : kWarmBatch, &l, &p, n, all_after);
     std::string msg = s == TG_OK ? "" : tg_last_error_message();
     char what[96];
@@ -269,7 +271,8 @@ int main(int argc, char** argv) {
   const char* dev = argv[2];
   int rc = 2;
   if (tg_set_option("TRAINING", "1") != TG_OK) return 2;
-  if (mode == "sweep") rc = sweep(dev, argc > 3 ? atoi(argv[3]) : 100, argc > 4 ? std::max(atoi(argv[4]), 1) : 1, argc > 5 ? strtoull(argv[5], nullptr, 10) : 26);
+  if (mode == "sweep") rc = sweep(dev, argc > 3 ? atoi(argv[3]) : 100, argc > 4 ? std::max(atoi(argv[4]), 1) : 1, argc > 5 ? strtoull(argv[5], nullptr, 10) : 26,
+                                 argc > 6 ? atoi(argv[6]) : -1);
   else if (mode == "rlimit") rc = rlimit_runs(argv[0], dev, argc > 3 ? atoi(argv[3]) : 12);
   else if (mode == "rlimit-child" && argc > 4) rc = rlimit_child(dev, atol(argv[3]), atoll(argv[4]));
   else if (mode == "count") {
