@@ -7,8 +7,11 @@
 
 namespace tg::api {
 
-void set_error(tg_status code, const std::string& msg);
-tg_status status_from_current_exception();  // call inside catch (...): records the error, returns its code
+// Records the calling thread's error. Never throws: with no memory left for the message it keeps the code and says
+// "out of memory" (short enough to need no allocation).
+void set_error(tg_status code, const char* msg) noexcept;
+inline void set_error(tg_status code, const std::string& msg) noexcept { set_error(code, msg.c_str()); }
+tg_status status_from_current_exception() noexcept;  // call inside catch (...): records the error, returns its code
 
 // Body returns tg_status (or void for TG_OK). Any exception becomes a status and a message.
 template <class F>

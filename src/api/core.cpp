@@ -8,8 +8,15 @@
 namespace tg::api {
 static thread_local tg_status last_code = TG_OK;
 static thread_local std::string last_msg;
-void set_error(tg_status code, const std::string& msg) { last_code = code, last_msg = msg; }
-tg_status status_from_current_exception() {
+void set_error(tg_status code, const char* msg) noexcept {
+  last_code = code;
+  try {
+    last_msg = msg;
+  } catch (...) {
+    last_msg = "out of memory";  // fits the string's own buffer: no allocation
+  }
+}
+tg_status status_from_current_exception() noexcept {
   try {
     throw;
   } catch (const Error& e) {
@@ -17,7 +24,11 @@ tg_status status_from_current_exception() {
   } catch (const std::bad_alloc&) {
     set_error(TG_ERROR_OUT_OF_MEMORY, "out of memory");
   } catch (const std::exception& e) {
-    set_error(TG_ERROR_INTERNAL, std::string("internal error: ") + e.what());
+    try {
+      set_error(TG_ERROR_INTERNAL, std::string("internal error: ") + e.what());
+    } catch (...) {
+      set_error(TG_ERROR_INTERNAL, "internal error");
+    }
   } catch (...) {
     set_error(TG_ERROR_INTERNAL, "internal error: unknown exception");
   }

@@ -385,7 +385,9 @@ TG_T(full_like(tg_tensor* t, double v), { Tensor& x = get(t, "full_like"); retur
 TG_T(zeros_like(tg_tensor* t), { Tensor& x = get(t, "zeros_like"); return wrap(Tensor::full(x.shape(), 0, x.dtype(), x.device(), "zeros_like")); })
 TG_T(ones_like(tg_tensor* t), { Tensor& x = get(t, "ones_like"); return wrap(Tensor::full(x.shape(), 1, x.dtype(), x.device(), "ones_like")); })
 
-void tg_manual_seed(uint64_t seed) { Tensor::manual_seed(seed); }
+void tg_manual_seed(uint64_t seed) {
+  api::call([&] { Tensor::manual_seed(seed); });  // its first call allocates: no exception may leave
+}
 TG_T(rand(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),
      return wrap(Tensor::rand(ints(shape, ndim, "rand", "shape"), dt_of(dtype, "rand"), canonical_device(device)));)
 TG_T(randn(const int64_t* shape, size_t ndim, tg_dtype dtype, const char* device),

@@ -17,6 +17,7 @@ void* Allocator::alloc(size_t nbytes) {
       void* p = e->p;
       lru_.erase(e);
       cached_ -= nbytes;
+      live_ += nbytes;
       return p;
     }
   }
@@ -26,13 +27,16 @@ void* Allocator::alloc(size_t nbytes) {
     p = raw_alloc(nbytes);
   }
   TG_CHECK(p, TG_ERROR_OUT_OF_MEMORY, strformat("allocation of %zu bytes failed", nbytes));
+  live_ += nbytes;
   return p;
 }
 size_t Allocator::cache_limit() const {
   static const size_t limit = size_t(getenv_int("TG_ALLOC_CACHE_MB", 256)) << 20;
   return limit;
 }
+// Runs in destructors (~Buffer): it must not throw, so memory it can't cache (no memory for the bookkeeping) goes back
 void Allocator::free(void* p, size_t nbytes) {
+  live_ -= nbytes;
   size_t limit = cache_limit();
   std::lock_guard<std::mutex> lk(mu_);
   if (nbytes > limit) return raw_free(p, nbytes);
@@ -46,7 +50,17 @@ void Allocator::free(void* p, size_t nbytes) {
     cached_ -= old.n;
     raw_free(old.p, old.n);
   }
-  cache_[nbytes].push_back(lru_.insert(lru_.end(), Cached{nbytes, p}));
+  try {
+    auto e = lru_.insert(lru_.end(), Cached{nbytes, p});
+    try {
+      cache_[nbytes].push_back(e);
+    } catch (...) {
+      lru_.erase(e);
+      throw;
+    }
+  } catch (...) {
+    return raw_free(p, nbytes);
+  }
   cached_ += nbytes;
 }
 size_t Allocator::cached_bytes() {
@@ -61,14 +75,19 @@ void Allocator::clear_cache() {
   cached_ = 0;
 }
 
+static std::atomic<int64_t> live_buffers{0};
+int64_t Buffer::live_count() { return live_buffers.load(); }
+
 Buffer::Buffer(std::string device, DType dtype, int64_t size) : device_(std::move(device)), dtype_(dtype), size_(size), dev_(&get_device(device_)) {
   TG_CHECK(size >= 0 && size <= INT64_MAX / dtype.itemsize(), TG_ERROR_INVALID_ARGUMENT,
            strformat("buffer of %lld %s elements: the size must be >= 0 and its bytes fit in int64", (long long)size, dtype.name().c_str()));
+  live_buffers++;
 }
 Buffer::Buffer(std::shared_ptr<Buffer> base, size_t offset, DType dtype, int64_t size)
     : device_(base->device()), dtype_(dtype), size_(size), dev_(base->dev_), base_(std::move(base)), offset_(offset) {
   TG_CHECK(size >= 0 && offset + size_t(size) * dtype.itemsize() <= base_->nbytes(), TG_ERROR_INTERNAL,
            strformat("buffer view of %lld %s at byte %zu doesn't fit its base of %zu bytes", (long long)size, dtype.name().c_str(), offset, base_->nbytes()));
+  live_buffers++;
 }
 Buffer::Buffer(std::string device, DType dtype, int64_t size, void* data, std::shared_ptr<const void> keep) : Buffer(std::move(device), dtype, size) {
   TG_CHECK(dev_->host_memory() && data && reinterpret_cast<uintptr_t>(data) % size_t(dtype.itemsize()) == 0, TG_ERROR_INTERNAL,
@@ -76,6 +95,7 @@ Buffer::Buffer(std::string device, DType dtype, int64_t size, void* data, std::s
   ptr_ = data, keep_ = std::move(keep);
 }
 Buffer::~Buffer() {
+  live_buffers--;
   if (!ptr_ || keep_) return;
   if (base_) dev_->allocator().release_view(ptr_);
   else dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);

@@ -23,6 +23,7 @@ class Allocator {
   void free(void* p, size_t nbytes);
   void clear_cache();
   size_t cached_bytes();  // freed memory held for reuse, at most cache_limit()
+  size_t live_bytes() const { return live_.load(std::memory_order_relaxed); }  // handed out by alloc, not yet freed (leak tests)
   // TG_ALLOC_CACHE_MB, else the device's default (256 MiB on the host)
   virtual size_t cache_limit() const;
   // host <-> device bytes; `offset` is into the allocation. The defaults are for host memory.
@@ -49,6 +50,7 @@ class Allocator {
   std::list<Cached> lru_;
   std::unordered_map<size_t, std::vector<std::list<Cached>::iterator>> cache_;  // by size, oldest first
   size_t cached_ = 0;
+  std::atomic<size_t> live_{0};
 };
 
 // Where a launch runs: `global` work-groups of `local` work-items on a GPU. On a CPU, global[0] is the number of THREAD
@@ -161,6 +163,7 @@ class Buffer {
   // `data` aligned to the dtype's size, writable (kernels may assign into it)
   Buffer(std::string device, DType dtype, int64_t size, void* data, std::shared_ptr<const void> keep);
   ~Buffer();
+  static int64_t live_count();  // Buffer objects alive in the process (leak tests)
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   const std::string& device() const { return device_; }

@@ -10,24 +10,67 @@
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
+#include <new>
 
 #include "helpers.h"
 
 namespace tg {
 namespace {
 
+// ---- LLVM's failures as exceptions ----
+// Without handlers LLVM aborts the process when it runs out of memory ("LLVM ERROR: out of memory") and exits it on a
+// fatal error. Ours throw instead, std::bad_alloc (TG_ERROR_OUT_OF_MEMORY at the C API) and a TG_ERROR_COMPILE Error,
+// while this thread is inside one of our LLVM calls (InLLVM); anywhere else (another library in the process sharing
+// libLLVM) they do what LLVM would.
+// Debian's libLLVM is built with -fno-exceptions but with unwind tables (.eh_frame, no .gcc_except_table): an
+// exception passes through its frames, but none of their cleanups run: locks they took stay taken, objects they were
+// changing stay half-changed. So whatever LLVM object a failed call was working on is abandoned, never used or
+// destroyed again (destroying it could crash or deadlock): each compile's objects are its own (build), and the JIT is
+// replaced by a fresh one (Jit::load). That leaks their memory, once per failure, which beats a crash.
+thread_local int in_llvm = 0;
+struct InLLVM {
+  InLLVM() { in_llvm++; }
+  ~InLLVM() { in_llvm--; }
+};
+[[noreturn]] void on_bad_alloc(void*, const char* reason, bool) {
+  if (in_llvm) throw std::bad_alloc();
+  const char* m = "LLVM ERROR: out of memory\n";  // LLVM's own words, without allocating
+  (void)!::write(2, m, std::strlen(m));
+  (void)!::write(2, reason, std::strlen(reason));
+  (void)!::write(2, "\n", 1);
+  std::abort();
+}
+void on_fatal(void*, const char* reason, bool) {
+  if (in_llvm) throw Error(TG_ERROR_COMPILE, std::string("LLVM: ") + reason);
+  std::fprintf(stderr, "LLVM ERROR: %s\n", reason);  // LLVM exits when this returns
+}
+void install_handlers() {
+  static const bool once = [] {  // thread-safe, process-wide
+    llvm::install_bad_alloc_error_handler(on_bad_alloc, nullptr);
+    llvm::install_fatal_error_handler(on_fatal, nullptr);
+    return true;
+  }();
+  (void)once;
+}
+
 // The host as LLVM sees it, found once: the code we emit uses every feature this CPU has (as clang -march=native does).
 struct Host {
   std::string triple, cpu, features;
   const llvm::Target* target = nullptr;
   Host() {
+    install_handlers();
+    InLLVM in;
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     llvm::InitializeNativeTargetAsmParser();
@@ -58,13 +101,12 @@ const Host& host() {
 // kernel's tg_entry) coexist; libm and the C runtime resolve from the process.
 struct Jit {
   std::mutex mu;
-  std::unique_ptr<llvm::orc::LLJIT> jit;
+  llvm::orc::LLJIT* jit = nullptr;  // never destroyed: kernels may run during static destruction, or after an abandon
   uint64_t dylibs = 0;
-  Jit() {
-    host();
+  void start() {
     auto j = llvm::orc::LLJITBuilder().create();
     TG_CHECK(j, TG_ERROR_COMPILE, "can't start the LLVM JIT: " + llvm::toString(j.takeError()));
-    jit = std::move(*j);
+    jit = j->release();
     char prefix = jit->getDataLayout().getGlobalPrefix();
     auto& main = jit->getMainJITDylib();
     // libm by name as well: a process that loaded us with RTLD_LOCAL (Python's ctypes) may not have it in its global scope
@@ -78,20 +120,29 @@ struct Jit {
   // links the object and finds its tg_entry; "" on success, else why not
   std::string load(const std::string& name, std::unique_ptr<llvm::MemoryBuffer> obj, CPUProgram::Entry& entry) {
     std::lock_guard<std::mutex> lk(mu);
-    auto jd = jit->createJITDylib(name + "#" + std::to_string(dylibs++));
-    if (!jd) return llvm::toString(jd.takeError());
-    llvm::Error err = jit->addObjectFile(*jd, std::move(obj));
-    if (!err) {
-      auto sym = jit->lookup(*jd, "tg_entry");
-      if (sym) {
-        entry = sym->toPtr<CPUProgram::Entry>();
-        return "";
+    InLLVM in;
+    try {
+      if (!jit) start();
+      auto jd = jit->createJITDylib(name + "#" + std::to_string(dylibs++));
+      if (!jd) return llvm::toString(jd.takeError());
+      llvm::Error err = jit->addObjectFile(*jd, std::move(obj));
+      if (!err) {
+        auto sym = jit->lookup(*jd, "tg_entry");
+        if (sym) {
+          entry = sym->toPtr<CPUProgram::Entry>();
+          return "";
+        }
+        err = sym.takeError();
       }
-      err = sym.takeError();
+      std::string why = llvm::toString(std::move(err));
+      llvm::consumeError(jit->getExecutionSession().removeJITDylib(*jd));
+      return why;
+    } catch (...) {
+      // out of memory (or a fatal error) inside ORC: its session may hold locks and half-made tables now. Abandoned,
+      // not destroyed (see InLLVM): the kernels it loaded stay where they are, the next load starts another JIT.
+      jit = nullptr;
+      throw;
     }
-    std::string why = llvm::toString(std::move(err));
-    llvm::consumeError(jit->getExecutionSession().removeJITDylib(*jd));
-    return why;
   }
 };
 Jit& jit() {
@@ -112,34 +163,54 @@ class LLVMCompiler : public Compiler {
   }
   // IR text -> verified module -> the O2 pipeline for this CPU -> object file bytes
   std::string build(const std::string& name, const std::string& src) override {
-    auto bad = [&](const std::string& why) { compile_failed(name, "LLVM " LLVM_VERSION_STRING, why, src); };
-    llvm::LLVMContext ctx;
-    llvm::SMDiagnostic diag;
-    std::unique_ptr<llvm::Module> mod = llvm::parseIR(llvm::MemoryBufferRef(src, name), diag, ctx);
-    std::string msg;
-    llvm::raw_string_ostream os(msg);
-    if (!mod) diag.print(name.c_str(), os), bad(msg);
-    if (llvm::verifyModule(*mod, &os)) bad(msg);  // a malformed module would crash the passes below
-    auto tm = host().machine();
-    TG_CHECK(tm, TG_ERROR_COMPILE, "LLVM can't make a target machine for " + host().cpu);
-    mod->setTargetTriple(host().triple);
-    mod->setDataLayout(tm->createDataLayout());
-    {
+    const Host& h = host();
+    InLLVM in;
+    // every LLVM object of this compile, in one block that is abandoned if LLVM fails half-way (see InLLVM); members
+    // go in reverse order: the passes before the module, the module before its context
+    struct Work {
+      llvm::LLVMContext ctx;
+      std::unique_ptr<llvm::Module> mod;
+      std::unique_ptr<llvm::TargetMachine> tm;
+      std::string msg;
+      llvm::raw_string_ostream os{msg};
+      llvm::SmallVector<char, 0> obj;
+      llvm::raw_svector_ostream out{obj};
       llvm::LoopAnalysisManager lam;
       llvm::FunctionAnalysisManager fam;
       llvm::CGSCCAnalysisManager cgam;
       llvm::ModuleAnalysisManager mam;
-      llvm::PassBuilder pb(tm.get());
-      pb.registerModuleAnalyses(mam), pb.registerCGSCCAnalyses(cgam), pb.registerFunctionAnalyses(fam), pb.registerLoopAnalyses(lam);
-      pb.crossRegisterProxies(lam, fam, cgam, mam);
-      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(*mod, mam);
+      std::unique_ptr<llvm::PassBuilder> pb;
+      llvm::legacy::PassManager pm;
+    };
+    void* mem = ::operator new(sizeof(Work));
+    Work* w = nullptr;
+    std::string why;  // a compile error: LLVM returned normally, the objects are whole
+    bool bad = false;
+    try {
+      w = new (mem) Work();
+      llvm::SMDiagnostic diag;
+      w->mod = llvm::parseIR(llvm::MemoryBufferRef(src, name), diag, w->ctx);
+      if (!w->mod) diag.print(name.c_str(), w->os), why = w->msg, bad = true;
+      else if (llvm::verifyModule(*w->mod, &w->os)) why = w->msg, bad = true;  // a malformed module would crash the passes below
+      else if (!(w->tm = h.machine())) why = "LLVM can't make a target machine for " + h.cpu, bad = true;
+      else {
+        w->mod->setTargetTriple(h.triple);
+        w->mod->setDataLayout(w->tm->createDataLayout());
+        w->pb = std::make_unique<llvm::PassBuilder>(w->tm.get());
+        w->pb->registerModuleAnalyses(w->mam), w->pb->registerCGSCCAnalyses(w->cgam), w->pb->registerFunctionAnalyses(w->fam),
+            w->pb->registerLoopAnalyses(w->lam);
+        w->pb->crossRegisterProxies(w->lam, w->fam, w->cgam, w->mam);
+        w->pb->buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(*w->mod, w->mam);
+        if (w->tm->addPassesToEmitFile(w->pm, w->out, nullptr, llvm::CodeGenFileType::ObjectFile)) why = "the target can't emit object files", bad = true;
+        else w->pm.run(*w->mod);
+      }
+    } catch (...) {
+      (void)w, (void)mem;  // deliberately leaked (see InLLVM): destroying what LLVM left half-done could crash
+      throw;
     }
-    llvm::SmallVector<char, 0> obj;
-    llvm::raw_svector_ostream out(obj);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::ObjectFile)) bad("the target can't emit object files");
-    pm.run(*mod);
-    return std::string(obj.data(), obj.size());
+    std::unique_ptr<Work> done(w);
+    if (bad) compile_failed(name, "LLVM " LLVM_VERSION_STRING, why, src);
+    return std::string(w->obj.data(), w->obj.size());
   }
 };
 }  // namespace

@@ -109,6 +109,39 @@ struct Interner {
     static Interner* in = new Interner();  // never destroyed: nodes may outlive static destruction order
     return *in;
   }
+  // Nodes whose last reference dropped are freed iteratively (a long chain would otherwise recurse once per node) and
+  // without allocating: this runs in destructors, where a std::bad_alloc would be std::terminate. The dying nodes wait
+  // on a list linked through the nodes themselves while this thread frees, or holds a shard lock (UOp::make).
+  static inline thread_local const UOp* dying = nullptr;
+  static inline thread_local bool busy = false;
+  static void release(const UOp* u) noexcept {
+    u->next_free_ = dying, dying = u;
+    if (!busy) drain();
+  }
+  static void drain() noexcept {
+    busy = true;
+    while (dying) {
+      const UOp* n = dying;
+      dying = n->next_free_;
+      auto& sh = get().shard(n->hash());
+      {
+        std::lock_guard<std::mutex> lk(sh.mu);
+        auto it = sh.set.find(const_cast<UOp*>(n));
+        if (it != sh.set.end() && *it == n) sh.set.erase(it);
+      }
+      destroy(n);  // releasing its sources may put more nodes on the list
+    }
+    busy = false;
+  }
+  // Defers the frees of nodes dying on this thread (UOp::make's sources, when making a node fails) until it ends: they
+  // may be in the shard it locks.
+  struct Hold {
+    bool outer = !busy;
+    Hold() { busy = true; }
+    ~Hold() {
+      if (outer) busy = false, drain();
+    }
+  };
 };
 
 static size_t node_hash(Ops op, DType dt, const UOps& src, const Arg& arg, const Arg& tag) {
@@ -134,6 +167,7 @@ UOpRef UOp::make(Ops op, DType dtype, UOps src, Arg arg, Arg tag) {
     spec::check_node(op, dtype, src, arg);
   size_t h = node_hash(op, dtype, src, arg, tag);
   auto& sh = Interner::get().shard(h);
+  Interner::Hold hold;  // outlives the lock
   std::lock_guard<std::mutex> lk(sh.mu);
   auto it = sh.set.find(Interner::Key{op, dtype, &src, &arg, &tag, h});
   if (it != sh.set.end()) {
@@ -144,8 +178,13 @@ UOpRef UOp::make(Ops op, DType dtype, UOps src, Arg arg, Arg tag) {
     sh.set.erase(it);  // dying: replace its entry with a fresh node
   }
   UOp* u = new UOp(op, dtype, std::move(src), std::move(arg), std::move(tag), h);
+  try {
+    sh.set.insert(u);
+  } catch (...) {  // no memory for the table's entry: the node goes, once the lock is released
+    Interner::release(u);
+    throw;
+  }
   u->rc_.store(1, std::memory_order_relaxed);
-  sh.set.insert(u);
   return UOpRef(u, UOpRef::Adopt{});
 }
 
@@ -158,10 +197,6 @@ size_t UOp::live_count() {
   return n;
 }
 
-// Nodes are freed iteratively: a long chain dropping its last reference would otherwise recurse once per node.
-static thread_local std::vector<const UOp*>* pending_free = nullptr;
-static void free_node(const UOp* u);
-
 UOpRef::UOpRef(const UOp* p) : p_(p) {
   if (p_) p_->rc_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -172,7 +207,7 @@ UOpRef& UOpRef::operator=(const UOpRef& o) {
   if (o.p_) o.p_->rc_.fetch_add(1, std::memory_order_relaxed);
   const UOp* old = p_;
   p_ = o.p_;
-  if (old && old->rc_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_node(old);
+  if (old && old->rc_.fetch_sub(1, std::memory_order_acq_rel) == 1) Interner::release(old);
   return *this;
 }
 UOpRef& UOpRef::operator=(UOpRef&& o) noexcept {
@@ -180,35 +215,13 @@ UOpRef& UOpRef::operator=(UOpRef&& o) noexcept {
     const UOp* old = p_;
     p_ = o.p_;
     o.p_ = nullptr;
-    if (old && old->rc_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_node(old);
+    if (old && old->rc_.fetch_sub(1, std::memory_order_acq_rel) == 1) Interner::release(old);
   }
   return *this;
 }
 UOpRef::~UOpRef() {
-  if (p_ && p_->rc_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_node(p_);
+  if (p_ && p_->rc_.fetch_sub(1, std::memory_order_acq_rel) == 1) Interner::release(p_);
 }
-
-static void free_node(const UOp* u) {
-  if (pending_free) {
-    pending_free->push_back(u);
-    return;
-  }
-  std::vector<const UOp*> todo{u};
-  pending_free = &todo;
-  while (!todo.empty()) {
-    const UOp* n = todo.back();
-    todo.pop_back();
-    auto& sh = Interner::get().shard(n->hash());
-    {
-      std::lock_guard<std::mutex> lk(sh.mu);
-      auto it = sh.set.find(const_cast<UOp*>(n));
-      if (it != sh.set.end() && *it == n) sh.set.erase(it);
-    }
-    Interner::destroy(n);  // releasing its sources may push more nodes onto todo
-  }
-  pending_free = nullptr;
-}
-
 
 // ---- value ranges (integers and bools only; saturating int64) ----
 static int64_t sat(__int128 v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : int64_t(v); }

@@ -150,6 +150,7 @@ class UOp {
   Shape shape_;
   std::vector<const UOp*> sym_;
   mutable std::atomic<int32_t> rc_{0};
+  mutable const UOp* next_free_ = nullptr;  // links the dying nodes a thread frees (freeing must not allocate)
 };
 
 // operators build nodes; an arithmetic scalar on either side becomes a CONST like the UOp
