@@ -1,5 +1,6 @@
 // Helpers: errors, env/config variables with scoped overrides (tinygrad's getenv/Context), DEBUG logging.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -82,7 +83,7 @@ inline size_t hash_combine(size_t h, size_t v) {
 template <class K, class V, class H = std::hash<K>>
 class LruCache {
  public:
-  explicit LruCache(size_t limit) : limit_(limit) {}
+  explicit LruCache(size_t limit) : limit_(std::max<size_t>(limit, 1)) {}
   std::optional<V> get(const K& k) {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = map_.find(k);
@@ -95,7 +96,12 @@ class LruCache {
     std::lock_guard<std::mutex> lk(mu_);
     if (auto it = map_.find(k); it != map_.end()) return it->second->second;
     list_.emplace_front(k, std::move(v));
-    map_.emplace(k, list_.begin());
+    try {
+      map_.emplace(k, list_.begin());
+    } catch (...) {  // out of memory: leave no list entry without its map entry
+      list_.pop_front();
+      throw;
+    }
     for (; list_.size() > limit_; list_.pop_back()) map_.erase(list_.back().first);
     return list_.front().second;
   }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -56,6 +57,7 @@ static int run_process(const std::vector<std::string>& args, std::string& output
   ::close(fds[1]);
   if (err != 0) {
     ::close(fds[0]);
+    if (err == ENOMEM || err == EAGAIN) fail(TG_ERROR_OUT_OF_MEMORY, "can't start the C compiler '" + args[0] + "': " + std::strerror(err));
     fail(TG_ERROR_COMPILE, "can't run the C compiler '" + args[0] + "': " + std::strerror(err) + " (set TG_CC, or use another device)");
   }
   char buf[4096];
@@ -69,6 +71,15 @@ static int run_process(const std::vector<std::string>& args, std::string& output
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// what a compiler, or the loader starting it or loading its output, says when memory ran out (clang under ulimit -v
+// fails to map its own libraries; a compiler the kernel's OOM killer ended gets SIGKILL)
+static bool says_out_of_memory(const std::string& log, int rc = 0) {
+  if (rc == 128 + SIGKILL) return true;
+  for (const char* m : {"failed to map segment", "out of memory", "Cannot allocate memory", "bad_alloc", "memory exhausted"})
+    if (log.find(m) != std::string::npos) return true;
+  return false;
 }
 
 // a private directory (0700, removed at exit) for the C compiler's files
@@ -116,6 +127,7 @@ class ClangCompiler : public Compiler {
     std::ifstream in(so, std::ios::binary);
     std::string bin(std::istreambuf_iterator<char>(in), {});
     ::unlink(c.c_str()), ::unlink(so.c_str());
+    if (rc != 0 && says_out_of_memory(out, rc)) fail(TG_ERROR_OUT_OF_MEMORY, "compiling kernel " + name + " with '" + cmd_[0] + "' ran out of memory:\n" + out);
     if (rc != 0) compile_failed(name, "'" + cmd_[0] + "'", out, src);
     return bin;
   }
@@ -124,7 +136,10 @@ class ClangCompiler : public Compiler {
     std::ofstream(so, std::ios::binary).write(bin.data(), std::streamsize(bin.size()));
     void* h = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     ::unlink(so.c_str());
-    TG_CHECK(h, TG_ERROR_COMPILE, "loading kernel " + name + " failed: " + std::string(dlerror()));
+    if (!h) {
+      std::string why = dlerror();
+      fail(says_out_of_memory(why) ? TG_ERROR_OUT_OF_MEMORY : TG_ERROR_COMPILE, "loading kernel " + name + " failed: " + why);
+    }
     auto p = std::make_shared<CPUProgram>();
     p->handle = h, p->entry = reinterpret_cast<CPUProgram::Entry>(::dlsym(h, "tg_entry"));
     TG_CHECK(p->entry, TG_ERROR_COMPILE, "kernel " + name + " has no tg_entry");
