@@ -1,12 +1,13 @@
 # The front door. CMake is the real build; these targets drive it.
 BUILD    ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS     ?= $(shell nproc)
 PREFIX   ?= /usr/local
 PYTHON   ?= /usr/bin/python3
 GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build run test test-one test-layers test-abi abi-baseline test-unit test-python test-python-clang test-python-cl test-bindings test-install fuzz fuzz-files asan bench bench-cuda install clean
+.PHONY: all deps build run test test-one test-layers test-abi abi-baseline test-unit test-python test-python-clang test-python-cl test-bindings test-install fuzz fuzz-files asan tsan bench bench-cuda install clean
 
 all: build
 
@@ -29,7 +30,7 @@ run: build
 # Every run starts cold: the kernel disk cache lives in a new empty directory for the whole run and is removed after,
 # so a pass never depends on what an earlier run left on disk.
 test: build
-	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-layers test-abi test-unit test-python test-python-clang test-python-cl test-bindings test-install
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-layers test-abi test-unit test-python test-python-clang test-python-cl test-bindings test-install tsan
 
 # one test, cold: T is a GoogleTest filter (make test-one T='Opt.*') or a pytest node (T=tests/python/test_ops.py::test_add)
 test-one: build
@@ -129,6 +130,18 @@ asan:
 	  LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so.6)" ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
 	  $(PYTHON) -m pytest -q -p no:xdist -p no:cacheprovider tests/python/test_dlpack.py
 
+# The thread contract (include/tinygrad.h, "Thread safety") under ThreadSanitizer: the library and tg_tests built with
+# -fsanitize=thread -O1 in $(TSAN_BUILD), then the concurrency tests (tests/test_threads.cpp, the JIT hostile cases, the
+# older thread tests); any report fails the run (halt_on_error). Kernels run as uninstrumented JIT code (LLVM) or clang
+# objects, so TSan sees the library's own threads, locks and state; OpenCL (PoCL) is not used here.
+TSAN_TESTS := Threads.*:HostileJit.*:Jit.CallsFromSeveralThreadsAreSerialized:CApi.ErrorStateIsPerThreadAndStartsOk:UOp.MultithreadedInterningGivesOneNode
+tsan:
+	@sh scripts/deps.sh
+	cmake -S . -B $(TSAN_BUILD) $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTG_TSAN=ON -DTG_BUILD_BENCH=OFF
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target tg_tests
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" TG_TEST_SRC=$(CURDIR) TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  $(TSAN_BUILD)/tg_tests --gtest_brief=1 --gtest_filter='$(TSAN_TESTS)'
+
 # bench_ops sets the OpenBLAS core type and thread count of each reference itself (each in its own child process)
 bench: build
 	$(BUILD)/bench_uop --benchmark_min_time=0.2
@@ -148,4 +161,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

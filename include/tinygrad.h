@@ -9,8 +9,18 @@
  *  - Nothing aborts the process because of bad input: NULL handles, wrong shapes, out-of-range axes, wrong byte
  *    sizes and released handles (where detectable) are reported as errors before anything runs.
  *  - Data buffers are owned by the caller and passed with explicit byte sizes; the library copies what it keeps.
- *  - Thread safety: the library's global state (graph interning, caches, device registry) may be used from several
- *    threads at once. A tg_tensor handle may be used by one thread at a time; distinct handles from distinct threads.
+ *  - Thread safety (checked under ThreadSanitizer by `make tsan`, tests/test_threads.cpp). The library's global state
+ *    (graph interning, the schedule, program, kernel-disk and BEAM caches, the device registry, the CPU worker pool,
+ *    options, counters, handle bookkeeping) may be used from any number of threads at once. Per handle type:
+ *    tg_tensor: one thread at a time per handle; distinct tensors from distinct threads, on any devices, also while
+ *    they train (backward and optimizer steps on separate models run side by side). tg_expr: immutable, any thread.
+ *    tg_jit: calls, reset and plan from any thread are serialized per JIT; a JIT may be released on one thread while
+ *    others call it (a call that got in first finishes; later ones get TG_ERROR_INVALID_ARGUMENT); nesting: see
+ *    tg_jit_create. tg_module, tg_optimizer (and its params during a step), tg_state, tg_plan: one thread at a time
+ *    per handle, distinct handles from distinct threads. Devices and options (tg_set_option, tg_get_option,
+ *    tg_manual_seed, tg_counters_*): any thread, any time; an option changed during another thread's realize applies
+ *    to what is compiled after. Errors: tg_last_error / tg_last_error_message are per thread. Retaining and releasing
+ *    any handle is thread-safe; using a handle after its last release is not detectable in general.
  *  - Strings returned by the library are UTF-8 and stay valid as stated per function.
  *
  * Ownership, in the fixed form scripts/api_manifest.py reads to generate the language bindings (bindings/):
@@ -672,8 +682,15 @@ typedef tg_status (*tg_jit_fn)(void* userdata, tg_tensor* const* inputs, size_t 
  * call overwrites them, so copy out (tg_tensor_to_data) or use them before the next call. Intermediate buffers of the
  * captured kernels share memory (the memory planner). With the option JIT=0 every call runs `fn` as the first does
  * (its outputs and assigns realized). `userdata` is borrowed and must outlive the JIT. NULL if `fn` is NULL. Calls
- * from several threads are serialized. `fn` may not call, reset or plan its own JIT (TG_ERROR_INVALID_ARGUMENT); releasing it from inside `fn` is safe (the JIT lives until the
- * call returns). An input that is a buffer a captured kernel writes (a replay's own output fed back) is copied first. */
+ * from several threads are serialized. `fn` may not call, reset or plan its own JIT (TG_ERROR_INVALID_ARGUMENT);
+ * releasing it from inside `fn` is safe (the JIT lives until the call returns).
+ * Nesting: a JIT called from inside another JIT's `fn` (on the same thread) runs its own `fn` at once, as under JIT=0,
+ * and neither counts the call nor captures nor replays: the enclosing capture records the kernels it realizes, so the
+ * outer JIT replays them (outer(x) = inner(x) * 2 is right at every call). Such a nested call takes no lock, so its
+ * `fn` may run at the same time as an outermost call of the same JIT on another thread. Locking is deadlock-free: a
+ * thread holds at most one JIT's lock, and waits for one only when it holds none (JITs whose functions call each other
+ * from two threads run); reset or plan of another JIT from inside `fn` only tries that JIT's lock and is
+ * TG_ERROR_INVALID_ARGUMENT while a call of it runs on another thread. An input that is a buffer a captured kernel writes (a replay's own output fed back) is copied first. */
 TG_API tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata);
 /* Call the JIT: `inputs` are borrowed, `outputs` (caller-owned array of `n_outputs`) receives new references. On a
  * replay every input must have the shape, dtype and device it had at the capture, and n_inputs and n_outputs the counts

@@ -2,7 +2,6 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include "api/handles.h"
 #include "tensor/jit.h"
@@ -13,9 +12,9 @@ struct tg_jit {
   static constexpr const char* kind = "tg_jit";
   tg_jit_fn fn;
   void* userdata;
-  size_t n_outputs = 0;  // of the call in progress
-  std::mutex mu;         // one call at a time (the output count is per call)
-  std::atomic<std::thread::id> running{};  // the thread inside a call: its function may not call the jit again
+  size_t n_outputs = 0;  // the count the capture was made with (under mu)
+  std::mutex mu;         // an outermost call at a time (the output count is checked and set with the call); taken
+                         // before jit.mu_ and under the rule of src/tensor/jit.h (no JIT lock waited for while one is held)
   TinyJit jit;
   tg_jit(tg_jit_fn f, void* u) : fn(f), userdata(u), jit([this](const std::vector<Tensor>& ins) { return call_fn(ins); }) {}
   std::vector<Tensor> call_fn(const std::vector<Tensor>& ins);
@@ -30,6 +29,9 @@ struct tg_plan {
 };
 
 namespace {
+// the output count of the call whose function is about to run on this thread (a nested call runs another JIT's
+// function without that JIT's lock, so the count can't live in the shared tg_jit)
+thread_local size_t t_n_outputs = 0;
 using Jits = api::Handles<tg_jit>;
 using Plans = api::Handles<tg_plan>;
 tg_jit* get_jit(const tg_jit* j, const char* fn) { return &Jits::get(j, fn); }
@@ -54,14 +56,14 @@ tg_plan* make_plan(std::vector<Tensor> tensors, Lowered l, bool from_jit) {
 std::vector<Tensor> tg_jit::call_fn(const std::vector<Tensor>& ins) {
   HandleList in, out;
   for (auto& t : ins) in.hs.push_back(api::wrap(t));
-  out.hs.assign(n_outputs, nullptr);
+  out.hs.assign(t_n_outputs, nullptr);
   tg_status st = fn(userdata, in.hs.data(), in.hs.size(), out.hs.data(), out.hs.size());
   if (st != TG_OK) {
     const char* msg = tg_last_error() == st ? tg_last_error_message() : "";
     throw Error(st, strformat("jit: the function returned %s%s%s", tg_status_name(st), *msg ? ": " : "", msg));
   }
   std::vector<Tensor> outs;
-  for (size_t i = 0; i < out.hs.size(); i++) outs.push_back(api::get(out.hs[i], "jit", strformat("the function's output %zu", i).c_str()));
+  for (size_t i = 0; i < out.hs.size(); i++) outs.push_back(api::get(out.hs[i], "tg_jit_call", strformat("the function's output %zu", i).c_str()));
   return outs;
 }
 
@@ -74,42 +76,62 @@ tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata) {
   });
 }
 
-// holds a call: the jit's handle stays alive (its function may release it) and its function can't re-enter it
+// Holds a call. A reference first, taken atomically with the handle's check (the function may release the handle, and
+// another thread may release it at any time). Then the JIT's lock, by the rule of src/tensor/jit.h: an outermost call
+// waits for it; a call nested in some JIT's function takes no lock at all (tg_jit_call: it runs the function
+// unlocked) or only tries it (reset, plan: busy is an error, since waiting while this thread holds another JIT's lock
+// could close a cycle).
 struct CallGuard {
   tg_jit* jit;
+  const char* fn;
   std::unique_lock<std::mutex> lk;
-  CallGuard(tg_jit* j, const char* fn) : jit(j) {
-    TG_ARG(jit->running.load() != std::this_thread::get_id(), std::string(fn) + ": called from inside the jit's own function");
-    Jits::retain(jit, fn);
-    lk = std::unique_lock<std::mutex>(jit->mu);
-    jit->running = std::this_thread::get_id();
+  CallGuard(tg_jit* j, const char* f, bool lock_when_nested) : jit(Jits::retain(j, f)), fn(f) {
+    try {
+      TG_ARG(!jit->jit.in_own_function(), std::string(fn) + ": called from inside the jit's own function");
+      lk = std::unique_lock<std::mutex>(jit->mu, std::defer_lock);
+      if (!TinyJit::in_function()) lk.lock();
+      else if (lock_when_nested)
+        TG_ARG(lk.try_lock(), std::string(fn) + ": called from inside another jit's function while this jit runs a call on another thread");
+    } catch (...) {
+      Jits::release(jit, fn);
+      throw;
+    }
   }
+  bool nested() const { return !lk.owns_lock(); }
   ~CallGuard() {
-    jit->running = std::thread::id();
-    lk.unlock();
-    Jits::release(jit, "jit");
+    if (lk.owns_lock()) lk.unlock();
+    Jits::release(jit, fn);
   }
 };
 
 tg_status tg_jit_call(tg_jit* j, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs) {
   return api::call([&] {
-    tg_jit* jit = get_jit(j, "jit_call");
-    CallGuard guard(jit, "jit_call");
+    CallGuard guard(j, "tg_jit_call", false);
+    tg_jit* jit = guard.jit;
     TG_ARG(inputs || n_inputs == 0, "jit_call: inputs is NULL with a nonzero count");
     TG_ARG(outputs || n_outputs == 0, "jit_call: outputs is NULL with a nonzero count");
     std::vector<Tensor> ins;
     for (size_t i = 0; i < n_inputs; i++) ins.push_back(api::get(inputs[i], "jit_call", strformat("inputs[%zu]", i).c_str()));
-    if (jit->jit.calls() >= 1 && JIT != 0)  // the capture and every replay keep the count of the capture
-      TG_ARG(jit->jit.calls() == 1 || n_outputs == jit->n_outputs,
-             strformat("jit_call: %zu outputs asked, the function was captured with %zu", n_outputs, jit->n_outputs));
-    size_t keep = jit->n_outputs;
-    jit->n_outputs = n_outputs;
+    struct Count {  // this call's output count for call_fn, put back after (a nested call's outer may still read it)
+      size_t keep;
+      explicit Count(size_t n) : keep(t_n_outputs) { t_n_outputs = n; }
+      ~Count() { t_n_outputs = keep; }
+    } count(n_outputs);
     std::vector<Tensor> outs;
-    try {
-      outs = jit->jit(ins);
-    } catch (...) {
-      if (jit->jit.calls() >= 2) jit->n_outputs = keep;
-      throw;
+    if (guard.nested()) {
+      outs = jit->jit(ins);  // runs the function, touches nothing of the JIT's
+    } else {
+      if (jit->jit.calls() >= 1 && JIT != 0)  // the capture and every replay keep the count of the capture
+        TG_ARG(jit->jit.calls() == 1 || n_outputs == jit->n_outputs,
+               strformat("jit_call: %zu outputs asked, the function was captured with %zu", n_outputs, jit->n_outputs));
+      size_t keep = jit->n_outputs;
+      jit->n_outputs = n_outputs;
+      try {
+        outs = jit->jit(ins);
+      } catch (...) {
+        if (jit->jit.calls() >= 2) jit->n_outputs = keep;
+        throw;
+      }
     }
     TG_CHECK(outs.size() == n_outputs, TG_ERROR_INTERNAL, "jit_call: output count changed");
     for (size_t i = 0; i < n_outputs; i++) outputs[i] = api::wrap(outs[i]);
@@ -124,16 +146,15 @@ int64_t tg_jit_call_count(const tg_jit* j) {
 
 tg_status tg_jit_reset(tg_jit* j) {
   return api::call([&] {
-    tg_jit* jit = get_jit(j, "jit_reset");
-    CallGuard guard(jit, "jit_reset");
-    jit->jit.reset();
+    CallGuard guard(j, "tg_jit_reset", true);
+    guard.jit->jit.reset();
   });
 }
 
 tg_plan* tg_jit_plan(tg_jit* j) {
   return api::make([&]() -> tg_plan* {
-    tg_jit* jit = get_jit(j, "jit_plan");
-    CallGuard guard(jit, "jit_plan");
+    CallGuard guard(j, "tg_jit_plan", true);
+    tg_jit* jit = guard.jit;
     TG_ARG(jit->jit.captured(), "jit_plan: the jit has not captured yet (it captures at its second call)");
     Lowered l;
     l.items = jit->jit.items();

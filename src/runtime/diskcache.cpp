@@ -161,43 +161,56 @@ KernelFiles& kernel_files() {
   return *k;
 }
 
-// The BEAM cache: one SQLite table, key -> opts_str. WAL and a busy timeout let processes read while one writes and
+// The BEAM cache: one SQLite table, key -> opts_str. WAL and a busy handler let processes read while one writes and
 // queue writers instead of failing; each write is one statement, so a crash mid-write leaves the old row or the new.
+// A get or put waits for other processes' locks at most kBusyWait of wall time in all (SQLite's waits and our retries
+// together, by the clock): a database held longer than that (a process inside a long transaction, a stuck lock) turns
+// the cache off for this process, and BEAM goes on searching without it, rather than stall every kernel.
 class BeamDB {
  public:
+  static constexpr std::chrono::milliseconds kBusyWait{2000};
   std::optional<std::string> get(const std::string& key) {
     std::lock_guard<std::mutex> lk(mu_);
+    deadline_ = Clock::now() + kBusyWait;
     sqlite3_stmt* st = prepare("SELECT opts FROM beam_search_v2 WHERE key = ?1", key);
     std::optional<std::string> r;
     if (!st) return r;
     int rc = step(st);
     if (rc == SQLITE_ROW) r = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-    else if (rc != SQLITE_DONE) disable(sqlite3_errmsg(db_));
+    else if (rc != SQLITE_DONE) disable(why(rc));
     sqlite3_finalize(st);
     return r;
   }
   void put(const std::string& key, const std::string& opts) {
     std::lock_guard<std::mutex> lk(mu_);
+    deadline_ = Clock::now() + kBusyWait;
     sqlite3_stmt* st = prepare("INSERT OR REPLACE INTO beam_search_v2 (key, opts) VALUES (?1, ?2)", key);
     if (!st) return;
     sqlite3_bind_text(st, 2, opts.c_str(), int(opts.size()), SQLITE_TRANSIENT);
-    if (step(st) != SQLITE_DONE) disable(sqlite3_errmsg(db_));
+    if (int rc = step(st); rc != SQLITE_DONE) disable(why(rc));
     sqlite3_finalize(st);
   }
 
  private:
-  // SQLite answers BUSY without waiting where waiting could deadlock: a transaction that read first and then writes
-  // (CREATE TABLE IF NOT EXISTS, an INSERT) while another process writes, or the switch to WAL while another process
-  // creates the file. Those are retried here, with the busy timeout's patience (20 s), so writers queue.
+  using Clock = std::chrono::steady_clock;
+  // SQLite answers BUSY without calling the busy handler where waiting could deadlock: a transaction that read first and
+  // then writes (CREATE TABLE IF NOT EXISTS, an INSERT) while another process writes, or the switch to WAL while another
+  // process creates the file. Those are retried here, until the same deadline, so writers queue.
   template <class F>
   int retry_busy(F&& f) {
     int rc = SQLITE_BUSY;
-    for (int ms = 1, waited = 0; waited < 20000; waited += ms, ms = std::min(ms * 2, 100)) {
+    for (int ms = 1;; ms = std::min(ms * 2, 50)) {
       rc = f();
       if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) return rc;
+      if (Clock::now() >= deadline_) return rc;
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     }
-    return rc;
+  }
+  // SQLite's own waits (a lock another connection holds): short sleeps until the deadline, then BUSY
+  static int on_busy(void* self, int n) {
+    if (Clock::now() >= static_cast<BeamDB*>(self)->deadline_) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1 << std::min(n, 6), 50)));
+    return 1;
   }
   int step(sqlite3_stmt* st) {
     return retry_busy([&] {
@@ -224,7 +237,7 @@ class BeamDB {
     }
     if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK)
       return disable(db_ ? sqlite3_errmsg(db_) : "can't open"), false;
-    sqlite3_busy_timeout(db_, 20000);
+    sqlite3_busy_handler(db_, on_busy, this);
     // a file that isn't a database fails here, on its first read. v2: the actions gained PACK, so v1 choices (searched
     // without it) are left behind
     for (const char* sql : {"PRAGMA journal_mode=WAL", "CREATE TABLE IF NOT EXISTS beam_search_v2 (key TEXT PRIMARY KEY, opts TEXT NOT NULL)"}) {
@@ -237,11 +250,16 @@ class BeamDB {
     }
     return true;
   }
+  std::string why(int rc) {
+    bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    return busy ? strformat("locked by another connection for over %lld ms", (long long)kBusyWait.count()) : std::string(sqlite3_errmsg(db_));
+  }
   void disable(const std::string& why) {
     turn_off(off_, "BEAM cache " + (path_.empty() ? "database" : path_), why);
     if (db_) sqlite3_close_v2(db_), db_ = nullptr;
   }
   std::mutex mu_;
+  Clock::time_point deadline_;  // of the get or put in progress
   sqlite3* db_ = nullptr;
   bool off_ = false;
   std::string path_;

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <memory>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -36,11 +38,17 @@ struct Job {
   int64_t n;
   int core_var;
   std::atomic<int64_t> next{0}, left;
-  void take() {
-    std::vector<int64_t> v = vars;
+  // allocates nothing on the workers (under an address-space limit a worker's first malloc may fail, and it can't
+  // throw): a worker that can't get a buffer for the vars leaves its share to the others and the caller
+  void take() noexcept {
+    int64_t small[32];
+    std::unique_ptr<int64_t[]> big;
+    int64_t* v = small;
+    if (vars.size() > 32 && !(v = (big = std::unique_ptr<int64_t[]>(new (std::nothrow) int64_t[vars.size()])).get())) return;
+    std::copy(vars.begin(), vars.end(), v);
     for (int64_t i; (i = next.fetch_add(1)) < n;) {
       v[size_t(core_var)] = i;
-      entry(bufs, v.data());
+      entry(bufs, v);
       left.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
@@ -63,13 +71,17 @@ bool small_stack() {
   return small;
 }
 
+// Runs with the workers that start: a thread limit (RLIMIT_NPROC, a container's pids.max) or an address-space limit
+// may stop pthread_create part way. Throwing then would free the pool under the workers already started (they wait on
+// its mutex and condition variable); a launch is correct with any number of workers, since the caller takes core ids
+// too, so fewer workers only means less parallelism. The pool is never freed (detached workers use it to the end).
 class Pool {
  public:
   explicit Pool(int workers) {
     for (int i = 0; i < workers; i++) {
       pthread_attr_t a;
       pthread_t t;
-      pthread_attr_init(&a);
+      if (pthread_attr_init(&a) != 0) break;
       pthread_attr_setstacksize(&a, kWorkerStack);
       pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
       int err = pthread_create(&t, &a, [](void* self) -> void* {
@@ -77,9 +89,14 @@ class Pool {
         return nullptr;
       }, this);
       pthread_attr_destroy(&a);
-      TG_CHECK(err == 0, TG_ERROR_RUNTIME, "can't start a CPU worker thread");
+      if (err != 0) {
+        debug_log(1, "tinygrad: %d of %d CPU worker threads started (%s); kernels run on those\n", i, workers, std::strerror(err));
+        break;
+      }
+      started_++;
     }
   }
+  int workers() const { return started_; }
 
   // `caller_takes`: the calling thread runs core ids too (else it only waits: its stack is too small for kernels)
   void run(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t n, int core_var, bool caller_takes = true) {
@@ -111,6 +128,7 @@ class Pool {
       job->take();
     }
   }
+  int started_ = 0;
   std::mutex launch_mu_, mu_;
   std::condition_variable cv_;
   std::atomic<uint64_t> gen_{0};
@@ -123,7 +141,10 @@ void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nv
     static Pool* p = new Pool(std::max(1, num_cpu_threads() - 1));
     return p;
   };
-  if (small_stack()) {  // every core id on the workers (a kernel without THREAD is core id 0 of 1)
+  // every core id on the workers (a kernel without THREAD is core id 0 of 1), if any started
+  if (small_stack()) {
+    TG_CHECK(pool()->workers() > 0, TG_ERROR_RUNTIME,
+             "no CPU worker thread could start, and this thread's stack is too small to run kernels on (give it 1 MB or more)");
     std::vector<int64_t> v(vars, vars + nvars);
     if (core_var < 0) v.push_back(0), core_var = int(nvars);
     return pool()->run(entry, bufs, v.data(), v.size(), std::max<int64_t>(threads, 1), core_var, false);

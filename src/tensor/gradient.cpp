@@ -192,23 +192,18 @@ UOpMap<UOpRef> compute_gradient(const UOpRef& root, const UOpRef& root_grad, con
 }
 
 // tensors with requires_grad set, found again by backward (tinygrad walks all live tensors the same way)
-std::mutex g_grad_mu;
-std::vector<std::weak_ptr<TensorState>> g_grad_tensors;
+std::vector<std::weak_ptr<TensorState>> g_grad_tensors;  // under tensor_state_mu(), as g_origins
 
 // realized tensors whose graphs reach a tensor that requires grad, with the graph kept (TensorState::origin), so that
 // realizing an output before backward() doesn't cut the gradient's path
-std::mutex g_origin_mu;
 std::vector<std::weak_ptr<TensorState>> g_origins;
 
 // uops a gradient may have to reach: those of the live tensors that require grad, and of realized ones with an origin
 std::unordered_set<const UOp*> grad_sources() {
   std::unordered_set<const UOp*> out;
-  {
-    std::lock_guard<std::mutex> lk(g_grad_mu);
-    for (auto& w : g_grad_tensors)
-      if (auto s = w.lock(); s && s->requires_grad) out.insert(s->uop.get());
-  }
-  std::lock_guard<std::mutex> lk(g_origin_mu);
+  std::lock_guard<std::mutex> lk(tensor_state_mu());
+  for (auto& w : g_grad_tensors)
+    if (auto s = w.lock(); s && s->requires_grad) out.insert(s->uop.get());
   for (auto& w : g_origins)
     if (auto s = w.lock(); s && s->origin) out.insert(s->uop.get());
   return out;
@@ -217,7 +212,7 @@ std::unordered_set<const UOp*> grad_sources() {
 UOpRef with_origins(UOpRef root, const std::unordered_set<const UOp*>& targets) {
   UOpMap<UOpRef> m;
   {
-    std::lock_guard<std::mutex> lk(g_origin_mu);
+    std::lock_guard<std::mutex> lk(tensor_state_mu());
     std::erase_if(g_origins, [](auto& w) { return w.expired(); });
     for (auto& w : g_origins)
       if (auto s = w.lock(); s && s->origin && !targets.count(s->uop.get())) m[s->uop] = s->origin;
@@ -238,15 +233,22 @@ Tensor one_like_loss(const Tensor& t, const char* what) {
 
 }  // namespace
 
+std::mutex& tensor_state_mu() {
+  static auto* mu = new std::mutex();  // never destroyed: tensors may die during static destruction
+  return *mu;
+}
+
 Tensor& Tensor::requires_grad_(bool on) {
-  if (on && !s_->requires_grad) {
+  if (on && !s_->requires_grad)
     TG_CHECK(dtypes::is_float(dtype()), TG_ERROR_DTYPE, "requires_grad: only float tensors can require gradients, not " + dtype().name());
-    std::lock_guard<std::mutex> lk(g_grad_mu);
+  UOpRef dropped;  // freed after the lock
+  std::lock_guard<std::mutex> lk(tensor_state_mu());
+  if (on && !s_->requires_grad) {
     std::erase_if(g_grad_tensors, [](auto& w) { return w.expired(); });
     g_grad_tensors.push_back(s_);
   }
   s_->requires_grad = on;
-  if (on) s_->origin = UOpRef();  // a leaf now: gradients stop here
+  if (on) std::swap(dropped, s_->origin);  // a leaf now: gradients stop here
   return *this;
 }
 std::optional<Tensor> Tensor::grad() const {
@@ -280,7 +282,7 @@ Tensor& Tensor::backward() {
   for (auto& u : with_origins(uop(), {})->toposort()) in_graph.insert(u.get());
   std::vector<Tensor> need;
   {
-    std::lock_guard<std::mutex> lk(g_grad_mu);
+    std::lock_guard<std::mutex> lk(tensor_state_mu());
     std::erase_if(g_grad_tensors, [](auto& w) { return w.expired(); });
     for (auto& w : g_grad_tensors)
       if (auto s = w.lock(); s && s->requires_grad && in_graph.count(s->uop.get())) need.push_back(Tensor(s));
@@ -294,7 +296,11 @@ Tensor& Tensor::backward() {
 }
 
 void Tensor::became(UOpRef realized) {
-  UOpRef old = std::exchange(s_->uop, std::move(realized));
+  UOpRef old;
+  {
+    std::lock_guard<std::mutex> lk(tensor_state_mu());
+    old = std::exchange(s_->uop, std::move(realized));
+  }
   if (old == s_->uop || s_->requires_grad) return;  // a tensor that requires grad is itself where gradients stop
   std::unordered_set<const UOp*> src = grad_sources();
   if (src.empty()) return;  // no training going on: keep nothing alive
@@ -305,8 +311,8 @@ void Tensor::became(UOpRef realized) {
     const UOp* u = stack.back();
     stack.pop_back();
     if (src.count(u)) {
+      std::lock_guard<std::mutex> lk(tensor_state_mu());
       s_->origin = old;
-      std::lock_guard<std::mutex> lk(g_origin_mu);
       if (g_origins.size() % 1024 == 1023) std::erase_if(g_origins, [](auto& w) { return w.expired(); });
       g_origins.push_back(s_);
       return;

@@ -39,10 +39,25 @@ static void input_vars(const Tensor& t, std::unordered_map<std::string, int64_t>
     if (const UOp* b = t.uop()->src[i].get(); b->op == Ops::BIND) vals[b->src[0]->argv<VarArg>().name] = int64_t(b->src[1]->const_value());
 }
 
+// the JITs whose functions run on this thread, outermost first (jit.h: nesting and locking)
+static thread_local std::vector<const TinyJit*> t_running;
+bool TinyJit::in_function() { return !t_running.empty(); }
+bool TinyJit::in_own_function() const { return std::find(t_running.begin(), t_running.end(), this) != t_running.end(); }
+namespace {
+struct Running {
+  explicit Running(const TinyJit* j) { t_running.push_back(j); }
+  ~Running() { t_running.pop_back(); }
+};
+}  // namespace
+
 // the function's outputs and every tensor it assigned in place, realized in one schedule
-std::vector<Tensor> TinyJit::run_and_realize(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> TinyJit::run_and_realize(const std::vector<Tensor>& inputs, bool capturing) {
   AssignLog log;
-  std::vector<Tensor> outs = fn_(inputs);
+  std::vector<Tensor> outs;
+  {
+    Running r(this);
+    outs = fn_(inputs);
+  }
   std::vector<Tensor> side;
   std::unordered_set<const TensorState*> seen;
   for (auto& o : outs) seen.insert(o.state().get());
@@ -56,7 +71,7 @@ std::vector<Tensor> TinyJit::run_and_realize(const std::vector<Tensor>& inputs) 
     for (auto& t : all) ptrs.push_back(&t);
     Tensor::realize_all(ptrs);
   }
-  if (DEBUG >= 1 && cnt_ == 1)
+  if (DEBUG >= 1 && capturing)
     for (auto& t : side)
       std::fprintf(stderr, "jit: captured the in-place assign to a %s %s tensor the function did not return; it replays with the kernels\n",
                    t.dtype().name().c_str(), shape_str(t.shape()).c_str());
@@ -64,12 +79,15 @@ std::vector<Tensor> TinyJit::run_and_realize(const std::vector<Tensor>& inputs) 
 }
 
 std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
+  TG_CHECK(!in_own_function(), TG_ERROR_INVALID_ARGUMENT, "jit: called from inside its own function");
+  // nested in another JIT's function: run ours unlocked, state untouched; an enclosing capture records its kernels
+  if (in_function()) return run_and_realize(prepare_inputs(inputs), false);
   std::lock_guard<std::mutex> lk(mu_);
-  if (JIT == 0) return run_and_realize(prepare_inputs(inputs));  // every call as the first: run, realize outputs and assigns
+  if (JIT == 0) return run_and_realize(prepare_inputs(inputs), false);  // every call as the first: run, realize outputs and assigns
   if (cnt_ >= 2) return replay(inputs);
   std::vector<Tensor> ins = prepare_inputs(inputs);
   if (cnt_ == 0) {
-    std::vector<Tensor> outs = run_and_realize(ins);
+    std::vector<Tensor> outs = run_and_realize(ins, false);
     cnt_ = 1;
     return outs;
   }
@@ -77,7 +95,7 @@ std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
   std::optional<Context> beam;
   if (JITBEAM >= 1) beam.emplace(std::initializer_list<std::pair<const char*, int64_t>>{{"BEAM", int64_t(JITBEAM)}});
   CaptureScope cap;
-  std::vector<Tensor> outs = run_and_realize(ins);
+  std::vector<Tensor> outs = run_and_realize(ins, true);
   finish_capture(ins, outs, cap);
   cnt_ = 2;
   return outs;
@@ -233,7 +251,11 @@ std::vector<Tensor> TinyJit::outputs_of(const std::vector<Tensor>& inputs, const
 }
 
 void TinyJit::reset() {
-  std::lock_guard<std::mutex> lk(mu_);
+  TG_CHECK(!in_own_function(), TG_ERROR_INVALID_ARGUMENT, "jit: reset from inside its own function");
+  // inside another JIT's function this thread may not wait for a JIT lock (jit.h): busy is an error, not a wait
+  std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
+  if (in_function()) TG_CHECK(lk.try_lock(), TG_ERROR_INVALID_ARGUMENT, "jit: reset from inside another JIT's function while a call runs");
+  else lk.lock();
   cnt_ = 0, items_.clear(), in_specs_.clear(), input_uses_.clear(), outputs_.clear(), input_bufs_.clear(), output_views_input_.clear();
   out_devices_.clear(), item_dev_.clear(), mem_ = {};
   graph_.reset(), graph_tried_ = false;

@@ -1,7 +1,20 @@
 // TinyJit: the first call runs the function, the second captures the ExecItems of every realize it makes (and of every
 // in-place assign it left pending), later calls replay those items with the new inputs' buffers without running the
 // function. JIT=0 turns capture off: every call runs the function.
+//
+// Nesting and locking. A JIT called while some JIT's function runs on the same thread (a nested call) runs its own
+// function at once, as under JIT=0, and touches none of its state: no count, no capture, no lock. An enclosing capture
+// records the kernels it realizes, so the outer JIT replays them; the inner JIT captures only from its own outermost
+// calls. (tinygrad refuses a capture inside a capture; this gives the same kernels as running the functions unjitted,
+// and a nested call can never replay a capture made for other buffers.) A JIT called from inside its own function is
+// an error (unbounded recursion).
+// The lock rule, which makes JIT calls deadlock-free: a JIT's lock is taken only by an outermost call, by a thread
+// that holds no JIT lock. So a thread holds at most one JIT lock, and a thread holding one never waits for another:
+// the wait-for graph among JIT locks has no edges out of a holder, hence no cycle. (Two JITs whose functions call
+// each other from two threads each run the other's function unlocked.) What a JIT's function waits on inside the
+// library (caches, the device registry) are leaf locks, never held while user code runs.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -18,8 +31,11 @@ class TinyJit {
   explicit TinyJit(Fn fn) : fn_(std::move(fn)) {}
   // inputs are realized (contiguous) first; a replay checks each against the captured shape, dtype and device
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
-  int calls() const { return cnt_; }
-  bool captured() const { return cnt_ >= 2; }
+  int calls() const { return cnt_.load(); }
+  bool captured() const { return cnt_.load() >= 2; }
+  // some JIT's function runs on this thread (a call now would be nested); this JIT's own function does
+  static bool in_function();
+  bool in_own_function() const;
   const std::vector<ExecItem>& items() const { return items_; }
   const MemoryPlan& memory() const { return mem_; }
   void reset();  // forget the capture: the next call is a warm-up again
@@ -35,7 +51,7 @@ class TinyJit {
   struct InputUse {
     size_t item, buf, input;
   };
-  std::vector<Tensor> run_and_realize(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> run_and_realize(const std::vector<Tensor>& inputs, bool capturing);
   void finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap);
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
   // a replay's outputs: the captured ones, with views of inputs moved to this call's inputs and Variables rebound
@@ -43,7 +59,7 @@ class TinyJit {
 
   Fn fn_;
   std::mutex mu_;
-  int cnt_ = 0;
+  std::atomic<int> cnt_{0};  // read without the lock (calls(), captured())
   std::vector<InputSpec> in_specs_;
   std::vector<ExecItem> items_;
   std::vector<InputUse> input_uses_;

@@ -280,12 +280,17 @@ Tensor& Tensor::assign(const Tensor& value) {
   UOpRef v = value.cast(dtype()).uop();
   const UOp* base = s_->uop.get();
   while (assign_arg(base)) base = base->src[0].get();
+  // under tensor_state_mu (another thread's backward may read it); the old graph is freed after the lock
+  auto set = [&](UOpRef u) {
+    std::lock_guard<std::mutex> lk(tensor_state_mu());
+    std::swap(s_->uop, u);
+  };
   if (!is_buffer_view(base, numel()) || v == s_->uop) {
-    s_->uop = v;
+    set(v);
     return *this;
   }
   auto id = UOp::make(Ops::UNIQUE, dtypes::void_, {}, std::shared_ptr<const ArgExt>(std::make_shared<AssignArg>()));
-  s_->uop = UOp::make(Ops::ASSIGN, dtype(), {s_->uop, v, id});
+  set(UOp::make(Ops::ASSIGN, dtype(), {s_->uop, v, id}));
   note_assign(s_);
   return *this;
 }

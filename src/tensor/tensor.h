@@ -4,6 +4,7 @@
 #include <functional>
 #include <unordered_map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@ struct TensorState {
   std::shared_ptr<TensorState> grad;
   UOpRef origin;  // the graph a realized tensor was computed from, kept while gradients may need to flow through it
 };
+
+// Guards the TensorState fields other threads read: uop, requires_grad and origin. backward() and the gradient
+// bookkeeping scan every tensor that requires grad or keeps an origin, on whichever thread owns it (as tinygrad walks
+// all live tensors), so the owner writes those fields under this lock; it reads its own without it.
+std::mutex& tensor_state_mu();
 
 bool is_buffer_view(const UOp* u, int64_t numel);
 class Tensor;
