@@ -277,3 +277,56 @@ def test_bad_numeric_env_value_falls_back_with_a_message(name, value):
   assert r.returncode == 0, r.stderr
   assert r.stdout.split() == [str(float(sum(range(8, 16)) * 8))]
   assert r.stderr.count(f"tinygrad: environment variable {name}=") == 1, r.stderr
+
+
+# ---- nested TinyJit (the library runs a nested call's function at once; the binding must neither replay nor lock) ----
+
+def test_nested_jit_is_captured_by_the_outer():
+  inner = TinyJit(lambda x: (x + 1).realize())
+  outer = TinyJit(lambda x: inner(x) * 2)
+  for i in range(6):
+    got = outer(Tensor([float(i)])).numpy()
+    np.testing.assert_array_equal(got, np.array([2.0 * (i + 1)], dtype=np.float32), err_msg=f"call {i}")
+  assert outer.call_count >= 2 and inner.call_count == 0  # the inner only ever ran nested: it keeps no state
+
+
+def test_jit_calling_itself_is_refused():
+  box = {}
+  box["j"] = TinyJit(lambda x: box["j"](x))
+  with pytest.raises(RuntimeError, match="reentrant"):
+    box["j"](Tensor([1.0]))
+
+
+def test_jits_calling_each_other_from_two_threads_do_not_deadlock():
+  # in a child: a deadlock there is a timeout here, not a hung suite; JIT=0 runs the functions at every call (a replay
+  # would not call the other jit)
+  code = """
+import threading
+from tinygrad_c import Tensor, TinyJit
+import numpy as np
+js, tls = {}, threading.local()
+def body(other):
+  def fn(x):
+    if getattr(tls, "depth", 0): return x + 1  # nested: the other jit's function called us
+    tls.depth = 1
+    try: return js[other](x) + 1
+    finally: tls.depth = 0
+  return fn
+js["a"], js["b"] = TinyJit(body("b")), TinyJit(body("a"))
+errs, start = [], threading.Barrier(2)
+def run(name):
+  start.wait()
+  try:
+    for i in range(200):
+      got = js[name](Tensor([float(i)])).numpy()
+      assert got[0] == i + 2, (name, i, got)
+  except Exception as e: errs.append(repr(e))
+ts = [threading.Thread(target=run, args=(n,)) for n in "ab"]
+for t in ts: t.start()
+for t in ts: t.join()
+print("ERRS", errs)
+"""
+  r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "JIT": "0"},
+                     capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0, r.stderr
+  assert "ERRS []" in r.stdout, r.stdout + r.stderr

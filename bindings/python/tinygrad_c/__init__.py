@@ -10,6 +10,7 @@ must fit the tensor's dtype.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import ctypes
 import ctypes.util
@@ -1746,6 +1747,24 @@ def plan(*tensors: Tensor) -> Plan:
 _TG_OK, _TG_ERROR_INVALID_ARGUMENT = 0, 1
 
 
+class _JitCall:
+  """One call of a TinyJit on this thread: what its function returned or raised (the trampoline writes it)."""
+  __slots__ = ("jit", "realize_stash", "running", "exc", "stash", "kind", "n_out")
+
+  def __init__(self, jit, realize_stash):
+    self.jit, self.realize_stash, self.running = jit, realize_stash, False
+    self.exc, self.stash, self.kind, self.n_out = None, None, None, None
+
+
+_jit_tls = threading.local()
+
+
+def _jit_calls():
+  """This thread's TinyJit calls in progress, outermost first."""
+  if not hasattr(_jit_tls, "stack"): _jit_tls.stack = []
+  return _jit_tls
+
+
 class TinyJit(_Owned):
   """tinygrad's TinyJit over tg_jit: `jit = TinyJit(fn)` (or `@TinyJit` on a function) and `jit(*tensors)`.
 
@@ -1757,7 +1776,8 @@ class TinyJit(_Owned):
   naming the input). The outputs of a replay are the capture's buffers: the next call overwrites them, so use or copy
   them (.numpy()) before. With the option JIT=0 every call runs fn (set_option("JIT", 0) or Context(JIT=0)). An exception
   raised by fn propagates as itself; a failed capture captures again at the next call. Calls from several threads take
-  turns; fn must not call its own jit (RuntimeError)."""
+  turns; fn must not call its own jit (RuntimeError). A jit called from inside another jit's function runs its function
+  as a plain call (its kernels become part of the outer capture) and keeps no state of its own for it."""
 
   _release = C.jit_release
   _no_copy = "its capture (compiled kernels, buffers, a callback into Python) lives in the library; make a new TinyJit(fn)"
@@ -1770,22 +1790,22 @@ class TinyJit(_Owned):
       jit = ref()
       return _TG_ERROR_INVALID_ARGUMENT if jit is None else jit._trampoline(ud, inputs, n_inputs, outputs, n_outputs)
     self._tramp = _JIT_FN(tramp)  # C keeps a pointer to it: it lives as long as the jit
-    self._n_out: Optional[int] = None  # outputs of the function at the last call that ran it (None: no call yet)
+    self._n_out: Optional[int] = None  # outputs of fn at the last outermost call that ran it (None: no call yet)
     self._kind = None                  # what it returned: Tensor, tuple, list or None
-    self._exc: Optional[BaseException] = None
-    self._stash = None                 # the outputs of a call that passed n_outputs=0
-    self._realize_stash = False
-    self._lock, self._owner = threading.Lock(), None  # calls from several threads take turns; the owner thread may not reenter
+    self._lock = threading.Lock()      # outermost calls from several threads take turns
     self._h = _made(C.jit_create(self._tramp, None), "jit_create")
     try: functools.update_wrapper(self, fn)
     except AttributeError: pass
 
   def _trampoline(self, _userdata, inputs, n_inputs, outputs, n_outputs) -> int:
-    """Called by tg_jit_call: runs fn on the borrowed inputs. Nothing may raise across the C boundary: a Python exception
-    is kept and re-raised once tg_jit_call has returned."""
+    """Called by tg_jit_call, on the calling thread, inside __call__: runs fn on the borrowed inputs. Nothing may raise
+    across the C boundary: a Python exception is kept in the call's record and re-raised once tg_jit_call has returned."""
+    call = _jit_calls().stack[-1]
     try:
       ins = [Tensor._wrap(C.tensor_retain(inputs[i]), "tensor_retain") for i in range(n_inputs)]
-      ret = self.fn(*ins)
+      call.running = True
+      try: ret = self.fn(*ins)
+      finally: call.running = False
       if ret is None: kind, outs = None, []
       elif isinstance(ret, Tensor): kind, outs = Tensor, [ret]
       elif isinstance(ret, (tuple, list)): kind, outs = type(ret), list(ret)
@@ -1794,43 +1814,46 @@ class TinyJit(_Owned):
         if not isinstance(o, Tensor): raise TypeError(f"a TinyJit function returns Tensors; its output {i} is {type(o).__name__}")
       if n_outputs == 0:
         # realized here, before tg_jit_call realizes the in-place assigns: an output reads the parameters fn saw
-        if self._realize_stash and outs: Tensor.realize_many(*{id(o): o for o in outs}.values())
-        self._stash = outs
+        if call.realize_stash and outs: Tensor.realize_many(*{id(o): o for o in outs}.values())
+        call.stash = outs
       elif len(outs) != n_outputs:
         raise ValueError(f"the TinyJit function returned {len(outs)} outputs, it returned {n_outputs} when it was captured")
       else:
         hs = [_made(C.tensor_retain(o._h), "tensor_retain") for o in outs]
         for i, h in enumerate(hs): outputs[i] = h
-      self._kind, self._n_out = kind, len(outs)
+      call.kind, call.n_out = kind, len(outs)
       return _TG_OK
     except BaseException as e:  # noqa: B036 -- KeyboardInterrupt too: it is re-raised after the C call returns
-      self._exc = e
+      call.exc = e
       return _TG_ERROR_INVALID_ARGUMENT
 
   def __call__(self, *args, **kwargs):
     if kwargs: raise TypeError(f"TinyJit takes positional Tensors only, got keyword arguments {sorted(kwargs)}")
     for i, a in enumerate(args):
       if not isinstance(a, Tensor): raise TypeError(f"TinyJit takes positional Tensors only, argument {i} is {type(a).__name__}")
-    if self._owner == threading.get_ident(): raise RuntimeError("TinyJit is not reentrant: its function called the jit itself")
-    with self._lock:
-      self._owner = threading.get_ident()
-      try:
-        # before the capture any count goes: with n_outputs=0 fn's outputs come back through the stash
-        n_out = 0 if self.call_count == 0 or self._n_out is None else self._n_out
-        self._realize_stash = n_out == 0  # (JIT=0 too: tg_jit_call realizes the function's assigns at every call)
-        arr = (ctypes.c_void_p * max(len(args), 1))(*[a._h for a in args])
-        out = (ctypes.c_void_p * max(n_out, 1))()
-        self._exc, self._stash = None, None
-        st = C.jit_call(self._h, arr, len(args), out, n_out)
-        exc, stash, kind = self._exc, self._stash, self._kind
-      finally:
-        self._owner, self._exc, self._stash = None, None, None
+    stack = _jit_calls().stack
+    if any(c.jit is self and c.running for c in stack): raise RuntimeError("TinyJit is not reentrant: its function called the jit itself")
+    # nested in another jit's function on this thread: the library runs fn at once and keeps no state for the call (an
+    # enclosing capture records its kernels), so neither do we, and no lock is taken: a thread holds at most one jit
+    # lock and never waits for another while holding it, so jits whose functions call each other cannot deadlock
+    nested = any(c.running for c in stack)
+    with contextlib.nullcontext() if nested else self._lock:
+      # before the capture any count goes: with n_outputs=0 fn's outputs come back through the stash
+      n_out = 0 if nested or self.call_count == 0 or self._n_out is None else self._n_out
+      call = _JitCall(self, realize_stash=n_out == 0 and not nested)  # (JIT=0 too: tg_jit_call realizes fn's assigns at every call)
+      arr = (ctypes.c_void_p * max(len(args), 1))(*[a._h for a in args])
+      out = (ctypes.c_void_p * max(n_out, 1))()
+      stack.append(call)
+      try: st = C.jit_call(self._h, arr, len(args), out, n_out)
+      finally: stack.pop()
+      if st == 0 and not nested and call.n_out is not None: self._kind, self._n_out = call.kind, call.n_out
+      kind = call.kind if call.n_out is not None else self._kind  # a replay does not run fn: what it returned when captured
     if st != 0:
-      if exc is not None:
+      if call.exc is not None:
         C.clear_error()
-        raise exc
+        raise call.exc
       _raise_last("jit_call")
-    outs = stash if n_out == 0 else [Tensor._wrap(out[i], "jit_call") for i in range(n_out)]
+    outs = call.stash if n_out == 0 else [Tensor._wrap(out[i], "jit_call") for i in range(n_out)]
     if kind is None: return None
     if kind is Tensor: return outs[0]
     return kind._make(outs) if hasattr(kind, "_make") else kind(outs)  # a namedtuple too
