@@ -1,5 +1,9 @@
 #include "helpers.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdarg>
@@ -169,6 +173,35 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
   auto p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
   return h;
+}
+
+}  // namespace tg
+
+namespace tg {
+
+int open_regular(const std::string& path, std::string& why) {
+  // O_NONBLOCK: opening a FIFO without a writer would wait for one; the check below refuses it before any read
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return why = std::string("cannot open: ") + std::strerror(errno), -1;
+  struct stat st;
+  int rc = ::fstat(fd, &st), err = errno;
+  if (rc != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    why = rc                                          ? std::strerror(err)
+          : S_ISFIFO(st.st_mode)                      ? "not a regular file (a named pipe)"
+          : S_ISDIR(st.st_mode)                       ? "not a regular file (a directory)"
+          : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "not a regular file (a device)"
+          : S_ISSOCK(st.st_mode)                      ? "not a regular file (a socket)"
+                                                      : "not a regular file";
+    return -1;
+  }
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+    why = std::string("fcntl: ") + std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace tg

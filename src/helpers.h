@@ -67,6 +67,10 @@ class Context {
 // printf-style logging to stderr when DEBUG >= level
 void debug_log(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 std::string strformat(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Opens `path` for reading without blocking on it, refusing anything but a regular file (a FIFO, a device such as
+// /dev/zero, a directory) before a read could block or run forever. The fd is O_CLOEXEC and blocking; -1 with `why`
+// set ("cannot open: ...", "not a regular file (a named pipe)") otherwise. Every open of a path we read goes through here.
+int open_regular(const std::string& path, std::string& why);
 std::string join_ints(const std::vector<int64_t>& v, const char* sep = ",");
 std::string shape_str(const std::vector<int64_t>& v);  // "(3,4)"
 int64_t prod(const std::vector<int64_t>& v);

@@ -158,3 +158,27 @@ TEST(DiskCache, SizeCapEvicts) {
 }
 
 }  // namespace
+
+// a FIFO where a cached kernel should be is a miss, not a wait for a writer that never comes (and a FIFO at a temp
+// name is never opened for writing)
+TEST(DiskCache, AFifoInTheCacheIsAMissNotAWait) {
+  TempDir t;
+  std::string env = "XDG_CACHE_HOME=" + quote(t.path + "/cache"), kdir = t.path + "/cache/tinygrad/kernels";
+  ASSERT_EQ(probe(t, env).rc, 0);
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(kdir.c_str())) {
+    while (struct dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  ASSERT_FALSE(names.empty());
+  for (auto& n : names) {
+    std::string p = kdir + "/" + n;
+    ASSERT_EQ(::unlink(p.c_str()), 0);
+    ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0) << p;
+  }
+  ProbeRun r = probe(t, "timeout 60 env " + env);  // before: blocked in open() until the timeout killed it (rc 124)
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_GE(r.compiles(), 1) << r.out;
+  EXPECT_NE(r.out.find("result=" + std::to_string(int(kResult))), std::string::npos) << r.out;
+}

@@ -59,28 +59,9 @@ struct FileReader {
 };
 
 int open_regular(const std::string& path, const char* what) {
-  // O_NONBLOCK: opening a FIFO without a writer would wait for one; the check below refuses it before any read
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("%s: cannot open '%s': %s", what, path.c_str(), std::strerror(errno)));
-  struct stat st;
-  int rc = ::fstat(fd, &st);
-  int err = errno;
-  if (rc != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    const char* kind = rc                     ? std::strerror(err)
-                       : S_ISFIFO(st.st_mode) ? "not a regular file (a named pipe)"
-                       : S_ISDIR(st.st_mode)  ? "not a regular file (a directory)"
-                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "not a regular file (a device)"
-                       : S_ISSOCK(st.st_mode) ? "not a regular file (a socket)"
-                                              : "not a regular file";
-    fail(TG_ERROR_IO, strformat("%s: '%s': %s", what, path.c_str(), kind));
-  }
-  int fl = ::fcntl(fd, F_GETFL);
-  if (fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-    err = errno;
-    ::close(fd);
-    fail(TG_ERROR_IO, strformat("%s: '%s': fcntl: %s", what, path.c_str(), std::strerror(err)));
-  }
+  std::string why;
+  int fd = tg::open_regular(path, why);
+  TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("%s: '%s': %s", what, path.c_str(), why.c_str()));
   return fd;
 }
 

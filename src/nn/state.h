@@ -40,9 +40,7 @@ struct Bytes {
   void read(uint64_t off, void* dst, size_t len) const;
 };
 
-// Opens `path` for reading without blocking on it, refusing anything but a regular file (a FIFO, a device such as
-// /dev/zero, a directory) before a read could block or run forever: TG_ERROR_IO "<what>: '<path>' ...". The fd is
-// O_CLOEXEC and blocking. Every reader of a user's path opens it through here.
+// tg::open_regular (helpers.h) for a user's path: TG_ERROR_IO "<what>: '<path>': <why>" when it refuses.
 int open_regular(const std::string& path, const char* what);
 // The file at `path` as Bytes read from it (open_regular's checks)
 Bytes open_file(const std::string& path, const char* what);

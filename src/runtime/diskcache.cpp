@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <iterator>
 #include <mutex>
 #include <thread>
@@ -105,21 +104,35 @@ struct KernelFiles {
   std::string get(const std::string& key) {
     std::lock_guard<std::mutex> lk(mu);
     if (!usable()) return "";
-    std::string p = dir + "/" + key;
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return "";
+    std::string p = dir + "/" + key, why, bin;
+    int fd = open_regular(p, why);  // a FIFO or device put in the cache folder is a miss, not a wait
+    if (fd < 0) return "";
+    char buf[65536];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ::close(fd), "";
+      bin.append(buf, size_t(n));
+    }
+    ::close(fd);
     ::utimensat(AT_FDCWD, p.c_str(), nullptr, 0);  // mtime is the age eviction goes by
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    return bin;
   }
   void put(const std::string& key, const std::string& bin) {
     std::lock_guard<std::mutex> lk(mu);
     if (!usable()) return;
     // a temp name in the cache dir, then rename: other processes see the whole file or none (rename can't cross filesystems)
     std::string p = dir + "/" + key, tmp = p + strformat(".tmp.%d", int(getpid())), err;
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bin.data(), std::streamsize(bin.size())).flush();
-    out.close();
-    if (!out) err = "can't write " + tmp + ": " + std::strerror(errno);
+    ::unlink(tmp.c_str());  // O_EXCL below: never open (and block on) a FIFO or follow a link someone left there
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    bool ok = fd >= 0;
+    for (size_t at = 0; ok && at < bin.size();) {
+      ssize_t n = ::write(fd, bin.data() + at, bin.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      ok = n > 0, at += ok ? size_t(n) : 0;
+    }
+    int werr = errno;
+    if (fd >= 0 && ::close(fd) != 0 && ok) ok = false, werr = errno;
+    if (!ok) err = "can't write " + tmp + ": " + std::strerror(werr);
     else if (::rename(tmp.c_str(), p.c_str()) != 0) err = "can't rename into " + p + ": " + std::strerror(errno);
     if (!err.empty()) return (void)::unlink(tmp.c_str()), turn_off(off, "kernel disk cache", err);
     if (stores++ % 64 == 0) evict();
