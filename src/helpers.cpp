@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace tg {
 
@@ -41,7 +42,11 @@ static bool parse_setting(const char* text, double lo, double hi, bool integer, 
 }
 // A bad environment value is reported once on stderr and ignored (the default applies), as an unusable cache is: the
 // environment is read deep inside calls that have no status of their own to fail with.
+static std::mutex env_mu;
 static void report_bad_env(const char* name, const char* text, double lo, double hi, bool integer) {
+  static std::unordered_set<std::string> reported;  // once per variable, by whichever check or read sees it first
+  std::lock_guard<std::mutex> lk(env_mu);
+  if (!reported.insert(name).second) return;
   std::fprintf(stderr, "tinygrad: environment variable %s='%.40s' is not %s in [%.17g, %.17g]; ignored, the default applies\n", name, text,
                integer ? "an integer" : "a number", lo, hi);
 }
@@ -62,7 +67,7 @@ static constexpr EnvRange kEnvRanges[] = {
     {"THREADS", 0, 1},                 {"TRACK_MATCH_STATS", 0, 1},
 };
 
-static std::mutex env_mu;
+static std::mutex env_cache_mu;
 static const std::optional<int64_t>& env_int_locked(const char* name) {
   // the environment's value (none: unset or refused); function-local, as static initializers elsewhere read it
   static std::unordered_map<std::string, std::optional<int64_t>> env_cache;
@@ -79,20 +84,21 @@ static const std::optional<int64_t>& env_int_locked(const char* name) {
   return env_cache.emplace(name, v).first->second;
 }
 // Every numeric setting is checked at the first read of any, so a bad value is reported at start, not when (if ever)
-// the code that reads it runs.
+// the code that reads it runs. Only checked: each value is still taken at its own first read, so a program may set a
+// variable (setenv) after the library read another one.
 static void check_env_once() {
   static std::once_flag once;
   std::call_once(once, [] {
-    {
-      std::lock_guard<std::mutex> lk(env_mu);
-      for (auto& r : kEnvRanges) env_int_locked(r.name);
-    }
-    for (const ContextVar* v : kOptions) v->env();
+    double d;
+    for (auto& r : kEnvRanges)
+      if (const char* e = std::getenv(r.name); e && *e && !parse_setting(e, r.lo, r.hi, true, &d)) report_bad_env(r.name, e, r.lo, r.hi, true);
+    for (const ContextVar* v : kOptions)
+      if (const char* e = std::getenv(v->name); e && *e && !parse_setting(e, v->lo, v->hi, false, &d)) report_bad_env(v->name, e, v->lo, v->hi, false);
   });
 }
 int64_t getenv_int(const char* name, int64_t dflt) {
   check_env_once();
-  std::lock_guard<std::mutex> lk(env_mu);
+  std::lock_guard<std::mutex> lk(env_cache_mu);
   return env_int_locked(name).value_or(dflt);  // each caller's own default (the CPU and CUDA allocators' differ)
 }
 std::string getenv_str(const char* name, const std::string& dflt) {
@@ -115,9 +121,8 @@ double ContextVar::env() const {
   const char* e = std::getenv(name);
   double d = dflt;
   bool bad = e && *e && !parse_setting(e, lo, hi, false, &d);
-  if (bad) d = dflt;
-  // only the reader whose store lands reports, so a bad value is reported once however many threads read at once
-  if (env_.compare_exchange_strong(v, d, std::memory_order_relaxed) && bad) report_bad_env(name, e, lo, hi, false);
+  if (bad) d = dflt, report_bad_env(name, e, lo, hi, false);
+  env_.compare_exchange_strong(v, d, std::memory_order_relaxed);  // the first reader's value stays
   return env_.load(std::memory_order_relaxed);
 }
 
