@@ -897,8 +897,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
   }
 
   /// <summary>t[idx...] = value (broadcast to the selection, cast to t's dtype), then t refers to the result, as assign
-  /// does. Every entry kind; with tensor entries an element selected twice takes the last value, as numpy.
-  /// (tg_tensor_setitem)
+  /// does. Every entry kind; with tensor entries an element selected twice takes the last value, as numpy, and an
+  /// out-of-range entry selects nothing (nothing is written for it), as tinygrad. (tg_tensor_setitem)
   /// </summary>
   public void Setitem(TensorIndex[] idx, Tensor value) {
     Native.Check(Native.tg_tensor_setitem(H, idx, (UIntPtr)(idx?.Length ?? 0), Native.Arg(value, nameof(value)).H));
@@ -1525,8 +1525,10 @@ public sealed partial class Module : IDisposable, IHandle {
     return new Module(Native.Check(Native.tg_nn_conv_transpose2d(inChannels, outChannels, kernelH, kernelW, stride, padding, outputPadding, dilation, groups, bias ? 1 : 0, device)));
   }
 
-  /// <summary>ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d.
-  /// (tg_nn_conv_transpose1d)
+  /// <summary>ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d. Every conv
+  /// constructor refuses, with TG_ERROR_INVALID_ARGUMENT naming the parameter, a stride or dilation &lt; 1, a
+  /// padding or output_padding &lt; 0, and (transposed) an output_padding not smaller than stride or dilation, as
+  /// PyTorch. (tg_nn_conv_transpose1d)
   /// </summary>
   public static Module ConvTranspose1d(long inChannels, long outChannels, long kernelSize, long stride, long padding, long outputPadding, long dilation, long groups, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_conv_transpose1d(inChannels, outChannels, kernelSize, stride, padding, outputPadding, dilation, groups, bias ? 1 : 0, device)));
@@ -1548,7 +1550,8 @@ public sealed partial class Module : IDisposable, IHandle {
     return new Module(Native.Check(Native.tg_nn_layernorm(normalizedShape, (UIntPtr)(normalizedShape?.Length ?? 0), eps, elementwiseAffine ? 1 : 0, device)));
   }
 
-  /// <summary>RMSNorm over the last dim (`dim` long); weight starts at 1. (tg_nn_rmsnorm)
+  /// <summary>RMSNorm over the last dim (`dim` long); weight starts at 1. The norms refuse an eps that is negative or not
+  /// finite (and BatchNorm a momentum that is not finite): TG_ERROR_INVALID_ARGUMENT. (tg_nn_rmsnorm)
   /// </summary>
   public static Module Rmsnorm(long dim, double eps, bool elementwiseAffine, string device = null) {
     return new Module(Native.Check(Native.tg_nn_rmsnorm(dim, eps, elementwiseAffine ? 1 : 0, device)));
@@ -1588,8 +1591,10 @@ public sealed partial class Module : IDisposable, IHandle {
   }
 
   /// <summary>The layers called in order (tinygrad's x.sequential(layers)); their tensors are named "0.weight", "1.bias",
-  /// ... by position. `layers` borrowed: the sequence takes its own references (release yours when done).
-  /// (tg_nn_sequential)
+  /// ... by position. `layers` borrowed: the sequence takes its own references (release yours when done). A layer
+  /// may be a Sequential, nested to any depth: calling, listing and releasing walk the nesting without recursion
+  /// (a 300k-deep chain works on a 256 KiB stack). Only existing modules can be layers, so a module can't contain
+  /// itself. (tg_nn_sequential)
   /// </summary>
   public static Module Sequential(params Module[] layers) {
     using (var layers_ = new HandleArray(layers)) {

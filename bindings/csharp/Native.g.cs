@@ -888,7 +888,8 @@ public static unsafe partial class Native {
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_getitem(TensorHandle t, [In] TensorIndex[] idx, UIntPtr n);
   /// <summary>t[idx...] = value (broadcast to the selection, cast to t's dtype), then t refers to the result, as assign
-  /// does. Every entry kind; with tensor entries an element selected twice takes the last value, as numpy.
+  /// does. Every entry kind; with tensor entries an element selected twice takes the last value, as numpy, and an
+  /// out-of-range entry selects nothing (nothing is written for it), as tinygrad.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_setitem(TensorHandle t, [In] TensorIndex[] idx, UIntPtr n, TensorHandle value);
@@ -1229,8 +1230,15 @@ public static unsafe partial class Native {
   /// planner). With the option JIT=0 every call runs `fn` as the first does (its outputs and assigns realized).
   /// `userdata` is borrowed and must outlive the JIT. NULL if `fn` is NULL. Calls from several threads are
   /// serialized. `fn` may not call, reset or plan its own JIT (TG_ERROR_INVALID_ARGUMENT); releasing it from
-  /// inside `fn` is safe (the JIT lives until the call returns). An input that is a buffer a captured kernel
-  /// writes (a replay's own output fed back) is copied first.
+  /// inside `fn` is safe (the JIT lives until the call returns). Nesting: a JIT called from inside another JIT's
+  /// `fn` (on the same thread) runs its own `fn` at once, as under JIT=0, and neither counts the call nor
+  /// captures nor replays: the enclosing capture records the kernels it realizes, so the outer JIT replays them
+  /// (outer(x) = inner(x) * 2 is right at every call). Such a nested call takes no lock, so its `fn` may run at
+  /// the same time as an outermost call of the same JIT on another thread. Locking is deadlock-free: a thread
+  /// holds at most one JIT's lock, and waits for one only when it holds none (JITs whose functions call each
+  /// other from two threads run); reset or plan of another JIT from inside `fn` only tries that JIT's lock and is
+  /// TG_ERROR_INVALID_ARGUMENT while a call of it runs on another thread. An input that is a buffer a captured
+  /// kernel writes (a replay's own output fed back) is copied first.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern JitHandle tg_jit_create(JitFn fn, IntPtr userdata);
@@ -1284,7 +1292,10 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv_transpose2d(long in_channels, long out_channels, long kernel_h, long kernel_w, long stride, long padding, long output_padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d.
+  /// <summary>ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d. Every conv
+  /// constructor refuses, with TG_ERROR_INVALID_ARGUMENT naming the parameter, a stride or dilation &lt; 1, a
+  /// padding or output_padding &lt; 0, and (transposed) an output_padding not smaller than stride or dilation, as
+  /// PyTorch.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv_transpose1d(long in_channels, long out_channels, long kernel_size, long stride, long padding, long output_padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
@@ -1299,7 +1310,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_layernorm(long[] normalized_shape, UIntPtr ndim, double eps, int elementwise_affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>RMSNorm over the last dim (`dim` long); weight starts at 1.
+  /// <summary>RMSNorm over the last dim (`dim` long); weight starts at 1. The norms refuse an eps that is negative or not
+  /// finite (and BatchNorm a momentum that is not finite): TG_ERROR_INVALID_ARGUMENT.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_rmsnorm(long dim, double eps, int elementwise_affine, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
@@ -1327,7 +1339,10 @@ public static unsafe partial class Native {
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_function([MarshalAs(UnmanagedType.LPUTF8Str)] string name);
   /// <summary>The layers called in order (tinygrad's x.sequential(layers)); their tensors are named "0.weight", "1.bias",
-  /// ... by position. `layers` borrowed: the sequence takes its own references (release yours when done).
+  /// ... by position. `layers` borrowed: the sequence takes its own references (release yours when done). A layer
+  /// may be a Sequential, nested to any depth: calling, listing and releasing walk the nesting without recursion
+  /// (a 300k-deep chain works on a 256 KiB stack). Only existing modules can be layers, so a module can't contain
+  /// itself.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_sequential(IntPtr[] layers, UIntPtr n);

@@ -3988,7 +3988,7 @@ func (t *Tensor) Getitem(idx []Index) (*Tensor, error) {
 
 // Setitem is tg_tensor_setitem. t[idx...] = value (broadcast to the selection, cast to t's dtype), then t refers
 // to the result, as assign does. Every entry kind; with tensor entries an element selected twice takes the last
-// value, as numpy.
+// value, as numpy, and an out-of-range entry selects nothing (nothing is written for it), as tinygrad.
 func (t *Tensor) Setitem(idx []Index, value *Tensor) error {
 	cvIDX := make([]C.tg_index, len(idx))
 	for i := range idx {
@@ -5057,7 +5057,9 @@ func NNConvTranspose2d(inChannels int64, outChannels int64, kernelH int64, kerne
 }
 
 // NNConvTranspose1d is tg_nn_conv_transpose1d. ConvTranspose1d: weight (in, out/groups, kernel_size), bias
-// (out), initialized as Conv1d.
+// (out), initialized as Conv1d. Every conv constructor refuses, with TG_ERROR_INVALID_ARGUMENT naming the
+// parameter, a stride or dilation < 1, a padding or output_padding < 0, and (transposed) an output_padding not
+// smaller than stride or dilation, as PyTorch.
 func NNConvTranspose1d(inChannels int64, outChannels int64, kernelSize int64, stride int64, padding int64, outputPadding int64, dilation int64, groups int64, bias bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5106,7 +5108,8 @@ func NNLayerNorm(normalizedShape []int64, eps float64, elementwiseAffine bool, d
 	return newModule(ret), nil
 }
 
-// NNRMSNorm is tg_nn_rmsnorm. RMSNorm over the last dim (`dim` long); weight starts at 1.
+// NNRMSNorm is tg_nn_rmsnorm. RMSNorm over the last dim (`dim` long); weight starts at 1. The norms refuse an
+// eps that is negative or not finite (and BatchNorm a momentum that is not finite): TG_ERROR_INVALID_ARGUMENT.
 func NNRMSNorm(dim int64, eps float64, elementwiseAffine bool, device string) (*Module, error) {
 	var cvDevice *C.char
 	if device != "" {
@@ -5201,7 +5204,9 @@ func NNFunction(name string) (*Module, error) {
 
 // NNSequential is tg_nn_sequential. The layers called in order (tinygrad's x.sequential(layers)); their tensors
 // are named "0.weight", "1.bias", ... by position. `layers` borrowed: the sequence takes its own references
-// (release yours when done).
+// (release yours when done). A layer may be a Sequential, nested to any depth: calling, listing and releasing
+// walk the nesting without recursion (a 300k-deep chain works on a 256 KiB stack). Only existing modules can be
+// layers, so a module can't contain itself.
 func NNSequential(layers []*Module) (*Module, error) {
 	cvLayers := cModules(layers)
 	var st C.tgw_err

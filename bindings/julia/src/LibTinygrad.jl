@@ -846,7 +846,8 @@ t[idx[0], ..., idx[n-1]]: basic indices give a view; tensor indices gather.
 tg_tensor_getitem(t, idx, n) = ccall((:tg_tensor_getitem, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{tg_index}, Csize_t), t, idx, n)
 """
 t[idx...] = value (broadcast to the selection, cast to t's dtype), then t refers to the result, as assign
-does. Every entry kind; with tensor entries an element selected twice takes the last value, as numpy.
+does. Every entry kind; with tensor entries an element selected twice takes the last value, as numpy, and an
+out-of-range entry selects nothing (nothing is written for it), as tinygrad.
 """
 tg_tensor_setitem(t, idx, n, value) = ccall((:tg_tensor_setitem, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{tg_index}, Csize_t, Ptr{Cvoid}), t, idx, n, value)
 """
@@ -1173,8 +1174,15 @@ before the next call. Intermediate buffers of the captured kernels share memory 
 option JIT=0 every call runs `fn` as the first does (its outputs and assigns realized). `userdata` is borrowed
 and must outlive the JIT. NULL if `fn` is NULL. Calls from several threads are serialized. `fn` may not call,
 reset or plan its own JIT (TG_ERROR_INVALID_ARGUMENT); releasing it from inside `fn` is safe (the JIT lives
-until the call returns). An input that is a buffer a captured kernel writes (a replay's own output fed back)
-is copied first.
+until the call returns). Nesting: a JIT called from inside another JIT's `fn` (on the same thread) runs its
+own `fn` at once, as under JIT=0, and neither counts the call nor captures nor replays: the enclosing capture
+records the kernels it realizes, so the outer JIT replays them (outer(x) = inner(x) * 2 is right at every
+call). Such a nested call takes no lock, so its `fn` may run at the same time as an outermost call of the same
+JIT on another thread. Locking is deadlock-free: a thread holds at most one JIT's lock, and waits for one only
+when it holds none (JITs whose functions call each other from two threads run); reset or plan of another JIT
+from inside `fn` only tries that JIT's lock and is TG_ERROR_INVALID_ARGUMENT while a call of it runs on
+another thread. An input that is a buffer a captured kernel writes (a replay's own output fed back) is copied
+first.
 """
 tg_jit_create(fn, userdata) = ccall((:tg_jit_create, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), fn, userdata)
 """
@@ -1226,7 +1234,9 @@ ConvTranspose2d: weight (in, out/groups, kernel_h, kernel_w), bias (out), initia
 """
 tg_nn_conv_transpose2d(in_channels, out_channels, kernel_h, kernel_w, stride, padding, output_padding, dilation, groups, bias, device) = ccall((:tg_nn_conv_transpose2d, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Cint, Ptr{UInt8}), in_channels, out_channels, kernel_h, kernel_w, stride, padding, output_padding, dilation, groups, bias, device)
 """
-ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d.
+ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d. Every conv
+constructor refuses, with TG_ERROR_INVALID_ARGUMENT naming the parameter, a stride or dilation < 1, a padding
+or output_padding < 0, and (transposed) an output_padding not smaller than stride or dilation, as PyTorch.
 """
 tg_nn_conv_transpose1d(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups, bias, device) = ccall((:tg_nn_conv_transpose1d, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Cint, Ptr{UInt8}), in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups, bias, device)
 """
@@ -1241,7 +1251,8 @@ LayerNorm over the trailing `normalized_shape` (borrowed, ndim >= 1 dims); weigh
 """
 tg_nn_layernorm(normalized_shape, ndim, eps, elementwise_affine, device) = ccall((:tg_nn_layernorm, libtinygrad), Ptr{Cvoid}, (Ptr{Int64}, Csize_t, Cdouble, Cint, Ptr{UInt8}), normalized_shape, ndim, eps, elementwise_affine, device)
 """
-RMSNorm over the last dim (`dim` long); weight starts at 1.
+RMSNorm over the last dim (`dim` long); weight starts at 1. The norms refuse an eps that is negative or not
+finite (and BatchNorm a momentum that is not finite): TG_ERROR_INVALID_ARGUMENT.
 """
 tg_nn_rmsnorm(dim, eps, elementwise_affine, device) = ccall((:tg_nn_rmsnorm, libtinygrad), Ptr{Cvoid}, (Int64, Cdouble, Cint, Ptr{UInt8}), dim, eps, elementwise_affine, device)
 """
@@ -1269,7 +1280,10 @@ training only). `name` borrowed.
 tg_nn_function(name) = ccall((:tg_nn_function, libtinygrad), Ptr{Cvoid}, (Cstring,), name)
 """
 The layers called in order (tinygrad's x.sequential(layers)); their tensors are named "0.weight", "1.bias",
-... by position. `layers` borrowed: the sequence takes its own references (release yours when done).
+... by position. `layers` borrowed: the sequence takes its own references (release yours when done). A layer
+may be a Sequential, nested to any depth: calling, listing and releasing walk the nesting without recursion (a
+300k-deep chain works on a 256 KiB stack). Only existing modules can be layers, so a module can't contain
+itself.
 """
 tg_nn_sequential(layers, n) = ccall((:tg_nn_sequential, libtinygrad), Ptr{Cvoid}, (Ptr{Ptr{Cvoid}}, Csize_t), layers, n)
 """

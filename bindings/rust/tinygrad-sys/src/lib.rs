@@ -705,7 +705,8 @@ unsafe extern "C" {
   /// t[idx[0], ..., idx[n-1]]: basic indices give a view; tensor indices gather.
   pub fn tg_tensor_getitem(t: *mut tg_tensor, idx: *const tg_index, n: usize) -> *mut tg_tensor;
   /// t[idx...] = value (broadcast to the selection, cast to t's dtype), then t refers to the result, as assign
-  /// does. Every entry kind; with tensor entries an element selected twice takes the last value, as numpy.
+  /// does. Every entry kind; with tensor entries an element selected twice takes the last value, as numpy, and
+  /// an out-of-range entry selects nothing (nothing is written for it), as tinygrad.
   pub fn tg_tensor_setitem(t: *mut tg_tensor, idx: *const tg_index, n: usize, value: *mut tg_tensor) -> tg_status;
   /// More shape and index ops. Functions that write several tensors write new references to out[0..] (out must
   /// have room for them: 2 for sort/topk, nsizes for split, capacity for chunk, n for meshgrid).
@@ -909,8 +910,15 @@ unsafe extern "C" {
   /// memory (the memory planner). With the option JIT=0 every call runs `fn` as the first does (its outputs and
   /// assigns realized). `userdata` is borrowed and must outlive the JIT. NULL if `fn` is NULL. Calls from
   /// several threads are serialized. `fn` may not call, reset or plan its own JIT (TG_ERROR_INVALID_ARGUMENT);
-  /// releasing it from inside `fn` is safe (the JIT lives until the call returns). An input that is a buffer a
-  /// captured kernel writes (a replay's own output fed back) is copied first.
+  /// releasing it from inside `fn` is safe (the JIT lives until the call returns). Nesting: a JIT called from
+  /// inside another JIT's `fn` (on the same thread) runs its own `fn` at once, as under JIT=0, and neither
+  /// counts the call nor captures nor replays: the enclosing capture records the kernels it realizes, so the
+  /// outer JIT replays them (outer(x) = inner(x) * 2 is right at every call). Such a nested call takes no lock,
+  /// so its `fn` may run at the same time as an outermost call of the same JIT on another thread. Locking is
+  /// deadlock-free: a thread holds at most one JIT's lock, and waits for one only when it holds none (JITs
+  /// whose functions call each other from two threads run); reset or plan of another JIT from inside `fn` only
+  /// tries that JIT's lock and is TG_ERROR_INVALID_ARGUMENT while a call of it runs on another thread. An input
+  /// that is a buffer a captured kernel writes (a replay's own output fed back) is copied first.
   pub fn tg_jit_create(fn_: tg_jit_fn, userdata: *mut c_void) -> *mut tg_jit;
   /// Call the JIT: `inputs` are borrowed, `outputs` (caller-owned array of `n_outputs`) receives new
   /// references. On a replay every input must have the shape, dtype and device it had at the capture, and
@@ -945,7 +953,10 @@ unsafe extern "C" {
   pub fn tg_nn_conv1d(in_channels: i64, out_channels: i64, kernel_size: i64, stride: i64, padding: i64, dilation: i64, groups: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
   /// ConvTranspose2d: weight (in, out/groups, kernel_h, kernel_w), bias (out), initialized as Conv2d.
   pub fn tg_nn_conv_transpose2d(in_channels: i64, out_channels: i64, kernel_h: i64, kernel_w: i64, stride: i64, padding: i64, output_padding: i64, dilation: i64, groups: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
-  /// ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d.
+  /// ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized as Conv1d. Every conv
+  /// constructor refuses, with TG_ERROR_INVALID_ARGUMENT naming the parameter, a stride or dilation < 1, a
+  /// padding or output_padding < 0, and (transposed) an output_padding not smaller than stride or dilation, as
+  /// PyTorch.
   pub fn tg_nn_conv_transpose1d(in_channels: i64, out_channels: i64, kernel_size: i64, stride: i64, padding: i64, output_padding: i64, dilation: i64, groups: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
   /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training
   /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place
@@ -954,7 +965,8 @@ unsafe extern "C" {
   pub fn tg_nn_batchnorm(num_features: i64, eps: f64, momentum: f64, affine: c_int, track_running_stats: c_int, device: *const c_char) -> *mut tg_module;
   /// LayerNorm over the trailing `normalized_shape` (borrowed, ndim >= 1 dims); weight starts at 1, bias at 0.
   pub fn tg_nn_layernorm(normalized_shape: *const i64, ndim: usize, eps: f64, elementwise_affine: c_int, device: *const c_char) -> *mut tg_module;
-  /// RMSNorm over the last dim (`dim` long); weight starts at 1.
+  /// RMSNorm over the last dim (`dim` long); weight starts at 1. The norms refuse an eps that is negative or
+  /// not finite (and BatchNorm a momentum that is not finite): TG_ERROR_INVALID_ARGUMENT.
   pub fn tg_nn_rmsnorm(dim: i64, eps: f64, elementwise_affine: c_int, device: *const c_char) -> *mut tg_module;
   /// GroupNorm over `num_groups` groups of the channels; weight starts at 1, bias at 0.
   pub fn tg_nn_groupnorm(num_groups: i64, num_channels: i64, eps: f64, affine: c_int, device: *const c_char) -> *mut tg_module;
@@ -971,7 +983,9 @@ unsafe extern "C" {
   pub fn tg_nn_function(name: *const c_char) -> *mut tg_module;
   /// The layers called in order (tinygrad's x.sequential(layers)); their tensors are named "0.weight",
   /// "1.bias", ... by position. `layers` borrowed: the sequence takes its own references (release yours when
-  /// done).
+  /// done). A layer may be a Sequential, nested to any depth: calling, listing and releasing walk the nesting
+  /// without recursion (a 300k-deep chain works on a 256 KiB stack). Only existing modules can be layers, so a
+  /// module can't contain itself.
   pub fn tg_nn_sequential(layers: *const *mut tg_module, n: usize) -> *mut tg_module;
   /// The module called on x (borrowed): a new reference to the lazy result. Shape mismatches are TG_ERROR_SHAPE
   /// naming the module. An LSTMCell called this way starts from a zero state and returns h.

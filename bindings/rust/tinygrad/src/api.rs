@@ -1761,7 +1761,9 @@ impl Module {
   }
 
   /// `tg_nn_conv_transpose1d`: ConvTranspose1d: weight (in, out/groups, kernel_size), bias (out), initialized
-  /// as Conv1d.
+  /// as Conv1d. Every conv constructor refuses, with TG_ERROR_INVALID_ARGUMENT naming the parameter, a stride
+  /// or dilation < 1, a padding or output_padding < 0, and (transposed) an output_padding not smaller than
+  /// stride or dilation, as PyTorch.
   pub fn conv_transpose1d(in_channels: i64, out_channels: i64, kernel_size: i64, stride: i64, padding: i64, output_padding: i64, dilation: i64, groups: i64, bias: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_conv_transpose1d(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups, bias as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
@@ -1784,7 +1786,8 @@ impl Module {
     unsafe { Module::from_raw(sys::tg_nn_layernorm(normalized_shape.as_ptr(), ndim, eps, elementwise_affine as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
-  /// `tg_nn_rmsnorm`: RMSNorm over the last dim (`dim` long); weight starts at 1.
+  /// `tg_nn_rmsnorm`: RMSNorm over the last dim (`dim` long); weight starts at 1. The norms refuse an eps that
+  /// is negative or not finite (and BatchNorm a momentum that is not finite): TG_ERROR_INVALID_ARGUMENT.
   pub fn rmsnorm(dim: i64, eps: f64, elementwise_affine: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_rmsnorm(dim, eps, elementwise_affine as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
@@ -1826,7 +1829,9 @@ impl Module {
 
   /// `tg_nn_sequential`: The layers called in order (tinygrad's x.sequential(layers)); their tensors are named
   /// "0.weight", "1.bias", ... by position. `layers` borrowed: the sequence takes its own references (release
-  /// yours when done).
+  /// yours when done). A layer may be a Sequential, nested to any depth: calling, listing and releasing walk
+  /// the nesting without recursion (a 300k-deep chain works on a 256 KiB stack). Only existing modules can be
+  /// layers, so a module can't contain itself.
   pub fn sequential(layers: &[impl Borrow<Module>]) -> Result<Module> {
     let layers = raw_ptrs(layers);
     let n = layers.len();
