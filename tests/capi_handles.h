@@ -1,11 +1,16 @@
-// Owned C API references, options and temp dirs for the tests, released at the end of their scope.
+// Owned C API references, options and temp dirs for the tests, released at the end of their scope, and the small
+// helpers the C API suites share.
 #pragma once
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <filesystem>
+#include <functional>
+#include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tinygrad.h"
 
@@ -51,3 +56,46 @@ struct TmpDir {
   }
   ~TmpDir() { std::filesystem::remove_all(p); }
 };
+
+// an owned tg_jit
+struct Jit {
+  tg_jit* j;
+  Jit(tg_jit_fn fn, void* u) : j(tg_jit_create(fn, u)) {}
+  ~Jit() { tg_jit_release(j); }
+  operator tg_jit*() const { return j; }
+};
+// in a tg_jit_fn: return the thread's last error when a call fails
+#define TRY(x)                        \
+  do {                                \
+    if (!(x)) return tg_last_error(); \
+  } while (0)
+
+// a float32 tensor's elements
+inline std::vector<float> data(tg_tensor* t) {
+  std::vector<float> v(size_t(tg_tensor_numel(t)));
+  EXPECT_EQ(tg_tensor_to_data(t, v.data(), v.size() * sizeof(float)), TG_OK) << tg_last_error_message();
+  return v;
+}
+// n normal samples (mean shift, deviation scale) from a fixed seed
+inline std::vector<float> randv(size_t n, uint32_t seed, float scale = 1, float shift = 0) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g) + shift;
+  return v;
+}
+
+// runs f on a thread with a 256 KiB stack, as an embedding application's worker thread might have
+inline void on_small_stack(std::function<void()> f) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
+  pthread_t th;
+  auto run = [](void* p) -> void* {
+    (*static_cast<std::function<void()>*>(p))();
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&th, &attr, run, &f), 0);
+  pthread_join(th, nullptr);
+  pthread_attr_destroy(&attr);
+}

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "capi_handles.h"
 #include "tinygrad.h"
 #include "runtime/device.h"
 #include "uop/symbolic.h"
@@ -115,20 +116,6 @@ double deep_add_chain(int64_t n) {
   float out = -1;
   EXPECT_EQ(tg_tensor_to_data(c, &out, 4), TG_OK) << tg_last_error_message();
   return out;
-}
-// runs f on a thread with a small stack (256 KiB), as an embedding application's worker thread might have
-void on_small_stack(std::function<void()> f) {
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  ASSERT_EQ(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
-  pthread_t th;
-  auto run = [](void* p) -> void* {
-    (*static_cast<std::function<void()>*>(p))();
-    return nullptr;
-  };
-  ASSERT_EQ(pthread_create(&th, &attr, run, &f), 0);
-  pthread_join(th, nullptr);
-  pthread_attr_destroy(&attr);
 }
 // A kernel's packed panel (PACK) lives on the stack of the thread running it: a 2048 x 32 panel of B is the 256 KB
 // limit, as large as this thread's whole stack. A caller with a small stack leaves the launch to the workers.

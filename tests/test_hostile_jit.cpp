@@ -27,21 +27,6 @@ T vec(std::vector<float> v) {
   int64_t n = int64_t(v.size());
   return tg_tensor_from_data(v.data(), v.size() * sizeof(float), TG_FLOAT32, &n, 1, nullptr);
 }
-std::vector<float> data(tg_tensor* t) {
-  std::vector<float> v(size_t(tg_tensor_numel(t)));
-  EXPECT_EQ(tg_tensor_to_data(t, v.data(), v.size() * sizeof(float)), TG_OK) << tg_last_error_message();
-  return v;
-}
-struct Jit {
-  tg_jit* j;
-  Jit(tg_jit_fn fn, void* u) : j(tg_jit_create(fn, u)) {}
-  ~Jit() { tg_jit_release(j); }
-  operator tg_jit*() const { return j; }
-};
-#define TRY(x)                        \
-  do {                                \
-    if (!(x)) return tg_last_error(); \
-  } while (0)
 
 // ---- nested JITs: outer(x) = inner(x) * 2 ----
 tg_status inner_fn(void*, tg_tensor* const* in, size_t, tg_tensor** out, size_t n_out) {

@@ -29,20 +29,6 @@ void expect_error(tg_status code, const std::string& needle) {
   EXPECT_NE(std::string(tg_last_error_message()).find(needle), std::string::npos) << tg_last_error_message();
 }
 
-// runs f on a thread with a 256 KiB stack, as an embedding application's worker thread might have
-void on_small_stack(std::function<void()> f) {
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  ASSERT_EQ(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
-  pthread_t th;
-  auto run = [](void* p) -> void* {
-    (*static_cast<std::function<void()>*>(p))();
-    return nullptr;
-  };
-  ASSERT_EQ(pthread_create(&th, &attr, run, &f), 0);
-  pthread_join(th, nullptr);
-  pthread_attr_destroy(&attr);
-}
 
 // ---- module trees nested deeper than any stack: every walk is iterative ---------------------------------------------
 

@@ -23,34 +23,12 @@ T from(const std::vector<float>& v, std::vector<int64_t> shape) {
 T from_i32(const std::vector<int32_t>& v, std::vector<int64_t> shape) {
   return tg_tensor_from_data(v.data(), v.size() * sizeof(int32_t), TG_INT32, shape.data(), shape.size(), nullptr);
 }
-std::vector<float> data(tg_tensor* t) {
-  std::vector<float> v(size_t(tg_tensor_numel(t)));
-  EXPECT_EQ(tg_tensor_to_data(t, v.data(), v.size() * sizeof(float)), TG_OK) << tg_last_error_message();
-  return v;
-}
-std::vector<float> randv(size_t n, uint32_t seed, float scale = 1) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 tg_counters counters() {
   tg_counters c{};
   c.struct_size = sizeof c;
   EXPECT_EQ(tg_counters_get(&c), TG_OK);
   return c;
 }
-struct Jit {
-  tg_jit* j;
-  Jit(tg_jit_fn fn, void* u) : j(tg_jit_create(fn, u)) {}
-  ~Jit() { tg_jit_release(j); }
-  operator tg_jit*() const { return j; }
-};
-#define TRY(x)                                  \
-  do {                                          \
-    if (!(x)) return tg_last_error();           \
-  } while (0)
 
 // ---- an MLP trained by SGD written by hand: w.assign(w - lr * w.grad) ----
 struct Mlp {

@@ -19,18 +19,6 @@ namespace {
 T from(const std::vector<float>& v, std::vector<int64_t> shape, tg_dtype dt = TG_FLOAT32) {
   return tg_tensor_from_data(v.data(), v.size() * sizeof(float), dt, shape.data(), shape.size(), nullptr);
 }
-std::vector<float> data(tg_tensor* t) {
-  std::vector<float> v(size_t(tg_tensor_numel(t)));
-  EXPECT_EQ(tg_tensor_to_data(t, v.data(), v.size() * sizeof(float)), TG_OK) << tg_last_error_message();
-  return v;
-}
-std::vector<float> randv(size_t n, uint32_t seed, float scale = 1, float shift = 0) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g) + shift;
-  return v;
-}
 tg_optimizer_options defaults(tg_optimizer_kind kind) {
   tg_optimizer_options o{};
   o.struct_size = sizeof o;

@@ -22,18 +22,6 @@ namespace {
 T from(const std::vector<float>& v, std::vector<int64_t> shape, const char* dev = nullptr) {
   return tg_tensor_from_data(v.data(), v.size() * sizeof(float), TG_FLOAT32, shape.data(), shape.size(), dev);
 }
-std::vector<float> data(tg_tensor* t) {
-  std::vector<float> v(size_t(tg_tensor_numel(t)));
-  EXPECT_EQ(tg_tensor_to_data(t, v.data(), v.size() * sizeof(float)), TG_OK) << tg_last_error_message();
-  return v;
-}
-std::vector<float> randv(size_t n, uint32_t seed, float scale = 1) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
 // a @ b (m x k, k x n) on the host
 std::vector<float> matmul(const std::vector<float>& a, const std::vector<float>& b, int m, int k, int n) {
   std::vector<float> c(size_t(m * n));
