@@ -717,8 +717,10 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   __array_ufunc__ = None  # ndarray <op> Tensor defers to Tensor's reflected operators
 
   # -- realization and data
-  def realize(self) -> "Tensor":
-    _ok(C.tensor_realize(self._h), "tensor_realize")
+  def realize(self, *lst: "Tensor", do_update_stats: bool = True) -> "Tensor":
+    """Runs what self (and lst, scheduled together for the fewest kernels) needs; returns self, as tinygrad."""
+    if lst: Tensor.realize_many(self, *lst)
+    else: _ok(C.tensor_realize(self._h), "tensor_realize")
     return self
 
   @staticmethod
