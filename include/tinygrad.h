@@ -993,6 +993,14 @@ TG_API tg_status tg_set_option(const char* name, const char* value);
 /* The value the library uses now for option `name` (set here, else the environment, else its default) into *value
  * (caller-owned). TG_ERROR_INVALID_ARGUMENT for an unknown name or a NULL `value`. Thread-safe. */
 TG_API tg_status tg_get_option(const char* name, double* value);
+/* A scoped override for the calling thread only (tinygrad's `with Context(TRAINING=1):` and `@Tensor.train()`):
+ * option `name` reads `value` in this thread until the matching tg_option_pop, over tg_set_option and the
+ * environment; pushes nest, and other threads keep their values. `value` as tg_set_option takes it (not NULL);
+ * errors as tg_set_option's, and nothing is pushed. Borrowed strings. */
+TG_API tg_status tg_option_push(const char* name, const char* value);
+/* Undo this thread's last tg_option_push. TG_ERROR_INVALID_ARGUMENT when the thread has none left to undo (inside a
+ * callback the library runs, only the callback's own pushes). */
+TG_API tg_status tg_option_pop(void);
 
 /* ---- counters --------------------------------------------------------------------------------------------------- */
 /* Process-wide counters (tinygrad's GlobalCounters). A small struct that may grow: set struct_size first. */

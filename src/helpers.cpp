@@ -106,10 +106,17 @@ std::string getenv_str(const char* name, const std::string& dflt) {
   return (v && *v) ? std::string(v) : dflt;
 }
 
-static thread_local std::vector<std::pair<const char*, int64_t>> ctx_stack;
+namespace {
+struct Override {
+  const char* name;
+  double value;
+  bool pushed;  // by tg_option_push (a user's), not a scoped tg::Context
+};
+thread_local std::vector<Override> ctx_stack;
+}  // namespace
 double ContextVar::value() const {
   for (auto it = ctx_stack.rbegin(); it != ctx_stack.rend(); ++it)
-    if (std::strcmp(it->first, name) == 0) return double(it->second);
+    if (std::strcmp(it->name, name) == 0) return it->value;
   if (double a = api_.load(std::memory_order_relaxed); a != kUnset) return a;
   if (double v = env_.load(std::memory_order_relaxed); v != kUnset) return v;
   check_env_once();
@@ -139,8 +146,21 @@ void set_option(const ContextVar& v, const char* value) {
   v.api_.store(d);
 }
 
+void push_option(const ContextVar& v, const char* value) {
+  double d = 0;
+  TG_CHECK(value && parse_setting(value, v.lo, v.hi, false, &d), TG_ERROR_INVALID_ARGUMENT,
+           strformat("option_push %s: '%.40s' is not a number in [%.17g, %.17g]", v.name, value ? value : "(null)", v.lo, v.hi));
+  ctx_stack.push_back({v.name, d, true});
+}
+bool pop_option() {
+  // a callback run inside a library call must not undo the library's own scoped overrides
+  if (ctx_stack.empty() || !ctx_stack.back().pushed) return false;
+  ctx_stack.pop_back();
+  return true;
+}
+
 Context::Context(std::initializer_list<std::pair<const char*, int64_t>> vals) : n_(vals.size()) {
-  for (auto& v : vals) ctx_stack.push_back(v);
+  for (auto& v : vals) ctx_stack.push_back({v.first, double(v.second), false});
 }
 Context::~Context() { ctx_stack.resize(ctx_stack.size() - n_); }
 

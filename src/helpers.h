@@ -52,6 +52,10 @@ const ContextVar* find_option(std::string_view name);
 // tg_set_option: `value` is a number in the option's range (TG_ERROR_INVALID_ARGUMENT naming the option otherwise);
 // nullptr forgets the API's value, so the environment applies again.
 void set_option(const ContextVar& v, const char* value);
+// tg_option_push / tg_option_pop: a thread-local override of `v` that nests and wins over set_option (the value is
+// parsed and range-checked as set_option's); pop undoes only the calling thread's last push, false when it has none.
+void push_option(const ContextVar& v, const char* value);
+bool pop_option();
 // Scoped overrides, like tinygrad's `with Context(DEBUG=2):`. Thread-local; nests.
 class Context {
  public:

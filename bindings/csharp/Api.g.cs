@@ -2032,6 +2032,23 @@ public static partial class Tg {
     return value_;
   }
 
+  /// <summary>A scoped override for the calling thread only (tinygrad's `with Context(TRAINING=1):` and
+  /// `@Tensor.train()`): option `name` reads `value` in this thread until the matching tg_option_pop, over
+  /// tg_set_option and the environment; pushes nest, and other threads keep their values. `value` as
+  /// tg_set_option takes it (not NULL); errors as tg_set_option's, and nothing is pushed. Borrowed strings.
+  /// (tg_option_push)
+  /// </summary>
+  public static void OptionPush(string name, string value) {
+    Native.Check(Native.tg_option_push(name, value));
+  }
+
+  /// <summary>Undo this thread's last tg_option_push. TG_ERROR_INVALID_ARGUMENT when the thread has none left to undo
+  /// (inside a callback the library runs, only the callback's own pushes). (tg_option_pop)
+  /// </summary>
+  public static void OptionPop() {
+    Native.Check(Native.tg_option_pop());
+  }
+
   /// <summary>The counters into *out (set out-&gt;struct_size first; a caller built against a smaller struct gets its
   /// prefix). (tg_counters_get)
   /// </summary>

@@ -1631,6 +1631,18 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_get_option([MarshalAs(UnmanagedType.LPUTF8Str)] string name, out double value);
+  /// <summary>A scoped override for the calling thread only (tinygrad's `with Context(TRAINING=1):` and
+  /// `@Tensor.train()`): option `name` reads `value` in this thread until the matching tg_option_pop, over
+  /// tg_set_option and the environment; pushes nest, and other threads keep their values. `value` as
+  /// tg_set_option takes it (not NULL); errors as tg_set_option's, and nothing is pushed. Borrowed strings.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_option_push([MarshalAs(UnmanagedType.LPUTF8Str)] string name, [MarshalAs(UnmanagedType.LPUTF8Str)] string value);
+  /// <summary>Undo this thread's last tg_option_push. TG_ERROR_INVALID_ARGUMENT when the thread has none left to undo
+  /// (inside a callback the library runs, only the callback's own pushes).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_option_pop();
 
   // ---- counters
   /// <summary>The counters into *out (set out-&gt;struct_size first; a caller built against a smaller struct gets its

@@ -1458,6 +1458,16 @@ static tg_status tgw_get_option(const char* name, double* value, tgw_err* tgw_e)
   if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
   return tgw_r;
 }
+static tg_status tgw_option_push(const char* name, const char* value, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_option_push(name, value);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_option_pop(tgw_err* tgw_e) {
+  tg_status tgw_r = tg_option_pop();
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
 static tg_status tgw_counters_get(tg_counters* out, tgw_err* tgw_e) {
   tg_status tgw_r = tg_counters_get(out);
   if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
@@ -6020,6 +6030,35 @@ func GetOption(name string) (float64, error) {
 	return value, nil
 }
 
+// OptionPush is tg_option_push. A scoped override for the calling thread only (tinygrad's `with
+// Context(TRAINING=1):` and `@Tensor.train()`): option `name` reads `value` in this thread until the matching
+// tg_option_pop, over tg_set_option and the environment; pushes nest, and other threads keep their values.
+// `value` as tg_set_option takes it (not NULL); errors as tg_set_option's, and nothing is pushed. Borrowed
+// strings.
+func OptionPush(name string, value string) error {
+	cvName := C.CString(name)
+	defer C.free(unsafe.Pointer(cvName))
+	cvValue := C.CString(value)
+	defer C.free(unsafe.Pointer(cvValue))
+	var st C.tgw_err
+	C.tgw_option_push(cvName, cvValue, &st)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// OptionPop is tg_option_pop. Undo this thread's last tg_option_push. TG_ERROR_INVALID_ARGUMENT when the thread
+// has none left to undo (inside a callback the library runs, only the callback's own pushes).
+func OptionPop() error {
+	var st C.tgw_err
+	C.tgw_option_pop(&st)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
 // CountersGet is tg_counters_get. The counters into *out (set out->struct_size first; a caller built against a
 // smaller struct gets its prefix).
 func CountersGet() (Counters, error) {
@@ -6050,4 +6089,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 305 // of 306 in the manifest
+const generatedFunctions = 307 // of 308 in the manifest

@@ -125,6 +125,12 @@ tg_status tg_get_option(const char* name, double* value) {
     *value = v.value();
   });
 }
+tg_status tg_option_push(const char* name, const char* value) {
+  return api::call([&] { push_option(option_named(name, "option_push"), value); });
+}
+tg_status tg_option_pop(void) {
+  return api::call([&] { TG_ARG(pop_option(), "option_pop: this thread has no tg_option_push left to undo"); });
+}
 
 tg_expr* tg_expr_variable(const char* name, int64_t min, int64_t max) {
   return api::make([&] {

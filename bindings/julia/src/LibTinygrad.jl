@@ -1556,6 +1556,18 @@ The value the library uses now for option `name` (set here, else the environment
 """
 tg_get_option(name, value) = ccall((:tg_get_option, libtinygrad), Int32, (Cstring, Ptr{Cdouble}), name, value)
 """
+A scoped override for the calling thread only (tinygrad's `with Context(TRAINING=1):` and `@Tensor.train()`):
+option `name` reads `value` in this thread until the matching tg_option_pop, over tg_set_option and the
+environment; pushes nest, and other threads keep their values. `value` as tg_set_option takes it (not NULL);
+errors as tg_set_option's, and nothing is pushed. Borrowed strings.
+"""
+tg_option_push(name, value) = ccall((:tg_option_push, libtinygrad), Int32, (Cstring, Cstring), name, value)
+"""
+Undo this thread's last tg_option_push. TG_ERROR_INVALID_ARGUMENT when the thread has none left to undo
+(inside a callback the library runs, only the callback's own pushes).
+"""
+tg_option_pop() = ccall((:tg_option_pop, libtinygrad), Int32, ())
+"""
 The counters into *out (set out->struct_size first; a caller built against a smaller struct gets its prefix).
 """
 tg_counters_get(out) = ccall((:tg_counters_get, libtinygrad), Int32, (Ptr{tg_counters},), out)
@@ -1635,6 +1647,6 @@ export tg_state_load_memory, tg_state_create, tg_state_count, tg_state_name, tg_
 export tg_state_set, tg_state_save, tg_state_metadata_count, tg_state_metadata_key, tg_state_metadata_value
 export tg_state_metadata_json, tg_state_metadata_set, tg_state_retain, tg_state_release, tg_plan_create, tg_plan_run
 export tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option
-export tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
+export tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
 
 end # module

@@ -390,8 +390,12 @@ plan_run(plan::Plan) = check(L.tg_plan_run(plan))
 plan_kernel_count(plan::Plan) = check_value(() -> L.tg_plan_kernel_count(plan), 0, true)
 # tg_set_option
 set_option(name::AbstractString, value::Union{AbstractString, Nothing}) = check(L.tg_set_option(cstr(name), cstr(value)))
+# tg_option_push
+option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_push(cstr(name), cstr(value)))
+# tg_option_pop
+option_pop() = check(L.tg_option_pop())
 
-# 194 methods generated from 306 functions
+# 196 methods generated from 308 functions
 export arange, argsort, assign, avg_pool2d, backward, batchnorm, binary_crossentropy, binary_crossentropy_logits
 export bitcast, cast, celu, contiguous, contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin
 export detach, device_count, device_open, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary
@@ -401,9 +405,10 @@ export linspace, log_softmax, logaddexp, logical_not, logsigmoid, lt, masked_fil
 export mish, module_call, module_get, module_load_state, module_parameter_count, module_state, multinomial, ndim, ne
 export nll_loss, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding
 export nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell, nn_rmsnorm, nonzero, numel, one_hot
-export ones_like, optimizer_lr, optimizer_set_lr, optimizer_step, optimizer_zero_grad, plan_kernel_count, plan_run
-export quick_gelu, rand_like, randn_like, randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave
-export requires_grad, rsqrt, scaled_dot_product_attention, scatter, scatter_reduce, selu, set_grad, set_option
-export set_requires_grad, shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy
-export square, squeeze, squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count
-export state_metadata_set, state_save, state_set, to, tril, triu, unfold, unsqueeze, where_, zeros_like
+export ones_like, optimizer_lr, optimizer_set_lr, optimizer_step, optimizer_zero_grad, option_pop, option_push
+export plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind, reciprocal, relu
+export relu6, repeat_interleave, requires_grad, rsqrt, scaled_dot_product_attention, scatter, scatter_reduce, selu
+export set_grad, set_option, set_requires_grad, shrink_var, sigmoid, silu, softmax, softplus, softsign
+export sparse_categorical_crossentropy, square, squeeze, squeeze_all, state_count, state_create, state_get
+export state_load, state_metadata_count, state_metadata_set, state_save, state_set, to, tril, triu, unfold, unsqueeze
+export where_, zeros_like

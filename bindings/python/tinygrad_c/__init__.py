@@ -28,10 +28,10 @@ import numpy as np
 
 from . import _capi
 
-__all__ = ["Tensor", "Device", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "DType", "dtypes",
+__all__ = ["Tensor", "Device", "GlobalCounters", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "DType", "dtypes",
            "least_upper_dtype", "Expr", "Variable", "version",
            "version_number", "counters", "reset_counters", "library_path", "has_tensor_api", "TinyJit", "Plan", "plan",
-           "Kernel", "MemoryPlan", "set_option", "get_option", "Context"]
+           "Kernel", "MemoryPlan", "set_option", "get_option", "Context", "function"]
 
 
 # ---- library ---------------------------------------------------------------------------------------------------------
@@ -437,16 +437,12 @@ class _TensorMeta(type):
   def training(cls) -> None: set_option("TRAINING", None)  # back to the environment's value (what pytest's monkeypatch undo does)
 
 
-class _Train:
-  """Tensor.train(mode=True): a context manager (and decorator) setting Tensor.training for a block, as tinygrad's."""
-  def __init__(self, mode: bool = True): self.mode, self.prev = mode, None
-  def __enter__(self): self.prev, Tensor.training = Tensor.training, self.mode
-  def __exit__(self, *exc): Tensor.training = self.prev
-  def __call__(self, fn):
-    @functools.wraps(fn)
-    def wrapped(*a, **kw):
-      with _Train(self.mode): return fn(*a, **kw)
-    return wrapped
+class _Train(contextlib.ContextDecorator):
+  """Tensor.train(mode=True): a context manager and decorator setting Tensor.training for a block, as tinygrad's. The
+  value holds for the calling thread only (tg_option_push), so threads training and evaluating at once don't mix."""
+  def __init__(self, mode: bool = True): self.mode = mode
+  def __enter__(self): _ok(C.option_push(b"TRAINING", b"1" if self.mode else b"0"), "option_push")
+  def __exit__(self, *exc): _ok(C.option_pop(), "option_pop")
 
 
 class Tensor(_Owned, metaclass=_TensorMeta):
@@ -727,6 +723,10 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def realize_many(*ts: "Tensor"):
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
     _ok(C.tensor_realize_many(arr, len(ts)), "tensor_realize_many")
+
+  def sequential(self, ll) -> "Tensor":
+    """Each callable of ll applied in turn: x.sequential([f, g]) is g(f(x)), as tinygrad."""
+    return functools.reduce(lambda x, f: f(x), ll, self)
 
   def plan(self, *lst: "Tensor") -> "Plan":
     """What realizing self (and lst) would run, scheduled and compiled but not run: see Plan."""
@@ -1637,9 +1637,6 @@ def Variable(name: str, min_val: int, max_val: int) -> Expr:
 
 
 # ---- options ---------------------------------------------------------------------------------------------------------
-_options_set: dict = {}  # what set_option last set per name (None: nothing set here), for Context to restore
-
-
 def set_option(name: str, value) -> None:
   """tg_set_option: the library's setting `name` (DEBUG, BEAM, NOOPT, JIT, ...) to a number (or a decimal string, as the
   environment variable takes it), for the whole process; None
@@ -1650,7 +1647,6 @@ def set_option(name: str, value) -> None:
     if not isinstance(value, (int, float, np.integer, np.floating)): raise TypeError(f"option {name} takes a number or None, got {value!r}")
     value = str(int(value)) if float(value).is_integer() else repr(float(value))
   _ok(C.set_option(_cstr(name, "option name"), _cstr(value, f"option {name}")), "set_option")
-  _options_set[name] = value
 
 
 def get_option(name: str) -> Union[int, float]:
@@ -1660,19 +1656,35 @@ def get_option(name: str) -> Union[int, float]:
   return int(out.value) if out.value.is_integer() else out.value
 
 
-class Context:
-  """tinygrad's Context: `with Context(JIT=0, DEBUG=2): ...` sets options for the block and restores on exit what
-  set_option had set before (or the environment's value where nothing was set)."""
-  def __init__(self, **options): self.options, self.prev = options, {}
+class Context(contextlib.ContextDecorator):
+  """tinygrad's Context: `with Context(JIT=0, DEBUG=2): ...` or `@Context(TRAINING=1)` on a function sets options for
+  the block (each call, for a decorated function) and restores them on exit. The values hold for the calling thread
+  only (tg_option_push / tg_option_pop), over set_option and the environment; blocks nest. An option the library does
+  not have raises KeyError, as tinygrad's Context does for a name it does not know."""
+  def __init__(self, **options):
+    self.options = {}
+    for k, v in options.items():
+      if isinstance(v, bool): v = int(v)
+      if isinstance(v, str): self.options[k] = v  # a decimal, as the environment variable takes it
+      elif isinstance(v, (int, float, np.integer, np.floating)): self.options[k] = str(int(v)) if float(v).is_integer() else repr(float(v))
+      else: raise TypeError(f"Context option {k} takes a number, got {v!r}")
   def __enter__(self):
-    for k, v in self.options.items():
-      prev = _options_set.get(k)
-      set_option(k, v)
-      self.prev[k] = prev
+    n = 0
+    try:
+      for k, v in self.options.items():
+        st = C.option_push(_cstr(k, "option name"), v.encode())
+        if st != 0:
+          if b"unknown option" in (C.last_error_message() or b""):
+            C.clear_error()
+            raise KeyError(k)
+          _raise_last("option_push")
+        n += 1
+    except BaseException:
+      for _ in range(n): C.option_pop()
+      raise
     return self
   def __exit__(self, *exc):
-    for k, v in self.prev.items(): set_option(k, v)
-    self.prev = {}
+    for _ in self.options: _ok(C.option_pop(), "option_pop")
 
 
 # ---- plans: what a realize runs, as data -----------------------------------------------------------------------------
@@ -1750,12 +1762,37 @@ _TG_OK, _TG_ERROR_INVALID_ARGUMENT = 0, 1
 
 
 class _JitCall:
-  """One call of a TinyJit on this thread: what its function returned or raised (the trampoline writes it)."""
-  __slots__ = ("jit", "realize_stash", "running", "exc", "stash", "kind", "n_out")
+  """One call of a TinyJit on this thread: its arguments, and what its function returned or raised (the trampoline
+  writes it)."""
+  __slots__ = ("jit", "realize_stash", "running", "exc", "stash", "kind", "n_out", "args", "kwargs", "tensors")
 
-  def __init__(self, jit, realize_stash):
+  def __init__(self, jit, realize_stash, args, kwargs):
     self.jit, self.realize_stash, self.running = jit, realize_stash, False
     self.exc, self.stash, self.kind, self.n_out = None, None, None, None
+    self.args, self.kwargs, self.tensors = args, kwargs, _jit_inputs(args, kwargs)
+
+  def rebuild(self, ins: List["Tensor"]):
+    """The call's arguments with each input tensor replaced by the library's handle for it (the same buffer)."""
+    sub = {id(t): i for i, t in enumerate(self.tensors)}
+    def put(x):
+      if isinstance(x, Tensor): return ins[sub[id(x)]]
+      if type(x) in (list, tuple): return type(x)(ins[sub[id(v)]] if isinstance(v, Tensor) else v for v in x)
+      if type(x) is dict: return {k: ins[sub[id(v)]] if isinstance(v, Tensor) else v for k, v in x.items()}
+      return x
+    return tuple(put(a) for a in self.args), {k: put(v) for k, v in self.kwargs.items()}
+
+
+def _jit_inputs(args, kwargs) -> List["Tensor"]:
+  """A TinyJit call's input tensors, as tinygrad picks them: the Tensor arguments (positional, then keyword ones by
+  name), then the Tensors directly inside list, tuple and dict arguments (one level: a model object's weights are not
+  inputs, they are captured as they are). Each tensor once."""
+  direct = [a for a in args if isinstance(a, Tensor)] + [v for _, v in sorted(kwargs.items()) if isinstance(v, Tensor)]
+  inner = [t for x in (*args, *kwargs.values()) if type(x) in (list, tuple, dict)
+           for t in (x.values() if type(x) is dict else x) if isinstance(t, Tensor)]
+  out, seen = [], set()
+  for t in direct + inner:
+    if id(t) not in seen: seen.add(id(t)); out.append(t)
+  return out
 
 
 _jit_tls = threading.local()
@@ -1768,9 +1805,11 @@ def _jit_calls():
 
 
 class TinyJit(_Owned):
-  """tinygrad's TinyJit over tg_jit: `jit = TinyJit(fn)` (or `@TinyJit` on a function) and `jit(*tensors)`.
+  """tinygrad's TinyJit over tg_jit: `jit = TinyJit(fn)` (or `@TinyJit` on a function or a method) and `jit(...)`.
 
-  fn takes positional Tensors and returns a Tensor, a tuple or list of Tensors, or None. The first call runs fn and
+  The inputs are the Tensor arguments (positional, then keyword by name) and the Tensors directly inside list, tuple
+  and dict arguments, as tinygrad picks them; other arguments (a model object, ints) are passed to fn when it runs and
+  are not looked at on a replay. fn returns a Tensor, a tuple or list of Tensors, or None. The first call runs fn and
   realizes its outputs; the second runs fn while capturing every kernel its realizes launch; later calls replay those
   kernels on the new inputs' buffers without running fn (no scheduling, lowering or compiling). Every realized tensor fn
   assigns in place (Tensor.assign) is realized with the outputs at each call, so the update replays even if fn does not
@@ -1805,8 +1844,9 @@ class TinyJit(_Owned):
     call = _jit_calls().stack[-1]
     try:
       ins = [Tensor._wrap(C.tensor_retain(inputs[i]), "tensor_retain") for i in range(n_inputs)]
+      args, kwargs = call.rebuild(ins)
       call.running = True
-      try: ret = self.fn(*ins)
+      try: ret = self.fn(*args, **kwargs)
       finally: call.running = False
       if ret is None: kind, outs = None, []
       elif isinstance(ret, Tensor): kind, outs = Tensor, [ret]
@@ -1829,10 +1869,24 @@ class TinyJit(_Owned):
       call.exc = e
       return _TG_ERROR_INVALID_ARGUMENT
 
+  def __get__(self, obj, objtype=None):
+    """On a method: each instance gets its own capture (its own weights are what a replay reads); the jit on the class
+    itself is this one. (tinygrad shares one capture between all instances of the class.)"""
+    if obj is None: return self
+    per = self.__dict__.setdefault("_per_instance", weakref.WeakKeyDictionary())
+    try: jit = per.get(obj)
+    except TypeError: raise TypeError(f"TinyJit on a method needs instances that can be weakly referenced; {type(obj).__name__} cannot") from None
+    if jit is None:
+      ref, fn = weakref.ref(obj), self.fn  # weak: the instance keys the map, a strong reference would keep it alive
+      def bound(*args, **kwargs):
+        o = ref()
+        if o is None: raise ReferenceError("the instance of this TinyJit method is gone")
+        return fn(o, *args, **kwargs)
+      functools.update_wrapper(bound, fn)
+      jit = per.setdefault(obj, TinyJit(bound))
+    return jit
+
   def __call__(self, *args, **kwargs):
-    if kwargs: raise TypeError(f"TinyJit takes positional Tensors only, got keyword arguments {sorted(kwargs)}")
-    for i, a in enumerate(args):
-      if not isinstance(a, Tensor): raise TypeError(f"TinyJit takes positional Tensors only, argument {i} is {type(a).__name__}")
     stack = _jit_calls().stack
     if any(c.jit is self and c.running for c in stack): raise RuntimeError("TinyJit is not reentrant: its function called the jit itself")
     # nested in another jit's function on this thread: the library runs fn at once and keeps no state for the call (an
@@ -1842,11 +1896,13 @@ class TinyJit(_Owned):
     with contextlib.nullcontext() if nested else self._lock:
       # before the capture any count goes: with n_outputs=0 fn's outputs come back through the stash
       n_out = 0 if nested or self.call_count == 0 or self._n_out is None else self._n_out
-      call = _JitCall(self, realize_stash=n_out == 0 and not nested)  # (JIT=0 too: tg_jit_call realizes fn's assigns at every call)
-      arr = (ctypes.c_void_p * max(len(args), 1))(*[a._h for a in args])
+      # (JIT=0 too: tg_jit_call realizes fn's assigns at every call)
+      call = _JitCall(self, n_out == 0 and not nested, args, kwargs)
+      ins = call.tensors
+      arr = (ctypes.c_void_p * max(len(ins), 1))(*[a._h for a in ins])
       out = (ctypes.c_void_p * max(n_out, 1))()
       stack.append(call)
-      try: st = C.jit_call(self._h, arr, len(args), out, n_out)
+      try: st = C.jit_call(self._h, arr, len(ins), out, n_out)
       finally: stack.pop()
       if st == 0 and not nested and call.n_out is not None: self._kind, self._n_out = call.kind, call.n_out
       kind = call.kind if call.n_out is not None else self._kind  # a replay does not run fn: what it returned when captured
@@ -1879,6 +1935,36 @@ class TinyJit(_Owned):
     return Plan._wrap(_made(C.jit_plan(self._h), "jit_plan"))
 
   def __repr__(self): return f"<TinyJit {getattr(self.fn, '__name__', self.fn)!r} calls={self.call_count}>"
+
+
+# ---- function: tinygrad's call-level capture -------------------------------------------------------------------------
+class _function:
+  """What `@function` makes: calling it calls the wrapped function and returns its Tensor or tuple of Tensors."""
+  def __init__(self, fxn, precompile: bool, precompile_backward: bool, allow_implicit: bool, grad_fxn):
+    if not callable(fxn): raise TypeError(f"function takes a callable, got {type(fxn).__name__}")
+    if grad_fxn is not None:
+      raise NotImplementedError("function(grad_fxn=...): a custom gradient for a call is not supported by tinygrad_c; gradients of the "
+                                "call are the gradients of the ops it records")
+    self.fxn, self.precompile, self.precompile_backward, self.allow_implicit = fxn, precompile, precompile_backward, allow_implicit
+    functools.update_wrapper(self, fxn)
+
+  def __get__(self, obj, objtype=None): return functools.partial(self.__call__, obj) if obj is not None else self
+
+  def __call__(self, *args, **kwargs):
+    ret = self.fxn(*args, **kwargs)
+    if isinstance(ret, Tensor) or (isinstance(ret, tuple) and all(isinstance(x, Tensor) for x in ret)): return ret
+    raise RuntimeError(f"function return type {type(ret)} not supported")
+
+
+def function(fxn=None, *, precompile: bool = False, precompile_backward: bool = False, allow_implicit: bool = False, grad_fxn=None):
+  """tinygrad's `@function` / `@function(precompile=True)` on a function or method returning a Tensor or a tuple of
+  Tensors. Here the call is recorded into the caller's lazy graph where it happens (inline), so values and gradients
+  are tinygrad's; the graph-level CALL tinygrad builds to schedule the body once and reuse it is not built: the body's
+  ops are scheduled with the rest (under a TinyJit, which schedules once anyway, this costs nothing at replay).
+  precompile flags are accepted and have nothing to do; implicit inputs (tensors the body reads that are not in its
+  arguments) are not checked; grad_fxn raises NotImplementedError."""
+  def make(f): return _function(f, precompile, precompile_backward, allow_implicit, grad_fxn)
+  return make if fxn is None else make(fxn)
 
 
 # ---- DLPack ----------------------------------------------------------------------------------------------------------
@@ -1962,5 +2048,19 @@ def counters() -> dict:
 
 
 def reset_counters(): C.counters_reset()
+
+
+class _GlobalCountersMeta(type):
+  def __getattr__(cls, name):
+    c = counters()
+    if name in c: return c[name]
+    raise AttributeError(f"GlobalCounters has no counter {name!r} (it has {', '.join(c)})")
+
+
+class GlobalCounters(metaclass=_GlobalCountersMeta):
+  """tinygrad's GlobalCounters over the library's process-wide counters: GlobalCounters.kernel_count, global_ops,
+  global_mem, time_sum_s (and compile_count, schedule_count, lower_count), read live; GlobalCounters.reset()."""
+  @staticmethod
+  def reset() -> None: C.counters_reset()
 
 Device.DEFAULT = Device.canonicalize(None)

@@ -1174,6 +1174,14 @@ unsafe extern "C" {
   /// The value the library uses now for option `name` (set here, else the environment, else its default) into
   /// *value (caller-owned). TG_ERROR_INVALID_ARGUMENT for an unknown name or a NULL `value`. Thread-safe.
   pub fn tg_get_option(name: *const c_char, value: *mut f64) -> tg_status;
+  /// A scoped override for the calling thread only (tinygrad's `with Context(TRAINING=1):` and
+  /// `@Tensor.train()`): option `name` reads `value` in this thread until the matching tg_option_pop, over
+  /// tg_set_option and the environment; pushes nest, and other threads keep their values. `value` as
+  /// tg_set_option takes it (not NULL); errors as tg_set_option's, and nothing is pushed. Borrowed strings.
+  pub fn tg_option_push(name: *const c_char, value: *const c_char) -> tg_status;
+  /// Undo this thread's last tg_option_push. TG_ERROR_INVALID_ARGUMENT when the thread has none left to undo
+  /// (inside a callback the library runs, only the callback's own pushes).
+  pub fn tg_option_pop() -> tg_status;
 
   // ---- counters
   /// The counters into *out (set out->struct_size first; a caller built against a smaller struct gets its

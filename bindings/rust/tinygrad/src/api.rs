@@ -2247,6 +2247,22 @@ pub fn get_option(name: &str) -> Result<f64> {
   Ok(value)
 }
 
+/// `tg_option_push`: A scoped override for the calling thread only (tinygrad's `with Context(TRAINING=1):`
+/// and `@Tensor.train()`): option `name` reads `value` in this thread until the matching tg_option_pop, over
+/// tg_set_option and the environment; pushes nest, and other threads keep their values. `value` as
+/// tg_set_option takes it (not NULL); errors as tg_set_option's, and nothing is pushed. Borrowed strings.
+pub fn option_push(name: &str, value: &str) -> Result<()> {
+  let name = cstring(name, "name")?;
+  let value = cstring(value, "value")?;
+  check(unsafe { sys::tg_option_push(name.as_ptr(), value.as_ptr()) })
+}
+
+/// `tg_option_pop`: Undo this thread's last tg_option_push. TG_ERROR_INVALID_ARGUMENT when the thread has
+/// none left to undo (inside a callback the library runs, only the callback's own pushes).
+pub fn option_pop() -> Result<()> {
+  check(unsafe { sys::tg_option_pop() })
+}
+
 /// `tg_counters_get`: The counters into *out (set out->struct_size first; a caller built against a smaller
 /// struct gets its prefix).
 pub fn counters_get() -> Result<Counters> {
@@ -2271,7 +2287,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 274 of the manifest's 306. The others, and where they are:
+/// Functions wrapped above: 276 of the manifest's 308. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
