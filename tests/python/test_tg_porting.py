@@ -235,3 +235,44 @@ def test_helpers_names_tinygrad_programs_import(monkeypatch, capsys):
   for i in t: t.set_description(f"step {i}")
   assert "3/3" in capsys.readouterr().err
   assert list(tqdm([1, 2], disable=True)) == [1, 2]
+
+
+def test_fetch_downloads_once_checks_sha256_and_gunzips(tmp_path, monkeypatch):
+  import gzip, hashlib, http.server
+  from tinygrad_c.helpers import fetch
+  payload = bytes(range(256)) * 64
+  (tmp_path / "srv").mkdir()
+  (tmp_path / "srv" / "a.bin").write_bytes(payload)
+  (tmp_path / "srv" / "a.bin.gz").write_bytes(gzip.compress(payload))
+  class Quiet(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *a, **kw): super().__init__(*a, directory=str(tmp_path / "srv"), **kw)
+    def log_message(self, *a): pass
+  srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+  threading.Thread(target=srv.serve_forever, daemon=True).start()
+  try:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    url = f"http://127.0.0.1:{srv.server_address[1]}/a.bin"
+    p = fetch(url)
+    assert p.read_bytes() == payload and str(p).startswith(str(tmp_path / "cache"))
+    (tmp_path / "srv" / "a.bin").write_bytes(b"changed")
+    assert fetch(url).read_bytes() == payload  # cached: not downloaded again
+    assert fetch(url, allow_caching=False).read_bytes() == b"changed"
+    with pytest.raises(RuntimeError, match="sha256"): fetch(url, name="other", sha256=hashlib.sha256(payload).hexdigest())
+    assert not (p.parent / "other").exists()  # nothing left under the final name
+    assert fetch(url + ".gz", gunzip=True).read_bytes() == payload
+    assert fetch("/etc/hostname") == __import__("pathlib").Path("/etc/hostname")
+  finally:
+    srv.shutdown()
+
+
+def test_example_mnist_cnn_trains():
+  # examples/python/mnist_cnn.py, a few steps: it must learn (it checks TARGET itself and exits nonzero below it)
+  import os, subprocess, sys
+  from pathlib import Path
+  root = Path(__file__).resolve().parents[2]
+  env = dict(os.environ, STEPS="40", BS="64", EVAL_EVERY="40", TEST_N="1000", TARGET="60",
+             PYTHONPATH=str(root / "bindings" / "python"))
+  r = subprocess.run([sys.executable, str(root / "examples" / "python" / "mnist_cnn.py")], env=env, capture_output=True, text=True,
+                     timeout=600)
+  assert r.returncode == 0, r.stdout + r.stderr
+  assert "after 40 steps of batch 64: test accuracy" in r.stdout

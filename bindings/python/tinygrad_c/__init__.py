@@ -31,7 +31,7 @@ from . import _capi
 __all__ = ["Tensor", "Device", "GlobalCounters", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "DType", "dtypes",
            "least_upper_dtype", "Expr", "Variable", "version",
            "version_number", "counters", "reset_counters", "library_path", "has_tensor_api", "TinyJit", "Plan", "plan",
-           "Kernel", "MemoryPlan", "set_option", "get_option", "Context", "function"]
+           "Kernel", "MemoryPlan", "set_option", "get_option", "Context", "function", "getenv", "fetch"]
 
 
 # ---- library ---------------------------------------------------------------------------------------------------------
@@ -2064,3 +2064,6 @@ class GlobalCounters(metaclass=_GlobalCountersMeta):
   def reset() -> None: C.counters_reset()
 
 Device.DEFAULT = Device.canonicalize(None)
+
+
+from .helpers import fetch, getenv  # noqa: E402 (tinygrad's top-level names; helpers imports from this module)

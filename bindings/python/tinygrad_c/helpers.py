@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
+import hashlib
 import operator
 import os
+import pathlib
 import re
 import shutil
 import sys
+import tempfile
 import time
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
@@ -19,7 +23,7 @@ from . import Context, GlobalCounters, get_option
 
 __all__ = ["getenv", "colored", "ansistrip", "ansilen", "tqdm", "trange", "Timing", "prod", "dedup", "argfix", "argsort", "all_same",
            "all_int", "flatten", "fully_flatten", "make_tuple", "round_up", "ceildiv", "partition", "unwrap", "merge_dicts",
-           "Context", "ContextVar", "GlobalCounters", "DEBUG", "BEAM", "NOOPT", "JIT", "TRAINING", "CI", "OSX", "WIN"]
+           "Context", "ContextVar", "GlobalCounters", "fetch", "DEBUG", "BEAM", "NOOPT", "JIT", "TRAINING", "CI", "OSX", "WIN"]
 
 T = TypeVar("T")
 
@@ -172,3 +176,48 @@ class tqdm:
 
 
 def trange(n: int, **kwargs) -> tqdm: return tqdm(range(n), total=n, **kwargs)
+
+
+def _downloads_dir() -> pathlib.Path:
+  base = os.getenv("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+  return pathlib.Path(base) / "tinygrad_c" / "downloads"
+
+
+def fetch(url: str, name=None, subdir: Optional[str] = None, gunzip: bool = False, allow_caching: Optional[bool] = None,
+          headers: Optional[dict] = None, sha256: Optional[str] = None) -> pathlib.Path:
+  """tinygrad's fetch: the file at `url` downloaded once into $XDG_CACHE_HOME/tinygrad_c/downloads (or to `name` when it
+  is a path), its Path returned; a local path ("/..." or "./...") is returned as it is. gunzip inflates it on the way;
+  sha256 checks it (RuntimeError on a mismatch); DISABLE_HTTP_CACHE=1 or allow_caching=False downloads again. Written
+  to a temporary file and renamed, so an interrupted download never leaves a partial file under the final name."""
+  import urllib.request
+  if url.startswith(("/", ".")): return pathlib.Path(url)
+  if allow_caching is None: allow_caching = not getenv("DISABLE_HTTP_CACHE")
+  headers = dict(headers or {})
+  if name is not None and (isinstance(name, pathlib.Path) or "/" in name): fp = pathlib.Path(name)
+  else:
+    hh = "_" + hashlib.md5("\n".join(f"{k.strip()}:{v.strip()}" for k, v in sorted(headers.items())).encode()).hexdigest() if headers else ""
+    fp = _downloads_dir() / (subdir or "") / ((name or hashlib.md5(url.encode()).hexdigest()) + hh + (".gunzip" if gunzip else ""))
+  def digest_ok(p: pathlib.Path) -> bool: return sha256 is None or hashlib.sha256(p.read_bytes()).hexdigest() == sha256
+  if fp.is_file() and allow_caching and digest_ok(fp): return fp
+  fp.parent.mkdir(parents=True, exist_ok=True)
+  with urllib.request.urlopen(urllib.request.Request(url, headers={"User-Agent": "tinygrad_c", **headers}), timeout=10) as r:
+    status = getattr(r, "status", 200)
+    if status not in (200, 206): raise RuntimeError(f"fetch {url}: HTTP status {status}")
+    length = None if gunzip else int(r.headers.get("content-length", 0) or 0)
+    src = gzip.GzipFile(fileobj=r) if gunzip else r
+    h = hashlib.sha256() if sha256 else None
+    bar = tqdm(total=length or 0, unit="B", desc=url, disable=None)
+    with tempfile.NamedTemporaryFile(dir=fp.parent, delete=False) as f:
+      try:
+        while chunk := src.read(1 << 16):
+          if h: h.update(chunk)
+          bar.update(f.write(chunk))
+        f.close()
+        if h and h.hexdigest() != sha256: raise RuntimeError(f"fetch {url}: sha256 mismatch, expected {sha256} but got {h.hexdigest()}")
+        if length and os.stat(f.name).st_size < length: raise RuntimeError(f"fetch {url}: incomplete, {os.stat(f.name).st_size} < {length} bytes")
+        pathlib.Path(f.name).rename(fp)
+      except BaseException:
+        pathlib.Path(f.name).unlink(missing_ok=True)
+        raise
+    bar.update(close=True)
+  return fp

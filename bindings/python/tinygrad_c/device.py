@@ -1,0 +1,2 @@
+"""`from tinygrad_c.device import Device`, as tinygrad code imports it from tinygrad.device."""
+from . import Device  # noqa: F401

@@ -1,0 +1,1 @@
+"""tinygrad's engine package paths: `from tinygrad_c.engine.jit import TinyJit`."""
