@@ -276,3 +276,64 @@ def test_example_mnist_cnn_trains():
                      timeout=600)
   assert r.returncode == 0, r.stdout + r.stderr
   assert "after 40 steps of batch 64: test accuracy" in r.stdout
+
+
+# ---- tinygrad's smaller Tensor conveniences --------------------------------------------------------------------------
+@pytest.mark.parametrize("formula,sizes,ref", [
+  ("b c (h w) -> b (c h) w", {"h": 2}, lambda a: a.reshape(2, 3, 2, 2).reshape(2, 6, 2)),
+  ("... w -> w ...", {}, lambda a: a.transpose(2, 0, 1)),
+  ("b ... -> (...) b", {}, lambda a: a.transpose(1, 2, 0).reshape(12, 2)),
+  ("b c w -> b 1 (c w)", {}, lambda a: a.reshape(2, 1, 12)),
+  ("a b c -> c () b a", {}, lambda a: a.transpose(2, 1, 0).reshape(4, 1, 3, 2)),
+  ("a b (c d) -> (a d) b c", {"d": 2}, lambda a: a.reshape(2, 3, 2, 2).transpose(0, 3, 1, 2).reshape(4, 3, 2)),
+])
+def test_rearrange_matches_numpy(formula, sizes, ref):
+  a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+  np.testing.assert_array_equal(Tensor(a).rearrange(formula, **sizes).numpy(), ref(a))
+
+
+@pytest.mark.parametrize("formula,sizes", [("a b c -> a b d", {}), ("a (b ...) c -> a b c", {}), ("a b c -> a b c", {"z": 1}),
+                                           ("a b c -> a (b c", {}), ("a b (c d) -> a b c d", {})])
+def test_rearrange_bad_formulas_assert(formula, sizes):
+  with pytest.raises(AssertionError): Tensor.zeros(2, 3, 4).rearrange(formula, **sizes)
+
+
+def test_small_conveniences():
+  a = np.arange(12, dtype=np.float32).reshape(3, 4)
+  t = Tensor(a)
+  assert t.size() == (3, 4) and t.size(-1) == 4 and t.nbytes() == 48 and t.element_size() == 4 and t.is_floating_point()
+  with pytest.raises(IndexError): t.size(2)
+  assert t.allclose(Tensor(a * (1 + 1e-6))).item() is True and t.allclose(Tensor(a + 1)).item() is False
+  assert (t.double().dtype, t.long().dtype, t.short().dtype, t.bfloat16().dtype) == \
+         (tg.dtypes.float64, tg.dtypes.int64, tg.dtypes.int16, tg.dtypes.bfloat16)
+  np.testing.assert_array_equal(t.eq(4).numpy(), a == 4)
+  np.testing.assert_array_equal(t.ne(4).numpy(), a != 4)
+  np.testing.assert_array_equal(t.pad_to(4, None, value=-1).numpy(), np.pad(a, ((0, 1), (0, 0)), constant_values=-1))
+  np.testing.assert_array_equal(t.shrink_to(2, 3).numpy(), a[:2, :3])
+  assert t.pad_to(3, 4) is t
+  np.testing.assert_array_equal(t.const_like(7).numpy(), np.full((3, 4), 7, np.float32))
+  e = t.empty_like()
+  assert e.shape == (3, 4) and e.dtype == tg.dtypes.float32
+  np.testing.assert_array_equal(np.frombuffer(Tensor([1, 2, 3]).data(), dtype=np.int32), [1, 2, 3])
+  buf = np.arange(6, dtype=np.float32)
+  b = Tensor.from_blob(buf.ctypes.data, (2, 3), dtype=tg.dtypes.float32)
+  buf[:] = 0  # copied at the call
+  np.testing.assert_array_equal(b.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
+def test_to_moves_in_place_with_grad():
+  t = Tensor([1.0, 2.0], requires_grad=True)
+  (t * t).sum().backward()
+  same = t.to_("CPU")
+  assert same is t and t.device.startswith("CPU")
+  np.testing.assert_allclose(t.grad.numpy(), [2.0, 4.0])
+
+
+def test_newton_schulz_orthogonalizes():
+  Tensor.manual_seed(1)
+  g = Tensor.randn(4, 6)
+  x = g.newton_schulz(steps=10, params=(3.4445, -4.775, 2.0315)).numpy()
+  # the quintic drives every singular value into roughly [0.7, 1.2]: X X^T near I
+  s = np.linalg.svd(x, compute_uv=False)
+  assert np.all(s > 0.6) and np.all(s < 1.3)
+  with pytest.raises(AssertionError): Tensor([1.0, 2.0]).newton_schulz(1, (1.0,))

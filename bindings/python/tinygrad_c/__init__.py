@@ -728,6 +728,141 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     """Each callable of ll applied in turn: x.sequential([f, g]) is g(f(x)), as tinygrad."""
     return functools.reduce(lambda x, f: f(x), ll, self)
 
+  # -- tinygrad's smaller conveniences
+  def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan=False) -> "Tensor":
+    """A 0-d bool tensor: isclose everywhere (tinygrad returns a Tensor here, not a Python bool)."""
+    return self.isclose(other, rtol=rtol, atol=atol, equal_nan=equal_nan).all()
+
+  def double(self) -> "Tensor": return self.cast(dtypes.float64)
+  def bfloat16(self) -> "Tensor": return self.cast(dtypes.bfloat16)
+  def long(self) -> "Tensor": return self.cast(dtypes.int64)
+  def short(self) -> "Tensor": return self.cast(dtypes.int16)
+  def element_size(self) -> int: return self.dtype.itemsize
+  def nbytes(self) -> int: return self.numel() * self.dtype.itemsize
+  def is_floating_point(self) -> bool: return self.dtype.is_float
+  def eq(self, x) -> "Tensor": return self == x
+  def ne(self, x) -> "Tensor": return self != x
+
+  def size(self, dim: Optional[int] = None):
+    """The shape, or its size along dim (negative counts from the end)."""
+    if dim is None: return self.shape
+    if not -self.ndim <= dim < max(self.ndim, 1): raise IndexError(f"dim {dim} is out of range for {self.ndim} dims")
+    return self.shape[dim]
+
+  def empty_like(self, dtype=None, device=None) -> "Tensor":
+    return Tensor.empty(self.shape, dtype=self.dtype if dtype is None else dtype, device=self.device if device is None else device)
+
+  def const_like(self, b, dtype=None) -> "Tensor": return self.full_like(b, dtype=dtype)
+
+  def shrink_to(self, shape, *args) -> "Tensor":
+    """The first shape[i] elements along each dim (None keeps a dim)."""
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape, *args)
+    return self.shrink(tuple(None if n is None else (0, n) for n in shape))
+
+  def pad_to(self, shape, *args, value=0) -> "Tensor":
+    """Padded at the end of each dim up to shape (None keeps a dim) with value."""
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape, *args)
+    if len(shape) != self.ndim: raise ValueError(f"pad_to: {len(shape)} sizes for {self.ndim} dims")
+    pads = tuple((0, 0 if n is None else n - s) for s, n in zip(self.shape, shape))
+    return self if all(p == (0, 0) for p in pads) else self.pad(pads, value=value)
+
+  def to_(self, device: str) -> "Tensor":
+    """Moves this tensor (and its grad) to device in place: the Python object now refers to the moved tensor."""
+    moved = self.to(device)
+    g = self.grad
+    new, self._h = self._h, C.tensor_retain(moved._h)
+    C.tensor_release(new)
+    if g is not None: self.grad = g.to(device)
+    return self
+
+  def data(self) -> memoryview:
+    """The realized values as a memoryview of this tensor's shape (bfloat16 as its raw 16-bit words)."""
+    return memoryview(np.ascontiguousarray(self.numpy()))
+
+  @staticmethod
+  def from_blob(ptr: int, shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
+    """A tensor of the values at host address ptr. Unlike tinygrad (which wraps the memory), the values are copied when
+    this is called: the memory need not outlive the tensor, and later writes to it are not seen."""
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    shape = _shape_args(shape)
+    n = math.prod(shape) * dt.itemsize
+    raw = (ctypes.c_char * n).from_address(ptr) if n else b""
+    arr = np.frombuffer(bytes(raw), dtype=np.uint16 if dt is dtypes.bfloat16 else dt.np).reshape(shape)
+    if dt is dtypes.bfloat16: return Tensor(arr, device=device, requires_grad=requires_grad).bitcast(dtypes.bfloat16)
+    return Tensor(arr, dtype=dt, device=device, requires_grad=requires_grad)
+
+  @staticmethod
+  def from_url(url: str, gunzip: bool = False, **kwargs) -> "Tensor":
+    """The bytes at url (fetched once into the download cache, see tinygrad_c.helpers.fetch) as a uint8 tensor."""
+    from .helpers import fetch
+    return Tensor(np.fromfile(fetch(url, gunzip=gunzip), dtype=np.uint8), **kwargs)
+
+  def newton_schulz(self, steps: int, params, eps: float = 1.0e-7) -> "Tensor":
+    """tinygrad's Newton-Schulz iteration with the odd polynomial sum(params[i] * X (X^T X)^i) over the last two dims, on
+    X normalized by its Frobenius norm (+ eps)."""
+    if self.ndim < 2: raise AssertionError("NS only works for two or more dims")
+    if self.shape[-2] > self.shape[-1]: return self.transpose(-2, -1).newton_schulz(steps, params, eps).transpose(-2, -1)
+    g = self / (self.square().sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
+    for _ in range(steps):
+      gram, term, acc = g @ g.transpose(-2, -1), g, None
+      for i, c in enumerate(params):
+        if i: term = gram @ term
+        acc = term * c if acc is None else acc + term * c
+      g = acc
+    return g
+
+  def rearrange(self, formula: str, **sizes) -> "Tensor":
+    """einops-style "b c (h w) -> b (c h) w" with sizes for split groups (h=4), "..." for the dims not named and "1" or
+    "()" for a unit dim; AssertionError on a bad formula, as tinygrad."""
+    def side(txt: str):
+      # each dim of the side: (names, bracketed); a bare "..." stands for several dims, a bracketed one is flattened
+      dims, cur = [], None
+      for tok in txt.replace("\u2026", "...").replace("(", " ( ").replace(")", " ) ").split():
+        if tok == "(":
+          assert cur is None, f"nested brackets in {formula}"
+          cur = []
+        elif tok == ")":
+          assert cur is not None, f"bracket mismatch in {formula}"
+          dims.append((cur, True)); cur = None
+        elif tok == "1":  # a unit dim
+          if cur is None: dims.append(([], True))
+        else:
+          assert tok == "..." or (tok.isidentifier() and "_" not in (tok[0], tok[-1])), f"invalid axis name {tok}"
+          if cur is not None: cur.append(tok)
+          else: dims.append(([tok], False))
+      assert cur is None, f"bracket mismatch in {formula}"
+      return dims
+    assert formula.count("->") == 1, 'need exactly one "->" in formula'
+    lhs, rhs = (side(x) for x in formula.split("->"))
+    ln, rn = [n for g, _ in lhs for n in g], [n for g, _ in rhs for n in g]
+    assert sorted(ln) == sorted(rn) and len(ln) == len(set(ln)), f"name mismatch in {formula}"
+    for name in sizes: assert name in ln, f"axis {name} is not used in transform"
+    assert all(not br or "..." not in g for g, br in lhs), f"cannot have collapsed ellipsis (...) in lhs of {formula}"
+    if "..." in ln:  # expand "..." to the dims it stands for
+      ell = [f"...{i}" for i in range(self.ndim - (len(lhs) - 1))]
+      assert len(lhs) - 1 <= self.ndim, f"{formula}: the tensor has only {self.ndim} dims"
+      def expand(dims):
+        out = []
+        for g, br in dims:
+          if g == ["..."] and not br: out += [([e], False) for e in ell]
+          else: out.append((sum((ell if n == "..." else [n] for n in g), []), br))
+        return out
+      lhs, rhs = expand(lhs), expand(rhs)
+      ln, rn = [n for g, _ in lhs for n in g], [n for g, _ in rhs for n in g]
+    if len(lhs) != self.ndim: raise RuntimeError(f"{formula}: the left side names {len(lhs)} dims, the tensor has {self.ndim}")
+    size = {}
+    for (g, _), n in zip(lhs, self.shape):
+      unknown, known = [x for x in g if x not in sizes], math.prod(sizes[x] for x in g if x in sizes)
+      assert len(unknown) <= 1, f"{formula}: can't infer the sizes of {unknown}"
+      if unknown:
+        assert known and n % known == 0, f"{formula}: a dim of size {n} does not split by {known}"
+        size[unknown[0]] = n // known
+      else: assert known == n, f"size provided for dimension {g} incorrect"
+      size.update({x: sizes[x] for x in g if x in sizes})
+    t = self.reshape(tuple(size[x] for x in ln))
+    if rn: t = t.permute(tuple(ln.index(x) for x in rn))
+    return t.reshape(tuple(math.prod(size[x] for x in g) for g, _ in rhs))
+
   def plan(self, *lst: "Tensor") -> "Plan":
     """What realizing self (and lst) would run, scheduled and compiled but not run: see Plan."""
     return Plan(self, *lst)
