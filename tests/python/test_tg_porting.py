@@ -337,3 +337,32 @@ def test_newton_schulz_orthogonalizes():
   s = np.linalg.svd(x, compute_uv=False)
   assert np.all(s > 0.6) and np.all(s < 1.3)
   with pytest.raises(AssertionError): Tensor([1.0, 2.0]).newton_schulz(1, (1.0,))
+
+
+# ---- dtype= on products and softmax (mixed precision) ----------------------------------------------------------------
+def test_matmul_dot_linear_einsum_dtype():
+  rng = np.random.default_rng(0)
+  a = rng.integers(-100, 100, (5, 7)).astype(np.int8)
+  b = rng.integers(-100, 100, (7, 3)).astype(np.int8)
+  ref = a.astype(np.int32) @ b.astype(np.int32)  # would wrap in int8
+  for out in (Tensor(a).matmul(Tensor(b), dtype=tg.dtypes.int32), Tensor(a).dot(Tensor(b), dtype=tg.dtypes.int32),
+              Tensor.einsum("ij,jk->ik", Tensor(a), Tensor(b), dtype=tg.dtypes.int32)):
+    assert out.dtype == tg.dtypes.int32
+    np.testing.assert_array_equal(out.numpy(), ref)
+  np.testing.assert_array_equal(Tensor(b).matmul(Tensor(a), reverse=True, dtype=tg.dtypes.int32).numpy(), ref)
+  h = rng.standard_normal((4, 6)).astype(np.float16)
+  w = rng.standard_normal((6, 3)).astype(np.float16)
+  bias = rng.standard_normal(3).astype(np.float16)
+  out = Tensor(h).linear(Tensor(w), Tensor(bias), dtype=tg.dtypes.float32)
+  assert out.dtype == tg.dtypes.float32
+  np.testing.assert_allclose(out.numpy(), h.astype(np.float32) @ w.astype(np.float32) + bias.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_dtype_computes_in_dtype():
+  x = (np.random.default_rng(1).standard_normal((3, 5)) * 4).astype(np.float16)
+  for fn, ref in (("softmax", lambda m: np.exp(m) / np.exp(m).sum(-1, keepdims=True)),
+                  ("log_softmax", lambda m: m - np.log(np.exp(m).sum(-1, keepdims=True)))):
+    out = getattr(Tensor(x), fn)(dtype=tg.dtypes.float32)
+    assert out.dtype == tg.dtypes.float32
+    m = (x - x.max(-1, keepdims=True)).astype(np.float32)
+    np.testing.assert_allclose(out.numpy(), ref(m), rtol=1e-5, atol=1e-6)

@@ -1140,8 +1140,16 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     match = (x.reshape(*x.shape, 1) == v.reshape(*v.shape[:-1], 1, n)).where(ar.reshape(n, 1) <= ar.reshape(1, n), False)
     idx = n - match.where(Tensor.arange(n, 0, -1, device=self.device).reshape(n, 1), 0).max(axis=-2)
     return values, idx.cast(dtypes.int32).transpose(-1, axis)
-  def softmax(self, axis=-1): return Tensor._wrap(C.tensor_softmax(self._h, _i64(axis, "axis")), "tensor_softmax")
-  def log_softmax(self, axis=-1): return Tensor._wrap(C.tensor_log_softmax(self._h, _i64(axis, "axis")), "tensor_log_softmax")
+  def _softmax_input(self, axis, dtype) -> "Tensor":
+    # dtype= as tinygrad: the max is taken and subtracted in self's dtype, the rest computed in dtype
+    if dtype is None: return self
+    return (self - self.max(axis=axis, keepdim=True).detach()).cast(to_dtype(dtype))
+  def softmax(self, axis=-1, dtype=None) -> "Tensor":
+    x = self._softmax_input(axis, dtype)  # held: its handle must live through the call
+    return Tensor._wrap(C.tensor_softmax(x._h, _i64(axis, "axis")), "tensor_softmax")
+  def log_softmax(self, axis=-1, dtype=None) -> "Tensor":
+    x = self._softmax_input(axis, dtype)
+    return Tensor._wrap(C.tensor_log_softmax(x._h, _i64(axis, "axis")), "tensor_log_softmax")
 
   # -- movement
   def _mv(self, name: str, vals: Sequence[int], *extra) -> "Tensor":
@@ -1238,24 +1246,31 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def triu(self, diagonal: int = 0) -> "Tensor": return Tensor._wrap(C.tensor_triu(self._h, _i64(diagonal, "diagonal")), "tensor_triu")
 
   # -- linear algebra
-  def matmul(self, x, reverse=False) -> "Tensor":
+  # dtype= on the products (tinygrad's mixed precision): the result and the accumulation are in dtype. The operands are
+  # cast to dtype before they are multiplied (tinygrad multiplies in their own dtype), so int8 products don't wrap.
+  def matmul(self, x, reverse=False, dtype=None) -> "Tensor":
     x = x if isinstance(x, Tensor) else Tensor(x, device=self.device)
     a, b = (x, self) if reverse else (self, x)
+    if dtype is not None: a, b = a.cast(dtype), b.cast(dtype)
     return Tensor._wrap(C.tensor_matmul(a._h, b._h), "tensor_matmul")
 
-  def dot(self, w) -> "Tensor":
+  def dot(self, w, dtype=None) -> "Tensor":
     """Matrix product (tg_tensor_dot: numpy's rules for 1-D and batched operands)."""
-    w = self._tensor(w)
-    return Tensor._wrap(C.tensor_dot(self._h, w._h), "tensor_dot")
+    w, a = self._tensor(w), self
+    if dtype is not None: a, w = a.cast(dtype), w.cast(dtype)
+    return Tensor._wrap(C.tensor_dot(a._h, w._h), "tensor_dot")
 
-  def linear(self, weight: "Tensor", bias: Optional["Tensor"] = None) -> "Tensor":
+  def linear(self, weight: "Tensor", bias: Optional["Tensor"] = None, dtype=None) -> "Tensor":
     """self @ weight + bias with weight (in, out), as tinygrad's Tensor.linear."""
+    if dtype is not None:
+      return self.cast(dtype).linear(weight.cast(dtype), None if bias is None else bias.cast(dtype))
     return Tensor._wrap(C.tensor_linear(self._h, weight._h, None if bias is None else bias._h), "tensor_linear")
 
   @staticmethod
-  def einsum(formula: str, *operands) -> "Tensor":
+  def einsum(formula: str, *operands, dtype=None) -> "Tensor":
     """Einstein summation ("ij,jk->ik"); operands may also be given as one list."""
     ops = tuple(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else operands
+    if dtype is not None: ops = tuple(t.cast(dtype) for t in ops)
     arr = (ctypes.c_void_p * max(len(ops), 1))(*[t._h for t in ops])
     return Tensor._wrap(C.tensor_einsum(_cstr(formula, "formula"), arr, len(ops)), "tensor_einsum")
 
