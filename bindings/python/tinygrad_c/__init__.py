@@ -868,6 +868,9 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Plan(self, *lst)
 
   def contiguous(self) -> "Tensor": return Tensor._wrap(C.tensor_contiguous(self._h), "tensor_contiguous")
+  def contiguous_backward(self) -> "Tensor":
+    """self, whose gradient is made contiguous (realized into its own buffer) on the way back."""
+    return Tensor._wrap(C.tensor_contiguous_backward(self._h), "tensor_contiguous_backward")
 
   def numpy(self) -> np.ndarray:
     dt, shape = self.dtype, self.shape
