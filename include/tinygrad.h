@@ -767,6 +767,21 @@ TG_API tg_status tg_lstm_cell_step(tg_module* m, tg_tensor* x, tg_tensor* h, tg_
 TG_API const char* tg_module_kind(const tg_module* m);
 /* The module's tensor of that name (a state dict key, e.g. "weight" or "0.bias"): a new reference sharing it. */
 TG_API tg_tensor* tg_module_get(tg_module* m, const char* name);
+/* Puts `t` (borrowed; the module shares it, as a tinygrad module attribute holds a Tensor) in the place of the module's
+ * tensor `name` (a state dict key, e.g. "weight" or "0.bias"): later calls, tg_module_get, tg_module_state and
+ * tg_module_parameters use it. t NULL removes an optional tensor (a bias, a norm's weight or bias, BatchNorm's running
+ * statistics; the call then runs without it, as tinygrad's `if self.bias is not None`); a required one (Linear's
+ * weight) is TG_ERROR_INVALID_ARGUMENT. Setting a removed or never-made optional tensor (a Linear made without bias)
+ * adds it. The shape must be the module's (TG_ERROR_SHAPE), the dtype float, or int for num_batches_tracked
+ * (TG_ERROR_DTYPE); an unknown name is TG_ERROR_INVALID_ARGUMENT listing the module's names. @nullable(t) */
+TG_API tg_status tg_module_set(tg_module* m, const char* name, tg_tensor* t);
+/* A module's numeric attribute by tinygrad's name, into *value: BatchNorm's eps, momentum and track_running_stats (0 or
+ * 1); eps of LayerNorm, RMSNorm, GroupNorm and InstanceNorm; GroupNorm's num_groups. In a Sequential, "1.eps". An
+ * unknown name is TG_ERROR_INVALID_ARGUMENT listing the module's options. */
+TG_API tg_status tg_module_get_option(const tg_module* m, const char* name, double* value);
+/* Changes that attribute; the next call uses it. A value that is not finite, a negative eps, or a num_groups that does
+ * not divide the channels is TG_ERROR_INVALID_ARGUMENT, and the module keeps the old value. */
+TG_API tg_status tg_module_set_option(tg_module* m, const char* name, double value);
 /* The state dict (parameters and buffers such as running statistics, tinygrad's names and order): a new tg_state whose
  * tensors share the module's, to save (tg_state_save) or list (tg_state_count, tg_state_name, ...). */
 TG_API tg_state* tg_module_state(tg_module* m);

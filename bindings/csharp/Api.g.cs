@@ -1633,6 +1633,38 @@ public sealed partial class Module : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_module_get(H, name)));
   }
 
+  /// <summary>Puts `t` (borrowed; the module shares it, as a tinygrad module attribute holds a Tensor) in the place of the
+  /// module's tensor `name` (a state dict key, e.g. "weight" or "0.bias"): later calls, tg_module_get,
+  /// tg_module_state and tg_module_parameters use it. t NULL removes an optional tensor (a bias, a norm's weight
+  /// or bias, BatchNorm's running statistics; the call then runs without it, as tinygrad's `if self.bias is not
+  /// None`); a required one (Linear's weight) is TG_ERROR_INVALID_ARGUMENT. Setting a removed or never-made
+  /// optional tensor (a Linear made without bias) adds it. The shape must be the module's (TG_ERROR_SHAPE), the
+  /// dtype float, or int for num_batches_tracked (TG_ERROR_DTYPE); an unknown name is TG_ERROR_INVALID_ARGUMENT
+  /// listing the module's names. (tg_module_set)
+  /// </summary>
+  public void Set(string name, Tensor t = null) {
+    Native.Check(Native.tg_module_set(H, name, t?.H ?? TensorHandle.Null));
+  }
+
+  /// <summary>A module's numeric attribute by tinygrad's name, into *value: BatchNorm's eps, momentum and
+  /// track_running_stats (0 or 1); eps of LayerNorm, RMSNorm, GroupNorm and InstanceNorm; GroupNorm's num_groups.
+  /// In a Sequential, "1.eps". An unknown name is TG_ERROR_INVALID_ARGUMENT listing the module's options.
+  /// (tg_module_get_option)
+  /// </summary>
+  public double GetOption(string name) {
+    double value_;
+    Native.Check(Native.tg_module_get_option(H, name, out value_));
+    return value_;
+  }
+
+  /// <summary>Changes that attribute; the next call uses it. A value that is not finite, a negative eps, or a num_groups
+  /// that does not divide the channels is TG_ERROR_INVALID_ARGUMENT, and the module keeps the old value.
+  /// (tg_module_set_option)
+  /// </summary>
+  public void SetOption(string name, double value) {
+    Native.Check(Native.tg_module_set_option(H, name, value));
+  }
+
   /// <summary>The state dict (parameters and buffers such as running statistics, tinygrad's names and order): a new
   /// tg_state whose tensors share the module's, to save (tg_state_save) or list (tg_state_count, tg_state_name,
   /// ...). (tg_module_state)

@@ -1241,6 +1241,21 @@ static tg_tensor* tgw_module_get(tg_module* m, const char* name, tgw_err* tgw_e)
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_status tgw_module_set(tg_module* m, const char* name, tg_tensor* t, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_module_set(m, name, t);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_module_get_option(const tg_module* m, const char* name, double* value, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_module_get_option(m, name, value);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_module_set_option(tg_module* m, const char* name, double value, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_module_set_option(m, name, value);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
 static tg_state* tgw_module_state(tg_module* m, tgw_err* tgw_e) {
   tg_state* tgw_r = tg_module_state(m);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -5294,6 +5309,62 @@ func (m *Module) Get(name string) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
+// Set is tg_module_set. Puts `t` (borrowed; the module shares it, as a tinygrad module attribute holds a Tensor)
+// in the place of the module's tensor `name` (a state dict key, e.g. "weight" or "0.bias"): later calls,
+// tg_module_get, tg_module_state and tg_module_parameters use it. t NULL removes an optional tensor (a bias, a
+// norm's weight or bias, BatchNorm's running statistics; the call then runs without it, as tinygrad's `if
+// self.bias is not None`); a required one (Linear's weight) is TG_ERROR_INVALID_ARGUMENT. Setting a removed or
+// never-made optional tensor (a Linear made without bias) adds it. The shape must be the module's
+// (TG_ERROR_SHAPE), the dtype float, or int for num_batches_tracked (TG_ERROR_DTYPE); an unknown name is
+// TG_ERROR_INVALID_ARGUMENT listing the module's names.
+func (m *Module) Set(name string, t *Tensor) error {
+	cvName := C.CString(name)
+	defer C.free(unsafe.Pointer(cvName))
+	var st C.tgw_err
+	C.tgw_module_set(m.ptr(), cvName, t.ptr(), &st)
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// GetOption is tg_module_get_option. A module's numeric attribute by tinygrad's name, into *value: BatchNorm's
+// eps, momentum and track_running_stats (0 or 1); eps of LayerNorm, RMSNorm, GroupNorm and InstanceNorm;
+// GroupNorm's num_groups. In a Sequential, "1.eps". An unknown name is TG_ERROR_INVALID_ARGUMENT listing the
+// module's options.
+func (m *Module) GetOption(name string) (float64, error) {
+	cvName := C.CString(name)
+	defer C.free(unsafe.Pointer(cvName))
+	var cvValue C.double
+	var st C.tgw_err
+	C.tgw_module_get_option(m.ptr(), cvName, &cvValue, &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		return 0, err
+	}
+	value := float64(cvValue)
+	result := value
+	runtime.KeepAlive(m)
+	return result, nil
+}
+
+// SetOption is tg_module_set_option. Changes that attribute; the next call uses it. A value that is not finite,
+// a negative eps, or a num_groups that does not divide the channels is TG_ERROR_INVALID_ARGUMENT, and the module
+// keeps the old value.
+func (m *Module) SetOption(name string, value float64) error {
+	cvName := C.CString(name)
+	defer C.free(unsafe.Pointer(cvName))
+	var st C.tgw_err
+	C.tgw_module_set_option(m.ptr(), cvName, C.double(value), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
 // State is tg_module_state. The state dict (parameters and buffers such as running statistics, tinygrad's names
 // and order): a new tg_state whose tensors share the module's, to save (tg_state_save) or list (tg_state_count,
 // tg_state_name, ...).
@@ -6089,4 +6160,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 307 // of 308 in the manifest
+const generatedFunctions = 310 // of 311 in the manifest

@@ -131,6 +131,29 @@ TG_API tg_tensor* tg_module_get(tg_module* m, const char* name) {
     fail(TG_ERROR_INVALID_ARGUMENT, std::string("tg_module_get: the ") + mod.kind() + " has no tensor named '" + name + "'");
   });
 }
+TG_API tg_status tg_module_set(tg_module* m, const char* name, tg_tensor* t) {
+  return api::call([&] {
+    nn::Module& mod = get_module(m, "tg_module_set");
+    TG_ARG(name, "tg_module_set: name is NULL");
+    std::optional<Tensor> v;
+    if (t) v = api::get(t, "tg_module_set", "t");
+    mod.set(name, v, "tg_module_set");
+  });
+}
+TG_API tg_status tg_module_get_option(const tg_module* m, const char* name, double* value) {
+  return api::call([&] {
+    nn::Module& mod = get_module(m, "tg_module_get_option");
+    TG_ARG(name && value, "tg_module_get_option: name or value is NULL");
+    *value = mod.option(name, "tg_module_get_option");
+  });
+}
+TG_API tg_status tg_module_set_option(tg_module* m, const char* name, double value) {
+  return api::call([&] {
+    nn::Module& mod = get_module(m, "tg_module_set_option");
+    TG_ARG(name, "tg_module_set_option: name is NULL");
+    mod.set_option(name, value, "tg_module_set_option");
+  });
+}
 TG_API tg_state* tg_module_state(tg_module* m) {
   return api::make([&] { return States::add(new tg_state{nn::get_state_dict(get_module(m, "tg_module_state")), {}}); });
 }

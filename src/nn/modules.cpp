@@ -17,6 +17,51 @@ void Module::parameters(std::vector<Tensor>& out) const {
     if (s.t && s.param) out.push_back(*s.t);
 }
 
+void Module::set(const std::string& name, const std::optional<Tensor>& t, const char* what) {
+  std::string names;
+  for (auto& s : slots()) {
+    if (s.name != name) {
+      names += (names.empty() ? "" : ", ") + s.name;
+      continue;
+    }
+    if (!t) {
+      TG_CHECK(s.opt, TG_ERROR_INVALID_ARGUMENT,
+               strformat("%s: the %s's '%s' is required; it can be replaced, not removed", what, kind().c_str(), name.c_str()));
+      s.opt->reset();
+      return;
+    }
+    const Shape& want = s.shape.empty() && s.t ? s.t->shape() : s.shape;
+    TG_CHECK(t->shape() == want, TG_ERROR_SHAPE,
+             strformat("%s: the %s's '%s' is %s, got a tensor of shape %s", what, kind().c_str(), name.c_str(), shape_str(want).c_str(),
+                       shape_str(t->shape()).c_str()));
+    bool ok = s.is_int ? dtypes::is_int(t->dtype()) : dtypes::is_float(t->dtype());
+    TG_CHECK(ok, TG_ERROR_DTYPE,
+             strformat("%s: the %s's '%s' must be %s, got %s", what, kind().c_str(), name.c_str(), s.is_int ? "an int tensor" : "a float tensor",
+                       t->dtype().name().c_str()));
+    if (s.opt) s.opt->emplace(*t);
+    else *s.t = *t;
+    return;
+  }
+  fail(TG_ERROR_INVALID_ARGUMENT, strformat("%s: the %s has no tensor named '%s' (it has: %s)", what, kind().c_str(), name.c_str(),
+                                            names.empty() ? "none" : names.c_str()));
+}
+
+void Module::set_option(const std::string& name, double v, const char* what) {
+  option(name, what);  // the name must be known
+  TG_CHECK(std::isfinite(v), TG_ERROR_INVALID_ARGUMENT, strformat("%s: %s.%s must be finite, got %g", what, kind().c_str(), name.c_str(), v));
+  apply_option(name, v);
+}
+double Module::option(const std::string& name, const char* what) const {
+  std::string names;
+  for (auto& o : options()) {
+    if (name == o.name) return o.value;
+    names += (names.empty() ? "" : ", ") + std::string(o.name);
+  }
+  fail(TG_ERROR_INVALID_ARGUMENT, strformat("%s: the %s has no option named '%s' (it has: %s)", what, kind().c_str(), name.c_str(),
+                                            names.empty() ? "none" : names.c_str()));
+}
+void Module::apply_option(const std::string&, double) {}
+
 namespace {
 
 Tensor* opt_ptr(std::optional<Tensor>& t) { return t ? &*t : nullptr; }
@@ -64,7 +109,7 @@ class Linear : public Module {
   std::optional<Tensor> bias;
 
  protected:
-  std::vector<Slot> slots() override { return {{"weight", &weight, true}, {"bias", opt_ptr(bias), true}}; }
+  std::vector<Slot> slots() override { return {{"weight", &weight, true}, {"bias", opt_ptr(bias), true, &bias, {weight.shape()[0]}}}; }
   int64_t in_;
 };
 
@@ -83,7 +128,7 @@ class Conv : public Module {
   std::optional<Tensor> bias;
 
  protected:
-  std::vector<Slot> slots() override { return {{"weight", &weight, true}, {"bias", opt_ptr(bias), true}}; }
+  std::vector<Slot> slots() override { return {{"weight", &weight, true}, {"bias", opt_ptr(bias), true, &bias, {a_.out}}}; }
   static double bound(const ConvArgs& a) {
     double fan_in = double(a.in);  // in doubles: the sizes are checked, their product not yet
     for (int64_t k : a.kernel) fan_in *= double(k);
@@ -132,6 +177,7 @@ class BatchNorm : public Module {
     check_input(x, 2, 1, sz_, "BatchNorm");
     auto [mean, var] = stats(x);
     if (track_ && training()) {
+      TG_CHECK(running_mean && running_var, TG_ERROR_INVALID_ARGUMENT, "BatchNorm: track_running_stats is on, but running_mean or running_var is None");
       double m = momentum_, n = double(x.numel()), unbias = n / (n - double(x.shape()[1]));
       running_mean->assign(running_mean->mul(running_mean->scalar_like(1 - m)).add(mean.detach().mul(mean.scalar_like(m))));
       running_var->assign(running_var->mul(running_var->scalar_like(1 - m)).add(var.detach().mul(var.scalar_like(m * unbias))));
@@ -141,7 +187,10 @@ class BatchNorm : public Module {
   }
   std::string kind() const override { return "BatchNorm"; }
   std::pair<Tensor, Tensor> stats(const Tensor& x) const {
-    if (track_ && !training()) return {*running_mean, *running_var};
+    if (track_ && !training()) {
+      TG_CHECK(running_mean && running_var, TG_ERROR_INVALID_ARGUMENT, "BatchNorm: track_running_stats is on, but running_mean or running_var is None");
+      return {*running_mean, *running_var};
+    }
     // batch statistics; d(var)/d(mean) = 0, as tinygrad (two passes over x)
     std::vector<int64_t> axes{0};
     for (int64_t i = 2; i < x.ndim(); i++) axes.push_back(i);
@@ -154,11 +203,17 @@ class BatchNorm : public Module {
  protected:
   // tinygrad's attribute order: weight, bias, num_batches_tracked, running_mean, running_var
   std::vector<Slot> slots() override {
-    return {{"weight", opt_ptr(weight), true},
-            {"bias", opt_ptr(bias), true},
-            {"num_batches_tracked", &num_batches_tracked, false},
-            {"running_mean", opt_ptr(running_mean), false},
-            {"running_var", opt_ptr(running_var), false}};
+    return {{"weight", opt_ptr(weight), true, &weight, {sz_}},
+            {"bias", opt_ptr(bias), true, &bias, {sz_}},
+            {"num_batches_tracked", &num_batches_tracked, false, nullptr, {}, true},
+            {"running_mean", opt_ptr(running_mean), false, &running_mean, {sz_}},
+            {"running_var", opt_ptr(running_var), false, &running_var, {sz_}}};
+  }
+  std::vector<Option> options() const override { return {{"eps", eps_}, {"momentum", momentum_}, {"track_running_stats", track_ ? 1.0 : 0.0}}; }
+  void apply_option(const std::string& name, double v) override {
+    if (name == "eps") eps_ = eps_ok(v, "BatchNorm");
+    else if (name == "momentum") momentum_ = v;
+    else track_ = v != 0;
   }
   int64_t sz_;
   double eps_, momentum_;
@@ -186,7 +241,9 @@ class LayerNorm : public Module {
   std::optional<Tensor> weight, bias;
 
  protected:
-  std::vector<Slot> slots() override { return {{"weight", opt_ptr(weight), true}, {"bias", opt_ptr(bias), true}}; }
+  std::vector<Slot> slots() override { return {{"weight", opt_ptr(weight), true, &weight, shape_}, {"bias", opt_ptr(bias), true, &bias, shape_}}; }
+  std::vector<Option> options() const override { return {{"eps", eps_}}; }
+  void apply_option(const std::string&, double v) override { eps_ = eps_ok(v, "LayerNorm"); }
   Shape shape_;
   double eps_;
 };
@@ -209,7 +266,23 @@ class GroupNorm : public Module {
   std::optional<Tensor> weight, bias;
 
  protected:
-  std::vector<Slot> slots() override { return {{"weight", opt_ptr(weight), true}, {"bias", opt_ptr(bias), true}}; }
+  std::vector<Slot> slots() override {
+    return {{"weight", opt_ptr(weight), true, &weight, {channels_}}, {"bias", opt_ptr(bias), true, &bias, {channels_}}};
+  }
+  // InstanceNorm is GroupNorm with a group per channel: its group count is its num_features, not an option
+  std::vector<Option> options() const override {
+    if (std::string(name_) == "InstanceNorm") return {{"eps", eps_}};
+    return {{"eps", eps_}, {"num_groups", double(groups_)}};
+  }
+  void apply_option(const std::string& name, double v) override {
+    if (name == "eps") {
+      eps_ = eps_ok(v, name_);
+      return;
+    }
+    TG_CHECK(v >= 1 && v == std::floor(v) && int64_t(v) <= channels_ && channels_ % int64_t(v) == 0, TG_ERROR_INVALID_ARGUMENT,
+             strformat("%s: num_groups %g must be a whole number that divides the %lld channels", name_, v, (long long)channels_));
+    groups_ = int64_t(v);
+  }
   int64_t groups_, channels_;
   double eps_;
   const char* name_;
@@ -231,7 +304,9 @@ class RMSNorm : public Module {
   std::optional<Tensor> weight;
 
  protected:
-  std::vector<Slot> slots() override { return {{"weight", opt_ptr(weight), true}}; }
+  std::vector<Slot> slots() override { return {{"weight", opt_ptr(weight), true, &weight, {dim_}}}; }
+  std::vector<Option> options() const override { return {{"eps", eps_}}; }
+  void apply_option(const std::string&, double v) override { eps_ = eps_ok(v, "RMSNorm"); }
   int64_t dim_;
   double eps_;
 };
@@ -347,8 +422,37 @@ class Sequential : public Module {
     walk(nullptr, [&](Module& m, const std::string&) { m.parameters(out); });
   }
   std::string kind() const override { return "Sequential"; }
+  // "1.weight", "0.2.bias": the layer at that position (nested Sequentials descended in a loop), then its own name
+  void set(const std::string& name, const std::optional<Tensor>& t, const char* what) override {
+    auto [m, rest] = layer_of(name, what);
+    m->set(rest, t, what);
+  }
+  void set_option(const std::string& name, double v, const char* what) override {
+    auto [m, rest] = layer_of(name, what);
+    m->set_option(rest, v, what);
+  }
+  double option(const std::string& name, const char* what) const override {
+    auto [m, rest] = layer_of(name, what);
+    return m->option(rest, what);
+  }
 
  private:
+  std::pair<Module*, std::string> layer_of(const std::string& name, const char* what) const {
+    const Sequential* s = this;
+    size_t at = 0;
+    while (true) {
+      size_t dot = name.find('.', at);
+      std::string idx = name.substr(at, dot == std::string::npos ? std::string::npos : dot - at);
+      bool digits = !idx.empty() && idx.size() < 19 && idx.find_first_not_of("0123456789") == std::string::npos;
+      TG_CHECK(dot != std::string::npos && digits && std::stoull(idx) < s->layers_.size(), TG_ERROR_INVALID_ARGUMENT,
+               strformat("%s: the Sequential has no tensor or option named '%s' (names are '<layer index>.<name>', %zu layers)", what,
+                         name.c_str(), s->layers_.size()));
+      Module* m = s->layers_[std::stoull(idx)].get();
+      at = dot + 1;
+      if (auto* inner = dynamic_cast<const Sequential*>(m)) s = inner;
+      else return {m, name.substr(at)};
+    }
+  }
   // calls f(layer, its state-dict prefix) on every non-Sequential layer under this one, depth first in call order; the
   // prefixes are built only when `prefix` is given (one string, extended and cut back as the walk goes)
   template <class F>
@@ -404,7 +508,10 @@ LSTMCell::LSTMCell(int64_t in, int64_t hidden, bool bias, const std::string& dev
   if (bias) bias_ih = filled({4 * hidden}, 0, dtypes::float32, dev), bias_hh = filled({4 * hidden}, 0, dtypes::float32, dev);
 }
 std::vector<Module::Slot> LSTMCell::slots() {
-  return {{"weight_ih", &weight_ih, true}, {"weight_hh", &weight_hh, true}, {"bias_ih", opt_ptr(bias_ih), true}, {"bias_hh", opt_ptr(bias_hh), true}};
+  return {{"weight_ih", &weight_ih, true},
+          {"weight_hh", &weight_hh, true},
+          {"bias_ih", opt_ptr(bias_ih), true, &bias_ih, {4 * hidden_}},
+          {"bias_hh", opt_ptr(bias_hh), true, &bias_hh, {4 * hidden_}}};
 }
 
 ModuleRef linear(int64_t in, int64_t out, bool bias, const std::string& dev) { return std::make_shared<Linear>(in, out, bias, dev); }

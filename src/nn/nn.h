@@ -1,6 +1,7 @@
 // tinygrad's nn: modules holding named tensors, state dicts, and the training switch.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,13 +27,31 @@ class Module {
   // the tensors an optimizer updates (buffers such as running statistics are left out)
   virtual void parameters(std::vector<Tensor>& out) const;
   virtual std::string kind() const = 0;  // "Linear", "Conv2d", ... (for messages)
+  // Puts `t` in the named tensor's place (a state dict key: "weight", "0.bias"); later calls and state walks use it, as
+  // a tinygrad module uses whatever its attribute holds. nullopt removes an optional tensor (bias: the call then runs
+  // without it). The shape must stay the module's and the dtype float (int for an int buffer): tinygrad's forward
+  // passes would fail later on anything else, here the swap itself is refused. `what` prefixes messages.
+  virtual void set(const std::string& name, const std::optional<Tensor>& t, const char* what);
+  // A module's numeric attributes (tinygrad's eps, momentum, track_running_stats, num_groups), read and changed by
+  // name; the next call uses the new value. Unknown names are TG_ERROR_INVALID_ARGUMENT listing the known ones.
+  virtual void set_option(const std::string& name, double v, const char* what);
+  virtual double option(const std::string& name, const char* what) const;
 
  protected:
   struct Slot {
     std::string name;
     Tensor* t;    // null entries (bias=False) are skipped
     bool param;   // false: a buffer (running statistics)
+    std::optional<Tensor>* opt = nullptr;  // the member holding an optional tensor (set can remove or add it)
+    Shape shape = {};                      // the shape a tensor put here must have (empty: the current tensor's)
+    bool is_int = false;                   // an int buffer (num_batches_tracked)
   };
+  struct Option {
+    const char* name;
+    double value;
+  };
+  virtual std::vector<Option> options() const { return {}; }
+  virtual void apply_option(const std::string& name, double v);  // called with a name options() lists
   virtual std::vector<Slot> slots() { return {}; }
   std::vector<Slot> slots_const() const { return const_cast<Module*>(this)->slots(); }
 };

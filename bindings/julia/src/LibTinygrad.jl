@@ -1305,6 +1305,28 @@ The module's tensor of that name (a state dict key, e.g. "weight" or "0.bias"): 
 """
 tg_module_get(m, name) = ccall((:tg_module_get, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Cstring), m, name)
 """
+Puts `t` (borrowed; the module shares it, as a tinygrad module attribute holds a Tensor) in the place of the
+module's tensor `name` (a state dict key, e.g. "weight" or "0.bias"): later calls, tg_module_get,
+tg_module_state and tg_module_parameters use it. t NULL removes an optional tensor (a bias, a norm's weight or
+bias, BatchNorm's running statistics; the call then runs without it, as tinygrad's `if self.bias is not
+None`); a required one (Linear's weight) is TG_ERROR_INVALID_ARGUMENT. Setting a removed or never-made
+optional tensor (a Linear made without bias) adds it. The shape must be the module's (TG_ERROR_SHAPE), the
+dtype float, or int for num_batches_tracked (TG_ERROR_DTYPE); an unknown name is TG_ERROR_INVALID_ARGUMENT
+listing the module's names.
+"""
+tg_module_set(m, name, t) = ccall((:tg_module_set, libtinygrad), Int32, (Ptr{Cvoid}, Cstring, Ptr{Cvoid}), m, name, t)
+"""
+A module's numeric attribute by tinygrad's name, into *value: BatchNorm's eps, momentum and
+track_running_stats (0 or 1); eps of LayerNorm, RMSNorm, GroupNorm and InstanceNorm; GroupNorm's num_groups.
+In a Sequential, "1.eps". An unknown name is TG_ERROR_INVALID_ARGUMENT listing the module's options.
+"""
+tg_module_get_option(m, name, value) = ccall((:tg_module_get_option, libtinygrad), Int32, (Ptr{Cvoid}, Cstring, Ptr{Cdouble}), m, name, value)
+"""
+Changes that attribute; the next call uses it. A value that is not finite, a negative eps, or a num_groups
+that does not divide the channels is TG_ERROR_INVALID_ARGUMENT, and the module keeps the old value.
+"""
+tg_module_set_option(m, name, value) = ccall((:tg_module_set_option, libtinygrad), Int32, (Ptr{Cvoid}, Cstring, Cdouble), m, name, value)
+"""
 The state dict (parameters and buffers such as running statistics, tinygrad's names and order): a new tg_state
 whose tensors share the module's, to save (tg_state_save) or list (tg_state_count, tg_state_name, ...).
 """
@@ -1638,15 +1660,16 @@ export tg_tensor_from_dlpack, tg_tensor_to_dlpack, tg_jit_create, tg_jit_call, t
 export tg_jit_plan, tg_jit_release, tg_nn_linear, tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d
 export tg_nn_conv_transpose1d, tg_nn_batchnorm, tg_nn_layernorm, tg_nn_rmsnorm, tg_nn_groupnorm, tg_nn_instancenorm
 export tg_nn_embedding, tg_nn_lstm_cell, tg_nn_function, tg_nn_sequential, tg_module_call, tg_lstm_cell_step
-export tg_module_kind, tg_module_get, tg_module_state, tg_module_parameter_count, tg_module_parameters
-export tg_module_load_state, tg_module_retain, tg_module_release, tg_tensor_from_idx, tg_dataset_mnist
-export tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam, tg_optim_adamw, tg_optim_lars, tg_optim_lamb
-export tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step, tg_optimizer_schedule_step, tg_optimizer_params
-export tg_optimizer_lr, tg_optimizer_set_lr, tg_optimizer_retain, tg_optimizer_release, tg_state_load
-export tg_state_load_memory, tg_state_create, tg_state_count, tg_state_name, tg_state_info, tg_state_get
-export tg_state_set, tg_state_save, tg_state_metadata_count, tg_state_metadata_key, tg_state_metadata_value
-export tg_state_metadata_json, tg_state_metadata_set, tg_state_retain, tg_state_release, tg_plan_create, tg_plan_run
-export tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option
-export tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
+export tg_module_kind, tg_module_get, tg_module_set, tg_module_get_option, tg_module_set_option, tg_module_state
+export tg_module_parameter_count, tg_module_parameters, tg_module_load_state, tg_module_retain, tg_module_release
+export tg_tensor_from_idx, tg_dataset_mnist, tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam
+export tg_optim_adamw, tg_optim_lars, tg_optim_lamb, tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step
+export tg_optimizer_schedule_step, tg_optimizer_params, tg_optimizer_lr, tg_optimizer_set_lr, tg_optimizer_retain
+export tg_optimizer_release, tg_state_load, tg_state_load_memory, tg_state_create, tg_state_count, tg_state_name
+export tg_state_info, tg_state_get, tg_state_set, tg_state_save, tg_state_metadata_count, tg_state_metadata_key
+export tg_state_metadata_value, tg_state_metadata_json, tg_state_metadata_set, tg_state_retain, tg_state_release
+export tg_plan_create, tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release
+export tg_set_option, tg_get_option, tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset
+export tg_live_handles, libtinygrad
 
 end # module

@@ -352,6 +352,10 @@ nn_function(name::AbstractString) = adopt(Layer, L.tg_nn_function(cstr(name)))
 module_call(m::Layer, x::Tensor) = adopt(Tensor, L.tg_module_call(m, x))
 # tg_module_get
 module_get(m::Layer, name::AbstractString) = adopt(Tensor, L.tg_module_get(m, cstr(name)))
+# tg_module_set
+module_set(m::Layer, name::AbstractString, t::Union{Tensor, Nothing}) = check(L.tg_module_set(m, cstr(name), something(t, C_NULL)))
+# tg_module_set_option
+module_set_option(m::Layer, name::AbstractString, value::Real) = check(L.tg_module_set_option(m, cstr(name), value))
 # tg_module_state
 module_state(m::Layer) = adopt(State, L.tg_module_state(m))
 # tg_module_parameter_count
@@ -395,20 +399,20 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 196 methods generated from 308 functions
+# 198 methods generated from 311 functions
 export arange, argsort, assign, avg_pool2d, backward, batchnorm, binary_crossentropy, binary_crossentropy_logits
 export bitcast, cast, celu, contiguous, contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin
 export detach, device_count, device_open, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary
 export expr_const, expr_simplify, expr_variable, eye, flatten, from_idx, full_like, gather, ge, gelu, grad, gt
 export hardsigmoid, hardswish, hardtanh, isclose, jit_call_count, jit_plan, jit_reset, le, leaky_relu, lerp, linear
 export linspace, log_softmax, logaddexp, logical_not, logsigmoid, lt, masked_fill, masked_select, matmul, max_pool2d
-export mish, module_call, module_get, module_load_state, module_parameter_count, module_state, multinomial, ndim, ne
-export nll_loss, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding
-export nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell, nn_rmsnorm, nonzero, numel, one_hot
-export ones_like, optimizer_lr, optimizer_set_lr, optimizer_step, optimizer_zero_grad, option_pop, option_push
-export plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind, reciprocal, relu
-export relu6, repeat_interleave, requires_grad, rsqrt, scaled_dot_product_attention, scatter, scatter_reduce, selu
-export set_grad, set_option, set_requires_grad, shrink_var, sigmoid, silu, softmax, softplus, softsign
-export sparse_categorical_crossentropy, square, squeeze, squeeze_all, state_count, state_create, state_get
-export state_load, state_metadata_count, state_metadata_set, state_save, state_set, to, tril, triu, unfold, unsqueeze
-export where_, zeros_like
+export mish, module_call, module_get, module_load_state, module_parameter_count, module_set, module_set_option
+export module_state, multinomial, ndim, ne, nll_loss, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d
+export nn_conv_transpose2d, nn_embedding, nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell
+export nn_rmsnorm, nonzero, numel, one_hot, ones_like, optimizer_lr, optimizer_set_lr, optimizer_step
+export optimizer_zero_grad, option_pop, option_push, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like
+export randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave, requires_grad, rsqrt
+export scaled_dot_product_attention, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
+export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze
+export squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count, state_metadata_set
+export state_save, state_set, to, tril, triu, unfold, unsqueeze, where_, zeros_like

@@ -1,6 +1,9 @@
 """tinygrad's nn over the C modules (tg_nn_*): the same classes, constructor arguments, initialisation and attribute
-names, so nn.state.get_state_dict(model) gives tinygrad's (and PyTorch's) keys. Each module's tensors are attributes
-(weight, bias, running_mean, ...) that share the C module's: an optimizer step or load_state_dict changes both."""
+names, so nn.state.get_state_dict(model) gives tinygrad's (and PyTorch's) keys. Modules are plain objects, as
+tinygrad's: each tensor is an attribute (weight, bias, running_mean, ...) shared with the C module, so an optimizer step
+or load_state_dict changes both, and the module calls with whatever the attribute holds (`layer.weight = t`,
+`layer.bias = None`, `del layer.bias`: tg_module_set). Numeric attributes (eps, momentum, track_running_stats,
+num_groups) are read and set the same way (tg_module_set_option)."""
 from __future__ import annotations
 
 import ctypes
@@ -10,6 +13,7 @@ from .. import C, Tensor, _i64s, _made, _Owned, _ok
 
 _i64 = ctypes.c_int64
 from . import datasets, optim, state  # noqa: F401
+from .optim import _mark_buffer
 
 __all__ = ["Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
            "LayerNorm", "LayerNorm2d", "RMSNorm", "GroupNorm", "InstanceNorm", "Embedding", "LSTMCell", "optim", "state", "datasets"]
@@ -27,26 +31,34 @@ def _one(v, what: str, n: int = 1) -> int:
   return int(v)
 
 
+_DELETED = "deleted"  # a tensor attribute removed with del, in a pickle
+
+
 def _module_unpickle(cls, args, kwargs, tensors):
-  """A module of class cls made with the constructor's arguments, then given the pickled tensors' values."""
+  """A module of class cls made with the constructor's arguments, then given the pickled tensors (copies with their own
+  data, requires_grad and grad), None for removed ones, and the deleted ones deleted."""
   m = cls(*args, **kwargs)
   for n, src in tensors.items():
-    dst = getattr(m, n)
-    if dst is None or dst.shape != src.shape: raise ValueError(f"{cls.__name__}: pickled tensor {n!r} does not fit the module made again")
-    dst.assign(src.to(dst.device) if src.device != dst.device else src)
-    dst.requires_grad = src.requires_grad
-    if (g := src.grad) is not None: dst.grad = g
-  if mine := [getattr(m, n) for n in tensors]: Tensor.realize_many(*mine)
+    if isinstance(src, str) and src == _DELETED: delattr(m, n)
+    else: setattr(m, n, src)
   return m
 
 
 class _Module(_Owned):
-  """One tg_module handle; its named tensors become attributes (Tensors sharing the module's).
+  """One tg_module handle; its named tensors are attributes (Tensors sharing the module's), as tinygrad's.
+
+  Setting a tensor attribute (a Tensor of the module's shape, or None for an optional one) or deleting it puts the
+  change in the C module (tg_module_set), so the next call uses it; the attributes in _options go to
+  tg_module_set_option. _fixed attributes are sizes the tensors' shapes fix: setting another value raises ValueError.
 
   copy.copy: another reference to the same module (the same tensors). deepcopy and pickle: the module made again with
   its constructor's arguments and given copies of its tensors' values, as a tinygrad module's tensors are copied."""
   _release, _retain = C.module_release, C.module_retain
-  _names: Tuple[str, ...] = ()
+  _names: Tuple[str, ...] = ()    # the C module's tensors
+  _options: Tuple[str, ...] = ()  # the C module's numeric attributes
+  _fixed: Tuple[str, ...] = ()    # sizes set by the constructor
+  _absent: Tuple[str, ...] = ()   # tensors left unset (not None) when the module has none, as tinygrad's
+  _buffers: Tuple[str, ...] = ()  # tensors an optimizer leaves alone (tinygrad's is_param_(False))
 
   def __new__(cls, *args, **kwargs):
     self = super().__new__(cls)
@@ -55,32 +67,57 @@ class _Module(_Owned):
 
   def __reduce_ex__(self, protocol):
     args, kwargs = self._args
-    tensors = {n: t for n in self._names if (t := getattr(self, n)) is not None}
+    tensors = {n: self.__dict__.get(n, _DELETED) for n in self._names if n in self.__dict__ or n not in self._absent}
     extra = {k: v for k, v in self.__dict__.items() if k not in self._names and k not in ("_h", "_args")}
     return _module_unpickle, (type(self), args, kwargs, tensors), extra or None
 
   def __setstate__(self, state):
-    for k, v in state.items(): object.__setattr__(self, k, v)
+    for k, v in state.items():
+      if k in self._options: setattr(self, k, v)  # into the C module too
+      else: object.__setattr__(self, k, v)
 
   def __deepcopy__(self, memo):
     new = self._deepcopy_by_reduce(memo)
     for n in self._names:  # later references to self's tensors reach the copy's own
-      if (t := getattr(self, n)) is not None: memo[id(t)] = getattr(new, n)
+      if isinstance(t := self.__dict__.get(n), Tensor): memo[id(t)] = getattr(new, n)
     return new
 
-  def _init(self, handle, what: str) -> None:
+  def _init(self, handle, what: str, **attrs) -> None:
+    """Takes the new C module and sets the attributes: `attrs` (options and sizes, as the constructor was given them,
+    in tinygrad's order), then the tensors."""
     object.__setattr__(self, "_h", _made(handle, what))
+    for k, v in attrs.items(): object.__setattr__(self, k, v)
     for n in self._names:
       h = C.module_get(self._h, n.encode())
-      if h: object.__setattr__(self, n, Tensor._wrap(h, "module_get"))
-      else: C.clear_error(); object.__setattr__(self, n, None)
+      if h:
+        object.__setattr__(self, n, t := Tensor._wrap(h, "module_get"))
+        if n in self._buffers: _mark_buffer(t)
+      else:
+        C.clear_error()
+        if n not in self._absent: object.__setattr__(self, n, None)
 
   def __call__(self, x: Tensor) -> Tensor: return Tensor._wrap(C.module_call(self._h, x._h), "module_call")
 
   def __setattr__(self, name, value):
-    # replacing a tensor attribute would detach it from the C module; assign into it instead (load_state_dict does)
-    if name in self._names: raise AttributeError(f"{type(self).__name__}.{name}: use .{name}.assign(value) to change it")
+    if name in self._names:
+      if value is not None and not isinstance(value, Tensor):
+        raise TypeError(f"{type(self).__name__}.{name} must be a Tensor or None, not {type(value).__name__}")
+      _ok(C.module_set(self._h, name.encode(), value._h if value is not None else None), "module_set")
+    elif name in self._options:
+      if isinstance(value, Tensor) or not isinstance(value, (int, float)):
+        raise TypeError(f"{type(self).__name__}.{name} must be a number, not {type(value).__name__}")
+      _ok(C.module_set_option(self._h, name.encode(), float(value)), "module_set_option")
+    elif name in self._fixed and name in self.__dict__ and value != self.__dict__[name]:
+      raise ValueError(f"{type(self).__name__}.{name} is {self.__dict__[name]!r}, fixed by the module's tensors; make a new module for another")
     object.__setattr__(self, name, value)
+
+  def __delattr__(self, name):
+    if name in self._names and name in self.__dict__:
+      # the call then runs without it (a required tensor raises here)
+      _ok(C.module_set(self._h, name.encode(), None), "module_set")
+    elif name in self._options or name in self._fixed:
+      raise AttributeError(f"{type(self).__name__}.{name} can be changed, not deleted")
+    object.__delattr__(self, name)
 
 
 class Linear(_Module):
@@ -133,9 +170,12 @@ def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, strid
 
 class BatchNorm(_Module):
   _names = ("weight", "bias", "num_batches_tracked", "running_mean", "running_var")
+  _options = ("eps", "track_running_stats", "momentum")
+  _absent, _buffers = ("running_mean", "running_var"), ("num_batches_tracked", "running_mean", "running_var")
   def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float = 0.1,
                device: Optional[str] = None):
-    self._init(C.nn_batchnorm(sz, eps, momentum, int(affine), int(track_running_stats), _dev(device)), "nn_batchnorm")
+    self._init(C.nn_batchnorm(sz, eps, momentum, int(affine), int(track_running_stats), _dev(device)), "nn_batchnorm", eps=eps,
+               track_running_stats=track_running_stats, momentum=momentum)
 
 
 BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm
@@ -143,10 +183,12 @@ BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm
 
 class LayerNorm(_Module):
   _names = ("weight", "bias")
+  _options, _fixed = ("eps",), ("normalized_shape", "axis")
   def __init__(self, normalized_shape: Union[int, Tuple[int, ...]], eps: float = 1e-5, elementwise_affine: bool = True,
                device: Optional[str] = None):
     shape = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list)) else (normalized_shape,)
-    self._init(C.nn_layernorm(_i64s(shape), len(shape), eps, int(elementwise_affine), _dev(device)), "nn_layernorm")
+    self._init(C.nn_layernorm(_i64s(shape), len(shape), eps, int(elementwise_affine), _dev(device)), "nn_layernorm", normalized_shape=shape,
+               axis=tuple(-1 - i for i in range(len(shape))), eps=eps)
 
 
 class LayerNorm2d(LayerNorm):
@@ -155,21 +197,24 @@ class LayerNorm2d(LayerNorm):
 
 
 class RMSNorm(_Module):
-  _names = ("weight",)
+  _names, _options = ("weight",), ("eps",)
   def __init__(self, dim: int, eps: float = 1e-6, elementwise_affine: bool = True, device: Optional[str] = None):
-    self._init(C.nn_rmsnorm(dim, eps, int(elementwise_affine), _dev(device)), "nn_rmsnorm")
+    self._init(C.nn_rmsnorm(dim, eps, int(elementwise_affine), _dev(device)), "nn_rmsnorm", eps=eps)
 
 
 class GroupNorm(_Module):
   _names = ("weight", "bias")
+  _options, _fixed = ("num_groups", "eps"), ("num_channels",)
   def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device: Optional[str] = None):
-    self._init(C.nn_groupnorm(num_groups, num_channels, eps, int(affine), _dev(device)), "nn_groupnorm")
+    self._init(C.nn_groupnorm(num_groups, num_channels, eps, int(affine), _dev(device)), "nn_groupnorm", num_groups=num_groups,
+               num_channels=num_channels, eps=eps)
 
 
 class InstanceNorm(_Module):
   _names = ("weight", "bias")
+  _options, _fixed = ("eps",), ("num_features",)
   def __init__(self, num_features: int, eps: float = 1e-5, affine: bool = True, device: Optional[str] = None):
-    self._init(C.nn_instancenorm(num_features, eps, int(affine), _dev(device)), "nn_instancenorm")
+    self._init(C.nn_instancenorm(num_features, eps, int(affine), _dev(device)), "nn_instancenorm", num_features=num_features, eps=eps)
 
 
 class Embedding(_Module):

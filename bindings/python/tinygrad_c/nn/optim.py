@@ -1,6 +1,10 @@
 """tinygrad's nn.optim over the C optimizers (tg_optim_*, tg_optimizer_*): SGD, Adam, AdamW, LARS, LAMB, Muon and
 OptimizerGroup, with tinygrad's arguments and defaults.
 
+The params are tinygrad's parameter lists: `Adam(nn.state.get_parameters(model))` keeps the tensors an optimizer
+updates and leaves out the buffers (BatchNorm's running_mean, running_var and num_batches_tracked: tinygrad's
+`is_param_(False)` tensors), which schedule_step still returns to be realized with the step, as tinygrad's.
+
 A step needs the option TRAINING=1 (`with Context(TRAINING=1):`, as tinygrad) and a grad on every param, else it raises
 and nothing is assigned. `opt.lr` is a shape (1,) float32 Tensor; setting `opt.lr = x` assigns into it, so a step captured
 by a TinyJit uses the new value. Realize a step with its loss in one schedule:
@@ -9,7 +13,8 @@ by a TinyJit uses the new value. Realize a step with its loss in one schedule:
 from __future__ import annotations
 
 import ctypes
-from typing import List, Sequence
+import weakref
+from typing import Dict, List, Sequence
 
 from .. import C, Tensor, _capi, _made, _ok, _Owned, _raise_last
 
@@ -31,6 +36,31 @@ def _defaults(kind: str) -> _Options:
   return o
 
 
+# The Tensor objects that are buffers, not params (tinygrad's is_param False: a module's running statistics), by identity
+# as tinygrad's flag is per Tensor object; entries go with their tensors.
+_BUFFERS: Dict[int, "weakref.ref[Tensor]"] = {}
+
+
+def _mark_buffer(t: Tensor) -> None:
+  key = id(t)
+  _BUFFERS[key] = weakref.ref(t, lambda _r, key=key: _BUFFERS.pop(key, None))
+
+
+def _is_buffer(t: Tensor) -> bool:
+  r = _BUFFERS.get(id(t))
+  return r is not None and r() is t
+
+
+def _split(params: Sequence[Tensor]):
+  """(params, buffers) as tinygrad's Optimizer splits its list: the buffers deduplicated, kept to realize with each step."""
+  ps, bufs, seen = [], [], set()
+  for i, p in enumerate(params):
+    if not isinstance(p, Tensor): raise TypeError(f"params[{i}] is a {type(p).__name__}, not a Tensor")
+    if not _is_buffer(p): ps.append(p)
+    elif id(p) not in seen: seen.add(id(p)); bufs.append(p)
+  return ps, bufs
+
+
 def _tensors(hs, n: int, what: str) -> List[Tensor]:
   if n < 0: _raise_last(what)
   return [Tensor._wrap(hs[i], what) for i in range(n)]
@@ -38,15 +68,14 @@ def _tensors(hs, n: int, what: str) -> List[Tensor]:
 
 class Optimizer(_Owned):
   """An optimizer over a tg_optimizer handle; made by SGD, Adam, AdamW, LARS, LAMB or Muon."""
-  __slots__ = ("_h", "kind")
+  __slots__ = ("_h", "kind", "buffers")
   _release, _retain = C.optimizer_release, C.optimizer_retain  # copy.copy: the same optimizer; deepcopy, pickle: TypeError
   _no_copy = "its state (momentum, step count) lives in the library; make a new optimizer over the (copied) params"
 
   def _make(self, kind: str, params: Sequence[Tensor], **opts):
     self._h, self.kind = None, kind
-    params = list(params)
-    for i, p in enumerate(params):
-      if not isinstance(p, Tensor): raise TypeError(f"params[{i}] is a {type(p).__name__}, not a Tensor")
+    params, self.buffers = _split(list(params))
+    if not params: raise AssertionError("optimizer must have at least one param")
     o = _defaults(kind)
     for name, v in opts.items():
       if name == "ns_coefficients":
@@ -70,15 +99,16 @@ class Optimizer(_Owned):
 
   def step(self):
     """One step: schedule_step()'s tensors realized together."""
-    _ok(C.optimizer_step(self._h), "optimizer_step")
+    if self.buffers: Tensor.realize_many(*self.schedule_step())
+    else: _ok(C.optimizer_step(self._h), "optimizer_step")
 
   def schedule_step(self) -> List[Tensor]:
-    """Assigns one step into every param and piece of state, lazily; returns the Tensors to realize (the state, then the
-    params), best with the loss: Tensor.realize_many(loss, *opt.schedule_step())."""
+    """Assigns one step into every param and piece of state, lazily; returns the Tensors to realize (the state, the
+    params, then the buffers), best with the loss: loss.realize(*opt.schedule_step())."""
     n = C.optimizer_schedule_step(self._h, None, 0)
     if n < 0: _raise_last("optimizer_schedule_step")
     out = (ctypes.c_void_p * max(n, 1))()
-    return _tensors(out, C.optimizer_schedule_step(self._h, out, n), "optimizer_schedule_step")
+    return _tensors(out, C.optimizer_schedule_step(self._h, out, n), "optimizer_schedule_step") + self.buffers
 
   @property
   def params(self) -> List[Tensor]:
@@ -141,15 +171,22 @@ def Adam(params: Sequence[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8) -> LAMB
   return LAMB._new("adam", params, lr=lr, b1=b1, b2=b2, eps=eps)
 
 
-class OptimizerGroup:
-  """Several optimizers stepped as one (tinygrad's OptimizerGroup): one schedule for all their updates."""
+class OptimizerGroup(Optimizer):
+  """Several optimizers stepped as one (tinygrad's OptimizerGroup, an Optimizer): one schedule for all their updates."""
+  __slots__ = ("optimizers",)
 
-  def __init__(self, *optimizers: Optimizer): self.optimizers = optimizers
+  def __init__(self, *optimizers: Optimizer):
+    self._h, self.kind, self.optimizers = None, "group", optimizers
+    self.buffers = [b for o in optimizers for b in o.buffers]
   def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
   @property
   def params(self) -> List[Tensor]: return [p for o in self.optimizers for p in o.params]
+  @property
+  def lr(self): raise AttributeError("'OptimizerGroup' object has no attribute 'lr' (each of its optimizers has one)")
   def zero_grad(self):
     for o in self.optimizers: o.zero_grad()
   def schedule_step(self) -> List[Tensor]: return [t for o in self.optimizers for t in o.schedule_step()]
   def step(self):
     if ts := self.schedule_step(): Tensor.realize_many(*ts)
+  def __copy__(self): return OptimizerGroup(*self.optimizers)
+  def __repr__(self): return f"<OptimizerGroup of {len(self.optimizers)}>"

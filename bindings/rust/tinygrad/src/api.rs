@@ -1857,6 +1857,41 @@ impl Module {
     unsafe { Tensor::from_raw(sys::tg_module_get(self.as_ptr(), name.as_ptr())) }
   }
 
+  /// `tg_module_set`: Puts `t` (borrowed; the module shares it, as a tinygrad module attribute holds a Tensor)
+  /// in the place of the module's tensor `name` (a state dict key, e.g. "weight" or "0.bias"): later calls,
+  /// tg_module_get, tg_module_state and tg_module_parameters use it. t NULL removes an optional tensor (a bias,
+  /// a norm's weight or bias, BatchNorm's running statistics; the call then runs without it, as tinygrad's `if
+  /// self.bias is not None`); a required one (Linear's weight) is TG_ERROR_INVALID_ARGUMENT. Setting a removed
+  /// or never-made optional tensor (a Linear made without bias) adds it. The shape must be the module's
+  /// (TG_ERROR_SHAPE), the dtype float, or int for num_batches_tracked (TG_ERROR_DTYPE); an unknown name is
+  /// TG_ERROR_INVALID_ARGUMENT listing the module's names.
+  pub fn set(&self, name: &str, t: Option<&Tensor>) -> Result<()> {
+    let name = cstring(name, "name")?;
+    check(unsafe { sys::tg_module_set(self.as_ptr(), name.as_ptr(), t.map_or(core::ptr::null_mut(), |h| h.as_ptr())) })
+  }
+
+  /// `tg_module_get_option`: A module's numeric attribute by tinygrad's name, into *value: BatchNorm's eps,
+  /// momentum and track_running_stats (0 or 1); eps of LayerNorm, RMSNorm, GroupNorm and InstanceNorm;
+  /// GroupNorm's num_groups. In a Sequential, "1.eps". An unknown name is TG_ERROR_INVALID_ARGUMENT listing the
+  /// module's options.
+  pub fn get_option(&self, name: &str) -> Result<f64> {
+    let name = cstring(name, "name")?;
+    let mut value: f64 = Default::default();
+    let status = unsafe { sys::tg_module_get_option(self.as_ptr(), name.as_ptr(), &mut value) };
+    if status != sys::TG_OK {
+      return Err(Error::last());
+    }
+    Ok(value)
+  }
+
+  /// `tg_module_set_option`: Changes that attribute; the next call uses it. A value that is not finite, a
+  /// negative eps, or a num_groups that does not divide the channels is TG_ERROR_INVALID_ARGUMENT, and the
+  /// module keeps the old value.
+  pub fn set_option(&self, name: &str, value: f64) -> Result<()> {
+    let name = cstring(name, "name")?;
+    check(unsafe { sys::tg_module_set_option(self.as_ptr(), name.as_ptr(), value) })
+  }
+
   /// `tg_module_state`: The state dict (parameters and buffers such as running statistics, tinygrad's names and
   /// order): a new tg_state whose tensors share the module's, to save (tg_state_save) or list (tg_state_count,
   /// tg_state_name, ...).
@@ -2287,7 +2322,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 276 of the manifest's 308. The others, and where they are:
+/// Functions wrapped above: 279 of the manifest's 311. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
