@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iterator>
 #include <list>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
@@ -348,6 +349,10 @@ static std::string kernel_name(bool reduce, const Shape& out, const std::vector<
 // index arithmetic until compilers overflow their own stacks. A buffer every few hundred ops costs one memory pass.
 // Inputs are the distinct buffers a region reads (a shared subgraph renders once), tracked as sorted sets capped
 // just past the limit.
+// A buffer never holds a window: a value between an EXPAND of data and the reduce that sums it (a conv's or a pool's
+// sliding windows, a matmul's broadcast product) is many times the size of what it reads, 53 GB for a conv over 10k
+// images. Where a limit is reached inside such a region, the values its expands read get the buffers instead, and the
+// region counts from them; only a window region itself past a limit is split inside.
 void ScheduleBuilder::mark_splits(const UOpRef& sink) {
   static const int64_t max_alu = getenv_int("TG_MAX_FUSED_ALU", 256), max_mv = getenv_int("TG_MAX_FUSED_MOVEMENT", 64),
                        max_in = getenv_int("TG_MAX_FUSED_INPUTS", 256);
@@ -355,24 +360,78 @@ void ScheduleBuilder::mark_splits(const UOpRef& sink) {
     int64_t alu = 0, mv = 0;
     std::vector<const UOp*> in;  // sorted, at most max_in + 1 entries
   };
-  std::unordered_map<const UOp*, Depth> depth;
-  std::vector<const UOp*> merged;
-  for (auto& u : sink->toposort()) {
+  struct Window {  // a node inside a window region
+    Depth d;                        // its depth counted from the bases (as if they were buffers)
+    std::vector<const UOp*> bases;  // sorted: the values (not windows) that the region's expands read
+  };
+  struct Node {
     Depth d;
+    std::optional<Window> w;
+  };
+  std::unordered_map<const UOp*, Node> depth;
+  std::vector<const UOp*> merged;
+  auto merge_into = [&](std::vector<const UOp*>& into, const std::vector<const UOp*>& from) {
+    merged.clear();
+    std::set_union(into.begin(), into.end(), from.begin(), from.end(), std::back_inserter(merged));
+    if (int64_t(merged.size()) > max_in + 1) merged.resize(size_t(max_in + 1));
+    into.swap(merged);
+  };
+  auto add = [&](Depth& into, const Depth& from) {
+    into.alu = std::max(into.alu, from.alu), into.mv = std::max(into.mv, from.mv);
+    merge_into(into.in, from.in);
+  };
+  auto over = [&](const Depth& d) { return d.alu >= max_alu || d.mv >= max_mv || int64_t(d.in.size()) > max_in; };
+  // A reduce read through an EXPAND is computed into its own buffer when the kernels are built (a conv's output read by
+  // the next conv's windows): the chains before it are not part of the kernels after it. Found from the roots down.
+  auto topo = sink->toposort();
+  std::unordered_set<const UOp*> under_expand, realized;
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const UOp* u = it->get();
+    bool ex = under_expand.count(u);
+    if (u->op == Ops::REDUCE_AXIS && ex) realized.insert(u), ex = false;
+    if (u->op == Ops::CONTIGUOUS) ex = false;
+    ex |= u->op == Ops::EXPAND && prod(u->shape()) > prod(u->src[0]->shape());
+    if (ex)
+      for (auto& x : u->src) under_expand.insert(x.get());
+  }
+  for (auto& u : topo) {
+    Node nd;
+    // an EXPAND of a value that reads a buffer starts a window; a reduce (or a buffer) ends it
+    bool starts = u->op == Ops::EXPAND && prod(u->shape()) > prod(u->src[0]->shape()) && !depth[u->src[0].get()].d.in.empty();
+    bool ends = u->op == Ops::REDUCE_AXIS || u->op == Ops::CONTIGUOUS || u->op == Ops::PARAM || u->op == Ops::BUFFER;
+    // combined with a value of data (not a window, not a constant), the result is data-sized: a bias added to a conv's
+    // output is not a window
+    bool win = false, data = false;
     for (auto& x : u->src) {
-      const Depth& s = depth[x.get()];
-      d.alu = std::max(d.alu, s.alu), d.mv = std::max(d.mv, s.mv);
-      merged.clear();
-      std::set_union(d.in.begin(), d.in.end(), s.in.begin(), s.in.end(), std::back_inserter(merged));
-      if (int64_t(merged.size()) > max_in + 1) merged.resize(size_t(max_in + 1));
-      d.in.swap(merged);
+      const Node& s = depth[x.get()];
+      win |= s.w.has_value(), data |= !s.w && !s.d.in.empty();
     }
-    if (GroupOp::alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST || u->op == Ops::REDUCE_AXIS) d.alu++;
-    if (GroupOp::movement(u->op)) d.mv++;
-    if (u->op == Ops::PARAM || u->op == Ops::BUFFER) d.in = {u.get()};
-    if (d.alu >= max_alu || d.mv >= max_mv || int64_t(d.in.size()) > max_in) split.insert(u.get()), d = Depth{0, 0, {u.get()}};
-    if (u->op == Ops::CONTIGUOUS) d = Depth{0, 0, {u.get()}};
-    depth[u.get()] = std::move(d);
+    bool inside = !ends && (starts || (win && !data));
+    if (inside) nd.w.emplace();
+    for (auto& x : u->src) {
+      const Node& s = depth[x.get()];
+      add(nd.d, s.d);
+      if (!inside) continue;
+      if (s.w) add(nd.w->d, s.w->d), merge_into(nd.w->bases, s.w->bases);
+      else if (starts) nd.w->d.in = {x.get()}, nd.w->bases = {x.get()};  // the value read through the expand, as a buffer
+      else add(nd.w->d, s.d);  // a constant
+    }
+    bool alu = GroupOp::alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST || u->op == Ops::REDUCE_AXIS;
+    for (Depth* d : {&nd.d, nd.w ? &nd.w->d : nullptr})
+      if (d) d->alu += alu, d->mv += GroupOp::movement(u->op);
+    if (u->op == Ops::PARAM || u->op == Ops::BUFFER) nd.d.in = {u.get()};
+    if (over(nd.d)) {
+      if (nd.w && !over(nd.w->d)) {
+        for (const UOp* b : nd.w->bases)  // a buffer already (counted from 0) needs no copy
+          if (Depth& bd = depth[b].d; bd.alu || bd.mv) split.insert(b), bd = Depth{0, 0, {b}};
+        nd.d = nd.w->d;
+      } else {
+        split.insert(u.get()), nd = Node{Depth{0, 0, {u.get()}}, {}};
+      }
+    }
+    // an arange's sum reads no buffer: it is summed in closed form, not realized
+    if (u->op == Ops::CONTIGUOUS || (realized.count(u.get()) && !nd.d.in.empty())) nd = Node{Depth{0, 0, {u.get()}}, {}};
+    depth[u.get()] = std::move(nd);
   }
 }
 
