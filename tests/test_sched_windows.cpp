@@ -1,0 +1,207 @@
+// Sliding windows (conv, pool, unfold) are never realized into window buffers, whatever the graph's input is: a
+// reshaped, permuted, shrunk or cast view of a buffer, or one behind a long chain of movement ops. The scheduler's
+// fusion limits once split tinygrad's beautiful_mnist model inside its 4th conv's windows when the input was the
+// dataset's (N,28,28) -> (N,1,28,28) reshape: a 53 GB buffer for 10k images.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "engine/realize.h"
+#include "tensor/tensor.h"
+
+namespace {
+
+using tg::Shape;
+using tg::Tensor;
+namespace dt = tg::dtypes;
+
+std::vector<float> randf(size_t n, uint64_t seed, float lo = -1, float hi = 1) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(g);
+  return v;
+}
+Tensor tf(const std::vector<float>& v, Shape s) { return Tensor::from_data(v.data(), v.size() * sizeof(float), dt::float32, s, "CPU"); }
+std::vector<float> read(Tensor t) {
+  std::vector<float> out(size_t(t.numel()));
+  t.to_data(out.data(), out.size() * sizeof(float));
+  return out;
+}
+// uint8 images (n, 28, 28), realized: what nn.datasets.mnist() holds
+Tensor images(int64_t n, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<uint8_t> v(size_t(n * 28 * 28));
+  for (auto& x : v) x = uint8_t(g() % 256);
+  return Tensor::from_data(v.data(), v.size(), dt::uint8, {n, 28, 28}, "CPU").realize();
+}
+
+// tinygrad's beautiful_mnist model in eval mode: Conv2d(1,32,5) relu Conv2d(32,32,5) relu BatchNorm(32) max_pool2d
+// Conv2d(32,64,3) relu Conv2d(64,64,3) relu BatchNorm(64) max_pool2d flatten Linear(576,10)
+struct Model {
+  std::vector<Tensor> p;
+  Model() {
+    uint64_t seed = 100;
+    auto param = [&](Shape s, float scale) {
+      p.push_back(tf(randf(size_t(tg::prod(s)), seed++, -scale, scale), s).realize());
+      return p.size() - 1;
+    };
+    for (auto [o, i, k] : {std::tuple{32, 1, 5}, {32, 32, 5}, {64, 32, 3}, {64, 64, 3}}) {
+      float sc = 1.f / std::sqrt(float(i * k * k));
+      param({o, i, k, k}, sc), param({o}, sc);
+    }
+    for (int c : {32, 64}) param({c}, 1), param({c}, 1), param({c}, 1), p.push_back(tf(randf(size_t(c), seed++, 0.5f, 1.5f), {c}).realize());
+    param({576, 10}, 1.f / 24), param({10}, 1.f / 24);
+  }
+  Tensor operator()(Tensor x) const {
+    auto conv = [&](Tensor v, size_t i) { return v.conv2d(p[i], p[i + 1], 1, {1}, {1}, {0}).relu(); };
+    auto bn = [&](Tensor v, size_t i) { return v.batchnorm(p[i], p[i + 1], p[i + 2], p[i + 3]); };
+    x = bn(conv(conv(x, 0), 2), 8).max_pool2d({2, 2});
+    x = bn(conv(conv(x, 4), 6), 12).max_pool2d({2, 2});
+    return x.flatten(1).linear(p[16], p[17]);
+  }
+};
+
+struct PlanInfo {
+  std::vector<std::string> names;
+  size_t peak = 0, largest = 0;  // the planner's peak; the largest buffer a kernel writes
+};
+PlanInfo plan(const Tensor& y) {
+  tg::Lowered l = tg::lower_realize({y.uop()}, "CPU");
+  PlanInfo p;
+  p.peak = l.mem.peak_bytes;
+  for (auto& e : l.items) p.names.push_back(e.prg->name), p.largest = std::max(p.largest, e.bufs[0]->nbytes());
+  return p;
+}
+std::string names(const PlanInfo& p) {
+  std::string s;
+  for (auto& n : p.names) s += n + " ";
+  return s;
+}
+// a window of the 4th conv is (N, 64, 6, 6, 64, 3, 3) floats, 4 KB an image; the largest activation is 73 KB an image
+void expect_no_window(const PlanInfo& p, int64_t n) {
+  EXPECT_LE(p.largest, size_t(n) * 32 * 24 * 24 * 4) << names(p);
+  for (auto& k : p.names) EXPECT_FALSE(k.rfind("E_", 0) == 0 && k.find("_3_3") != std::string::npos) << "a window kernel: " << names(p);
+}
+
+// the dataset's tensor, and other views of a buffer (n, 28, 28), as the model's input; the shrink takes n images of
+// `big`, a buffer of more
+std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> views(int64_t n, const Tensor& big) {
+  return {
+      {"reshape", [n](const Tensor& b) { return b.reshape({n, 1, 28, 28}); }},
+      {"permute", [n](const Tensor& b) { return b.permute({0, 2, 1}).reshape({n, 1, 28, 28}); }},
+      {"shrink", [n, big](const Tensor&) { return big.shrink({{2, n + 2}, {0, 28}, {0, 28}}).reshape({n, 1, 28, 28}); }},
+      {"cast", [n](const Tensor& b) { return b.reshape({n, 1, 28, 28}).cast(dt::float32); }},
+      {"cast_permute", [n](const Tensor& b) { return b.cast(dt::float32).permute({0, 2, 1}).reshape({n, 1, 28, 28}); }},
+  };
+}
+
+TEST(SchedWindows, MnistModelOnViewsOfTenThousandImagesPlansNoWindow) {
+  const int64_t N = 10000;
+  Model m;
+  Tensor b = images(N, 1);
+  for (auto& [name, view] : views(N, images(N + 5, 2))) {
+    SCOPED_TRACE(name);
+    PlanInfo p = plan(m(view(b)).argmax(1));
+    expect_no_window(p, N);
+    EXPECT_LT(p.peak, size_t(2) << 30) << names(p);
+  }
+}
+
+TEST(SchedWindows, MnistModelValuesOnViewsMatchContiguousInput) {
+  const int64_t N = 6;
+  Model m;
+  Tensor b = images(N, 3);
+  for (auto& [name, view] : views(N, images(N + 5, 4))) {
+    SCOPED_TRACE(name);
+    std::vector<float> want = read(m(view(b).contiguous().realize()));
+    Tensor y = m(view(b));
+    expect_no_window(plan(y), N);
+    std::vector<float> got = read(y);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); i++) EXPECT_NEAR(got[i], want[i], 1e-3 + 1e-4 * std::fabs(want[i])) << i;
+  }
+}
+
+// plain loops: a 3x3 conv, no padding, of x (n, c, h, w)
+std::vector<double> conv_ref(const std::vector<float>& x, const std::vector<float>& w, int n, int c, int h, int wd, int o) {
+  std::vector<double> out;
+  for (int b = 0; b < n; b++)
+    for (int k = 0; k < o; k++)
+      for (int i = 0; i + 2 < h; i++)
+        for (int j = 0; j + 2 < wd; j++) {
+          double acc = 0;
+          for (int ch = 0; ch < c; ch++)
+            for (int a = 0; a < 3; a++)
+              for (int e = 0; e < 3; e++) acc += double(x[size_t(((b * c + ch) * h + i + a) * wd + j + e)]) * w[size_t(((k * c + ch) * 3 + a) * 3 + e)];
+          out.push_back(acc);
+        }
+  return out;
+}
+
+// t times: a transpose of the last two dims, read back as (..., h, w): a chain of 2t movement ops that don't fold
+Tensor scramble(Tensor x, int t) {
+  Shape s = x.shape();
+  for (int i = 0; i < t; i++) x = x.permute({0, 1, 3, 2}).reshape(s);
+  return x;
+}
+std::vector<float> scramble_ref(std::vector<float> v, int planes, int h, int w, int t) {
+  std::vector<float> o(v.size());
+  for (int i = 0; i < t; i++, v.swap(o))
+    for (int p = 0; p < planes; p++)
+      for (int a = 0; a < w; a++)
+        for (int b = 0; b < h; b++) o[size_t((p * w + a) * h + b)] = v[size_t((p * h + b) * w + a)];
+  return v;
+}
+
+// a long chain of movement ops before a conv (a user's transposes) puts the fusion limit inside the conv's windows for
+// some chain length: the chain's end gets the buffer, never the window
+TEST(SchedWindows, ConvAfterLongMovementChainsSplitsBeforeTheWindow) {
+  const int n = 3, c = 4, h = 10, w = 9, o = 5;
+  auto xv = randf(size_t(n * c * h * w), 3), wv = randf(size_t(o * c * 9), 4);
+  for (int t = 20; t < 36; t++) {
+    SCOPED_TRACE("transposes: " + std::to_string(t));
+    Tensor y = scramble(tf(xv, {n, c, h, w}), t).conv2d(tf(wv, {o, c, 3, 3}), std::nullopt, 1, {1}, {1}, {0}).relu();
+    PlanInfo p = plan(y);
+    EXPECT_LE(p.largest, size_t(n * c * h * w) * 4) << names(p);  // a window is n*o*8*7*c*9 floats
+    std::vector<double> want = conv_ref(scramble_ref(xv, n * c, h, w, t), wv, n, c, h, w, o);
+    std::vector<float> got = read(y);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); i++) EXPECT_NEAR(got[i], std::max(want[i], 0.0), 1e-4 + 1e-5 * std::fabs(want[i])) << i;
+  }
+}
+
+// the same for max_pool2d, avg_pool2d and unfold's windows
+TEST(SchedWindows, PoolsAfterLongMovementChainsPlanNoWindow) {
+  const int n = 2, c = 3, h = 8, w = 7, oh = h - 2, ow = w - 2;
+  auto xv = randf(size_t(n * c * h * w), 5);
+  for (int t = 20; t < 36; t++) {
+    SCOPED_TRACE("transposes: " + std::to_string(t));
+    Tensor x = scramble(tf(xv, {n, c, h, w}), t);
+    std::vector<float> xs = scramble_ref(xv, n * c, h, w, t);
+    for (auto& [name, y] : std::vector<std::pair<std::string, Tensor>>{{"max_pool2d", x.max_pool2d({3, 3}, {1, 1})},
+                                                                        {"avg_pool2d", x.avg_pool2d({3, 3}, {1, 1})},
+                                                                        {"unfold_max", x.unfold(2, 3, 1).unfold(3, 3, 1).max({4, 5})}}) {
+      SCOPED_TRACE(name);
+      PlanInfo p = plan(y);
+      EXPECT_LE(p.largest, size_t(n * c * h * w) * 4) << names(p);  // a window is n*c*6*5*9 floats
+      std::vector<float> got = read(y);
+      ASSERT_EQ(got.size(), size_t(n * c * oh * ow));
+      for (int q = 0; q < n * c; q++)
+        for (int i = 0; i < oh; i++)
+          for (int j = 0; j < ow; j++) {
+            double mx = -INFINITY, sum = 0;
+            for (int a = 0; a < 3; a++)
+              for (int e = 0; e < 3; e++) {
+                double v = xs[size_t(q * h * w + (i + a) * w + j + e)];
+                mx = std::max(mx, v), sum += v;
+              }
+            EXPECT_NEAR(got[size_t((q * oh + i) * ow + j)], name == "avg_pool2d" ? sum / 9 : mx, 1e-5) << q << " " << i << " " << j;
+          }
+    }
+  }
+}
+
+}  // namespace
