@@ -206,7 +206,7 @@ static Tensor class_dim_second(const Tensor& t) {
 // one-hot along a new last dim: index == arange(num_classes)
 Tensor Tensor::one_hot(int64_t num_classes) const {
   TG_CHECK(dtypes::is_int(dtype()), TG_ERROR_DTYPE, "one_hot: needs an int tensor, got " + dtype().name());
-  TG_CHECK(num_classes > 0, TG_ERROR_INVALID_ARGUMENT, "one_hot: num_classes must be positive");
+  TG_CHECK(num_classes >= 0, TG_ERROR_INVALID_ARGUMENT, "one_hot: num_classes must be >= 0");
   Tensor idx = unsqueeze(-1).cast(dtypes::int64);
   Shape s = idx.shape();
   s.back() = num_classes;

@@ -1061,9 +1061,13 @@ class Tensor(_Owned, metaclass=_TensorMeta):
 
   def sum(self, axis=None, keepdim=False, dtype=None) -> "Tensor":
     """Sum over axis (None: all); dtype= accumulates (and returns) in that dtype, as tinygrad."""
-    return (self if dtype is None else self.cast(dtype))._reduce("sum", axis, keepdim)
+    if dtype is None: return self._reduce("sum", axis, keepdim)
+    dt = to_dtype(dtype)
+    return self.cast(dt)._reduce("sum", axis, keepdim).cast(dt)  # the C sum widens small ints; tinygrad keeps dtype
   def prod(self, axis=None, keepdim=False, dtype=None) -> "Tensor":
-    return (self if dtype is None else self.cast(dtype))._reduce("prod", axis, keepdim)
+    if dtype is None: return self._reduce("prod", axis, keepdim)
+    dt = to_dtype(dtype)
+    return self.cast(dt)._reduce("prod", axis, keepdim).cast(dt)
   def max(self, axis=None, keepdim=False): return self._reduce("max", axis, keepdim)
   def min(self, axis=None, keepdim=False): return self._reduce("min", axis, keepdim)
   def mean(self, axis=None, keepdim=False): return self._reduce("mean", axis, keepdim)
@@ -1135,7 +1139,10 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def view(self, shape, *args) -> "Tensor": return self.reshape(shape, *args)
   def permute(self, order, *args) -> "Tensor": return self._mv("permute", _shape_args((order, *args)))
   def expand(self, shape, *args) -> "Tensor": return self._mv("expand", _shape_args((shape, *args)))
-  def flip(self, axis, *args) -> "Tensor": return self._mv("flip", _shape_args((axis, *args)))
+  def flip(self, axis, *args) -> "Tensor":
+    axes = _shape_args((axis, *args))
+    for a in axes: self._check_axis(a, "flip")
+    return self._mv("flip", axes)
 
   _PAD_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
 
@@ -1412,6 +1419,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
 
   def unfold(self, dim: int, size: int, step: int) -> "Tensor":
     """Windows of `size` every `step` along dim, as a new last dim (torch's unfold)."""
+    if self.ndim == 0: raise AxisError("TG_ERROR_SHAPE", "unfold: a 0-d tensor has no dim to unfold")
+    self._check_axis(dim, "unfold")
     return Tensor._wrap(C.tensor_unfold(self._h, _i64(dim, "dim"), _i64(size, "size"), _i64(step, "step")), "tensor_unfold")
 
   def sort(self, dim: int = -1, descending: bool = False) -> Tuple["Tensor", "Tensor"]:
