@@ -495,10 +495,12 @@ TG_API tg_tensor* tg_tensor_argsort(tg_tensor* t, int64_t dim, int descending);
 /* The k largest (or smallest) along dim, sorted as tg_tensor_sort: new references to out[0] (the values) and out[1]
  * (TG_INT32 indices). @len(out=2) */
 TG_API tg_status tg_tensor_topk(tg_tensor* t, int64_t k, int64_t dim, int largest, tg_tensor** out);
-/* t with src's elements written at `index` along dim. */
+/* t with src's elements written at `index` along dim; src has t's dtype (else TG_ERROR_DTYPE: nothing is cast, as
+ * tinygrad). */
 TG_API tg_tensor* tg_tensor_scatter(tg_tensor* t, int64_t dim, tg_tensor* index, tg_tensor* src);
 /* t with everything src sends to one place (by `index` along dim) combined by `reduce` (borrowed: "sum", "prod",
- * "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when include_self != 0. */
+ * "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when include_self != 0.
+ * src has t's dtype (else TG_ERROR_DTYPE). */
 TG_API tg_tensor* tg_tensor_scatter_reduce(tg_tensor* t, int64_t dim, tg_tensor* index, tg_tensor* src, const char* reduce, int include_self);
 /* mask ? value : t. */
 TG_API tg_tensor* tg_tensor_masked_fill(tg_tensor* t, tg_tensor* mask, tg_tensor* value);
@@ -508,6 +510,17 @@ TG_API tg_tensor* tg_tensor_nonzero(tg_tensor* t);
 /* The 1-d elements of t where mask (broadcast with t) is nonzero. The shape depends on the data: the count is realized
  * and read back first. */
 TG_API tg_tensor* tg_tensor_masked_select(tg_tensor* t, tg_tensor* mask);
+/* tinygrad's nonzero(size=, fill_value=): (size, ndim) TG_INT32 coordinates of the first `size` nonzero elements in
+ * row-major order, rows past the count filled with fill_value (truncated to an int). Nothing is read back, so the graph
+ * stays lazy (and a TinyJit can capture it). size < 0: the count, realized and read back first, as tg_tensor_nonzero
+ * but TG_INT32 (tinygrad's index dtype). At most 2^24 elements and 2^24 rows. */
+TG_API tg_tensor* tg_tensor_nonzero_sized(tg_tensor* t, int64_t size, double fill_value);
+/* tinygrad's masked_select(mask, size=, fill_value=): the first `size` elements of t (row-major) where mask (TG_BOOL,
+ * else TG_ERROR_DTYPE; broadcast to t's shape) is true, then fill_value (cast to t's dtype); t's dtype. Lazy as
+ * tg_tensor_nonzero_sized; size < 0 reads the count back. */
+TG_API tg_tensor* tg_tensor_masked_select_sized(tg_tensor* t, tg_tensor* mask, int64_t size, double fill_value);
+/* tinygrad's clone: t's values in a new buffer of their own (computed when realized); gradients flow through to t. */
+TG_API tg_tensor* tg_tensor_clone(tg_tensor* t);
 /* The same bits viewed as another dtype of the same size. */
 TG_API tg_tensor* tg_tensor_bitcast(tg_tensor* t, tg_dtype dtype);
 

@@ -967,7 +967,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
   }
 
-  /// <summary>t with src's elements written at `index` along dim. (tg_tensor_scatter)
+  /// <summary>t with src's elements written at `index` along dim; src has t's dtype (else TG_ERROR_DTYPE: nothing is cast,
+  /// as tinygrad). (tg_tensor_scatter)
   /// </summary>
   public Tensor Scatter(long dim, Tensor index, Tensor src) {
     return new Tensor(Native.Check(Native.tg_tensor_scatter(H, dim, Native.Arg(index, nameof(index)).H, Native.Arg(src, nameof(src)).H)));
@@ -975,7 +976,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
 
   /// <summary>t with everything src sends to one place (by `index` along dim) combined by `reduce` (borrowed: "sum",
   /// "prod", "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when
-  /// include_self != 0. (tg_tensor_scatter_reduce)
+  /// include_self != 0. src has t's dtype (else TG_ERROR_DTYPE). (tg_tensor_scatter_reduce)
   /// </summary>
   public Tensor ScatterReduce(long dim, Tensor index, Tensor src, string reduce, bool includeSelf) {
     return new Tensor(Native.Check(Native.tg_tensor_scatter_reduce(H, dim, Native.Arg(index, nameof(index)).H, Native.Arg(src, nameof(src)).H, reduce, includeSelf ? 1 : 0)));
@@ -999,6 +1000,31 @@ public sealed partial class Tensor : IDisposable, IHandle {
   /// </summary>
   public Tensor MaskedSelect(Tensor mask) {
     return new Tensor(Native.Check(Native.tg_tensor_masked_select(H, Native.Arg(mask, nameof(mask)).H)));
+  }
+
+  /// <summary>tinygrad's nonzero(size=, fill_value=): (size, ndim) TG_INT32 coordinates of the first `size` nonzero
+  /// elements in row-major order, rows past the count filled with fill_value (truncated to an int). Nothing is
+  /// read back, so the graph stays lazy (and a TinyJit can capture it). size &lt; 0: the count, realized and read
+  /// back first, as tg_tensor_nonzero but TG_INT32 (tinygrad's index dtype). At most 2^24 elements and 2^24 rows.
+  /// (tg_tensor_nonzero_sized)
+  /// </summary>
+  public Tensor NonzeroSized(long size, double fillValue) {
+    return new Tensor(Native.Check(Native.tg_tensor_nonzero_sized(H, size, fillValue)));
+  }
+
+  /// <summary>tinygrad's masked_select(mask, size=, fill_value=): the first `size` elements of t (row-major) where mask
+  /// (TG_BOOL, else TG_ERROR_DTYPE; broadcast to t's shape) is true, then fill_value (cast to t's dtype); t's
+  /// dtype. Lazy as tg_tensor_nonzero_sized; size &lt; 0 reads the count back. (tg_tensor_masked_select_sized)
+  /// </summary>
+  public Tensor MaskedSelectSized(Tensor mask, long size, double fillValue) {
+    return new Tensor(Native.Check(Native.tg_tensor_masked_select_sized(H, Native.Arg(mask, nameof(mask)).H, size, fillValue)));
+  }
+
+  /// <summary>tinygrad's clone: t's values in a new buffer of their own (computed when realized); gradients flow through
+  /// to t. (tg_tensor_clone)
+  /// </summary>
+  public Tensor Clone() {
+    return new Tensor(Native.Check(Native.tg_tensor_clone(H)));
   }
 
   /// <summary>The same bits viewed as another dtype of the same size. (tg_tensor_bitcast)

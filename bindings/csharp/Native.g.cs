@@ -933,13 +933,14 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_topk(TensorHandle t, long k, long dim, int largest, [Out] IntPtr[] @out);
-  /// <summary>t with src's elements written at `index` along dim.
+  /// <summary>t with src's elements written at `index` along dim; src has t's dtype (else TG_ERROR_DTYPE: nothing is cast,
+  /// as tinygrad).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_scatter(TensorHandle t, long dim, TensorHandle index, TensorHandle src);
   /// <summary>t with everything src sends to one place (by `index` along dim) combined by `reduce` (borrowed: "sum",
   /// "prod", "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when
-  /// include_self != 0.
+  /// include_self != 0. src has t's dtype (else TG_ERROR_DTYPE).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_scatter_reduce(TensorHandle t, long dim, TensorHandle index, TensorHandle src, [MarshalAs(UnmanagedType.LPUTF8Str)] string reduce, int include_self);
@@ -957,6 +958,24 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_masked_select(TensorHandle t, TensorHandle mask);
+  /// <summary>tinygrad's nonzero(size=, fill_value=): (size, ndim) TG_INT32 coordinates of the first `size` nonzero
+  /// elements in row-major order, rows past the count filled with fill_value (truncated to an int). Nothing is
+  /// read back, so the graph stays lazy (and a TinyJit can capture it). size &lt; 0: the count, realized and read
+  /// back first, as tg_tensor_nonzero but TG_INT32 (tinygrad's index dtype). At most 2^24 elements and 2^24 rows.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_nonzero_sized(TensorHandle t, long size, double fill_value);
+  /// <summary>tinygrad's masked_select(mask, size=, fill_value=): the first `size` elements of t (row-major) where mask
+  /// (TG_BOOL, else TG_ERROR_DTYPE; broadcast to t's shape) is true, then fill_value (cast to t's dtype); t's
+  /// dtype. Lazy as tg_tensor_nonzero_sized; size &lt; 0 reads the count back.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_masked_select_sized(TensorHandle t, TensorHandle mask, long size, double fill_value);
+  /// <summary>tinygrad's clone: t's values in a new buffer of their own (computed when realized); gradients flow through
+  /// to t.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_clone(TensorHandle t);
   /// <summary>The same bits viewed as another dtype of the same size.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

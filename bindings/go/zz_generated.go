@@ -871,6 +871,21 @@ static tg_tensor* tgw_tensor_masked_select(tg_tensor* t, tg_tensor* mask, tgw_er
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_tensor* tgw_tensor_nonzero_sized(tg_tensor* t, int64_t size, double fill_value, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_nonzero_sized(t, size, fill_value);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_masked_select_sized(tg_tensor* t, tg_tensor* mask, int64_t size, double fill_value, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_masked_select_sized(t, mask, size, fill_value);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_clone(tg_tensor* t, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_clone(t);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_bitcast(tg_tensor* t, tg_dtype dtype, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_bitcast(t, dtype);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -4172,7 +4187,8 @@ func (t *Tensor) Topk(k int64, dim int64, largest bool) (*Tensor, *Tensor, error
 	return result, out1, nil
 }
 
-// Scatter is tg_tensor_scatter. t with src's elements written at `index` along dim.
+// Scatter is tg_tensor_scatter. t with src's elements written at `index` along dim; src has t's dtype (else
+// TG_ERROR_DTYPE: nothing is cast, as tinygrad).
 func (t *Tensor) Scatter(dim int64, index *Tensor, src *Tensor) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_scatter(t.ptr(), C.int64_t(dim), index.ptr(), src.ptr(), &st)
@@ -4187,7 +4203,8 @@ func (t *Tensor) Scatter(dim int64, index *Tensor, src *Tensor) (*Tensor, error)
 
 // ScatterReduce is tg_tensor_scatter_reduce. t with everything src sends to one place (by `index` along dim)
 // combined by `reduce` (borrowed: "sum", "prod", "mean", "amax" or "amin"; another name is
-// TG_ERROR_INVALID_ARGUMENT), with t's own value when include_self != 0.
+// TG_ERROR_INVALID_ARGUMENT), with t's own value when include_self != 0. src has t's dtype (else
+// TG_ERROR_DTYPE).
 func (t *Tensor) ScatterReduce(dim int64, index *Tensor, src *Tensor, reduce string, includeSelf bool) (*Tensor, error) {
 	cvReduce := C.CString(reduce)
 	defer C.free(unsafe.Pointer(cvReduce))
@@ -4234,6 +4251,48 @@ func (t *Tensor) MaskedSelect(mask *Tensor) (*Tensor, error) {
 	ret := C.tgw_tensor_masked_select(t.ptr(), mask.ptr(), &st)
 	runtime.KeepAlive(t)
 	runtime.KeepAlive(mask)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// NonzeroSized is tg_tensor_nonzero_sized. tinygrad's nonzero(size=, fill_value=): (size, ndim) TG_INT32
+// coordinates of the first `size` nonzero elements in row-major order, rows past the count filled with
+// fill_value (truncated to an int). Nothing is read back, so the graph stays lazy (and a TinyJit can capture
+// it). size < 0: the count, realized and read back first, as tg_tensor_nonzero but TG_INT32 (tinygrad's index
+// dtype). At most 2^24 elements and 2^24 rows.
+func (t *Tensor) NonzeroSized(size int64, fillValue float64) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_nonzero_sized(t.ptr(), C.int64_t(size), C.double(fillValue), &st)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// MaskedSelectSized is tg_tensor_masked_select_sized. tinygrad's masked_select(mask, size=, fill_value=): the
+// first `size` elements of t (row-major) where mask (TG_BOOL, else TG_ERROR_DTYPE; broadcast to t's shape) is
+// true, then fill_value (cast to t's dtype); t's dtype. Lazy as tg_tensor_nonzero_sized; size < 0 reads the
+// count back.
+func (t *Tensor) MaskedSelectSized(mask *Tensor, size int64, fillValue float64) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_masked_select_sized(t.ptr(), mask.ptr(), C.int64_t(size), C.double(fillValue), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(mask)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// Clone is tg_tensor_clone. tinygrad's clone: t's values in a new buffer of their own (computed when realized);
+// gradients flow through to t.
+func (t *Tensor) Clone() (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_clone(t.ptr(), &st)
+	runtime.KeepAlive(t)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -6160,4 +6219,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 310 // of 311 in the manifest
+const generatedFunctions = 313 // of 314 in the manifest

@@ -353,6 +353,10 @@ TG_T(scatter_reduce(tg_tensor* t, int64_t dim, tg_tensor* index, tg_tensor* src,
 TG_T(masked_fill(tg_tensor* t, tg_tensor* mask, tg_tensor* value),
      return wrap(get(t, "masked_fill").masked_fill(get(mask, "masked_fill", "mask"), get(value, "masked_fill", "value")));)
 TG_T(masked_select(tg_tensor* t, tg_tensor* mask), return wrap(get(t, "masked_select").masked_select(get(mask, "masked_select", "mask")));)
+TG_T(nonzero_sized(tg_tensor* t, int64_t size, double fill_value), return wrap(get(t, "nonzero_sized").nonzero_sized(size, fill_value));)
+TG_T(masked_select_sized(tg_tensor* t, tg_tensor* mask, int64_t size, double fill_value),
+     return wrap(get(t, "masked_select_sized").masked_select_sized(get(mask, "masked_select_sized", "mask"), size, fill_value));)
+TG_UNARY(clone)
 TG_T(bitcast(tg_tensor* t, tg_dtype dtype), return wrap(get(t, "bitcast").bitcast(dt_of(dtype, "bitcast")));)
 TG_T(dot(tg_tensor* a, tg_tensor* b), return wrap(get(a, "dot", "a").dot(get(b, "dot", "b")));)
 TG_T(einsum(const char* formula, tg_tensor* const* ts, size_t n), {

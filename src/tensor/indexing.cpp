@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "tensor/tensor.h"
 
@@ -308,6 +309,7 @@ Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& sr
   for (int64_t i = 0; i < ndim(); i++)
     TG_CHECK(index.shape()[size_t(i)] <= src.shape()[size_t(i)] && (i == d || index.shape()[size_t(i)] <= shape()[size_t(i)]), TG_ERROR_SHAPE,
              "scatter_reduce: index " + shape_str(index.shape()) + " is larger than src " + shape_str(src.shape()) + " or self " + shape_str(shape()));
+  TG_CHECK(src.dtype() == dtype(), TG_ERROR_DTYPE, "scatter_reduce: src is " + src.dtype().name() + ", the tensor " + dtype().name() + " (tinygrad casts neither)");
   TG_CHECK(reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin" || reduce == "replace", TG_ERROR_INVALID_ARGUMENT,
            "scatter_reduce: unknown reduce '" + reduce + "' (sum, prod, mean, amax, amin)");
   int64_t n = shape()[size_t(d)];
@@ -376,6 +378,61 @@ Tensor Tensor::nonzero() const {
   if (ndim() == 0) return Tensor::full({count, 0}, 0, dtypes::int64, device());
   return Tensor::cat(coords, 1);
 }
+// tinygrad's nonzero(size=, fill_value=) and masked_select(size=, fill_value=): `size` result rows (the first hits in
+// row-major order; fill_value past the count), no read-back, so it stays lazy and jittable; size < 0 reads the count back.
+// Hit k is the element whose prefix count of hits is k + 1: a (size, numel) match reduced to its flat index.
+static Tensor nth_hits(const Tensor& flat_hit, int64_t& size, std::optional<Tensor>& valid, const char* what) {
+  int64_t n = flat_hit.shape()[0];
+  TG_CHECK(n <= (int64_t(1) << 24), TG_ERROR_UNSUPPORTED,
+           strformat("%s: %lld elements; at most 2^24 (the positions take size x numel work)", what, (long long)n));
+  Tensor hit32 = flat_hit.cast(dtypes::int32);
+  Tensor count = hit32.sum();
+  if (size < 0) {
+    int32_t c = 0;
+    count.to_data(&c, sizeof c);
+    size = c;
+  }
+  TG_CHECK(size <= (int64_t(1) << 24), TG_ERROR_UNSUPPORTED, strformat("%s: size %lld is over 2^24", what, (long long)size));
+  Tensor pos = hit32.cumsum(0).sub(Tensor(UOp::const_int(dtypes::int32, 1), flat_hit.device()));
+  Tensor k = Tensor::arange(0, double(size), 1, dtypes::int32, flat_hit.device());
+  valid = k.lt(count.reshape({1}).expand({size}));
+  Tensor sel = flat_hit.reshape({1, n}).expand({size, n}).bitwise_and(pos.reshape({1, n}).expand({size, n}).eq(k.reshape({size, 1}).expand({size, n})));
+  Tensor i = Tensor::arange(0, double(n), 1, dtypes::int32, flat_hit.device()).reshape({1, n}).expand({size, n});
+  return sel.where(i, i.full_like(0)).sum({1}).cast(dtypes::int32);  // flat index of hit k (0 past the count)
+}
+Tensor Tensor::nonzero_sized(int64_t size, double fill_value) const {
+  Tensor flat = flatten().ne(full_like(0).flatten());
+  std::optional<Tensor> valid;
+  Tensor lin = nth_hits(flat, size, valid, "nonzero");
+  if (ndim() == 0) return Tensor::full({size, 0}, 0, dtypes::int32, device());
+  std::vector<Tensor> coords;
+  int64_t stride = numel();
+  Tensor fill(UOp::const_int(dtypes::int32, int64_t(fill_value)), device());
+  for (auto s : shape()) {
+    stride = s ? stride / s : 0;
+    Tensor st(UOp::const_int(dtypes::int32, std::max<int64_t>(stride, 1)), device()), sz(UOp::const_int(dtypes::int32, std::max<int64_t>(s, 1)), device());
+    coords.push_back(valid->where(lin.idiv(st).mod(sz), fill.expand({size})).unsqueeze(1));
+  }
+  return Tensor::cat(coords, 1);
+}
+Tensor Tensor::masked_select_sized(const Tensor& mask, int64_t size, double fill_value) const {
+  TG_CHECK(dtypes::is_bool(mask.dtype()), TG_ERROR_DTYPE, "masked_select: mask must be a bool tensor, got " + mask.dtype().name());
+  Tensor m = mask;
+  if (m.ndim() < ndim()) {  // broadcast to self's shape: size-1 dims in front first
+    Shape s(size_t(ndim() - m.ndim()), 1);
+    s.insert(s.end(), m.shape().begin(), m.shape().end());
+    m = m.reshape(s);
+  }
+  if (m.shape() != shape()) m = m.expand(shape());
+  Tensor x = flatten();
+  std::optional<Tensor> valid;
+  Tensor lin = nth_hits(m.flatten(), size, valid, "masked_select");
+  if (size == 0 || x.shape()[0] == 0) return Tensor::full({size}, fill_value, dtype(), device());
+  Tensor picked = x.getitem({Index{Index::TensorIdx, 0, 0, 1, false, false, false, std::make_shared<Tensor>(lin)}});
+  return valid->where(picked, Tensor(UOp::const_(dtype(), fill_value), device()).expand({size}));
+}
+// a new buffer holding t's values: a CONTIGUOUS even over a realized buffer (contiguous() would return t itself)
+Tensor Tensor::clone() const { return Tensor(UOp::make(Ops::CONTIGUOUS, dtype(), {s_->uop}), s_->device); }
 Tensor Tensor::masked_select(const Tensor& mask) const {
   Tensor m = mask.cast(dtypes::bool_);
   Tensor a = broadcasted(m.cast(dtype()), "masked_select").first;

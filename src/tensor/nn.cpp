@@ -206,7 +206,7 @@ static Tensor class_dim_second(const Tensor& t) {
 // one-hot along a new last dim: index == arange(num_classes)
 Tensor Tensor::one_hot(int64_t num_classes) const {
   TG_CHECK(dtypes::is_int(dtype()), TG_ERROR_DTYPE, "one_hot: needs an int tensor, got " + dtype().name());
-  TG_CHECK(num_classes > 0, TG_ERROR_INVALID_ARGUMENT, "one_hot: num_classes must be positive");
+  TG_CHECK(num_classes >= 0, TG_ERROR_INVALID_ARGUMENT, "one_hot: num_classes must be >= 0");
   Tensor idx = unsqueeze(-1).cast(dtypes::int64);
   Shape s = idx.shape();
   s.back() = num_classes;
@@ -266,9 +266,10 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   for (int64_t i = 0; i < ndim(); i++)
     if (i != d) b[size_t(i)] = {0, index.shape()[size_t(i)]};
   Tensor x = shrink(b).unsqueeze(-1).transpose(-1, d);  // (..., 1 at d, ..., n)
-  Tensor oh = index.one_hot(n).cast(dtype());           // (..., index size at d, ..., n)
+  Tensor oh = index.one_hot(n).cast(dtypes::bool_);     // (..., index size at d, ..., n)
   Shape s = oh.shape();
-  Tensor picked = x.expand(s).mul(oh);
+  Tensor xe = x.expand(s);
+  Tensor picked = oh.where(xe, xe.full_like(0));  // a select, not a multiply: inf * 0 would be NaN
   return (dtypes::is_bool(dtype()) ? picked.any({-1}) : picked.sum({-1})).cast(dtype());
 }
 
@@ -302,13 +303,17 @@ namespace tg {
 Tensor Tensor::dot(const Tensor& o) const { return matmul(o); }
 
 // Every operand viewed over all the formula's letters (permuted, size-1 dims for letters it lacks, expanded), the
-// product summed over the letters the output drops: one multiply-reduce, like a matmul.
-Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& xs) {
+// product summed over the letters the output drops: one multiply-reduce, like a matmul. As torch/tinygrad: "..." stands
+// for the dims no letter names (right-aligned across operands), and a letter repeated within an operand takes that
+// operand's diagonal ("ii->i", "ii->" a trace).
+Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& xs_in) {
   std::string f;
   for (char c : formula)
     if (c != ' ') f += c;
   size_t arrow = f.find("->");
   std::string lhs = f.substr(0, arrow), out;
+  std::optional<std::string> rhs;
+  if (arrow != std::string::npos) rhs = f.substr(arrow + 2);
   std::vector<std::string> ins;
   for (size_t at = 0;;) {
     size_t comma = lhs.find(',', at);
@@ -316,32 +321,82 @@ Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& xs)
     if (comma == std::string::npos) break;
     at = comma + 1;
   }
+  std::vector<Tensor> xs = xs_in;
   TG_CHECK(ins.size() == xs.size() && !xs.empty(), TG_ERROR_INVALID_ARGUMENT,
            strformat("einsum: '%s' names %zu operands, %zu given", formula.c_str(), ins.size(), xs.size()));
+  if (f.find("...") != std::string::npos) {  // "..." -> letters the formula doesn't use, the most dims first
+    std::string spare;
+    for (char c = 'A'; c <= 'z'; c++)
+      if (std::isalpha((unsigned char)c) && f.find(c) == std::string::npos) spare += c;
+    std::vector<int64_t> nell(ins.size(), 0);
+    int64_t most = 0;
+    for (size_t k = 0; k < ins.size(); k++) {
+      size_t p = ins[k].find("...");
+      if (p == std::string::npos) continue;
+      TG_CHECK(ins[k].find("...", p + 3) == std::string::npos, TG_ERROR_INVALID_ARGUMENT,
+               strformat("einsum: operand %zu ('%s') has more than one ellipsis", k, ins[k].c_str()));
+      nell[k] = xs[k].ndim() - int64_t(ins[k].size() - 3);
+      TG_CHECK(nell[k] >= 0, TG_ERROR_SHAPE, strformat("einsum: operand %zu has %lld dims, '%s' names more", k, (long long)xs[k].ndim(), ins[k].c_str()));
+      most = std::max(most, nell[k]);
+    }
+    TG_CHECK(most <= int64_t(spare.size()), TG_ERROR_UNSUPPORTED, "einsum: too many dims under the ellipsis");
+    std::string singles;  // the output without "->": the ellipsis dims, then the letters used once, sorted
+    for (auto& s : ins)
+      for (char c : s)
+        if (std::isalpha((unsigned char)c) && std::count(lhs.begin(), lhs.end(), c) == 1 && singles.find(c) == std::string::npos) singles += c;
+    std::sort(singles.begin(), singles.end());
+    for (size_t k = 0; k < ins.size(); k++)
+      if (size_t p = ins[k].find("..."); p != std::string::npos) ins[k].replace(p, 3, spare.substr(size_t(most - nell[k]), size_t(nell[k])));
+    if (rhs) {
+      size_t p = rhs->find("...");
+      if (p != std::string::npos) rhs->replace(p, 3, spare.substr(0, size_t(most)));
+    } else {
+      rhs = spare.substr(0, size_t(most)) + singles;
+    }
+  }
+  if (!rhs) {  // the letters used once, sorted (a repeated letter within one operand is summed: "ii" is a trace)
+    std::string once;
+    for (char c : lhs)
+      if (std::isalpha((unsigned char)c) && std::count(lhs.begin(), lhs.end(), c) == 1) once += c;
+    std::sort(once.begin(), once.end());
+    rhs = once;
+  }
+  out = *rhs;
   std::map<char, int64_t> size;
-  std::map<char, int> count;
   for (size_t k = 0; k < ins.size(); k++) {
     TG_CHECK(int64_t(ins[k].size()) == xs[k].ndim(), TG_ERROR_SHAPE,
              strformat("einsum: operand %zu has %lld dims, '%s' names %zu", k, (long long)xs[k].ndim(), ins[k].c_str(), ins[k].size()));
+    for (char c : ins[k])
+      TG_CHECK(std::isalpha((unsigned char)c), TG_ERROR_INVALID_ARGUMENT, strformat("einsum: '%c' in '%s' is not a letter", c, formula.c_str()));
+    // a letter twice in one operand: its diagonal over those two dims, as a last dim with that letter
     for (size_t i = 0; i < ins[k].size(); i++) {
       char c = ins[k][i];
-      TG_CHECK(std::isalpha((unsigned char)c), TG_ERROR_INVALID_ARGUMENT, strformat("einsum: '%c' in '%s' is not a letter (no ellipsis)", c, formula.c_str()));
-      TG_CHECK(ins[k].find(c) == i, TG_ERROR_UNSUPPORTED, strformat("einsum: letter '%c' repeats within operand %zu", c, k));
+      size_t j = ins[k].find(c, i + 1);
+      if (j == std::string::npos) continue;
+      int64_t n = xs[k].shape()[i];
+      TG_CHECK(xs[k].shape()[j] == n, TG_ERROR_SHAPE,
+               strformat("einsum: letter '%c' repeats in operand %zu with sizes %lld and %lld", c, k, (long long)n, (long long)xs[k].shape()[j]));
+      std::vector<int64_t> perm;
+      for (int64_t d = 0; d < xs[k].ndim(); d++)
+        if (d != int64_t(i) && d != int64_t(j)) perm.push_back(d);
+      perm.push_back(int64_t(i)), perm.push_back(int64_t(j));
+      xs[k] = xs[k].permute(perm).diagonal();
+      std::string rest;
+      for (size_t d = 0; d < ins[k].size(); d++)
+        if (d != i && d != j) rest += ins[k][d];
+      ins[k] = rest + c;
+      i = size_t(-1);  // rescan: the letter may repeat again
+    }
+    for (size_t i = 0; i < ins[k].size(); i++) {
+      char c = ins[k][i];
       int64_t n = xs[k].shape()[i];
       auto [it, fresh] = size.try_emplace(c, n);
       TG_CHECK(fresh || it->second == n || it->second == 1 || n == 1, TG_ERROR_SHAPE,
                strformat("einsum: letter '%c' has sizes %lld and %lld", c, (long long)it->second, (long long)n));
       it->second = std::max(it->second, n);
-      count[c]++;
     }
   }
-  if (arrow != std::string::npos) {
-    out = f.substr(arrow + 2);
-    for (char c : out) TG_CHECK(size.count(c) && std::count(out.begin(), out.end(), c) == 1, TG_ERROR_INVALID_ARGUMENT, strformat("einsum: bad output '%s'", out.c_str()));
-  } else {
-    for (auto& [c, n] : count)
-      if (n == 1) out += c;
-  }
+  for (char c : out) TG_CHECK(size.count(c) && std::count(out.begin(), out.end(), c) == 1, TG_ERROR_INVALID_ARGUMENT, strformat("einsum: bad output '%s'", out.c_str()));
   std::string all;  // output letters first, then the summed ones
   all = out;
   for (auto& [c, n] : size)

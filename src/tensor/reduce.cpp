@@ -65,7 +65,7 @@ Tensor Tensor::argmin(std::optional<int64_t> axis, bool keepdim) const { return 
 // An inclusive scan along `axis` as one reduction over a triangle: out[..., j] = op over i <= j of x[..., i]. That is
 // n^2 work for a scan of length n, but one fused kernel with no sequential dependence.
 Tensor Tensor::cumalu(int64_t axis, Ops op, const char* what) const {
-  if (ndim() == 0) return resolve_axis(axis, what), *this;
+  if (ndim() == 0) return resolve_axis(axis, what), op == Ops::ADD ? cast(sum().dtype()) : *this;  // a sum's dtype, as tinygrad
   int64_t ax = resolve_axis(axis, what), n = shape()[size_t(ax)];
   Tensor x = transpose(ax, -1);  // scan along the last dim
   Shape s = x.shape();

@@ -285,6 +285,10 @@ class Tensor {
   Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
   Tensor nonzero() const;                          // (count, ndim) int64; reads the count back (data-dependent shape)
   Tensor masked_select(const Tensor& mask) const;  // 1-d; reads the count back
+  // tinygrad's nonzero(size=) (int32) and masked_select(size=): `size` rows, fill_value past the hits; size < 0 reads the count
+  Tensor nonzero_sized(int64_t size, double fill_value) const;
+  Tensor masked_select_sized(const Tensor& mask, int64_t size, double fill_value) const;
+  Tensor clone() const;  // a new buffer (lazy), gradients flow through
   Tensor contiguous() const;
   Tensor detach() const;
 

@@ -891,13 +891,14 @@ out[1] (TG_INT32 indices).
 """
 tg_tensor_topk(t, k, dim, largest, out) = ccall((:tg_tensor_topk, libtinygrad), Int32, (Ptr{Cvoid}, Int64, Int64, Cint, Ptr{Ptr{Cvoid}}), t, k, dim, largest, out)
 """
-t with src's elements written at `index` along dim.
+t with src's elements written at `index` along dim; src has t's dtype (else TG_ERROR_DTYPE: nothing is cast,
+as tinygrad).
 """
 tg_tensor_scatter(t, dim, index, src) = ccall((:tg_tensor_scatter, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Ptr{Cvoid}), t, dim, index, src)
 """
 t with everything src sends to one place (by `index` along dim) combined by `reduce` (borrowed: "sum", "prod",
 "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when include_self !=
-0.
+0. src has t's dtype (else TG_ERROR_DTYPE).
 """
 tg_tensor_scatter_reduce(t, dim, index, src, reduce, include_self) = ccall((:tg_tensor_scatter_reduce, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Ptr{Cvoid}, Cstring, Cint), t, dim, index, src, reduce, include_self)
 """
@@ -914,6 +915,24 @@ The 1-d elements of t where mask (broadcast with t) is nonzero. The shape depend
 realized and read back first.
 """
 tg_tensor_masked_select(t, mask) = ccall((:tg_tensor_masked_select, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), t, mask)
+"""
+tinygrad's nonzero(size=, fill_value=): (size, ndim) TG_INT32 coordinates of the first `size` nonzero elements
+in row-major order, rows past the count filled with fill_value (truncated to an int). Nothing is read back, so
+the graph stays lazy (and a TinyJit can capture it). size < 0: the count, realized and read back first, as
+tg_tensor_nonzero but TG_INT32 (tinygrad's index dtype). At most 2^24 elements and 2^24 rows.
+"""
+tg_tensor_nonzero_sized(t, size, fill_value) = ccall((:tg_tensor_nonzero_sized, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Cdouble), t, size, fill_value)
+"""
+tinygrad's masked_select(mask, size=, fill_value=): the first `size` elements of t (row-major) where mask
+(TG_BOOL, else TG_ERROR_DTYPE; broadcast to t's shape) is true, then fill_value (cast to t's dtype); t's
+dtype. Lazy as tg_tensor_nonzero_sized; size < 0 reads the count back.
+"""
+tg_tensor_masked_select_sized(t, mask, size, fill_value) = ccall((:tg_tensor_masked_select_sized, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Int64, Cdouble), t, mask, size, fill_value)
+"""
+tinygrad's clone: t's values in a new buffer of their own (computed when realized); gradients flow through to
+t.
+"""
+tg_tensor_clone(t) = ccall((:tg_tensor_clone, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
 """
 The same bits viewed as another dtype of the same size.
 """
@@ -1644,10 +1663,11 @@ export tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave, tg_te
 export tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem
 export tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk, tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal
 export tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk, tg_tensor_scatter
-export tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select, tg_tensor_bitcast
-export tg_tensor_linear, tg_tensor_dot, tg_tensor_einsum, tg_tensor_conv2d, tg_tensor_conv_transpose2d
-export tg_tensor_interpolate, tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_layernorm, tg_tensor_batchnorm
-export tg_tensor_dropout, tg_tensor_scaled_dot_product_attention, tg_tensor_one_hot, tg_tensor_cross_entropy
+export tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select
+export tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear
+export tg_tensor_dot, tg_tensor_einsum, tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate
+export tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
+export tg_tensor_scaled_dot_product_attention, tg_tensor_one_hot, tg_tensor_cross_entropy
 export tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss, tg_tensor_binary_crossentropy
 export tg_tensor_binary_crossentropy_logits, tg_tensor_gather, tg_tensor_assign, tg_manual_seed, tg_tensor_rand
 export tg_tensor_randn, tg_tensor_uniform, tg_tensor_normal, tg_tensor_randint, tg_tensor_scaled_uniform

@@ -250,6 +250,12 @@ masked_fill(t::Tensor, mask::Tensor, value::Tensor) = adopt(Tensor, L.tg_tensor_
 nonzero(t::Tensor) = adopt(Tensor, L.tg_tensor_nonzero(t))
 # tg_tensor_masked_select
 masked_select(t::Tensor, mask::Tensor) = adopt(Tensor, L.tg_tensor_masked_select(t, mask))
+# tg_tensor_nonzero_sized
+nonzero_sized(t::Tensor, size::Integer, fill_value::Real) = adopt(Tensor, L.tg_tensor_nonzero_sized(t, size, fill_value))
+# tg_tensor_masked_select_sized
+masked_select_sized(t::Tensor, mask::Tensor, size::Integer, fill_value::Real) = adopt(Tensor, L.tg_tensor_masked_select_sized(t, mask, size, fill_value))
+# tg_tensor_clone
+clone(t::Tensor) = adopt(Tensor, L.tg_tensor_clone(t))
 # tg_tensor_bitcast
 bitcast(t::Tensor, dtype::Integer) = adopt(Tensor, L.tg_tensor_bitcast(t, dtype))
 # tg_tensor_linear
@@ -399,20 +405,20 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 198 methods generated from 311 functions
+# 201 methods generated from 314 functions
 export arange, argsort, assign, avg_pool2d, backward, batchnorm, binary_crossentropy, binary_crossentropy_logits
-export bitcast, cast, celu, contiguous, contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin
-export detach, device_count, device_open, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary
+export bitcast, cast, celu, clone, contiguous, contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax
+export cummin, detach, device_count, device_open, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary
 export expr_const, expr_simplify, expr_variable, eye, flatten, from_idx, full_like, gather, ge, gelu, grad, gt
 export hardsigmoid, hardswish, hardtanh, isclose, jit_call_count, jit_plan, jit_reset, le, leaky_relu, lerp, linear
-export linspace, log_softmax, logaddexp, logical_not, logsigmoid, lt, masked_fill, masked_select, matmul, max_pool2d
-export mish, module_call, module_get, module_load_state, module_parameter_count, module_set, module_set_option
-export module_state, multinomial, ndim, ne, nll_loss, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d
-export nn_conv_transpose2d, nn_embedding, nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell
-export nn_rmsnorm, nonzero, numel, one_hot, ones_like, optimizer_lr, optimizer_set_lr, optimizer_step
-export optimizer_zero_grad, option_pop, option_push, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like
-export randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave, requires_grad, rsqrt
-export scaled_dot_product_attention, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
+export linspace, log_softmax, logaddexp, logical_not, logsigmoid, lt, masked_fill, masked_select, masked_select_sized
+export matmul, max_pool2d, mish, module_call, module_get, module_load_state, module_parameter_count, module_set
+export module_set_option, module_state, multinomial, ndim, ne, nll_loss, nn_batchnorm, nn_conv1d, nn_conv2d
+export nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding, nn_function, nn_groupnorm, nn_instancenorm, nn_linear
+export nn_lstm_cell, nn_rmsnorm, nonzero, nonzero_sized, numel, one_hot, ones_like, optimizer_lr, optimizer_set_lr
+export optimizer_step, optimizer_zero_grad, option_pop, option_push, plan_kernel_count, plan_run, quick_gelu
+export rand_like, randn_like, randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave, requires_grad
+export rsqrt, scaled_dot_product_attention, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
 export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze
 export squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count, state_metadata_set
 export state_save, state_set, to, tril, triu, unfold, unsqueeze, where_, zeros_like

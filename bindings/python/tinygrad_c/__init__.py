@@ -154,6 +154,10 @@ class ShapeError(TinygradError, ValueError):
   """TG_ERROR_SHAPE: shapes that don't match or broadcast, a bad axis or reshape, a shape too large for int64."""
 
 
+class AxisError(ShapeError, IndexError):
+  """TG_ERROR_SHAPE for an axis/dim out of range: also the IndexError tinygrad raises there (like numpy's AxisError)."""
+
+
 class InvalidArgumentError(TinygradError, ValueError):
   """TG_ERROR_INVALID_ARGUMENT: a bad argument value (NaN into an int dtype, unknown name, released handle, ...)."""
 
@@ -215,30 +219,64 @@ def _cstr(s: Optional[str], what: str) -> Optional[bytes]:
 
 # ---- dtypes ----------------------------------------------------------------------------------------------------------
 class DType:
-  """A tinygrad dtype: .name ("float32"), .itemsize, .value (the tg_dtype code), .np (the numpy dtype of .numpy())."""
+  """A tinygrad dtype: .name ("float32"), .itemsize, .bitsize, .fmt (the struct format char, None for bfloat16), .min and
+  .max (the dtype's range: ints exact, floats -inf/inf, bool False/True), .value (the tg_dtype code), .np (the numpy
+  dtype of .numpy())."""
   __slots__ = ("value", "name", "itemsize", "np")
+  _FMT = {0: "?", 1: "b", 2: "B", 3: "h", 4: "H", 5: "i", 6: "I", 7: "q", 8: "Q", 9: "e", 10: None, 11: "f", 12: "d"}
   def __init__(self, value: int, np_dtype):
     self.value, self.np = value, np.dtype(np_dtype)
     self.name, self.itemsize = C.dtype_name(value).decode(), C.dtype_size(value)
   def __repr__(self): return f"dtypes.{self.name}"
   def __reduce__(self): return (getattr, (dtypes, self.name))
+  def __lt__(self, o: "DType"): return (self.value, self.itemsize) < (o.value, o.itemsize)
   @property
   def is_float(self) -> bool: return self.value >= 9
   @property
   def is_int(self) -> bool: return 1 <= self.value <= 8
   @property
   def is_unsigned(self) -> bool: return self.value in (2, 4, 6, 8)
+  @property
+  def bitsize(self) -> int: return 1 if self.value == 0 else self.itemsize * 8
+  @property
+  def fmt(self) -> Optional[str]: return DType._FMT[self.value]
+  @property
+  def min(self):
+    """tinygrad's DType.min: the smallest value (an int for ints, -inf for floats, False for bool)."""
+    if self.is_int: return 0 if self.is_unsigned else -2 ** (self.bitsize - 1)
+    return -math.inf if self.is_float else False
+  @property
+  def max(self):
+    """tinygrad's DType.max: the largest value (an int for ints, inf for floats, True for bool)."""
+    if self.is_int: return 2 ** self.bitsize - 1 + self.min
+    return math.inf if self.is_float else True
 
 
-class dtypes:
+class _DTypesMeta(type):
+  """dtypes.default_float is settable, as tinygrad's (its DEFAULT_FLOAT): a float DType or its name ("half", "HALF",
+  "bfloat16"); every creation that defaults to a float reads it. DEFAULT_FLOAT in the environment sets it at import."""
+  _default_float = None
+  @property
+  def default_float(cls) -> DType: return cls._default_float
+  @default_float.setter
+  def default_float(cls, d):
+    d = to_dtype(d) if not isinstance(d, str) else _dtype_from_name(d)
+    if not d.is_float: raise ValueError(f"default_float must be a float dtype, got {d}")
+    cls._default_float = d
+
+
+class dtypes(metaclass=_DTypesMeta):
   bool = DType(0, np.bool_)
   int8, uint8, int16, uint16 = DType(1, np.int8), DType(2, np.uint8), DType(3, np.int16), DType(4, np.uint16)
   int32, uint32, int64, uint64 = DType(5, np.int32), DType(6, np.uint32), DType(7, np.int64), DType(8, np.uint64)
   float16, bfloat16, float32, float64 = DType(9, np.float16), DType(10, np.float32), DType(11, np.float32), DType(12, np.float64)
   half, float, double, int, uint = float16, float32, float64, int32, uint32
   char, uchar, short, ushort, long, ulong = int8, uint8, int16, uint16, int64, uint64
-  default_float, default_int = float32, int32
+  default_int = int32
   all = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32, float64)
+  floats = (float16, bfloat16, float32, float64)
+  uints, sints = (uint8, uint16, uint32, uint64), (int8, int16, int32, int64)
+  ints = uints + sints
 
   @staticmethod
   def from_np(d) -> DType:
@@ -264,6 +302,16 @@ class dtypes:
 
   @staticmethod
   def is_unsigned(d: DType) -> bool: return to_dtype(d).is_unsigned
+
+  @staticmethod
+  def is_bool(d: DType) -> bool: return to_dtype(d) is dtypes.bool
+
+  @staticmethod
+  def finfo(d: DType) -> Tuple[int, int]:
+    """(exponent bits, mantissa bits) of a float dtype, as tinygrad's dtypes.finfo."""
+    d = to_dtype(d)
+    if not d.is_float: raise ValueError(f"{d} is not a floating point type")
+    return {9: (5, 10), 10: (8, 7), 11: (8, 23), 12: (11, 52)}[d.value]
 
 
 _BY_VALUE = {d.value: d for d in dtypes.all}
@@ -301,10 +349,18 @@ def _py_int(v, what: str) -> int:
   return int(f)
 
 
+def _dtype_from_name(name: str) -> DType:
+  """A DType by its name or tinygrad alias, any case ("float32", "HALF", "int"); anything else is an AttributeError, as
+  tinygrad's getattr(dtypes, name.lower())."""
+  d = _BY_NAME.get(name) or getattr(dtypes, name.lower(), None) if name and not name.startswith("_") else None
+  if not isinstance(d, DType): raise AttributeError(f"type object 'dtypes' has no attribute {name.lower()!r}")
+  return d
+
+
 def to_dtype(d) -> DType:
   """A DType from a DType, its name, a numpy dtype or a Python type (float, int, bool)."""
   if isinstance(d, DType): return d
-  if isinstance(d, str) and d in _BY_NAME: return _BY_NAME[d]
+  if isinstance(d, str): return _dtype_from_name(d)
   if d is float: return dtypes.default_float
   if d is int: return dtypes.default_int
   if d is bool: return dtypes.bool
@@ -317,13 +373,20 @@ def least_upper_dtype(a, b) -> DType:
   return _BY_VALUE[out.value]
 
 
+dtypes.default_float = os.getenv("DEFAULT_FLOAT") or dtypes.float32
+
+
 # ---- tensors ---------------------------------------------------------------------------------------------------------
 Scalar = Union[int, float, bool]
 _enc = lambda device: _cstr(device, "device")
 
 
 def _shape_args(shape) -> Tuple[int, ...]:
-  return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+  """tinygrad's argfix: (2, 3) or ((2, 3),) -> (2, 3); a tuple next to more arguments is a ValueError."""
+  if shape and isinstance(shape[0], (tuple, list)):
+    if len(shape) != 1: raise ValueError(f"bad arg {shape}")
+    return tuple(shape[0])
+  return tuple(shape)
 
 
 def _to_bf16_bits(a: np.ndarray) -> np.ndarray:
@@ -669,6 +732,21 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return [Tensor._wrap(out[i], "tensor_gradient") for i in range(n)]
 
   def detach(self) -> "Tensor": return Tensor._wrap(C.tensor_detach(self._h), "tensor_detach")
+
+  def clone(self, device: Optional[str] = None) -> "Tensor":
+    """A copy in a buffer of its own (on `device` if given), as tinygrad: gradients flow through to self; a grad comes
+    along (cloned)."""
+    ret = Tensor._wrap(C.tensor_clone(self._h), "tensor_clone")
+    if device is not None and device != ret.device: ret = ret.to(device)
+    if self.grad is not None: ret.grad = self.grad.clone(device)
+    return ret
+
+  def replace(self, x: "Tensor") -> "Tensor":
+    """This tensor takes x's data (and graph); only the shapes must match (dtype and device may differ), as tinygrad."""
+    if not isinstance(x, Tensor): raise TypeError(f"replace takes a Tensor, got {type(x).__name__}")
+    if self.shape != x.shape: raise AssertionError(f"replace shape mismatch {self.shape} != {x.shape}")
+    self._swap(C.tensor_retain(x._h))
+    return self
 
   # -- properties
   @property
@@ -1087,26 +1165,47 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def clip(self, min_=None, max_=None) -> "Tensor": return self.clamp(min_, max_)
 
   # -- reductions
-  def _reduce(self, name: str, axis, keepdim: bool, *extra) -> "Tensor":
+  def _check_axis(self, axis, what: str, extra: bool = False) -> int:
+    """axis resolved against ndim (+1 with extra: a new dim's position) as tinygrad's _resolve_dim (0-d takes 0 and
+    -1); out of range is AxisError: TG_ERROR_SHAPE, and the IndexError tinygrad raises."""
+    a, n = _i64(axis, "axis"), self.ndim + int(extra)
+    if not -max(n, 1) <= a < max(n, 1):
+      raise AxisError("TG_ERROR_SHAPE", f"{what}: axis {a} is out of range for shape {self.shape} [{-max(n, 1)}, {max(n, 1) - 1}]")
+    return a + n if a < 0 else a
+
+  def _axes(self, axis, what: str) -> Tuple[int, ...]:
+    """axis (None, an int or a sequence) as tinygrad reads it: each one in range (else AxisError, an IndexError)."""
     axes = () if axis is None else tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    for a in axes: self._check_axis(a, what)
+    return axes
+
+  def _reduce(self, name: str, axis, keepdim: bool, *extra) -> "Tensor":
+    axes = self._axes(axis, name)
     if axis is not None and not axes:
       # axis=() reduces nothing, but the C API reads naxes == 0 as "every axis": reduce a new size-1 axis instead
       r = self.reshape(*self.shape, 1)._reduce(name, -1, False, *extra)
-      return r.reshape(*self.shape)
+      return r.reshape(self.shape)
     fn = getattr(C, f"tensor_{name}")
     return Tensor._wrap(fn(self._h, _i64s(axes, "axis"), len(axes), int(bool(keepdim)), *extra), f"tensor_{name}")
 
   def _reduce2(self, name: str, axis, keepdim: bool, correction) -> Tuple["Tensor", "Tensor"]:
-    axes = () if axis is None else tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    axes = self._axes(axis, name)
     if axis is not None and not axes:
       r = self.reshape(*self.shape, 1)._reduce2(name, -1, False, correction)
-      return r[0].reshape(*self.shape), r[1].reshape(*self.shape)
+      return r[0].reshape(self.shape), r[1].reshape(self.shape)
     out = (ctypes.c_void_p * 2)()
     _ok(getattr(C, f"tensor_{name}")(self._h, _i64s(axes, "axis"), len(axes), int(bool(keepdim)), float(correction), out), f"tensor_{name}")
     return Tensor._wrap(out[0], f"tensor_{name}"), Tensor._wrap(out[1], f"tensor_{name}")
 
-  def sum(self, axis=None, keepdim=False): return self._reduce("sum", axis, keepdim)
-  def prod(self, axis=None, keepdim=False): return self._reduce("prod", axis, keepdim)
+  def sum(self, axis=None, keepdim=False, dtype=None) -> "Tensor":
+    """Sum over axis (None: all); dtype= accumulates (and returns) in that dtype, as tinygrad."""
+    if dtype is None: return self._reduce("sum", axis, keepdim)
+    dt = to_dtype(dtype)
+    return self.cast(dt)._reduce("sum", axis, keepdim).cast(dt)  # the C sum widens small ints; tinygrad keeps dtype
+  def prod(self, axis=None, keepdim=False, dtype=None) -> "Tensor":
+    if dtype is None: return self._reduce("prod", axis, keepdim)
+    dt = to_dtype(dtype)
+    return self.cast(dt)._reduce("prod", axis, keepdim).cast(dt)
   def max(self, axis=None, keepdim=False): return self._reduce("max", axis, keepdim)
   def min(self, axis=None, keepdim=False): return self._reduce("min", axis, keepdim)
   def mean(self, axis=None, keepdim=False): return self._reduce("mean", axis, keepdim)
@@ -1117,6 +1216,10 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def all(self, axis=None, keepdim=False): return self._reduce("all", axis, keepdim)
   def any(self, axis=None, keepdim=False): return self._reduce("any", axis, keepdim)
   def logsumexp(self, axis=None, keepdim=False): return self._reduce("logsumexp", axis, keepdim)
+  def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> "Tensor":
+    """Lp normalization along dim: self / max(||self||_p, eps), ||.||_0 counting the nonzeros (torch's F.normalize)."""
+    den = (self != 0).sum(dim, keepdim=True) if p == 0 else self.abs().pow(p).sum(dim, keepdim=True).pow(1 / p)
+    return self / den.maximum(eps)
   def argmax(self, axis=None, keepdim=False):
     """int32 index of the first max along axis (axis=None: of the flattened tensor)."""
     ax = 0 if axis is None else _i64(axis, "axis")
@@ -1125,6 +1228,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     ax = 0 if axis is None else _i64(axis, "axis")
     return Tensor._wrap(C.tensor_argmin(self._h, ax, int(bool(keepdim)), int(axis is None)), "tensor_argmin")
   def _scan(self, name: str, axis) -> "Tensor":
+    self._check_axis(axis, name)
     return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h, _i64(axis, "axis")), f"tensor_{name}")
   def cumsum(self, axis=0): return self._scan("cumsum", axis)
   def cumprod(self, axis=0): return self._scan("cumprod", axis)
@@ -1133,6 +1237,17 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return self._cum_indexed("cummax", axis)
   def cummin(self, axis=0) -> Tuple["Tensor", "Tensor"]:
     return self._cum_indexed("cummin", axis)
+  def logcumsumexp(self, axis=0) -> "Tensor":
+    """log(cumsum(exp(x))) along axis, stable for large values: each prefix is shifted by its running max."""
+    if self.ndim == 0: return self  # as tinygrad: any axis
+    x = self.transpose(axis, -1)
+    n = x.shape[-1]
+    m = x.cummax(-1)[0].detach()  # (..., n): the running max at each position j
+    # [..., j, i] = x_i - m_j for i <= j, else -inf; logsumexp over i
+    d = x.unsqueeze(-2) - m.unsqueeze(-1)
+    keep = Tensor.ones(n, n, dtype=dtypes.bool, device=self.device).tril()
+    r = keep.where(d, -math.inf).exp().sum(-1).log() + m
+    return r.transpose(-1, axis)
   def _cum_indexed(self, name: str, axis) -> Tuple["Tensor", "Tensor"]:
     values = self._scan(name, axis)
     if self.ndim == 0: return values, Tensor.zeros((), dtype=dtypes.int32, device=self.device)
@@ -1159,11 +1274,21 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     n = len(vals) // 2 if name in ("pad", "shrink") else len(vals)
     return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h, _i64s(vals, f"{name} argument"), n, *extra), f"tensor_{name}")
 
-  def reshape(self, shape, *args) -> "Tensor": return self._mv("reshape", _shape_args((shape, *args)))
+  def reshape(self, shape, *args) -> "Tensor":
+    """reshape(2, 3) or reshape((2, 3)); None keeps that dim's size and one -1 is inferred, as tinygrad (two -1s or a
+    size mismatch: ShapeError, both the RuntimeError and the ValueError tinygrad raises there)."""
+    new = _shape_args((shape, *args))
+    if None in new:
+      cur = self.shape
+      new = tuple(cur[i] if s is None else s for i, s in enumerate(new))
+    return self._mv("reshape", new)
   def view(self, shape, *args) -> "Tensor": return self.reshape(shape, *args)
   def permute(self, order, *args) -> "Tensor": return self._mv("permute", _shape_args((order, *args)))
   def expand(self, shape, *args) -> "Tensor": return self._mv("expand", _shape_args((shape, *args)))
-  def flip(self, axis, *args) -> "Tensor": return self._mv("flip", _shape_args((axis, *args)))
+  def flip(self, axis, *args) -> "Tensor":
+    axes = _shape_args((axis, *args))
+    for a in axes: self._check_axis(a, "flip")
+    return self._mv("flip", axes)
 
   _PAD_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
 
@@ -1212,11 +1337,14 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Tensor._wrap(C.tensor_unflatten(self._h, _i64(dim, "dim"), _i64s(sizes, "size"), len(sizes)), "tensor_unflatten")
 
   def squeeze(self, dim=None) -> "Tensor":
-    """Remove dim if its size is 1; dim=None removes every size-1 dim."""
+    """Remove dim if its size is 1; dim=None removes every size-1 dim. A 0-d tensor takes dim 0 or -1 (tinygrad)."""
     if dim is None: return Tensor._wrap(C.tensor_squeeze_all(self._h), "tensor_squeeze_all")
+    self._check_axis(dim, "squeeze")
     return Tensor._wrap(C.tensor_squeeze(self._h, _i64(dim, "dim")), "tensor_squeeze")
 
-  def unsqueeze(self, dim: int) -> "Tensor": return Tensor._wrap(C.tensor_unsqueeze(self._h, _i64(dim, "dim")), "tensor_unsqueeze")
+  def unsqueeze(self, dim: int) -> "Tensor":
+    self._check_axis(dim, "unsqueeze", extra=True)
+    return Tensor._wrap(C.tensor_unsqueeze(self._h, _i64(dim, "dim")), "tensor_unsqueeze")
 
   def repeat(self, repeats, *args) -> "Tensor": return self._mv("repeat", _shape_args((repeats, *args)))
 
@@ -1234,14 +1362,18 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Tensor._wrap(C.tensor_roll(self._h, _i64s(shifts, "shift"), _i64s(dims, "dim"), len(dims)), "tensor_roll")
 
   def cat(self, *args: "Tensor", dim: int = 0) -> "Tensor":
-    """Concatenate self and args along dim (also Tensor.cat(a, b, ...))."""
+    """Concatenate self and args along dim (also Tensor.cat(a, b, ...)); 0-d tensors have no dim: IndexError, as tinygrad."""
     ts = (*self, *args) if isinstance(self, (list, tuple)) else (self, *args)
+    if ts: ts[0]._check_axis(dim, "cat")
+    if any(t.ndim == 0 for t in ts): raise AxisError("TG_ERROR_SHAPE", "cat: zero-dimensional tensors can't be concatenated")
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
     return Tensor._wrap(C.tensor_cat(arr, len(ts), _i64(dim, "dim")), "tensor_cat")
 
   def stack(self, *args: "Tensor", dim: int = 0) -> "Tensor":
-    """Stack self and args along a new dim (also Tensor.stack(a, b, ...))."""
-    ts = (*self, *args) if isinstance(self, (list, tuple)) else (self, *args)
+    """Stack self and args along a new dim (also Tensor.stack(a, b, ...) or Tensor.stack((a, b))); a bad dim is an
+    IndexError, a sequence next to more tensors a ValueError, as tinygrad."""
+    ts = _shape_args((self, *args))
+    if ts: ts[0]._check_axis(dim, "stack", extra=True)
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
     return Tensor._wrap(C.tensor_stack(arr, len(ts), _i64(dim, "dim")), "tensor_stack")
 
@@ -1390,6 +1522,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
 
   def gather(self, dim: int, index: "Tensor") -> "Tensor":
     """out[..i..] = self[.. index[..i..] ..] along dim."""
+    self._check_axis(dim, "gather")
     return Tensor._wrap(C.tensor_gather(self._h, _i64(dim, "dim"), index._h), "tensor_gather")
 
   # -- more shape and index ops
@@ -1425,10 +1558,22 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return tuple(Tensor._wrap(out[i], "tensor_meshgrid") for i in range(len(ts)))
 
   def diag(self) -> "Tensor": return Tensor._wrap(C.tensor_diag(self._h), "tensor_diag")
-  def diagonal(self) -> "Tensor": return Tensor._wrap(C.tensor_diagonal(self._h), "tensor_diagonal")
+  def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> "Tensor":
+    """The diagonal of dims dim1 and dim2 (offset > 0 above the main one, < 0 below) as a new last dim, tinygrad's
+    signature: the two dims moved last, cut by the offset, then tg_tensor_diagonal (the last two dims' main diagonal)."""
+    d1, d2 = self._check_axis(dim1, "diagonal"), self._check_axis(dim2, "diagonal")
+    if d1 == d2: raise RuntimeError("dim1 and dim2 cannot be the same dimension")
+    offset = _index(offset, "offset")
+    x = self.permute(*[i for i in range(self.ndim) if i not in (d1, d2)], d1, d2)
+    r, c = x.shape[-2:]
+    if offset >= 0: x = x.shrink(((None,) * (x.ndim - 1)) + ((min(offset, c), c),))
+    else: x = x.shrink(((None,) * (x.ndim - 2)) + ((min(-offset, r), r), None))
+    return Tensor._wrap(C.tensor_diagonal(x._h), "tensor_diagonal")
 
   def unfold(self, dim: int, size: int, step: int) -> "Tensor":
     """Windows of `size` every `step` along dim, as a new last dim (torch's unfold)."""
+    if self.ndim == 0: raise AxisError("TG_ERROR_SHAPE", "unfold: a 0-d tensor has no dim to unfold")
+    self._check_axis(dim, "unfold")
     return Tensor._wrap(C.tensor_unfold(self._h, _i64(dim, "dim"), _i64(size, "size"), _i64(step, "step")), "tensor_unfold")
 
   def sort(self, dim: int = -1, descending: bool = False) -> Tuple["Tensor", "Tensor"]:
@@ -1449,16 +1594,18 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def scatter(self, dim: int, index: "Tensor", src, reduce: Optional[str] = None) -> "Tensor":
     """self with src's elements written at index along dim; src may be a scalar. reduce="add"/"multiply" combine (tinygrad's
     scatter reduce argument)."""
+    if reduce not in (None, "add", "multiply"): raise TypeError(f"{reduce=} must be one of None, 'multiply', or 'add'")
+    if isinstance(src, Tensor) and reduce: raise TypeError("non-scalar src is not supported with reduce arg. use scatter_reduce")
     if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
-    if reduce is not None:
-      if reduce not in ("add", "multiply"): raise TypeError(f"{reduce=} must be one of None, 'multiply', or 'add'")
-      return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
+    if reduce is not None: return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
+    self._check_axis(dim, "scatter")
     return Tensor._wrap(C.tensor_scatter(self._h, _i64(dim, "dim"), index._h, src._h), "tensor_scatter")
 
   def scatter_reduce(self, dim: int, index: "Tensor", src: "Tensor", reduce: str, include_self: bool = True) -> "Tensor":
     """Combine ("sum", "prod", "mean", "amax", "amin") everything sent to one place (and self's value with include_self)."""
-    if reduce not in ("sum", "prod", "mean", "amax", "amin"): raise RuntimeError(f"{reduce=} must be one of 'sum', 'prod', 'mean', 'amax', 'amin'")
     if not isinstance(src, Tensor): src = Tensor.full(index.shape, src, dtype=self.dtype, device=self.device)
+    self._check_axis(dim, "scatter_reduce")
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"): raise RuntimeError(f"{reduce=} must be one of 'sum', 'prod', 'mean', 'amax', 'amin'")
     return Tensor._wrap(C.tensor_scatter_reduce(self._h, _i64(dim, "dim"), index._h, src._h, _cstr(reduce, "reduce"),
                                                 int(bool(include_self))), "tensor_scatter_reduce")
 
@@ -1467,14 +1614,23 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     value = self._tensor(value)
     return Tensor._wrap(C.tensor_masked_fill(self._h, mask._h, value._h), "tensor_masked_fill")
 
-  def nonzero(self) -> "Tensor":
-    """(count, ndim) int64 coordinates of the nonzero elements, row-major (realizes self)."""
-    return Tensor._wrap(C.tensor_nonzero(self._h), "tensor_nonzero")
+  def nonzero(self, size: Optional[int] = None, fill_value=0) -> "Tensor":
+    """(count, ndim) int32 coordinates of the nonzero elements, row-major, as tinygrad. size=None reads the count back
+    (realizes); size=N gives N rows (fill_value past the count, the first N if more), lazy and jittable. fill_value is
+    truncated to an int: the dtype stays int32."""
+    size = -1 if size is None else _i64(size, "size")
+    if size < -1: raise ValueError(f"size must be non-negative, got {size}")
+    return Tensor._wrap(C.tensor_nonzero_sized(self._h, size, float(fill_value)), "tensor_nonzero_sized")
 
-  def masked_select(self, mask: "Tensor") -> "Tensor":
-    """The 1-d elements where mask is true (realizes)."""
+  def masked_select(self, mask: "Tensor", size: Optional[int] = None, fill_value=0) -> "Tensor":
+    """The 1-d elements where mask (a bool tensor, else RuntimeError; broadcast to self's shape) is true. size=None
+    reads the count back (realizes); size=N gives N elements (fill_value past the count), lazy and jittable; the dtype
+    stays self's."""
     mask = self._tensor(mask)
-    return Tensor._wrap(C.tensor_masked_select(self._h, mask._h), "tensor_masked_select")
+    if mask.dtype is not dtypes.bool: raise RuntimeError(f"masked_select expects bool mask tensor, got {mask.dtype}")
+    size = -1 if size is None else _i64(size, "size")
+    if size < -1: raise ValueError(f"size must be non-negative, got {size}")
+    return Tensor._wrap(C.tensor_masked_select_sized(self._h, mask._h, size, float(fill_value)), "tensor_masked_select_sized")
 
   def bitcast(self, dtype) -> "Tensor":
     """The same bits as another dtype of the same size."""
@@ -1573,9 +1729,12 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Tensor._wrap(C.tensor_scaled_dot_product_attention(self._h, key._h, value._h, None if attn_mask is None else attn_mask._h,
                                                               int(bool(is_causal))), "tensor_scaled_dot_product_attention")
 
-  def one_hot(self, num_classes: int = -1) -> "Tensor":
-    """int32 one-hot along a new last dim; num_classes=-1 takes max + 1 (realizes)."""
-    if num_classes == -1: num_classes = int(self.max().item()) + 1
+  def one_hot(self, num_classes: int) -> "Tensor":
+    """int32 one-hot along a new last dim, as tinygrad: an int tensor (else RuntimeError), num_classes >= 0 (else
+    ValueError; no torch-style -1)."""
+    if not self.dtype.is_int: raise RuntimeError(f"expect integer dtype, getting self.dtype={self.dtype}")
+    num_classes = _index(num_classes, "num_classes")
+    if num_classes < 0: raise ValueError(f"num_classes must be non-negative, got {num_classes}")
     return Tensor._wrap(C.tensor_one_hot(self._h, _i64(num_classes, "num_classes")), "tensor_one_hot")
 
   def cross_entropy(self, Y: "Tensor", reduction: str = "mean", label_smoothing: float = 0.0) -> "Tensor":

@@ -730,11 +730,12 @@ unsafe extern "C" {
   /// The k largest (or smallest) along dim, sorted as tg_tensor_sort: new references to out[0] (the values) and
   /// out[1] (TG_INT32 indices).
   pub fn tg_tensor_topk(t: *mut tg_tensor, k: i64, dim: i64, largest: c_int, out: *mut *mut tg_tensor) -> tg_status;
-  /// t with src's elements written at `index` along dim.
+  /// t with src's elements written at `index` along dim; src has t's dtype (else TG_ERROR_DTYPE: nothing is
+  /// cast, as tinygrad).
   pub fn tg_tensor_scatter(t: *mut tg_tensor, dim: i64, index: *mut tg_tensor, src: *mut tg_tensor) -> *mut tg_tensor;
   /// t with everything src sends to one place (by `index` along dim) combined by `reduce` (borrowed: "sum",
   /// "prod", "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT), with t's own value when
-  /// include_self != 0.
+  /// include_self != 0. src has t's dtype (else TG_ERROR_DTYPE).
   pub fn tg_tensor_scatter_reduce(t: *mut tg_tensor, dim: i64, index: *mut tg_tensor, src: *mut tg_tensor, reduce: *const c_char, include_self: c_int) -> *mut tg_tensor;
   /// mask ? value : t.
   pub fn tg_tensor_masked_fill(t: *mut tg_tensor, mask: *mut tg_tensor, value: *mut tg_tensor) -> *mut tg_tensor;
@@ -744,6 +745,19 @@ unsafe extern "C" {
   /// The 1-d elements of t where mask (broadcast with t) is nonzero. The shape depends on the data: the count
   /// is realized and read back first.
   pub fn tg_tensor_masked_select(t: *mut tg_tensor, mask: *mut tg_tensor) -> *mut tg_tensor;
+  /// tinygrad's nonzero(size=, fill_value=): (size, ndim) TG_INT32 coordinates of the first `size` nonzero
+  /// elements in row-major order, rows past the count filled with fill_value (truncated to an int). Nothing is
+  /// read back, so the graph stays lazy (and a TinyJit can capture it). size < 0: the count, realized and read
+  /// back first, as tg_tensor_nonzero but TG_INT32 (tinygrad's index dtype). At most 2^24 elements and 2^24
+  /// rows.
+  pub fn tg_tensor_nonzero_sized(t: *mut tg_tensor, size: i64, fill_value: f64) -> *mut tg_tensor;
+  /// tinygrad's masked_select(mask, size=, fill_value=): the first `size` elements of t (row-major) where mask
+  /// (TG_BOOL, else TG_ERROR_DTYPE; broadcast to t's shape) is true, then fill_value (cast to t's dtype); t's
+  /// dtype. Lazy as tg_tensor_nonzero_sized; size < 0 reads the count back.
+  pub fn tg_tensor_masked_select_sized(t: *mut tg_tensor, mask: *mut tg_tensor, size: i64, fill_value: f64) -> *mut tg_tensor;
+  /// tinygrad's clone: t's values in a new buffer of their own (computed when realized); gradients flow through
+  /// to t.
+  pub fn tg_tensor_clone(t: *mut tg_tensor) -> *mut tg_tensor;
   /// The same bits viewed as another dtype of the same size.
   pub fn tg_tensor_bitcast(t: *mut tg_tensor, dtype: tg_dtype) -> *mut tg_tensor;
 

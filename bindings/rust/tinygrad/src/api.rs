@@ -1363,14 +1363,15 @@ impl Tensor {
     Ok({ let [out0, out1] = take_n::<Tensor, 2>(out)?; (out0, out1) })
   }
 
-  /// `tg_tensor_scatter`: t with src's elements written at `index` along dim.
+  /// `tg_tensor_scatter`: t with src's elements written at `index` along dim; src has t's dtype (else
+  /// TG_ERROR_DTYPE: nothing is cast, as tinygrad).
   pub fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_scatter(self.as_ptr(), dim, index.as_ptr(), src.as_ptr())) }
   }
 
   /// `tg_tensor_scatter_reduce`: t with everything src sends to one place (by `index` along dim) combined by
   /// `reduce` (borrowed: "sum", "prod", "mean", "amax" or "amin"; another name is TG_ERROR_INVALID_ARGUMENT),
-  /// with t's own value when include_self != 0.
+  /// with t's own value when include_self != 0. src has t's dtype (else TG_ERROR_DTYPE).
   pub fn scatter_reduce(&self, dim: i64, index: &Tensor, src: &Tensor, reduce: &str, include_self: bool) -> Result<Tensor> {
     let reduce = cstring(reduce, "reduce")?;
     unsafe { Tensor::from_raw(sys::tg_tensor_scatter_reduce(self.as_ptr(), dim, index.as_ptr(), src.as_ptr(), reduce.as_ptr(), include_self as c_int)) }
@@ -1391,6 +1392,28 @@ impl Tensor {
   /// depends on the data: the count is realized and read back first.
   pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_masked_select(self.as_ptr(), mask.as_ptr())) }
+  }
+
+  /// `tg_tensor_nonzero_sized`: tinygrad's nonzero(size=, fill_value=): (size, ndim) TG_INT32 coordinates of
+  /// the first `size` nonzero elements in row-major order, rows past the count filled with fill_value
+  /// (truncated to an int). Nothing is read back, so the graph stays lazy (and a TinyJit can capture it). size
+  /// < 0: the count, realized and read back first, as tg_tensor_nonzero but TG_INT32 (tinygrad's index dtype).
+  /// At most 2^24 elements and 2^24 rows.
+  pub fn nonzero_sized(&self, size: i64, fill_value: f64) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_nonzero_sized(self.as_ptr(), size, fill_value)) }
+  }
+
+  /// `tg_tensor_masked_select_sized`: tinygrad's masked_select(mask, size=, fill_value=): the first `size`
+  /// elements of t (row-major) where mask (TG_BOOL, else TG_ERROR_DTYPE; broadcast to t's shape) is true, then
+  /// fill_value (cast to t's dtype); t's dtype. Lazy as tg_tensor_nonzero_sized; size < 0 reads the count back.
+  pub fn masked_select_sized(&self, mask: &Tensor, size: i64, fill_value: f64) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_masked_select_sized(self.as_ptr(), mask.as_ptr(), size, fill_value)) }
+  }
+
+  /// `tg_tensor_clone`: tinygrad's clone: t's values in a new buffer of their own (computed when realized);
+  /// gradients flow through to t.
+  pub fn clone(&self) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_clone(self.as_ptr())) }
   }
 
   /// `tg_tensor_bitcast`: The same bits viewed as another dtype of the same size.
@@ -2322,7 +2345,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 279 of the manifest's 311. The others, and where they are:
+/// Functions wrapped above: 282 of the manifest's 314. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
