@@ -150,7 +150,10 @@ Tensor Tensor::hardswish() const {
 Tensor Tensor::hardtanh(double lo, double hi) const { return clamp(lo, hi); }
 Tensor Tensor::clamp(double lo, double hi) const {
   TG_CHECK(!std::isnan(lo) && !std::isnan(hi), TG_ERROR_INVALID_ARGUMENT, "clamp: a NaN bound");
-  return maximum(scalar_like(lo)).minimum(scalar_like(hi));
+  // wheres, not maximum/minimum, as tinygrad: the gradient at a bound is 1 (torch's), and lo > hi gives hi everywhere
+  Tensor l = scalar_like(lo), h = scalar_like(hi);
+  Tensor r = lt(l).where(l, *this);
+  return r.gt(h).where(h, r);
 }
 
 // ---- binary ----
