@@ -201,6 +201,17 @@ Tensor Tensor::rshift(int64_t bits) const {
   check_shift(*this, bits, "rshift");
   return Tensor(uop()->alu(Ops::SHR, {UOp::const_int(dtype(), bits)}), device());
 }
+// elementwise counts: tinygrad's SHL/SHR of the promoted pair
+Tensor Tensor::lshift(const Tensor& bits) const {
+  auto [a, b] = broadcasted(bits, "lshift");
+  TG_CHECK(dtypes::is_int(a.dtype()), TG_ERROR_DTYPE, "lshift: needs int tensors, got " + dtype().name() + " and " + bits.dtype().name());
+  return Tensor(a.uop()->alu(Ops::SHL, {b.uop()}), device());
+}
+Tensor Tensor::rshift(const Tensor& bits) const {
+  auto [a, b] = broadcasted(bits, "rshift");
+  TG_CHECK(dtypes::is_int(a.dtype()), TG_ERROR_DTYPE, "rshift: needs int tensors, got " + dtype().name() + " and " + bits.dtype().name());
+  return Tensor(a.uop()->alu(Ops::SHR, {b.uop()}), device());
+}
 Tensor Tensor::copysign(const Tensor& o) const {
   auto [a, b] = broadcasted(o, "copysign");
   Tensor x = as_float(a), y = as_float(b), zero = y.full_like(0);
