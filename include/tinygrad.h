@@ -335,6 +335,11 @@ TG_API tg_tensor* tg_tensor_bitwise_not(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_lshift(tg_tensor* t, int64_t bits);
 /* t >> bits of an int tensor. */
 TG_API tg_tensor* tg_tensor_rshift(tg_tensor* t, int64_t bits);
+/* a << b elementwise, int tensors broadcast and promoted as tg_tensor_add (TG_ERROR_DTYPE otherwise); a count outside
+ * 0..bits-1 of the dtype gives what the device's shift gives. */
+TG_API tg_tensor* tg_tensor_lshift_tensor(tg_tensor* a, tg_tensor* b);
+/* a >> b elementwise (arithmetic for signed ints), as tg_tensor_lshift_tensor. */
+TG_API tg_tensor* tg_tensor_rshift_tensor(tg_tensor* a, tg_tensor* b);
 /* |a| with b's sign, broadcast and promoted as tg_tensor_add. */
 TG_API tg_tensor* tg_tensor_copysign(tg_tensor* a, tg_tensor* b);
 /* log(exp(a) + exp(b)), computed stably; broadcast and promoted as tg_tensor_add. */
@@ -556,6 +561,10 @@ TG_API tg_tensor* tg_tensor_batchnorm(tg_tensor* x, tg_tensor* weight, tg_tensor
 TG_API tg_tensor* tg_tensor_dropout(tg_tensor* t, double p);
 /* softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps where true; is_causal masks the upper triangle. @nullable(mask) */
 TG_API tg_tensor* tg_tensor_scaled_dot_product_attention(tg_tensor* q, tg_tensor* k, tg_tensor* v, tg_tensor* mask, int is_causal);
+/* tg_tensor_scaled_dot_product_attention; enable_gqa != 0 repeats k's and v's heads (dim -3) to q's, which must be a
+ * multiple of them (TG_ERROR_SHAPE otherwise). A mask with is_causal is TG_ERROR_INVALID_ARGUMENT. @nullable(mask) */
+TG_API tg_tensor* tg_tensor_scaled_dot_product_attention_gqa(tg_tensor* q, tg_tensor* k, tg_tensor* v, tg_tensor* mask, int is_causal,
+                                                             int enable_gqa);
 /* TG_INT32 one-hot along a new last dim. */
 TG_API tg_tensor* tg_tensor_one_hot(tg_tensor* t, int64_t num_classes);
 /* Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N, C, ...), with label smoothing.
@@ -566,10 +575,17 @@ TG_API tg_tensor* tg_tensor_sparse_categorical_crossentropy(tg_tensor* logits, t
                                                             int reduction);
 /* Negative log-likelihood of log-probabilities (N, C, ...) against class indices. @int(reduction) */
 TG_API tg_tensor* tg_tensor_nll_loss(tg_tensor* logprobs, tg_tensor* target, int reduction);
+/* tg_tensor_nll_loss with a per-class weight (C,) and, when use_ignore_index != 0, targets equal to ignore_index
+ * skipped; the mean divides by the total weight of the targets kept, as torch. @nullable(weight) @int(reduction) */
+TG_API tg_tensor* tg_tensor_nll_loss_weighted(tg_tensor* logprobs, tg_tensor* target, tg_tensor* weight, int use_ignore_index,
+                                              int64_t ignore_index, int reduction);
 /* Binary cross-entropy of probabilities p against targets y. @int(reduction) */
 TG_API tg_tensor* tg_tensor_binary_crossentropy(tg_tensor* p, tg_tensor* y, int reduction);
 /* Binary cross-entropy of logits x (sigmoid applied inside, stably) against targets y. @int(reduction) */
 TG_API tg_tensor* tg_tensor_binary_crossentropy_logits(tg_tensor* x, tg_tensor* y, int reduction);
+/* tg_tensor_binary_crossentropy_logits with the positive targets' term scaled by pos_weight (broadcast, as torch).
+ * @nullable(pos_weight) @int(reduction) */
+TG_API tg_tensor* tg_tensor_binary_crossentropy_logits_weighted(tg_tensor* x, tg_tensor* y, tg_tensor* pos_weight, int reduction);
 /* out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank). */
 TG_API tg_tensor* tg_tensor_gather(tg_tensor* t, int64_t dim, tg_tensor* index);
 /* t takes value's contents (same shape; cast to t's dtype). Tensors made from t before keep the old contents. */

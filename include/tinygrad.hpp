@@ -355,6 +355,9 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   Tensor bitcast(DType dt) const { return op(tg_tensor_bitcast, c(dt)); }
   Tensor lshift(int64_t bits) const { return op(tg_tensor_lshift, bits); }
   Tensor rshift(int64_t bits) const { return op(tg_tensor_rshift, bits); }
+  // elementwise counts (int tensors, broadcast)
+  Tensor lshift(const Tensor& bits) const { return op(tg_tensor_lshift_tensor, bits.p_); }
+  Tensor rshift(const Tensor& bits) const { return op(tg_tensor_rshift_tensor, bits.p_); }
   // A 0-d tensor of `v` that combines with this one as tinygrad's Python scalars do: this dtype, or float32 when v
   // is fractional and this is an int tensor.
   Tensor scalar_like(double v) const {
@@ -564,6 +567,10 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   Tensor scaled_dot_product_attention(const Tensor& k, const Tensor& v, const Tensor& mask = Tensor(), bool is_causal = false) const {
     return op(tg_tensor_scaled_dot_product_attention, k.p_, v.p_, mask.p_, int(is_causal));
   }
+  // enable_gqa: k's and v's heads (dim -3) repeated to this query's
+  Tensor scaled_dot_product_attention(const Tensor& k, const Tensor& v, const Tensor& mask, bool is_causal, bool enable_gqa) const {
+    return op(tg_tensor_scaled_dot_product_attention_gqa, k.p_, v.p_, mask.p_, int(is_causal), int(enable_gqa));
+  }
   Tensor one_hot(int64_t num_classes) const { return op(tg_tensor_one_hot, num_classes); }
   enum Reduction { None = 0, Mean = 1, Sum = 2 };
   Tensor cross_entropy(const Tensor& target, double label_smoothing = 0, Reduction r = Mean) const {
@@ -574,9 +581,16 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
     return op(tg_tensor_sparse_categorical_crossentropy, labels.p_, ignore_index, label_smoothing, int(r));
   }
   Tensor nll_loss(const Tensor& target, Reduction r = Mean) const { return op(tg_tensor_nll_loss, target.p_, int(r)); }
+  // weight per class (an empty Tensor() for none); targets equal to ignore_index skipped when use_ignore_index
+  Tensor nll_loss(const Tensor& target, const Tensor& weight, Reduction r, bool use_ignore_index = false, int64_t ignore_index = -100) const {
+    return op(tg_tensor_nll_loss_weighted, target.p_, weight.p_, int(use_ignore_index), ignore_index, int(r));
+  }
   Tensor binary_crossentropy(const Tensor& y, Reduction r = Mean) const { return op(tg_tensor_binary_crossentropy, y.p_, int(r)); }
   Tensor binary_crossentropy_logits(const Tensor& y, Reduction r = Mean) const {
     return op(tg_tensor_binary_crossentropy_logits, y.p_, int(r));
+  }
+  Tensor binary_crossentropy_logits(const Tensor& y, const Tensor& pos_weight, Reduction r = Mean) const {
+    return op(tg_tensor_binary_crossentropy_logits_weighted, y.p_, pos_weight.p_, int(r));
   }
 
   // autograd

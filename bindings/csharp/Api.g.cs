@@ -574,6 +574,19 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_rshift(H, bits)));
   }
 
+  /// <summary>a &lt;&lt; b elementwise, int tensors broadcast and promoted as tg_tensor_add (TG_ERROR_DTYPE otherwise); a
+  /// count outside 0..bits-1 of the dtype gives what the device's shift gives. (tg_tensor_lshift_tensor)
+  /// </summary>
+  public Tensor LshiftTensor(Tensor b) {
+    return new Tensor(Native.Check(Native.tg_tensor_lshift_tensor(H, Native.Arg(b, nameof(b)).H)));
+  }
+
+  /// <summary>a &gt;&gt; b elementwise (arithmetic for signed ints), as tg_tensor_lshift_tensor. (tg_tensor_rshift_tensor)
+  /// </summary>
+  public Tensor RshiftTensor(Tensor b) {
+    return new Tensor(Native.Check(Native.tg_tensor_rshift_tensor(H, Native.Arg(b, nameof(b)).H)));
+  }
+
   /// <summary>|a| with b's sign, broadcast and promoted as tg_tensor_add. (tg_tensor_copysign)
   /// </summary>
   public Tensor Copysign(Tensor b) {
@@ -1114,6 +1127,14 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_scaled_dot_product_attention(H, Native.Arg(k, nameof(k)).H, Native.Arg(v, nameof(v)).H, mask?.H ?? TensorHandle.Null, isCausal ? 1 : 0)));
   }
 
+  /// <summary>tg_tensor_scaled_dot_product_attention; enable_gqa != 0 repeats k's and v's heads (dim -3) to q's, which
+  /// must be a multiple of them (TG_ERROR_SHAPE otherwise). A mask with is_causal is TG_ERROR_INVALID_ARGUMENT.
+  /// (tg_tensor_scaled_dot_product_attention_gqa)
+  /// </summary>
+  public Tensor ScaledDotProductAttentionGqa(Tensor k, Tensor v, Tensor mask, bool isCausal, bool enableGqa) {
+    return new Tensor(Native.Check(Native.tg_tensor_scaled_dot_product_attention_gqa(H, Native.Arg(k, nameof(k)).H, Native.Arg(v, nameof(v)).H, mask?.H ?? TensorHandle.Null, isCausal ? 1 : 0, enableGqa ? 1 : 0)));
+  }
+
   /// <summary>TG_INT32 one-hot along a new last dim. (tg_tensor_one_hot)
   /// </summary>
   public Tensor OneHot(long numClasses) {
@@ -1140,6 +1161,14 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_nll_loss(H, Native.Arg(target, nameof(target)).H, reduction)));
   }
 
+  /// <summary>tg_tensor_nll_loss with a per-class weight (C,) and, when use_ignore_index != 0, targets equal to
+  /// ignore_index skipped; the mean divides by the total weight of the targets kept, as torch.
+  /// (tg_tensor_nll_loss_weighted)
+  /// </summary>
+  public Tensor NllLossWeighted(Tensor target, Tensor weight, bool useIgnoreIndex, long ignoreIndex, int reduction) {
+    return new Tensor(Native.Check(Native.tg_tensor_nll_loss_weighted(H, Native.Arg(target, nameof(target)).H, weight?.H ?? TensorHandle.Null, useIgnoreIndex ? 1 : 0, ignoreIndex, reduction)));
+  }
+
   /// <summary>Binary cross-entropy of probabilities p against targets y. (tg_tensor_binary_crossentropy)
   /// </summary>
   public Tensor BinaryCrossentropy(Tensor y, int reduction) {
@@ -1151,6 +1180,13 @@ public sealed partial class Tensor : IDisposable, IHandle {
   /// </summary>
   public Tensor BinaryCrossentropyLogits(Tensor y, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_binary_crossentropy_logits(H, Native.Arg(y, nameof(y)).H, reduction)));
+  }
+
+  /// <summary>tg_tensor_binary_crossentropy_logits with the positive targets' term scaled by pos_weight (broadcast, as
+  /// torch). (tg_tensor_binary_crossentropy_logits_weighted)
+  /// </summary>
+  public Tensor BinaryCrossentropyLogitsWeighted(Tensor y, Tensor posWeight, int reduction) {
+    return new Tensor(Native.Check(Native.tg_tensor_binary_crossentropy_logits_weighted(H, Native.Arg(y, nameof(y)).H, posWeight?.H ?? TensorHandle.Null, reduction)));
   }
 
   /// <summary>out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank). (tg_tensor_gather)

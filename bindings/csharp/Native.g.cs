@@ -669,6 +669,15 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_rshift(TensorHandle t, long bits);
+  /// <summary>a &lt;&lt; b elementwise, int tensors broadcast and promoted as tg_tensor_add (TG_ERROR_DTYPE otherwise); a
+  /// count outside 0..bits-1 of the dtype gives what the device's shift gives.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_lshift_tensor(TensorHandle a, TensorHandle b);
+  /// <summary>a &gt;&gt; b elementwise (arithmetic for signed ints), as tg_tensor_lshift_tensor.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_rshift_tensor(TensorHandle a, TensorHandle b);
   /// <summary>|a| with b's sign, broadcast and promoted as tg_tensor_add.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -1034,6 +1043,11 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_scaled_dot_product_attention(TensorHandle q, TensorHandle k, TensorHandle v, TensorHandle mask, int is_causal);
+  /// <summary>tg_tensor_scaled_dot_product_attention; enable_gqa != 0 repeats k's and v's heads (dim -3) to q's, which
+  /// must be a multiple of them (TG_ERROR_SHAPE otherwise). A mask with is_causal is TG_ERROR_INVALID_ARGUMENT.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_scaled_dot_product_attention_gqa(TensorHandle q, TensorHandle k, TensorHandle v, TensorHandle mask, int is_causal, int enable_gqa);
   /// <summary>TG_INT32 one-hot along a new last dim.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -1051,6 +1065,11 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_nll_loss(TensorHandle logprobs, TensorHandle target, int reduction);
+  /// <summary>tg_tensor_nll_loss with a per-class weight (C,) and, when use_ignore_index != 0, targets equal to
+  /// ignore_index skipped; the mean divides by the total weight of the targets kept, as torch.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_nll_loss_weighted(TensorHandle logprobs, TensorHandle target, TensorHandle weight, int use_ignore_index, long ignore_index, int reduction);
   /// <summary>Binary cross-entropy of probabilities p against targets y.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -1059,6 +1078,11 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_binary_crossentropy_logits(TensorHandle x, TensorHandle y, int reduction);
+  /// <summary>tg_tensor_binary_crossentropy_logits with the positive targets' term scaled by pos_weight (broadcast, as
+  /// torch).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_binary_crossentropy_logits_weighted(TensorHandle x, TensorHandle y, TensorHandle pos_weight, int reduction);
   /// <summary>out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -556,6 +556,16 @@ static tg_tensor* tgw_tensor_rshift(tg_tensor* t, int64_t bits, tgw_err* tgw_e) 
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_tensor* tgw_tensor_lshift_tensor(tg_tensor* a, tg_tensor* b, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_lshift_tensor(a, b);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_rshift_tensor(tg_tensor* a, tg_tensor* b, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_rshift_tensor(a, b);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_copysign(tg_tensor* a, tg_tensor* b, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_copysign(a, b);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -951,6 +961,11 @@ static tg_tensor* tgw_tensor_scaled_dot_product_attention(tg_tensor* q, tg_tenso
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_tensor* tgw_tensor_scaled_dot_product_attention_gqa(tg_tensor* q, tg_tensor* k, tg_tensor* v, tg_tensor* mask, int is_causal, int enable_gqa, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_scaled_dot_product_attention_gqa(q, k, v, mask, is_causal, enable_gqa);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_one_hot(tg_tensor* t, int64_t num_classes, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_one_hot(t, num_classes);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -971,6 +986,11 @@ static tg_tensor* tgw_tensor_nll_loss(tg_tensor* logprobs, tg_tensor* target, in
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_tensor* tgw_tensor_nll_loss_weighted(tg_tensor* logprobs, tg_tensor* target, tg_tensor* weight, int use_ignore_index, int64_t ignore_index, int reduction, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_nll_loss_weighted(logprobs, target, weight, use_ignore_index, ignore_index, reduction);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_binary_crossentropy(tg_tensor* p, tg_tensor* y, int reduction, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_binary_crossentropy(p, y, reduction);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -978,6 +998,11 @@ static tg_tensor* tgw_tensor_binary_crossentropy(tg_tensor* p, tg_tensor* y, int
 }
 static tg_tensor* tgw_tensor_binary_crossentropy_logits(tg_tensor* x, tg_tensor* y, int reduction, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_binary_crossentropy_logits(x, y, reduction);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_binary_crossentropy_logits_weighted(tg_tensor* x, tg_tensor* y, tg_tensor* pos_weight, int reduction, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_binary_crossentropy_logits_weighted(x, y, pos_weight, reduction);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
@@ -3440,6 +3465,33 @@ func (t *Tensor) Rshift(bits int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
+// LshiftTensor is tg_tensor_lshift_tensor. a << b elementwise, int tensors broadcast and promoted as
+// tg_tensor_add (TG_ERROR_DTYPE otherwise); a count outside 0..bits-1 of the dtype gives what the device's shift
+// gives.
+func (a *Tensor) LshiftTensor(b *Tensor) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_lshift_tensor(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// RshiftTensor is tg_tensor_rshift_tensor. a >> b elementwise (arithmetic for signed ints), as
+// tg_tensor_lshift_tensor.
+func (a *Tensor) RshiftTensor(b *Tensor) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_rshift_tensor(a.ptr(), b.ptr(), &st)
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(b)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
 // Copysign is tg_tensor_copysign. |a| with b's sign, broadcast and promoted as tg_tensor_add.
 func (a *Tensor) Copysign(b *Tensor) (*Tensor, error) {
 	var st C.tgw_err
@@ -4471,6 +4523,22 @@ func (q *Tensor) ScaledDotProductAttention(k *Tensor, v *Tensor, mask *Tensor, i
 	return newTensor(ret), nil
 }
 
+// ScaledDotProductAttentionGqa is tg_tensor_scaled_dot_product_attention_gqa.
+// tg_tensor_scaled_dot_product_attention; enable_gqa != 0 repeats k's and v's heads (dim -3) to q's, which must
+// be a multiple of them (TG_ERROR_SHAPE otherwise). A mask with is_causal is TG_ERROR_INVALID_ARGUMENT.
+func (q *Tensor) ScaledDotProductAttentionGqa(k *Tensor, v *Tensor, mask *Tensor, isCausal bool, enableGqa bool) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_scaled_dot_product_attention_gqa(q.ptr(), k.ptr(), v.ptr(), mask.ptr(), cflag(isCausal), cflag(enableGqa), &st)
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(k)
+	runtime.KeepAlive(v)
+	runtime.KeepAlive(mask)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
 // OneHot is tg_tensor_one_hot. TG_INT32 one-hot along a new last dim.
 func (t *Tensor) OneHot(numClasses int64) (*Tensor, error) {
 	var st C.tgw_err
@@ -4520,6 +4588,21 @@ func (logprobs *Tensor) NLLLoss(target *Tensor, reduction int32) (*Tensor, error
 	return newTensor(ret), nil
 }
 
+// NLLLossWeighted is tg_tensor_nll_loss_weighted. tg_tensor_nll_loss with a per-class weight (C,) and, when
+// use_ignore_index != 0, targets equal to ignore_index skipped; the mean divides by the total weight of the
+// targets kept, as torch.
+func (logprobs *Tensor) NLLLossWeighted(target *Tensor, weight *Tensor, useIgnoreIndex bool, ignoreIndex int64, reduction int32) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_nll_loss_weighted(logprobs.ptr(), target.ptr(), weight.ptr(), cflag(useIgnoreIndex), C.int64_t(ignoreIndex), C.int(reduction), &st)
+	runtime.KeepAlive(logprobs)
+	runtime.KeepAlive(target)
+	runtime.KeepAlive(weight)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
 // BinaryCrossentropy is tg_tensor_binary_crossentropy. Binary cross-entropy of probabilities p against targets
 // y.
 func (p *Tensor) BinaryCrossentropy(y *Tensor, reduction int32) (*Tensor, error) {
@@ -4540,6 +4623,21 @@ func (x *Tensor) BinaryCrossentropyLogits(y *Tensor, reduction int32) (*Tensor, 
 	ret := C.tgw_tensor_binary_crossentropy_logits(x.ptr(), y.ptr(), C.int(reduction), &st)
 	runtime.KeepAlive(x)
 	runtime.KeepAlive(y)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// BinaryCrossentropyLogitsWeighted is tg_tensor_binary_crossentropy_logits_weighted.
+// tg_tensor_binary_crossentropy_logits with the positive targets' term scaled by pos_weight (broadcast, as
+// torch).
+func (x *Tensor) BinaryCrossentropyLogitsWeighted(y *Tensor, posWeight *Tensor, reduction int32) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_binary_crossentropy_logits_weighted(x.ptr(), y.ptr(), posWeight.ptr(), C.int(reduction), &st)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(y)
+	runtime.KeepAlive(posWeight)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -6219,4 +6317,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 313 // of 314 in the manifest
+const generatedFunctions = 318 // of 319 in the manifest

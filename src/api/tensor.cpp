@@ -204,6 +204,8 @@ TG_T(hardtanh(tg_tensor* t, double lo, double hi), return wrap(get(t, "hardtanh"
 TG_T(clamp(tg_tensor* t, double lo, double hi), return wrap(get(t, "clamp").clamp(lo, hi));)
 TG_T(lshift(tg_tensor* t, int64_t bits), return wrap(get(t, "lshift").lshift(bits));)
 TG_T(rshift(tg_tensor* t, int64_t bits), return wrap(get(t, "rshift").rshift(bits));)
+TG_T(lshift_tensor(tg_tensor* a, tg_tensor* b), return wrap(get(a, "lshift_tensor", "a").lshift(get(b, "lshift_tensor", "b")));)
+TG_T(rshift_tensor(tg_tensor* a, tg_tensor* b), return wrap(get(a, "rshift_tensor", "a").rshift(get(b, "rshift_tensor", "b")));)
 TG_T(lerp(tg_tensor* a, tg_tensor* b, tg_tensor* w), return wrap(get(a, "lerp", "a").lerp(get(b, "lerp", "b"), get(w, "lerp", "weight")));)
 TG_T(isclose(tg_tensor* a, tg_tensor* b, double rtol, double atol, int equal_nan),
      return wrap(get(a, "isclose", "a").isclose(get(b, "isclose", "b"), rtol, atol, equal_nan != 0));)
@@ -286,6 +288,16 @@ TG_T(scaled_dot_product_attention(tg_tensor* q, tg_tensor* k, tg_tensor* v, tg_t
                                                                                           get(v, "scaled_dot_product_attention", "v"),
                                                                                           opt(mask, "scaled_dot_product_attention", "mask"), is_causal != 0));)
 TG_T(one_hot(tg_tensor* t, int64_t n), return wrap(get(t, "one_hot").one_hot(n));)
+TG_T(scaled_dot_product_attention_gqa(tg_tensor* q, tg_tensor* k, tg_tensor* v, tg_tensor* mask, int is_causal, int enable_gqa),
+     constexpr const char* f = "scaled_dot_product_attention_gqa";
+     return wrap(get(q, f, "q").scaled_dot_product_attention(get(k, f, "k"), get(v, f, "v"), opt(mask, f, "mask"), is_causal != 0, enable_gqa != 0));)
+TG_T(nll_loss_weighted(tg_tensor* x, tg_tensor* y, tg_tensor* w, int use_ignore, int64_t ignore_index, int red),
+     constexpr const char* f = "nll_loss_weighted";
+     return wrap(get(x, f, "logprobs").nll_loss(get(y, f, "target"), red, opt(w, f, "weight"),
+                                                use_ignore ? std::optional<int64_t>(ignore_index) : std::nullopt));)
+TG_T(binary_crossentropy_logits_weighted(tg_tensor* x, tg_tensor* y, tg_tensor* pw, int red),
+     constexpr const char* f = "binary_crossentropy_logits_weighted";
+     return wrap(get(x, f, "x").binary_crossentropy_logits(get(y, f, "y"), red, opt(pw, f, "pos_weight")));)
 TG_T(cross_entropy(tg_tensor* x, tg_tensor* y, double ls, int red),
      return wrap(get(x, "cross_entropy", "logits").cross_entropy(get(y, "cross_entropy", "target"), ls, red));)
 TG_T(sparse_categorical_crossentropy(tg_tensor* x, tg_tensor* y, int64_t ignore, double ls, int red),

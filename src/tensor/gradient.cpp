@@ -112,7 +112,13 @@ const PatternMatcher& pm_gradient() {
              std::vector<int64_t> axes(m.root->arg_ints().begin() + 1, m.root->arg_ints().end());
              switch (Ops(m.root->arg_ints()[0])) {
                case Ops::ADD: return grads_of({g.expand(x.shape(), x.uop()->sym())});
-               case Ops::MUL: return grads_of({g.mul(r).expand(x.shape(), x.uop()->sym()).div(x)});  // tinygrad's rule: undefined at x == 0
+               case Ops::MUL: {  // d/dx_j = prod of the others: r/x_j where x_j != 0, else the others' product if x_j is the only zero
+                 auto xs = [&](const Tensor& t) { return t.expand(x.shape(), x.uop()->sym()); };
+                 Tensor zero = x.eq(x.full_like(0)), safe = zero.where(x.full_like(1), x);
+                 Tensor nzero = xs(zero.sum(axes, true)), others = xs(safe.prod(axes, true).cast(x.dtype()));
+                 Tensor d = zero.where(nzero.eq(nzero.full_like(1)).where(others, x.full_like(0)), xs(r).div(safe));
+                 return grads_of({xs(g).mul(d)});
+               }
                case Ops::MAX: {  // split among the maxima
                  Tensor mask = x.eq(r.expand(x.shape(), x.uop()->sym())).cast(g.dtype());
                  Tensor count = mask.sum(axes, true).cast(g.dtype());

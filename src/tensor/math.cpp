@@ -150,7 +150,10 @@ Tensor Tensor::hardswish() const {
 Tensor Tensor::hardtanh(double lo, double hi) const { return clamp(lo, hi); }
 Tensor Tensor::clamp(double lo, double hi) const {
   TG_CHECK(!std::isnan(lo) && !std::isnan(hi), TG_ERROR_INVALID_ARGUMENT, "clamp: a NaN bound");
-  return maximum(scalar_like(lo)).minimum(scalar_like(hi));
+  // wheres, not maximum/minimum, as tinygrad: the gradient at a bound is 1 (torch's), and lo > hi gives hi everywhere
+  Tensor l = scalar_like(lo), h = scalar_like(hi);
+  Tensor r = lt(l).where(l, *this);
+  return r.gt(h).where(h, r);
 }
 
 // ---- binary ----
@@ -197,6 +200,17 @@ Tensor Tensor::lshift(int64_t bits) const {
 Tensor Tensor::rshift(int64_t bits) const {
   check_shift(*this, bits, "rshift");
   return Tensor(uop()->alu(Ops::SHR, {UOp::const_int(dtype(), bits)}), device());
+}
+// elementwise counts: tinygrad's SHL/SHR of the promoted pair
+Tensor Tensor::lshift(const Tensor& bits) const {
+  auto [a, b] = broadcasted(bits, "lshift");
+  TG_CHECK(dtypes::is_int(a.dtype()), TG_ERROR_DTYPE, "lshift: needs int tensors, got " + dtype().name() + " and " + bits.dtype().name());
+  return Tensor(a.uop()->alu(Ops::SHL, {b.uop()}), device());
+}
+Tensor Tensor::rshift(const Tensor& bits) const {
+  auto [a, b] = broadcasted(bits, "rshift");
+  TG_CHECK(dtypes::is_int(a.dtype()), TG_ERROR_DTYPE, "rshift: needs int tensors, got " + dtype().name() + " and " + bits.dtype().name());
+  return Tensor(a.uop()->alu(Ops::SHR, {b.uop()}), device());
 }
 Tensor Tensor::copysign(const Tensor& o) const {
   auto [a, b] = broadcasted(o, "copysign");

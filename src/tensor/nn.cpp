@@ -179,18 +179,28 @@ Tensor Tensor::dropout(double p) const {
   Tensor keep = Tensor::rand(shape(), dtypes::float32, device()).ge(Tensor(UOp::const_(dtypes::float32, p), device()));
   return keep.where(*this, full_like(0)).mul(scalar_like(1.0 / (1.0 - p)));
 }
-Tensor Tensor::scaled_dot_product_attention(const Tensor& key, const Tensor& value, const std::optional<Tensor>& mask, bool is_causal) const {
+Tensor Tensor::scaled_dot_product_attention(const Tensor& key, const Tensor& value, const std::optional<Tensor>& mask, bool is_causal,
+                                            bool enable_gqa) const {
   TG_CHECK(ndim() >= 2 && key.ndim() >= 2 && value.ndim() >= 2, TG_ERROR_SHAPE, "scaled_dot_product_attention: query, key and value need at least 2 dims");
-  TG_CHECK(!(mask && is_causal), TG_ERROR_INVALID_ARGUMENT, "scaled_dot_product_attention: a mask and is_causal together");
+  TG_CHECK(!(mask && is_causal), TG_ERROR_INVALID_ARGUMENT, "scaled_dot_product_attention: cannot set a mask when is_causal is set");
+  Tensor k = key, v = value;
+  if (enable_gqa) {
+    TG_CHECK(ndim() >= 3 && key.ndim() >= 3 && value.ndim() >= 3, TG_ERROR_SHAPE, "scaled_dot_product_attention: enable_gqa needs a heads dim (-3)");
+    int64_t hq = shape()[size_t(ndim() - 3)], hk = key.shape()[size_t(key.ndim() - 3)], hv = value.shape()[size_t(value.ndim() - 3)];
+    TG_CHECK(hk > 0 && hv > 0 && hq % hk == 0 && hq % hv == 0, TG_ERROR_SHAPE,
+             strformat("scaled_dot_product_attention: %lld query heads are not a multiple of %lld key / %lld value heads", (long long)hq,
+                       (long long)hk, (long long)hv));
+    k = key.repeat_interleave(hq / hk, -3), v = value.repeat_interleave(hq / hv, -3);
+  }
   Tensor q = cast(least_upper_float(dtype()));
-  Tensor qk = q.matmul(key.transpose(-2, -1)).div(q.scalar_like(std::sqrt(double(key.shape().back()))));
+  Tensor qk = q.matmul(k.transpose(-2, -1)).div(q.scalar_like(std::sqrt(double(shape().back()))));  // sqrt of the query's size, as tinygrad
   std::optional<Tensor> m = mask;
   if (is_causal) {
     int64_t t = qk.shape()[qk.shape().size() - 2], s = qk.shape().back();
     m = Tensor::full({t, s}, 1, dtypes::bool_, device()).tril(0);
   }
   if (m) qk = qk.add(dtypes::is_bool(m->dtype()) ? m->where(qk.full_like(0), qk.full_like(-INFINITY)) : *m);
-  return qk.softmax(-1).matmul(value);
+  return qk.softmax(-1).matmul(v);
 }
 
 static Tensor reduce_loss(const Tensor& t, int reduction, const char* what) {
@@ -213,13 +223,20 @@ Tensor Tensor::one_hot(int64_t num_classes) const {
   Tensor classes = Tensor::arange(0, double(num_classes), 1, dtypes::int64, device());
   return idx.expand(s).eq(classes.expand(s, idx.uop()->sym())).cast(dtypes::int32);  // a Variable batch stays one
 }
+// as tinygrad: the class dim is 1, or 0 for one sample (C,); a target of the logits' shape is probabilities, one of the
+// logits' shape without the class dim is class indices, anything else a shape error
 Tensor Tensor::cross_entropy(const Tensor& y, double label_smoothing, int reduction) const {
-  TG_CHECK(ndim() >= 2, TG_ERROR_SHAPE, "cross_entropy: logits need a class dim (N, C, ...), got " + shape_str(shape()));
-  int64_t c = shape()[1];
-  Tensor target = y.ndim() < ndim() ? class_dim_second(y.one_hot(c)) : y;  // class indices (N, ...) -> probabilities (N, C, ...)
+  TG_CHECK(ndim() >= 1, TG_ERROR_SHAPE, "cross_entropy: logits need a class dim, got a 0-d tensor");
+  int64_t cd = ndim() == 1 ? 0 : 1, c = shape()[size_t(cd)];
+  Shape no_class = shape();
+  no_class.erase(no_class.begin() + cd);
+  TG_CHECK(y.shape() == shape() || y.shape() == no_class, TG_ERROR_SHAPE,
+           "cross_entropy: target " + shape_str(y.shape()) + " is neither " + shape_str(shape()) + " (probabilities) nor " + shape_str(no_class) +
+               " (class indices)");
+  Tensor target = y.shape() == shape() ? y : cd == 0 ? y.one_hot(c) : class_dim_second(y.one_hot(c));
   Tensor tf = target.cast(least_upper_float(dtype()));
   tf = tf.mul(tf.scalar_like(1 - label_smoothing)).add(tf.scalar_like(label_smoothing / double(c)));
-  Tensor ret = log_softmax(1).mul(tf).sum({1}).neg();
+  Tensor ret = log_softmax(cd).mul(tf).sum({cd}).neg();
   return reduce_loss(ret, reduction, "cross_entropy");
 }
 Tensor Tensor::sparse_categorical_crossentropy(const Tensor& y, int64_t ignore_index, double label_smoothing, int reduction) const {
@@ -234,11 +251,24 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& y, int64_t ignore_i
   if (reduction == 1) return unreduced.sum().div(kf.sum()).neg();
   return reduce_loss(unreduced.neg(), reduction, "sparse_categorical_crossentropy");
 }
-Tensor Tensor::nll_loss(const Tensor& y, int reduction) const {
+Tensor Tensor::nll_loss(const Tensor& y, int reduction, const std::optional<Tensor>& weight, std::optional<int64_t> ignore_index) const {
   TG_CHECK(ndim() >= 2, TG_ERROR_SHAPE, "nll_loss: log-probabilities need a class dim (N, C, ...), got " + shape_str(shape()));
-  Tensor target = class_dim_second(y.one_hot(shape()[1]));
-  Tensor ret = mul(target.cast(dtype())).sum({1}).neg();
-  return reduce_loss(ret, reduction, "nll_loss");
+  int64_t c = shape()[1];
+  Tensor target = class_dim_second(y.one_hot(c)).cast(dtype());
+  Tensor nll = mul(target).sum({1}).neg();
+  if (!weight && !ignore_index) return reduce_loss(nll, reduction, "nll_loss");
+  // each target's weight (1 without a weight tensor), 0 where it is ignored; the mean divides by their total, as torch
+  Tensor w = nll.full_like(1);
+  if (weight) {
+    TG_CHECK(weight->shape() == Shape{c}, TG_ERROR_SHAPE, "nll_loss: weight " + shape_str(weight->shape()) + " must be (C,) = " + shape_str(Shape{c}));
+    Shape ws(size_t(ndim()), 1);
+    ws[1] = c;
+    w = target.mul(weight->cast(dtype()).reshape(ws)).sum({1});
+  }
+  if (ignore_index) w = w.mul(y.ne(Tensor(UOp::const_int(y.dtype(), *ignore_index), device())).cast(dtype()));
+  nll = nll.mul(w);
+  TG_CHECK(reduction >= 0 && reduction <= 2, TG_ERROR_INVALID_ARGUMENT, strformat("nll_loss: unknown reduction %d (0 none, 1 mean, 2 sum)", reduction));
+  return reduction == 1 ? nll.sum().div(w.sum()) : reduce_loss(nll, reduction, "nll_loss");
 }
 Tensor Tensor::binary_crossentropy(const Tensor& y, int reduction) const {
   Tensor p = cast(least_upper_float(dtype())), one = p.scalar_like(1);
@@ -246,9 +276,14 @@ Tensor Tensor::binary_crossentropy(const Tensor& y, int reduction) const {
   return reduce_loss(yf.neg().mul(p.log()).sub(one.sub(yf).mul(one.sub(p).log())), reduction, "binary_crossentropy");
 }
 // max(x, 0) - y*x + log(1 + exp(-|x|)): stable for large |x|
-Tensor Tensor::binary_crossentropy_logits(const Tensor& y, int reduction) const {
+Tensor Tensor::binary_crossentropy_logits(const Tensor& y, int reduction, const std::optional<Tensor>& pos_weight) const {
   Tensor x = cast(least_upper_float(dtype()));
   Tensor yf = y.cast(x.dtype());
+  if (pos_weight) {  // -(pos_weight * y * logsigmoid(x) + (1 - y) * logsigmoid(-x)), as torch and tinygrad
+    Tensor one = x.scalar_like(1);
+    Tensor l = pos_weight->mul(yf).mul(x.logsigmoid()).add(one.sub(yf).mul(x.neg().logsigmoid()));
+    return reduce_loss(l.neg(), reduction, "binary_crossentropy_logits");
+  }
   return reduce_loss(x.relu().sub(yf.mul(x)).add(x.abs().neg().exp().add(x.scalar_like(1)).log()), reduction, "binary_crossentropy_logits");
 }
 

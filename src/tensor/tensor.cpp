@@ -237,12 +237,17 @@ Tensor Tensor::cos() const {
 }
 Tensor Tensor::abs() const {
   if (dtypes::is_unsigned(dtype()) || dtypes::is_bool(dtype())) return *this;
+  if (dtypes::is_float(dtype())) return mul(sign());  // as tinygrad: the gradient at 0 is 0 (torch's), at +-inf +-1
   return lt(scalar_like(0)).where(neg(), *this);
 }
 Tensor Tensor::relu() const { return gt(scalar_like(0)).where(*this, scalar_like(0)); }
+// exp only of -|x| (at most 1): 1/(1+exp(-x)) would make inf at x << 0, and its gradient inf*0 = NaN, where tinygrad's
+// symbolic rules and torch give 0. The -|x| is a where, not abs(), so that the gradient at x == 0 is 1/4.
 Tensor Tensor::sigmoid() const {
-  Tensor x = cast(least_upper_float(dtype()));
-  return x.scalar_like(1).add(x.neg().exp()).reciprocal();
+  Tensor x = cast(least_upper_float(dtype())), zero = x.full_like(0);
+  Tensor neg = x.lt(zero);
+  Tensor e = neg.where(x, x.neg()).exp(), r = e.add(e.scalar_like(1)).reciprocal();
+  return neg.where(e.mul(r), r);
 }
 Tensor Tensor::tanh() const {
   Tensor x = cast(least_upper_float(dtype()));

@@ -164,6 +164,8 @@ class Tensor {
   Tensor bitwise_not() const;
   Tensor lshift(int64_t bits) const;
   Tensor rshift(int64_t bits) const;
+  Tensor lshift(const Tensor& bits) const;  // elementwise counts, broadcast and promoted as add; counts past the width as C's
+  Tensor rshift(const Tensor& bits) const;
   Tensor copysign(const Tensor& o) const;
   Tensor logaddexp(const Tensor& o) const;
   Tensor lerp(const Tensor& end, const Tensor& weight) const;
@@ -265,13 +267,17 @@ class Tensor {
   Tensor layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const;
   Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean, const Tensor& invstd) const;
   Tensor dropout(double p) const;
-  Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value, const std::optional<Tensor>& mask, bool is_causal) const;
+  // enable_gqa: key/value heads (dim -3) repeated to the query's, which must be a multiple, as torch and tinygrad
+  Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value, const std::optional<Tensor>& mask, bool is_causal,
+                                      bool enable_gqa = false) const;
   Tensor one_hot(int64_t num_classes) const;
   Tensor cross_entropy(const Tensor& y, double label_smoothing = 0, int reduction = 1) const;
   Tensor sparse_categorical_crossentropy(const Tensor& y, int64_t ignore_index = -1, double label_smoothing = 0, int reduction = 1) const;
-  Tensor nll_loss(const Tensor& y, int reduction = 1) const;
+  // weight: per class (C,); targets equal to ignore_index count neither in the sum nor in the mean's weight total
+  Tensor nll_loss(const Tensor& y, int reduction = 1, const std::optional<Tensor>& weight = std::nullopt,
+                  std::optional<int64_t> ignore_index = std::nullopt) const;
   Tensor binary_crossentropy(const Tensor& y, int reduction = 1) const;
-  Tensor binary_crossentropy_logits(const Tensor& y, int reduction = 1) const;
+  Tensor binary_crossentropy_logits(const Tensor& y, int reduction = 1, const std::optional<Tensor>& pos_weight = std::nullopt) const;
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor& assign(const Tensor& value);
   // indexing (indexing.cpp)

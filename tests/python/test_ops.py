@@ -167,8 +167,8 @@ BINARY = {
   "sub": (lambda a, b: a - b, np.subtract, (-2, 2), (-2, 2, False), "arith"),
   "mul": (lambda a, b: a * b, np.multiply, (-2, 2), (-2, 2, False), "arith"),
   "div": (lambda a, b: a / b, np.divide, (-2, 2), (-2, 2, True), "arith"),
-  "idiv": (lambda a, b: a // b, lambda a, b: np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b)), (-20, 20), (-6, 6, True), "arith"),
-  "mod": (lambda a, b: a % b, np.fmod, (-20, 20), (-6, 6, True), "arith"),  # the remainder of the truncating //: C's %
+  "idiv": (lambda a, b: a // b, np.floor_divide, (-20, 20), (-6, 6, True), "arith"),  # floor division, as tinygrad and Python
+  "mod": (lambda a, b: a % b, np.mod, (-20, 20), (-6, 6, True), "arith"),  # the remainder of the floor //: the divisor's sign
   "maximum": (lambda a, b: a.maximum(b), np.maximum, (-2, 2), (-2, 2, False), "arith"),
   "minimum": (lambda a, b: a.minimum(b), np.minimum, (-2, 2), (-2, 2, False), "arith"),
   "pow": (lambda a, b: a ** b, np.power, (0.25, 3), (-2, 2, False), "trans"),
@@ -259,10 +259,10 @@ SCALAR_CASES = {
   "max(t,0)": (lambda t: t.maximum(0.0), lambda a: np.maximum(a, 0), F32, F32, "arith"),
   "min(t,1)": (lambda t: t.minimum(1), lambda a: np.minimum(a, 1), I32, I32, "arith"),
   "int+5": (lambda t: t + 5, lambda a: a + 5, I32, I32, "arith"), "5-int": (lambda t: 5 - t, lambda a: 5 - a, I32, I32, "arith"),
-  "int*-3": (lambda t: t * -3, lambda a: a * -3, I32, I32, "arith"), "int//3": (lambda t: t // 3, lambda a: np.trunc(a / 3), I32, I32, "arith"),
+  "int*-3": (lambda t: t * -3, lambda a: a * -3, I32, I32, "arith"), "int//3": (lambda t: t // 3, lambda a: np.floor(a / 3), I32, I32, "arith"),
   "int+2.5": (lambda t: t + 2.5, lambda a: a + 2.5, I32, F32, "arith"),
   "int+2.0": (lambda t: t + 2.0, lambda a: a + 2.0, I32, F32, "arith"),  # a float scalar makes it float, as tinygrad
-  "int%3": (lambda t: t % 3, lambda a: np.fmod(a, 3), I32, I32, "arith"), "7%int": (lambda t: 7 % t, lambda a: np.fmod(7, a), I32, I32, "arith"), "int/2": (lambda t: t / 2, lambda a: a / 2, I32, F32, "arith"),
+  "int%3": (lambda t: t % 3, lambda a: np.mod(a, 3), I32, I32, "arith"), "7%int": (lambda t: 7 % t, lambda a: np.mod(7, a), I32, I32, "arith"), "int/2": (lambda t: t / 2, lambda a: a / 2, I32, F32, "arith"),
   "int*0.5": (lambda t: t * 0.5, lambda a: a * 0.5, I32, F32, "arith"), "uint8+3": (lambda t: t + 3, lambda a: a + 3, U8, U8, "arith"),
   "3-uint8": (lambda t: 3 - t, lambda a: np.uint8(3) - a, U8, U8, "arith"), "int8*2": (lambda t: t * 2, lambda a: a * np.int8(2), I8, I8, "arith"),
   "bool+1": (lambda t: t + 1, lambda a: a.astype(I32) + 1, B, I32, "arith"), "bool*2.5": (lambda t: t * 2.5, lambda a: a * 2.5, B, F32, "arith"),

@@ -636,6 +636,15 @@ t >> bits of an int tensor.
 """
 tg_tensor_rshift(t, bits) = ccall((:tg_tensor_rshift, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, bits)
 """
+a << b elementwise, int tensors broadcast and promoted as tg_tensor_add (TG_ERROR_DTYPE otherwise); a count
+outside 0..bits-1 of the dtype gives what the device's shift gives.
+"""
+tg_tensor_lshift_tensor(a, b) = ccall((:tg_tensor_lshift_tensor, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
+"""
+a >> b elementwise (arithmetic for signed ints), as tg_tensor_lshift_tensor.
+"""
+tg_tensor_rshift_tensor(a, b) = ccall((:tg_tensor_rshift_tensor, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
+"""
 |a| with b's sign, broadcast and promoted as tg_tensor_add.
 """
 tg_tensor_copysign(a, b) = ccall((:tg_tensor_copysign, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), a, b)
@@ -989,6 +998,11 @@ softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps where true; is_causal masks
 """
 tg_tensor_scaled_dot_product_attention(q, k, v, mask, is_causal) = ccall((:tg_tensor_scaled_dot_product_attention, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Cint), q, k, v, mask, is_causal)
 """
+tg_tensor_scaled_dot_product_attention; enable_gqa != 0 repeats k's and v's heads (dim -3) to q's, which must
+be a multiple of them (TG_ERROR_SHAPE otherwise). A mask with is_causal is TG_ERROR_INVALID_ARGUMENT.
+"""
+tg_tensor_scaled_dot_product_attention_gqa(q, k, v, mask, is_causal, enable_gqa) = ccall((:tg_tensor_scaled_dot_product_attention_gqa, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Cint, Cint), q, k, v, mask, is_causal, enable_gqa)
+"""
 TG_INT32 one-hot along a new last dim.
 """
 tg_tensor_one_hot(t, num_classes) = ccall((:tg_tensor_one_hot, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, num_classes)
@@ -1005,6 +1019,11 @@ Negative log-likelihood of log-probabilities (N, C, ...) against class indices.
 """
 tg_tensor_nll_loss(logprobs, target, reduction) = ccall((:tg_tensor_nll_loss, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Cint), logprobs, target, reduction)
 """
+tg_tensor_nll_loss with a per-class weight (C,) and, when use_ignore_index != 0, targets equal to ignore_index
+skipped; the mean divides by the total weight of the targets kept, as torch.
+"""
+tg_tensor_nll_loss_weighted(logprobs, target, weight, use_ignore_index, ignore_index, reduction) = ccall((:tg_tensor_nll_loss_weighted, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Cint, Int64, Cint), logprobs, target, weight, use_ignore_index, ignore_index, reduction)
+"""
 Binary cross-entropy of probabilities p against targets y.
 """
 tg_tensor_binary_crossentropy(p, y, reduction) = ccall((:tg_tensor_binary_crossentropy, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Cint), p, y, reduction)
@@ -1012,6 +1031,11 @@ tg_tensor_binary_crossentropy(p, y, reduction) = ccall((:tg_tensor_binary_crosse
 Binary cross-entropy of logits x (sigmoid applied inside, stably) against targets y.
 """
 tg_tensor_binary_crossentropy_logits(x, y, reduction) = ccall((:tg_tensor_binary_crossentropy_logits, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Cint), x, y, reduction)
+"""
+tg_tensor_binary_crossentropy_logits with the positive targets' term scaled by pos_weight (broadcast, as
+torch).
+"""
+tg_tensor_binary_crossentropy_logits_weighted(x, y, pos_weight, reduction) = ccall((:tg_tensor_binary_crossentropy_logits_weighted, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Cint), x, y, pos_weight, reduction)
 """
 out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank).
 """
@@ -1652,44 +1676,46 @@ export tg_tensor_relu6, tg_tensor_leaky_relu, tg_tensor_elu, tg_tensor_celu, tg_
 export tg_tensor_quick_gelu, tg_tensor_silu, tg_tensor_mish, tg_tensor_hardsigmoid, tg_tensor_logsigmoid
 export tg_tensor_softplus, tg_tensor_softsign, tg_tensor_hardswish, tg_tensor_hardtanh, tg_tensor_clamp
 export tg_tensor_mod, tg_tensor_fmod, tg_tensor_bitwise_and, tg_tensor_bitwise_or, tg_tensor_bitwise_xor
-export tg_tensor_bitwise_not, tg_tensor_lshift, tg_tensor_rshift, tg_tensor_copysign, tg_tensor_logaddexp
-export tg_tensor_lerp, tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod, tg_tensor_max, tg_tensor_min, tg_tensor_mean
-export tg_tensor_std, tg_tensor_var, tg_tensor_std_mean, tg_tensor_var_mean, tg_tensor_all, tg_tensor_any
-export tg_tensor_logsumexp, tg_tensor_argmax, tg_tensor_argmin, tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax
-export tg_tensor_cummin, tg_tensor_softmax, tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute
-export tg_tensor_expand, tg_tensor_pad, tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_rebind, tg_tensor_flip
-export tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all
-export tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat
-export tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem
-export tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk, tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal
-export tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk, tg_tensor_scatter
-export tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select
-export tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear
-export tg_tensor_dot, tg_tensor_einsum, tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate
-export tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
-export tg_tensor_scaled_dot_product_attention, tg_tensor_one_hot, tg_tensor_cross_entropy
-export tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss, tg_tensor_binary_crossentropy
-export tg_tensor_binary_crossentropy_logits, tg_tensor_gather, tg_tensor_assign, tg_manual_seed, tg_tensor_rand
-export tg_tensor_randn, tg_tensor_uniform, tg_tensor_normal, tg_tensor_randint, tg_tensor_scaled_uniform
-export tg_tensor_glorot_uniform, tg_tensor_kaiming_uniform, tg_tensor_kaiming_normal, tg_tensor_randperm
-export tg_tensor_multinomial, tg_tensor_rand_like, tg_tensor_randn_like, tg_tensor_full_like, tg_tensor_zeros_like
-export tg_tensor_ones_like, tg_tensor_set_requires_grad, tg_tensor_requires_grad, tg_tensor_backward, tg_tensor_grad
-export tg_tensor_set_grad, tg_tensor_gradient, tg_tensor_detach, tg_tensor_contiguous_backward, tg_tensor_contiguous
-export tg_tensor_realize, tg_tensor_realize_many, tg_tensor_to_data, tg_tensor_retain, tg_tensor_release
-export tg_tensor_from_dlpack, tg_tensor_to_dlpack, tg_jit_create, tg_jit_call, tg_jit_call_count, tg_jit_reset
-export tg_jit_plan, tg_jit_release, tg_nn_linear, tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d
-export tg_nn_conv_transpose1d, tg_nn_batchnorm, tg_nn_layernorm, tg_nn_rmsnorm, tg_nn_groupnorm, tg_nn_instancenorm
-export tg_nn_embedding, tg_nn_lstm_cell, tg_nn_function, tg_nn_sequential, tg_module_call, tg_lstm_cell_step
-export tg_module_kind, tg_module_get, tg_module_set, tg_module_get_option, tg_module_set_option, tg_module_state
-export tg_module_parameter_count, tg_module_parameters, tg_module_load_state, tg_module_retain, tg_module_release
-export tg_tensor_from_idx, tg_dataset_mnist, tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam
-export tg_optim_adamw, tg_optim_lars, tg_optim_lamb, tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step
-export tg_optimizer_schedule_step, tg_optimizer_params, tg_optimizer_lr, tg_optimizer_set_lr, tg_optimizer_retain
-export tg_optimizer_release, tg_state_load, tg_state_load_memory, tg_state_create, tg_state_count, tg_state_name
-export tg_state_info, tg_state_get, tg_state_set, tg_state_save, tg_state_metadata_count, tg_state_metadata_key
-export tg_state_metadata_value, tg_state_metadata_json, tg_state_metadata_set, tg_state_retain, tg_state_release
-export tg_plan_create, tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release
-export tg_set_option, tg_get_option, tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset
-export tg_live_handles, libtinygrad
+export tg_tensor_bitwise_not, tg_tensor_lshift, tg_tensor_rshift, tg_tensor_lshift_tensor, tg_tensor_rshift_tensor
+export tg_tensor_copysign, tg_tensor_logaddexp, tg_tensor_lerp, tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod
+export tg_tensor_max, tg_tensor_min, tg_tensor_mean, tg_tensor_std, tg_tensor_var, tg_tensor_std_mean
+export tg_tensor_var_mean, tg_tensor_all, tg_tensor_any, tg_tensor_logsumexp, tg_tensor_argmax, tg_tensor_argmin
+export tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin, tg_tensor_softmax
+export tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand, tg_tensor_pad, tg_tensor_shrink
+export tg_tensor_shrink_var, tg_tensor_rebind, tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten
+export tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat
+export tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu
+export tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk
+export tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort
+export tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero
+export tg_tensor_masked_select, tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone
+export tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot, tg_tensor_einsum, tg_tensor_conv2d
+export tg_tensor_conv_transpose2d, tg_tensor_interpolate, tg_tensor_max_pool2d, tg_tensor_avg_pool2d
+export tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout, tg_tensor_scaled_dot_product_attention
+export tg_tensor_scaled_dot_product_attention_gqa, tg_tensor_one_hot, tg_tensor_cross_entropy
+export tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss, tg_tensor_nll_loss_weighted
+export tg_tensor_binary_crossentropy, tg_tensor_binary_crossentropy_logits
+export tg_tensor_binary_crossentropy_logits_weighted, tg_tensor_gather, tg_tensor_assign, tg_manual_seed
+export tg_tensor_rand, tg_tensor_randn, tg_tensor_uniform, tg_tensor_normal, tg_tensor_randint
+export tg_tensor_scaled_uniform, tg_tensor_glorot_uniform, tg_tensor_kaiming_uniform, tg_tensor_kaiming_normal
+export tg_tensor_randperm, tg_tensor_multinomial, tg_tensor_rand_like, tg_tensor_randn_like, tg_tensor_full_like
+export tg_tensor_zeros_like, tg_tensor_ones_like, tg_tensor_set_requires_grad, tg_tensor_requires_grad
+export tg_tensor_backward, tg_tensor_grad, tg_tensor_set_grad, tg_tensor_gradient, tg_tensor_detach
+export tg_tensor_contiguous_backward, tg_tensor_contiguous, tg_tensor_realize, tg_tensor_realize_many
+export tg_tensor_to_data, tg_tensor_retain, tg_tensor_release, tg_tensor_from_dlpack, tg_tensor_to_dlpack
+export tg_jit_create, tg_jit_call, tg_jit_call_count, tg_jit_reset, tg_jit_plan, tg_jit_release, tg_nn_linear
+export tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d, tg_nn_conv_transpose1d, tg_nn_batchnorm, tg_nn_layernorm
+export tg_nn_rmsnorm, tg_nn_groupnorm, tg_nn_instancenorm, tg_nn_embedding, tg_nn_lstm_cell, tg_nn_function
+export tg_nn_sequential, tg_module_call, tg_lstm_cell_step, tg_module_kind, tg_module_get, tg_module_set
+export tg_module_get_option, tg_module_set_option, tg_module_state, tg_module_parameter_count, tg_module_parameters
+export tg_module_load_state, tg_module_retain, tg_module_release, tg_tensor_from_idx, tg_dataset_mnist
+export tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam, tg_optim_adamw, tg_optim_lars, tg_optim_lamb
+export tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step, tg_optimizer_schedule_step, tg_optimizer_params
+export tg_optimizer_lr, tg_optimizer_set_lr, tg_optimizer_retain, tg_optimizer_release, tg_state_load
+export tg_state_load_memory, tg_state_create, tg_state_count, tg_state_name, tg_state_info, tg_state_get
+export tg_state_set, tg_state_save, tg_state_metadata_count, tg_state_metadata_key, tg_state_metadata_value
+export tg_state_metadata_json, tg_state_metadata_set, tg_state_retain, tg_state_release, tg_plan_create, tg_plan_run
+export tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option
+export tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
 
 end # module

@@ -186,6 +186,10 @@ Base.:~(t::Tensor) = adopt(Tensor, L.tg_tensor_bitwise_not(t))
 Base.:<<(t::Tensor, bits::Integer) = adopt(Tensor, L.tg_tensor_lshift(t, bits))
 # tg_tensor_rshift
 Base.:>>(t::Tensor, bits::Integer) = adopt(Tensor, L.tg_tensor_rshift(t, bits))
+# tg_tensor_lshift_tensor
+lshift_tensor(a::Tensor, b::Tensor) = adopt(Tensor, L.tg_tensor_lshift_tensor(a, b))
+# tg_tensor_rshift_tensor
+rshift_tensor(a::Tensor, b::Tensor) = adopt(Tensor, L.tg_tensor_rshift_tensor(a, b))
 # tg_tensor_copysign
 Base.copysign(a::Tensor, b::Tensor) = adopt(Tensor, L.tg_tensor_copysign(a, b))
 # tg_tensor_logaddexp
@@ -276,6 +280,8 @@ batchnorm(x::Tensor, weight::Union{Tensor, Nothing}, bias::Union{Tensor, Nothing
 dropout(t::Tensor, p::Real) = adopt(Tensor, L.tg_tensor_dropout(t, p))
 # tg_tensor_scaled_dot_product_attention
 scaled_dot_product_attention(q::Tensor, k::Tensor, v::Tensor, mask::Union{Tensor, Nothing}, is_causal::Bool) = adopt(Tensor, L.tg_tensor_scaled_dot_product_attention(q, k, v, something(mask, C_NULL), is_causal))
+# tg_tensor_scaled_dot_product_attention_gqa
+scaled_dot_product_attention_gqa(q::Tensor, k::Tensor, v::Tensor, mask::Union{Tensor, Nothing}, is_causal::Bool, enable_gqa::Bool) = adopt(Tensor, L.tg_tensor_scaled_dot_product_attention_gqa(q, k, v, something(mask, C_NULL), is_causal, enable_gqa))
 # tg_tensor_one_hot
 one_hot(t::Tensor, num_classes::Integer) = adopt(Tensor, L.tg_tensor_one_hot(t, num_classes))
 # tg_tensor_cross_entropy
@@ -284,10 +290,14 @@ cross_entropy(logits::Tensor, target::Tensor, label_smoothing::Real, reduction::
 sparse_categorical_crossentropy(logits::Tensor, labels::Tensor, ignore_index::Integer, label_smoothing::Real, reduction::Integer) = adopt(Tensor, L.tg_tensor_sparse_categorical_crossentropy(logits, labels, ignore_index, label_smoothing, reduction))
 # tg_tensor_nll_loss
 nll_loss(logprobs::Tensor, target::Tensor, reduction::Integer) = adopt(Tensor, L.tg_tensor_nll_loss(logprobs, target, reduction))
+# tg_tensor_nll_loss_weighted
+nll_loss_weighted(logprobs::Tensor, target::Tensor, weight::Union{Tensor, Nothing}, use_ignore_index::Bool, ignore_index::Integer, reduction::Integer) = adopt(Tensor, L.tg_tensor_nll_loss_weighted(logprobs, target, something(weight, C_NULL), use_ignore_index, ignore_index, reduction))
 # tg_tensor_binary_crossentropy
 binary_crossentropy(p::Tensor, y::Tensor, reduction::Integer) = adopt(Tensor, L.tg_tensor_binary_crossentropy(p, y, reduction))
 # tg_tensor_binary_crossentropy_logits
 binary_crossentropy_logits(x::Tensor, y::Tensor, reduction::Integer) = adopt(Tensor, L.tg_tensor_binary_crossentropy_logits(x, y, reduction))
+# tg_tensor_binary_crossentropy_logits_weighted
+binary_crossentropy_logits_weighted(x::Tensor, y::Tensor, pos_weight::Union{Tensor, Nothing}, reduction::Integer) = adopt(Tensor, L.tg_tensor_binary_crossentropy_logits_weighted(x, y, something(pos_weight, C_NULL), reduction))
 # tg_tensor_gather
 gather(t::Tensor, dim::Integer, index::Tensor) = adopt(Tensor, L.tg_tensor_gather(t, dim, index))
 # tg_tensor_assign
@@ -405,20 +415,22 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 201 methods generated from 314 functions
+# 206 methods generated from 319 functions
 export arange, argsort, assign, avg_pool2d, backward, batchnorm, binary_crossentropy, binary_crossentropy_logits
-export bitcast, cast, celu, clone, contiguous, contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax
-export cummin, detach, device_count, device_open, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary
-export expr_const, expr_simplify, expr_variable, eye, flatten, from_idx, full_like, gather, ge, gelu, grad, gt
-export hardsigmoid, hardswish, hardtanh, isclose, jit_call_count, jit_plan, jit_reset, le, leaky_relu, lerp, linear
-export linspace, log_softmax, logaddexp, logical_not, logsigmoid, lt, masked_fill, masked_select, masked_select_sized
-export matmul, max_pool2d, mish, module_call, module_get, module_load_state, module_parameter_count, module_set
-export module_set_option, module_state, multinomial, ndim, ne, nll_loss, nn_batchnorm, nn_conv1d, nn_conv2d
-export nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding, nn_function, nn_groupnorm, nn_instancenorm, nn_linear
-export nn_lstm_cell, nn_rmsnorm, nonzero, nonzero_sized, numel, one_hot, ones_like, optimizer_lr, optimizer_set_lr
-export optimizer_step, optimizer_zero_grad, option_pop, option_push, plan_kernel_count, plan_run, quick_gelu
-export rand_like, randn_like, randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave, requires_grad
-export rsqrt, scaled_dot_product_attention, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
-export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze
-export squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count, state_metadata_set
-export state_save, state_set, to, tril, triu, unfold, unsqueeze, where_, zeros_like
+export binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous, contiguous_backward, conv2d
+export conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count, device_open, diag, diagonal, dot
+export dropout, dtype_size, elu, eq, erf, expr_binary, expr_const, expr_simplify, expr_variable, eye, flatten
+export from_idx, full_like, gather, ge, gelu, grad, gt, hardsigmoid, hardswish, hardtanh, isclose, jit_call_count
+export jit_plan, jit_reset, le, leaky_relu, lerp, linear, linspace, log_softmax, logaddexp, logical_not, logsigmoid
+export lshift_tensor, lt, masked_fill, masked_select, masked_select_sized, matmul, max_pool2d, mish, module_call
+export module_get, module_load_state, module_parameter_count, module_set, module_set_option, module_state
+export multinomial, ndim, ne, nll_loss, nll_loss_weighted, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d
+export nn_conv_transpose2d, nn_embedding, nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell
+export nn_rmsnorm, nonzero, nonzero_sized, numel, one_hot, ones_like, optimizer_lr, optimizer_set_lr, optimizer_step
+export optimizer_zero_grad, option_pop, option_push, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like
+export randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave, requires_grad, rshift_tensor, rsqrt
+export scaled_dot_product_attention, scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad
+export set_option, set_requires_grad, shrink_var, sigmoid, silu, softmax, softplus, softsign
+export sparse_categorical_crossentropy, square, squeeze, squeeze_all, state_count, state_create, state_get
+export state_load, state_metadata_count, state_metadata_set, state_save, state_set, to, tril, triu, unfold, unsqueeze
+export where_, zeros_like

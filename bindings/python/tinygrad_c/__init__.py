@@ -998,7 +998,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def div(self, x, reverse=False, rounding_mode: Optional[str] = None) -> "Tensor":
     """True division; rounding_mode "trunc" or "floor" rounds the quotient, exactly for ints (which stay ints)."""
     if rounding_mode is None: return self._scalar_op("div", x, reverse)
-    if rounding_mode not in ("trunc", "floor"): raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    if rounding_mode not in ("trunc", "floor"): raise RuntimeError(f"rounding_mode={rounding_mode!r} is not supported")  # tinygrad's error
     a, b = (self, x) if not reverse else (x, self)
     a = a if isinstance(a, Tensor) else self._const(a)
     b = b if isinstance(b, Tensor) else self._const(b)
@@ -1009,23 +1009,46 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     if rounding_mode == "trunc": return q
     r = a - q * b
     return q - ((r != 0) & ((r < 0) != (b < 0))).cast(q.dtype)
-  def pow(self, x, reverse=False): return self._scalar_op("pow", x, reverse)
+  def pow(self, x, reverse=False):
+    """self ** x. As tinygrad: an int tensor to a Python scalar power stays int only for an int exponent >= 0 (else RuntimeError,
+    "base needs to be float"); an int or float scalar base (2 ** t) takes t's dtype by the usual promotion."""
+    if not isinstance(x, Tensor) and not isinstance(x, (list, tuple, np.ndarray)) and not reverse:
+      xd = dtypes.from_py(x) if isinstance(x, (bool, int, float, np.integer, np.floating, np.bool_)) else None
+      if xd is not None and not least_upper_dtype(self.dtype, xd).is_float and not (isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0):
+        raise RuntimeError("base needs to be float")
+    return self._scalar_op("pow", x, reverse)
   def idiv(self, x, reverse=False): return self._bin("idiv", x, reverse)
   def mod(self, x, reverse=False) -> "Tensor":
-    """self % x. Ints: self - (self // x) * x, the remainder of the truncating // (x % 0 == x as x // 0 == 0, MIN % -1 == 0).
-    Floats: Python's and torch's % (tg_tensor_mod: the result takes the divisor's sign)."""
+    """self % x: Python's, torch's and tinygrad's % for ints and floats (tg_tensor_mod: the result takes the divisor's sign)."""
     a, b = (self._tensor(x), self) if reverse else (self, self._tensor(x))
-    if least_upper_dtype(a.dtype, b.dtype).is_float: return Tensor._wrap(C.tensor_mod(a._h, b._h), "tensor_mod")
-    return a - (a // b) * b
+    return Tensor._wrap(C.tensor_mod(a._h, b._h), "tensor_mod")  # ints and floats: the divisor's sign, as tinygrad's floor mod
   def fmod(self, x) -> "Tensor": return self._bin("fmod", x)  # C's fmod: the result takes the dividend's sign
   def maximum(self, x): return self._bin("maximum", x)
   def minimum(self, x): return self._bin("minimum", x)
-  def bitwise_and(self, x, reverse=False): return self._bin("bitwise_and", x, reverse)
-  def bitwise_or(self, x, reverse=False): return self._bin("bitwise_or", x, reverse)
-  def bitwise_xor(self, x, reverse=False): return self._bin("bitwise_xor", x, reverse)
+  def _bit_const(self, x):
+    """A Python int next to an int tensor takes the tensor's dtype with its bits wrapped, as tinygrad's constants do:
+    int32 | 0xFFFFFFFF is -1 (int32), not an int64."""
+    dt = self.dtype
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) and dt.is_int:
+      bits = 8 * dt.itemsize
+      v = int(x) & ((1 << bits) - 1)
+      if not dt.is_unsigned and v >= 1 << (bits - 1): v -= 1 << bits
+      return Tensor.full((), v, dtype=dt, device=self.device)
+    return x
+  def bitwise_and(self, x, reverse=False): return self._bin("bitwise_and", self._bit_const(x), reverse)
+  def bitwise_or(self, x, reverse=False): return self._bin("bitwise_or", self._bit_const(x), reverse)
+  def bitwise_xor(self, x, reverse=False): return self._bin("bitwise_xor", self._bit_const(x), reverse)
   def bitwise_not(self): return self._un("bitwise_not")
-  def lshift(self, x: int): return Tensor._wrap(C.tensor_lshift(self._h, _i64(x, "shift")), "tensor_lshift")
-  def rshift(self, x: int): return Tensor._wrap(C.tensor_rshift(self._h, _i64(x, "shift")), "tensor_rshift")
+  def _shift(self, name: str, x, reverse: bool) -> "Tensor":
+    # an int count goes through the scalar C call (checked 0..bits-1); a Tensor, a reversed or a non-int scalar through the
+    # elementwise one (a float raises RuntimeError, as tinygrad)
+    if not reverse and isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+      return Tensor._wrap(getattr(C, f"tensor_{name}")(self._h, _i64(x, "shift")), f"tensor_{name}")
+    x = x if isinstance(x, Tensor) else self._bit_const(x) if isinstance(x, (int, np.integer)) else self._tensor(x)
+    a, b = (x, self) if reverse else (self, x)
+    return Tensor._wrap(getattr(C, f"tensor_{name}_tensor")(a._h, b._h), f"tensor_{name}_tensor")
+  def lshift(self, x, reverse=False): return self._shift("lshift", x, reverse)
+  def rshift(self, x, reverse=False): return self._shift("rshift", x, reverse)
   def copysign(self, other): return self._bin("copysign", other)
   def logaddexp(self, other): return self._bin("logaddexp", other)
   def lerp(self, end, weight) -> "Tensor":
@@ -1045,8 +1068,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def __rmul__(self, x): return self.mul(x)
   def __truediv__(self, x): return self.div(x)
   def __rtruediv__(self, x): return self.div(x, reverse=True)
-  def __floordiv__(self, x): return self.idiv(x)
-  def __rfloordiv__(self, x): return self.idiv(x, reverse=True)
+  def __floordiv__(self, x): return self.div(x, rounding_mode="floor")  # floor division, as tinygrad and Python
+  def __rfloordiv__(self, x): return self.div(x, reverse=True, rounding_mode="floor")
   def __mod__(self, x): return self.mod(x)
   def __rmod__(self, x): return self.mod(x, reverse=True)
   def __pow__(self, x): return self.pow(x)
@@ -1064,6 +1087,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def __invert__(self): return self.bitwise_not()
   def __lshift__(self, x): return self.lshift(x)
   def __rshift__(self, x): return self.rshift(x)
+  def __rlshift__(self, x): return self.lshift(x, reverse=True)
+  def __rrshift__(self, x): return self.rshift(x, reverse=True)
 
   def __lt__(self, x): return self._bin("lt", x)
   def __le__(self, x): return self._bin("le", x)
@@ -1094,6 +1119,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def exp2(self): return self._un("exp2")
   def log(self): return self._un("log")
   def log2(self): return self._un("log2")
+  def log10(self): return self.log2() * math.log10(2)  # tinygrad's formula
   def sqrt(self): return self._un("sqrt")
   def reciprocal(self): return self._un("reciprocal")
   def sin(self): return self._un("sin")
@@ -1155,12 +1181,12 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def hardtanh(self, min_val=-1, max_val=1):
     return Tensor._wrap(C.tensor_hardtanh(self._h, float(min_val), float(max_val)), "tensor_hardtanh")
   def clamp(self, min_=None, max_=None) -> "Tensor":
-    """Clip to [min_, max_]; a None bound is open (that side goes through maximum/minimum)."""
+    """Clip to [min_, max_]; a None bound is open. As tinygrad: the gradient at a bound is 1, min_ > max_ gives max_."""
     if min_ is None and max_ is None: raise RuntimeError("at least one of 'min_' or 'max_' must not be None")
-    if min_ is None: return self.minimum(max_)
-    if max_ is None: return self.maximum(min_)
-    if isinstance(min_, Tensor) or isinstance(max_, Tensor) or self.dtype.is_int and max(abs(min_), abs(max_)) > _EXACT:
-      return self.maximum(min_).minimum(max_)
+    # one side, a Tensor bound or a huge int: tinygrad's two wheres (the gradient at a bound is 1, as torch's)
+    if min_ is None or max_ is None or isinstance(min_, Tensor) or isinstance(max_, Tensor) or self.dtype.is_int and max(abs(min_), abs(max_)) > _EXACT:
+      ret = (self < min_).where(min_, self) if min_ is not None else self
+      return (ret > max_).where(max_, ret) if max_ is not None else ret
     return Tensor._wrap(C.tensor_clamp(self._h, float(min_), float(max_)), "tensor_clamp")
   def clip(self, min_=None, max_=None) -> "Tensor": return self.clamp(min_, max_)
 
@@ -1268,6 +1294,9 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def log_softmax(self, axis=-1, dtype=None) -> "Tensor":
     x = self._softmax_input(axis, dtype)
     return Tensor._wrap(C.tensor_log_softmax(x._h, _i64(axis, "axis")), "tensor_log_softmax")
+  def softmin(self, axis=-1, dtype=None):
+    """softmax of -self along axis (in dtype when given), as tinygrad."""
+    return (-(self.cast(dtype) if dtype is not None else self)).softmax(axis)
 
   # -- movement
   def _mv(self, name: str, vals: Sequence[int], *extra) -> "Tensor":
@@ -1716,9 +1745,19 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Tensor._wrap(C.tensor_dropout(self._h, float(p)), "tensor_dropout")
 
   def scaled_dot_product_attention(self, key: "Tensor", value: "Tensor", attn_mask: Optional["Tensor"] = None, dropout_p: float = 0.0,
-                                   is_causal: bool = False) -> "Tensor":
+                                   is_causal: bool = False, enable_gqa: bool = False) -> "Tensor":
     """softmax(self @ key^T / sqrt(d) + mask) @ value; a bool mask keeps where true, a float mask is added; is_causal masks
-    the upper triangle; dropout_p applies to the attention weights in training."""
+    the upper triangle (RuntimeError with a mask too); enable_gqa repeats key/value heads (dim -3) to the query's;
+    dropout_p applies to the attention weights in training."""
+    if is_causal and attn_mask is not None: raise RuntimeError("cannot set attn_mask when is_causal=True")
+    if enable_gqa:
+      if len(self.shape) < 3 or len(key.shape) < 3 or len(value.shape) < 3 or self.shape[-3] % key.shape[-3] or self.shape[-3] % value.shape[-3]:
+        raise RuntimeError(f"enable_gqa: query heads {self.shape[-3:-2]} are not a multiple of key/value heads {key.shape[-3:-2]} {value.shape[-3:-2]}")
+      if not (dropout_p and Tensor.training):
+        return Tensor._wrap(C.tensor_scaled_dot_product_attention_gqa(self._h, key._h, value._h, None if attn_mask is None else attn_mask._h,
+                                                                      int(bool(is_causal)), 1), "tensor_scaled_dot_product_attention_gqa")
+      key = key.repeat_interleave(self.shape[-3] // key.shape[-3], dim=-3)
+      value = value.repeat_interleave(self.shape[-3] // value.shape[-3], dim=-3)
     if dropout_p and Tensor.training:
       qk = self.matmul(key.transpose(-2, -1)) / math.sqrt(self.shape[-1])
       if is_causal:
@@ -1739,29 +1778,33 @@ class Tensor(_Owned, metaclass=_TensorMeta):
 
   def cross_entropy(self, Y: "Tensor", reduction: str = "mean", label_smoothing: float = 0.0) -> "Tensor":
     """self: logits (N, C, ...); Y: class indices (N, ...) or probabilities (N, C, ...)."""
-    if not 0.0 <= label_smoothing <= 1.0: raise ValueError("label_smoothing must be in [0.0, 1.0]")
+    if not 0.0 <= label_smoothing <= 1.0: raise AssertionError("label_smoothing must be in [0.0, 1.0]")  # tinygrad asserts
     return Tensor._wrap(C.tensor_cross_entropy(self._h, Y._h, float(label_smoothing), _reduction(reduction)), "tensor_cross_entropy")
 
   def sparse_categorical_crossentropy(self, Y: "Tensor", ignore_index: int = -1, label_smoothing: float = 0.0,
                                       reduction: str = "mean") -> "Tensor":
     """self: logits (..., C); Y: int labels (...); labels equal to ignore_index are skipped."""
-    if not 0.0 <= label_smoothing <= 1.0: raise ValueError("label_smoothing must be in [0.0, 1.0]")
+    if not 0.0 <= label_smoothing <= 1.0: raise AssertionError("label_smoothing must be in [0.0, 1.0]")  # tinygrad asserts
     return Tensor._wrap(C.tensor_sparse_categorical_crossentropy(self._h, Y._h, _i64(ignore_index, "ignore_index"), float(label_smoothing),
                                                                  _reduction(reduction)), "tensor_sparse_categorical_crossentropy")
 
   def nll_loss(self, Y: "Tensor", weight: Optional["Tensor"] = None, ignore_index: Optional[int] = None, reduction: str = "mean") -> "Tensor":
-    """self: log-probabilities (N, C, ...); Y: class indices. weight and ignore_index are not supported."""
-    if weight is not None: raise NotImplementedError("nll_loss with weight is not supported")
-    if ignore_index is not None: raise NotImplementedError("nll_loss with ignore_index is not supported")
-    return Tensor._wrap(C.tensor_nll_loss(self._h, Y._h, _reduction(reduction)), "tensor_nll_loss")
+    """self: log-probabilities (N, C, ...); Y: class indices; weight: per class (C,); targets equal to ignore_index are
+    skipped. "mean" divides by the total weight of the targets kept, as torch and tinygrad."""
+    if weight is None and ignore_index is None: return Tensor._wrap(C.tensor_nll_loss(self._h, Y._h, _reduction(reduction)), "tensor_nll_loss")
+    return Tensor._wrap(C.tensor_nll_loss_weighted(self._h, Y._h, None if weight is None else weight._h, int(ignore_index is not None),
+                                                   _i64(0 if ignore_index is None else ignore_index, "ignore_index"), _reduction(reduction)),
+                        "tensor_nll_loss_weighted")
 
   def binary_crossentropy(self, Y: "Tensor", reduction: str = "mean") -> "Tensor":
     """self: probabilities; Y: targets."""
     return Tensor._wrap(C.tensor_binary_crossentropy(self._h, Y._h, _reduction(reduction)), "tensor_binary_crossentropy")
 
   def binary_crossentropy_logits(self, Y: "Tensor", reduction: str = "mean", pos_weight: Optional["Tensor"] = None) -> "Tensor":
-    """self: logits; Y: targets. pos_weight is not supported."""
-    if pos_weight is not None: raise NotImplementedError("binary_crossentropy_logits with pos_weight is not supported")
+    """self: logits; Y: targets; pos_weight scales the positive targets' term (broadcast), as torch and tinygrad."""
+    if pos_weight is not None:
+      return Tensor._wrap(C.tensor_binary_crossentropy_logits_weighted(self._h, Y._h, self._tensor(pos_weight)._h, _reduction(reduction)),
+                          "tensor_binary_crossentropy_logits_weighted")
     return Tensor._wrap(C.tensor_binary_crossentropy_logits(self._h, Y._h, _reduction(reduction)), "tensor_binary_crossentropy_logits")
 
   # -- creation (more) and initializers

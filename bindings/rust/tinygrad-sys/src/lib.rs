@@ -580,6 +580,11 @@ unsafe extern "C" {
   pub fn tg_tensor_lshift(t: *mut tg_tensor, bits: i64) -> *mut tg_tensor;
   /// t >> bits of an int tensor.
   pub fn tg_tensor_rshift(t: *mut tg_tensor, bits: i64) -> *mut tg_tensor;
+  /// a << b elementwise, int tensors broadcast and promoted as tg_tensor_add (TG_ERROR_DTYPE otherwise); a
+  /// count outside 0..bits-1 of the dtype gives what the device's shift gives.
+  pub fn tg_tensor_lshift_tensor(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
+  /// a >> b elementwise (arithmetic for signed ints), as tg_tensor_lshift_tensor.
+  pub fn tg_tensor_rshift_tensor(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
   /// |a| with b's sign, broadcast and promoted as tg_tensor_add.
   pub fn tg_tensor_copysign(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
   /// log(exp(a) + exp(b)), computed stably; broadcast and promoted as tg_tensor_add.
@@ -789,6 +794,9 @@ unsafe extern "C" {
   pub fn tg_tensor_dropout(t: *mut tg_tensor, p: f64) -> *mut tg_tensor;
   /// softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps where true; is_causal masks the upper triangle.
   pub fn tg_tensor_scaled_dot_product_attention(q: *mut tg_tensor, k: *mut tg_tensor, v: *mut tg_tensor, mask: *mut tg_tensor, is_causal: c_int) -> *mut tg_tensor;
+  /// tg_tensor_scaled_dot_product_attention; enable_gqa != 0 repeats k's and v's heads (dim -3) to q's, which
+  /// must be a multiple of them (TG_ERROR_SHAPE otherwise). A mask with is_causal is TG_ERROR_INVALID_ARGUMENT.
+  pub fn tg_tensor_scaled_dot_product_attention_gqa(q: *mut tg_tensor, k: *mut tg_tensor, v: *mut tg_tensor, mask: *mut tg_tensor, is_causal: c_int, enable_gqa: c_int) -> *mut tg_tensor;
   /// TG_INT32 one-hot along a new last dim.
   pub fn tg_tensor_one_hot(t: *mut tg_tensor, num_classes: i64) -> *mut tg_tensor;
   /// Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N, C, ...), with label
@@ -798,10 +806,16 @@ unsafe extern "C" {
   pub fn tg_tensor_sparse_categorical_crossentropy(logits: *mut tg_tensor, labels: *mut tg_tensor, ignore_index: i64, label_smoothing: f64, reduction: c_int) -> *mut tg_tensor;
   /// Negative log-likelihood of log-probabilities (N, C, ...) against class indices.
   pub fn tg_tensor_nll_loss(logprobs: *mut tg_tensor, target: *mut tg_tensor, reduction: c_int) -> *mut tg_tensor;
+  /// tg_tensor_nll_loss with a per-class weight (C,) and, when use_ignore_index != 0, targets equal to
+  /// ignore_index skipped; the mean divides by the total weight of the targets kept, as torch.
+  pub fn tg_tensor_nll_loss_weighted(logprobs: *mut tg_tensor, target: *mut tg_tensor, weight: *mut tg_tensor, use_ignore_index: c_int, ignore_index: i64, reduction: c_int) -> *mut tg_tensor;
   /// Binary cross-entropy of probabilities p against targets y.
   pub fn tg_tensor_binary_crossentropy(p: *mut tg_tensor, y: *mut tg_tensor, reduction: c_int) -> *mut tg_tensor;
   /// Binary cross-entropy of logits x (sigmoid applied inside, stably) against targets y.
   pub fn tg_tensor_binary_crossentropy_logits(x: *mut tg_tensor, y: *mut tg_tensor, reduction: c_int) -> *mut tg_tensor;
+  /// tg_tensor_binary_crossentropy_logits with the positive targets' term scaled by pos_weight (broadcast, as
+  /// torch).
+  pub fn tg_tensor_binary_crossentropy_logits_weighted(x: *mut tg_tensor, y: *mut tg_tensor, pos_weight: *mut tg_tensor, reduction: c_int) -> *mut tg_tensor;
   /// out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank).
   pub fn tg_tensor_gather(t: *mut tg_tensor, dim: i64, index: *mut tg_tensor) -> *mut tg_tensor;
   /// t takes value's contents (same shape; cast to t's dtype). Tensors made from t before keep the old

@@ -986,6 +986,17 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_rshift(self.as_ptr(), bits)) }
   }
 
+  /// `tg_tensor_lshift_tensor`: a << b elementwise, int tensors broadcast and promoted as tg_tensor_add
+  /// (TG_ERROR_DTYPE otherwise); a count outside 0..bits-1 of the dtype gives what the device's shift gives.
+  pub fn lshift_tensor(&self, b: &Tensor) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_lshift_tensor(self.as_ptr(), b.as_ptr())) }
+  }
+
+  /// `tg_tensor_rshift_tensor`: a >> b elementwise (arithmetic for signed ints), as tg_tensor_lshift_tensor.
+  pub fn rshift_tensor(&self, b: &Tensor) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_rshift_tensor(self.as_ptr(), b.as_ptr())) }
+  }
+
   /// `tg_tensor_copysign`: |a| with b's sign, broadcast and promoted as tg_tensor_add.
   pub fn copysign(&self, b: &Tensor) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_copysign(self.as_ptr(), b.as_ptr())) }
@@ -1495,6 +1506,13 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_scaled_dot_product_attention(self.as_ptr(), k.as_ptr(), v.as_ptr(), mask.map_or(core::ptr::null_mut(), |h| h.as_ptr()), is_causal as c_int)) }
   }
 
+  /// `tg_tensor_scaled_dot_product_attention_gqa`: tg_tensor_scaled_dot_product_attention; enable_gqa != 0
+  /// repeats k's and v's heads (dim -3) to q's, which must be a multiple of them (TG_ERROR_SHAPE otherwise). A
+  /// mask with is_causal is TG_ERROR_INVALID_ARGUMENT.
+  pub fn scaled_dot_product_attention_gqa(&self, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, is_causal: bool, enable_gqa: bool) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_scaled_dot_product_attention_gqa(self.as_ptr(), k.as_ptr(), v.as_ptr(), mask.map_or(core::ptr::null_mut(), |h| h.as_ptr()), is_causal as c_int, enable_gqa as c_int)) }
+  }
+
   /// `tg_tensor_one_hot`: TG_INT32 one-hot along a new last dim.
   pub fn one_hot(&self, num_classes: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_one_hot(self.as_ptr(), num_classes)) }
@@ -1517,6 +1535,13 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_nll_loss(self.as_ptr(), target.as_ptr(), reduction)) }
   }
 
+  /// `tg_tensor_nll_loss_weighted`: tg_tensor_nll_loss with a per-class weight (C,) and, when use_ignore_index
+  /// != 0, targets equal to ignore_index skipped; the mean divides by the total weight of the targets kept, as
+  /// torch.
+  pub fn nll_loss_weighted(&self, target: &Tensor, weight: Option<&Tensor>, use_ignore_index: bool, ignore_index: i64, reduction: c_int) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_nll_loss_weighted(self.as_ptr(), target.as_ptr(), weight.map_or(core::ptr::null_mut(), |h| h.as_ptr()), use_ignore_index as c_int, ignore_index, reduction)) }
+  }
+
   /// `tg_tensor_binary_crossentropy`: Binary cross-entropy of probabilities p against targets y.
   pub fn binary_crossentropy(&self, y: &Tensor, reduction: c_int) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_binary_crossentropy(self.as_ptr(), y.as_ptr(), reduction)) }
@@ -1526,6 +1551,12 @@ impl Tensor {
   /// against targets y.
   pub fn binary_crossentropy_logits(&self, y: &Tensor, reduction: c_int) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_binary_crossentropy_logits(self.as_ptr(), y.as_ptr(), reduction)) }
+  }
+
+  /// `tg_tensor_binary_crossentropy_logits_weighted`: tg_tensor_binary_crossentropy_logits with the positive
+  /// targets' term scaled by pos_weight (broadcast, as torch).
+  pub fn binary_crossentropy_logits_weighted(&self, y: &Tensor, pos_weight: Option<&Tensor>, reduction: c_int) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_binary_crossentropy_logits_weighted(self.as_ptr(), y.as_ptr(), pos_weight.map_or(core::ptr::null_mut(), |h| h.as_ptr()), reduction)) }
   }
 
   /// `tg_tensor_gather`: out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank).
@@ -2345,7 +2376,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 282 of the manifest's 314. The others, and where they are:
+/// Functions wrapped above: 287 of the manifest's 319. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
