@@ -801,8 +801,9 @@ TG_API tg_tensor* tg_module_get(tg_module* m, const char* name);
  * tg_module_parameters use it. t NULL removes an optional tensor (a bias, a norm's weight or bias, BatchNorm's running
  * statistics; the call then runs without it, as tinygrad's `if self.bias is not None`); a required one (Linear's
  * weight) is TG_ERROR_INVALID_ARGUMENT. Setting a removed or never-made optional tensor (a Linear made without bias)
- * adds it. The shape must be the module's (TG_ERROR_SHAPE), the dtype float, or int for num_batches_tracked
- * (TG_ERROR_DTYPE); an unknown name is TG_ERROR_INVALID_ARGUMENT listing the module's names. @nullable(t) */
+ * adds it. The shape must be the module's (TG_ERROR_SHAPE) and the dtype float (TG_ERROR_DTYPE); BatchNorm's
+ * num_batches_tracked takes any one-element number tensor, () or (1,). An unknown name is TG_ERROR_INVALID_ARGUMENT
+ * listing the module's names. @nullable(t) */
 TG_API tg_status tg_module_set(tg_module* m, const char* name, tg_tensor* t);
 /* A module's numeric attribute by tinygrad's name, into *value: BatchNorm's eps, momentum and track_running_stats (0 or
  * 1); eps of LayerNorm, RMSNorm, GroupNorm and InstanceNorm; GroupNorm's num_groups. In a Sequential, "1.eps". An

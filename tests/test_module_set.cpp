@@ -118,11 +118,19 @@ TEST(ModuleSet, BatchNormTensorsAndOptions) {
   // batch mean (4, 0.5), unbiased var (2, 0.5); 0.5 * old + 0.5 * new
   expect_near(data(mean), {2.5, -0.25});
   expect_near(data(var), {3, 0.75});
-  // the int buffer takes an int tensor only
-  T nbt = from({7}, {}, TG_INT32);
+  // the counter takes one element, () or (1,), int or float (tinygrad's `bn.num_batches_tracked = Tensor.ones(1)`)
+  T nbt = from({7}, {}, TG_INT32), f = from({7}, {1}), two = from({1, 2}, {2});
   ASSERT_EQ(tg_module_set(bn, "num_batches_tracked", nbt), TG_OK) << tg_last_error_message();
-  T f = from({7}, {});
-  expect_error(tg_module_set(bn, "num_batches_tracked", f), TG_ERROR_DTYPE, {"tg_module_set", "num_batches_tracked", "int tensor"});
+  ASSERT_EQ(tg_module_set(bn, "num_batches_tracked", f), TG_OK) << tg_last_error_message();
+  expect_error(tg_module_set(bn, "num_batches_tracked", two), TG_ERROR_SHAPE, {"tg_module_set", "num_batches_tracked", "one element"});
+  T flag = tg_tensor_cast(nbt, TG_BOOL);
+  expect_error(tg_module_set(bn, "num_batches_tracked", flag), TG_ERROR_DTYPE, {"num_batches_tracked", "a number", "bool"});
+  {
+    OptionScope train("TRAINING", "1");
+    T y = tg_module_call(bn, x);
+    ASSERT_EQ(tg_tensor_realize(y), TG_OK) << tg_last_error_message();
+  }
+  EXPECT_EQ(data(f), (std::vector<float>{8}));
   // track_running_stats off: the batch statistics even in eval
   ASSERT_EQ(tg_module_set_option(bn, "track_running_stats", 0), TG_OK);
   double tr = 1;

@@ -1412,9 +1412,9 @@ public static unsafe partial class Native {
   /// tg_module_state and tg_module_parameters use it. t NULL removes an optional tensor (a bias, a norm's weight
   /// or bias, BatchNorm's running statistics; the call then runs without it, as tinygrad's `if self.bias is not
   /// None`); a required one (Linear's weight) is TG_ERROR_INVALID_ARGUMENT. Setting a removed or never-made
-  /// optional tensor (a Linear made without bias) adds it. The shape must be the module's (TG_ERROR_SHAPE), the
-  /// dtype float, or int for num_batches_tracked (TG_ERROR_DTYPE); an unknown name is TG_ERROR_INVALID_ARGUMENT
-  /// listing the module's names.
+  /// optional tensor (a Linear made without bias) adds it. The shape must be the module's (TG_ERROR_SHAPE) and
+  /// the dtype float (TG_ERROR_DTYPE); BatchNorm's num_batches_tracked takes any one-element number tensor, () or
+  /// (1,). An unknown name is TG_ERROR_INVALID_ARGUMENT listing the module's names.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_module_set(ModuleHandle m, [MarshalAs(UnmanagedType.LPUTF8Str)] string name, TensorHandle t);

@@ -31,12 +31,13 @@ void Module::set(const std::string& name, const std::optional<Tensor>& t, const 
       return;
     }
     const Shape& want = s.shape.empty() && s.t ? s.t->shape() : s.shape;
-    TG_CHECK(t->shape() == want, TG_ERROR_SHAPE,
-             strformat("%s: the %s's '%s' is %s, got a tensor of shape %s", what, kind().c_str(), name.c_str(), shape_str(want).c_str(),
-                       shape_str(t->shape()).c_str()));
-    bool ok = s.is_int ? dtypes::is_int(t->dtype()) : dtypes::is_float(t->dtype());
-    TG_CHECK(ok, TG_ERROR_DTYPE,
-             strformat("%s: the %s's '%s' must be %s, got %s", what, kind().c_str(), name.c_str(), s.is_int ? "an int tensor" : "a float tensor",
+    bool shape_ok = s.counter ? t->shape() == Shape{} || t->shape() == Shape{1} : t->shape() == want;
+    TG_CHECK(shape_ok, TG_ERROR_SHAPE,
+             strformat("%s: the %s's '%s' is %s, got a tensor of shape %s", what, kind().c_str(), name.c_str(),
+                       s.counter ? "one element, () or (1,)" : shape_str(want).c_str(), shape_str(t->shape()).c_str()));
+    bool dtype_ok = s.counter ? t->dtype() != dtypes::bool_ : dtypes::is_float(t->dtype());
+    TG_CHECK(dtype_ok, TG_ERROR_DTYPE,
+             strformat("%s: the %s's '%s' must be %s, got %s", what, kind().c_str(), name.c_str(), s.counter ? "a number" : "a float tensor",
                        t->dtype().name().c_str()));
     if (s.opt) s.opt->emplace(*t);
     else *s.t = *t;

@@ -30,7 +30,9 @@ class Module {
   // Puts `t` in the named tensor's place (a state dict key: "weight", "0.bias"); later calls and state walks use it, as
   // a tinygrad module uses whatever its attribute holds. nullopt removes an optional tensor (bias: the call then runs
   // without it). The shape must stay the module's and the dtype float (int for an int buffer): tinygrad's forward
-  // passes would fail later on anything else, here the swap itself is refused. `what` prefixes messages.
+  // passes would fail later on anything else, here the swap itself is refused. A counter (num_batches_tracked) takes any
+  // one-element tensor, () or (1,), int or float, as tinygrad's `bn.num_batches_tracked = Tensor.ones(1)`. `what`
+  // prefixes messages.
   virtual void set(const std::string& name, const std::optional<Tensor>& t, const char* what);
   // A module's numeric attributes (tinygrad's eps, momentum, track_running_stats, num_groups), read and changed by
   // name; the next call uses the new value. Unknown names are TG_ERROR_INVALID_ARGUMENT listing the known ones.
@@ -44,7 +46,7 @@ class Module {
     bool param;   // false: a buffer (running statistics)
     std::optional<Tensor>* opt = nullptr;  // the member holding an optional tensor (set can remove or add it)
     Shape shape = {};                      // the shape a tensor put here must have (empty: the current tensor's)
-    bool is_int = false;                   // an int buffer (num_batches_tracked)
+    bool counter = false;                  // a one-element count (num_batches_tracked)
   };
   struct Option {
     const char* name;

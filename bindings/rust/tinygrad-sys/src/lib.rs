@@ -1031,9 +1031,9 @@ unsafe extern "C" {
   /// tg_module_state and tg_module_parameters use it. t NULL removes an optional tensor (a bias, a norm's
   /// weight or bias, BatchNorm's running statistics; the call then runs without it, as tinygrad's `if self.bias
   /// is not None`); a required one (Linear's weight) is TG_ERROR_INVALID_ARGUMENT. Setting a removed or never-
-  /// made optional tensor (a Linear made without bias) adds it. The shape must be the module's
-  /// (TG_ERROR_SHAPE), the dtype float, or int for num_batches_tracked (TG_ERROR_DTYPE); an unknown name is
-  /// TG_ERROR_INVALID_ARGUMENT listing the module's names.
+  /// made optional tensor (a Linear made without bias) adds it. The shape must be the module's (TG_ERROR_SHAPE)
+  /// and the dtype float (TG_ERROR_DTYPE); BatchNorm's num_batches_tracked takes any one-element number tensor,
+  /// () or (1,). An unknown name is TG_ERROR_INVALID_ARGUMENT listing the module's names.
   pub fn tg_module_set(m: *mut tg_module, name: *const c_char, t: *mut tg_tensor) -> tg_status;
   /// A module's numeric attribute by tinygrad's name, into *value: BatchNorm's eps, momentum and
   /// track_running_stats (0 or 1); eps of LayerNorm, RMSNorm, GroupNorm and InstanceNorm; GroupNorm's

@@ -1917,8 +1917,9 @@ impl Module {
   /// a norm's weight or bias, BatchNorm's running statistics; the call then runs without it, as tinygrad's `if
   /// self.bias is not None`); a required one (Linear's weight) is TG_ERROR_INVALID_ARGUMENT. Setting a removed
   /// or never-made optional tensor (a Linear made without bias) adds it. The shape must be the module's
-  /// (TG_ERROR_SHAPE), the dtype float, or int for num_batches_tracked (TG_ERROR_DTYPE); an unknown name is
-  /// TG_ERROR_INVALID_ARGUMENT listing the module's names.
+  /// (TG_ERROR_SHAPE) and the dtype float (TG_ERROR_DTYPE); BatchNorm's num_batches_tracked takes any one-
+  /// element number tensor, () or (1,). An unknown name is TG_ERROR_INVALID_ARGUMENT listing the module's
+  /// names.
   pub fn set(&self, name: &str, t: Option<&Tensor>) -> Result<()> {
     let name = cstring(name, "name")?;
     check(unsafe { sys::tg_module_set(self.as_ptr(), name.as_ptr(), t.map_or(core::ptr::null_mut(), |h| h.as_ptr())) })
