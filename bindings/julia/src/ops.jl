@@ -214,6 +214,8 @@ log_softmax(t::Tensor, axis::Integer) = adopt(Tensor, L.tg_tensor_log_softmax(t,
 shrink_var(t::Tensor, axis::Integer, var::SymExpr, value::Integer) = adopt(Tensor, L.tg_tensor_shrink_var(t, axis, var, value))
 # tg_tensor_rebind
 rebind(t::Tensor, var::SymExpr, value::Integer) = adopt(Tensor, L.tg_tensor_rebind(t, var, value))
+# tg_tensor_at_binding
+at_binding(t::Tensor) = adopt(Tensor, L.tg_tensor_at_binding(t))
 # tg_tensor_transpose
 Base.transpose(t::Tensor, dim0::Integer, dim1::Integer) = adopt(Tensor, L.tg_tensor_transpose(t, dim0, dim1))
 # tg_tensor_flatten
@@ -391,19 +393,20 @@ plan_kernel_count(plan::Plan) = check_value(() -> L.tg_plan_kernel_count(plan), 
 # tg_set_option
 set_option(name::AbstractString, value::Union{AbstractString, Nothing}) = check(L.tg_set_option(cstr(name), cstr(value)))
 
-# 194 methods generated from 306 functions
-export arange, argsort, assign, avg_pool2d, backward, batchnorm, binary_crossentropy, binary_crossentropy_logits
-export bitcast, cast, celu, contiguous, contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin
-export detach, device_count, device_open, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary
-export expr_const, expr_simplify, expr_variable, eye, flatten, from_idx, full_like, gather, ge, gelu, grad, gt
-export hardsigmoid, hardswish, hardtanh, isclose, jit_call_count, jit_plan, jit_reset, le, leaky_relu, lerp, linear
-export linspace, log_softmax, logaddexp, logical_not, logsigmoid, lt, masked_fill, masked_select, matmul, max_pool2d
-export mish, module_call, module_get, module_load_state, module_parameter_count, module_state, multinomial, ndim, ne
-export nll_loss, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding
-export nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell, nn_rmsnorm, nonzero, numel, one_hot
-export ones_like, optimizer_lr, optimizer_set_lr, optimizer_step, optimizer_zero_grad, plan_kernel_count, plan_run
-export quick_gelu, rand_like, randn_like, randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave
-export requires_grad, rsqrt, scaled_dot_product_attention, scatter, scatter_reduce, selu, set_grad, set_option
-export set_requires_grad, shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy
-export square, squeeze, squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count
-export state_metadata_set, state_save, state_set, to, tril, triu, unfold, unsqueeze, where_, zeros_like
+# 195 methods generated from 308 functions
+export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
+export binary_crossentropy_logits, bitcast, cast, celu, contiguous, contiguous_backward, conv2d, conv_transpose2d
+export cross_entropy, cummax, cummin, detach, device_count, device_open, diag, diagonal, dot, dropout, dtype_size
+export elu, eq, erf, expr_binary, expr_const, expr_simplify, expr_variable, eye, flatten, from_idx, full_like, gather
+export ge, gelu, grad, gt, hardsigmoid, hardswish, hardtanh, isclose, jit_call_count, jit_plan, jit_reset, le
+export leaky_relu, lerp, linear, linspace, log_softmax, logaddexp, logical_not, logsigmoid, lt, masked_fill
+export masked_select, matmul, max_pool2d, mish, module_call, module_get, module_load_state, module_parameter_count
+export module_state, multinomial, ndim, ne, nll_loss, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d
+export nn_conv_transpose2d, nn_embedding, nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell
+export nn_rmsnorm, nonzero, numel, one_hot, ones_like, optimizer_lr, optimizer_set_lr, optimizer_step
+export optimizer_zero_grad, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind
+export reciprocal, relu, relu6, repeat_interleave, requires_grad, rsqrt, scaled_dot_product_attention, scatter
+export scatter_reduce, selu, set_grad, set_option, set_requires_grad, shrink_var, sigmoid, silu, softmax, softplus
+export softsign, sparse_categorical_crossentropy, square, squeeze, squeeze_all, state_count, state_create, state_get
+export state_load, state_metadata_count, state_metadata_set, state_save, state_set, to, tril, triu, unfold, unsqueeze
+export where_, zeros_like
