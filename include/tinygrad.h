@@ -419,6 +419,15 @@ TG_API tg_tensor* tg_tensor_shrink_var(tg_tensor* t, int64_t axis, const tg_expr
  * only the part computed at the binding it was realized with holds its values, so rebind the lazy graph instead.
  * TG_ERROR_INVALID_ARGUMENT if no dim of `t` is bound to `var` or the value is outside its range. */
 TG_API tg_tensor* tg_tensor_rebind(tg_tensor* t, const tg_expr* var, int64_t value);
+/* The Variable each dim of `t` is bound to: out[i] receives a new reference to it (a tg_expr_variable; release it), or
+ * NULL for a plain dim; `capacity` is out's length and must be >= ndim. Together with tg_tensor_shape (the bound values)
+ * this is the symbolic shape, as tinygrad's Tensor.shape holds a bound Variable for such a dim. */
+TG_API tg_status tg_tensor_shape_vars(const tg_tensor* t, tg_expr** out, size_t capacity);
+/* The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that change a
+ * bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse. Nothing is computed
+ * until realized; a tensor without Variable dims is returned as is. Inside a tg_jit function it is
+ * TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this binding's value. */
+TG_API tg_tensor* tg_tensor_at_binding(tg_tensor* t);
 /* Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or -1 and is
  * returned unchanged, as in torch; so does transpose(t, 0, 0). */
 TG_API tg_tensor* tg_tensor_flip(tg_tensor* t, const int64_t* axes, size_t naxes);

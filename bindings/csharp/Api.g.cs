@@ -797,6 +797,16 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_rebind(H, Native.Arg(@var, nameof(@var)).H, value)));
   }
 
+  /// <summary>The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that
+  /// change a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse.
+  /// Nothing is computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit
+  /// function it is TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this
+  /// binding's value. (tg_tensor_at_binding)
+  /// </summary>
+  public Tensor AtBinding() {
+    return new Tensor(Native.Check(Native.tg_tensor_at_binding(H)));
+  }
+
   /// <summary>Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or -1
   /// and is returned unchanged, as in torch; so does transpose(t, 0, 0). (tg_tensor_flip)
   /// </summary>
@@ -2169,7 +2179,7 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (25; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (26; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
@@ -2177,6 +2187,7 @@ public static partial class Tg {
 //   tg_expr_release: takes a reference (Dispose does it)
 //   tg_tensor_from_data: a `bytes_in` parameter
 //   tg_tensor_shape: a `array_out` parameter
+//   tg_tensor_shape_vars: `out` holds as many references as the caller asks for
 //   tg_tensor_chunk: `out` holds as many references as the caller asks for
 //   tg_tensor_requires_grad: Tensor.RequiresGrad (a bool property)
 //   tg_tensor_to_data: a `bytes_out` parameter

@@ -821,6 +821,21 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_rebind(TensorHandle t, ExprHandle @var, long value);
+  /// <summary>The Variable each dim of `t` is bound to: out[i] receives a new reference to it (a tg_expr_variable; release
+  /// it), or NULL for a plain dim; `capacity` is out's length and must be &gt;= ndim. Together with
+  /// tg_tensor_shape (the bound values) this is the symbolic shape, as tinygrad's Tensor.shape holds a bound
+  /// Variable for such a dim.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_tensor_shape_vars(TensorHandle t, [Out] IntPtr[] @out, UIntPtr capacity);
+  /// <summary>The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that
+  /// change a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse.
+  /// Nothing is computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit
+  /// function it is TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this
+  /// binding's value.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_at_binding(TensorHandle t);
   /// <summary>Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or -1
   /// and is returned unchanged, as in torch; so does transpose(t, 0, 0).
   /// </summary>

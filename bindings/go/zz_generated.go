@@ -721,6 +721,16 @@ static tg_tensor* tgw_tensor_rebind(tg_tensor* t, const tg_expr* var, int64_t va
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_status tgw_tensor_shape_vars(const tg_tensor* t, tg_expr** out, size_t capacity, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_tensor_shape_vars(t, out, capacity);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_at_binding(tg_tensor* t, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_at_binding(t);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_flip(tg_tensor* t, const int64_t* axes, size_t naxes, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_flip(t, axes, naxes);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -3872,6 +3882,45 @@ func (t *Tensor) Rebind(varArg *Expr, value int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
+// ShapeVars is tg_tensor_shape_vars. The Variable each dim of `t` is bound to: out[i] receives a new reference
+// to it (a tg_expr_variable; release it), or NULL for a plain dim; `capacity` is out's length and must be >=
+// ndim. Together with tg_tensor_shape (the bound values) this is the symbolic shape, as tinygrad's Tensor.shape
+// holds a bound Variable for such a dim.
+func (t *Tensor) ShapeVars(capacity int) ([]*Expr, error) {
+	if capacity < 0 {
+		return nil, newError(ErrInvalidArgument, "tg_tensor_shape_vars: negative capacity")
+	}
+	cvOut := make([]*C.tg_expr, capacity)
+	var st C.tgw_err
+	C.tgw_tensor_shape_vars(t.ptr(), (**C.tg_expr)(ptr0(cvOut)), C.size_t(capacity), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
+		return nil, err
+	}
+	out := make([]*Expr, 0, len(cvOut))
+	for _, p := range cvOut {
+		out = append(out, newExpr(p))
+	}
+	result := out
+	runtime.KeepAlive(t)
+	return result, nil
+}
+
+// AtBinding is tg_tensor_at_binding. The same values with every Variable dim replaced by its bound value: a
+// plain-shaped graph, for ops that change a bound dim's extent (pad, shrink, flip, cat along it), which
+// tg_tensor_shrink_var's dims refuse. Nothing is computed until realized; a tensor without Variable dims is
+// returned as is. Inside a tg_jit function it is TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the
+// capture's replays would keep this binding's value.
+func (t *Tensor) AtBinding() (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_at_binding(t.ptr(), &st)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
 // Flip is tg_tensor_flip. Reverse the listed axes (negative counts from the end; each at most once). A 0-d
 // tensor accepts axis 0 or -1 and is returned unchanged, as in torch; so does transpose(t, 0, 0).
 func (t *Tensor) Flip(axes []int64) (*Tensor, error) {
@@ -6317,4 +6366,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 318 // of 319 in the manifest
+const generatedFunctions = 320 // of 321 in the manifest

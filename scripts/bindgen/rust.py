@@ -27,6 +27,7 @@ HANDWRITTEN = {
   "tg_plan_kernel": "Plan::kernel", "tg_jit_create": "Jit::new", "tg_jit_call": "Jit::call",
   "tg_tensor_from_dlpack": "raw only (tinygrad_sys): DLPack structs are the caller's",
   "tg_tensor_to_dlpack": "raw only (tinygrad_sys): DLPack structs are the caller's",
+  "tg_tensor_shape_vars": "raw only (tinygrad_sys): one optional Variable slot per dim",
 }
 
 

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "api/handles.h"
+#include "tensor/jit.h"
 
 using namespace tg;
 
@@ -248,6 +249,32 @@ TG_T(shrink(tg_tensor* t, const int64_t* bounds, size_t npairs), return wrap(get
 TG_T(shrink_var(tg_tensor* t, int64_t axis, const tg_expr* v, int64_t value),
      return wrap(get(t, "shrink_var").shrink_var(axis, var(v, "shrink_var"), value));)
 TG_T(rebind(tg_tensor* t, const tg_expr* v, int64_t value), return wrap(get(t, "rebind").rebind(var(v, "rebind"), value));)
+TG_T(at_binding(tg_tensor* t), {
+  const Tensor& x = get(t, "at_binding");
+  if (x.uop()->sym().empty()) return wrap(x);
+  // a capture would keep this binding's value in its kernels, and replay it for every other binding
+  TG_CHECK(!TinyJit::in_function(), TG_ERROR_UNSUPPORTED,
+           "at_binding: a tensor of shape " + sym_shape_str(x) + " inside a TinyJit function: its replays would keep this binding");
+  return wrap(Tensor(tg::at_binding(x.uop()), x.device()));
+})
+tg_status tg_tensor_shape_vars(const tg_tensor* t, tg_expr** out, size_t capacity) {
+  return api::call([&] {
+    const Tensor& x = get(t, "shape_vars");
+    size_t n = x.shape().size();
+    TG_ARG(out || n == 0, "shape_vars: out is NULL");
+    TG_ARG(capacity >= n, strformat("shape_vars: capacity %zu < ndim %zu", capacity, n));
+    const auto& sym = x.uop()->sym();
+    std::vector<tg_expr*> made(n, nullptr);  // all made before any is written: on an error out is untouched
+    try {
+      for (size_t i = 0; i < sym.size() && i < n; i++)
+        if (sym[i]) made[i] = api::Handles<tg_expr>::add(new tg_expr{sym[i]->ref()});
+    } catch (...) {
+      for (tg_expr* e : made) api::Handles<tg_expr>::release(e, "shape_vars");
+      throw;
+    }
+    std::copy(made.begin(), made.end(), out);
+  });
+}
 TG_T(flip(tg_tensor* t, const int64_t* axes, size_t naxes), return wrap(get(t, "flip").flip(ints(axes, naxes, "flip", "axes")));)
 TG_T(transpose(tg_tensor* t, int64_t d0, int64_t d1), return wrap(get(t, "transpose").transpose(d0, d1));)
 TG_T(flatten(tg_tensor* t, int64_t a, int64_t b), return wrap(get(t, "flatten").flatten(a, b));)

@@ -784,6 +784,20 @@ range.
 """
 tg_tensor_rebind(t, var, value) = ccall((:tg_tensor_rebind, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Int64), t, var, value)
 """
+The Variable each dim of `t` is bound to: out[i] receives a new reference to it (a tg_expr_variable; release
+it), or NULL for a plain dim; `capacity` is out's length and must be >= ndim. Together with tg_tensor_shape
+(the bound values) this is the symbolic shape, as tinygrad's Tensor.shape holds a bound Variable for such a
+dim.
+"""
+tg_tensor_shape_vars(t, out, capacity) = ccall((:tg_tensor_shape_vars, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t), t, out, capacity)
+"""
+The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that change
+a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse. Nothing is
+computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit function it is
+TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this binding's value.
+"""
+tg_tensor_at_binding(t) = ccall((:tg_tensor_at_binding, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
+"""
 Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or -1
 and is returned unchanged, as in torch; so does transpose(t, 0, 0).
 """
@@ -1682,19 +1696,19 @@ export tg_tensor_max, tg_tensor_min, tg_tensor_mean, tg_tensor_std, tg_tensor_va
 export tg_tensor_var_mean, tg_tensor_all, tg_tensor_any, tg_tensor_logsumexp, tg_tensor_argmax, tg_tensor_argmin
 export tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin, tg_tensor_softmax
 export tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand, tg_tensor_pad, tg_tensor_shrink
-export tg_tensor_shrink_var, tg_tensor_rebind, tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten
-export tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat
-export tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu
-export tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk
-export tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort
-export tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero
-export tg_tensor_masked_select, tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone
-export tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot, tg_tensor_einsum, tg_tensor_conv2d
-export tg_tensor_conv_transpose2d, tg_tensor_interpolate, tg_tensor_max_pool2d, tg_tensor_avg_pool2d
-export tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout, tg_tensor_scaled_dot_product_attention
-export tg_tensor_scaled_dot_product_attention_gqa, tg_tensor_one_hot, tg_tensor_cross_entropy
-export tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss, tg_tensor_nll_loss_weighted
-export tg_tensor_binary_crossentropy, tg_tensor_binary_crossentropy_logits
+export tg_tensor_shrink_var, tg_tensor_rebind, tg_tensor_shape_vars, tg_tensor_at_binding, tg_tensor_flip
+export tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all
+export tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat
+export tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem
+export tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk, tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal
+export tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk, tg_tensor_scatter
+export tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select
+export tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear
+export tg_tensor_dot, tg_tensor_einsum, tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate
+export tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
+export tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa, tg_tensor_one_hot
+export tg_tensor_cross_entropy, tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss
+export tg_tensor_nll_loss_weighted, tg_tensor_binary_crossentropy, tg_tensor_binary_crossentropy_logits
 export tg_tensor_binary_crossentropy_logits_weighted, tg_tensor_gather, tg_tensor_assign, tg_manual_seed
 export tg_tensor_rand, tg_tensor_randn, tg_tensor_uniform, tg_tensor_normal, tg_tensor_randint
 export tg_tensor_scaled_uniform, tg_tensor_glorot_uniform, tg_tensor_kaiming_uniform, tg_tensor_kaiming_normal

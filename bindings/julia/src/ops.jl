@@ -218,6 +218,8 @@ log_softmax(t::Tensor, axis::Integer) = adopt(Tensor, L.tg_tensor_log_softmax(t,
 shrink_var(t::Tensor, axis::Integer, var::SymExpr, value::Integer) = adopt(Tensor, L.tg_tensor_shrink_var(t, axis, var, value))
 # tg_tensor_rebind
 rebind(t::Tensor, var::SymExpr, value::Integer) = adopt(Tensor, L.tg_tensor_rebind(t, var, value))
+# tg_tensor_at_binding
+at_binding(t::Tensor) = adopt(Tensor, L.tg_tensor_at_binding(t))
 # tg_tensor_transpose
 Base.transpose(t::Tensor, dim0::Integer, dim1::Integer) = adopt(Tensor, L.tg_tensor_transpose(t, dim0, dim1))
 # tg_tensor_flatten
@@ -415,22 +417,22 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 206 methods generated from 319 functions
-export arange, argsort, assign, avg_pool2d, backward, batchnorm, binary_crossentropy, binary_crossentropy_logits
-export binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous, contiguous_backward, conv2d
-export conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count, device_open, diag, diagonal, dot
-export dropout, dtype_size, elu, eq, erf, expr_binary, expr_const, expr_simplify, expr_variable, eye, flatten
-export from_idx, full_like, gather, ge, gelu, grad, gt, hardsigmoid, hardswish, hardtanh, isclose, jit_call_count
-export jit_plan, jit_reset, le, leaky_relu, lerp, linear, linspace, log_softmax, logaddexp, logical_not, logsigmoid
-export lshift_tensor, lt, masked_fill, masked_select, masked_select_sized, matmul, max_pool2d, mish, module_call
-export module_get, module_load_state, module_parameter_count, module_set, module_set_option, module_state
-export multinomial, ndim, ne, nll_loss, nll_loss_weighted, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d
-export nn_conv_transpose2d, nn_embedding, nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell
-export nn_rmsnorm, nonzero, nonzero_sized, numel, one_hot, ones_like, optimizer_lr, optimizer_set_lr, optimizer_step
-export optimizer_zero_grad, option_pop, option_push, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like
-export randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave, requires_grad, rshift_tensor, rsqrt
-export scaled_dot_product_attention, scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad
-export set_option, set_requires_grad, shrink_var, sigmoid, silu, softmax, softplus, softsign
-export sparse_categorical_crossentropy, square, squeeze, squeeze_all, state_count, state_create, state_get
+# 207 methods generated from 321 functions
+export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
+export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous
+export contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count
+export device_open, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary, expr_const, expr_simplify
+export expr_variable, eye, flatten, from_idx, full_like, gather, ge, gelu, grad, gt, hardsigmoid, hardswish, hardtanh
+export isclose, jit_call_count, jit_plan, jit_reset, le, leaky_relu, lerp, linear, linspace, log_softmax, logaddexp
+export logical_not, logsigmoid, lshift_tensor, lt, masked_fill, masked_select, masked_select_sized, matmul
+export max_pool2d, mish, module_call, module_get, module_load_state, module_parameter_count, module_set
+export module_set_option, module_state, multinomial, ndim, ne, nll_loss, nll_loss_weighted, nn_batchnorm, nn_conv1d
+export nn_conv2d, nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding, nn_function, nn_groupnorm, nn_instancenorm
+export nn_linear, nn_lstm_cell, nn_rmsnorm, nonzero, nonzero_sized, numel, one_hot, ones_like, optimizer_lr
+export optimizer_set_lr, optimizer_step, optimizer_zero_grad, option_pop, option_push, plan_kernel_count, plan_run
+export quick_gelu, rand_like, randn_like, randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave
+export requires_grad, rshift_tensor, rsqrt, scaled_dot_product_attention, scaled_dot_product_attention_gqa, scatter
+export scatter_reduce, selu, set_grad, set_option, set_requires_grad, shrink_var, sigmoid, silu, softmax, softplus
+export softsign, sparse_categorical_crossentropy, square, squeeze, squeeze_all, state_count, state_create, state_get
 export state_load, state_metadata_count, state_metadata_set, state_save, state_set, to, tril, triu, unfold, unsqueeze
 export where_, zeros_like

@@ -556,8 +556,13 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   @staticmethod
   def _make(name: str, shape, dtype, device, *extra, requires_grad: Optional[bool] = None):
     shape = _shape_args(shape)
+    _unbound_check(shape, name)
+    # a bound Variable dim (Tensor.zeros(v.bind(3), 4)): made at the Variable's largest size, then shrink_var to it
+    sym = [(i, v, int(d)) for i, d in enumerate(shape) if (v := _bound_var(d)) is not None and v.vmin >= 1]
+    if sym: shape = tuple(v.vmax if any(i == j for j, _, _ in sym) else d for i, (d, v) in enumerate(zip(shape, map(_bound_var, shape))))
     fn = getattr(C, f"tensor_{name}")
     t = Tensor._wrap(fn(_i64s(shape, "shape dim"), len(shape), *extra, to_dtype(dtype).value, _enc(device)), f"tensor_{name}")
+    for i, v, val in sym: t = t.shrink_var(i, v, val)
     return t._rg(requires_grad)
 
   def _rg(self, requires_grad: Optional[bool]) -> "Tensor":
@@ -755,7 +760,11 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     if n < 0: _raise_last("tensor_ndim")
     out = (ctypes.c_int64 * max(n, 1))()
     _ok(C.tensor_shape(self._h, out, n), "tensor_shape")
-    return tuple(out[:n])
+    vs = (ctypes.c_void_p * max(n, 1))()
+    _ok(C.tensor_shape_vars(self._h, vs, n), "tensor_shape_vars")
+    if not any(vs[:n]): return tuple(out[:n])
+    # a dim bound to a Variable: the bound Variable, as tinygrad's shape holds it
+    return tuple(BoundExpr(Expr._wrap(vs[i], "tensor_shape_vars"), out[i]) if vs[i] else out[i] for i in range(n))
 
   @property
   def ndim(self) -> int: return len(self.shape)
@@ -1306,18 +1315,36 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def reshape(self, shape, *args) -> "Tensor":
     """reshape(2, 3) or reshape((2, 3)); None keeps that dim's size and one -1 is inferred, as tinygrad (two -1s or a
     size mismatch: ShapeError, both the RuntimeError and the ValueError tinygrad raises there)."""
-    new = _shape_args((shape, *args))
-    if None in new:
-      cur = self.shape
-      new = tuple(cur[i] if s is None else s for i, s in enumerate(new))
-    return self._mv("reshape", new)
+    new, old = _shape_args((shape, *args)), self.shape
+    if None in new: new = tuple(old[i] if s is None else s for i, s in enumerate(new))
+    _unbound_check(new, "reshape")
+    if not any(isinstance(d, BoundExpr) for d in (*new, *old)): return self._mv("reshape", new)
+    mine = {v.expr for d in old if (v := _bound_var(d)) is not None}
+    for d in new:
+      if isinstance(d, BoundExpr) and not mine: raise ValueError(f"reshape: a tensor of plain shape {old} can't take the symbolic shape {new}")
+    try: return self._mv("reshape", new)
+    except TinygradError as e:  # a reshape merging or splitting a bound dim: made at the binding
+      if e.status != "TG_ERROR_UNSUPPORTED": raise
+      return self.at_binding()._mv("reshape", new)
   def view(self, shape, *args) -> "Tensor": return self.reshape(shape, *args)
   def permute(self, order, *args) -> "Tensor": return self._mv("permute", _shape_args((order, *args)))
-  def expand(self, shape, *args) -> "Tensor": return self._mv("expand", _shape_args((shape, *args)))
+  def expand(self, shape, *args) -> "Tensor":
+    new = _shape_args((shape, *args))
+    _unbound_check(new, "expand")
+    old = self.shape
+    pad = len(new) - len(old)
+    # a size-1 (or new) dim expanded to a bound Variable: expanded to its largest size, then shrink_var to it
+    sym = [(i, v, int(d)) for i, d in enumerate(new) if (v := _bound_var(d)) is not None and v.vmin >= 1 and
+           (i < pad or (old[i - pad] == 1 and _bound_var(old[i - pad]) is None))]
+    if not sym: return self._mv("expand", new)
+    t = self._mv("expand", [v.vmax if any(i == j for j, _, _ in sym) else d for i, (d, v) in enumerate(zip(new, map(_bound_var, new)))])
+    for i, v, val in sym: t = t.shrink_var(i, v, val)
+    return t
   def flip(self, axis, *args) -> "Tensor":
     axes = _shape_args((axis, *args))
     for a in axes: self._check_axis(a, "flip")
-    return self._mv("flip", axes)
+    t = self._plain_where(lambda i, d: any(isinstance(a, (int, np.integer)) and a % max(self.ndim, 1) == i for a in axes))
+    return t._mv("flip", axes)
 
   _PAD_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
 
@@ -1330,6 +1357,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     if all(isinstance(p, (int, np.integer)) for p in padding) and len(padding) % 2 == 0 and padding:
       pairs = ((0, 0),) * (ndim - len(padding) // 2) + tuple(zip(padding[-2::-2], padding[::-2]))
     else: pairs = tuple((0, 0) if p is None else tuple(p) for p in padding)
+    self = self._plain_where(lambda i, d: any(pairs[i]) if i < len(pairs) else False)
     if mode == "constant": return self._mv("pad", _flat_pairs("pad", pairs, "(before, after)"), float(value))
     flat = _flat_pairs("pad", pairs, "(before, after)")
     return Tensor._wrap(C.tensor_pad_mode(self._h, _i64s(flat, "pad argument"), len(flat) // 2, Tensor._PAD_MODES[mode], float(value)),
@@ -1339,13 +1367,30 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     """arg: one (start, end) pair (or None for the whole dim) per dim."""
     shape = self.shape
     pairs = tuple(tuple(p) if p is not None else (0, shape[i] if i < len(shape) else 0) for i, p in enumerate(arg))
-    return self._mv("shrink", _flat_pairs("shrink", pairs, "(start, end)"))  # all of them: the library checks the count
+    _unbound_check([x for p in pairs for x in p], "shrink")
+    # (0, v.bind(n)) on a plain dim: symbolic (shrink_var); other bounds on a bound dim or with bound values: at the binding
+    sym = [(i, v, int(p[1])) for i, p in enumerate(pairs) if len(p) == 2 and i < len(shape) and (v := _bound_var(p[1])) is not None and
+           not isinstance(p[0], BoundExpr) and p[0] == 0 and _bound_var(shape[i]) is None]
+    t = self._plain_where(lambda i, d: i < len(pairs) and len(pairs[i]) == 2 and (pairs[i][0] != 0 or pairs[i][1] != d))
+    for i, v, val in sym: t, pairs = t.shrink_var(i, v, val), pairs[:i] + ((0, val),) + pairs[i + 1:]
+    return t._mv("shrink", _flat_pairs("shrink", pairs, "(start, end)"))  # all of them: the library checks the count
 
   def shrink_var(self, axis: int, var: "Expr", value: int) -> "Tensor":
     """self[..., 0:var, ...] along axis, that dim's size being the Variable `var` (1 <= min <= max <= the dim) bound to
     `value`: graphs that differ only in the value schedule and compile once, and a TinyJit replays for any binding."""
     if not isinstance(var, Expr): raise TypeError(f"shrink_var: var must be a Variable (Expr), got {type(var).__name__}")
     return Tensor._wrap(C.tensor_shrink_var(self._h, _i64(axis, "axis"), var._h, _i64(value, "value")), "tensor_shrink_var")
+
+  def at_binding(self) -> "Tensor":
+    """The same values with every bound Variable dim at its value (plain dims): what pad, cat, shrink and flip of such a
+    dim go through. Inside a TinyJit function it raises (TinygradError, TG_ERROR_UNSUPPORTED): a replay would keep the
+    value of the capture."""
+    return Tensor._wrap(C.tensor_at_binding(self._h), "tensor_at_binding")
+
+  def _plain_where(self, changes) -> "Tensor":
+    """self, or self at its binding if changes(i, size) is true for some dim i bound to a Variable."""
+    shape = self.shape
+    return self.at_binding() if any(_bound_var(d) is not None and changes(i, d) for i, d in enumerate(shape)) else self
 
   def rebind(self, var: "Expr", value: int) -> "Tensor":
     """The same graph with `var` bound to `value` instead (its dims follow)."""
@@ -1395,6 +1440,11 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     ts = (*self, *args) if isinstance(self, (list, tuple)) else (self, *args)
     if ts: ts[0]._check_axis(dim, "cat")
     if any(t.ndim == 0 for t in ts): raise AxisError("TG_ERROR_SHAPE", "cat: zero-dimensional tensors can't be concatenated")
+    # joined along a dim bound to a Variable: the size would be an expression of it, so they are joined at the binding
+    def along(t):
+      sh = t.shape if isinstance(t, Tensor) else ()
+      return _bound_var(sh[dim]) if isinstance(dim, int) and -len(sh) <= dim < len(sh) else None
+    if any(along(t) is not None for t in ts): ts = tuple(t.at_binding() for t in ts)
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
     return Tensor._wrap(C.tensor_cat(arr, len(ts), _i64(dim, "dim")), "tensor_cat")
 
@@ -1516,9 +1566,42 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def __getitem__(self, indices) -> "Tensor":
     """Python/numpy indexing: ints, slices (any step), None, ..., and int Tensors, lists or numpy arrays (numpy's advanced
     indexing; like tinygrad, out-of-range entries of an index tensor give 0). Basic indices make a view."""
+    self, indices = self._sym_index(indices)
     items = self._index_items(indices)
     entries = Tensor._index_entries(items)
     return Tensor._wrap(C.tensor_getitem(self._h, entries, len(items)), "tensor_getitem")
+
+  def _sym_index(self, indices):
+    """Bound Variables in indexing (tinygrad's x[:, :v.bind(3)]): a slice [:v] (or [0:v:1]) of a plain dim is shrink_var;
+    other bound slice ends are their values. An index that changes a dim bound to a Variable (x[:v][-1], x[:v][1:]) reads
+    x at its binding. Returns (tensor, indices) for the plain indexing."""
+    tup = indices if isinstance(indices, tuple) else (indices,)
+    def bounded(ix): return isinstance(ix, slice) and any(isinstance(x, (BoundExpr, Expr)) for x in (ix.start, ix.stop, ix.step))
+    shape = self.shape
+    if not any(map(bounded, tup)) and not any(isinstance(d, BoundExpr) for d in shape): return self, indices
+    for ix in tup:
+      if isinstance(ix, slice): _unbound_check((ix.start, ix.stop, ix.step), "getitem")
+    if any(isinstance(ix, (Tensor, list, np.ndarray)) for ix in tup): return self.at_binding(), indices
+    consumed = sum(1 for ix in tup if ix is not None and ix is not Ellipsis)
+    d, new, sym, plain = 0, [], [], False
+    for ix in tup:
+      if ix is None or ix is Ellipsis:
+        if ix is Ellipsis: d += max(len(shape) - consumed, 0)
+        new.append(ix)
+        continue
+      size = shape[d] if d < len(shape) else None
+      if isinstance(ix, slice) and (v := _bound_var(ix.stop)) is not None and ix.start in (None, 0) and ix.step in (None, 1) and \
+         not isinstance(ix.start, BoundExpr) and _bound_var(size) is None:
+        sym.append((d, v, int(ix.stop)))
+        new.append(slice(None))
+      else:
+        new.append(ix)
+        if _bound_var(size) is not None:  # unchanged only by a full slice
+          plain |= not (isinstance(ix, slice) and ix.start in (None, 0) and ix.step in (None, 1) and (ix.stop is None or ix.stop == size))
+      d += 1
+    t = self.at_binding() if plain else self
+    for i, v, val in sym: t = t.shrink_var(i, v, val)
+    return t, tuple(new) if isinstance(indices, tuple) else new[0]
 
   def __setitem__(self, indices, v) -> None:
     """self[indices] = v (a scalar, list, array or Tensor, broadcast to the selection and cast to self's dtype); self then
@@ -1985,10 +2068,111 @@ class Expr(_Owned):
   @property
   def vmax(self) -> int: return self.bounds()[1]
 
+  def _is_var(self) -> bool: return self.render().isidentifier()  # a Variable renders as its bare name
+
+  @property
+  def expr(self) -> str:
+    """A Variable's name (tinygrad's Variable.expr); an expression's text."""
+    return self.render()
+
+  @property
+  def val(self) -> int:
+    """A constant's value (tinygrad's UOp.val, which only a constant has: AssertionError otherwise)."""
+    lo, hi = self.bounds()
+    if lo != hi: raise AssertionError(f"val is only for a constant, got {self.render()}")
+    return lo
+
+  def bind(self, val: int) -> "BoundExpr":
+    """tinygrad's Variable.bind: this Variable at the value `val` (vmin <= val <= vmax, else AssertionError), for
+    symbolic shapes: x[:v.bind(3)], x.shrink(((0, v.bind(3)),)), Tensor.zeros(v.bind(3), 4)."""
+    if not self._is_var(): raise AssertionError(f"bind is only for a Variable, got {self.render()}")
+    return BoundExpr(self, val)
+
+
+class BoundExpr(int):
+  """A Variable bound to a value (Variable("i", 1, 10).bind(3)), or integer arithmetic on bound Variables (b + 1, b * 2):
+  what tinygrad's Tensor.shape holds for a symbolic dim. It is the int of its value wherever an int goes (comparisons,
+  hashing, C calls, numpy), and carries its expression: str() renders it ("i", "(i+1)"), .unbind() gives (Variable,
+  value) for a bound Variable, arithmetic with ints and other bound expressions stays symbolic. A dim whose size is a
+  bound Variable stays symbolic through tensor ops (Tensor.shrink_var); one whose size is an expression of it (i+1) is
+  made at the bound value instead."""
+
+  def __new__(cls, e: Expr, val):
+    v = _index(val, "bound value")
+    lo, hi = e.bounds()
+    if not lo <= v <= hi: raise AssertionError(f"bind {v} not in range [{lo}, {hi}]")
+    b = super().__new__(cls, v)
+    b._e = e
+    return b
+
+  @property
+  def var(self) -> Optional[Expr]:
+    """The Variable, for a bound Variable; None for an expression of one."""
+    return self._e if self._e._is_var() else None
+
+  def unbind(self) -> Tuple[Expr, int]:
+    """(Variable, value), as tinygrad's UOp.unbind."""
+    if self.var is None: raise AssertionError(f"unbind is only for a bound Variable, got {self._e.render()}")
+    return self._e, int(self)
+
+  @property
+  def expr(self) -> str: return self._e.expr
+  @property
+  def vmin(self) -> int: return self._e.vmin
+  @property
+  def vmax(self) -> int: return self._e.vmax
+  def render(self) -> str: return self._e.render()
+  def __str__(self): return self._e.render()
+  def __repr__(self): return f"{self._e.render()}={int(self)}"
+  def __reduce__(self): return (int, (int(self),))  # pickles (and deep-copies) as its value
+  def __bool__(self): return int(self) != 0
+
+  def _op(self, other, f, reverse=False):
+    if isinstance(other, bool) or not isinstance(other, (int, np.integer)): return f(other, int(self)) if reverse else f(int(self), other)
+    oe = other._e if isinstance(other, BoundExpr) else int(other)
+    a, b = (oe, self._e) if reverse else (self._e, oe)
+    av, bv = (int(other), int(self)) if reverse else (int(self), int(other))
+    r = int.__new__(BoundExpr, f(av, bv))
+    r._e = f(a if isinstance(a, Expr) else Expr(a), b)
+    return r
+
+  def __add__(self, x): return self._op(x, operator.add)
+  def __radd__(self, x): return self._op(x, operator.add, True)
+  def __sub__(self, x): return self._op(x, operator.sub)
+  def __rsub__(self, x): return self._op(x, operator.sub, True)
+  def __mul__(self, x): return self._op(x, operator.mul)
+  def __rmul__(self, x): return self._op(x, operator.mul, True)
+  def __floordiv__(self, x): return self._op(x, operator.floordiv)
+  def __rfloordiv__(self, x): return self._op(x, operator.floordiv, True)
+  def __neg__(self): return self._op(-1, operator.mul)
+  __hash__ = int.__hash__
+
 
 def Variable(name: str, min_val: int, max_val: int) -> Expr:
-  """A symbolic variable taking integer values in [min_val, max_val]."""
+  """A symbolic variable taking integer values in [min_val, max_val]; .bind(value) makes the bound Variable symbolic
+  shapes take."""
   return Expr.variable(name, min_val, max_val)
+
+
+def sym_infer(e, var_vals: dict) -> int:
+  """tinygrad's sym_infer: the value of a shape entry (int, bound expression or Expr) with Variables set by var_vals
+  ({name or Variable: value})."""
+  if isinstance(e, BoundExpr): e = e._e
+  if not isinstance(e, Expr): return int(e)
+  return e.eval(**{(k.expr if isinstance(k, (Expr, BoundExpr)) else k): int(v) for k, v in var_vals.items()})
+
+
+__all__ += ["BoundExpr", "sym_infer"]
+
+
+def _bound_var(d) -> Optional[Expr]:
+  """The Variable of a shape entry that is a bound Variable (kept symbolic by shrink_var); None otherwise."""
+  return d.var if isinstance(d, BoundExpr) else None
+
+
+def _unbound_check(vals, what: str):
+  for v in vals:
+    if isinstance(v, Expr): raise TypeError(f"{what}: the Variable {v.render()} has no value: bind it (Variable(...).bind(n))")
 
 
 # ---- options ---------------------------------------------------------------------------------------------------------

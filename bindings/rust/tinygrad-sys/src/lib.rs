@@ -668,6 +668,17 @@ unsafe extern "C" {
   /// rebind the lazy graph instead. TG_ERROR_INVALID_ARGUMENT if no dim of `t` is bound to `var` or the value
   /// is outside its range.
   pub fn tg_tensor_rebind(t: *mut tg_tensor, var: *const tg_expr, value: i64) -> *mut tg_tensor;
+  /// The Variable each dim of `t` is bound to: out[i] receives a new reference to it (a tg_expr_variable;
+  /// release it), or NULL for a plain dim; `capacity` is out's length and must be >= ndim. Together with
+  /// tg_tensor_shape (the bound values) this is the symbolic shape, as tinygrad's Tensor.shape holds a bound
+  /// Variable for such a dim.
+  pub fn tg_tensor_shape_vars(t: *const tg_tensor, out: *mut *mut tg_expr, capacity: usize) -> tg_status;
+  /// The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that
+  /// change a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse.
+  /// Nothing is computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit
+  /// function it is TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this
+  /// binding's value.
+  pub fn tg_tensor_at_binding(t: *mut tg_tensor) -> *mut tg_tensor;
   /// Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or
   /// -1 and is returned unchanged, as in torch; so does transpose(t, 0, 0).
   pub fn tg_tensor_flip(t: *mut tg_tensor, axes: *const i64, naxes: usize) -> *mut tg_tensor;

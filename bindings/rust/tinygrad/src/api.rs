@@ -1204,6 +1204,15 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_rebind(self.as_ptr(), var.as_ptr(), value)) }
   }
 
+  /// `tg_tensor_at_binding`: The same values with every Variable dim replaced by its bound value: a plain-
+  /// shaped graph, for ops that change a bound dim's extent (pad, shrink, flip, cat along it), which
+  /// tg_tensor_shrink_var's dims refuse. Nothing is computed until realized; a tensor without Variable dims is
+  /// returned as is. Inside a tg_jit function it is TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the
+  /// capture's replays would keep this binding's value.
+  pub fn at_binding(&self) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_at_binding(self.as_ptr())) }
+  }
+
   /// `tg_tensor_flip`: Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor
   /// accepts axis 0 or -1 and is returned unchanged, as in torch; so does transpose(t, 0, 0).
   pub fn flip(&self, axes: &[i64]) -> Result<Tensor> {
@@ -2377,7 +2386,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 287 of the manifest's 319. The others, and where they are:
+/// Functions wrapped above: 288 of the manifest's 321. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2387,6 +2396,7 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_expr_release", "Drop"),
   ("tg_tensor_from_data", "Tensor::from_slice / from_bytes"),
   ("tg_tensor_shape", "Tensor::shape"),
+  ("tg_tensor_shape_vars", "raw only (tinygrad_sys): one optional Variable slot per dim"),
   ("tg_tensor_getitem", "Tensor::getitem"),
   ("tg_tensor_setitem", "Tensor::setitem"),
   ("tg_tensor_chunk", "Tensor::chunk"),

@@ -1,0 +1,107 @@
+// tg_tensor_shape_vars and tg_tensor_at_binding: the symbolic shape of a tensor (what the bindings' Tensor.shape
+// returns for a dim bound to a Variable) and the plain-shaped tensor at the binding, refused inside a tg_jit function.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "capi_handles.h"
+#include "tinygrad.h"
+
+namespace {
+using E = Owned<tg_expr, tg_expr_retain, tg_expr_release>;
+T from(const std::vector<float>& v, std::vector<int64_t> shape) {
+  return tg_tensor_from_data(v.data(), v.size() * sizeof(float), TG_FLOAT32, shape.data(), shape.size(), nullptr);
+}
+std::vector<int64_t> shape(tg_tensor* t) {
+  std::vector<int64_t> s(size_t(tg_tensor_ndim(t)));
+  EXPECT_EQ(tg_tensor_shape(t, s.data(), s.size()), TG_OK);
+  return s;
+}
+std::string render(tg_expr* e) {
+  char buf[64];
+  EXPECT_GE(tg_expr_render(e, buf, sizeof buf), 0);
+  return buf;
+}
+}  // namespace
+
+TEST(SymbolicBind, ShapeVarsNameTheBoundDims) {
+  std::vector<float> xv = randv(3 * 10, 1);
+  T x = from(xv, {3, 10});
+  E v = tg_expr_variable("i", 1, 10);
+  T s = tg_tensor_shrink_var(x, 1, v, 4);
+  ASSERT_TRUE(s.p) << tg_last_error_message();
+  tg_expr* out[2] = {nullptr, nullptr};
+  ASSERT_EQ(tg_tensor_shape_vars(s, out, 2), TG_OK) << tg_last_error_message();
+  E d0 = out[0], d1 = out[1];
+  EXPECT_EQ(d0.p, nullptr);  // a plain dim
+  ASSERT_NE(d1.p, nullptr);
+  EXPECT_EQ(render(d1), "i");
+  int64_t lo = 0, hi = 0;
+  ASSERT_EQ(tg_expr_bounds(d1, &lo, &hi), TG_OK);
+  EXPECT_EQ(lo, 1), EXPECT_EQ(hi, 10);
+  // the Variable it gives binds the same dim again
+  T r = tg_tensor_rebind(s, d1, 7);
+  ASSERT_TRUE(r.p) << tg_last_error_message();
+  EXPECT_EQ(shape(r), (std::vector<int64_t>{3, 7}));
+
+  tg_expr* plain[2] = {nullptr, nullptr};
+  ASSERT_EQ(tg_tensor_shape_vars(x, plain, 2), TG_OK);
+  EXPECT_EQ(plain[0], nullptr), EXPECT_EQ(plain[1], nullptr);
+  tg_expr* small[1] = {nullptr};
+  EXPECT_EQ(tg_tensor_shape_vars(s, small, 1), TG_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(tg_last_error_message(), "shape_vars"), nullptr);
+  EXPECT_EQ(small[0], nullptr);  // nothing written on an error
+  EXPECT_EQ(tg_tensor_shape_vars(nullptr, small, 1), TG_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(SymbolicBind, AtBindingPadsAndFlipsTheBoundDim) {
+  std::vector<float> xv = randv(3 * 10, 2);
+  T x = from(xv, {3, 10});
+  E v = tg_expr_variable("i", 1, 10);
+  for (int64_t n : {1, 4, 9}) {
+    T s = tg_tensor_shrink_var(x, 1, v, n);
+    int64_t pads[4] = {0, 0, 0, 10 - n};
+    EXPECT_EQ(T(tg_tensor_pad(s, pads, 2, 0.0)).p, nullptr);  // a bound dim keeps its extent
+    EXPECT_EQ(tg_last_error(), TG_ERROR_UNSUPPORTED);
+    T plain = tg_tensor_at_binding(s);
+    ASSERT_TRUE(plain.p) << tg_last_error_message();
+    tg_expr* vars[2] = {nullptr, nullptr};
+    ASSERT_EQ(tg_tensor_shape_vars(plain, vars, 2), TG_OK);
+    EXPECT_EQ(vars[1], nullptr);
+    T p = tg_tensor_pad(plain, pads, 2, -1.0);
+    ASSERT_TRUE(p.p) << tg_last_error_message();
+    ASSERT_EQ(shape(p), (std::vector<int64_t>{3, 10}));
+    std::vector<float> got = data(p);
+    for (int64_t r = 0; r < 3; r++)
+      for (int64_t c = 0; c < 10; c++) ASSERT_EQ(got[size_t(r * 10 + c)], c < n ? xv[size_t(r * 10 + c)] : -1.0f) << n << " " << r << "," << c;
+    int64_t ax = 1;
+    std::vector<float> f = data(T(tg_tensor_flip(plain, &ax, 1)));
+    for (int64_t r = 0; r < 3; r++)
+      for (int64_t c = 0; c < n; c++) ASSERT_EQ(f[size_t(r * n + c)], xv[size_t(r * 10 + (n - 1 - c))]);
+  }
+  T same = tg_tensor_at_binding(x);  // no Variable dims: the tensor itself
+  ASSERT_TRUE(same.p);
+  EXPECT_EQ(data(same), xv);
+  EXPECT_EQ(tg_tensor_at_binding(nullptr), nullptr);
+  EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);
+}
+
+namespace {
+tg_status pad_fn(void*, tg_tensor* const* in, size_t, tg_tensor** out, size_t n_out) {
+  T p = tg_tensor_at_binding(in[0]);  // would fix the binding into the capture
+  TRY(p.p);
+  if (n_out) out[0] = p.take();
+  return TG_OK;
+}
+}  // namespace
+
+TEST(SymbolicBind, AtBindingInsideAJitFunctionIsRefused) {
+  T x = from(randv(3 * 10, 3), {3, 10});
+  E v = tg_expr_variable("i", 1, 10);
+  T s = tg_tensor_shrink_var(x, 1, v, 3);
+  Jit j(pad_fn, nullptr);
+  tg_tensor* in[1] = {s};
+  EXPECT_EQ(tg_jit_call(j, in, 1, nullptr, 0), TG_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::strstr(tg_last_error_message(), "TinyJit"), nullptr) << tg_last_error_message();
+}
