@@ -1832,7 +1832,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     """softmax(self @ key^T / sqrt(d) + mask) @ value; a bool mask keeps where true, a float mask is added; is_causal masks
     the upper triangle (RuntimeError with a mask too); enable_gqa repeats key/value heads (dim -3) to the query's;
     dropout_p applies to the attention weights in training."""
-    if is_causal and attn_mask is not None: raise RuntimeError("cannot set attn_mask when is_causal=True")
+    if is_causal and attn_mask is not None:  # a RuntimeError as tinygrad's, and a ValueError
+      raise InvalidArgumentError("TG_ERROR_INVALID_ARGUMENT", "scaled_dot_product_attention: cannot set attn_mask when is_causal=True")
     if enable_gqa:
       if len(self.shape) < 3 or len(key.shape) < 3 or len(value.shape) < 3 or self.shape[-3] % key.shape[-3] or self.shape[-3] % value.shape[-3]:
         raise RuntimeError(f"enable_gqa: query heads {self.shape[-3:-2]} are not a multiple of key/value heads {key.shape[-3:-2]} {value.shape[-3:-2]}")
