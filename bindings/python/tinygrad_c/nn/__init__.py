@@ -78,6 +78,7 @@ class _Module(_Owned):
 
   def __deepcopy__(self, memo):
     new = self._deepcopy_by_reduce(memo)
+    for n in self._options: setattr(new, n, getattr(self, n))  # into the copy's C module (the reduce set only the attribute)
     for n in self._names:  # later references to self's tensors reach the copy's own
       if isinstance(t := self.__dict__.get(n), Tensor): memo[id(t)] = getattr(new, n)
     return new
