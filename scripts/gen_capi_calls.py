@@ -85,6 +85,7 @@ GROUPS = {
     ("const int64_t*", "const int64_t*"): "f.i64_arrays2",
     ("const tg_index*",): "f.index_array",
     ("tg_tensor**",): "f.out_tensor_array",
+    ("tg_expr**",): "f.out_expr_array",
     ("tg_module* const*",): "f.module_array",
 }
 # a size_t right after a pointer is that pointer's count when its name says so

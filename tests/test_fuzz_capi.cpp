@@ -493,6 +493,7 @@ struct FuzzCtx {
   uint64_t dl_imported = 0, dl_exported = 0;
   static constexpr size_t kOutSlots = 1024;
   tg_tensor** out_slots = nullptr;
+  tg_expr** out_expr_slots = nullptr;
   tg_expr* handed_over_expr = nullptr;
   // JITs and plans, owned, with the same dead rings and hand-over for their *_release as tensors and expressions
   std::vector<tg_jit*> jits;
@@ -1093,6 +1094,21 @@ struct FuzzCtx {
     return {p, n};
   }
 
+  // expressions the call writes as new references (tg_tensor_shape_vars): zeroed slots with a count, sometimes too few
+  Arr<tg_expr**> out_expr_array(const char* name, const char* count_name) {
+    size_t n = pct(90) ? size_t(r(9)) : pick<size_t>({SIZE_MAX, size_t(1) << 40});
+    tg_expr** p = nullptr;
+    if (n <= 8 && !pct(10)) {
+      out_expr_slots = p = buffer<tg_expr*>(kOutSlots);
+      std::fill(p, p + kOutSlots, nullptr);
+      rec(name, Arg::Other, "tg_expr*[" + std::to_string(kOutSlots) + "]");
+    } else {
+      rec(name, Arg::Other, "NULL");
+    }
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {p, n};
+  }
+
   // ---- arrays with their counts ----
   // a count no array of `elem` bytes can have (so the library must refuse it without reading)
   static bool impossible(size_t n, size_t elem) { return n > (size_t(1) << 48) / elem; }
@@ -1408,6 +1424,16 @@ struct FuzzCtx {
         if (outs[i]) {
           if (e != TG_OK) fail("wrote a tensor to out[" + std::to_string(i) + "] and failed");
           ret_tensor(outs[i]);
+        }
+    }
+    if (out_expr_slots) {
+      tg_expr** outs = out_expr_slots;
+      out_expr_slots = nullptr;
+      for (size_t i = 0; i < kOutSlots; i++)
+        if (outs[i]) {
+          if (e != TG_OK) fail("wrote an expression to out[" + std::to_string(i) + "] and failed");
+          ret_expr(outs[i]);
+          tg_clear_error();
         }
     }
     if (handed_dl) {  // a failed import leaves the DLManagedTensor to us, untouched
