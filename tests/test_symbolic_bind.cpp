@@ -39,7 +39,8 @@ TEST(SymbolicBind, ShapeVarsNameTheBoundDims) {
   EXPECT_EQ(render(d1), "i");
   int64_t lo = 0, hi = 0;
   ASSERT_EQ(tg_expr_bounds(d1, &lo, &hi), TG_OK);
-  EXPECT_EQ(lo, 1), EXPECT_EQ(hi, 10);
+  EXPECT_EQ(lo, 1);
+  EXPECT_EQ(hi, 10);
   // the Variable it gives binds the same dim again
   T r = tg_tensor_rebind(s, d1, 7);
   ASSERT_TRUE(r.p) << tg_last_error_message();
@@ -47,7 +48,8 @@ TEST(SymbolicBind, ShapeVarsNameTheBoundDims) {
 
   tg_expr* plain[2] = {nullptr, nullptr};
   ASSERT_EQ(tg_tensor_shape_vars(x, plain, 2), TG_OK);
-  EXPECT_EQ(plain[0], nullptr), EXPECT_EQ(plain[1], nullptr);
+  EXPECT_EQ(plain[0], nullptr);
+  EXPECT_EQ(plain[1], nullptr);
   tg_expr* small[1] = {nullptr};
   EXPECT_EQ(tg_tensor_shape_vars(s, small, 1), TG_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(tg_last_error_message(), "shape_vars"), nullptr);
