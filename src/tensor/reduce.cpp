@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "schedule/graph.h"
 #include "tensor/tensor.h"
 
 namespace tg {
@@ -23,6 +24,16 @@ Tensor Tensor::var(std::vector<int64_t> axes, bool keepdim, double correction) c
   int64_t n = 1;
   for (auto a : axes) n *= shape()[size_t(a)];
   Tensor sq = x.sub(x.mean(axes, true)).square().sum(axes, keepdim, "var");
+  if (!uop()->sym().empty()) {  // as mean: the count of a bound dim is a value each kernel reads (a TinyJit replays it)
+    double plain = 1;
+    Tensor count = sq.scalar_like(1);
+    for (auto a : axes) {
+      const UOp* v = uop()->sym()[size_t(a)];
+      if (!v) plain *= double(shape()[size_t(a)]);
+      else count = count.mul(Tensor(bound_var(v, shape()[size_t(a)]), device()).cast(sq.dtype()));
+    }
+    return sq.div(count.mul(sq.scalar_like(plain)).sub(sq.scalar_like(correction)).maximum(sq.scalar_like(0)));
+  }
   return sq.div(sq.scalar_like(std::max(0.0, double(n) - correction)));
 }
 Tensor Tensor::std(std::vector<int64_t> axes, bool keepdim, double correction) const { return var(std::move(axes), keepdim, correction).sqrt(); }
