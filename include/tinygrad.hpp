@@ -467,6 +467,8 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   Tensor shrink(Ints bounds) const { return op(tg_tensor_shrink, bounds.data(), bounds.size() / 2); }
   inline Tensor shrink(int64_t axis, const Expr& var, int64_t value) const;
   inline Tensor rebind(const Expr& var, int64_t value) const;
+  // the Variable each dim is bound to (an empty Expr for a plain dim)
+  inline std::vector<Expr> shape_vars() const;
   Tensor flip(Ints axes) const { return op(tg_tensor_flip, axes.data(), axes.size()); }
   Tensor transpose(int64_t dim0 = 1, int64_t dim1 = 0) const { return op(tg_tensor_transpose, dim0, dim1); }
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const { return op(tg_tensor_flatten, start_dim, end_dim); }
@@ -524,6 +526,13 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   Tensor masked_fill(const Tensor& mask, const Tensor& value) const { return op(tg_tensor_masked_fill, mask.p_, value.p_); }
   Tensor masked_select(const Tensor& mask) const { return op(tg_tensor_masked_select, mask.p_); }
   Tensor nonzero() const { return op(tg_tensor_nonzero); }
+  // the first `size` indices (fill_value past the count): a fixed shape, so it captures in a Jit
+  Tensor nonzero(int64_t size, double fill_value = 0) const { return op(tg_tensor_nonzero_sized, size, fill_value); }
+  Tensor masked_select(const Tensor& mask, int64_t size, double fill_value = 0) const {
+    return op(tg_tensor_masked_select_sized, mask.p_, size, fill_value);
+  }
+  Tensor clone() const { return op(tg_tensor_clone); }
+  Tensor at_binding() const { return op(tg_tensor_at_binding); }
   std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const { return pair_out(tg_tensor_sort, dim, int(descending)); }
   Tensor argsort(int64_t dim = -1, bool descending = false) const { return op(tg_tensor_argsort, dim, int(descending)); }
   std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true) const {
@@ -775,6 +784,13 @@ inline Expr operator<(const Expr& a, const Expr& b) { return a.binary(TG_LT, b);
 
 inline Tensor Tensor::shrink(int64_t axis, const Expr& var, int64_t value) const { return op(tg_tensor_shrink_var, axis, var.raw(), value); }
 inline Tensor Tensor::rebind(const Expr& var, int64_t value) const { return op(tg_tensor_rebind, var.raw(), value); }
+inline std::vector<Expr> Tensor::shape_vars() const {
+  std::vector<tg_expr*> raw(static_cast<size_t>(ndim()), nullptr);
+  detail::check(tg_tensor_shape_vars(p_, raw.data(), raw.size()));
+  std::vector<Expr> out;
+  for (tg_expr* e : raw) out.push_back(Expr(e));  // adopts the reference (NULL: a plain dim)
+  return out;
+}
 
 // ---- nn: state dicts ---------------------------------------------------------------------------------------------------
 class State : public detail::Shared<tg_state, tg_state_retain, tg_state_release> {
