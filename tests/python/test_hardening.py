@@ -295,16 +295,17 @@ def test_unallocatable_tensor_crashed():
 
 # ---- integer division by zero used to trap (SIGFPE) ---------------------------------------------------------------------
 def test_integer_division_by_zero_trapped():
-  assert (Tensor([7, -7, 5], dtype=dtypes.int32) // Tensor([0, 0, -1])).tolist() == [0, 0, -5]
+  # floor division, as tinygrad: x//0 is the truncated 0 less floor's correction (-1 for x < 0), so x == (x//0)*0 + x%0
+  assert (Tensor([7, -7, 5], dtype=dtypes.int32) // Tensor([0, 0, -1])).tolist() == [0, -1, -5]
   for dt in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64):
     info = np.iinfo(dt.np)
     a = Tensor([7, -7, 5, int(info.min), int(info.min), 9], dtype=dt)
     b = Tensor([0, 0, -1, -1, 0, 3], dtype=dt)
-    assert (a // b).tolist() == [0, 0, -5, info.min, 0, 3], dt.name  # x//0 == 0; MIN//-1 wraps to MIN
+    assert (a // b).tolist() == [0, -1, -5, info.min, -1, 3], dt.name  # MIN//-1 wraps to MIN
     assert (a % b).tolist() == [7, -7, 0, 0, info.min, 0], dt.name  # x%0 == x; MIN%-1 == 0
   u = Tensor([7, 0, 5], dtype=dtypes.uint32) // Tensor([0, 0, 2], dtype=dtypes.uint32)
   assert u.tolist() == [0, 0, 2]
-  assert (Tensor([7, -7]) // 0).tolist() == [0, 0] and (Tensor([7, -7]) % 0).tolist() == [7, -7] and (7 % Tensor([0, 3])).tolist() == [7, 1]
+  assert (Tensor([7, -7]) // 0).tolist() == [0, -1] and (Tensor([7, -7]) % 0).tolist() == [7, -7] and (7 % Tensor([0, 3])).tolist() == [7, 1]
   assert (Tensor([I32_MIN]) // -1).tolist() == [I32_MIN]
 
 
