@@ -1430,12 +1430,6 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_masked_select_sized(self.as_ptr(), mask.as_ptr(), size, fill_value)) }
   }
 
-  /// `tg_tensor_clone`: tinygrad's clone: t's values in a new buffer of their own (computed when realized);
-  /// gradients flow through to t.
-  pub fn clone(&self) -> Result<Tensor> {
-    unsafe { Tensor::from_raw(sys::tg_tensor_clone(self.as_ptr())) }
-  }
-
   /// `tg_tensor_bitcast`: The same bits viewed as another dtype of the same size.
   pub fn bitcast(&self, dtype: DType) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_bitcast(self.as_ptr(), dtype as i32)) }
@@ -2386,7 +2380,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 288 of the manifest's 321. The others, and where they are:
+/// Functions wrapped above: 287 of the manifest's 321. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2400,6 +2394,7 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_tensor_getitem", "Tensor::getitem"),
   ("tg_tensor_setitem", "Tensor::setitem"),
   ("tg_tensor_chunk", "Tensor::chunk"),
+  ("tg_tensor_clone", "raw only (tinygrad_sys): a method `clone` would shadow Clone (another reference to the tensor)"),
   ("tg_tensor_requires_grad", "Tensor::requires_grad"),
   ("tg_tensor_to_data", "Tensor::to_vec / to_bytes"),
   ("tg_tensor_retain", "Clone"),
