@@ -391,7 +391,7 @@ plan_kernel_count(plan::Plan) = check_value(() -> L.tg_plan_kernel_count(plan), 
 # tg_set_option
 set_option(name::AbstractString, value::Union{AbstractString, Nothing}) = check(L.tg_set_option(cstr(name), cstr(value)))
 
-# 194 methods generated from 306 functions
+# 194 methods generated from 312 functions
 export arange, argsort, assign, avg_pool2d, backward, batchnorm, binary_crossentropy, binary_crossentropy_logits
 export bitcast, cast, celu, contiguous, contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin
 export detach, device_count, device_open, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary
