@@ -401,7 +401,8 @@ TG_API tg_tensor* tg_tensor_reshape(tg_tensor* t, const int64_t* shape, size_t n
 TG_API tg_tensor* tg_tensor_permute(tg_tensor* t, const int64_t* order, size_t ndim);
 /* Broadcast size-1 dims to `shape` (-1 keeps a dim); new leading dims may be added. */
 TG_API tg_tensor* tg_tensor_expand(tg_tensor* t, const int64_t* shape, size_t ndim);
-/* pads: ndim (before, after) pairs, each >= 0; padded area holds `value`. */
+/* pads: ndim (before, after) pairs; padded area holds `value`. A negative entry crops that many elements from that
+ * side, as tinygrad (more than the dim holds is TG_ERROR_SHAPE). */
 TG_API tg_tensor* tg_tensor_pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value);
 /* bounds: ndim (start, end) pairs with 0 <= start <= end <= size. */
 TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t npairs);
@@ -457,7 +458,8 @@ TG_API tg_tensor* tg_tensor_stack(tg_tensor* const* ts, size_t n, int64_t dim);
 TG_API tg_tensor* tg_tensor_tril(tg_tensor* t, int64_t k);
 /* The upper triangle of the last two dims: diagonals >= k kept, the rest 0. */
 TG_API tg_tensor* tg_tensor_triu(tg_tensor* t, int64_t k);
-/* pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). @int(mode) */
+/* pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). Negative entries crop as
+ * tinygrad: constant and circular crop first, reflect and replicate pad first and crop after. @int(mode) */
 TG_API tg_tensor* tg_tensor_pad_mode(tg_tensor* t, const int64_t* pads, size_t npairs, int mode, double value);
 
 /* ---- tensors: linear algebra ------------------------------------------------------------------------------------ */
@@ -562,6 +564,35 @@ TG_API tg_tensor* tg_tensor_max_pool2d(tg_tensor* t, int64_t kernel_h, int64_t k
 /* The average over kernel windows of the last two dims; padding is 0, counted in the mean when count_include_pad != 0. */
 TG_API tg_tensor* tg_tensor_avg_pool2d(tg_tensor* t, int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w, int64_t pad_h,
                                        int64_t pad_w, int count_include_pad);
+/* N-d forms, tinygrad's conv2d / conv_transpose2d / max_pool2d / avg_pool2d / max_unpool2d over any number of spatial
+ * dims. Per-dim arguments (stride, dilation, output_padding, kernel) hold one value for every spatial dim or one each;
+ * padding holds npairs (before, after) pairs, one per spatial dim in order (npairs 0: none), and a negative pair
+ * crops. */
+/* Convolution of (N, Cin, d1..dn) by weight (Cout, Cin/groups, k1..kn): n = the weight's rank - 2 spatial dims, plus
+ * bias (Cout). @nullable(bias) */
+TG_API tg_tensor* tg_tensor_conv(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, const int64_t* stride, size_t nstride,
+                                 const int64_t* dilation, size_t ndilation, const int64_t* padding, size_t npairs);
+/* The transposed convolution, weight (Cin, Cout/groups, k1..kn); the output grows by output_padding after each spatial
+ * dim (noutput_padding 0: none). @nullable(bias) */
+TG_API tg_tensor* tg_tensor_conv_transpose(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, const int64_t* stride, size_t nstride,
+                                           const int64_t* dilation, size_t ndilation, const int64_t* padding, size_t npairs,
+                                           const int64_t* output_padding, size_t noutput_padding);
+/* Pooling of the last nkernel dims: kind 0 max (padding is the dtype's lowest value), 1 average (padding is 0, counted
+ * in the mean when count_include_pad != 0). nstride 0: stride = kernel; ndilation 0: 1. ceil_mode != 0: the output
+ * size rounds up, as torch's (a window must start inside the input or its left padding). @int(kind) */
+TG_API tg_tensor* tg_tensor_pool(tg_tensor* t, int kind, const int64_t* kernel, size_t nkernel, const int64_t* stride, size_t nstride,
+                                 const int64_t* dilation, size_t ndilation, const int64_t* padding, size_t npairs, int ceil_mode, int count_include_pad);
+/* Max pooling as tg_tensor_pool (kind 0) with the argmax: new references to out[0] (the maxima) and out[1] (TG_INT32,
+ * each max's row-major index within its input's pooled plane; the first max on ties). @len(out=2) */
+TG_API tg_status tg_tensor_max_pool_indices(tg_tensor* t, const int64_t* kernel, size_t nkernel, const int64_t* stride, size_t nstride,
+                                            const int64_t* dilation, size_t ndilation, const int64_t* padding, size_t npairs, int ceil_mode,
+                                            tg_tensor** out);
+/* The partial inverse of max pooling: t (N, C, o1..on) placed at `indices` (tg_tensor_max_pool_indices' out[1]) in a
+ * zero (N, C, s1..sn) tensor. s is output_size's last n values or, when noutput_size is 0, what the pool's kernel,
+ * stride, dilation and padding give ((o-1)*stride - before - after + dilation*(kernel-1) + 1). */
+TG_API tg_tensor* tg_tensor_max_unpool(tg_tensor* t, tg_tensor* indices, const int64_t* kernel, size_t nkernel, const int64_t* stride, size_t nstride,
+                                       const int64_t* dilation, size_t ndilation, const int64_t* padding, size_t npairs, const int64_t* output_size,
+                                       size_t noutput_size);
 /* (x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part. */
 TG_API tg_tensor* tg_tensor_layernorm(tg_tensor* t, const int64_t* axes, size_t naxes, double eps);
 /* (x - mean) * weight * invstd + bias, the per-channel tensors broadcast along dim 1. @nullable(weight, bias) */
@@ -769,6 +800,13 @@ TG_API tg_module* tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channe
  * padding or output_padding < 0, and (transposed) an output_padding not smaller than stride or dilation, as PyTorch. */
 TG_API tg_module* tg_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride, int64_t padding,
                                          int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device);
+/* tinygrad's Conv2d / ConvTranspose2d over any number of spatial dims (nkernel, 1 to 16): weight (out, in/groups, k...)
+ * or, transposed != 0, (in, out/groups, k...), initialized as Conv2d. stride, dilation and output_padding: one value for
+ * every dim or one each (count 0: 1, 1 and 0); padding: npairs (before, after) pairs, one per spatial dim in order
+ * (npairs 0: none; negative pairs crop). The checks are the other conv constructors' except the padding's sign. */
+TG_API tg_module* tg_nn_conv(int64_t in_channels, int64_t out_channels, const int64_t* kernel_size, size_t nkernel, const int64_t* stride, size_t nstride,
+                             const int64_t* padding, size_t npairs, const int64_t* dilation, size_t ndilation, int64_t groups, int bias, int transposed,
+                             const int64_t* output_padding, size_t noutput_padding, const char* device);
 /* BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training (option
  * TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum; the variance
  * unbiased), in eval by the running ones. tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1, track_running_stats 1. */

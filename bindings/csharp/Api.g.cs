@@ -761,7 +761,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_expand(H, shape, (UIntPtr)(shape?.Length ?? 0))));
   }
 
-  /// <summary>pads: ndim (before, after) pairs, each &gt;= 0; padded area holds `value`. (tg_tensor_pad)
+  /// <summary>pads: ndim (before, after) pairs; padded area holds `value`. A negative entry crops that many elements from
+  /// that side, as tinygrad (more than the dim holds is TG_ERROR_SHAPE). (tg_tensor_pad)
   /// </summary>
   public Tensor Pad(long[] pads, double value) {
     return new Tensor(Native.Check(Native.tg_tensor_pad(H, pads, (UIntPtr)(pads?.Length ?? 0), value)));
@@ -900,7 +901,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_triu(H, k)));
   }
 
-  /// <summary>pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics).
+  /// <summary>pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). Negative
+  /// entries crop as tinygrad: constant and circular crop first, reflect and replicate pad first and crop after.
   /// (tg_tensor_pad_mode)
   /// </summary>
   public Tensor PadMode(long[] pads, int mode, double value) {
@@ -1109,6 +1111,51 @@ public sealed partial class Tensor : IDisposable, IHandle {
   /// </summary>
   public Tensor AvgPool2d(long kernelH, long kernelW, long strideH, long strideW, long padH, long padW, bool countIncludePad) {
     return new Tensor(Native.Check(Native.tg_tensor_avg_pool2d(H, kernelH, kernelW, strideH, strideW, padH, padW, countIncludePad ? 1 : 0)));
+  }
+
+  /// <summary>N-d forms, tinygrad's conv2d / conv_transpose2d / max_pool2d / avg_pool2d / max_unpool2d over any number of
+  /// spatial dims. Per-dim arguments (stride, dilation, output_padding, kernel) hold one value for every spatial
+  /// dim or one each; padding holds npairs (before, after) pairs, one per spatial dim in order (npairs 0: none),
+  /// and a negative pair crops. Convolution of (N, Cin, d1..dn) by weight (Cout, Cin/groups, k1..kn): n = the
+  /// weight's rank - 2 spatial dims, plus bias (Cout). (tg_tensor_conv)
+  /// </summary>
+  public Tensor Conv(Tensor weight, Tensor bias, long groups, long[] stride, long[] dilation, params long[] padding) {
+    return new Tensor(Native.Check(Native.tg_tensor_conv(H, Native.Arg(weight, nameof(weight)).H, bias?.H ?? TensorHandle.Null, groups, stride, (UIntPtr)(stride?.Length ?? 0), dilation, (UIntPtr)(dilation?.Length ?? 0), padding, (UIntPtr)(padding?.Length ?? 0))));
+  }
+
+  /// <summary>The transposed convolution, weight (Cin, Cout/groups, k1..kn); the output grows by output_padding after each
+  /// spatial dim (noutput_padding 0: none). (tg_tensor_conv_transpose)
+  /// </summary>
+  public Tensor ConvTranspose(Tensor weight, Tensor bias, long groups, long[] stride, long[] dilation, long[] padding, params long[] outputPadding) {
+    return new Tensor(Native.Check(Native.tg_tensor_conv_transpose(H, Native.Arg(weight, nameof(weight)).H, bias?.H ?? TensorHandle.Null, groups, stride, (UIntPtr)(stride?.Length ?? 0), dilation, (UIntPtr)(dilation?.Length ?? 0), padding, (UIntPtr)(padding?.Length ?? 0), outputPadding, (UIntPtr)(outputPadding?.Length ?? 0))));
+  }
+
+  /// <summary>Pooling of the last nkernel dims: kind 0 max (padding is the dtype's lowest value), 1 average (padding is 0,
+  /// counted in the mean when count_include_pad != 0). nstride 0: stride = kernel; ndilation 0: 1. ceil_mode !=
+  /// 0: the output size rounds up, as torch's (a window must start inside the input or its left padding).
+  /// (tg_tensor_pool)
+  /// </summary>
+  public Tensor Pool(int kind, long[] kernel, long[] stride, long[] dilation, long[] padding, bool ceilMode, bool countIncludePad) {
+    return new Tensor(Native.Check(Native.tg_tensor_pool(H, kind, kernel, (UIntPtr)(kernel?.Length ?? 0), stride, (UIntPtr)(stride?.Length ?? 0), dilation, (UIntPtr)(dilation?.Length ?? 0), padding, (UIntPtr)(padding?.Length ?? 0), ceilMode ? 1 : 0, countIncludePad ? 1 : 0)));
+  }
+
+  /// <summary>Max pooling as tg_tensor_pool (kind 0) with the argmax: new references to out[0] (the maxima) and out[1]
+  /// (TG_INT32, each max's row-major index within its input's pooled plane; the first max on ties).
+  /// (tg_tensor_max_pool_indices)
+  /// </summary>
+  public Tensor[] MaxPoolIndices(long[] kernel, long[] stride, long[] dilation, long[] padding, bool ceilMode) {
+    var out_ = new IntPtr[2];
+    Native.Check(Native.tg_tensor_max_pool_indices(H, kernel, (UIntPtr)(kernel?.Length ?? 0), stride, (UIntPtr)(stride?.Length ?? 0), dilation, (UIntPtr)(dilation?.Length ?? 0), padding, (UIntPtr)(padding?.Length ?? 0), ceilMode ? 1 : 0, out_));
+    return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
+  }
+
+  /// <summary>The partial inverse of max pooling: t (N, C, o1..on) placed at `indices` (tg_tensor_max_pool_indices'
+  /// out[1]) in a zero (N, C, s1..sn) tensor. s is output_size's last n values or, when noutput_size is 0, what
+  /// the pool's kernel, stride, dilation and padding give ((o-1)*stride - before - after + dilation*(kernel-1) +
+  /// 1). (tg_tensor_max_unpool)
+  /// </summary>
+  public Tensor MaxUnpool(Tensor indices, long[] kernel, long[] stride, long[] dilation, long[] padding, params long[] outputSize) {
+    return new Tensor(Native.Check(Native.tg_tensor_max_unpool(H, Native.Arg(indices, nameof(indices)).H, kernel, (UIntPtr)(kernel?.Length ?? 0), stride, (UIntPtr)(stride?.Length ?? 0), dilation, (UIntPtr)(dilation?.Length ?? 0), padding, (UIntPtr)(padding?.Length ?? 0), outputSize, (UIntPtr)(outputSize?.Length ?? 0))));
   }
 
   /// <summary>(x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part. (tg_tensor_layernorm)
@@ -1604,6 +1651,16 @@ public sealed partial class Module : IDisposable, IHandle {
   /// </summary>
   public static Module ConvTranspose1d(long inChannels, long outChannels, long kernelSize, long stride, long padding, long outputPadding, long dilation, long groups, bool bias, string device = null) {
     return new Module(Native.Check(Native.tg_nn_conv_transpose1d(inChannels, outChannels, kernelSize, stride, padding, outputPadding, dilation, groups, bias ? 1 : 0, device)));
+  }
+
+  /// <summary>tinygrad's Conv2d / ConvTranspose2d over any number of spatial dims (nkernel, 1 to 16): weight (out,
+  /// in/groups, k...) or, transposed != 0, (in, out/groups, k...), initialized as Conv2d. stride, dilation and
+  /// output_padding: one value for every dim or one each (count 0: 1, 1 and 0); padding: npairs (before, after)
+  /// pairs, one per spatial dim in order (npairs 0: none; negative pairs crop). The checks are the other conv
+  /// constructors' except the padding's sign. (tg_nn_conv)
+  /// </summary>
+  public static Module Conv(long inChannels, long outChannels, long[] kernelSize, long[] stride, long[] padding, long[] dilation, long groups, bool bias, bool transposed, long[] outputPadding, string device = null) {
+    return new Module(Native.Check(Native.tg_nn_conv(inChannels, outChannels, kernelSize, (UIntPtr)(kernelSize?.Length ?? 0), stride, (UIntPtr)(stride?.Length ?? 0), padding, (UIntPtr)(padding?.Length ?? 0), dilation, (UIntPtr)(dilation?.Length ?? 0), groups, bias ? 1 : 0, transposed ? 1 : 0, outputPadding, (UIntPtr)(outputPadding?.Length ?? 0), device)));
   }
 
   /// <summary>BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training

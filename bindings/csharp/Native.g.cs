@@ -793,7 +793,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_expand(TensorHandle t, long[] shape, UIntPtr ndim);
-  /// <summary>pads: ndim (before, after) pairs, each &gt;= 0; padded area holds `value`.
+  /// <summary>pads: ndim (before, after) pairs; padded area holds `value`. A negative entry crops that many elements from
+  /// that side, as tinygrad (more than the dim holds is TG_ERROR_SHAPE).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_pad(TensorHandle t, long[] pads, UIntPtr npairs, double value);
@@ -895,7 +896,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_triu(TensorHandle t, long k);
-  /// <summary>pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics).
+  /// <summary>pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). Negative
+  /// entries crop as tinygrad: constant and circular crop first, reflect and replicate pad first and crop after.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_pad_mode(TensorHandle t, long[] pads, UIntPtr npairs, int mode, double value);
@@ -1042,6 +1044,37 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_avg_pool2d(TensorHandle t, long kernel_h, long kernel_w, long stride_h, long stride_w, long pad_h, long pad_w, int count_include_pad);
+  /// <summary>N-d forms, tinygrad's conv2d / conv_transpose2d / max_pool2d / avg_pool2d / max_unpool2d over any number of
+  /// spatial dims. Per-dim arguments (stride, dilation, output_padding, kernel) hold one value for every spatial
+  /// dim or one each; padding holds npairs (before, after) pairs, one per spatial dim in order (npairs 0: none),
+  /// and a negative pair crops. Convolution of (N, Cin, d1..dn) by weight (Cout, Cin/groups, k1..kn): n = the
+  /// weight's rank - 2 spatial dims, plus bias (Cout).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_conv(TensorHandle x, TensorHandle weight, TensorHandle bias, long groups, long[] stride, UIntPtr nstride, long[] dilation, UIntPtr ndilation, long[] padding, UIntPtr npairs);
+  /// <summary>The transposed convolution, weight (Cin, Cout/groups, k1..kn); the output grows by output_padding after each
+  /// spatial dim (noutput_padding 0: none).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_conv_transpose(TensorHandle x, TensorHandle weight, TensorHandle bias, long groups, long[] stride, UIntPtr nstride, long[] dilation, UIntPtr ndilation, long[] padding, UIntPtr npairs, long[] output_padding, UIntPtr noutput_padding);
+  /// <summary>Pooling of the last nkernel dims: kind 0 max (padding is the dtype's lowest value), 1 average (padding is 0,
+  /// counted in the mean when count_include_pad != 0). nstride 0: stride = kernel; ndilation 0: 1. ceil_mode !=
+  /// 0: the output size rounds up, as torch's (a window must start inside the input or its left padding).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_pool(TensorHandle t, int kind, long[] kernel, UIntPtr nkernel, long[] stride, UIntPtr nstride, long[] dilation, UIntPtr ndilation, long[] padding, UIntPtr npairs, int ceil_mode, int count_include_pad);
+  /// <summary>Max pooling as tg_tensor_pool (kind 0) with the argmax: new references to out[0] (the maxima) and out[1]
+  /// (TG_INT32, each max's row-major index within its input's pooled plane; the first max on ties).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_tensor_max_pool_indices(TensorHandle t, long[] kernel, UIntPtr nkernel, long[] stride, UIntPtr nstride, long[] dilation, UIntPtr ndilation, long[] padding, UIntPtr npairs, int ceil_mode, [Out] IntPtr[] @out);
+  /// <summary>The partial inverse of max pooling: t (N, C, o1..on) placed at `indices` (tg_tensor_max_pool_indices'
+  /// out[1]) in a zero (N, C, s1..sn) tensor. s is output_size's last n values or, when noutput_size is 0, what
+  /// the pool's kernel, stride, dilation and padding give ((o-1)*stride - before - after + dilation*(kernel-1) +
+  /// 1).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_max_unpool(TensorHandle t, TensorHandle indices, long[] kernel, UIntPtr nkernel, long[] stride, UIntPtr nstride, long[] dilation, UIntPtr ndilation, long[] padding, UIntPtr npairs, long[] output_size, UIntPtr noutput_size);
   /// <summary>(x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -1357,6 +1390,14 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern ModuleHandle tg_nn_conv_transpose1d(long in_channels, long out_channels, long kernel_size, long stride, long padding, long output_padding, long dilation, long groups, int bias, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>tinygrad's Conv2d / ConvTranspose2d over any number of spatial dims (nkernel, 1 to 16): weight (out,
+  /// in/groups, k...) or, transposed != 0, (in, out/groups, k...), initialized as Conv2d. stride, dilation and
+  /// output_padding: one value for every dim or one each (count 0: 1, 1 and 0); padding: npairs (before, after)
+  /// pairs, one per spatial dim in order (npairs 0: none; negative pairs crop). The checks are the other conv
+  /// constructors' except the padding's sign.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern ModuleHandle tg_nn_conv(long in_channels, long out_channels, long[] kernel_size, UIntPtr nkernel, long[] stride, UIntPtr nstride, long[] padding, UIntPtr npairs, long[] dilation, UIntPtr ndilation, long groups, int bias, int transposed, long[] output_padding, UIntPtr noutput_padding, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training
   /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
   /// the variance unbiased), in eval by the running ones. tinygrad's defaults: eps 1e-5, momentum 0.1, affine 1,

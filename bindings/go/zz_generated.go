@@ -951,6 +951,31 @@ static tg_tensor* tgw_tensor_avg_pool2d(tg_tensor* t, int64_t kernel_h, int64_t 
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_tensor* tgw_tensor_conv(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, const int64_t* stride, size_t nstride, const int64_t* dilation, size_t ndilation, const int64_t* padding, size_t npairs, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_conv(x, weight, bias, groups, stride, nstride, dilation, ndilation, padding, npairs);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_conv_transpose(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, const int64_t* stride, size_t nstride, const int64_t* dilation, size_t ndilation, const int64_t* padding, size_t npairs, const int64_t* output_padding, size_t noutput_padding, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_conv_transpose(x, weight, bias, groups, stride, nstride, dilation, ndilation, padding, npairs, output_padding, noutput_padding);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_pool(tg_tensor* t, int kind, const int64_t* kernel, size_t nkernel, const int64_t* stride, size_t nstride, const int64_t* dilation, size_t ndilation, const int64_t* padding, size_t npairs, int ceil_mode, int count_include_pad, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_pool(t, kind, kernel, nkernel, stride, nstride, dilation, ndilation, padding, npairs, ceil_mode, count_include_pad);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_status tgw_tensor_max_pool_indices(tg_tensor* t, const int64_t* kernel, size_t nkernel, const int64_t* stride, size_t nstride, const int64_t* dilation, size_t ndilation, const int64_t* padding, size_t npairs, int ceil_mode, tg_tensor** out, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_tensor_max_pool_indices(t, kernel, nkernel, stride, nstride, dilation, ndilation, padding, npairs, ceil_mode, out);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_max_unpool(tg_tensor* t, tg_tensor* indices, const int64_t* kernel, size_t nkernel, const int64_t* stride, size_t nstride, const int64_t* dilation, size_t ndilation, const int64_t* padding, size_t npairs, const int64_t* output_size, size_t noutput_size, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_max_unpool(t, indices, kernel, nkernel, stride, nstride, dilation, ndilation, padding, npairs, output_size, noutput_size);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_layernorm(tg_tensor* t, const int64_t* axes, size_t naxes, double eps, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_layernorm(t, axes, naxes, eps);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -1223,6 +1248,11 @@ static tg_module* tgw_nn_conv_transpose2d(int64_t in_channels, int64_t out_chann
 }
 static tg_module* tgw_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride, int64_t padding, int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device, tgw_err* tgw_e) {
   tg_module* tgw_r = tg_nn_conv_transpose1d(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups, bias, device);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_module* tgw_nn_conv(int64_t in_channels, int64_t out_channels, const int64_t* kernel_size, size_t nkernel, const int64_t* stride, size_t nstride, const int64_t* padding, size_t npairs, const int64_t* dilation, size_t ndilation, int64_t groups, int bias, int transposed, const int64_t* output_padding, size_t noutput_padding, const char* device, tgw_err* tgw_e) {
+  tg_module* tgw_r = tg_nn_conv(in_channels, out_channels, kernel_size, nkernel, stride, nstride, padding, npairs, dilation, ndilation, groups, bias, transposed, output_padding, noutput_padding, device);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
@@ -3824,7 +3854,8 @@ func (t *Tensor) Expand(shape []int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Pad is tg_tensor_pad. pads: ndim (before, after) pairs, each >= 0; padded area holds `value`.
+// Pad is tg_tensor_pad. pads: ndim (before, after) pairs; padded area holds `value`. A negative entry crops that
+// many elements from that side, as tinygrad (more than the dim holds is TG_ERROR_SHAPE).
 func (t *Tensor) Pad(pads []int64, value float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_pad(t.ptr(), (*C.int64_t)(ptr0(pads)), C.size_t(len(pads)), C.double(value), &st)
@@ -4086,7 +4117,8 @@ func (t *Tensor) Triu(k int64) (*Tensor, error) {
 }
 
 // PadMode is tg_tensor_pad_mode. pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular
-// (torch's semantics).
+// (torch's semantics). Negative entries crop as tinygrad: constant and circular crop first, reflect and
+// replicate pad first and crop after.
 func (t *Tensor) PadMode(pads []int64, mode int32, value float64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_pad_mode(t.ptr(), (*C.int64_t)(ptr0(pads)), C.size_t(len(pads)), C.int(mode), C.double(value), &st)
@@ -4511,6 +4543,84 @@ func (t *Tensor) AvgPool2d(kernelH int64, kernelW int64, strideH int64, strideW 
 	var st C.tgw_err
 	ret := C.tgw_tensor_avg_pool2d(t.ptr(), C.int64_t(kernelH), C.int64_t(kernelW), C.int64_t(strideH), C.int64_t(strideW), C.int64_t(padH), C.int64_t(padW), cflag(countIncludePad), &st)
 	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// Conv is tg_tensor_conv. N-d forms, tinygrad's conv2d / conv_transpose2d / max_pool2d / avg_pool2d /
+// max_unpool2d over any number of spatial dims. Per-dim arguments (stride, dilation, output_padding, kernel)
+// hold one value for every spatial dim or one each; padding holds npairs (before, after) pairs, one per spatial
+// dim in order (npairs 0: none), and a negative pair crops. Convolution of (N, Cin, d1..dn) by weight (Cout,
+// Cin/groups, k1..kn): n = the weight's rank - 2 spatial dims, plus bias (Cout).
+func (x *Tensor) Conv(weight *Tensor, bias *Tensor, groups int64, stride []int64, dilation []int64, padding []int64) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_conv(x.ptr(), weight.ptr(), bias.ptr(), C.int64_t(groups), (*C.int64_t)(ptr0(stride)), C.size_t(len(stride)), (*C.int64_t)(ptr0(dilation)), C.size_t(len(dilation)), (*C.int64_t)(ptr0(padding)), C.size_t(len(padding)), &st)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(weight)
+	runtime.KeepAlive(bias)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// ConvTranspose is tg_tensor_conv_transpose. The transposed convolution, weight (Cin, Cout/groups, k1..kn); the
+// output grows by output_padding after each spatial dim (noutput_padding 0: none).
+func (x *Tensor) ConvTranspose(weight *Tensor, bias *Tensor, groups int64, stride []int64, dilation []int64, padding []int64, outputPadding []int64) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_conv_transpose(x.ptr(), weight.ptr(), bias.ptr(), C.int64_t(groups), (*C.int64_t)(ptr0(stride)), C.size_t(len(stride)), (*C.int64_t)(ptr0(dilation)), C.size_t(len(dilation)), (*C.int64_t)(ptr0(padding)), C.size_t(len(padding)), (*C.int64_t)(ptr0(outputPadding)), C.size_t(len(outputPadding)), &st)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(weight)
+	runtime.KeepAlive(bias)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// Pool is tg_tensor_pool. Pooling of the last nkernel dims: kind 0 max (padding is the dtype's lowest value), 1
+// average (padding is 0, counted in the mean when count_include_pad != 0). nstride 0: stride = kernel; ndilation
+// 0: 1. ceil_mode != 0: the output size rounds up, as torch's (a window must start inside the input or its left
+// padding).
+func (t *Tensor) Pool(kind int32, kernel []int64, stride []int64, dilation []int64, padding []int64, ceilMode bool, countIncludePad bool) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_pool(t.ptr(), C.int(kind), (*C.int64_t)(ptr0(kernel)), C.size_t(len(kernel)), (*C.int64_t)(ptr0(stride)), C.size_t(len(stride)), (*C.int64_t)(ptr0(dilation)), C.size_t(len(dilation)), (*C.int64_t)(ptr0(padding)), C.size_t(len(padding)), cflag(ceilMode), cflag(countIncludePad), &st)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// MaxPoolIndices is tg_tensor_max_pool_indices. Max pooling as tg_tensor_pool (kind 0) with the argmax: new
+// references to out[0] (the maxima) and out[1] (TG_INT32, each max's row-major index within its input's pooled
+// plane; the first max on ties).
+func (t *Tensor) MaxPoolIndices(kernel []int64, stride []int64, dilation []int64, padding []int64, ceilMode bool) (*Tensor, *Tensor, error) {
+	var cvOut [2]*C.tg_tensor
+	var st C.tgw_err
+	C.tgw_tensor_max_pool_indices(t.ptr(), (*C.int64_t)(ptr0(kernel)), C.size_t(len(kernel)), (*C.int64_t)(ptr0(stride)), C.size_t(len(stride)), (*C.int64_t)(ptr0(dilation)), C.size_t(len(dilation)), (*C.int64_t)(ptr0(padding)), C.size_t(len(padding)), cflag(ceilMode), &cvOut[0], &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
+		return nil, nil, err
+	}
+	out0 := newTensor(cvOut[0])
+	out1 := newTensor(cvOut[1])
+	result := out0
+	runtime.KeepAlive(t)
+	return result, out1, nil
+}
+
+// MaxUnpool is tg_tensor_max_unpool. The partial inverse of max pooling: t (N, C, o1..on) placed at `indices`
+// (tg_tensor_max_pool_indices' out[1]) in a zero (N, C, s1..sn) tensor. s is output_size's last n values or,
+// when noutput_size is 0, what the pool's kernel, stride, dilation and padding give ((o-1)*stride - before -
+// after + dilation*(kernel-1) + 1).
+func (t *Tensor) MaxUnpool(indices *Tensor, kernel []int64, stride []int64, dilation []int64, padding []int64, outputSize []int64) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_max_unpool(t.ptr(), indices.ptr(), (*C.int64_t)(ptr0(kernel)), C.size_t(len(kernel)), (*C.int64_t)(ptr0(stride)), C.size_t(len(stride)), (*C.int64_t)(ptr0(dilation)), C.size_t(len(dilation)), (*C.int64_t)(ptr0(padding)), C.size_t(len(padding)), (*C.int64_t)(ptr0(outputSize)), C.size_t(len(outputSize)), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(indices)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -5299,6 +5409,25 @@ func NNConvTranspose1d(inChannels int64, outChannels int64, kernelSize int64, st
 	}
 	var st C.tgw_err
 	ret := C.tgw_nn_conv_transpose1d(C.int64_t(inChannels), C.int64_t(outChannels), C.int64_t(kernelSize), C.int64_t(stride), C.int64_t(padding), C.int64_t(outputPadding), C.int64_t(dilation), C.int64_t(groups), cflag(bias), cvDevice, &st)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newModule(ret), nil
+}
+
+// NNConv is tg_nn_conv. tinygrad's Conv2d / ConvTranspose2d over any number of spatial dims (nkernel, 1 to 16):
+// weight (out, in/groups, k...) or, transposed != 0, (in, out/groups, k...), initialized as Conv2d. stride,
+// dilation and output_padding: one value for every dim or one each (count 0: 1, 1 and 0); padding: npairs
+// (before, after) pairs, one per spatial dim in order (npairs 0: none; negative pairs crop). The checks are the
+// other conv constructors' except the padding's sign.
+func NNConv(inChannels int64, outChannels int64, kernelSize []int64, stride []int64, padding []int64, dilation []int64, groups int64, bias bool, transposed bool, outputPadding []int64, device string) (*Module, error) {
+	var cvDevice *C.char
+	if device != "" {
+		cvDevice = C.CString(device)
+		defer C.free(unsafe.Pointer(cvDevice))
+	}
+	var st C.tgw_err
+	ret := C.tgw_nn_conv(C.int64_t(inChannels), C.int64_t(outChannels), (*C.int64_t)(ptr0(kernelSize)), C.size_t(len(kernelSize)), (*C.int64_t)(ptr0(stride)), C.size_t(len(stride)), (*C.int64_t)(ptr0(padding)), C.size_t(len(padding)), (*C.int64_t)(ptr0(dilation)), C.size_t(len(dilation)), C.int64_t(groups), cflag(bias), cflag(transposed), (*C.int64_t)(ptr0(outputPadding)), C.size_t(len(outputPadding)), cvDevice, &st)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -6366,4 +6495,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 320 // of 321 in the manifest
+const generatedFunctions = 326 // of 327 in the manifest

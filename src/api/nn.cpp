@@ -50,6 +50,21 @@ TG_API tg_module* tg_nn_conv_transpose2d(int64_t in_channels, int64_t out_channe
     return nn::conv_transpose(a, dev_of(device));
   });
 }
+TG_API tg_module* tg_nn_conv(int64_t in_channels, int64_t out_channels, const int64_t* kernel_size, size_t nkernel, const int64_t* stride, size_t nstride,
+                             const int64_t* padding, size_t npairs, const int64_t* dilation, size_t ndilation, int64_t groups, int bias, int transposed,
+                             const int64_t* output_padding, size_t noutput_padding, const char* device) {
+  return construct([&] {
+    const char* fn = "tg_nn_conv";
+    nn::ConvArgs a = conv_args(in_channels, out_channels, api::ints(kernel_size, nkernel, fn, "kernel_size"), 1, 0, 1, groups, bias);
+    if (nstride) a.stride = api::ints(stride, nstride, fn, "stride");
+    if (ndilation) a.dilation = api::ints(dilation, ndilation, fn, "dilation");
+    if (noutput_padding) a.output_padding = api::ints(output_padding, noutput_padding, fn, "output_padding");
+    TG_ARG(npairs <= 64, strformat("%s: %zu padding pairs is too many", fn, npairs));
+    auto p = api::ints(padding, 2 * npairs, fn, "padding");
+    for (size_t i = 0; i < npairs; i++) a.pads.emplace_back(p[2 * i], p[2 * i + 1]);
+    return transposed ? nn::conv_transpose(a, dev_of(device)) : nn::conv(a, dev_of(device));
+  });
+}
 TG_API tg_module* tg_nn_conv_transpose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride, int64_t padding,
                                          int64_t output_padding, int64_t dilation, int64_t groups, int bias, const char* device) {
   return construct([&] {

@@ -244,7 +244,8 @@ TG_T(log_softmax(tg_tensor* t, int64_t axis), return wrap(get(t, "log_softmax").
 TG_T(reshape(tg_tensor* t, const int64_t* shape, size_t ndim), return wrap(get(t, "reshape").reshape(ints(shape, ndim, "reshape", "shape")));)
 TG_T(permute(tg_tensor* t, const int64_t* order, size_t ndim), return wrap(get(t, "permute").permute(ints(order, ndim, "permute", "order")));)
 TG_T(expand(tg_tensor* t, const int64_t* shape, size_t ndim), return wrap(get(t, "expand").expand(ints(shape, ndim, "expand", "shape")));)
-TG_T(pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value), return wrap(get(t, "pad").pad(pairs(pads, npairs, "pad"), value));)
+TG_T(pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value),
+     return wrap(get(t, "pad").pad(pairs(pads, npairs, "pad"), Tensor::PadMode::Constant, value));)
 TG_T(shrink(tg_tensor* t, const int64_t* bounds, size_t npairs), return wrap(get(t, "shrink").shrink(pairs(bounds, npairs, "shrink")));)
 TG_T(shrink_var(tg_tensor* t, int64_t axis, const tg_expr* v, int64_t value),
      return wrap(get(t, "shrink_var").shrink_var(axis, var(v, "shrink_var"), value));)
@@ -406,6 +407,40 @@ TG_T(conv_transpose2d(tg_tensor* x, tg_tensor* w, tg_tensor* b, int64_t groups, 
                       int64_t oph, int64_t opw),
      return wrap(get(x, "conv_transpose2d", "x").conv_transpose2d(get(w, "conv_transpose2d", "weight"), opt(b, "conv_transpose2d", "bias"), groups, {sh, sw},
                                                                   {dh, dw}, {ph, pw}, {oph, opw}));)
+TG_T(conv(tg_tensor* x, tg_tensor* w, tg_tensor* b, int64_t groups, const int64_t* stride, size_t nstride, const int64_t* dilation, size_t ndilation,
+          const int64_t* padding, size_t npairs),
+     return wrap(get(x, "conv", "x").conv(get(w, "conv", "weight"), opt(b, "conv", "bias"), groups, ints(stride, nstride, "conv", "stride"),
+                                          ints(dilation, ndilation, "conv", "dilation"), pairs(padding, npairs, "conv")));)
+TG_T(conv_transpose(tg_tensor* x, tg_tensor* w, tg_tensor* b, int64_t groups, const int64_t* stride, size_t nstride, const int64_t* dilation,
+                    size_t ndilation, const int64_t* padding, size_t npairs, const int64_t* output_padding, size_t noutput_padding), {
+  const char* fn = "conv_transpose";
+  Shape op = ints(output_padding, noutput_padding, fn, "output_padding");
+  if (op.empty()) op.push_back(0);
+  return wrap(get(x, fn, "x").conv_transpose(get(w, fn, "weight"), opt(b, fn, "bias"), groups, ints(stride, nstride, fn, "stride"),
+                                             ints(dilation, ndilation, fn, "dilation"), pairs(padding, npairs, fn), op));
+})
+TG_T(pool(tg_tensor* t, int kind, const int64_t* kernel, size_t nkernel, const int64_t* stride, size_t nstride, const int64_t* dilation, size_t ndilation,
+          const int64_t* padding, size_t npairs, int ceil_mode, int count_include_pad), {
+  TG_ARG(kind == 0 || kind == 1, strformat("pool: unknown kind %d (0 max, 1 average)", kind));
+  return wrap(get(t, "pool").pool_nd(kind == 0 ? Tensor::PoolKind::Max : Tensor::PoolKind::Avg, ints(kernel, nkernel, "pool", "kernel"),
+                                     ints(stride, nstride, "pool", "stride"), ints(dilation, ndilation, "pool", "dilation"), pairs(padding, npairs, "pool"),
+                                     ceil_mode != 0, count_include_pad != 0));
+})
+tg_status tg_tensor_max_pool_indices(tg_tensor* t, const int64_t* kernel, size_t nkernel, const int64_t* stride, size_t nstride, const int64_t* dilation,
+                                     size_t ndilation, const int64_t* padding, size_t npairs, int ceil_mode, tg_tensor** out) {
+  return api::call([&] {
+    const char* fn = "max_pool_indices";
+    auto [v, i] = get(t, fn).max_pool_indices(ints(kernel, nkernel, fn, "kernel"), ints(stride, nstride, fn, "stride"), ints(dilation, ndilation, fn, "dilation"),
+                                              pairs(padding, npairs, fn), ceil_mode != 0);
+    write_out({v, i}, out, fn);
+  });
+}
+TG_T(max_unpool(tg_tensor* t, tg_tensor* indices, const int64_t* kernel, size_t nkernel, const int64_t* stride, size_t nstride, const int64_t* dilation,
+                size_t ndilation, const int64_t* padding, size_t npairs, const int64_t* output_size, size_t noutput_size), {
+  const char* fn = "max_unpool";
+  return wrap(get(t, fn).max_unpool(get(indices, fn, "indices"), ints(kernel, nkernel, fn, "kernel"), ints(stride, nstride, fn, "stride"),
+                                    ints(dilation, ndilation, fn, "dilation"), pairs(padding, npairs, fn), ints(output_size, noutput_size, fn, "output_size")));
+})
 TG_T(interpolate(tg_tensor* t, const int64_t* size, size_t n, const char* mode, int align_corners), {
   TG_ARG(mode, "interpolate: mode is NULL");
   return wrap(get(t, "interpolate").interpolate(ints(size, n, "interpolate", "size"), mode, align_corners != 0));

@@ -121,8 +121,11 @@ class Conv : public Module {
   }
   Tensor forward(const Tensor& x) override {
     check_input(x, int64_t(a_.kernel.size()) + 2, 1, a_.in, kind().c_str());
-    if (transposed_) return x.conv_transpose2d(weight, bias, a_.groups, a_.stride, a_.dilation, a_.padding, a_.output_padding);
-    return x.conv2d(weight, bias, a_.groups, a_.stride, a_.dilation, a_.padding);
+    Tensor::PadPairs p = a_.pads;
+    if (p.empty())
+      for (size_t d = 0; d < a_.kernel.size(); d++) p.emplace_back(a_.padding[a_.padding.size() == 1 ? 0 : d], a_.padding[a_.padding.size() == 1 ? 0 : d]);
+    if (transposed_) return x.conv_transpose(weight, bias, a_.groups, a_.stride, a_.dilation, p, a_.output_padding);
+    return x.conv(weight, bias, a_.groups, a_.stride, a_.dilation, p);
   }
   std::string kind() const override { return transposed_ ? "ConvTranspose2d" : "Conv2d"; }
   Tensor weight;
@@ -138,7 +141,9 @@ class Conv : public Module {
   static Tensor make_weight(const ConvArgs& a, bool transposed, const std::string& dev) {
     const char* what = transposed ? "ConvTranspose2d" : "Conv2d";
     positive(a.in, what), positive(a.out, what), positive(a.groups, what);
-    TG_CHECK(!a.kernel.empty() && a.kernel.size() <= 3, TG_ERROR_INVALID_ARGUMENT, std::string(what) + ": kernel_size needs 1 to 3 dims");
+    TG_CHECK(!a.kernel.empty() && a.kernel.size() <= 16, TG_ERROR_INVALID_ARGUMENT, std::string(what) + ": kernel_size needs 1 to 16 dims");
+    TG_CHECK(a.pads.empty() || a.pads.size() == a.kernel.size(), TG_ERROR_INVALID_ARGUMENT,
+             strformat("%s: %zu padding pairs for %zu kernel dims", what, a.pads.size(), a.kernel.size()));
     for (int64_t k : a.kernel) positive(k, what);
     // refused here, not at the first call: a stride or dilation of 0 or a negative padding can never run
     auto each = [&](const Shape& v, const char* name, int64_t min) {

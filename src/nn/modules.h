@@ -8,8 +8,9 @@ namespace tg::nn {
 
 struct ConvArgs {
   int64_t in = 0, out = 0;
-  Shape kernel;                                             // 1 (Conv1d) or 2 (Conv2d) dims
+  Shape kernel;                                             // any number of spatial dims (1 for Conv1d, 2 for Conv2d, ...)
   Shape stride{1}, padding{0}, dilation{1}, output_padding{0};  // one value for every dim, or one per dim
+  Tensor::PadPairs pads;  // when not empty: (before, after) per spatial dim, used instead of padding (negative crops)
   int64_t groups = 1;
   bool bias = true;
 };

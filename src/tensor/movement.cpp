@@ -138,18 +138,42 @@ static Tensor triangle(const Tensor& t, int64_t k, bool upper, const char* what)
 Tensor Tensor::tril(int64_t k) const { return triangle(*this, k, false, "tril"); }
 Tensor Tensor::triu(int64_t k) const { return triangle(*this, k, true, "triu"); }
 
+// Negative padding crops, as tinygrad: constant and circular crop first (circular then wraps what is left), reflect and
+// replicate pad from the whole dim first and crop after.
 Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, PadMode mode, double value) const {
-  if (mode == PadMode::Constant) return pad(pads, value);
-  const char* what = mode == PadMode::Reflect ? "pad(reflect)" : mode == PadMode::Replicate ? "pad(replicate)" : "pad(circular)";
+  const char* what = mode == PadMode::Constant ? "pad" : mode == PadMode::Reflect ? "pad(reflect)" : mode == PadMode::Replicate ? "pad(replicate)" : "pad(circular)";
   TG_CHECK(int64_t(pads.size()) == ndim(), TG_ERROR_SHAPE, strformat("%s: %zu pairs given for shape %s", what, pads.size(), shape_str(shape()).c_str()));
+  bool neg = false, after = mode == PadMode::Reflect || mode == PadMode::Replicate;
+  std::vector<std::pair<int64_t, int64_t>> pos;
+  for (size_t d = 0; d < pads.size(); d++) {
+    auto [b, a] = pads[d];
+    TG_CHECK(b > INT64_MIN && a > INT64_MIN, TG_ERROR_SHAPE, std::string(what) + ": padding out of range");
+    pos.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
+    neg |= b < 0 || a < 0;
+    // what is cropped must fit in the dim (padded first for reflect and replicate)
+    int64_t room = shape()[d];
+    if (after && (__builtin_add_overflow(room, pos.back().first, &room) || __builtin_add_overflow(room, pos.back().second, &room))) room = INT64_MAX;
+    TG_CHECK(std::max<int64_t>(-b, 0) <= room && std::max<int64_t>(-a, 0) <= room - std::max<int64_t>(-b, 0), TG_ERROR_SHAPE,
+             strformat("%s: padding (%lld, %lld) crops more than dim %zu of size %lld", what, (long long)b, (long long)a, d, (long long)shape()[d]));
+  }
+  if (!neg && mode == PadMode::Constant) return pad(pads, value);
+  auto cropped = [&](const Tensor& t) {  // shrink the negative sides
+    std::vector<std::pair<int64_t, int64_t>> b;
+    for (size_t d = 0; d < pads.size(); d++) b.emplace_back(std::max<int64_t>(-pads[d].first, 0), t.shape()[d] - std::max<int64_t>(-pads[d].second, 0));
+    return t.shrink(b);
+  };
+  if (neg) return after ? cropped(pad(pos, mode, value)) : cropped(*this).pad(pos, mode, value);
   Tensor x = *this;
   for (size_t d = 0; d < pads.size(); d++) {
     auto [b, a] = pads[d];
     if (!b && !a) continue;
     int64_t n = x.shape()[d];
-    TG_CHECK(b >= 0 && a >= 0, TG_ERROR_SHAPE, std::string(what) + ": padding must be >= 0");
     TG_CHECK(mode == PadMode::Replicate ? n > 0 : mode == PadMode::Reflect ? b < n && a < n : b <= n && a <= n, TG_ERROR_SHAPE,
-             strformat("%s: padding (%lld,%lld) is too large for dim %zu of size %lld", what, (long long)b, (long long)a, d, (long long)n));
+             mode == PadMode::Reflect
+                 ? strformat("%s: padding (%lld, %lld) should be less than the input size=%lld for dim=%zu", what, (long long)b, (long long)a, (long long)n, d)
+             : mode == PadMode::Circular ? strformat("%s: padding value causes wrapping around more than once (padding (%lld, %lld), dim %zu of size %lld)", what,
+                                                     (long long)b, (long long)a, d, (long long)n)
+                                         : strformat("%s: can't replicate dim %zu of size 0", what, d));
     auto slice = [&](int64_t s, int64_t e) {
       std::vector<std::pair<int64_t, int64_t>> bounds;
       for (int64_t i = 0; i < x.ndim(); i++) bounds.emplace_back(0, x.shape()[size_t(i)]);

@@ -61,9 +61,9 @@ Tensor Tensor::pool(const Shape& k, const Shape& s, const Shape& d) const {
     r.insert(r.end(), tail.begin(), tail.end());
     return r;
   };
-  // f doubles the input where the last window would overrun it, so the stride shrink below always fits
+  // f repeats the input enough (i*f + d >= o*s) that the stride shrink below always fits, even for a stride past the input
   Shape f(nk), rep, kx, xs, shr;
-  for (size_t j = 0; j < nk; j++) f[j] = 1 + (checked(o[j], s[j], 0, "pool") > i[j] - d[j] * (k[j] - 1) ? 1 : 0);
+  for (size_t j = 0; j < nk; j++) f[j] = std::max<int64_t>(1, ceildiv(std::max<int64_t>(checked(o[j], s[j], -d[j], "pool"), 0), i[j]));
   for (size_t j = 0; j < nk; j++) rep.push_back(ceildiv(checked(k[j], checked(i[j], f[j], d[j], "pool"), 0, "pool"), i[j]));
   Shape reps(lead, 1);
   reps.insert(reps.end(), rep.begin(), rep.end());
@@ -86,22 +86,23 @@ Tensor Tensor::pool(const Shape& k, const Shape& s, const Shape& d) const {
   return x.permute(perm);
 }
 
-Tensor Tensor::conv2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding) const {
-  TG_CHECK(ndim() >= 3 && w.ndim() == ndim(), TG_ERROR_SHAPE, "conv2d: input " + shape_str(shape()) + " and weight " + shape_str(w.shape()) + " need the same rank >= 3");
+// N-d convolution as tinygrad's: the padded input's sliding windows (a view) times the weight, summed over (cin, k...)
+Tensor Tensor::conv(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, PadPairs padding) const {
+  TG_CHECK(ndim() >= 3 && w.ndim() == ndim(), TG_ERROR_SHAPE, "conv: input " + shape_str(shape()) + " and weight " + shape_str(w.shape()) + " need the same rank >= 3");
   size_t nsp = size_t(w.ndim()) - 2;
-  stride = per_dim(stride, nsp, "conv2d", "stride"), dilation = per_dim(dilation, nsp, "conv2d", "dilation");
-  padding = per_dim(padding, nsp, "conv2d", "padding");
+  if (stride.empty()) stride.push_back(1);
+  if (dilation.empty()) dilation.push_back(1);
+  stride = per_dim(stride, nsp, "conv", "stride"), dilation = per_dim(dilation, nsp, "conv", "dilation");
+  if (padding.empty()) padding.assign(nsp, {0, 0});
+  TG_CHECK(padding.size() == nsp, TG_ERROR_SHAPE, strformat("conv: %zu padding pairs for %zu spatial dims", padding.size(), nsp));
   int64_t bs = shape()[0], cin_ = shape()[1], cout = w.shape()[0], cin = w.shape()[1];
   int64_t gc;
   TG_CHECK(groups > 0 && cout % groups == 0 && !__builtin_mul_overflow(groups, cin, &gc) && gc == cin_, TG_ERROR_SHAPE,
-           strformat("conv2d: input channels %lld don't match weight %s with %lld groups", (long long)cin_, shape_str(w.shape()).c_str(), (long long)groups));
+           strformat("conv: input channels %lld don't match weight %s with %lld groups", (long long)cin_, shape_str(w.shape()).c_str(), (long long)groups));
   Shape hw(w.shape().begin() + 2, w.shape().end());
-  Pairs pads{{0, 0}, {0, 0}};
-  for (auto p : padding) {
-    TG_CHECK(p >= 0, TG_ERROR_SHAPE, "conv2d: negative padding");
-    pads.emplace_back(p, p);
-  }
-  Tensor x = pad(pads).pool(hw, stride, dilation);  // (bs, cin_, o..., k...)
+  PadPairs pads{{0, 0}, {0, 0}};
+  pads.insert(pads.end(), padding.begin(), padding.end());
+  Tensor x = pad(pads, PadMode::Constant).pool(hw, stride, dilation);  // (bs, cin_, o..., k...); negative pads crop
   Shape oyx(x.shape().begin() + 2, x.shape().begin() + 2 + long(nsp));
   int64_t rcout = cout / groups;
   Shape s1{bs, groups, cin, 1}, s2{bs, groups, cin, rcout};
@@ -124,37 +125,126 @@ Tensor Tensor::conv2d(const Tensor& w, const std::optional<Tensor>& bias, int64_
   bsh.insert(bsh.end(), nsp, 1);
   return ret.add(bias->reshape(bsh));
 }
+Tensor Tensor::conv2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding) const {
+  size_t nsp = w.ndim() >= 2 ? size_t(w.ndim()) - 2 : 0;
+  PadPairs p;
+  for (auto v : per_dim(padding, std::max<size_t>(nsp, 1), "conv2d", "padding")) {
+    TG_CHECK(v >= 0, TG_ERROR_SHAPE, "conv2d: negative padding");
+    p.emplace_back(v, v);
+  }
+  return conv(w, bias, groups, std::move(stride), std::move(dilation), p);
+}
 
-Tensor Tensor::max_pool2d(Shape k, Shape stride, Shape dilation, Shape padding) const {
-  if (stride.empty()) stride = k;
+namespace {
+// tinygrad's ceil_mode: more padding after each dim so the last partial window counts, but no window may start in it
+Tensor::PadPairs ceil_pads(const Shape& in, const Shape& k, const Shape& s, const Shape& d, Tensor::PadPairs p) {
+  for (size_t j = 0; j < k.size(); j++) {
+    auto [b, a] = p[j];
+    int64_t span = d[j] * (k[j] - 1) + 1, padded = in[j] + b + a;
+    TG_CHECK(padded >= span, TG_ERROR_SHAPE, "pool: kernel size cannot be greater than the padded input size");
+    int64_t o = ceildiv(padded - span, s[j]) + 1;
+    p[j].second = a + s[j] * (o - 1) + span - padded - std::max<int64_t>(s[j] * (o - 1) - (b + in[j] - 1), 0);
+  }
+  return p;
+}
+}  // namespace
+
+// max or average over kernel windows of the last k.size() dims, as tinygrad's max_pool2d/avg_pool2d (any number of dims)
+Tensor Tensor::pool_nd(PoolKind kind, Shape k, Shape stride, Shape dilation, PadPairs padding, bool ceil_mode, bool count_include_pad) const {
+  const char* fn = kind == PoolKind::Max ? "max_pool" : "avg_pool";
   size_t n = k.size();
-  TG_CHECK(n >= 1 && size_t(ndim()) >= n, TG_ERROR_SHAPE, "max_pool2d: kernel of " + std::to_string(n) + " dims for shape " + shape_str(shape()));
-  if (dilation.empty()) dilation.assign(n, 1);
-  if (padding.empty()) padding.assign(n, 0);
-  TG_CHECK(stride.size() == n && dilation.size() == n && padding.size() == n, TG_ERROR_SHAPE, "max_pool2d: kernel, stride, dilation and padding differ in length");
-  Pairs p(size_t(ndim()) - n, {0, 0});
-  for (auto x : padding) p.emplace_back(x, x);
+  TG_CHECK(n >= 1 && size_t(ndim()) >= n, TG_ERROR_SHAPE, strformat("%s: kernel of %zu dims for shape %s", fn, n, shape_str(shape()).c_str()));
+  stride = stride.empty() ? k : per_dim(stride, n, fn, "stride");
+  dilation = dilation.empty() ? Shape(n, 1) : per_dim(dilation, n, fn, "dilation");
+  if (padding.empty()) padding.assign(n, {0, 0});
+  TG_CHECK(padding.size() == n, TG_ERROR_SHAPE, strformat("%s: %zu padding pairs for %zu pooled dims", fn, padding.size(), n));
+  for (size_t j = 0; j < n; j++) TG_CHECK(k[j] > 0 && stride[j] > 0 && dilation[j] > 0, TG_ERROR_INVALID_ARGUMENT, std::string(fn) + ": kernel, stride and dilation must be positive");
+  Shape in(shape().end() - long(n), shape().end());
+  PadPairs pads = ceil_mode ? ceil_pads(in, k, stride, dilation, padding) : padding;
   std::vector<int64_t> axes;
   for (size_t j = 0; j < n; j++) axes.push_back(-1 - int64_t(j));
-  double lowest = dtypes::is_float(dtype()) ? -INFINITY : dtypes::min(dtype());
-  return pad(p, lowest).pool(k, stride, dilation).max(axes);
+  auto lead = [&](const PadPairs& p) {
+    PadPairs r(size_t(ndim()) - n, {0, 0});
+    r.insert(r.end(), p.begin(), p.end());
+    return r;
+  };
+  if (kind == PoolKind::Max) {
+    double lowest = dtypes::is_float(dtype()) ? -INFINITY : dtypes::min(dtype());
+    return pad(lead(pads), PadMode::Constant, lowest).pool(k, stride, dilation).max(axes);
+  }
+  auto windows = [&](const Tensor& t, const PadPairs& p) { return t.pad(lead(p), PadMode::Constant).pool(k, stride, dilation); };
+  if (!count_include_pad) return windows(*this, pads).sum(axes).div(windows(full_like(1), pads).sum(axes));
+  if (!ceil_mode) return windows(*this, pads).mean(axes);
+  // the user's padding counts in the mean, the extra ceil padding doesn't
+  PadPairs extra;
+  for (size_t j = 0; j < n; j++) extra.emplace_back(pads[j].first - padding[j].first, pads[j].second - padding[j].second);
+  Tensor ones = pad(lead(padding), PadMode::Constant).full_like(1);
+  return windows(*this, pads).sum(axes).div(windows(ones, extra).sum(axes));
+}
+Tensor Tensor::max_pool2d(Shape k, Shape stride, Shape dilation, Shape padding) const {
+  PadPairs p;
+  for (auto x : padding) p.emplace_back(x, x);
+  return pool_nd(PoolKind::Max, std::move(k), std::move(stride), std::move(dilation), p, false, true);
 }
 // count_include_pad as torch's default: padded zeros count in the mean
 Tensor Tensor::avg_pool2d(Shape k, Shape stride, Shape padding, bool count_include_pad) const {
-  if (stride.empty()) stride = k;
-  size_t n = k.size();
-  TG_CHECK(n >= 1 && size_t(ndim()) >= n, TG_ERROR_SHAPE, "avg_pool2d: kernel of " + std::to_string(n) + " dims for shape " + shape_str(shape()));
-  if (padding.empty()) padding.assign(n, 0);
-  TG_CHECK(stride.size() == n && padding.size() == n, TG_ERROR_SHAPE, "avg_pool2d: kernel, stride and padding differ in length");
-  Pairs p(size_t(ndim()) - n, {0, 0});
+  PadPairs p;
   for (auto x : padding) p.emplace_back(x, x);
+  return pool_nd(PoolKind::Avg, std::move(k), std::move(stride), {}, p, false, count_include_pad);
+}
+// the index of each window's max as tinygrad: positions numbered down from the plane's size, so the largest surviving number
+// is the first max in row-major order
+std::pair<Tensor, Tensor> Tensor::max_pool_indices(Shape k, Shape stride, Shape dilation, PadPairs padding, bool ceil_mode) const {
+  size_t n = k.size();
+  Tensor vals = pool_nd(PoolKind::Max, k, stride, dilation, padding, ceil_mode, true);  // checks the arguments
+  stride = stride.empty() ? k : per_dim(stride, n, "max_pool", "stride");
+  dilation = dilation.empty() ? Shape(n, 1) : per_dim(dilation, n, "max_pool", "dilation");
+  if (padding.empty()) padding.assign(n, {0, 0});
+  Shape sp(shape().end() - long(n), shape().end());
+  PadPairs pads = ceil_mode ? ceil_pads(sp, k, stride, dilation, padding) : padding;
+  int64_t plane = tg::prod(sp);
+  TG_CHECK(plane < (int64_t(1) << 31), TG_ERROR_SHAPE, "max_pool: the pooled plane has too many elements for int32 indices");
   std::vector<int64_t> axes;
   for (size_t j = 0; j < n; j++) axes.push_back(-1 - int64_t(j));
-  Shape ones(n, 1);
-  Tensor x = cast(least_upper_float(dtype()));
-  if (count_include_pad) return x.pad(p).pool(k, stride, ones).mean(axes);
-  Tensor num = x.pad(p).pool(k, stride, ones).sum(axes), cnt = x.full_like(1).pad(p).pool(k, stride, ones).sum(axes);
-  return num.div(cnt);
+  PadPairs lead(size_t(ndim()) - n, {0, 0});
+  lead.insert(lead.end(), pads.begin(), pads.end());
+  double lowest = dtypes::is_float(dtype()) ? -INFINITY : dtypes::min(dtype());
+  Tensor win = pad(lead, PadMode::Constant, lowest).pool(k, stride, dilation);
+  Tensor is_max = win.eq(win.max(axes, true));
+  Tensor idx = Tensor::arange(double(plane), 0, -1, dtypes::int32, device()).reshape(sp);
+  Tensor idxw = idx.pad(pads, PadMode::Constant, double(INT32_MIN)).pool(k, stride, dilation);
+  Shape ones(size_t(ndim()) - n, 1);
+  ones.insert(ones.end(), idxw.shape().begin(), idxw.shape().end());
+  Tensor iw = idxw.reshape(ones).expand(win.shape());
+  Tensor picked = is_max.where(iw, iw.full_like(0)).max(axes);
+  return {vals, picked.full_like(double(plane)).sub(picked)};
+}
+Tensor Tensor::max_unpool(const Tensor& indices, Shape k, Shape stride, Shape dilation, PadPairs padding, Shape output_size) const {
+  TG_CHECK(ndim() >= 3, TG_ERROR_SHAPE, "max_unpool: needs (N, C, spatial...), got shape " + shape_str(shape()));
+  TG_CHECK(indices.shape() == shape(), TG_ERROR_SHAPE, "max_unpool: indices " + shape_str(indices.shape()) + " and input " + shape_str(shape()) + " differ");
+  TG_CHECK(dtypes::is_int(indices.dtype()), TG_ERROR_DTYPE, "max_unpool: indices must be an int tensor, got " + indices.dtype().name());
+  size_t n = size_t(ndim()) - 2;
+  Shape sp(shape().begin() + 2, shape().end());
+  if (output_size.empty()) {
+    k = per_dim(k, n, "max_unpool", "kernel_size");
+    stride = stride.empty() ? k : per_dim(stride, n, "max_unpool", "stride");
+    dilation = dilation.empty() ? Shape(n, 1) : per_dim(dilation, n, "max_unpool", "dilation");
+    if (padding.empty()) padding.assign(n, {0, 0});
+    TG_CHECK(padding.size() == n, TG_ERROR_SHAPE, strformat("max_unpool: %zu padding pairs for %zu spatial dims", padding.size(), n));
+    for (size_t j = 0; j < n; j++) output_size.push_back((sp[j] - 1) * stride[j] - (padding[j].first + padding[j].second) + dilation[j] * (k[j] - 1) + 1);
+  } else {
+    TG_CHECK(output_size.size() >= n, TG_ERROR_SHAPE, strformat("max_unpool: output_size has %zu dims, needs at least %zu", output_size.size(), n));
+    output_size.erase(output_size.begin(), output_size.end() - long(n));  // its batch and channel dims are ignored, as tinygrad
+  }
+  for (auto o : output_size) TG_CHECK(o > 0, TG_ERROR_SHAPE, "max_unpool: output size " + shape_str(output_size) + " is not positive");
+  int64_t bs = shape()[0], c = shape()[1], total = tg::prod(output_size), l = tg::prod(sp);
+  // (bs, c, total, l): a one-hot of each index along the output positions, picking self's value; summed over l
+  Tensor pos = Tensor::arange(0, double(total), 1, indices.dtype(), device()).reshape({1, 1, total, 1});
+  Tensor hit = indices.reshape({bs, c, 1, l}).eq(pos);
+  Tensor ret = hit.where(reshape({bs, c, 1, l}).expand({bs, c, total, l}), full_like(0).reshape({bs, c, 1, l}).expand({bs, c, total, l})).sum({3});
+  Shape out{bs, c};
+  out.insert(out.end(), output_size.begin(), output_size.end());
+  return ret.reshape(out);
 }
 
 Tensor Tensor::layernorm(std::vector<int64_t> axes, double eps) const {
@@ -456,19 +546,25 @@ Tensor Tensor::einsum(const std::string& formula, const std::vector<Tensor>& xs_
 }
 
 // the transposed convolution as tinygrad: zeros between input pixels for the stride, the flipped kernel with in/out
-// swapped, and padding (k-1)*d - p before, (k-1)*d - p + output_padding after (negative padding crops)
-Tensor Tensor::conv_transpose2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding,
-                                Shape output_padding) const {
-  TG_CHECK(ndim() >= 3 && w.ndim() == ndim(), TG_ERROR_SHAPE, "conv_transpose2d: input " + shape_str(shape()) + " and weight " + shape_str(w.shape()) + " need the same rank >= 3");
-  TG_CHECK(groups > 0 && w.shape()[0] % groups == 0, TG_ERROR_SHAPE, "conv_transpose2d: weight's first dim must divide by groups");
+// swapped, and padding (k-1)*d - before, (k-1)*d - after + output_padding (negative padding crops)
+Tensor Tensor::conv_transpose(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, PadPairs padding,
+                              Shape output_padding) const {
+  TG_CHECK(ndim() >= 3 && w.ndim() == ndim(), TG_ERROR_SHAPE, "conv_transpose: input " + shape_str(shape()) + " and weight " + shape_str(w.shape()) + " need the same rank >= 3");
+  TG_CHECK(groups > 0 && w.shape()[0] % groups == 0, TG_ERROR_SHAPE, "conv_transpose: weight's first dim must divide by groups");
   size_t nsp = size_t(w.ndim()) - 2;
-  auto arg = [&](Shape v, const char* what) {  // small enough that (k-1)*d - p can't overflow
-    v = per_dim(std::move(v), nsp, "conv_transpose2d", what);
-    for (auto x : v) TG_CHECK(x >= 0 && x < (int64_t(1) << 31), TG_ERROR_SHAPE, strformat("conv_transpose2d: %s out of range", what));
+  const int64_t lim = int64_t(1) << 31;  // small enough that (k-1)*d - p can't overflow
+  auto arg = [&](Shape v, const char* what) {
+    v = per_dim(std::move(v), nsp, "conv_transpose", what);
+    for (auto x : v) TG_CHECK(x >= 0 && x < lim, TG_ERROR_SHAPE, strformat("conv_transpose: %s out of range", what));
     return v;
   };
-  stride = arg(stride, "stride"), dilation = arg(dilation, "dilation"), padding = arg(padding, "padding"), output_padding = arg(output_padding, "output_padding");
-  for (size_t j = 0; j < nsp; j++) TG_CHECK(stride[j] > 0 && dilation[j] > 0, TG_ERROR_SHAPE, "conv_transpose2d: stride and dilation must be positive");
+  for (Shape* v : {&stride, &dilation}) if (v->empty()) v->push_back(1);
+  if (output_padding.empty()) output_padding.push_back(0);
+  stride = arg(stride, "stride"), dilation = arg(dilation, "dilation"), output_padding = arg(output_padding, "output_padding");
+  if (padding.empty()) padding.assign(nsp, {0, 0});
+  TG_CHECK(padding.size() == nsp, TG_ERROR_SHAPE, strformat("conv_transpose: %zu padding pairs for %zu spatial dims", padding.size(), nsp));
+  for (auto [b, a] : padding) TG_CHECK(b > -lim && b < lim && a > -lim && a < lim, TG_ERROR_SHAPE, "conv_transpose: padding out of range");
+  for (size_t j = 0; j < nsp; j++) TG_CHECK(stride[j] > 0 && dilation[j] > 0, TG_ERROR_SHAPE, "conv_transpose: stride and dilation must be positive");
   Shape hw(w.shape().begin() + 2, w.shape().end());
   // (groups*cin_g, cout_g, k...) -> (groups, cout_g, cin_g, k...) flipped -> (groups*cout_g, cin_g, k...)
   Shape u{groups, w.shape()[0] / groups};
@@ -478,33 +574,36 @@ Tensor Tensor::conv_transpose2d(const Tensor& w, const std::optional<Tensor>& bi
   Tensor ww = w.reshape(u).transpose(1, 2).flip(flips).flatten(0, 1);
   Tensor x = *this;
   int64_t lead = x.ndim() - int64_t(nsp);
-  if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; })) {
-    for (size_t j = 0; j < nsp; j++) {
-      size_t d = size_t(lead) + j;
-      int64_t n = x.shape()[d], s = stride[j];
-      if (s == 1) continue;
-      Shape a = x.shape();
-      a.insert(a.begin() + long(d) + 1, 1);
-      std::vector<std::pair<int64_t, int64_t>> p(a.size(), {0, 0});
-      p[d + 1] = {0, s - 1};
-      Shape m = x.shape();
-      m[d] = n * s;
-      x = x.reshape(a).pad(p).reshape(m);
-      std::vector<std::pair<int64_t, int64_t>> b;
-      for (auto v : x.shape()) b.emplace_back(0, v);
-      b[d] = {0, n * s - (s - 1)};
-      x = x.shrink(b);
-    }
+  for (size_t j = 0; j < nsp; j++) {  // (n) -> (n, 1) -> padded (n, s) -> (n*s) -> the first n*s - (s-1)
+    size_t d = size_t(lead) + j;
+    int64_t n = x.shape()[d], s = stride[j];
+    if (s == 1) continue;
+    Shape a = x.shape();
+    a.insert(a.begin() + long(d) + 1, 1);
+    PadPairs p(a.size(), {0, 0});
+    p[d + 1] = {0, s - 1};
+    Shape m = x.shape();
+    m[d] = n * s;
+    x = x.reshape(a).pad(p).reshape(m);
+    PadPairs b;
+    for (auto v : x.shape()) b.emplace_back(0, v);
+    b[d] = {0, n * s - (s - 1)};
+    x = x.shrink(b);
   }
-  std::vector<std::pair<int64_t, int64_t>> pads(size_t(lead), {0, 0}), crop;
-  for (size_t j = 0; j < nsp; j++) pads.emplace_back((hw[j] - 1) * dilation[j] - padding[j], (hw[j] - 1) * dilation[j] - padding[j] + output_padding[j]);
-  // negative pads crop: pad the positive parts, then shrink the negative ones
-  std::vector<std::pair<int64_t, int64_t>> pos;
-  for (auto [b, a] : pads) pos.emplace_back(std::max<int64_t>(b, 0), std::max<int64_t>(a, 0));
-  x = x.pad(pos);
-  for (size_t i = 0; i < pads.size(); i++) crop.emplace_back(std::max<int64_t>(-pads[i].first, 0), x.shape()[i] - std::max<int64_t>(-pads[i].second, 0));
-  x = x.shrink(crop);
-  return x.conv2d(ww, bias, groups, Shape(nsp, 1), dilation, Shape(nsp, 0));
+  PadPairs pads;
+  for (size_t j = 0; j < nsp; j++)
+    pads.emplace_back((hw[j] - 1) * dilation[j] - padding[j].first, (hw[j] - 1) * dilation[j] - padding[j].second + output_padding[j]);
+  return x.conv(ww, bias, groups, Shape(nsp, 1), dilation, pads);
+}
+Tensor Tensor::conv_transpose2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding,
+                                Shape output_padding) const {
+  size_t nsp = w.ndim() >= 2 ? size_t(w.ndim()) - 2 : 0;
+  PadPairs p;
+  for (auto v : per_dim(padding, std::max<size_t>(nsp, 1), "conv_transpose2d", "padding")) {
+    TG_CHECK(v >= 0, TG_ERROR_SHAPE, "conv_transpose2d: padding out of range");
+    p.emplace_back(v, v);
+  }
+  return conv_transpose(w, bias, groups, std::move(stride), std::move(dilation), p, std::move(output_padding));
 }
 
 // nearest or (bi)linear resizing of the last size.size() dims, as tinygrad: a gather of the source positions, and a

@@ -264,6 +264,19 @@ class Tensor {
   Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding) const;
   Tensor max_pool2d(Shape k, Shape stride = {}, Shape dilation = {}, Shape padding = {}) const;
   Tensor avg_pool2d(Shape k, Shape stride = {}, Shape padding = {}, bool count_include_pad = true) const;
+  // N-d forms (any number of spatial dims = the weight's or kernel's): padding is one (before, after) pair per spatial
+  // dim, negative pairs crop, as tinygrad's; stride/dilation hold one value for every dim or one each
+  using PadPairs = std::vector<std::pair<int64_t, int64_t>>;
+  Tensor conv(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, PadPairs padding) const;
+  Tensor conv_transpose(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, PadPairs padding,
+                        Shape output_padding) const;
+  enum class PoolKind { Max, Avg };
+  // stride empty: the kernel; padding empty: none
+  Tensor pool_nd(PoolKind kind, Shape k, Shape stride, Shape dilation, PadPairs padding, bool ceil_mode, bool count_include_pad) const;
+  // (max, int32 flat index of the max within each window's spatial plane), tinygrad's max_pool2d(return_indices=True)
+  std::pair<Tensor, Tensor> max_pool_indices(Shape k, Shape stride, Shape dilation, PadPairs padding, bool ceil_mode) const;
+  // self (N, C, o...) scattered to the positions `indices` name in (N, C, output_size...): a partial inverse of max_pool
+  Tensor max_unpool(const Tensor& indices, Shape k, Shape stride, Shape dilation, PadPairs padding, Shape output_size) const;
   Tensor layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const;
   Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean, const Tensor& invstd) const;
   Tensor dropout(double p) const;

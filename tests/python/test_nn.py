@@ -136,8 +136,7 @@ def test_conv_transpose2d(stride, padding, output_padding, dilation, groups, ker
 
 
 def test_conv_arguments_the_c_module_cannot_take_raise():
-  with pytest.raises(ValueError): nn.Conv2d(4, 4, 3, stride=(1, 2))
-  with pytest.raises(ValueError): nn.Conv2d(4, 4, 3, padding="same")
+  with pytest.raises(ValueError): nn.Conv2d(4, 4, 3, padding="full")  # tinygrad's error; tuples and "same" work (test_tg_conv.py)
   with pytest.raises(TinygradError): nn.Conv2d(4, 6, 3, groups=4)
   with pytest.raises(TinygradError): nn.Linear(0, 3)
 

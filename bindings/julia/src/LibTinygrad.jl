@@ -756,7 +756,8 @@ Broadcast size-1 dims to `shape` (-1 keeps a dim); new leading dims may be added
 """
 tg_tensor_expand(t, shape, ndim) = ccall((:tg_tensor_expand, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t), t, shape, ndim)
 """
-pads: ndim (before, after) pairs, each >= 0; padded area holds `value`.
+pads: ndim (before, after) pairs; padded area holds `value`. A negative entry crops that many elements from
+that side, as tinygrad (more than the dim holds is TG_ERROR_SHAPE).
 """
 tg_tensor_pad(t, pads, npairs, value) = ccall((:tg_tensor_pad, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cdouble), t, pads, npairs, value)
 """
@@ -856,7 +857,8 @@ The upper triangle of the last two dims: diagonals >= k kept, the rest 0.
 """
 tg_tensor_triu(t, k) = ccall((:tg_tensor_triu, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, k)
 """
-pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics).
+pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). Negative entries
+crop as tinygrad: constant and circular crop first, reflect and replicate pad first and crop after.
 """
 tg_tensor_pad_mode(t, pads, npairs, mode, value) = ccall((:tg_tensor_pad_mode, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cint, Cdouble), t, pads, npairs, mode, value)
 """
@@ -995,6 +997,36 @@ The average over kernel windows of the last two dims; padding is 0, counted in t
 != 0.
 """
 tg_tensor_avg_pool2d(t, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, count_include_pad) = ccall((:tg_tensor_avg_pool2d, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Int64, Int64, Int64, Int64, Int64, Cint), t, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, count_include_pad)
+"""
+N-d forms, tinygrad's conv2d / conv_transpose2d / max_pool2d / avg_pool2d / max_unpool2d over any number of
+spatial dims. Per-dim arguments (stride, dilation, output_padding, kernel) hold one value for every spatial
+dim or one each; padding holds npairs (before, after) pairs, one per spatial dim in order (npairs 0: none),
+and a negative pair crops. Convolution of (N, Cin, d1..dn) by weight (Cout, Cin/groups, k1..kn): n = the
+weight's rank - 2 spatial dims, plus bias (Cout).
+"""
+tg_tensor_conv(x, weight, bias, groups, stride, nstride, dilation, ndilation, padding, npairs) = ccall((:tg_tensor_conv, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Int64, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t), x, weight, bias, groups, stride, nstride, dilation, ndilation, padding, npairs)
+"""
+The transposed convolution, weight (Cin, Cout/groups, k1..kn); the output grows by output_padding after each
+spatial dim (noutput_padding 0: none).
+"""
+tg_tensor_conv_transpose(x, weight, bias, groups, stride, nstride, dilation, ndilation, padding, npairs, output_padding, noutput_padding) = ccall((:tg_tensor_conv_transpose, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Int64, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t), x, weight, bias, groups, stride, nstride, dilation, ndilation, padding, npairs, output_padding, noutput_padding)
+"""
+Pooling of the last nkernel dims: kind 0 max (padding is the dtype's lowest value), 1 average (padding is 0,
+counted in the mean when count_include_pad != 0). nstride 0: stride = kernel; ndilation 0: 1. ceil_mode != 0:
+the output size rounds up, as torch's (a window must start inside the input or its left padding).
+"""
+tg_tensor_pool(t, kind, kernel, nkernel, stride, nstride, dilation, ndilation, padding, npairs, ceil_mode, count_include_pad) = ccall((:tg_tensor_pool, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Cint, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Cint, Cint), t, kind, kernel, nkernel, stride, nstride, dilation, ndilation, padding, npairs, ceil_mode, count_include_pad)
+"""
+Max pooling as tg_tensor_pool (kind 0) with the argmax: new references to out[0] (the maxima) and out[1]
+(TG_INT32, each max's row-major index within its input's pooled plane; the first max on ties).
+"""
+tg_tensor_max_pool_indices(t, kernel, nkernel, stride, nstride, dilation, ndilation, padding, npairs, ceil_mode, out) = ccall((:tg_tensor_max_pool_indices, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Cint, Ptr{Ptr{Cvoid}}), t, kernel, nkernel, stride, nstride, dilation, ndilation, padding, npairs, ceil_mode, out)
+"""
+The partial inverse of max pooling: t (N, C, o1..on) placed at `indices` (tg_tensor_max_pool_indices' out[1])
+in a zero (N, C, s1..sn) tensor. s is output_size's last n values or, when noutput_size is 0, what the pool's
+kernel, stride, dilation and padding give ((o-1)*stride - before - after + dilation*(kernel-1) + 1).
+"""
+tg_tensor_max_unpool(t, indices, kernel, nkernel, stride, nstride, dilation, ndilation, padding, npairs, output_size, noutput_size) = ccall((:tg_tensor_max_unpool, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t), t, indices, kernel, nkernel, stride, nstride, dilation, ndilation, padding, npairs, output_size, noutput_size)
 """
 (x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part.
 """
@@ -1296,6 +1328,14 @@ constructor refuses, with TG_ERROR_INVALID_ARGUMENT naming the parameter, a stri
 or output_padding < 0, and (transposed) an output_padding not smaller than stride or dilation, as PyTorch.
 """
 tg_nn_conv_transpose1d(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups, bias, device) = ccall((:tg_nn_conv_transpose1d, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Cint, Ptr{UInt8}), in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups, bias, device)
+"""
+tinygrad's Conv2d / ConvTranspose2d over any number of spatial dims (nkernel, 1 to 16): weight (out,
+in/groups, k...) or, transposed != 0, (in, out/groups, k...), initialized as Conv2d. stride, dilation and
+output_padding: one value for every dim or one each (count 0: 1, 1 and 0); padding: npairs (before, after)
+pairs, one per spatial dim in order (npairs 0: none; negative pairs crop). The checks are the other conv
+constructors' except the padding's sign.
+"""
+tg_nn_conv(in_channels, out_channels, kernel_size, nkernel, stride, nstride, padding, npairs, dilation, ndilation, groups, bias, transposed, output_padding, noutput_padding, device) = ccall((:tg_nn_conv, libtinygrad), Ptr{Cvoid}, (Int64, Int64, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Int64}, Csize_t, Int64, Cint, Cint, Ptr{Int64}, Csize_t, Ptr{UInt8}), in_channels, out_channels, kernel_size, nkernel, stride, nstride, padding, npairs, dilation, ndilation, groups, bias, transposed, output_padding, noutput_padding, device)
 """
 BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training
 (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place (momentum;
@@ -1705,7 +1745,8 @@ export tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk, tg_t
 export tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select
 export tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear
 export tg_tensor_dot, tg_tensor_einsum, tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate
-export tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
+export tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose, tg_tensor_pool
+export tg_tensor_max_pool_indices, tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
 export tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa, tg_tensor_one_hot
 export tg_tensor_cross_entropy, tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss
 export tg_tensor_nll_loss_weighted, tg_tensor_binary_crossentropy, tg_tensor_binary_crossentropy_logits
@@ -1718,18 +1759,19 @@ export tg_tensor_backward, tg_tensor_grad, tg_tensor_set_grad, tg_tensor_gradien
 export tg_tensor_contiguous_backward, tg_tensor_contiguous, tg_tensor_realize, tg_tensor_realize_many
 export tg_tensor_to_data, tg_tensor_retain, tg_tensor_release, tg_tensor_from_dlpack, tg_tensor_to_dlpack
 export tg_jit_create, tg_jit_call, tg_jit_call_count, tg_jit_reset, tg_jit_plan, tg_jit_release, tg_nn_linear
-export tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d, tg_nn_conv_transpose1d, tg_nn_batchnorm, tg_nn_layernorm
-export tg_nn_rmsnorm, tg_nn_groupnorm, tg_nn_instancenorm, tg_nn_embedding, tg_nn_lstm_cell, tg_nn_function
-export tg_nn_sequential, tg_module_call, tg_lstm_cell_step, tg_module_kind, tg_module_get, tg_module_set
-export tg_module_get_option, tg_module_set_option, tg_module_state, tg_module_parameter_count, tg_module_parameters
-export tg_module_load_state, tg_module_retain, tg_module_release, tg_tensor_from_idx, tg_dataset_mnist
-export tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam, tg_optim_adamw, tg_optim_lars, tg_optim_lamb
-export tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step, tg_optimizer_schedule_step, tg_optimizer_params
-export tg_optimizer_lr, tg_optimizer_set_lr, tg_optimizer_retain, tg_optimizer_release, tg_state_load
-export tg_state_load_memory, tg_state_create, tg_state_count, tg_state_name, tg_state_info, tg_state_get
-export tg_state_set, tg_state_save, tg_state_metadata_count, tg_state_metadata_key, tg_state_metadata_value
-export tg_state_metadata_json, tg_state_metadata_set, tg_state_retain, tg_state_release, tg_plan_create, tg_plan_run
-export tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option
-export tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
+export tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d, tg_nn_conv_transpose1d, tg_nn_conv, tg_nn_batchnorm
+export tg_nn_layernorm, tg_nn_rmsnorm, tg_nn_groupnorm, tg_nn_instancenorm, tg_nn_embedding, tg_nn_lstm_cell
+export tg_nn_function, tg_nn_sequential, tg_module_call, tg_lstm_cell_step, tg_module_kind, tg_module_get
+export tg_module_set, tg_module_get_option, tg_module_set_option, tg_module_state, tg_module_parameter_count
+export tg_module_parameters, tg_module_load_state, tg_module_retain, tg_module_release, tg_tensor_from_idx
+export tg_dataset_mnist, tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam, tg_optim_adamw, tg_optim_lars
+export tg_optim_lamb, tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step, tg_optimizer_schedule_step
+export tg_optimizer_params, tg_optimizer_lr, tg_optimizer_set_lr, tg_optimizer_retain, tg_optimizer_release
+export tg_state_load, tg_state_load_memory, tg_state_create, tg_state_count, tg_state_name, tg_state_info
+export tg_state_get, tg_state_set, tg_state_save, tg_state_metadata_count, tg_state_metadata_key
+export tg_state_metadata_value, tg_state_metadata_json, tg_state_metadata_set, tg_state_retain, tg_state_release
+export tg_plan_create, tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release
+export tg_set_option, tg_get_option, tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset
+export tg_live_handles, libtinygrad
 
 end # module

@@ -1349,17 +1349,20 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   _PAD_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
 
   def pad(self, padding, mode: str = "constant", value: float = 0.0) -> "Tensor":
-    """padding: one (before, after) pair (or None) per dim, or torch's flat form (last dim first). mode: constant (value),
-    reflect, replicate or circular (torch's semantics)."""
+    """padding, as tinygrad: torch's flat form (left, right, top, bottom, ...: last dim first, an even count, leading dims
+    unpadded) or one (before, after) pair (or None) per dim. Negative entries crop. mode: constant (value), reflect,
+    replicate or circular (torch's semantics)."""
     if not isinstance(mode, str): mode, value = "constant", mode  # the older pad(padding, value)
-    if mode not in Tensor._PAD_MODES: raise NotImplementedError(f"mode={mode!r} is not supported")
     padding, ndim = tuple(padding), len(self.shape)
-    if all(isinstance(p, (int, np.integer)) for p in padding) and len(padding) % 2 == 0 and padding:
+    if not any(isinstance(p, (tuple, list, type(None))) for p in padding):
+      if len(padding) % 2 != 0: raise ValueError("Flat padding must have even number of pads")
       pairs = ((0, 0),) * (ndim - len(padding) // 2) + tuple(zip(padding[-2::-2], padding[::-2]))
     else: pairs = tuple((0, 0) if p is None else tuple(p) for p in padding)
+    if len(pairs) != ndim: raise ValueError(f"padding length is improper, padding={padding!r} self.ndim={ndim}")
+    if mode not in Tensor._PAD_MODES: raise NotImplementedError(f"mode={mode!r} is not supported")
     self = self._plain_where(lambda i, d: any(pairs[i]) if i < len(pairs) else False)
-    if mode == "constant": return self._mv("pad", _flat_pairs("pad", pairs, "(before, after)"), float(value))
     flat = _flat_pairs("pad", pairs, "(before, after)")
+    if mode == "constant": return self._mv("pad", flat, float(value))
     return Tensor._wrap(C.tensor_pad_mode(self._h, _i64s(flat, "pad argument"), len(flat) // 2, Tensor._PAD_MODES[mode], float(value)),
                         "tensor_pad_mode")
 
@@ -1686,6 +1689,9 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     """Windows of `size` every `step` along dim, as a new last dim (torch's unfold)."""
     if self.ndim == 0: raise AxisError("TG_ERROR_SHAPE", "unfold: a 0-d tensor has no dim to unfold")
     self._check_axis(dim, "unfold")
+    if size < 0: raise RuntimeError(f"size must be >= 0 but got size={size}")
+    if step <= 0: raise RuntimeError(f"step must be > 0 but got step={step}")
+    if size > self.shape[dim]: raise RuntimeError(f"maximum size for tensor at dimension {dim} is {self.shape[dim]} but size is {size}")
     return Tensor._wrap(C.tensor_unfold(self._h, _i64(dim, "dim"), _i64(size, "size"), _i64(step, "step")), "tensor_unfold")
 
   def sort(self, dim: int = -1, descending: bool = False) -> Tuple["Tensor", "Tensor"]:
@@ -1749,25 +1755,32 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Tensor._wrap(C.tensor_bitcast(self._h, to_dtype(dtype).value), "tensor_bitcast")
 
   # -- nn functional
-  def conv2d(self, weight: "Tensor", bias: Optional["Tensor"] = None, groups=1, stride=1, dilation=1, padding=0, acc_dtype=None) -> "Tensor":
-    """2-d convolution of (N, Cin, H, W) by weight (Cout, Cin/groups, kH, kW). stride/dilation: an int or (h, w); padding:
-    an int, (h, w), or torch's flat (left, right, top, bottom)."""
-    if acc_dtype is not None: raise NotImplementedError("acc_dtype is not supported")
-    (sh, sw), (dh, dw) = _pair(stride, "stride"), _pair(dilation, "dilation")
-    top, bottom, left, right = _pool_pads(padding)
-    x = self
-    if top != bottom or left != right:
-      x, top, bottom, left, right = self.pad((left, right, top, bottom)), 0, 0, 0, 0
-    return Tensor._wrap(C.tensor_conv2d(x._h, weight._h, None if bias is None else bias._h, _i64(groups, "groups"), sh, sw, dh, dw, top, left),
-                        "tensor_conv2d")
+  def conv2d(self, weight: "Tensor", bias: Optional["Tensor"] = None, groups=1, stride=1, dilation=1, padding=0, dtype=None) -> "Tensor":
+    """Convolution of (N, Cin, *spatial) by weight (Cout, Cin/groups, *kernel) over any number of spatial dims, as tinygrad's.
+    stride/dilation: an int or one per spatial dim; padding: an int, one per spatial dim, or 2 per dim in torch's flat order
+    (last dim first: left, right, top, bottom, ...); negative padding crops. dtype: the accumulation dtype."""
+    nsp = len(weight.shape) - 2
+    (bs, cin_), (cout, cin) = self.shape[:2], weight.shape[:2]
+    pairs = _pool_pairs(padding, nsp)
+    assert groups * cin == cin_ and len(self.shape) == len(weight.shape), \
+      f"Input Tensor shape {self.shape} does not match the shape of the weights {weight.shape}. ({groups*cin} vs. {cin_})"
+    x, w = (self, weight) if dtype is None else (self.cast(dtype), weight.cast(dtype))
+    st, dl = _per_dim(stride, nsp, "stride"), _per_dim(dilation, nsp, "dilation")
+    return Tensor._wrap(C.tensor_conv(x._h, w._h, None if bias is None else bias._h, _i64(groups, "groups"), _i64s(st, "stride"), len(st),
+                                      _i64s(dl, "dilation"), len(dl), _i64s(_flat_pairs("conv2d", pairs, "(before, after)"), "padding"), nsp),
+                        "tensor_conv")
 
   def conv_transpose2d(self, weight: "Tensor", bias: Optional["Tensor"] = None, groups=1, stride=1, dilation=1, padding=0,
                        output_padding=0) -> "Tensor":
-    """The transposed 2-d convolution, weight (Cin, Cout/groups, kH, kW). Ints or (h, w) pairs."""
-    (sh, sw), (dh, dw) = _pair(stride, "stride"), _pair(dilation, "dilation")
-    (ph, pw), (oh, ow) = _pair(padding, "padding"), _pair(output_padding, "output_padding")
-    return Tensor._wrap(C.tensor_conv_transpose2d(self._h, weight._h, None if bias is None else bias._h, _i64(groups, "groups"), sh, sw, dh,
-                                                  dw, ph, pw, oh, ow), "tensor_conv_transpose2d")
+    """The transposed convolution over any number of spatial dims, weight (Cin, Cout/groups, *kernel); arguments as conv2d,
+    output_padding an int or one per spatial dim."""
+    nsp = len(weight.shape) - 2
+    pairs = _pool_pairs(padding, nsp)
+    st, dl, op = _per_dim(stride, nsp, "stride"), _per_dim(dilation, nsp, "dilation"), _per_dim(output_padding, nsp, "output_padding")
+    return Tensor._wrap(C.tensor_conv_transpose(self._h, weight._h, None if bias is None else bias._h, _i64(groups, "groups"), _i64s(st, "stride"),
+                                                len(st), _i64s(dl, "dilation"), len(dl),
+                                                _i64s(_flat_pairs("conv_transpose2d", pairs, "(before, after)"), "padding"), nsp,
+                                                _i64s(op, "output_padding"), len(op)), "tensor_conv_transpose")
 
   def interpolate(self, size, mode: str = "linear", align_corners: bool = False) -> "Tensor":
     """Resize the last len(size) dims to size: mode "linear", "nearest" or "nearest-exact"."""
@@ -1775,31 +1788,40 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Tensor._wrap(C.tensor_interpolate(self._h, _i64s(size, "size"), len(size), _cstr(mode, "mode"), int(bool(align_corners))),
                         "tensor_interpolate")
 
-  def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, return_indices=False) -> "Tensor":
-    """Max over kernel windows of the last two dims (stride defaults to kernel_size; padding is -inf)."""
-    if ceil_mode: raise NotImplementedError("ceil_mode=True is not supported")
-    if return_indices: raise NotImplementedError("return_indices=True is not supported")
-    (kh, kw) = _pair(kernel_size, "kernel_size")
-    (sh, sw), (dh, dw) = _pair(kernel_size if stride is None else stride, "stride"), _pair(dilation, "dilation")
-    top, bottom, left, right = _pool_pads(padding)
-    x = self
-    if top != bottom or left != right:
-      x, top, left = self.pad((left, right, top, bottom), value=-math.inf), 0, 0
-    return Tensor._wrap(C.tensor_max_pool2d(x._h, kh, kw, sh, sw, dh, dw, top, left), "tensor_max_pool2d")
+  def _pool_args(self, kernel_size, stride, dilation, padding):
+    k = _per_dim(kernel_size, 2, "kernel_size")  # an int kernel is 2-d, as tinygrad's make_tuple(kernel_size, 2)
+    st = k if stride is None else _per_dim(stride, len(k), "stride")
+    dl, pairs = _per_dim(dilation, len(k), "dilation"), _pool_pairs(padding, len(k))
+    return (_i64s(k, "kernel_size"), len(k), _i64s(st, "stride"), len(st), _i64s(dl, "dilation"), len(dl),
+            _i64s(_flat_pairs("pool", pairs, "(before, after)"), "padding"), len(pairs))
+
+  def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, return_indices=False):
+    """Max over kernel windows of the last len(kernel_size) dims (any number; an int kernel is 2-d), as tinygrad's. stride
+    defaults to kernel_size; padding as conv2d's, filled with the dtype's lowest value. return_indices: also the int32
+    row-major index of each max within its spatial plane (for max_unpool2d)."""
+    args = self._pool_args(kernel_size, stride, dilation, padding)
+    if not return_indices: return Tensor._wrap(C.tensor_pool(self._h, 0, *args, int(bool(ceil_mode)), 1), "tensor_pool")
+    out = (ctypes.c_void_p * 2)()
+    _ok(C.tensor_max_pool_indices(self._h, *args, int(bool(ceil_mode)), out), "tensor_max_pool_indices")
+    return Tensor._wrap(out[0], "tensor_max_pool_indices"), Tensor._wrap(out[1], "tensor_max_pool_indices")
 
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode=False, count_include_pad=True) -> "Tensor":
-    """Mean over kernel windows of the last two dims (stride defaults to kernel_size; zero padding, counted in the mean when
-    count_include_pad). dilation != 1 and ceil_mode=True are not supported."""
-    if ceil_mode: raise NotImplementedError("ceil_mode=True is not supported")
-    if _pair(dilation, "dilation") != (1, 1): raise NotImplementedError("avg_pool2d with dilation != 1 is not supported")
-    (kh, kw) = _pair(kernel_size, "kernel_size")
-    (sh, sw) = _pair(kernel_size if stride is None else stride, "stride")
-    top, bottom, left, right = _pool_pads(padding)
-    x = self
-    if top != bottom or left != right:
-      if not count_include_pad: raise NotImplementedError("asymmetric padding with count_include_pad=False is not supported")
-      x, top, left = self.pad((left, right, top, bottom)), 0, 0
-    return Tensor._wrap(C.tensor_avg_pool2d(x._h, kh, kw, sh, sw, top, left, int(bool(count_include_pad))), "tensor_avg_pool2d")
+    """Mean over kernel windows of the last len(kernel_size) dims (any number; an int kernel is 2-d), as tinygrad's. Zero
+    padding as conv2d's, counted in the mean when count_include_pad (the extra padding of ceil_mode never is)."""
+    args = self._pool_args(kernel_size, stride, dilation, padding)
+    return Tensor._wrap(C.tensor_pool(self._h, 1, *args, int(bool(ceil_mode)), int(bool(count_include_pad))), "tensor_pool")
+
+  def max_unpool2d(self, indices: "Tensor", kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None) -> "Tensor":
+    """The partial inverse of max_pool2d: self (N, C, *spatial) put at `indices` (max_pool2d's return_indices) in zeros of
+    output_size's last dims, or the size the pool's arguments give."""
+    nsp = len(self.shape) - 2
+    k = _per_dim(kernel_size, nsp, "kernel_size")
+    st = k if stride is None else _per_dim(stride, nsp, "stride")
+    dl, pairs = _per_dim(dilation, nsp, "dilation"), _pool_pairs(padding, nsp)
+    os_ = () if output_size is None else tuple(output_size)
+    return Tensor._wrap(C.tensor_max_unpool(self._h, indices._h, _i64s(k, "kernel_size"), len(k), _i64s(st, "stride"), len(st), _i64s(dl, "dilation"),
+                                            len(dl), _i64s(_flat_pairs("max_unpool2d", pairs, "(before, after)"), "padding"), len(pairs),
+                                            _i64s(os_, "output_size"), len(os_)), "tensor_max_unpool")
 
   def layernorm(self, axis=-1, eps: float = 1e-5) -> "Tensor":
     """(x - mean) / sqrt(var + eps) over axis (an int or a tuple), no affine part."""
@@ -1954,25 +1976,21 @@ def _reduction(reduction: str) -> int:
   return _REDUCTIONS[reduction]
 
 
-def _pair(v, what: str) -> Tuple[int, int]:
-  """An int or an (h, w) pair as two range-checked ints."""
-  if isinstance(v, (tuple, list)):
-    if len(v) != 2: raise ValueError(f"{what} takes an int or 2 ints, got {v!r}")
-    return _i64(v[0], what), _i64(v[1], what)
-  i = _i64(v, what)
-  return i, i
+def _per_dim(v, n: int, what: str) -> Tuple[int, ...]:
+  """tinygrad's make_tuple: an int for every one of n dims, or the given sequence (its length is checked by the library)."""
+  if isinstance(v, (tuple, list)): return tuple(_i64(x, what) for x in v)
+  return (_i64(v, what),) * n
 
 
-def _pool_pads(padding) -> Tuple[int, int, int, int]:
-  """(top, bottom, left, right) from an int, an (h, w) pair, or torch's flat (left, right, top, bottom), as tinygrad."""
-  if isinstance(padding, (tuple, list)):
-    if len(padding) == 2: (ph, pw) = _pair(padding, "padding"); return ph, ph, pw, pw
-    if len(padding) == 4:
-      left, right, top, bottom = (_i64(p, "padding") for p in padding)
-      return top, bottom, left, right
-    raise ValueError(f"padding takes an int, 2 ints or 4 ints, got {padding!r}")
-  p = _i64(padding, "padding")
-  return p, p, p, p
+def _pool_pairs(padding, n: int) -> Tuple[Tuple[int, int], ...]:
+  """(before, after) per spatial dim from tinygrad's padding forms: an int, n ints (one per dim), or 2n ints in torch's flat
+  order (last dim first)."""
+  if not isinstance(padding, (tuple, list)): return ((_i64(padding, "padding"),) * 2,) * n
+  if len(padding) not in (n, 2 * n):
+    raise ValueError(f"Padding must be an int or a sequence of length {n} or {2*n}, but got padding={padding!r} with dims={n}.")
+  p = tuple(_i64(x, "padding") for x in padding)
+  if len(p) == 2 * n: return tuple(zip(p[-2::-2], p[::-2]))
+  return tuple((x, x) for x in p)
 
 
 def _flat_pairs(what: str, pairs, kind: str):

@@ -127,19 +127,36 @@ class Linear(_Module):
     self._init(C.nn_linear(in_features, out_features, int(bias), _dev(device)), "nn_linear")
 
 
+def _conv(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device, transposed, output_padding=0):
+  """A tg_nn_conv module over len(kernel_size) spatial dims, with tinygrad's attributes (kernel_size, stride, padding, ...)."""
+  from .. import _per_dim, _pool_pairs, _flat_pairs
+  k = _per_dim(kernel_size, 2, "kernel_size")
+  if isinstance(padding, str):
+    if padding.lower() == "valid": padding = 0  # torch's name for no padding (tinygrad knows only 'same')
+    elif padding.lower() != "same": raise ValueError(f"Invalid padding string {padding!r}, only 'same' is supported")
+    else:
+      if stride != 1: raise ValueError("padding='same' is not supported for strided convolutions")
+      # torch's split: the odd pixel after; in tinygrad's flat order (last dim first)
+      dl = _per_dim(dilation, len(k), "dilation")
+      padding = tuple(v for d, kk in zip(dl[::-1], k[::-1]) for v in (d * (kk - 1) // 2, d * (kk - 1) - d * (kk - 1) // 2))
+  pairs = _flat_pairs("Conv2d", _pool_pairs(padding, len(k)), "(before, after)")
+  st, dl, op = _per_dim(stride, len(k), "stride"), _per_dim(dilation, len(k), "dilation"), _per_dim(output_padding, len(k), "output_padding")
+  self._init(C.nn_conv(in_channels, out_channels, _i64s(k, "kernel_size"), len(k), _i64s(st, "stride"), len(st), _i64s(pairs, "padding"),
+                       len(pairs) // 2, _i64s(dl, "dilation"), len(dl), groups, int(bias), int(transposed), _i64s(op, "output_padding"), len(op),
+                       _dev(device)), "nn_conv")
+  attrs = dict(kernel_size=k, stride=stride, dilation=dilation, groups=groups, padding=padding)
+  if transposed: attrs["output_padding"] = output_padding
+  for n, v in attrs.items(): object.__setattr__(self, n, v)
+
+
 class Conv2d(_Module):
+  """tinygrad's Conv2d, over any number of spatial dims (len(kernel_size); an int kernel is 2-d). stride, dilation: an int or
+  one per dim; padding: an int, one per dim, 2 per dim in torch's flat order (last dim first), 'same' (stride 1) or
+  'valid'."""
   _names = ("weight", "bias")
   def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, Tuple[int, ...]], stride=1, padding=0, dilation=1,
                groups: int = 1, bias: bool = True, device: Optional[str] = None):
-    k = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size, kernel_size)
-    if isinstance(padding, str): raise ValueError("padding strings are not supported; give the padding in pixels")
-    if len(k) == 1:
-      h = C.nn_conv1d(in_channels, out_channels, k[0], _one(stride, "stride"), _one(padding, "padding"), _one(dilation, "dilation"), groups,
-                      int(bias), _dev(device))
-    else:
-      h = C.nn_conv2d(in_channels, out_channels, k[0], k[1], _one(stride, "stride", 2), _one(padding, "padding", 2), _one(dilation, "dilation", 2),
-                      groups, int(bias), _dev(device))
-    self._init(h, "nn_conv2d")
+    _conv(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device, False)
 
 
 def Conv1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, dilation=1, groups=1, bias=True, device=None) -> Conv2d:
@@ -147,20 +164,11 @@ def Conv1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padd
 
 
 class ConvTranspose2d(_Module):
+  """tinygrad's ConvTranspose2d, over any number of spatial dims as Conv2d; weight (in, out/groups, *kernel)."""
   _names = ("weight", "bias")
-  def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, Tuple[int, int]], stride=1, padding=0, output_padding=0,
+  def __init__(self, in_channels: int, out_channels: int, kernel_size: Union[int, Tuple[int, ...]], stride=1, padding=0, output_padding=0,
                dilation=1, groups: int = 1, bias: bool = True, device: Optional[str] = None):
-    k = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size, kernel_size)
-    if len(k) == 1:
-      self._init(C.nn_conv_transpose1d(in_channels, out_channels, k[0], _one(stride, "stride"), _one(padding, "padding"),
-                                       _one(output_padding, "output_padding"), _one(dilation, "dilation"), groups, int(bias), _dev(device)),
-                 "nn_conv_transpose1d")
-      return
-    if len(k) != 2: raise ValueError(f"ConvTranspose2d: kernel_size {kernel_size!r} needs 1 or 2 dims")
-    self._init(C.nn_conv_transpose2d(in_channels, out_channels, k[0], k[1], _one(stride, "stride", 2), _one(padding, "padding", 2),
-                                     _one(output_padding, "output_padding", 2), _one(dilation, "dilation", 2), groups, int(bias),
-                                     _dev(device)), "nn_conv_transpose2d")
-
+    _conv(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device, True, output_padding)
 
 
 def ConvTranspose1d(in_channels: int, out_channels: int, kernel_size: int, stride=1, padding=0, output_padding=0, dilation=1, groups=1,

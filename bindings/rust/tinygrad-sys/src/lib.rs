@@ -648,7 +648,8 @@ unsafe extern "C" {
   pub fn tg_tensor_permute(t: *mut tg_tensor, order: *const i64, ndim: usize) -> *mut tg_tensor;
   /// Broadcast size-1 dims to `shape` (-1 keeps a dim); new leading dims may be added.
   pub fn tg_tensor_expand(t: *mut tg_tensor, shape: *const i64, ndim: usize) -> *mut tg_tensor;
-  /// pads: ndim (before, after) pairs, each >= 0; padded area holds `value`.
+  /// pads: ndim (before, after) pairs; padded area holds `value`. A negative entry crops that many elements
+  /// from that side, as tinygrad (more than the dim holds is TG_ERROR_SHAPE).
   pub fn tg_tensor_pad(t: *mut tg_tensor, pads: *const i64, npairs: usize, value: f64) -> *mut tg_tensor;
   /// bounds: ndim (start, end) pairs with 0 <= start <= end <= size.
   pub fn tg_tensor_shrink(t: *mut tg_tensor, bounds: *const i64, npairs: usize) -> *mut tg_tensor;
@@ -710,7 +711,9 @@ unsafe extern "C" {
   pub fn tg_tensor_tril(t: *mut tg_tensor, k: i64) -> *mut tg_tensor;
   /// The upper triangle of the last two dims: diagonals >= k kept, the rest 0.
   pub fn tg_tensor_triu(t: *mut tg_tensor, k: i64) -> *mut tg_tensor;
-  /// pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics).
+  /// pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). Negative
+  /// entries crop as tinygrad: constant and circular crop first, reflect and replicate pad first and crop
+  /// after.
   pub fn tg_tensor_pad_mode(t: *mut tg_tensor, pads: *const i64, npairs: usize, mode: c_int, value: f64) -> *mut tg_tensor;
 
   // ---- tensors: linear algebra
@@ -797,6 +800,27 @@ unsafe extern "C" {
   /// The average over kernel windows of the last two dims; padding is 0, counted in the mean when
   /// count_include_pad != 0.
   pub fn tg_tensor_avg_pool2d(t: *mut tg_tensor, kernel_h: i64, kernel_w: i64, stride_h: i64, stride_w: i64, pad_h: i64, pad_w: i64, count_include_pad: c_int) -> *mut tg_tensor;
+  /// N-d forms, tinygrad's conv2d / conv_transpose2d / max_pool2d / avg_pool2d / max_unpool2d over any number
+  /// of spatial dims. Per-dim arguments (stride, dilation, output_padding, kernel) hold one value for every
+  /// spatial dim or one each; padding holds npairs (before, after) pairs, one per spatial dim in order (npairs
+  /// 0: none), and a negative pair crops. Convolution of (N, Cin, d1..dn) by weight (Cout, Cin/groups, k1..kn):
+  /// n = the weight's rank - 2 spatial dims, plus bias (Cout).
+  pub fn tg_tensor_conv(x: *mut tg_tensor, weight: *mut tg_tensor, bias: *mut tg_tensor, groups: i64, stride: *const i64, nstride: usize, dilation: *const i64, ndilation: usize, padding: *const i64, npairs: usize) -> *mut tg_tensor;
+  /// The transposed convolution, weight (Cin, Cout/groups, k1..kn); the output grows by output_padding after
+  /// each spatial dim (noutput_padding 0: none).
+  pub fn tg_tensor_conv_transpose(x: *mut tg_tensor, weight: *mut tg_tensor, bias: *mut tg_tensor, groups: i64, stride: *const i64, nstride: usize, dilation: *const i64, ndilation: usize, padding: *const i64, npairs: usize, output_padding: *const i64, noutput_padding: usize) -> *mut tg_tensor;
+  /// Pooling of the last nkernel dims: kind 0 max (padding is the dtype's lowest value), 1 average (padding is
+  /// 0, counted in the mean when count_include_pad != 0). nstride 0: stride = kernel; ndilation 0: 1. ceil_mode
+  /// != 0: the output size rounds up, as torch's (a window must start inside the input or its left padding).
+  pub fn tg_tensor_pool(t: *mut tg_tensor, kind: c_int, kernel: *const i64, nkernel: usize, stride: *const i64, nstride: usize, dilation: *const i64, ndilation: usize, padding: *const i64, npairs: usize, ceil_mode: c_int, count_include_pad: c_int) -> *mut tg_tensor;
+  /// Max pooling as tg_tensor_pool (kind 0) with the argmax: new references to out[0] (the maxima) and out[1]
+  /// (TG_INT32, each max's row-major index within its input's pooled plane; the first max on ties).
+  pub fn tg_tensor_max_pool_indices(t: *mut tg_tensor, kernel: *const i64, nkernel: usize, stride: *const i64, nstride: usize, dilation: *const i64, ndilation: usize, padding: *const i64, npairs: usize, ceil_mode: c_int, out: *mut *mut tg_tensor) -> tg_status;
+  /// The partial inverse of max pooling: t (N, C, o1..on) placed at `indices` (tg_tensor_max_pool_indices'
+  /// out[1]) in a zero (N, C, s1..sn) tensor. s is output_size's last n values or, when noutput_size is 0, what
+  /// the pool's kernel, stride, dilation and padding give ((o-1)*stride - before - after + dilation*(kernel-1)
+  /// + 1).
+  pub fn tg_tensor_max_unpool(t: *mut tg_tensor, indices: *mut tg_tensor, kernel: *const i64, nkernel: usize, stride: *const i64, nstride: usize, dilation: *const i64, ndilation: usize, padding: *const i64, npairs: usize, output_size: *const i64, noutput_size: usize) -> *mut tg_tensor;
   /// (x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine part.
   pub fn tg_tensor_layernorm(t: *mut tg_tensor, axes: *const i64, naxes: usize, eps: f64) -> *mut tg_tensor;
   /// (x - mean) * weight * invstd + bias, the per-channel tensors broadcast along dim 1.
@@ -997,6 +1021,12 @@ unsafe extern "C" {
   /// padding or output_padding < 0, and (transposed) an output_padding not smaller than stride or dilation, as
   /// PyTorch.
   pub fn tg_nn_conv_transpose1d(in_channels: i64, out_channels: i64, kernel_size: i64, stride: i64, padding: i64, output_padding: i64, dilation: i64, groups: i64, bias: c_int, device: *const c_char) -> *mut tg_module;
+  /// tinygrad's Conv2d / ConvTranspose2d over any number of spatial dims (nkernel, 1 to 16): weight (out,
+  /// in/groups, k...) or, transposed != 0, (in, out/groups, k...), initialized as Conv2d. stride, dilation and
+  /// output_padding: one value for every dim or one each (count 0: 1, 1 and 0); padding: npairs (before, after)
+  /// pairs, one per spatial dim in order (npairs 0: none; negative pairs crop). The checks are the other conv
+  /// constructors' except the padding's sign.
+  pub fn tg_nn_conv(in_channels: i64, out_channels: i64, kernel_size: *const i64, nkernel: usize, stride: *const i64, nstride: usize, padding: *const i64, npairs: usize, dilation: *const i64, ndilation: usize, groups: i64, bias: c_int, transposed: c_int, output_padding: *const i64, noutput_padding: usize, device: *const c_char) -> *mut tg_module;
   /// BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean, running_var. In training
   /// (option TRAINING=1) it normalizes by the batch's statistics and assigns the running ones in place
   /// (momentum; the variance unbiased), in eval by the running ones. tinygrad's defaults: eps 1e-5, momentum

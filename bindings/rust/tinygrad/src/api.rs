@@ -1170,7 +1170,8 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_expand(self.as_ptr(), shape.as_ptr(), ndim)) }
   }
 
-  /// `tg_tensor_pad`: pads: ndim (before, after) pairs, each >= 0; padded area holds `value`.
+  /// `tg_tensor_pad`: pads: ndim (before, after) pairs; padded area holds `value`. A negative entry crops that
+  /// many elements from that side, as tinygrad (more than the dim holds is TG_ERROR_SHAPE).
   pub fn pad(&self, pads: &[i64], value: f64) -> Result<Tensor> {
     let npairs = pads.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_pad(self.as_ptr(), pads.as_ptr(), npairs, value)) }
@@ -1296,7 +1297,8 @@ impl Tensor {
   }
 
   /// `tg_tensor_pad_mode`: pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's
-  /// semantics).
+  /// semantics). Negative entries crop as tinygrad: constant and circular crop first, reflect and replicate pad
+  /// first and crop after.
   pub fn pad_mode(&self, pads: &[i64], mode: c_int, value: f64) -> Result<Tensor> {
     let npairs = pads.len();
     unsafe { Tensor::from_raw(sys::tg_tensor_pad_mode(self.as_ptr(), pads.as_ptr(), npairs, mode, value)) }
@@ -1483,6 +1485,71 @@ impl Tensor {
   /// mean when count_include_pad != 0.
   pub fn avg_pool2d(&self, kernel_h: i64, kernel_w: i64, stride_h: i64, stride_w: i64, pad_h: i64, pad_w: i64, count_include_pad: bool) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_avg_pool2d(self.as_ptr(), kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, count_include_pad as c_int)) }
+  }
+
+  /// `tg_tensor_conv`: N-d forms, tinygrad's conv2d / conv_transpose2d / max_pool2d / avg_pool2d / max_unpool2d
+  /// over any number of spatial dims. Per-dim arguments (stride, dilation, output_padding, kernel) hold one
+  /// value for every spatial dim or one each; padding holds npairs (before, after) pairs, one per spatial dim
+  /// in order (npairs 0: none), and a negative pair crops. Convolution of (N, Cin, d1..dn) by weight (Cout,
+  /// Cin/groups, k1..kn): n = the weight's rank - 2 spatial dims, plus bias (Cout).
+  pub fn conv(&self, weight: &Tensor, bias: Option<&Tensor>, groups: i64, stride: &[i64], dilation: &[i64], padding: &[i64]) -> Result<Tensor> {
+    let nstride = stride.len();
+    let ndilation = dilation.len();
+    let npairs = padding.len();
+    unsafe { Tensor::from_raw(sys::tg_tensor_conv(self.as_ptr(), weight.as_ptr(), bias.map_or(core::ptr::null_mut(), |h| h.as_ptr()), groups, stride.as_ptr(), nstride, dilation.as_ptr(), ndilation, padding.as_ptr(), npairs)) }
+  }
+
+  /// `tg_tensor_conv_transpose`: The transposed convolution, weight (Cin, Cout/groups, k1..kn); the output
+  /// grows by output_padding after each spatial dim (noutput_padding 0: none).
+  pub fn conv_transpose(&self, weight: &Tensor, bias: Option<&Tensor>, groups: i64, stride: &[i64], dilation: &[i64], padding: &[i64], output_padding: &[i64]) -> Result<Tensor> {
+    let nstride = stride.len();
+    let ndilation = dilation.len();
+    let npairs = padding.len();
+    let noutput_padding = output_padding.len();
+    unsafe { Tensor::from_raw(sys::tg_tensor_conv_transpose(self.as_ptr(), weight.as_ptr(), bias.map_or(core::ptr::null_mut(), |h| h.as_ptr()), groups, stride.as_ptr(), nstride, dilation.as_ptr(), ndilation, padding.as_ptr(), npairs, output_padding.as_ptr(), noutput_padding)) }
+  }
+
+  /// `tg_tensor_pool`: Pooling of the last nkernel dims: kind 0 max (padding is the dtype's lowest value), 1
+  /// average (padding is 0, counted in the mean when count_include_pad != 0). nstride 0: stride = kernel;
+  /// ndilation 0: 1. ceil_mode != 0: the output size rounds up, as torch's (a window must start inside the
+  /// input or its left padding).
+  pub fn pool(&self, kind: c_int, kernel: &[i64], stride: &[i64], dilation: &[i64], padding: &[i64], ceil_mode: bool, count_include_pad: bool) -> Result<Tensor> {
+    let nkernel = kernel.len();
+    let nstride = stride.len();
+    let ndilation = dilation.len();
+    let npairs = padding.len();
+    unsafe { Tensor::from_raw(sys::tg_tensor_pool(self.as_ptr(), kind, kernel.as_ptr(), nkernel, stride.as_ptr(), nstride, dilation.as_ptr(), ndilation, padding.as_ptr(), npairs, ceil_mode as c_int, count_include_pad as c_int)) }
+  }
+
+  /// `tg_tensor_max_pool_indices`: Max pooling as tg_tensor_pool (kind 0) with the argmax: new references to
+  /// out[0] (the maxima) and out[1] (TG_INT32, each max's row-major index within its input's pooled plane; the
+  /// first max on ties).
+  pub fn max_pool_indices(&self, kernel: &[i64], stride: &[i64], dilation: &[i64], padding: &[i64], ceil_mode: bool) -> Result<(Tensor, Tensor)> {
+    let nkernel = kernel.len();
+    let nstride = stride.len();
+    let ndilation = dilation.len();
+    let npairs = padding.len();
+    let mut out = [core::ptr::null_mut(); 2];
+    let status = unsafe { sys::tg_tensor_max_pool_indices(self.as_ptr(), kernel.as_ptr(), nkernel, stride.as_ptr(), nstride, dilation.as_ptr(), ndilation, padding.as_ptr(), npairs, ceil_mode as c_int, out.as_mut_ptr()) };
+    if status != sys::TG_OK {
+      let e = Error::last();
+      release::<Tensor>(&out);
+      return Err(e);
+    }
+    Ok({ let [out0, out1] = take_n::<Tensor, 2>(out)?; (out0, out1) })
+  }
+
+  /// `tg_tensor_max_unpool`: The partial inverse of max pooling: t (N, C, o1..on) placed at `indices`
+  /// (tg_tensor_max_pool_indices' out[1]) in a zero (N, C, s1..sn) tensor. s is output_size's last n values or,
+  /// when noutput_size is 0, what the pool's kernel, stride, dilation and padding give ((o-1)*stride - before -
+  /// after + dilation*(kernel-1) + 1).
+  pub fn max_unpool(&self, indices: &Tensor, kernel: &[i64], stride: &[i64], dilation: &[i64], padding: &[i64], output_size: &[i64]) -> Result<Tensor> {
+    let nkernel = kernel.len();
+    let nstride = stride.len();
+    let ndilation = dilation.len();
+    let npairs = padding.len();
+    let noutput_size = output_size.len();
+    unsafe { Tensor::from_raw(sys::tg_tensor_max_unpool(self.as_ptr(), indices.as_ptr(), kernel.as_ptr(), nkernel, stride.as_ptr(), nstride, dilation.as_ptr(), ndilation, padding.as_ptr(), npairs, output_size.as_ptr(), noutput_size)) }
   }
 
   /// `tg_tensor_layernorm`: (x - mean) / sqrt(var + eps) over `axes` (naxes == 0: the last dim), no affine
@@ -1824,6 +1891,21 @@ impl Module {
   pub fn conv_transpose1d(in_channels: i64, out_channels: i64, kernel_size: i64, stride: i64, padding: i64, output_padding: i64, dilation: i64, groups: i64, bias: bool, device: Option<&str>) -> Result<Module> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Module::from_raw(sys::tg_nn_conv_transpose1d(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups, bias as c_int, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
+  }
+
+  /// `tg_nn_conv`: tinygrad's Conv2d / ConvTranspose2d over any number of spatial dims (nkernel, 1 to 16):
+  /// weight (out, in/groups, k...) or, transposed != 0, (in, out/groups, k...), initialized as Conv2d. stride,
+  /// dilation and output_padding: one value for every dim or one each (count 0: 1, 1 and 0); padding: npairs
+  /// (before, after) pairs, one per spatial dim in order (npairs 0: none; negative pairs crop). The checks are
+  /// the other conv constructors' except the padding's sign.
+  pub fn conv(in_channels: i64, out_channels: i64, kernel_size: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], groups: i64, bias: bool, transposed: bool, output_padding: &[i64], device: Option<&str>) -> Result<Module> {
+    let nkernel = kernel_size.len();
+    let nstride = stride.len();
+    let npairs = padding.len();
+    let ndilation = dilation.len();
+    let noutput_padding = output_padding.len();
+    let device = device.map(|s| cstring(s, "device")).transpose()?;
+    unsafe { Module::from_raw(sys::tg_nn_conv(in_channels, out_channels, kernel_size.as_ptr(), nkernel, stride.as_ptr(), nstride, padding.as_ptr(), npairs, dilation.as_ptr(), ndilation, groups, bias as c_int, transposed as c_int, output_padding.as_ptr(), noutput_padding, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
   /// `tg_nn_batchnorm`: BatchNorm (1d/2d/3d): weight, bias, num_batches_tracked (int64), running_mean,
@@ -2380,7 +2462,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 287 of the manifest's 321. The others, and where they are:
+/// Functions wrapped above: 293 of the manifest's 327. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
