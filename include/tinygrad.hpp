@@ -556,6 +556,39 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
     return op(tg_tensor_conv_transpose2d, weight.p_, bias.p_, groups, stride[0], stride[1], dilation[0], dilation[1], padding[0],
               padding[1], output_padding[0], output_padding[1]);
   }
+  // Any number of spatial dims (the weight's rank - 2): stride and dilation one value or one per dim ({}: 1), padding one
+  // (before, after) pair per spatial dim ({}: none; negative crops).
+  Tensor conv(const Tensor& weight, const Tensor& bias = Tensor(), int64_t groups = 1, Ints stride = {}, Ints dilation = {},
+              const std::vector<Pair>& padding = {}) const {
+    return op(tg_tensor_conv, weight.p_, bias.p_, groups, stride.data(), stride.size(), dilation.data(), dilation.size(), pairs(padding),
+              padding.size());
+  }
+  Tensor conv_transpose(const Tensor& weight, const Tensor& bias = Tensor(), int64_t groups = 1, Ints stride = {}, Ints dilation = {},
+                        const std::vector<Pair>& padding = {}, Ints output_padding = {}) const {
+    return op(tg_tensor_conv_transpose, weight.p_, bias.p_, groups, stride.data(), stride.size(), dilation.data(), dilation.size(),
+              pairs(padding), padding.size(), output_padding.data(), output_padding.size());
+  }
+  // Pools the last kernel.size() dims; stride {}: the kernel, dilation {}: 1.
+  Tensor max_pool(Ints kernel, Ints stride = {}, Ints dilation = {}, const std::vector<Pair>& padding = {}, bool ceil_mode = false) const {
+    return op(tg_tensor_pool, 0, kernel.data(), kernel.size(), stride.data(), stride.size(), dilation.data(), dilation.size(), pairs(padding),
+              padding.size(), int(ceil_mode), 1);
+  }
+  Tensor avg_pool(Ints kernel, Ints stride = {}, Ints dilation = {}, const std::vector<Pair>& padding = {}, bool ceil_mode = false,
+                  bool count_include_pad = true) const {
+    return op(tg_tensor_pool, 1, kernel.data(), kernel.size(), stride.data(), stride.size(), dilation.data(), dilation.size(), pairs(padding),
+              padding.size(), int(ceil_mode), int(count_include_pad));
+  }
+  // (maxima, int32 indices within each pooled plane)
+  std::pair<Tensor, Tensor> max_pool_indices(Ints kernel, Ints stride = {}, Ints dilation = {}, const std::vector<Pair>& padding = {},
+                                             bool ceil_mode = false) const {
+    return pair_out(tg_tensor_max_pool_indices, kernel.data(), kernel.size(), stride.data(), stride.size(), dilation.data(), dilation.size(),
+                    pairs(padding), padding.size(), int(ceil_mode));
+  }
+  Tensor max_unpool(const Tensor& indices, Ints kernel, Ints stride = {}, Ints dilation = {}, const std::vector<Pair>& padding = {},
+                    Ints output_size = {}) const {
+    return op(tg_tensor_max_unpool, indices.p_, kernel.data(), kernel.size(), stride.data(), stride.size(), dilation.data(), dilation.size(),
+              pairs(padding), padding.size(), output_size.data(), output_size.size());
+  }
   Tensor interpolate(Ints size, const std::string& mode = "linear", bool align_corners = false) const {
     return op(tg_tensor_interpolate, size.data(), size.size(), mode.c_str(), int(align_corners));
   }
@@ -655,6 +688,11 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
     tg_tensor* out[2] = {nullptr, nullptr};
     detail::check(f(p_, a..., out));
     return {Tensor(out[0]), Tensor(out[1])};
+  }
+  // (before, after) pairs as the C API's flat int64 list: std::array has no padding, so the vector's storage is that list
+  static const int64_t* pairs(const std::vector<Pair>& p) {
+    static_assert(sizeof(Pair) == 2 * sizeof(int64_t));
+    return p.empty() ? nullptr : p.data()->data();
   }
   static inline std::vector<tg_index> raw_index(const std::vector<Index>& idx);
 };
@@ -876,6 +914,13 @@ inline Module conv_transpose2d(int64_t in, int64_t out, Pair kernel, int64_t str
 inline Module conv_transpose1d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t output_padding = 0,
                                int64_t dilation = 1, int64_t groups = 1, bool bias = true, const char* device = nullptr) {
   return Module::adopt(tg_nn_conv_transpose1d(in, out, kernel, stride, padding, output_padding, dilation, groups, int(bias), device));
+}
+// Conv / ConvTranspose over kernel.size() spatial dims; stride, dilation, output_padding one value or one per dim ({}: 1, 1, 0).
+inline Module conv(int64_t in, int64_t out, Ints kernel, Ints stride = {}, const std::vector<Pair>& padding = {}, Ints dilation = {},
+                   int64_t groups = 1, bool bias = true, bool transposed = false, Ints output_padding = {}, const char* device = nullptr) {
+  return Module::adopt(tg_nn_conv(in, out, kernel.data(), kernel.size(), stride.data(), stride.size(),
+                                  padding.empty() ? nullptr : padding.data()->data(), padding.size(), dilation.data(), dilation.size(), groups,
+                                  int(bias), int(transposed), output_padding.data(), output_padding.size(), device));
 }
 inline Module batchnorm(int64_t features, double eps = 1e-5, double momentum = 0.1, bool affine = true, bool track_running_stats = true,
                         const char* device = nullptr) {

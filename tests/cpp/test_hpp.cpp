@@ -237,6 +237,25 @@ TEST_F(Hpp, CopiesRetainMovesTransfer) {
   EXPECT_EQ(live_handles(), before);
 }
 
+TEST_F(Hpp, NdConvPoolAndUnpool) {
+  Tensor x = Tensor::from_vector({1.f, 2.f, 3.f, 4.f}, {1, 1, 4}), w = Tensor::from_vector({1.f, 1.f}, {1, 1, 2});
+  EXPECT_EQ(x.conv(w).to_vector<float>(), (F{3, 5, 7}));
+  EXPECT_EQ(x.conv(w, Tensor(), 1, {}, {}, {{1, 0}}).to_vector<float>(), (F{1, 3, 5, 7}));
+  EXPECT_EQ(x.conv(w, Tensor::from_vector({10.f}), 1, {2}).to_vector<float>(), (F{13, 17}));
+  EXPECT_EQ(x.conv(w, Tensor(), 1, {}, {}, {{0, -1}}).to_vector<float>(), (F{3, 5}));  // a negative pad crops
+  EXPECT_EQ(Tensor::from_vector({1.f, 2.f}, {1, 1, 2}).conv_transpose(w).to_vector<float>(), (F{1, 3, 2}));
+  Tensor p = Tensor::from_vector({1.f, 3.f, 2.f, 4.f}, {1, 1, 4});
+  EXPECT_EQ(p.max_pool({2}).to_vector<float>(), (F{3, 4}));
+  EXPECT_EQ(p.avg_pool({2}).to_vector<float>(), (F{2, 3}));
+  EXPECT_EQ(p.avg_pool({2}, {}, {}, {{1, 1}}, false, false).to_vector<float>(), (F{1, 2.5f, 4}));
+  auto [m, idx] = p.max_pool_indices({2});
+  EXPECT_EQ(idx.to_vector<int32_t>(), (I{1, 3}));
+  EXPECT_EQ(m.max_unpool(idx, {2}).to_vector<float>(), (F{0, 3, 0, 4}));
+  Module c3 = nn::conv(1, 2, {1, 1, 1});
+  EXPECT_EQ(c3(Tensor::ones({1, 1, 2, 3, 4})).shape(), (std::vector<int64_t>{1, 2, 2, 3, 4}));
+  EXPECT_EQ(error_of([&] { x.conv(w, Tensor(), 1, {1, 1, 1}); }).status(), TG_ERROR_SHAPE);
+}
+
 TEST_F(Hpp, ModulesStateAndOptimizers) {
   manual_seed(7);
   Module model = nn::sequential({nn::linear(3, 4), nn::function("relu"), nn::linear(4, 1, false)});
