@@ -146,6 +146,9 @@ TG_API const char* tg_device_description(int64_t i);
 /* Opens the device `name`: TG_OK if it is usable, else TG_ERROR_DEVICE with a message saying why (no driver, no such
  * device number, unknown name). */
 TG_API tg_status tg_device_open(const char* name);
+/* Waits until every kernel and copy queued on the device `name` has finished (a TinyJit replay queues GPU kernels without
+ * waiting; a realize or a read waits itself). TG_ERROR_DEVICE as tg_device_open. */
+TG_API tg_status tg_device_synchronize(const char* name);
 
 /* ---- symbolic expressions --------------------------------------------------------------------------------------- */
 /* Integer expressions over bounded variables, simplified with the same rules kernels use for index arithmetic.
@@ -971,6 +974,12 @@ TG_API int64_t tg_optimizer_schedule_step(tg_optimizer* opt, tg_tensor** out, si
 /* The params as the optimizer holds them (deduplicated) as new references into out[0..count); returns the count, or -1
  * on error. out NULL: the count only. A capacity below the count is TG_ERROR_INVALID_ARGUMENT. @errors(-1) @nullable(out) */
 TG_API int64_t tg_optimizer_params(const tg_optimizer* opt, tg_tensor** out, size_t capacity);
+/* One of the optimizer's state lists by tinygrad's attribute name, as new references into out[0..count) (the state
+ * itself: a step assigns into these tensors); returns the count, or -1 on error. Names: "b" (SGD, LARS, Muon: the
+ * momentum buffers, one per param, none without momentum); "m", "v" (one per param), "b1_t", "b2_t" (one each) for
+ * Adam, AdamW and LAMB. Another name is TG_ERROR_INVALID_ARGUMENT listing the optimizer's names. out NULL: the count only;
+ * a capacity below the count is TG_ERROR_INVALID_ARGUMENT. @errors(-1) @nullable(out) */
+TG_API int64_t tg_optimizer_state(const tg_optimizer* opt, const char* name, tg_tensor** out, size_t capacity);
 /* A new reference to the lr tensor (shape (1,), float32). Read it with tg_tensor_to_data; assigning into it
  * (tg_tensor_assign, then realize) changes the lr of later steps, also inside a tg_jit function, where a replay then
  * reads the new value: tinygrad's lr schedulers do this. */

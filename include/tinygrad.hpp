@@ -1001,6 +1001,12 @@ class Optimizer : public detail::Shared<tg_optimizer, tg_optimizer_retain, tg_op
     out.resize(static_cast<size_t>(detail::check(tg_optimizer_params(p_, out.data(), out.size()), -1)));
     return Tensor::adopt_all(out);
   }
+  // tinygrad's state attribute by name: "b" (SGD/LARS/Muon), "m", "v", "b1_t", "b2_t" (Adam/AdamW/LAMB)
+  std::vector<Tensor> state(const std::string& name) const {
+    std::vector<tg_tensor*> out(static_cast<size_t>(detail::check(tg_optimizer_state(p_, name.c_str(), nullptr, 0), -1)));
+    out.resize(static_cast<size_t>(detail::check(tg_optimizer_state(p_, name.c_str(), out.data(), out.size()), -1)));
+    return Tensor::adopt_all(out);
+  }
   Tensor lr() const { return Tensor::adopt(tg_optimizer_lr(p_)); }
   void set_lr(double lr) const { detail::check(tg_optimizer_set_lr(p_, lr)); }
 };
@@ -1116,6 +1122,7 @@ inline int64_t device_count() { return detail::check(tg_device_count(), -1); }
 inline std::string device_name(int64_t i) { return detail::check(tg_device_name(i)); }
 inline std::string device_description(int64_t i) { return detail::check(tg_device_description(i)); }
 inline void open_device(const std::string& name) { detail::check(tg_device_open(name.c_str())); }
+inline void synchronize_device(const std::string& name) { detail::check(tg_device_synchronize(name.c_str())); }
 // the MNIST-format files of `dir` (null: Debian's fashion-mnist): x_train, y_train, x_test, y_test
 inline std::array<Tensor, 4> mnist(const char* dir = nullptr, const char* device = nullptr) {
   tg_tensor* t[4] = {};

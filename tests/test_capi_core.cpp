@@ -256,3 +256,15 @@ TEST(CApi, ExprEvalIsExactInInt64) {  // known bug in api/core.cpp: tg_expr_eval
   ASSERT_EQ(tg_expr_eval(e, names, vals, 1, &out), TG_OK);
   EXPECT_EQ(out, 3 * vals[0]);
 }
+
+// Every listed device opens and synchronizes; bad names are TG_ERROR_DEVICE naming the call, NULL an argument error.
+TEST(CApi, DeviceSynchronize) {
+  int64_t n = tg_device_count();
+  ASSERT_GT(n, 0);
+  for (int64_t i = 0; i < n; i++) EXPECT_EQ(tg_device_synchronize(tg_device_name(i)), TG_OK) << tg_device_name(i);
+  EXPECT_EQ(tg_device_synchronize("CPU"), TG_OK);
+  EXPECT_EQ(tg_device_synchronize("NOSUCHDEVICE"), TG_ERROR_DEVICE);
+  EXPECT_NE(std::string(tg_last_error_message()).find("NOSUCHDEVICE"), std::string::npos) << tg_last_error_message();
+  EXPECT_EQ(tg_device_synchronize(nullptr), TG_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tg_last_error_message()).find("device_synchronize"), std::string::npos) << tg_last_error_message();
+}

@@ -542,3 +542,58 @@ TEST(OptimJit, AdamStepReplaysAsWithoutJit) {
 }
 
 }  // namespace
+
+// The state under tinygrad's attribute names, after one step of loss = sum(w^2) (grad 2w): the tensors a step assigns.
+TEST(OptimCApi, StateByTinygradsNames) {
+  Training on;
+  auto state = [](tg_optimizer* opt, const char* name) {
+    int64_t n = tg_optimizer_state(opt, name, nullptr, 0);
+    EXPECT_GE(n, 0) << name << ": " << tg_last_error_message();
+    std::vector<tg_tensor*> out(size_t(std::max<int64_t>(n, 0)));
+    EXPECT_EQ(tg_optimizer_state(opt, name, out.data(), out.size()), n);
+    std::vector<std::vector<float>> vals;
+    for (tg_tensor* t : out) vals.push_back(data(T(t)));
+    return vals;
+  };
+  auto step = [](tg_optimizer* opt, tg_tensor* w) {
+    T sq(tg_tensor_mul(w, w));
+    T loss(tg_tensor_sum(sq, nullptr, 0, 0));
+    ASSERT_EQ(tg_optimizer_zero_grad(opt), TG_OK);
+    ASSERT_EQ(tg_tensor_backward(loss), TG_OK) << tg_last_error_message();
+    ASSERT_EQ(tg_optimizer_step(opt), TG_OK) << tg_last_error_message();
+  };
+  T w(from({1.f, 2.f}, {2}));
+  Opt adam(tg_optim_adam(&w.p, 1, nullptr));
+  ASSERT_TRUE(adam.p) << tg_last_error_message();
+  step(adam, w);
+  using V = std::vector<std::vector<float>>;
+  V m = state(adam, "m"), v = state(adam, "v");
+  ASSERT_EQ(m.size(), 1u);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NEAR(m[0][0], 0.2f, 1e-6);  // (1 - b1) * g
+  EXPECT_NEAR(m[0][1], 0.4f, 1e-6);
+  EXPECT_NEAR(v[0][0], 0.004f, 1e-7);  // (1 - b2) * g^2
+  EXPECT_NEAR(v[0][1], 0.016f, 1e-7);
+  EXPECT_NEAR(state(adam, "b1_t")[0][0], 0.9f, 1e-6);
+  EXPECT_NEAR(state(adam, "b2_t")[0][0], 0.999f, 1e-6);
+  tg_tensor* one = nullptr;
+  EXPECT_EQ(tg_optimizer_state(adam, "m", &one, 0), -1);
+  expect_error(TG_ERROR_INVALID_ARGUMENT, "capacity 0");
+  EXPECT_EQ(tg_optimizer_state(adam, "b", nullptr, 0), -1);
+  expect_error(TG_ERROR_INVALID_ARGUMENT, "has no state 'b' (it has m, v, b1_t, b2_t)");
+  EXPECT_EQ(tg_optimizer_state(adam, nullptr, nullptr, 0), -1);
+  expect_error(TG_ERROR_INVALID_ARGUMENT, "name is NULL");
+  EXPECT_EQ(tg_optimizer_state(nullptr, "m", nullptr, 0), -1);
+  tg_clear_error();
+
+  T w2(from({1.f, 2.f}, {2}));
+  tg_optimizer_options o = defaults(TG_OPTIM_SGD);
+  o.momentum = 0.9;
+  Opt sgd(tg_optim_sgd(&w2.p, 1, &o));
+  ASSERT_TRUE(sgd.p) << tg_last_error_message();
+  step(sgd, w2);
+  EXPECT_EQ(state(sgd, "b"), (V{{2.f, 4.f}}));  // momentum * 0 + g
+  T w3(from({1.f}, {1}));
+  Opt plain(tg_optim_sgd(&w3.p, 1, nullptr));
+  EXPECT_EQ(tg_optimizer_state(plain, "b", nullptr, 0), 0);  // no momentum: no buffers
+}

@@ -2139,6 +2139,14 @@ public static partial class Tg {
     Native.Check(Native.tg_device_open(name));
   }
 
+  /// <summary>Waits until every kernel and copy queued on the device `name` has finished (a TinyJit replay queues GPU
+  /// kernels without waiting; a realize or a read waits itself). TG_ERROR_DEVICE as tg_device_open.
+  /// (tg_device_synchronize)
+  /// </summary>
+  public static void DeviceSynchronize(string name) {
+    Native.Check(Native.tg_device_synchronize(name));
+  }
+
   /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
   /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
   /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
@@ -2236,7 +2244,7 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (26; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (27; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
@@ -2258,6 +2266,7 @@ public static partial class Tg {
 //   tg_module_release: takes a reference (Dispose does it)
 //   tg_optimizer_schedule_step: `out` holds as many references as the caller asks for
 //   tg_optimizer_params: `out` holds as many references as the caller asks for
+//   tg_optimizer_state: `out` holds as many references as the caller asks for
 //   tg_optimizer_release: takes a reference (Dispose does it)
 //   tg_state_load_memory: a `bytes_in` parameter
 //   tg_state_info: a `array_out` parameter

@@ -323,6 +323,11 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_device_open([MarshalAs(UnmanagedType.LPUTF8Str)] string name);
+  /// <summary>Waits until every kernel and copy queued on the device `name` has finished (a TinyJit replay queues GPU
+  /// kernels without waiting; a realize or a read waits itself). TG_ERROR_DEVICE as tg_device_open.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_device_synchronize([MarshalAs(UnmanagedType.LPUTF8Str)] string name);
 
   // ---- symbolic expressions
   /// <summary>A variable named `name` (copied) taking values in [min, max]. NULL if min &gt; max or name is empty.
@@ -1588,6 +1593,14 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern long tg_optimizer_params(OptimizerHandle opt, [Out] IntPtr[] @out, UIntPtr capacity);
+  /// <summary>One of the optimizer's state lists by tinygrad's attribute name, as new references into out[0..count) (the
+  /// state itself: a step assigns into these tensors); returns the count, or -1 on error. Names: "b" (SGD, LARS,
+  /// Muon: the momentum buffers, one per param, none without momentum); "m", "v" (one per param), "b1_t", "b2_t"
+  /// (one each) for Adam, AdamW and LAMB. Another name is TG_ERROR_INVALID_ARGUMENT listing the optimizer's
+  /// names. out NULL: the count only; a capacity below the count is TG_ERROR_INVALID_ARGUMENT.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_optimizer_state(OptimizerHandle opt, [MarshalAs(UnmanagedType.LPUTF8Str)] string name, [Out] IntPtr[] @out, UIntPtr capacity);
   /// <summary>A new reference to the lr tensor (shape (1,), float32). Read it with tg_tensor_to_data; assigning into it
   /// (tg_tensor_assign, then realize) changes the lr of later steps, also inside a tg_jit function, where a
   /// replay then reads the new value: tinygrad's lr schedulers do this.

@@ -51,6 +51,11 @@ static tg_status tgw_device_open(const char* name, tgw_err* tgw_e) {
   if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
   return tgw_r;
 }
+static tg_status tgw_device_synchronize(const char* name, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_device_synchronize(name);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
 static tg_expr* tgw_expr_variable(const char* name, int64_t min, int64_t max, tgw_err* tgw_e) {
   tg_expr* tgw_r = tg_expr_variable(name, min, max);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -1427,6 +1432,11 @@ static int64_t tgw_optimizer_params(const tg_optimizer* opt, tg_tensor** out, si
   if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static int64_t tgw_optimizer_state(const tg_optimizer* opt, const char* name, tg_tensor** out, size_t capacity, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_optimizer_state(opt, name, out, capacity);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_optimizer_lr(tg_optimizer* opt, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_optimizer_lr(opt);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -2265,6 +2275,20 @@ func DeviceOpen(name string) error {
 	defer C.free(unsafe.Pointer(cvName))
 	var st C.tgw_err
 	C.tgw_device_open(cvName, &st)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// DeviceSynchronize is tg_device_synchronize. Waits until every kernel and copy queued on the device `name` has
+// finished (a TinyJit replay queues GPU kernels without waiting; a realize or a read waits itself).
+// TG_ERROR_DEVICE as tg_device_open.
+func DeviceSynchronize(name string) error {
+	cvName := C.CString(name)
+	defer C.free(unsafe.Pointer(cvName))
+	var st C.tgw_err
+	C.tgw_device_synchronize(cvName, &st)
 	if err := check(&st); err != nil {
 		return err
 	}
@@ -6040,6 +6064,34 @@ func (opt *Optimizer) params(capacity int) (int64, []*Tensor, error) {
 	return result, out, nil
 }
 
+// State is tg_optimizer_state. One of the optimizer's state lists by tinygrad's attribute name, as new
+// references into out[0..count) (the state itself: a step assigns into these tensors); returns the count, or -1
+// on error. Names: "b" (SGD, LARS, Muon: the momentum buffers, one per param, none without momentum); "m", "v"
+// (one per param), "b1_t", "b2_t" (one each) for Adam, AdamW and LAMB. Another name is TG_ERROR_INVALID_ARGUMENT
+// listing the optimizer's names. out NULL: the count only; a capacity below the count is
+// TG_ERROR_INVALID_ARGUMENT.
+func (opt *Optimizer) State(name string, capacity int) (int64, []*Tensor, error) {
+	if capacity < 0 {
+		return 0, nil, newError(ErrInvalidArgument, "tg_optimizer_state: negative capacity")
+	}
+	cvName := C.CString(name)
+	defer C.free(unsafe.Pointer(cvName))
+	cvOut := make([]*C.tg_tensor, capacity)
+	var st C.tgw_err
+	ret := C.tgw_optimizer_state(opt.ptr(), cvName, (**C.tg_tensor)(ptr0(cvOut)), C.size_t(capacity), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(opt)
+		return 0, nil, err
+	}
+	out := make([]*Tensor, 0, len(cvOut))
+	for _, p := range cvOut[:clampCount(int64(ret), len(cvOut))] {
+		out = append(out, newTensor(p))
+	}
+	result := int64(ret)
+	runtime.KeepAlive(opt)
+	return result, out, nil
+}
+
 // LR is tg_optimizer_lr. A new reference to the lr tensor (shape (1,), float32). Read it with tg_tensor_to_data;
 // assigning into it (tg_tensor_assign, then realize) changes the lr of later steps, also inside a tg_jit
 // function, where a replay then reads the new value: tinygrad's lr schedulers do this.
@@ -6495,4 +6547,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 326 // of 327 in the manifest
+const generatedFunctions = 328 // of 329 in the manifest

@@ -23,7 +23,7 @@ HANDWRITTEN = {
   "tg_tensor_shape": "Tensor::shape", "tg_tensor_requires_grad": "Tensor::requires_grad",
   "tg_tensor_chunk": "Tensor::chunk", "tg_tensor_getitem": "Tensor::getitem", "tg_tensor_setitem": "Tensor::setitem",
   "tg_module_parameters": "Module::parameters", "tg_optimizer_schedule_step": "Optimizer::schedule_step",
-  "tg_optimizer_params": "Optimizer::params", "tg_expr_render": "Display for Expr", "tg_state_info": "State::info",
+  "tg_optimizer_params": "Optimizer::params", "tg_optimizer_state": "Optimizer::state", "tg_expr_render": "Display for Expr", "tg_state_info": "State::info",
   "tg_plan_kernel": "Plan::kernel", "tg_jit_create": "Jit::new", "tg_jit_call": "Jit::call",
   "tg_tensor_from_dlpack": "raw only (tinygrad_sys): DLPack structs are the caller's",
   "tg_tensor_to_dlpack": "raw only (tinygrad_sys): DLPack structs are the caller's",

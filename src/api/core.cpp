@@ -114,6 +114,12 @@ tg_status tg_device_open(const char* name) {
     get_device(canonical_device(name));
   });
 }
+tg_status tg_device_synchronize(const char* name) {
+  return api::call([&] {
+    TG_ARG(name, "device_synchronize: name is NULL");
+    get_device(canonical_device(name)).synchronize();
+  });
+}
 
 tg_status tg_set_option(const char* name, const char* value) {
   return api::call([&] { set_option(option_named(name, "set_option"), value); });

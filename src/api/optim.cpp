@@ -148,6 +148,23 @@ int64_t tg_optimizer_params(const tg_optimizer* opt, tg_tensor** out, size_t cap
   });
   return n;
 }
+int64_t tg_optimizer_state(const tg_optimizer* opt, const char* name, tg_tensor** out, size_t capacity) {
+  int64_t n = -1;
+  api::call([&] {
+    nn::Optimizer& o = get_opt(opt, "optimizer_state");
+    TG_ARG(name, "optimizer_state: name is NULL");
+    std::string names;
+    for (auto& [k, ts] : o.named_state()) {
+      if (std::strcmp(k, name) == 0) {
+        n = write_tensors([&] { return ts; }, ts.size(), out, capacity, "optimizer_state");
+        return;
+      }
+      names += names.empty() ? k : std::string(", ") + k;
+    }
+    TG_ARG(false, strformat("optimizer_state: this optimizer has no state '%.80s' (it has %s)", name, names.c_str()));
+  });
+  return n;
+}
 tg_tensor* tg_optimizer_lr(tg_optimizer* opt) {
   return api::make([&] { return api::wrap(get_opt(opt, "optimizer_lr").lr()); });
 }

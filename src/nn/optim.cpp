@@ -109,6 +109,11 @@ class LARS final : public Optimizer {
   LARSConfig c_;
   std::vector<Tensor> b_;  // momentum buffers (none without momentum)
 
+ public:
+  std::vector<std::pair<const char*, std::vector<Tensor>>> named_state() const override { return {{"b", b_}}; }
+
+ private:
+
   std::vector<Tensor> next(const std::vector<Tensor>& grads) override {
     std::vector<Tensor> out;
     for (size_t i = 0; i < params_.size(); i++) {
@@ -153,6 +158,13 @@ class LAMB final : public Optimizer {
   LAMBConfig c_;
   Tensor b1_t_, b2_t_;  // b1^t, b2^t: the bias corrections' products, assigned each step
   std::vector<Tensor> m_, v_;
+
+ public:
+  std::vector<std::pair<const char*, std::vector<Tensor>>> named_state() const override {
+    return {{"m", m_}, {"v", v_}, {"b1_t", {b1_t_}}, {"b2_t", {b2_t_}}};
+  }
+
+ private:
 
   std::vector<Tensor> next(const std::vector<Tensor>& grads) override {
     b1_t_.assign(b1_t_.mul(k(b1_t_, c_.b1)));

@@ -24,6 +24,9 @@ class Optimizer {
   const std::vector<Tensor>& params() const { return params_; }
   Tensor& lr() { return lr_; }  // shape (1,) float32: assigning into it changes the lr of later steps, under a JIT too
   void set_lr(double lr);       // assigned and realized
+  // tinygrad's state attributes by name, as its optimizers name them: "b" (SGD/LARS/Muon momentum; empty without
+  // momentum), "m", "v" (one per param), "b1_t", "b2_t" (Adam/AdamW/LAMB). The tensors are the state itself.
+  virtual std::vector<std::pair<const char*, std::vector<Tensor>>> named_state() const = 0;
 
  protected:
   Optimizer(std::vector<Tensor> params, double lr, const char* name);

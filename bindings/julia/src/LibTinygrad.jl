@@ -216,6 +216,11 @@ such device number, unknown name).
 """
 tg_device_open(name) = ccall((:tg_device_open, libtinygrad), Int32, (Cstring,), name)
 """
+Waits until every kernel and copy queued on the device `name` has finished (a TinyJit replay queues GPU
+kernels without waiting; a realize or a read waits itself). TG_ERROR_DEVICE as tg_device_open.
+"""
+tg_device_synchronize(name) = ccall((:tg_device_synchronize, libtinygrad), Int32, (Cstring,), name)
+"""
 A variable named `name` (copied) taking values in [min, max]. NULL if min > max or name is empty.
 """
 tg_expr_variable(name, min, max) = ccall((:tg_expr_variable, libtinygrad), Ptr{Cvoid}, (Cstring, Int64, Int64), name, min, max)
@@ -1521,6 +1526,14 @@ or -1 on error. out NULL: the count only. A capacity below the count is TG_ERROR
 """
 tg_optimizer_params(opt, out, capacity) = ccall((:tg_optimizer_params, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t), opt, out, capacity)
 """
+One of the optimizer's state lists by tinygrad's attribute name, as new references into out[0..count) (the
+state itself: a step assigns into these tensors); returns the count, or -1 on error. Names: "b" (SGD, LARS,
+Muon: the momentum buffers, one per param, none without momentum); "m", "v" (one per param), "b1_t", "b2_t"
+(one each) for Adam, AdamW and LAMB. Another name is TG_ERROR_INVALID_ARGUMENT listing the optimizer's names.
+out NULL: the count only; a capacity below the count is TG_ERROR_INVALID_ARGUMENT.
+"""
+tg_optimizer_state(opt, name, out, capacity) = ccall((:tg_optimizer_state, libtinygrad), Int64, (Ptr{Cvoid}, Cstring, Ptr{Ptr{Cvoid}}, Csize_t), opt, name, out, capacity)
+"""
 A new reference to the lr tensor (shape (1,), float32). Read it with tg_tensor_to_data; assigning into it
 (tg_tensor_assign, then realize) changes the lr of later steps, also inside a tg_jit function, where a replay
 then reads the new value: tinygrad's lr schedulers do this.
@@ -1713,36 +1726,36 @@ export TG_INDEX_ELLIPSIS, TG_INDEX_TENSOR, TG_OPTIM_INVALID, TG_OPTIM_SGD, TG_OP
 export TG_OPTIM_LARS, TG_OPTIM_LAMB, TG_OPTIM_MUON, tg_jit_fn, tg_index, tg_optimizer_options, tg_kernel_info
 export tg_counters, tg_version, tg_version_number, tg_last_error, tg_last_error_message, tg_clear_error
 export tg_status_name, tg_dtype_size, tg_dtype_name, tg_dtype_promote, tg_device_count, tg_device_name
-export tg_device_description, tg_device_open, tg_expr_variable, tg_expr_const, tg_expr_binary, tg_expr_simplify
-export tg_expr_render, tg_expr_eval, tg_expr_bounds, tg_expr_retain, tg_expr_release, tg_tensor_from_data
-export tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones, tg_tensor_full, tg_tensor_arange, tg_tensor_eye
-export tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape, tg_tensor_dtype, tg_tensor_device
-export tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div, tg_tensor_idiv, tg_tensor_maximum
-export tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt, tg_tensor_ge, tg_tensor_eq
-export tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar, tg_tensor_div_scalar
-export tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast, tg_tensor_neg, tg_tensor_exp, tg_tensor_exp2
-export tg_tensor_log, tg_tensor_log2, tg_tensor_sqrt, tg_tensor_reciprocal, tg_tensor_sin, tg_tensor_cos
-export tg_tensor_abs, tg_tensor_relu, tg_tensor_sigmoid, tg_tensor_tanh, tg_tensor_rsqrt, tg_tensor_square
-export tg_tensor_tan, tg_tensor_asin, tg_tensor_acos, tg_tensor_atan, tg_tensor_sinh, tg_tensor_cosh, tg_tensor_asinh
-export tg_tensor_acosh, tg_tensor_atanh, tg_tensor_erf, tg_tensor_sign, tg_tensor_trunc, tg_tensor_floor
-export tg_tensor_ceil, tg_tensor_round, tg_tensor_isnan, tg_tensor_isinf, tg_tensor_isfinite, tg_tensor_logical_not
-export tg_tensor_relu6, tg_tensor_leaky_relu, tg_tensor_elu, tg_tensor_celu, tg_tensor_selu, tg_tensor_gelu
-export tg_tensor_quick_gelu, tg_tensor_silu, tg_tensor_mish, tg_tensor_hardsigmoid, tg_tensor_logsigmoid
-export tg_tensor_softplus, tg_tensor_softsign, tg_tensor_hardswish, tg_tensor_hardtanh, tg_tensor_clamp
-export tg_tensor_mod, tg_tensor_fmod, tg_tensor_bitwise_and, tg_tensor_bitwise_or, tg_tensor_bitwise_xor
-export tg_tensor_bitwise_not, tg_tensor_lshift, tg_tensor_rshift, tg_tensor_lshift_tensor, tg_tensor_rshift_tensor
-export tg_tensor_copysign, tg_tensor_logaddexp, tg_tensor_lerp, tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod
-export tg_tensor_max, tg_tensor_min, tg_tensor_mean, tg_tensor_std, tg_tensor_var, tg_tensor_std_mean
-export tg_tensor_var_mean, tg_tensor_all, tg_tensor_any, tg_tensor_logsumexp, tg_tensor_argmax, tg_tensor_argmin
-export tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin, tg_tensor_softmax
-export tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand, tg_tensor_pad, tg_tensor_shrink
-export tg_tensor_shrink_var, tg_tensor_rebind, tg_tensor_shape_vars, tg_tensor_at_binding, tg_tensor_flip
-export tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all
-export tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat
-export tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem
-export tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk, tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal
-export tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk, tg_tensor_scatter
-export tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select
+export tg_device_description, tg_device_open, tg_device_synchronize, tg_expr_variable, tg_expr_const, tg_expr_binary
+export tg_expr_simplify, tg_expr_render, tg_expr_eval, tg_expr_bounds, tg_expr_retain, tg_expr_release
+export tg_tensor_from_data, tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones, tg_tensor_full, tg_tensor_arange
+export tg_tensor_eye, tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape, tg_tensor_dtype
+export tg_tensor_device, tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div, tg_tensor_idiv
+export tg_tensor_maximum, tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt, tg_tensor_ge
+export tg_tensor_eq, tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar
+export tg_tensor_div_scalar, tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast, tg_tensor_neg, tg_tensor_exp
+export tg_tensor_exp2, tg_tensor_log, tg_tensor_log2, tg_tensor_sqrt, tg_tensor_reciprocal, tg_tensor_sin
+export tg_tensor_cos, tg_tensor_abs, tg_tensor_relu, tg_tensor_sigmoid, tg_tensor_tanh, tg_tensor_rsqrt
+export tg_tensor_square, tg_tensor_tan, tg_tensor_asin, tg_tensor_acos, tg_tensor_atan, tg_tensor_sinh
+export tg_tensor_cosh, tg_tensor_asinh, tg_tensor_acosh, tg_tensor_atanh, tg_tensor_erf, tg_tensor_sign
+export tg_tensor_trunc, tg_tensor_floor, tg_tensor_ceil, tg_tensor_round, tg_tensor_isnan, tg_tensor_isinf
+export tg_tensor_isfinite, tg_tensor_logical_not, tg_tensor_relu6, tg_tensor_leaky_relu, tg_tensor_elu
+export tg_tensor_celu, tg_tensor_selu, tg_tensor_gelu, tg_tensor_quick_gelu, tg_tensor_silu, tg_tensor_mish
+export tg_tensor_hardsigmoid, tg_tensor_logsigmoid, tg_tensor_softplus, tg_tensor_softsign, tg_tensor_hardswish
+export tg_tensor_hardtanh, tg_tensor_clamp, tg_tensor_mod, tg_tensor_fmod, tg_tensor_bitwise_and
+export tg_tensor_bitwise_or, tg_tensor_bitwise_xor, tg_tensor_bitwise_not, tg_tensor_lshift, tg_tensor_rshift
+export tg_tensor_lshift_tensor, tg_tensor_rshift_tensor, tg_tensor_copysign, tg_tensor_logaddexp, tg_tensor_lerp
+export tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod, tg_tensor_max, tg_tensor_min, tg_tensor_mean, tg_tensor_std
+export tg_tensor_var, tg_tensor_std_mean, tg_tensor_var_mean, tg_tensor_all, tg_tensor_any, tg_tensor_logsumexp
+export tg_tensor_argmax, tg_tensor_argmin, tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin
+export tg_tensor_softmax, tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand
+export tg_tensor_pad, tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_rebind, tg_tensor_shape_vars
+export tg_tensor_at_binding, tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten
+export tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave
+export tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_pad_mode
+export tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk, tg_tensor_meshgrid
+export tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk
+export tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select
 export tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear
 export tg_tensor_dot, tg_tensor_einsum, tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate
 export tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose, tg_tensor_pool
@@ -1766,9 +1779,9 @@ export tg_module_set, tg_module_get_option, tg_module_set_option, tg_module_stat
 export tg_module_parameters, tg_module_load_state, tg_module_retain, tg_module_release, tg_tensor_from_idx
 export tg_dataset_mnist, tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam, tg_optim_adamw, tg_optim_lars
 export tg_optim_lamb, tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step, tg_optimizer_schedule_step
-export tg_optimizer_params, tg_optimizer_lr, tg_optimizer_set_lr, tg_optimizer_retain, tg_optimizer_release
-export tg_state_load, tg_state_load_memory, tg_state_create, tg_state_count, tg_state_name, tg_state_info
-export tg_state_get, tg_state_set, tg_state_save, tg_state_metadata_count, tg_state_metadata_key
+export tg_optimizer_params, tg_optimizer_state, tg_optimizer_lr, tg_optimizer_set_lr, tg_optimizer_retain
+export tg_optimizer_release, tg_state_load, tg_state_load_memory, tg_state_create, tg_state_count, tg_state_name
+export tg_state_info, tg_state_get, tg_state_set, tg_state_save, tg_state_metadata_count, tg_state_metadata_key
 export tg_state_metadata_value, tg_state_metadata_json, tg_state_metadata_set, tg_state_retain, tg_state_release
 export tg_plan_create, tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release
 export tg_set_option, tg_get_option, tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset

@@ -8,6 +8,8 @@ dtype_size(dtype::Integer) = check_value(() -> L.tg_dtype_size(dtype), 0, false)
 device_count() = check_value(() -> L.tg_device_count(), -1, false)
 # tg_device_open
 device_open(name::AbstractString) = check(L.tg_device_open(cstr(name)))
+# tg_device_synchronize
+device_synchronize(name::AbstractString) = check(L.tg_device_synchronize(cstr(name)))
 # tg_expr_variable
 expr_variable(name::AbstractString, min::Integer, max::Integer) = adopt(SymExpr, L.tg_expr_variable(cstr(name), min, max))
 # tg_expr_const
@@ -417,22 +419,22 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 207 methods generated from 327 functions
+# 208 methods generated from 329 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous
 export contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count
-export device_open, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary, expr_const, expr_simplify
-export expr_variable, eye, flatten, from_idx, full_like, gather, ge, gelu, grad, gt, hardsigmoid, hardswish, hardtanh
-export isclose, jit_call_count, jit_plan, jit_reset, le, leaky_relu, lerp, linear, linspace, log_softmax, logaddexp
-export logical_not, logsigmoid, lshift_tensor, lt, masked_fill, masked_select, masked_select_sized, matmul
-export max_pool2d, mish, module_call, module_get, module_load_state, module_parameter_count, module_set
-export module_set_option, module_state, multinomial, ndim, ne, nll_loss, nll_loss_weighted, nn_batchnorm, nn_conv1d
-export nn_conv2d, nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding, nn_function, nn_groupnorm, nn_instancenorm
-export nn_linear, nn_lstm_cell, nn_rmsnorm, nonzero, nonzero_sized, numel, one_hot, ones_like, optimizer_lr
-export optimizer_set_lr, optimizer_step, optimizer_zero_grad, option_pop, option_push, plan_kernel_count, plan_run
-export quick_gelu, rand_like, randn_like, randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave
-export requires_grad, rshift_tensor, rsqrt, scaled_dot_product_attention, scaled_dot_product_attention_gqa, scatter
-export scatter_reduce, selu, set_grad, set_option, set_requires_grad, shrink_var, sigmoid, silu, softmax, softplus
-export softsign, sparse_categorical_crossentropy, square, squeeze, squeeze_all, state_count, state_create, state_get
-export state_load, state_metadata_count, state_metadata_set, state_save, state_set, to, tril, triu, unfold, unsqueeze
-export where_, zeros_like
+export device_open, device_synchronize, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary
+export expr_const, expr_simplify, expr_variable, eye, flatten, from_idx, full_like, gather, ge, gelu, grad, gt
+export hardsigmoid, hardswish, hardtanh, isclose, jit_call_count, jit_plan, jit_reset, le, leaky_relu, lerp, linear
+export linspace, log_softmax, logaddexp, logical_not, logsigmoid, lshift_tensor, lt, masked_fill, masked_select
+export masked_select_sized, matmul, max_pool2d, mish, module_call, module_get, module_load_state
+export module_parameter_count, module_set, module_set_option, module_state, multinomial, ndim, ne, nll_loss
+export nll_loss_weighted, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding
+export nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell, nn_rmsnorm, nonzero, nonzero_sized, numel
+export one_hot, ones_like, optimizer_lr, optimizer_set_lr, optimizer_step, optimizer_zero_grad, option_pop
+export option_push, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind
+export reciprocal, relu, relu6, repeat_interleave, requires_grad, rshift_tensor, rsqrt, scaled_dot_product_attention
+export scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
+export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze
+export squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count, state_metadata_set
+export state_save, state_set, to, tril, triu, unfold, unsqueeze, where_, zeros_like

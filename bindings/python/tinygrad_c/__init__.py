@@ -112,9 +112,36 @@ def has_tensor_api() -> bool:
 
 
 # ---- devices ---------------------------------------------------------------------------------------------------------
-class Device:
+_DEVICE_KINDS = ("CPU", "CLANG", "CUDA", "CL", "GPU", "NV", "AMD", "METAL", "LLVM", "DISK", "PYTHON", "NULL", "WEBGPU", "QCOM")
+
+
+def _is_device_name(s: str) -> bool:
+  """A device's spelling ("CUDA", "CL:1", "cpu") as opposed to a dtype's name ("float32")."""
+  return s.split(":")[0].upper() in _DEVICE_KINDS
+
+
+class _OpenDevice:
+  """What tinygrad's Device[name] gives: the opened device, here its canonical name and synchronize()."""
+  __slots__ = ("device",)
+  def __init__(self, name: str): self.device = name
+  def synchronize(self) -> None:
+    """Waits for the kernels and copies queued on the device (a TinyJit replay queues GPU kernels without waiting)."""
+    _ok(C.device_synchronize(self.device.encode()), "device_synchronize")
+  def __repr__(self): return f"<Device {self.device}>"
+
+
+class _DeviceMeta(type):
+  def __getitem__(cls, name: str) -> _OpenDevice:
+    """Device["CUDA"]: opens it (raising why it can't be used, as Device.open) and gives its handle."""
+    name = cls.canonicalize(name)
+    cls.open(name)
+    return _OpenDevice(name)
+
+
+class Device(metaclass=_DeviceMeta):
   """tinygrad's Device: Device.DEFAULT names the device used when none is given ($DEV, else $DEVICE, else "CPU");
-  Device.canonicalize(name) is the library's spelling of a device name (an unknown device raises)."""
+  Device.canonicalize(name) is the library's spelling of a device name (an unknown device raises); Device[name] opens
+  one (Device[Device.DEFAULT].synchronize())."""
   DEFAULT: str = ""
 
   @staticmethod
@@ -256,8 +283,11 @@ class _DTypesMeta(type):
   """dtypes.default_float is settable, as tinygrad's (its DEFAULT_FLOAT): a float DType or its name ("half", "HALF",
   "bfloat16"); every creation that defaults to a float reads it. DEFAULT_FLOAT in the environment sets it at import."""
   _default_float = None
+  _local = threading.local()  # Context(DEFAULT_FLOAT=...) overrides, per thread, innermost last
   @property
-  def default_float(cls) -> DType: return cls._default_float
+  def default_float(cls) -> DType:
+    over = getattr(cls._local, "stack", None)
+    return over[-1] if over else cls._default_float
   @default_float.setter
   def default_float(cls, d):
     d = to_dtype(d) if not isinstance(d, str) else _dtype_from_name(d)
@@ -527,11 +557,15 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def __deepcopy__(self, memo): return self._deepcopy_by_reduce(memo)
 
   def __init__(self, data, dtype=None, device: Optional[str] = None, requires_grad: Optional[bool] = None):
+    # tinygrad's order is Tensor(data, device, dtype): a device name (or a DType) in the other's place is taken as meant
+    if isinstance(device, DType) or (isinstance(dtype, str) and _is_device_name(dtype)): dtype, device = device, dtype
     if isinstance(data, Tensor):
       self._h = _made(C.tensor_retain(data._h), "tensor_retain")
       if dtype is not None and to_dtype(dtype) is not data.dtype: self._swap(C.tensor_cast(data._h, to_dtype(dtype).value))
       if requires_grad is not None: self.requires_grad = requires_grad
       return
+    if isinstance(data, Path): data = data.read_bytes()  # tinygrad maps the file (a DISK tensor); here it is read
+    if isinstance(data, (bytes, bytearray, memoryview)): data = np.frombuffer(bytes(data), np.uint8)  # uint8, as tinygrad
     if isinstance(data, np.ndarray): arr, dt = data, to_dtype(dtype) if dtype is not None else dtypes.from_np(data.dtype)
     else: arr, dt = _from_py(data, to_dtype(dtype) if dtype is not None else None)
     if dt is dtypes.bfloat16: buf = _to_bf16_bits(arr.astype(np.float32))
@@ -574,6 +608,11 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Tensor._make("empty", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
 
   @staticmethod
+  def invalids(*shape, device=None, dtype=None) -> "Tensor":
+    """tinygrad's anonymous buffer whose contents are not to be read before written: here an empty tensor."""
+    return Tensor.empty(*shape, dtype=dtype, device=device)
+
+  @staticmethod
   def zeros(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
     return Tensor._make("zeros", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
 
@@ -582,7 +621,9 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Tensor._make("ones", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
 
   @staticmethod
-  def full(shape, fill_value: Scalar, dtype=None, device=None, requires_grad=None) -> "Tensor":
+  def full(shape, fill_value: Scalar, dtype=None, device=None, buffer=True, requires_grad=None) -> "Tensor":
+    """Filled with fill_value. buffer: tinygrad's choice between a buffer and a broadcast constant; either way this is a
+    lazy constant that takes memory only when realized, so the values are the same."""
     return Tensor._full(shape, fill_value, dtype, device)._rg(requires_grad)
 
   @staticmethod
@@ -652,8 +693,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     C.manual_seed(seed)
 
   @staticmethod
-  def rand(*shape, dtype=None, device=None, requires_grad=None) -> "Tensor":
-    """Uniform in [0, 1)."""
+  def rand(*shape, dtype=None, device=None, contiguous=True, requires_grad=None) -> "Tensor":
+    """Uniform in [0, 1). contiguous: tinygrad's choice to realize its random bits into a buffer; ours always are."""
     return Tensor._make("rand", shape, dtype or dtypes.default_float, device, requires_grad=requires_grad)
 
   @staticmethod
@@ -825,6 +866,39 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def long(self) -> "Tensor": return self.cast(dtypes.int64)
   def short(self) -> "Tensor": return self.cast(dtypes.int16)
   def element_size(self) -> int: return self.dtype.itemsize
+  @property
+  def max_shape(self) -> Tuple[int, ...]:
+    """The shape with each symbolic dim at its Variable's largest value, as tinygrad."""
+    return tuple(d.vmax if isinstance(d, BoundExpr) else d for d in self.shape)
+  def max_numel(self) -> int: return math.prod(self.max_shape)
+
+  @staticmethod
+  def const(b, dtype=None) -> "Tensor":
+    """A 0-d tensor of the Python scalar b (tinygrad's Tensor.const; dtype from the value when not given)."""
+    return Tensor._full((), b, dtype)
+  def ufix(self, x) -> "Tensor":
+    """x as a Tensor: a Tensor as is, a scalar as a 0-d tensor of self's dtype (a float into an int self: default_float)."""
+    if isinstance(x, Tensor): return x
+    dt = dtypes.default_float if isinstance(x, float) and not self.dtype.is_float else self.dtype
+    return Tensor._full((), x, dt, self.device)
+  def usum(self, *xs) -> "Tensor":
+    """self + each of xs (or of one list); `|` for bool, as tinygrad."""
+    return functools.reduce(operator.or_ if self.dtype is dtypes.bool else operator.add, xs[0] if len(xs) == 1 and isinstance(xs[0], (list, tuple)) else xs, self)
+  def uprod(self, *xs) -> "Tensor":
+    """self * each of xs (or of one list); `&` for bool, as tinygrad."""
+    return functools.reduce(operator.and_ if self.dtype is dtypes.bool else operator.mul, xs[0] if len(xs) == 1 and isinstance(xs[0], (list, tuple)) else xs, self)
+
+  @property
+  def is_param(self) -> bool:
+    """tinygrad's flag: False for the tensors an optimizer leaves alone (a module's running statistics, or any marked by
+    is_param_(False)); True otherwise."""
+    from .nn.optim import _is_buffer
+    return not _is_buffer(self)
+  def is_param_(self, is_param: bool = True) -> "Tensor":
+    """Marks self a param or (False) a buffer that optimizers keep out of their params; returns self, as tinygrad."""
+    from .nn.optim import _mark_buffer
+    _mark_buffer(self, not is_param)
+    return self
   def nbytes(self) -> int: return self.numel() * self.dtype.itemsize
   def is_floating_point(self) -> bool: return self.dtype.is_float
   def eq(self, x) -> "Tensor": return self == x
@@ -954,7 +1028,9 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     """What realizing self (and lst) would run, scheduled and compiled but not run: see Plan."""
     return Plan(self, *lst)
 
-  def contiguous(self) -> "Tensor": return Tensor._wrap(C.tensor_contiguous(self._h), "tensor_contiguous")
+  def contiguous(self, **kwargs) -> "Tensor":
+    """A contiguous copy, lazily. tinygrad's keyword options (tags for its scheduler) have no meaning here and are ignored."""
+    return Tensor._wrap(C.tensor_contiguous(self._h), "tensor_contiguous")
   def contiguous_backward(self) -> "Tensor":
     """self, whose gradient is made contiguous (realized into its own buffer) on the way back."""
     return Tensor._wrap(C.tensor_contiguous_backward(self._h), "tensor_contiguous_backward")
@@ -1632,6 +1708,9 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     realized after self (realize it first, or together with Tensor.realize_many). On an unrealized tensor, tensors made
     from self before keep the old contents. Inside a TinyJit, an in-place assign is captured and replays at every call."""
     x = x if isinstance(x, Tensor) else Tensor(x, dtype=self.dtype, device=self.device)
+    xs, ss = x.shape, self.shape
+    if xs != ss and len(xs) <= len(ss) and all(a in (1, b) for a, b in zip(xs[::-1], ss[::-1])):  # broadcast, as tinygrad
+      x = x.reshape((1,) * (len(ss) - len(xs)) + tuple(xs)).expand(ss)
     _ok(C.tensor_assign(self._h, x._h), "tensor_assign")
     return self
 
@@ -1952,8 +2031,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     """Samples of the categorical distribution(s) in the rows of self (1-d or 2-d weights)."""
     return Tensor._wrap(C.tensor_multinomial(self._h, _i64(num_samples, "num_samples"), int(bool(replacement))), "tensor_multinomial")
 
-  def full_like(self, fill_value: Scalar, dtype=None, device=None, requires_grad=None) -> "Tensor":
-    """full with self's shape (and dtype and device unless given); fill_value must fit an int dtype."""
+  def full_like(self, fill_value: Scalar, dtype=None, device=None, buffer=True, requires_grad=None) -> "Tensor":
+    """full with self's shape (and dtype and device unless given); fill_value must fit an int dtype. buffer: as full's."""
     dt = to_dtype(dtype) if dtype is not None else self.dtype
     if dt is self.dtype and device is None and dt.is_float:
       return Tensor._wrap(C.tensor_full_like(self._h, float(fill_value)), "tensor_full_like")._rg(requires_grad)
@@ -2220,8 +2299,13 @@ class Context(contextlib.ContextDecorator):
   only (tg_option_push / tg_option_pop), over set_option and the environment; blocks nest. An option the library does
   not have raises KeyError, as tinygrad's Context does for a name it does not know."""
   def __init__(self, **options):
-    self.options = {}
+    self.options, self.default_float = {}, None
     for k, v in options.items():
+      if k == "DEFAULT_FLOAT":  # a dtype (or its name): dtypes.default_float for the block, in this thread
+        d = v if isinstance(v, DType) else _dtype_from_name(v) if isinstance(v, str) else to_dtype(v)
+        if not d.is_float: raise ValueError(f"DEFAULT_FLOAT must be a float dtype, got {d}")
+        self.default_float = d
+        continue
       if isinstance(v, bool): v = int(v)
       if isinstance(v, str): self.options[k] = v  # a decimal, as the environment variable takes it
       elif isinstance(v, (int, float, np.integer, np.floating)): self.options[k] = str(int(v)) if float(v).is_integer() else repr(float(v))
@@ -2240,8 +2324,13 @@ class Context(contextlib.ContextDecorator):
     except BaseException:
       for _ in range(n): C.option_pop()
       raise
+    if self.default_float is not None:
+      loc = _DTypesMeta._local
+      if not hasattr(loc, "stack"): loc.stack = []
+      loc.stack.append(self.default_float)
     return self
   def __exit__(self, *exc):
+    if self.default_float is not None: _DTypesMeta._local.stack.pop()
     for _ in self.options: _ok(C.option_pop(), "option_pop")
 
 
@@ -2609,6 +2698,7 @@ def reset_counters(): C.counters_reset()
 
 
 class _GlobalCountersMeta(type):
+  def __dir__(cls): return sorted(set(super().__dir__()) | set(counters()))
   def __getattr__(cls, name):
     c = counters()
     if name in c: return c[name]
@@ -2625,3 +2715,4 @@ Device.DEFAULT = Device.canonicalize(None)
 
 
 from .helpers import fetch, getenv  # noqa: E402 (tinygrad's top-level names; helpers imports from this module)
+from . import device, dtype, engine, helpers, tensor  # noqa: E402,F401 (tinygrad.tensor etc. are attributes after import tinygrad)

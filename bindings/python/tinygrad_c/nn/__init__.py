@@ -14,6 +14,7 @@ from .. import C, Tensor, _i64s, _made, _Owned, _ok
 _i64 = ctypes.c_int64
 from . import datasets, optim, state  # noqa: F401
 from .optim import _mark_buffer
+from ..helpers import TRAINING  # noqa: F401 (tinygrad.nn has it from helpers: a ContextVar over the TRAINING option)
 
 __all__ = ["Linear", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
            "LayerNorm", "LayerNorm2d", "RMSNorm", "GroupNorm", "InstanceNorm", "Embedding", "LSTMCell", "optim", "state", "datasets"]

@@ -41,14 +41,25 @@ def _defaults(kind: str) -> _Options:
 _BUFFERS: Dict[int, "weakref.ref[Tensor]"] = {}
 
 
-def _mark_buffer(t: Tensor) -> None:
+def _mark_buffer(t: Tensor, buffer: bool = True) -> None:
   key = id(t)
+  if not buffer:
+    if _is_buffer(t): del _BUFFERS[key]
+    return
   _BUFFERS[key] = weakref.ref(t, lambda _r, key=key: _BUFFERS.pop(key, None))
 
 
 def _is_buffer(t: Tensor) -> bool:
   r = _BUFFERS.get(id(t))
   return r is not None and r() is t
+
+
+def _check_device(params: Sequence[Tensor], device) -> None:
+  """tinygrad's device= (where the state lives) and fused= (its params concatenated into one buffer: a speed choice; a
+  step here is one schedule already) are accepted; the state lives on the params' device, so another device raises."""
+  if device is None or not params: return
+  if Tensor.empty(0, device=device).device != params[0].device:
+    raise NotImplementedError(f"optimizer state on {device} with params on {params[0].device}: the state lives with the params")
 
 
 def _split(params: Sequence[Tensor]):
@@ -130,44 +141,76 @@ class Optimizer(_Owned):
 
   def __repr__(self): return f"<{type(self).__name__} ({self.kind}) lr={self.lr.numpy()[0]:g}>"
 
+  def _state(self, name: str) -> List[Tensor]:
+    """The state list tinygrad calls `name` (tg_optimizer_state): the tensors a step assigns into."""
+    n = C.optimizer_state(self._h, name.encode(), None, 0)
+    if n < 0: _raise_last("optimizer_state")
+    out = (ctypes.c_void_p * max(n, 1))()
+    return _tensors(out, C.optimizer_state(self._h, name.encode(), out, n), "optimizer_state")
+
+  def _state_dict(self) -> dict:
+    """What tinygrad's get_state_dict finds in an optimizer's __dict__, in its order."""
+    return {"params": self.params, "buffers": self.buffers, "lr": self.lr}
+
 
 class LARS(Optimizer):
   """Layer-wise Adaptive Rate Scaling (https://arxiv.org/abs/1708.03888v3); SGD and Muon are LARS settings."""
   __slots__ = ()
 
   def __init__(self, params: Sequence[Tensor], lr=0.001, momentum=0.9, weight_decay=1e-4, ns_steps=0, ns_coefficients=None, nesterov=False,
-               classic=True, pre_wd=True, tcoef=0.001):
+               classic=True, pre_wd=True, tcoef=0.001, device=None, fused=None):
+    _check_device(params, device)
     self._make("lars", params, lr=lr, momentum=momentum, weight_decay=weight_decay, ns_steps=ns_steps, ns_coefficients=ns_coefficients,
                nesterov=nesterov, classic=classic, pre_wd=pre_wd, tcoef=tcoef)
+
+  @property
+  def b(self) -> List[Tensor]:
+    """The momentum buffers, one per param (none without momentum), as tinygrad's LARS.b."""
+    return self._state("b")
+
+  def _state_dict(self) -> dict: return {**super()._state_dict(), "b": self.b}
 
 
 class LAMB(Optimizer):
   """LAMB (https://arxiv.org/abs/1904.00962); Adam and AdamW are LAMB with adam=True."""
   __slots__ = ()
 
-  def __init__(self, params: Sequence[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False):
+  def __init__(self, params: Sequence[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False, device=None, fused=None):
+    _check_device(params, device)
     self._make("lamb", params, lr=lr, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay, adam=adam)
 
+  # tinygrad's LAMB state: the first and second moments per param, and the bias corrections' products b1^t, b2^t
+  m = property(lambda self: self._state("m"), doc="First moments, one per param.")
+  v = property(lambda self: self._state("v"), doc="Second moments, one per param.")
+  b1_t = property(lambda self: self._state("b1_t")[0], doc="b1 to the power of the steps taken, shape (1,).")
+  b2_t = property(lambda self: self._state("b2_t")[0], doc="b2 to the power of the steps taken, shape (1,).")
 
-def SGD(params: Sequence[Tensor], lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False) -> LARS:
+  def _state_dict(self) -> dict: return {**super()._state_dict(), "b1_t": self.b1_t, "b2_t": self.b2_t, "m": self.m, "v": self.v}
+
+
+def SGD(params: Sequence[Tensor], lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False, device=None, fused=None) -> LARS:
   """SGD with optional momentum (classic: the lr scales the grad before momentum), Nesterov and weight decay."""
+  _check_device(params, device)
   return LARS._new("sgd", params, lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov, classic=classic)
 
 
 def Muon(params: Sequence[Tensor], lr=0.001, momentum=0.95, weight_decay=0.1, ns_steps=5, ns_coefficients=(3.4445, -4.775, 2.0315),
-         nesterov=True) -> LARS:
+         nesterov=True, device=None, fused=None) -> LARS:
   """SGD with Newton-Schulz orthogonalized updates and decoupled weight decay (https://kellerjordan.github.io/posts/muon/)."""
+  _check_device(params, device)
   return LARS._new("muon", params, lr=lr, momentum=momentum, weight_decay=weight_decay, ns_steps=ns_steps, ns_coefficients=ns_coefficients,
                    nesterov=nesterov)
 
 
-def AdamW(params: Sequence[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01) -> LAMB:
+def AdamW(params: Sequence[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, device=None, fused=None) -> LAMB:
   """AdamW (https://arxiv.org/abs/1711.05101v3)."""
+  _check_device(params, device)
   return LAMB._new("adamw", params, lr=lr, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay)
 
 
-def Adam(params: Sequence[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8) -> LAMB:
+def Adam(params: Sequence[Tensor], lr=0.001, b1=0.9, b2=0.999, eps=1e-8, device=None, fused=None) -> LAMB:
   """Adam (https://arxiv.org/abs/1412.6980)."""
+  _check_device(params, device)
   return LAMB._new("adam", params, lr=lr, b1=b1, b2=b2, eps=eps)
 
 
@@ -179,6 +222,7 @@ class OptimizerGroup(Optimizer):
     self._h, self.kind, self.optimizers = None, "group", optimizers
     self.buffers = [b for o in optimizers for b in o.buffers]
   def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
+  def _state_dict(self) -> dict: return {"optimizers": list(self.optimizers), "params": self.params, "buffers": self.buffers}
   @property
   def params(self) -> List[Tensor]: return [p for o in self.optimizers for p in o.params]
   @property

@@ -86,6 +86,7 @@ def get_state_dict(obj, prefix: str = "", tensor_type=Tensor) -> Dict[str, Tenso
   """The named tensors reachable from obj, as tinygrad's: Tensor attributes by name, lists and tuples by index, dicts by
   key, namedtuples by field, other objects through their __dict__."""
   if isinstance(obj, tensor_type): return {prefix.strip("."): obj}
+  if hasattr(obj, "_state_dict"): return get_state_dict(obj._state_dict(), prefix, tensor_type)  # optimizers: state lives in C
   if hasattr(obj, "_asdict"): return get_state_dict(obj._asdict(), prefix, tensor_type)
   if isinstance(obj, OrderedDict): return get_state_dict(dict(obj), prefix, tensor_type)
   if hasattr(obj, "__dict__"): return get_state_dict(obj.__dict__, prefix, tensor_type)

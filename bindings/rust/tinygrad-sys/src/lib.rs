@@ -327,6 +327,9 @@ unsafe extern "C" {
   /// Opens the device `name`: TG_OK if it is usable, else TG_ERROR_DEVICE with a message saying why (no driver,
   /// no such device number, unknown name).
   pub fn tg_device_open(name: *const c_char) -> tg_status;
+  /// Waits until every kernel and copy queued on the device `name` has finished (a TinyJit replay queues GPU
+  /// kernels without waiting; a realize or a read waits itself). TG_ERROR_DEVICE as tg_device_open.
+  pub fn tg_device_synchronize(name: *const c_char) -> tg_status;
 
   // ---- symbolic expressions
   /// A variable named `name` (copied) taking values in [min, max]. NULL if min > max or name is empty.
@@ -1150,6 +1153,12 @@ unsafe extern "C" {
   /// The params as the optimizer holds them (deduplicated) as new references into out[0..count); returns the
   /// count, or -1 on error. out NULL: the count only. A capacity below the count is TG_ERROR_INVALID_ARGUMENT.
   pub fn tg_optimizer_params(opt: *const tg_optimizer, out: *mut *mut tg_tensor, capacity: usize) -> i64;
+  /// One of the optimizer's state lists by tinygrad's attribute name, as new references into out[0..count) (the
+  /// state itself: a step assigns into these tensors); returns the count, or -1 on error. Names: "b" (SGD,
+  /// LARS, Muon: the momentum buffers, one per param, none without momentum); "m", "v" (one per param), "b1_t",
+  /// "b2_t" (one each) for Adam, AdamW and LAMB. Another name is TG_ERROR_INVALID_ARGUMENT listing the
+  /// optimizer's names. out NULL: the count only; a capacity below the count is TG_ERROR_INVALID_ARGUMENT.
+  pub fn tg_optimizer_state(opt: *const tg_optimizer, name: *const c_char, out: *mut *mut tg_tensor, capacity: usize) -> i64;
   /// A new reference to the lr tensor (shape (1,), float32). Read it with tg_tensor_to_data; assigning into it
   /// (tg_tensor_assign, then realize) changes the lr of later steps, also inside a tg_jit function, where a
   /// replay then reads the new value: tinygrad's lr schedulers do this.

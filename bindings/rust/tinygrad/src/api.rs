@@ -2340,6 +2340,14 @@ pub fn device_open(name: &str) -> Result<()> {
   check(unsafe { sys::tg_device_open(name.as_ptr()) })
 }
 
+/// `tg_device_synchronize`: Waits until every kernel and copy queued on the device `name` has finished (a
+/// TinyJit replay queues GPU kernels without waiting; a realize or a read waits itself). TG_ERROR_DEVICE as
+/// tg_device_open.
+pub fn device_synchronize(name: &str) -> Result<()> {
+  let name = cstring(name, "name")?;
+  check(unsafe { sys::tg_device_synchronize(name.as_ptr()) })
+}
+
 /// `tg_manual_seed`: Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of
 /// how many random numbers were drawn on the device since it was set, so a program gives the same numbers on
 /// every run; they are generated inside the kernels that use them. A one-element counter buffer per device is
@@ -2462,7 +2470,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 293 of the manifest's 327. The others, and where they are:
+/// Functions wrapped above: 294 of the manifest's 329. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2491,6 +2499,7 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_module_release", "Drop"),
   ("tg_optimizer_schedule_step", "Optimizer::schedule_step"),
   ("tg_optimizer_params", "Optimizer::params"),
+  ("tg_optimizer_state", "Optimizer::state"),
   ("tg_optimizer_retain", "Clone"),
   ("tg_optimizer_release", "Drop"),
   ("tg_state_info", "State::info"),

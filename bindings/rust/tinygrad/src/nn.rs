@@ -78,6 +78,18 @@ impl Optimizer {
       sys::tg_optimizer_params(self.as_ptr(), p, cap)
     })
   }
+
+  /// A state list by tinygrad's attribute name: "b" (SGD, LARS, Muon), "m", "v", "b1_t", "b2_t" (Adam, AdamW, LAMB).
+  pub fn state(&self, name: &str) -> Result<Vec<Tensor>> {
+    let c = cstring(name, "name")?;
+    let n = unsafe { sys::tg_optimizer_state(self.as_ptr(), c.as_ptr(), core::ptr::null_mut(), 0) };
+    if n < 0 {
+      return Err(Error::last());
+    }
+    outputs(n as usize, |p, cap| unsafe {
+      sys::tg_optimizer_state(self.as_ptr(), c.as_ptr(), p, cap)
+    })
+  }
 }
 
 impl State {
