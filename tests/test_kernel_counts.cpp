@@ -6,9 +6,14 @@
 #include <random>
 
 #include "schedule/schedule.h"
+#include "float_data.h"
 #include "tensor/tensor.h"
 
 namespace {
+
+using tg_test::randf;
+using tg_test::read;
+using tg_test::tf;
 
 using tg::Shape;
 using tg::Tensor;
@@ -25,19 +30,6 @@ uint64_t kernels_to_realize(Tensor& t) {
   tg_counters_reset();
   t.realize();
   return counters().kernel_count;
-}
-std::vector<float> randf(size_t n, uint64_t seed, float lo = -2, float hi = 2) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(g);
-  return v;
-}
-Tensor tf(const std::vector<float>& v, Shape s) { return Tensor::from_data(v.data(), v.size() * sizeof(float), dt::float32, s, "CPU"); }
-std::vector<float> read(Tensor t) {
-  std::vector<float> out(size_t(t.numel()));
-  t.to_data(out.data(), out.size() * sizeof(float));
-  return out;
 }
 void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, double rtol = 1e-5, double atol = 1e-6) {
   ASSERT_EQ(got.size(), want.size());

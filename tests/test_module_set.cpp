@@ -8,37 +8,12 @@
 #include <vector>
 
 #include "capi_handles.h"
+#include "nn_capi.h"
 #include "tinygrad.h"
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-T from(const std::vector<float>& v, Shape shape, tg_dtype dt = TG_FLOAT32) {
-  if (dt == TG_FLOAT32) return tg_tensor_from_data(v.data(), v.size() * sizeof(float), dt, shape.data(), shape.size(), nullptr);
-  std::vector<int32_t> iv(v.begin(), v.end());
-  return tg_tensor_from_data(iv.data(), iv.size() * 4, TG_INT32, shape.data(), shape.size(), nullptr);
-}
-std::vector<float> call(tg_module* m, tg_tensor* x) {
-  T y = tg_module_call(m, x);
-  EXPECT_TRUE(y.p) << tg_last_error_message();
-  return y.p ? data(y) : std::vector<float>{};
-}
-void expect_near(const std::vector<float>& got, const std::vector<double>& want, double tol = 1e-5) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); i++) EXPECT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << "element " << i;
-}
-void expect_error(tg_status got, tg_status want, const std::vector<std::string>& needles) {
-  EXPECT_EQ(got, want) << tg_status_name(got) << ": " << tg_last_error_message();
-  for (auto& n : needles)
-    EXPECT_NE(std::string(tg_last_error_message()).find(n), std::string::npos) << "message: " << tg_last_error_message() << "\nwant: " << n;
-  tg_clear_error();
-}
-std::vector<std::string> names(tg_module* m) {
-  S s = tg_module_state(m);
-  std::vector<std::string> out;
-  for (int64_t i = 0; i < tg_state_count(s); i++) out.push_back(tg_state_name(s, size_t(i)));
-  return out;
-}
+using namespace nn_capi;
 
 // y = x W^T + b with W, b put in place of the module's: the call, tg_module_get and the state see the new tensors
 TEST(ModuleSet, LinearWeightAndBiasSwapped) {
@@ -119,7 +94,7 @@ TEST(ModuleSet, BatchNormTensorsAndOptions) {
   expect_near(data(mean), {2.5, -0.25});
   expect_near(data(var), {3, 0.75});
   // the counter takes one element, () or (1,), int or float (tinygrad's `bn.num_batches_tracked = Tensor.ones(1)`)
-  T nbt = from({7}, {}, TG_INT32), f = from({7}, {1}), two = from({1, 2}, {2});
+  T nbt = from_i32({7}, {}), f = from({7}, {1}), two = from({1, 2}, {2});
   ASSERT_EQ(tg_module_set(bn, "num_batches_tracked", nbt), TG_OK) << tg_last_error_message();
   ASSERT_EQ(tg_module_set(bn, "num_batches_tracked", f), TG_OK) << tg_last_error_message();
   expect_error(tg_module_set(bn, "num_batches_tracked", two), TG_ERROR_SHAPE, {"tg_module_set", "num_batches_tracked", "one element"});
@@ -194,11 +169,11 @@ TEST(ModuleSet, SequentialEmbeddingLSTM) {
   expect_error(tg_module_set(seq, "1.0.weight", w), TG_ERROR_INVALID_ARGUMENT, {"no tensor named 'weight'", "none"});
 
   M emb = tg_nn_embedding(3, 2, nullptr);
-  T ew = from({0, 1, 2, 3, 4, 5}, {3, 2}), idx = from({2, 0}, {2}, TG_INT32);
+  T ew = from({0, 1, 2, 3, 4, 5}, {3, 2}), idx = from_i32({2, 0}, {2});
   ASSERT_EQ(tg_module_set(emb, "weight", ew), TG_OK);
   expect_near(call(emb, idx), {4, 5, 0, 1});
   expect_error(tg_module_set(emb, "weight", w), TG_ERROR_SHAPE, {"tg_module_set", "Embedding", "(3,2)", "(2,2)"});
-  T iw = from({0, 1, 2, 3, 4, 5}, {3, 2}, TG_INT32);
+  T iw = from_i32({0, 1, 2, 3, 4, 5}, {3, 2});
   expect_error(tg_module_set(emb, "weight", iw), TG_ERROR_DTYPE, {"float tensor", "int32"});
 
   M cell = tg_nn_lstm_cell(1, 1, 1, nullptr);

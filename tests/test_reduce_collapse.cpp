@@ -13,10 +13,15 @@
 #include "codegen/simplify.h"
 #include "engine/realize.h"
 #include "schedule/schedule.h"
+#include "float_data.h"
 #include "tensor/tensor.h"
 
 namespace tg {
 namespace {
+
+using tg_test::randf;
+using tg_test::read;
+using tg_test::tf;
 
 UOpRef global(int64_t slot, DType dt, int64_t n) { return UOp::make(Ops::DEFINE_GLOBAL, dt.ptr_to(n), {}, slot); }
 UOpRef load(const UOpRef& buf, const UOpRef& i) { return UOp::make(Ops::LOAD, buf->dtype.base(), {UOp::make(Ops::INDEX, buf->dtype, {buf, i})}); }
@@ -45,13 +50,6 @@ std::pair<std::vector<T>, ProgramSpec> run(const UOpRef& ast, int64_t out_n, std
   std::vector<T> out(static_cast<size_t>(out_n));
   bufs[0]->copyout(out.data(), out.size() * sizeof(T));
   return {out, p};
-}
-std::vector<float> randf(size_t n, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(g);
-  return v;
 }
 int64_t reduces(const UOpRef& ast) {
   int64_t n = 0;

@@ -9,27 +9,19 @@
 #include <random>
 
 #include "engine/realize.h"
+#include "float_data.h"
 #include "tensor/tensor.h"
 
 namespace {
+
+using tg_test::randf;
+using tg_test::read;
+using tg_test::tf;
 
 using tg::Shape;
 using tg::Tensor;
 namespace dt = tg::dtypes;
 
-std::vector<float> randf(size_t n, uint64_t seed, float lo = -1, float hi = 1) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(g);
-  return v;
-}
-Tensor tf(const std::vector<float>& v, Shape s) { return Tensor::from_data(v.data(), v.size() * sizeof(float), dt::float32, s, "CPU"); }
-std::vector<float> read(Tensor t) {
-  std::vector<float> out(size_t(t.numel()));
-  t.to_data(out.data(), out.size() * sizeof(float));
-  return out;
-}
 // uint8 images (n, 28, 28), realized: what nn.datasets.mnist() holds
 Tensor images(int64_t n, uint64_t seed) {
   std::mt19937_64 g(seed);

@@ -6,23 +6,16 @@
 #include <random>
 
 #include "engine/realize.h"
+#include "float_data.h"
 #include "tensor/tensor.h"
 
 using namespace tg;
 
 namespace {
-std::vector<float> randf(size_t n, uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
-std::vector<float> read(Tensor t) {
-  std::vector<float> v(size_t(t.numel()));
-  t.to_data(v.data(), v.size() * sizeof(float));
-  return v;
-}
+
+using tg_test::randf;
+using tg_test::read;
+using tg_test::tf;
 }  // namespace
 
 TEST(SymbolicShapes, ElementwiseAndReductionsCompileOnceForEveryBinding) {
