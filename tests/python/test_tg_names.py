@@ -209,3 +209,10 @@ def test_names_table_missing_rows_say_why():
   text = DOC.read_text()
   for line in text[text.index("## tinygrad's names"):].splitlines():
     if "| missing |" in line: assert len(line.split("|")[3].strip()) > 5, f"no reason given: {line}"
+
+
+def test_conv2d_string_padding_is_tinygrads_value_error():
+  # Tensor.conv2d takes numbers only; "same"/"valid" belong to nn.Conv2d, as in tinygrad
+  with pytest.raises(ValueError, match="Padding must be an int or a sequence of length 3 or 6"):
+    Tensor.ones(1, 1, 3, 3, 3).conv2d(Tensor.ones(2, 1, 2, 2, 2), padding="same")
+  assert nn.Conv2d(1, 2, (2, 2, 2), padding="same")(Tensor.ones(1, 1, 3, 3, 3)).shape == (1, 2, 3, 3, 3)

@@ -2064,9 +2064,9 @@ def _per_dim(v, n: int, what: str) -> Tuple[int, ...]:
 def _pool_pairs(padding, n: int) -> Tuple[Tuple[int, int], ...]:
   """(before, after) per spatial dim from tinygrad's padding forms: an int, n ints (one per dim), or 2n ints in torch's flat
   order (last dim first)."""
-  if not isinstance(padding, (tuple, list)): return ((_i64(padding, "padding"),) * 2,) * n
-  if len(padding) not in (n, 2 * n):
+  if isinstance(padding, str) or (isinstance(padding, (tuple, list)) and len(padding) not in (n, 2 * n)):
     raise ValueError(f"Padding must be an int or a sequence of length {n} or {2*n}, but got padding={padding!r} with dims={n}.")
+  if not isinstance(padding, (tuple, list)): return ((_i64(padding, "padding"),) * 2,) * n
   p = tuple(_i64(x, "padding") for x in padding)
   if len(p) == 2 * n: return tuple(zip(p[-2::-2], p[::-2]))
   return tuple((x, x) for x in p)
