@@ -2,7 +2,18 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bindings" / "python"))
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+  """The binding seeds from the clock, as tinygrad; each test starts from seed 0 so its numbers don't depend on the
+  time or on the tests run before it."""
+  import tinygrad_c
+  tinygrad_c.Tensor.manual_seed(0)
+  yield
 
 
 def pytest_make_parametrize_id(config, val, argname):

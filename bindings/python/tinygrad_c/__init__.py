@@ -20,6 +20,7 @@ import operator
 import os
 import pickle
 import threading
+import time
 import weakref
 from pathlib import Path
 from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -2712,6 +2713,9 @@ class GlobalCounters(metaclass=_GlobalCountersMeta):
   def reset() -> None: C.counters_reset()
 
 Device.DEFAULT = Device.canonicalize(None)
+# tinygrad seeds its random numbers with the import time (Tensor.manual_seed makes a run repeatable); the C library's own
+# default seed is fixed, for C programs that want the same numbers every run
+if "tg_manual_seed" not in _missing: C.manual_seed(int(time.time()))
 
 
 from .helpers import fetch, getenv  # noqa: E402 (tinygrad's top-level names; helpers imports from this module)
