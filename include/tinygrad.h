@@ -689,6 +689,10 @@ TG_API tg_status tg_tensor_set_requires_grad(tg_tensor* t, int requires_grad);
 TG_API int tg_tensor_requires_grad(const tg_tensor* t);
 /* Adds d loss / d t into the grad of every tensor t with requires_grad that `loss` (0-d or one element) depends on. */
 TG_API tg_status tg_tensor_backward(tg_tensor* loss);
+/* tg_tensor_backward, and also into the grad of each also[i] that `loss` depends on, whatever its requires_grad: current
+ * tinygrad's backward fills every float tensor of the graph, and a binding passes the live ones it has (a tensor loss
+ * does not depend on, or one that is not float, gets nothing). @nullable(also) */
+TG_API tg_status tg_tensor_backward_also(tg_tensor* loss, tg_tensor* const* also, size_t n);
 /* A new reference to t's accumulated gradient; NULL with TG_ERROR_INVALID_ARGUMENT if it has none. */
 TG_API tg_tensor* tg_tensor_grad(tg_tensor* t);
 /* Replace t's gradient by `grad` (same shape; NULL clears it, as zero_grad does). @nullable(grad) */

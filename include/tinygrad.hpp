@@ -642,6 +642,11 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   }
   bool requires_grad() const { return detail::check(tg_tensor_requires_grad(p_), -1) != 0; }
   void backward() const { detail::check(tg_tensor_backward(p_)); }
+  // also: tensors that take a grad whatever their requires_grad (when the loss depends on them), as current tinygrad's
+  void backward(const std::vector<Tensor>& also) const {
+    auto r = raws(also);
+    detail::check(tg_tensor_backward_also(p_, r.data(), r.size()));
+  }
   Tensor grad() const { return op(tg_tensor_grad); }
   void set_grad(const Tensor& g) const { detail::check(tg_tensor_set_grad(p_, g.p_)); }  // Tensor(): clear it
   std::vector<Tensor> gradient(const std::vector<Tensor>& wrt) const {

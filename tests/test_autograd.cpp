@@ -106,6 +106,32 @@ TEST(Autograd, BackwardAccumulatesAndSetGradClears) {
   EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);
 }
 
+// current tinygrad's backward: the tensors in `also` take a grad when the loss depends on them, whatever requires_grad;
+// unrelated, int and requires_grad tensors are as tg_tensor_backward leaves them
+TEST(Autograd, BackwardAlsoFillsTheListedTensorsInTheGraph) {
+  T x = from({1, -2, 3}, {3}), w = from({0.5, 0.5, 0.5}, {3}), other = from({9}, {1});
+  T idx(tg_tensor_arange(1, 4, 1, TG_INT32, nullptr));
+  T h(tg_tensor_mul(x, w));
+  T r(tg_tensor_relu(h));
+  T ri(tg_tensor_mul(r, idx));
+  T l(tg_tensor_sum(ri, nullptr, 0, 0));
+  tg_tensor* also[4] = {x, h, other, idx};
+  ASSERT_EQ(tg_tensor_backward_also(l, also, 4), TG_OK) << tg_last_error_message();
+  T gx(tg_tensor_grad(x)), gh(tg_tensor_grad(h));
+  EXPECT_EQ(data(gx), (std::vector<double>{0.5, 0, 1.5}));
+  EXPECT_EQ(data(gh), (std::vector<double>{1, 0, 3}));
+  EXPECT_EQ(tg_tensor_grad(w), nullptr);  // not listed, no requires_grad
+  EXPECT_EQ(tg_tensor_grad(other), nullptr);  // not in the graph
+  EXPECT_EQ(tg_tensor_grad(idx), nullptr);  // int
+  tg_clear_error();
+  ASSERT_EQ(tg_tensor_backward_also(l, nullptr, 0), TG_OK);  // tg_tensor_backward: nothing requires grad, nothing changes
+  EXPECT_EQ(data(T(tg_tensor_grad(x))), (std::vector<double>{0.5, 0, 1.5}));
+  EXPECT_EQ(tg_tensor_backward_also(l, nullptr, 2), TG_ERROR_INVALID_ARGUMENT);
+  tg_tensor* bad[1] = {nullptr};
+  EXPECT_EQ(tg_tensor_backward_also(l, bad, 1), TG_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tg_last_error_message()).find("backward_also"), std::string::npos) << tg_last_error_message();
+}
+
 TEST(Autograd, GradientFunctionDetachAndErrors) {
   T a = from({0.5, -1.5}, {2}), b = from({2, 3}, {2}), c = from({1, 1}, {2});
   T d(tg_tensor_detach(b));

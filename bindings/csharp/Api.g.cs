@@ -1379,6 +1379,17 @@ public sealed partial class Tensor : IDisposable, IHandle {
     Native.Check(Native.tg_tensor_backward(H));
   }
 
+  /// <summary>tg_tensor_backward, and also into the grad of each also[i] that `loss` depends on, whatever its
+  /// requires_grad: current tinygrad's backward fills every float tensor of the graph, and a binding passes the
+  /// live ones it has (a tensor loss does not depend on, or one that is not float, gets nothing).
+  /// (tg_tensor_backward_also)
+  /// </summary>
+  public void BackwardAlso(params Tensor[] also) {
+    using (var also_ = new HandleArray(also)) {
+      Native.Check(Native.tg_tensor_backward_also(H, also_.Ptrs, (UIntPtr)(also?.Length ?? 0)));
+    }
+  }
+
   /// <summary>A new reference to t's accumulated gradient; NULL with TG_ERROR_INVALID_ARGUMENT if it has none.
   /// (tg_tensor_grad)
   /// </summary>

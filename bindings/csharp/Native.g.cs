@@ -1242,6 +1242,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_backward(TensorHandle loss);
+  /// <summary>tg_tensor_backward, and also into the grad of each also[i] that `loss` depends on, whatever its
+  /// requires_grad: current tinygrad's backward fills every float tensor of the graph, and a binding passes the
+  /// live ones it has (a tensor loss does not depend on, or one that is not float, gets nothing).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_tensor_backward_also(TensorHandle loss, IntPtr[] also, UIntPtr n);
   /// <summary>A new reference to t's accumulated gradient; NULL with TG_ERROR_INVALID_ARGUMENT if it has none.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

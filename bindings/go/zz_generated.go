@@ -1151,6 +1151,11 @@ static tg_status tgw_tensor_backward(tg_tensor* loss, tgw_err* tgw_e) {
   if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
   return tgw_r;
 }
+static tg_status tgw_tensor_backward_also(tg_tensor* loss, tg_tensor* const* also, size_t n, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_tensor_backward_also(loss, also, n);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_grad(tg_tensor* t, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_grad(t);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -5125,6 +5130,22 @@ func (loss *Tensor) Backward() error {
 	return nil
 }
 
+// BackwardAlso is tg_tensor_backward_also. tg_tensor_backward, and also into the grad of each also[i] that
+// `loss` depends on, whatever its requires_grad: current tinygrad's backward fills every float tensor of the
+// graph, and a binding passes the live ones it has (a tensor loss does not depend on, or one that is not float,
+// gets nothing).
+func (loss *Tensor) BackwardAlso(also []*Tensor) error {
+	cvAlso := cTensors(also)
+	var st C.tgw_err
+	C.tgw_tensor_backward_also(loss.ptr(), (**C.tg_tensor)(ptr0(cvAlso)), C.size_t(len(also)), &st)
+	runtime.KeepAlive(loss)
+	runtime.KeepAlive(also)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Grad is tg_tensor_grad. A new reference to t's accumulated gradient; NULL with TG_ERROR_INVALID_ARGUMENT if it
 // has none.
 func (t *Tensor) Grad() (*Tensor, error) {
@@ -6547,4 +6568,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 328 // of 329 in the manifest
+const generatedFunctions = 329 // of 330 in the manifest

@@ -488,6 +488,15 @@ int tg_tensor_requires_grad(const tg_tensor* t) {
 tg_status tg_tensor_backward(tg_tensor* loss) {
   return api::call([&] { get(loss, "backward").backward(); });
 }
+tg_status tg_tensor_backward_also(tg_tensor* loss, tg_tensor* const* also, size_t n) {
+  return api::call([&] {
+    Tensor& l = get(loss, "backward_also");
+    TG_ARG(also || n == 0, "backward_also: also is NULL with n > 0");
+    std::vector<Tensor> ts;
+    for (size_t i = 0; i < n; i++) ts.push_back(get(also[i], "backward_also", "also"));
+    l.backward(ts);
+  });
+}
 TG_T(grad(tg_tensor* t), {
   auto g = get(t, "grad").grad();
   TG_ARG(g, "grad: the tensor has no gradient (requires_grad not set, or no backward through it yet)");

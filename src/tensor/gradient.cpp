@@ -282,17 +282,20 @@ std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& wrt) const {
   return out;
 }
 
-Tensor& Tensor::backward() {
+Tensor& Tensor::backward(const std::vector<Tensor>& also) {
   one_like_loss(*this, "backward");
   std::unordered_set<const UOp*> in_graph;
   for (auto& u : with_origins(uop(), {})->toposort()) in_graph.insert(u.get());
   std::vector<Tensor> need;
+  std::unordered_set<const TensorState*> taken;
   {
     std::lock_guard<std::mutex> lk(tensor_state_mu());
     std::erase_if(g_grad_tensors, [](auto& w) { return w.expired(); });
     for (auto& w : g_grad_tensors)
-      if (auto s = w.lock(); s && s->requires_grad && in_graph.count(s->uop.get())) need.push_back(Tensor(s));
+      if (auto s = w.lock(); s && s->requires_grad && in_graph.count(s->uop.get())) need.push_back(Tensor(s)), taken.insert(s.get());
   }
+  for (auto& t : also)
+    if (dtypes::is_float(t.dtype()) && t.device() == device() && in_graph.count(t.uop().get()) && taken.insert(t.s_.get()).second) need.push_back(t);
   std::vector<Tensor> gs = gradient(need);
   for (size_t i = 0; i < need.size(); i++) {
     std::optional<Tensor> old = need[i].grad();

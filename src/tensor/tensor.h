@@ -246,7 +246,7 @@ class Tensor {
   Tensor& requires_grad_(bool on = true);
   std::optional<Tensor> grad() const;
   void set_grad(const std::optional<Tensor>& g);
-  Tensor& backward();
+  Tensor& backward(const std::vector<Tensor>& also = {});  // also: float tensors that take a grad whatever their requires_grad
   std::vector<Tensor> gradient(const std::vector<Tensor>& wrt) const;  // d this / d wrt, zeros where unreached
   Tensor contiguous_backward() const;
   void became(UOpRef realized);  // this tensor is now `realized` (its buffer); keeps its origin if gradients need it

@@ -741,12 +741,30 @@ def test_backward_after_realize(op):
   _compare(x.grad, xt.grad, 1e-5, 1e-4, "gradient")
 
 
-def test_no_grad_without_flag():
+def test_no_grad_with_requires_grad_false():
   x = Tensor(np.array([1.0, 2.0], np.float32), requires_grad=True)
-  y = Tensor(np.array([3.0, 4.0], np.float32))
+  y = Tensor(np.array([3.0, 4.0], np.float32), requires_grad=False)
   (x * y).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), [3.0, 4.0])
   assert y.grad is None
+
+
+def test_backward_fills_every_float_tensor_it_depends_on():
+  # current tinygrad: no requires_grad needed; intermediates held in Python get theirs too, ints and unrelated ones don't
+  x, w = Tensor([1.0, -2.0, 3.0]), Tensor([0.5, 0.5, 0.5])
+  h = x * w
+  i, other = Tensor([1, 2, 3]), Tensor([9.0])
+  loss = (h.relu() * i).sum()
+  loss.backward()
+  np.testing.assert_allclose(x.grad.numpy(), [0.5, 0.0, 1.5])
+  np.testing.assert_allclose(w.grad.numpy(), [1.0, 0.0, 9.0])
+  np.testing.assert_allclose(h.grad.numpy(), [1.0, 0.0, 3.0])
+  np.testing.assert_allclose(loss.grad.numpy(), 1.0)
+  assert i.grad is None and other.grad is None
+  # tinygrad's test_cmp_lt_backwards: a comparison's gradient is zero, not missing
+  t = Tensor([-1.0, 2.0, -3.0, 4.0])
+  (t * (t < 0)).sum().backward()
+  np.testing.assert_array_equal(t.grad.numpy(), [1.0, 0.0, 1.0, 0.0])
 
 
 def test_unused_tensor_gets_no_grad():

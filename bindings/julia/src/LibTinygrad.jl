@@ -1190,6 +1190,12 @@ on.
 """
 tg_tensor_backward(loss) = ccall((:tg_tensor_backward, libtinygrad), Int32, (Ptr{Cvoid},), loss)
 """
+tg_tensor_backward, and also into the grad of each also[i] that `loss` depends on, whatever its requires_grad:
+current tinygrad's backward fills every float tensor of the graph, and a binding passes the live ones it has
+(a tensor loss does not depend on, or one that is not float, gets nothing).
+"""
+tg_tensor_backward_also(loss, also, n) = ccall((:tg_tensor_backward_also, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t), loss, also, n)
+"""
 A new reference to t's accumulated gradient; NULL with TG_ERROR_INVALID_ARGUMENT if it has none.
 """
 tg_tensor_grad(t) = ccall((:tg_tensor_grad, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
@@ -1768,23 +1774,23 @@ export tg_tensor_rand, tg_tensor_randn, tg_tensor_uniform, tg_tensor_normal, tg_
 export tg_tensor_scaled_uniform, tg_tensor_glorot_uniform, tg_tensor_kaiming_uniform, tg_tensor_kaiming_normal
 export tg_tensor_randperm, tg_tensor_multinomial, tg_tensor_rand_like, tg_tensor_randn_like, tg_tensor_full_like
 export tg_tensor_zeros_like, tg_tensor_ones_like, tg_tensor_set_requires_grad, tg_tensor_requires_grad
-export tg_tensor_backward, tg_tensor_grad, tg_tensor_set_grad, tg_tensor_gradient, tg_tensor_detach
-export tg_tensor_contiguous_backward, tg_tensor_contiguous, tg_tensor_realize, tg_tensor_realize_many
-export tg_tensor_to_data, tg_tensor_retain, tg_tensor_release, tg_tensor_from_dlpack, tg_tensor_to_dlpack
-export tg_jit_create, tg_jit_call, tg_jit_call_count, tg_jit_reset, tg_jit_plan, tg_jit_release, tg_nn_linear
-export tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d, tg_nn_conv_transpose1d, tg_nn_conv, tg_nn_batchnorm
-export tg_nn_layernorm, tg_nn_rmsnorm, tg_nn_groupnorm, tg_nn_instancenorm, tg_nn_embedding, tg_nn_lstm_cell
-export tg_nn_function, tg_nn_sequential, tg_module_call, tg_lstm_cell_step, tg_module_kind, tg_module_get
-export tg_module_set, tg_module_get_option, tg_module_set_option, tg_module_state, tg_module_parameter_count
-export tg_module_parameters, tg_module_load_state, tg_module_retain, tg_module_release, tg_tensor_from_idx
-export tg_dataset_mnist, tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam, tg_optim_adamw, tg_optim_lars
-export tg_optim_lamb, tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step, tg_optimizer_schedule_step
-export tg_optimizer_params, tg_optimizer_state, tg_optimizer_lr, tg_optimizer_set_lr, tg_optimizer_retain
-export tg_optimizer_release, tg_state_load, tg_state_load_memory, tg_state_create, tg_state_count, tg_state_name
-export tg_state_info, tg_state_get, tg_state_set, tg_state_save, tg_state_metadata_count, tg_state_metadata_key
-export tg_state_metadata_value, tg_state_metadata_json, tg_state_metadata_set, tg_state_retain, tg_state_release
-export tg_plan_create, tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release
-export tg_set_option, tg_get_option, tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset
-export tg_live_handles, libtinygrad
+export tg_tensor_backward, tg_tensor_backward_also, tg_tensor_grad, tg_tensor_set_grad, tg_tensor_gradient
+export tg_tensor_detach, tg_tensor_contiguous_backward, tg_tensor_contiguous, tg_tensor_realize
+export tg_tensor_realize_many, tg_tensor_to_data, tg_tensor_retain, tg_tensor_release, tg_tensor_from_dlpack
+export tg_tensor_to_dlpack, tg_jit_create, tg_jit_call, tg_jit_call_count, tg_jit_reset, tg_jit_plan, tg_jit_release
+export tg_nn_linear, tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d, tg_nn_conv_transpose1d, tg_nn_conv
+export tg_nn_batchnorm, tg_nn_layernorm, tg_nn_rmsnorm, tg_nn_groupnorm, tg_nn_instancenorm, tg_nn_embedding
+export tg_nn_lstm_cell, tg_nn_function, tg_nn_sequential, tg_module_call, tg_lstm_cell_step, tg_module_kind
+export tg_module_get, tg_module_set, tg_module_get_option, tg_module_set_option, tg_module_state
+export tg_module_parameter_count, tg_module_parameters, tg_module_load_state, tg_module_retain, tg_module_release
+export tg_tensor_from_idx, tg_dataset_mnist, tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam
+export tg_optim_adamw, tg_optim_lars, tg_optim_lamb, tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step
+export tg_optimizer_schedule_step, tg_optimizer_params, tg_optimizer_state, tg_optimizer_lr, tg_optimizer_set_lr
+export tg_optimizer_retain, tg_optimizer_release, tg_state_load, tg_state_load_memory, tg_state_create
+export tg_state_count, tg_state_name, tg_state_info, tg_state_get, tg_state_set, tg_state_save
+export tg_state_metadata_count, tg_state_metadata_key, tg_state_metadata_value, tg_state_metadata_json
+export tg_state_metadata_set, tg_state_retain, tg_state_release, tg_plan_create, tg_plan_run, tg_plan_kernel_count
+export tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option, tg_option_push, tg_option_pop
+export tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
 
 end # module

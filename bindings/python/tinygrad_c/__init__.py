@@ -23,7 +23,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -539,6 +539,17 @@ class _Train(contextlib.ContextDecorator):
   def __exit__(self, *exc): _ok(C.option_pop(), "option_pop")
 
 
+# Every live Tensor object by id (tinygrad's all_tensors): backward gives each float one the loss depends on a grad, as
+# current tinygrad does, unless its requires_grad was set False (_NO_GRAD).
+_LIVE: Dict[int, "weakref.ref"] = {}
+_NO_GRAD: Dict[int, "weakref.ref"] = {}
+
+
+def _live(t) -> None:
+  key = id(t)
+  _LIVE[key] = weakref.ref(t, lambda _r, key=key: _LIVE.pop(key, None))
+
+
 class Tensor(_Owned, metaclass=_TensorMeta):
   """A lazy tensor over a tg_tensor handle. Nothing runs until .realize() / .numpy()."""
   __slots__ = ("_h", "__weakref__")
@@ -562,6 +573,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     if isinstance(device, DType) or (isinstance(dtype, str) and _is_device_name(dtype)): dtype, device = device, dtype
     if isinstance(data, Tensor):
       self._h = _made(C.tensor_retain(data._h), "tensor_retain")
+      _live(self)
       if dtype is not None and to_dtype(dtype) is not data.dtype: self._swap(C.tensor_cast(data._h, to_dtype(dtype).value))
       if requires_grad is not None: self.requires_grad = requires_grad
       return
@@ -574,12 +586,14 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     shape = _i64s(buf.shape)
     self._h = _made(C.tensor_from_data(buf.ctypes.data, buf.nbytes, dt.value, shape, buf.ndim, _enc(device)),
                     "tensor_from_data")
+    _live(self)
     if requires_grad is not None: self.requires_grad = requires_grad
 
   @classmethod
   def _wrap(cls, handle: Optional[int], what: str) -> "Tensor":
     t = object.__new__(cls)
     t._h = _made(handle, what)
+    _live(t)
     return t
 
   def _swap(self, handle):
@@ -740,7 +754,12 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return bool(r)
 
   @requires_grad.setter
-  def requires_grad(self, value: bool): _ok(C.tensor_set_requires_grad(self._h, int(bool(value))), "tensor_set_requires_grad")
+  def requires_grad(self, value: Optional[bool]):
+    """True: takes part in every backward. None (the default): as tinygrad's tensors, it takes a grad from a backward
+    that depends on it. False: never takes a grad from backward (gradient() still gives one)."""
+    _ok(C.tensor_set_requires_grad(self._h, int(bool(value))), "tensor_set_requires_grad")
+    if value is False: _NO_GRAD[id(self)] = weakref.ref(self, lambda _r, key=id(self): _NO_GRAD.pop(key, None))
+    else: _NO_GRAD.pop(id(self), None)
 
   def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
     self.requires_grad = requires_grad
@@ -764,10 +783,13 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return self if gradient is None else (self * Tensor(gradient).detach()).sum()
 
   def backward(self, gradient: Optional["Tensor"] = None) -> "Tensor":
-    """Add d self / d t to t.grad for every t with requires_grad that self depends on; self must be a scalar unless gradient
+    """Add d self / d t to t.grad for every float tensor t that self depends on, as current tinygrad (requires_grad=True ones
+    and every live Tensor object, except those whose requires_grad was set False); self must be a scalar unless gradient
     is given. Returns self."""
     loss = self._seeded_loss(gradient)  # kept alive across the call: a temporary's handle would be released first
-    _ok(C.tensor_backward(loss._h), "tensor_backward")
+    also = [t for r in list(_LIVE.values()) if (t := r()) is not None and id(t) not in _NO_GRAD]
+    arr = (ctypes.c_void_p * max(len(also), 1))(*[t._h for t in also])
+    _ok(C.tensor_backward_also(loss._h, arr, len(also)), "tensor_backward_also")
     return self
 
   def gradient(self, *targets: "Tensor", gradient: Optional["Tensor"] = None) -> list:

@@ -918,6 +918,10 @@ unsafe extern "C" {
   /// Adds d loss / d t into the grad of every tensor t with requires_grad that `loss` (0-d or one element)
   /// depends on.
   pub fn tg_tensor_backward(loss: *mut tg_tensor) -> tg_status;
+  /// tg_tensor_backward, and also into the grad of each also[i] that `loss` depends on, whatever its
+  /// requires_grad: current tinygrad's backward fills every float tensor of the graph, and a binding passes the
+  /// live ones it has (a tensor loss does not depend on, or one that is not float, gets nothing).
+  pub fn tg_tensor_backward_also(loss: *mut tg_tensor, also: *const *mut tg_tensor, n: usize) -> tg_status;
   /// A new reference to t's accumulated gradient; NULL with TG_ERROR_INVALID_ARGUMENT if it has none.
   pub fn tg_tensor_grad(t: *mut tg_tensor) -> *mut tg_tensor;
   /// Replace t's gradient by `grad` (same shape; NULL clears it, as zero_grad does).

@@ -1762,6 +1762,16 @@ impl Tensor {
     check(unsafe { sys::tg_tensor_backward(self.as_ptr()) })
   }
 
+  /// `tg_tensor_backward_also`: tg_tensor_backward, and also into the grad of each also[i] that `loss` depends
+  /// on, whatever its requires_grad: current tinygrad's backward fills every float tensor of the graph, and a
+  /// binding passes the live ones it has (a tensor loss does not depend on, or one that is not float, gets
+  /// nothing).
+  pub fn backward_also(&self, also: &[impl Borrow<Tensor>]) -> Result<()> {
+    let also = raw_ptrs(also);
+    let n = also.len();
+    check(unsafe { sys::tg_tensor_backward_also(self.as_ptr(), also.as_ptr(), n) })
+  }
+
   /// `tg_tensor_grad`: A new reference to t's accumulated gradient; NULL with TG_ERROR_INVALID_ARGUMENT if it
   /// has none.
   pub fn grad(&self) -> Result<Tensor> {
@@ -2470,7 +2480,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 294 of the manifest's 329. The others, and where they are:
+/// Functions wrapped above: 295 of the manifest's 330. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
