@@ -64,8 +64,8 @@ std::pair<Tensor, Tensor> qr(const Tensor& a) {
     Tensor v = is_at.where(u0, x).div(active.where(u0, one));
     Tensor w = active.where(sgn.mul(u0).div(active.where(norm, one)), zero).mul(v);
     Tensor vc = v.unsqueeze(-1), wc = w.unsqueeze(-1);  // (..., m, 1)
-    r = r.sub(wc.matmul(vc.transpose(-2, -1).matmul(r))).contiguous();
-    q = q.sub(q.matmul(vc).matmul(wc.transpose(-2, -1))).contiguous();
+    r = r.sub(wc.matmul(vc.transpose(-2, -1).matmul(r))).contiguous().contiguous_backward();
+    q = q.sub(q.matmul(vc).matmul(wc.transpose(-2, -1))).contiguous().contiguous_backward();
   }
   return {q, r.triu()};  // below the diagonal is zero up to rounding: make it exactly zero
 }
@@ -95,7 +95,7 @@ std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices) {
   // one place, so every pair of columns meets once in ke - 1 rounds. Jacobi converges quadratically: 6 sweeps reach
   // float32 rounding for these sizes (tinygrad runs ~4).
   const int64_t sweeps = 6, rounds = ke == 2 ? sweeps : sweeps * (ke - 1);
-  w = w.contiguous();
+  w = w.contiguous().contiguous_backward();
   for (int64_t round = 0; round < rounds && k > 0; round++) {
     Tensor lft = slice(w, -1, 0, h), rgt = slice(w, -1, h, ke);
     Tensor lb = slice(lft, -2, 0, k), rb = slice(rgt, -2, 0, k);
@@ -109,12 +109,12 @@ std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices) {
     Tensor c = one.add(t.square()).rsqrt(), s = c.mul(t);
     Tensor nl = c.mul(lft).sub(s.mul(rgt)), nr = s.mul(lft).add(c.mul(rgt));
     if (h == 1) {
-      w = Tensor::cat({nl, nr}, -1).contiguous();
+      w = Tensor::cat({nl, nr}, -1).contiguous().contiguous_backward();
       continue;
     }
     // turn the circle: top = [t0, b0, t1 .. t(h-2)], bottom = [b1 .. b(h-1), t(h-1)]
     w = Tensor::cat({slice(nl, -1, 0, 1), slice(nr, -1, 0, 1), slice(nl, -1, 1, h - 1), slice(nr, -1, 1, h), slice(nl, -1, h - 1, h)}, -1)
-            .contiguous();
+            .contiguous().contiguous_backward();
     std::vector<int64_t> nxt;
     nxt.push_back(at[0]), nxt.push_back(at[size_t(h)]);
     for (int64_t p = 1; p < h - 1; p++) nxt.push_back(at[size_t(p)]);

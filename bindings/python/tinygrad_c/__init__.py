@@ -892,15 +892,15 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   def qr(self) -> Tuple["Tensor", "Tensor"]:
     """(Q, R) of the last two dims (m, n), batched: Q (m, m) orthogonal, R (m, n) upper triangular, Q @ R == self
     (Householder, tinygrad's signs)."""
-    out = (ctypes.c_void_p * 2)()
-    _ok(C.tensor_qr(self._linalg_input("qr")._h, out), "tensor_qr")
+    x, out = self._linalg_input("qr"), (ctypes.c_void_p * 2)()  # x held: a cast is a temporary the call borrows
+    _ok(C.tensor_qr(x._h, out), "tensor_qr")
     return Tensor._wrap(out[0], "tensor_qr"), Tensor._wrap(out[1], "tensor_qr")
 
   def svd(self, full_matrices: bool = True) -> Tuple["Tensor", "Tensor", "Tensor"]:
     """(U, S, Vh) of the last two dims (m, n), batched, k = min(m, n): S (k,) descending, U @ diag(S) @ Vh == self;
     U (m, m) and Vh (n, n), or (m, k) and (k, n) when full_matrices is False (QR, then one-sided Jacobi)."""
-    out = (ctypes.c_void_p * 3)()
-    _ok(C.tensor_svd(self._linalg_input("svd")._h, int(bool(full_matrices)), out), "tensor_svd")
+    x, out = self._linalg_input("svd"), (ctypes.c_void_p * 3)()
+    _ok(C.tensor_svd(x._h, int(bool(full_matrices)), out), "tensor_svd")
     return tuple(Tensor._wrap(out[i], "tensor_svd") for i in range(3))
 
   def newton_schulz(self, steps: int, params, eps: float = 1.0e-7) -> "Tensor":
