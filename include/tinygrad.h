@@ -552,6 +552,16 @@ TG_API tg_tensor* tg_tensor_linear(tg_tensor* x, tg_tensor* weight, tg_tensor* b
 TG_API tg_tensor* tg_tensor_dot(tg_tensor* a, tg_tensor* b);
 /* Einstein summation over letters ("ij,jk->ik"; without "->" the output is the letters used once, sorted). */
 TG_API tg_tensor* tg_tensor_einsum(const char* formula, tg_tensor* const* ts, size_t n);
+/* Householder QR of the last two dims (m, n), batched over the others: new references to out[0] = Q (m, m), orthogonal,
+ * and out[1] = R (m, n), upper triangular, Q @ R = t (tinygrad's Tensor.qr, its signs). t must have rank >= 2
+ * (TG_ERROR_SHAPE) and a float dtype (TG_ERROR_DTYPE). Lazy tensor ops: gradients flow through. @len(out=2) */
+TG_API tg_status tg_tensor_qr(tg_tensor* t, tg_tensor** out);
+/* Singular value decomposition of the last two dims (m, n), k = min(m, n), batched over the others (tinygrad's
+ * Tensor.svd): new references to out[0] = U, out[1] = S (k,) descending, out[2] = Vh with U @ diag(S) @ Vh = t; U is
+ * (m, m) and Vh (n, n) when full_matrices != 0, else (m, k) and (k, n). QR, then one-sided Jacobi sweeps (a fixed
+ * number, so the graph doesn't depend on the values). A zero singular value's column of U is zero, as tinygrad's.
+ * Errors as tg_tensor_qr. @len(out=3) */
+TG_API tg_status tg_tensor_svd(tg_tensor* t, int full_matrices, tg_tensor** out);
 /* Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding, plus bias (Cout). @nullable(bias) */
 TG_API tg_tensor* tg_tensor_conv2d(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, int64_t stride_h, int64_t stride_w,
                                    int64_t dilation_h, int64_t dilation_w, int64_t pad_h, int64_t pad_w);

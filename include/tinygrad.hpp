@@ -27,6 +27,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -546,6 +547,13 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   static Tensor einsum(const std::string& formula, const std::vector<Tensor>& ts) {
     auto r = raws(ts);
     return adopt(tg_tensor_einsum(formula.c_str(), r.data(), r.size()));
+  }
+  // decompositions of the last two dims: (Q, R) and (U, S, Vh), as tinygrad's Tensor.qr / Tensor.svd
+  std::pair<Tensor, Tensor> qr() const { return pair_out(tg_tensor_qr); }
+  std::tuple<Tensor, Tensor, Tensor> svd(bool full_matrices = true) const {
+    tg_tensor* out[3] = {nullptr, nullptr, nullptr};
+    detail::check(tg_tensor_svd(p_, int(full_matrices), out));
+    return {Tensor(out[0]), Tensor(out[1]), Tensor(out[2])};
   }
   Tensor conv2d(const Tensor& weight, const Tensor& bias = Tensor(), int64_t groups = 1, Pair stride = {1, 1}, Pair dilation = {1, 1},
                 Pair padding = {0, 0}) const {

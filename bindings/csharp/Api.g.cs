@@ -1081,6 +1081,29 @@ public sealed partial class Tensor : IDisposable, IHandle {
     }
   }
 
+  /// <summary>Householder QR of the last two dims (m, n), batched over the others: new references to out[0] = Q (m, m),
+  /// orthogonal, and out[1] = R (m, n), upper triangular, Q @ R = t (tinygrad's Tensor.qr, its signs). t must
+  /// have rank &gt;= 2 (TG_ERROR_SHAPE) and a float dtype (TG_ERROR_DTYPE). Lazy tensor ops: gradients flow
+  /// through. (tg_tensor_qr)
+  /// </summary>
+  public Tensor[] Qr() {
+    var out_ = new IntPtr[2];
+    Native.Check(Native.tg_tensor_qr(H, out_));
+    return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
+  }
+
+  /// <summary>Singular value decomposition of the last two dims (m, n), k = min(m, n), batched over the others (tinygrad's
+  /// Tensor.svd): new references to out[0] = U, out[1] = S (k,) descending, out[2] = Vh with U @ diag(S) @ Vh =
+  /// t; U is (m, m) and Vh (n, n) when full_matrices != 0, else (m, k) and (k, n). QR, then one-sided Jacobi
+  /// sweeps (a fixed number, so the graph doesn't depend on the values). A zero singular value's column of U is
+  /// zero, as tinygrad's. Errors as tg_tensor_qr. (tg_tensor_svd)
+  /// </summary>
+  public Tensor[] Svd(bool fullMatrices) {
+    var out_ = new IntPtr[3];
+    Native.Check(Native.tg_tensor_svd(H, fullMatrices ? 1 : 0, out_));
+    return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
+  }
+
   /// <summary>Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding, plus bias (Cout).
   /// (tg_tensor_conv2d)
   /// </summary>

@@ -1028,6 +1028,21 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_einsum([MarshalAs(UnmanagedType.LPUTF8Str)] string formula, IntPtr[] ts, UIntPtr n);
+  /// <summary>Householder QR of the last two dims (m, n), batched over the others: new references to out[0] = Q (m, m),
+  /// orthogonal, and out[1] = R (m, n), upper triangular, Q @ R = t (tinygrad's Tensor.qr, its signs). t must
+  /// have rank &gt;= 2 (TG_ERROR_SHAPE) and a float dtype (TG_ERROR_DTYPE). Lazy tensor ops: gradients flow
+  /// through.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_tensor_qr(TensorHandle t, [Out] IntPtr[] @out);
+  /// <summary>Singular value decomposition of the last two dims (m, n), k = min(m, n), batched over the others (tinygrad's
+  /// Tensor.svd): new references to out[0] = U, out[1] = S (k,) descending, out[2] = Vh with U @ diag(S) @ Vh =
+  /// t; U is (m, m) and Vh (n, n) when full_matrices != 0, else (m, k) and (k, n). QR, then one-sided Jacobi
+  /// sweeps (a fixed number, so the graph doesn't depend on the values). A zero singular value's column of U is
+  /// zero, as tinygrad's. Errors as tg_tensor_qr.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_tensor_svd(TensorHandle t, int full_matrices, [Out] IntPtr[] @out);
   /// <summary>Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding, plus bias (Cout).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -931,6 +931,16 @@ static tg_tensor* tgw_tensor_einsum(const char* formula, tg_tensor* const* ts, s
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_status tgw_tensor_qr(tg_tensor* t, tg_tensor** out, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_tensor_qr(t, out);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_tensor_svd(tg_tensor* t, int full_matrices, tg_tensor** out, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_tensor_svd(t, full_matrices, out);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_conv2d(tg_tensor* x, tg_tensor* weight, tg_tensor* bias, int64_t groups, int64_t stride_h, int64_t stride_w, int64_t dilation_h, int64_t dilation_w, int64_t pad_h, int64_t pad_w, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_conv2d(x, weight, bias, groups, stride_h, stride_w, dilation_h, dilation_w, pad_h, pad_w);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -4514,6 +4524,46 @@ func Einsum(formula string, ts []*Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
+// Qr is tg_tensor_qr. Householder QR of the last two dims (m, n), batched over the others: new references to
+// out[0] = Q (m, m), orthogonal, and out[1] = R (m, n), upper triangular, Q @ R = t (tinygrad's Tensor.qr, its
+// signs). t must have rank >= 2 (TG_ERROR_SHAPE) and a float dtype (TG_ERROR_DTYPE). Lazy tensor ops: gradients
+// flow through.
+func (t *Tensor) Qr() (*Tensor, *Tensor, error) {
+	var cvOut [2]*C.tg_tensor
+	var st C.tgw_err
+	C.tgw_tensor_qr(t.ptr(), &cvOut[0], &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
+		return nil, nil, err
+	}
+	out0 := newTensor(cvOut[0])
+	out1 := newTensor(cvOut[1])
+	result := out0
+	runtime.KeepAlive(t)
+	return result, out1, nil
+}
+
+// Svd is tg_tensor_svd. Singular value decomposition of the last two dims (m, n), k = min(m, n), batched over
+// the others (tinygrad's Tensor.svd): new references to out[0] = U, out[1] = S (k,) descending, out[2] = Vh with
+// U @ diag(S) @ Vh = t; U is (m, m) and Vh (n, n) when full_matrices != 0, else (m, k) and (k, n). QR, then one-
+// sided Jacobi sweeps (a fixed number, so the graph doesn't depend on the values). A zero singular value's
+// column of U is zero, as tinygrad's. Errors as tg_tensor_qr.
+func (t *Tensor) Svd(fullMatrices bool) (*Tensor, *Tensor, *Tensor, error) {
+	var cvOut [3]*C.tg_tensor
+	var st C.tgw_err
+	C.tgw_tensor_svd(t.ptr(), cflag(fullMatrices), &cvOut[0], &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
+		return nil, nil, nil, err
+	}
+	out0 := newTensor(cvOut[0])
+	out1 := newTensor(cvOut[1])
+	out2 := newTensor(cvOut[2])
+	result := out0
+	runtime.KeepAlive(t)
+	return result, out1, out2, nil
+}
+
 // Conv2d is tg_tensor_conv2d. Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding,
 // plus bias (Cout).
 func (x *Tensor) Conv2d(weight *Tensor, bias *Tensor, groups int64, strideH int64, strideW int64, dilationH int64, dilationW int64, padH int64, padW int64) (*Tensor, error) {
@@ -6568,4 +6618,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 329 // of 330 in the manifest
+const generatedFunctions = 331 // of 332 in the manifest

@@ -3,6 +3,7 @@
 
 #include "api/handles.h"
 #include "tensor/jit.h"
+#include "tensor/linalg.h"
 
 using namespace tg;
 
@@ -403,6 +404,18 @@ TG_T(einsum(const char* formula, tg_tensor* const* ts, size_t n), {
   TG_ARG(formula, "einsum: formula is NULL");
   return wrap(Tensor::einsum(formula, tensors(ts, n, "einsum")));
 })
+tg_status tg_tensor_qr(tg_tensor* t, tg_tensor** out) {
+  return api::call([&] {
+    auto [q, r] = tg::qr(get(t, "qr"));
+    write_out({q, r}, out, "qr");
+  });
+}
+tg_status tg_tensor_svd(tg_tensor* t, int full_matrices, tg_tensor** out) {
+  return api::call([&] {
+    auto [u, s, vh] = tg::svd(get(t, "svd"), full_matrices != 0);
+    write_out({u, s, vh}, out, "svd");
+  });
+}
 TG_T(conv_transpose2d(tg_tensor* x, tg_tensor* w, tg_tensor* b, int64_t groups, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t ph, int64_t pw,
                       int64_t oph, int64_t opw),
      return wrap(get(x, "conv_transpose2d", "x").conv_transpose2d(get(w, "conv_transpose2d", "weight"), opt(b, "conv_transpose2d", "bias"), groups, {sh, sw},

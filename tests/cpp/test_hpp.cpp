@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -154,6 +155,22 @@ TEST_F(Hpp, ReductionsAndMovement) {
   auto [top, top_i] = Tensor::from_vector({3.f, 1.f, 2.f}).topk(2);
   EXPECT_EQ(top.to_vector<float>(), (F{3, 2}));
   EXPECT_EQ(top_i.to_vector<int32_t>(), (I{0, 2}));
+}
+
+TEST_F(Hpp, QrAndSvd) {
+  // [[3, 0], [4, 5]]: Q @ R and U @ diag(S) @ Vh give it back; its singular values are sqrt(45) and sqrt(5)
+  Tensor a = Tensor::from_vector({3.f, 0.f, 4.f, 5.f}, {2, 2});
+  auto [q, r] = a.qr();
+  auto qr = q.matmul(r).to_vector<float>(), rv = r.to_vector<float>();
+  for (size_t i = 0; i < 4; i++) EXPECT_NEAR(qr[i], (F{3, 0, 4, 5})[i], 1e-5);
+  EXPECT_EQ(rv[2], 0.f);  // below the diagonal
+  auto [u, s, vh] = a.svd(false);
+  auto sv = s.to_vector<float>();
+  EXPECT_NEAR(sv[0], std::sqrt(45.0), 1e-5);
+  EXPECT_NEAR(sv[1], std::sqrt(5.0), 1e-5);
+  auto back = (u * s.unsqueeze(0)).matmul(vh).to_vector<float>();
+  for (size_t i = 0; i < 4; i++) EXPECT_NEAR(back[i], (F{3, 0, 4, 5})[i], 1e-5);
+  EXPECT_THROW(Tensor::from_vector({1.f, 2.f}).qr(), Error);
 }
 
 TEST_F(Hpp, MatmulAndIndexing) {

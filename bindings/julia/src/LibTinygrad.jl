@@ -982,6 +982,20 @@ Einstein summation over letters ("ij,jk->ik"; without "->" the output is the let
 """
 tg_tensor_einsum(formula, ts, n) = ccall((:tg_tensor_einsum, libtinygrad), Ptr{Cvoid}, (Cstring, Ptr{Ptr{Cvoid}}, Csize_t), formula, ts, n)
 """
+Householder QR of the last two dims (m, n), batched over the others: new references to out[0] = Q (m, m),
+orthogonal, and out[1] = R (m, n), upper triangular, Q @ R = t (tinygrad's Tensor.qr, its signs). t must have
+rank >= 2 (TG_ERROR_SHAPE) and a float dtype (TG_ERROR_DTYPE). Lazy tensor ops: gradients flow through.
+"""
+tg_tensor_qr(t, out) = ccall((:tg_tensor_qr, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}), t, out)
+"""
+Singular value decomposition of the last two dims (m, n), k = min(m, n), batched over the others (tinygrad's
+Tensor.svd): new references to out[0] = U, out[1] = S (k,) descending, out[2] = Vh with U @ diag(S) @ Vh = t;
+U is (m, m) and Vh (n, n) when full_matrices != 0, else (m, k) and (k, n). QR, then one-sided Jacobi sweeps (a
+fixed number, so the graph doesn't depend on the values). A zero singular value's column of U is zero, as
+tinygrad's. Errors as tg_tensor_qr.
+"""
+tg_tensor_svd(t, full_matrices, out) = ccall((:tg_tensor_svd, libtinygrad), Int32, (Ptr{Cvoid}, Cint, Ptr{Ptr{Cvoid}}), t, full_matrices, out)
+"""
 Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding, plus bias (Cout).
 """
 tg_tensor_conv2d(x, weight, bias, groups, stride_h, stride_w, dilation_h, dilation_w, pad_h, pad_w) = ccall((:tg_tensor_conv2d, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Int64, Int64, Int64, Int64, Int64, Int64, Int64), x, weight, bias, groups, stride_h, stride_w, dilation_h, dilation_w, pad_h, pad_w)
@@ -1763,11 +1777,11 @@ export tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, 
 export tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk
 export tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select
 export tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear
-export tg_tensor_dot, tg_tensor_einsum, tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate
-export tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose, tg_tensor_pool
-export tg_tensor_max_pool_indices, tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
-export tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa, tg_tensor_one_hot
-export tg_tensor_cross_entropy, tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss
+export tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd, tg_tensor_conv2d, tg_tensor_conv_transpose2d
+export tg_tensor_interpolate, tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose
+export tg_tensor_pool, tg_tensor_max_pool_indices, tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm
+export tg_tensor_dropout, tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa
+export tg_tensor_one_hot, tg_tensor_cross_entropy, tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss
 export tg_tensor_nll_loss_weighted, tg_tensor_binary_crossentropy, tg_tensor_binary_crossentropy_logits
 export tg_tensor_binary_crossentropy_logits_weighted, tg_tensor_gather, tg_tensor_assign, tg_manual_seed
 export tg_tensor_rand, tg_tensor_randn, tg_tensor_uniform, tg_tensor_normal, tg_tensor_randint

@@ -981,6 +981,25 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     from .helpers import fetch
     return Tensor(np.fromfile(fetch(url, gunzip=gunzip), dtype=np.uint8), **kwargs)
 
+  def _linalg_input(self, fn: str) -> "Tensor":
+    if self.ndim < 2: raise AssertionError(f"expected two or more dimensions, got {self.ndim}")  # tinygrad asserts
+    # tinygrad computes an int or bool matrix in its default float (the reflectors promote it); the C call wants a float
+    return self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
+
+  def qr(self) -> Tuple["Tensor", "Tensor"]:
+    """(Q, R) of the last two dims (m, n), batched: Q (m, m) orthogonal, R (m, n) upper triangular, Q @ R == self
+    (Householder, tinygrad's signs)."""
+    x, out = self._linalg_input("qr"), (ctypes.c_void_p * 2)()  # x held: a cast is a temporary the call borrows
+    _ok(C.tensor_qr(x._h, out), "tensor_qr")
+    return Tensor._wrap(out[0], "tensor_qr"), Tensor._wrap(out[1], "tensor_qr")
+
+  def svd(self, full_matrices: bool = True) -> Tuple["Tensor", "Tensor", "Tensor"]:
+    """(U, S, Vh) of the last two dims (m, n), batched, k = min(m, n): S (k,) descending, U @ diag(S) @ Vh == self;
+    U (m, m) and Vh (n, n), or (m, k) and (k, n) when full_matrices is False (QR, then one-sided Jacobi)."""
+    x, out = self._linalg_input("svd"), (ctypes.c_void_p * 3)()
+    _ok(C.tensor_svd(x._h, int(bool(full_matrices)), out), "tensor_svd")
+    return tuple(Tensor._wrap(out[i], "tensor_svd") for i in range(3))
+
   def newton_schulz(self, steps: int, params, eps: float = 1.0e-7) -> "Tensor":
     """tinygrad's Newton-Schulz iteration with the odd polynomial sum(params[i] * X (X^T X)^i) over the last two dims, on
     X normalized by its Frobenius norm (+ eps)."""

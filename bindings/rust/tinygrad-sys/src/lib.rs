@@ -792,6 +792,17 @@ unsafe extern "C" {
   pub fn tg_tensor_dot(a: *mut tg_tensor, b: *mut tg_tensor) -> *mut tg_tensor;
   /// Einstein summation over letters ("ij,jk->ik"; without "->" the output is the letters used once, sorted).
   pub fn tg_tensor_einsum(formula: *const c_char, ts: *const *mut tg_tensor, n: usize) -> *mut tg_tensor;
+  /// Householder QR of the last two dims (m, n), batched over the others: new references to out[0] = Q (m, m),
+  /// orthogonal, and out[1] = R (m, n), upper triangular, Q @ R = t (tinygrad's Tensor.qr, its signs). t must
+  /// have rank >= 2 (TG_ERROR_SHAPE) and a float dtype (TG_ERROR_DTYPE). Lazy tensor ops: gradients flow
+  /// through.
+  pub fn tg_tensor_qr(t: *mut tg_tensor, out: *mut *mut tg_tensor) -> tg_status;
+  /// Singular value decomposition of the last two dims (m, n), k = min(m, n), batched over the others
+  /// (tinygrad's Tensor.svd): new references to out[0] = U, out[1] = S (k,) descending, out[2] = Vh with U @
+  /// diag(S) @ Vh = t; U is (m, m) and Vh (n, n) when full_matrices != 0, else (m, k) and (k, n). QR, then one-
+  /// sided Jacobi sweeps (a fixed number, so the graph doesn't depend on the values). A zero singular value's
+  /// column of U is zero, as tinygrad's. Errors as tg_tensor_qr.
+  pub fn tg_tensor_svd(t: *mut tg_tensor, full_matrices: c_int, out: *mut *mut tg_tensor) -> tg_status;
   /// Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding, plus bias (Cout).
   pub fn tg_tensor_conv2d(x: *mut tg_tensor, weight: *mut tg_tensor, bias: *mut tg_tensor, groups: i64, stride_h: i64, stride_w: i64, dilation_h: i64, dilation_w: i64, pad_h: i64, pad_w: i64) -> *mut tg_tensor;
   /// The transposed convolution: weight (Cin, Cout/groups, kH, kW).

@@ -1458,6 +1458,37 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_einsum(formula.as_ptr(), ts.as_ptr(), n)) }
   }
 
+  /// `tg_tensor_qr`: Householder QR of the last two dims (m, n), batched over the others: new references to
+  /// out[0] = Q (m, m), orthogonal, and out[1] = R (m, n), upper triangular, Q @ R = t (tinygrad's Tensor.qr,
+  /// its signs). t must have rank >= 2 (TG_ERROR_SHAPE) and a float dtype (TG_ERROR_DTYPE). Lazy tensor ops:
+  /// gradients flow through.
+  pub fn qr(&self) -> Result<(Tensor, Tensor)> {
+    let mut out = [core::ptr::null_mut(); 2];
+    let status = unsafe { sys::tg_tensor_qr(self.as_ptr(), out.as_mut_ptr()) };
+    if status != sys::TG_OK {
+      let e = Error::last();
+      release::<Tensor>(&out);
+      return Err(e);
+    }
+    Ok({ let [out0, out1] = take_n::<Tensor, 2>(out)?; (out0, out1) })
+  }
+
+  /// `tg_tensor_svd`: Singular value decomposition of the last two dims (m, n), k = min(m, n), batched over the
+  /// others (tinygrad's Tensor.svd): new references to out[0] = U, out[1] = S (k,) descending, out[2] = Vh with
+  /// U @ diag(S) @ Vh = t; U is (m, m) and Vh (n, n) when full_matrices != 0, else (m, k) and (k, n). QR, then
+  /// one-sided Jacobi sweeps (a fixed number, so the graph doesn't depend on the values). A zero singular
+  /// value's column of U is zero, as tinygrad's. Errors as tg_tensor_qr.
+  pub fn svd(&self, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    let mut out = [core::ptr::null_mut(); 3];
+    let status = unsafe { sys::tg_tensor_svd(self.as_ptr(), full_matrices as c_int, out.as_mut_ptr()) };
+    if status != sys::TG_OK {
+      let e = Error::last();
+      release::<Tensor>(&out);
+      return Err(e);
+    }
+    Ok({ let [out0, out1, out2] = take_n::<Tensor, 3>(out)?; (out0, out1, out2) })
+  }
+
   /// `tg_tensor_conv2d`: Convolution of (N, Cin, H, W) by (Cout, Cin/groups, kH, kW) with zero padding, plus
   /// bias (Cout).
   pub fn conv2d(&self, weight: &Tensor, bias: Option<&Tensor>, groups: i64, stride_h: i64, stride_w: i64, dilation_h: i64, dilation_w: i64, pad_h: i64, pad_w: i64) -> Result<Tensor> {
@@ -2480,7 +2511,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 295 of the manifest's 330. The others, and where they are:
+/// Functions wrapped above: 297 of the manifest's 332. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
