@@ -1,4 +1,4 @@
-// Helpers of the nn module tests over the C API (test_nn.cpp, test_module_set.cpp): tensors from vectors, module calls,
+// Helpers of the C API tests (test_nn, test_module_set, test_conv_nd, test_linalg): tensors from vectors, module calls,
 // a module's state entries, and error checks naming the problem.
 #pragma once
 #include <gtest/gtest.h>

@@ -8,16 +8,13 @@
 #include <vector>
 
 #include "capi_handles.h"
+#include "nn_capi.h"
 #include "tinygrad.h"
 
 namespace {
 
-T f32(const std::vector<float>& v, std::vector<int64_t> shape) { return T(tg_tensor_from_data(v.data(), v.size() * 4, TG_FLOAT32, shape.data(), shape.size(), nullptr)); }
-std::vector<int64_t> shape_of(tg_tensor* t) {
-  std::vector<int64_t> s(size_t(tg_tensor_ndim(t)));
-  tg_tensor_shape(t, s.data(), s.size());
-  return s;
-}
+using nn_capi::from;  // float32 tensors from vectors
+using nn_capi::shape_of;
 void expect_near(const std::vector<float>& got, const std::vector<double>& want, const char* what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); i++) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << what << " at " << i;
@@ -31,7 +28,7 @@ std::vector<float> ints_of(tg_tensor* t) {  // an int32 tensor as floats
 TEST(ConvNd, Conv1dAsymmetricNegativePaddingStrideDilation) {
   // x (2, 3, 11), w (4, 3, 3), stride 2, dilation 2, padding (2 before, -1 after: a crop)
   auto xv = randv(2 * 3 * 11, 1), wv = randv(4 * 3 * 3, 2), bv = randv(4, 3);
-  T x = f32(xv, {2, 3, 11}), w = f32(wv, {4, 3, 3}), b = f32(bv, {4});
+  T x = from(xv, {2, 3, 11}), w = from(wv, {4, 3, 3}), b = from(bv, {4});
   int64_t st[1] = {2}, dl[1] = {2}, pad[2] = {2, -1};
   T y(tg_tensor_conv(x, w, b, 1, st, 1, dl, 1, pad, 1));
   ASSERT_TRUE(y.p) << tg_last_error_message();
@@ -55,7 +52,7 @@ TEST(ConvNd, Conv1dAsymmetricNegativePaddingStrideDilation) {
 TEST(ConvNd, Conv3dGroupsPerDimStride) {
   // x (1, 4, 5, 6, 4), w (2, 2, 2, 3, 2), groups 2, stride (1, 2, 1), padding (1,1),(0,0),(1,0)
   auto xv = randv(4 * 5 * 6 * 4, 4), wv = randv(2 * 2 * 2 * 3 * 2, 5);
-  T x = f32(xv, {1, 4, 5, 6, 4}), w = f32(wv, {2, 2, 2, 3, 2});
+  T x = from(xv, {1, 4, 5, 6, 4}), w = from(wv, {2, 2, 2, 3, 2});
   int64_t st[3] = {1, 2, 1}, dl[1] = {1}, pad[6] = {1, 1, 0, 0, 1, 0};
   T y(tg_tensor_conv(x, w, nullptr, 2, st, 3, dl, 1, pad, 3));
   ASSERT_TRUE(y.p) << tg_last_error_message();
@@ -83,7 +80,7 @@ TEST(ConvNd, Conv3dGroupsPerDimStride) {
 TEST(ConvNd, ConvTranspose1dOutputPadding) {
   // x (1, 2, 5), w (2, 3, 3): out[o] += x[i] w[k] at o = i*s - before + k*d
   auto xv = randv(2 * 5, 6), wv = randv(2 * 3 * 3, 7);
-  T x = f32(xv, {1, 2, 5}), w = f32(wv, {2, 3, 3});
+  T x = from(xv, {1, 2, 5}), w = from(wv, {2, 3, 3});
   int64_t st[1] = {3}, dl[1] = {2}, pad[2] = {1, 2}, op[1] = {1};
   T y(tg_tensor_conv_transpose(x, w, nullptr, 1, st, 1, dl, 1, pad, 1, op, 1));
   ASSERT_TRUE(y.p) << tg_last_error_message();
@@ -103,7 +100,7 @@ TEST(ConvNd, ConvTranspose1dOutputPadding) {
 TEST(ConvNd, PoolCeilModeAndPaddingCounting) {
   // x (1, 1, 7): kernel 3, stride 2, padding 1, ceil_mode -> 4 windows; the last starts at 5 (inside the input)
   std::vector<float> xv{1, -2, 3, 4, -5, 6, 7};
-  T x = f32(xv, {1, 1, 7});
+  T x = from(xv, {1, 1, 7});
   int64_t k[1] = {3}, st[1] = {2}, pad[2] = {1, 1};
   T mx(tg_tensor_pool(x, 0, k, 1, st, 1, nullptr, 0, pad, 1, 1, 1));
   T av(tg_tensor_pool(x, 1, k, 1, st, 1, nullptr, 0, pad, 1, 1, 1));
@@ -121,7 +118,7 @@ TEST(ConvNd, PoolCeilModeAndPaddingCounting) {
 
 TEST(ConvNd, MaxPoolIndicesAndUnpool) {
   std::vector<float> xv{1, 5, 2, 0, 3, 9, 4, 4, 8, 1, 7, 6, 2, 2, 0, 3};  // (1, 1, 4, 4)
-  T x = f32(xv, {1, 1, 4, 4});
+  T x = from(xv, {1, 1, 4, 4});
   int64_t k[2] = {2, 2};
   tg_tensor* out[2] = {nullptr, nullptr};
   ASSERT_EQ(tg_tensor_max_pool_indices(x, k, 2, nullptr, 0, nullptr, 0, nullptr, 0, 0, out), TG_OK) << tg_last_error_message();
@@ -143,7 +140,7 @@ TEST(ConvNd, MaxPoolIndicesAndUnpool) {
 
 TEST(ConvNd, NegativePadCropsAndModes) {
   std::vector<float> xv{0, 1, 2, 3, 4, 5};  // (2, 3)
-  T x = f32(xv, {2, 3});
+  T x = from(xv, {2, 3});
   int64_t p[4] = {0, 0, -1, 2};
   T y(tg_tensor_pad(x, p, 2, 9));
   ASSERT_TRUE(y.p) << tg_last_error_message();
@@ -165,7 +162,7 @@ TEST(ConvNd, NnConvModuleAnyDimsAndPadPairs) {
   ASSERT_TRUE(conv.p) << tg_last_error_message();
   T w(tg_module_get(conv, "weight"));
   EXPECT_EQ(shape_of(w), (std::vector<int64_t>{4, 2, 3, 2, 2}));
-  T x = f32(randv(2 * 5 * 4 * 3, 8), {1, 2, 5, 4, 3});
+  T x = from(randv(2 * 5 * 4 * 3, 8), {1, 2, 5, 4, 3});
   T y(tg_module_call(conv, x));
   ASSERT_TRUE(y.p) << tg_last_error_message();
   EXPECT_EQ(shape_of(y), (std::vector<int64_t>{1, 4, 5, 4, 3}));  // "same" padding for these kernels

@@ -8,16 +8,13 @@
 #include <vector>
 
 #include "capi_handles.h"
+#include "nn_capi.h"
 #include "tinygrad.h"
 
 namespace {
 
-T f32(const std::vector<float>& v, std::vector<int64_t> shape) { return T(tg_tensor_from_data(v.data(), v.size() * 4, TG_FLOAT32, shape.data(), shape.size(), nullptr)); }
-std::vector<int64_t> shape_of(tg_tensor* t) {
-  std::vector<int64_t> s(size_t(tg_tensor_ndim(t)));
-  tg_tensor_shape(t, s.data(), s.size());
-  return s;
-}
+using nn_capi::from;  // float32 tensors from vectors
+using nn_capi::shape_of;
 // (r x c) @ (c x k), row-major doubles
 std::vector<double> mm(const std::vector<double>& a, const std::vector<double>& b, int64_t r, int64_t c, int64_t k) {
   std::vector<double> o(size_t(r * k), 0.0);
@@ -64,7 +61,7 @@ std::vector<double> orthogonal(int64_t n, uint32_t seed) {
 // qr of (batch, m, n): Q @ R == A, Q^T Q == I, R upper triangular, per matrix
 void check_qr(int64_t batch, int64_t m, int64_t n, uint32_t seed) {
   auto av = randv(size_t(batch * m * n), seed);
-  T a = f32(av, batch > 1 ? std::vector<int64_t>{batch, m, n} : std::vector<int64_t>{m, n});
+  T a = from(av, batch > 1 ? std::vector<int64_t>{batch, m, n} : std::vector<int64_t>{m, n});
   tg_tensor* out[2] = {nullptr, nullptr};
   ASSERT_EQ(tg_tensor_qr(a, out), TG_OK) << tg_last_error_message();
   T q(out[0]), r(out[1]);
@@ -101,7 +98,7 @@ void check_svd(int64_t m, int64_t n, bool wide, bool full, uint32_t seed) {
   int64_t rows = m, cols = n;
   if (wide) ad = tr(ad, m, n), rows = n, cols = m;
   std::vector<float> af(ad.begin(), ad.end());
-  T a = f32(af, {rows, cols});
+  T a = from(af, {rows, cols});
   tg_tensor* out[3] = {nullptr, nullptr, nullptr};
   ASSERT_EQ(tg_tensor_svd(a, full ? 1 : 0, out), TG_OK) << tg_last_error_message();
   T u(out[0]), s(out[1]), vh(out[2]);
@@ -130,7 +127,7 @@ TEST(Linalg, SvdKnownSingularValues) {
 
 TEST(Linalg, SvdBatchedMatchesEachMatrix) {
   auto av = randv(2 * 3 * 4, 7);
-  T a = f32(av, {2, 3, 4});
+  T a = from(av, {2, 3, 4});
   tg_tensor* out[3] = {};
   ASSERT_EQ(tg_tensor_svd(a, 0, out), TG_OK) << tg_last_error_message();
   T u(out[0]), s(out[1]), vh(out[2]);
@@ -139,7 +136,7 @@ TEST(Linalg, SvdBatchedMatchesEachMatrix) {
   auto sb = data(s);
   for (int64_t b = 0; b < 2; b++) {
     std::vector<float> one(av.begin() + b * 12, av.begin() + (b + 1) * 12);
-    T a1 = f32(one, {3, 4});
+    T a1 = from(one, {3, 4});
     tg_tensor* o1[3] = {};
     ASSERT_EQ(tg_tensor_svd(a1, 0, o1), TG_OK) << tg_last_error_message();
     T u1(o1[0]), s1(o1[1]), v1(o1[2]);
@@ -151,7 +148,7 @@ TEST(Linalg, SvdBatchedMatchesEachMatrix) {
 
 TEST(Linalg, ZeroColumnGivesNoNan) {
   std::vector<float> av{1, 0, 2, 3, 0, -1, 0.5f, 0, 4, 2, 0, 1};  // (4, 3), column 1 zero
-  T a = f32(av, {4, 3});
+  T a = from(av, {4, 3});
   tg_tensor* qo[2] = {};
   ASSERT_EQ(tg_tensor_qr(a, qo), TG_OK) << tg_last_error_message();
   T q(qo[0]), r(qo[1]);
@@ -170,7 +167,7 @@ TEST(Linalg, ZeroColumnGivesNoNan) {
 
 TEST(Linalg, Errors) {
   tg_tensor* out[3] = {};
-  T v = f32({1, 2, 3}, {3});
+  T v = from({1, 2, 3}, {3});
   EXPECT_EQ(tg_tensor_qr(v, out), TG_ERROR_SHAPE);
   EXPECT_NE(std::string(tg_last_error_message()).find("qr"), std::string::npos) << tg_last_error_message();
   EXPECT_EQ(tg_tensor_svd(v, 1, out), TG_ERROR_SHAPE);
@@ -184,7 +181,7 @@ TEST(Linalg, Errors) {
   EXPECT_EQ(tg_tensor_qr(nullptr, out), TG_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tg_last_error_message()).find("qr"), std::string::npos) << tg_last_error_message();
   EXPECT_EQ(tg_tensor_svd(nullptr, 1, out), TG_ERROR_INVALID_ARGUMENT);
-  T m = f32({1, 2, 3, 4}, {2, 2});
+  T m = from({1, 2, 3, 4}, {2, 2});
   EXPECT_EQ(tg_tensor_svd(m, 1, nullptr), TG_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tg_last_error_message()).find("svd"), std::string::npos) << tg_last_error_message();
   for (tg_tensor* o : out) EXPECT_EQ(o, nullptr);  // nothing written on failure

@@ -17,6 +17,35 @@ std::vector<int64_t> Tensor::resolve_axes(std::vector<int64_t> axes, const char*
   return axes;
 }
 
+namespace {
+// The number of elements t reduces over `axes` (resolved), a tensor of like's dtype: with dims bound to Variables, a product of
+// their BINDs, a value each kernel reads (a TinyJit replays it at every binding), not a constant.
+Tensor reduced_count(const Tensor& t, const std::vector<int64_t>& axes, const Tensor& like) {
+  double plain = 1;
+  Tensor count = like.scalar_like(1);
+  for (auto a : axes) {
+    const UOp* v = t.uop()->sym()[size_t(a)];
+    if (!v) plain *= double(t.shape()[size_t(a)]);
+    else count = count.mul(Tensor(bound_var(v, t.shape()[size_t(a)]), t.device()).cast(like.dtype()));
+  }
+  return count.mul(like.scalar_like(plain));
+}
+}  // namespace
+
+Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
+  if (!uop()->sym().empty()) {
+    std::vector<int64_t> ax = resolve_axes(axes, "mean");
+    Tensor s = sum(ax, keepdim, "mean");
+    Tensor f = s.cast(least_upper_float(s.dtype()));
+    return f.div(reduced_count(*this, ax, f));
+  }
+  Tensor s = sum(axes, keepdim, "mean");
+  double n = s.numel() == 0 ? 0 : double(numel()) / double(s.numel());
+  if (s.numel() == 0 && numel() == 0) n = 1;
+  if (numel() == 0 && s.numel() > 0) n = 0;  // mean over an empty axis is nan, like numpy
+  Tensor f = s.cast(least_upper_float(s.dtype()));
+  return f.div(f.scalar_like(n));
+}
 // sum((x - mean)^2) / max(0, N - correction), N the number of elements reduced
 Tensor Tensor::var(std::vector<int64_t> axes, bool keepdim, double correction) const {
   axes = resolve_axes(axes, "var");
@@ -24,16 +53,7 @@ Tensor Tensor::var(std::vector<int64_t> axes, bool keepdim, double correction) c
   int64_t n = 1;
   for (auto a : axes) n *= shape()[size_t(a)];
   Tensor sq = x.sub(x.mean(axes, true)).square().sum(axes, keepdim, "var");
-  if (!uop()->sym().empty()) {  // as mean: the count of a bound dim is a value each kernel reads (a TinyJit replays it)
-    double plain = 1;
-    Tensor count = sq.scalar_like(1);
-    for (auto a : axes) {
-      const UOp* v = uop()->sym()[size_t(a)];
-      if (!v) plain *= double(shape()[size_t(a)]);
-      else count = count.mul(Tensor(bound_var(v, shape()[size_t(a)]), device()).cast(sq.dtype()));
-    }
-    return sq.div(count.mul(sq.scalar_like(plain)).sub(sq.scalar_like(correction)).maximum(sq.scalar_like(0)));
-  }
+  if (!uop()->sym().empty()) return sq.div(reduced_count(*this, axes, sq).sub(sq.scalar_like(correction)).maximum(sq.scalar_like(0)));
   return sq.div(sq.scalar_like(std::max(0.0, double(n) - correction)));
 }
 Tensor Tensor::std(std::vector<int64_t> axes, bool keepdim, double correction) const { return var(std::move(axes), keepdim, correction).sqrt(); }

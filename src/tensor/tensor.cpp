@@ -286,27 +286,6 @@ Tensor order_inverse(const Tensor& t) {
   return dtypes::is_float(t.dtype()) ? t.neg() : dtypes::is_bool(t.dtype()) ? t.logical_not() : t.bitwise_not();
 }
 Tensor Tensor::min(std::vector<int64_t> axes, bool keepdim) const { return order_inverse(order_inverse(*this).max(std::move(axes), keepdim, "min")); }
-Tensor Tensor::mean(std::vector<int64_t> axes, bool keepdim) const {
-  if (!uop()->sym().empty()) {  // the count is the product of the bound Variables: a value each kernel reads, not a constant
-    std::vector<int64_t> ax = resolve_axes(axes, "mean");
-    Tensor s = sum(ax, keepdim, "mean");
-    Tensor f = s.cast(least_upper_float(s.dtype()));
-    double plain = 1;
-    Tensor count = f.scalar_like(1);
-    for (auto a : ax) {
-      const UOp* v = uop()->sym()[size_t(a)];
-      if (!v) plain *= double(shape()[size_t(a)]);
-      else count = count.mul(Tensor(bound_var(v, shape()[size_t(a)]), device()).cast(f.dtype()));
-    }
-    return f.div(count.mul(f.scalar_like(plain)));
-  }
-  Tensor s = sum(axes, keepdim, "mean");
-  double n = s.numel() == 0 ? 0 : double(numel()) / double(s.numel());
-  if (s.numel() == 0 && numel() == 0) n = 1;
-  if (numel() == 0 && s.numel() > 0) n = 0;  // mean over an empty axis is nan, like numpy
-  Tensor f = s.cast(least_upper_float(s.dtype()));
-  return f.div(f.scalar_like(n));
-}
 Tensor Tensor::softmax(int64_t axis) const {
   Tensor x = cast(least_upper_float(dtype()));
   Tensor m = x.sub(x.max({axis}, true).detach());  // shift-invariant: the max needs no gradient
