@@ -16,7 +16,7 @@ import ctypes
 import weakref
 from typing import Dict, List, Sequence
 
-from .. import C, Tensor, _capi, _made, _ok, _Owned, _raise_last
+from .. import C, Device, Tensor, _capi, _made, _ok, _Owned, _raise_last
 
 __all__ = ["Optimizer", "OptimizerGroup", "SGD", "Adam", "AdamW", "LARS", "LAMB", "Muon"]
 
@@ -58,7 +58,7 @@ def _check_device(params: Sequence[Tensor], device) -> None:
   """tinygrad's device= (where the state lives) and fused= (its params concatenated into one buffer: a speed choice; a
   step here is one schedule already) are accepted; the state lives on the params' device, so another device raises."""
   if device is None or not params: return
-  if Tensor.empty(0, device=device).device != params[0].device:
+  if Device.canonicalize(device) != params[0].device:
     raise NotImplementedError(f"optimizer state on {device} with params on {params[0].device}: the state lives with the params")
 
 
