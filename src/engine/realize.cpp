@@ -74,6 +74,10 @@ Normalized normalize(const std::vector<UOpRef>& roots) {
     UOps src;
     bool same = true;
     for (auto& x : u->src) src.push_back(to.at(x.get())), same &= src.back() == x;
+    if (u->op == Ops::CUSTOM_BACKWARD) {  // only autograd reads it: the value is its first source
+      to[u.get()] = src[0];
+      continue;
+    }
     if (u->op == Ops::BIND) {  // unbind: the graph names the Variable, the value goes to the kernels as an argument
       auto& v = u->src[0]->argv<VarArg>();
       int64_t val = int64_t(u->src[1]->const_value());

@@ -130,6 +130,12 @@ const PatternMatcher& pm_gradient() {
           {UPat({Ops::CONTIGUOUS, Ops::COPY}), [](const Match& m) { return grads({m.ctx<GradCtx>().grad}); }},
           {UPat(Ops::CONTIGUOUS_BACKWARD), [](const Match& m) { return grads_of({m.ctx<GradCtx>().g().contiguous()}); }},
           {UPat(Ops::DETACH), [](const Match&) { return grads({none()}); }},
+          // the rule named by the arg replaces the gradient of the value's own graph (src 0), which gets none
+          {UPat(Ops::CUSTOM_BACKWARD).any_len(), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             auto [dx, dw] = Tensor::conv_backward(c.g(), c.t(m.root->src[1]), c.t(m.root->src[2]), m.root->arg_ints());
+             return grads({none(), dx.uop(), dw.uop()});
+           }},
           {UPat(Ops::RESHAPE, {UPat::var("x")}), [](const Match& m) { return grads_of({m.ctx<GradCtx>().g().reshape(m["x"]->shape())}); }},
           // an EXPAND to a Variable's size has its BINDs as more sources: they get no gradient
           {UPat(Ops::EXPAND, {UPat::var("x")}).any_len(), [](const Match& m) {

@@ -120,10 +120,44 @@ Tensor Tensor::conv(const Tensor& w, const std::optional<Tensor>& bias, int64_t 
   Shape out{bs, cout};
   out.insert(out.end(), oyx.begin(), oyx.end());
   Tensor ret = x.mul(w.reshape(ws)).sum(axes, true).reshape(out);
+  // autograd takes the conv's own backward (conv_backward) instead of differentiating the window view, whose gradient
+  // is a masked sum over every repeat of the input: the arg is {groups, stride..., dilation..., (before, after)...}
+  std::vector<int64_t> arg{groups};
+  arg.insert(arg.end(), stride.begin(), stride.end()), arg.insert(arg.end(), dilation.begin(), dilation.end());
+  for (auto [b, a] : padding) arg.push_back(b), arg.push_back(a);
+  ret = Tensor(UOp::make(Ops::CUSTOM_BACKWARD, ret.dtype(), {ret.uop(), uop(), w.uop()}, arg), device());
   if (!bias) return ret;
   Shape bsh{1, -1};
   bsh.insert(bsh.end(), nsp, 1);
   return ret.add(bias->reshape(bsh));
+}
+std::pair<Tensor, Tensor> Tensor::conv_backward(const Tensor& g, const Tensor& x, const Tensor& w, const std::vector<int64_t>& arg) {
+  size_t nsp = size_t(w.ndim()) - 2;
+  int64_t groups = arg[0], bs = x.shape()[0], cout = w.shape()[0], cin = w.shape()[1], rcout = cout / groups;
+  Shape stride(arg.begin() + 1, arg.begin() + 1 + long(nsp)), dilation(arg.begin() + 1 + long(nsp), arg.begin() + 1 + 2 * long(nsp));
+  Shape hw(w.shape().begin() + 2, w.shape().end()), oyx(g.shape().begin() + 2, g.shape().end()), outpad;
+  PadPairs padding, pads{{0, 0}, {0, 0}};
+  for (size_t j = 0; j < nsp; j++) {
+    int64_t b = arg[1 + 2 * nsp + 2 * j], a = arg[2 + 2 * nsp + 2 * j];
+    padding.emplace_back(b, a), pads.emplace_back(b, a);
+    // the padded input's rows past the last window, which the transposed conv does not reach
+    outpad.push_back(x.shape()[2 + j] + b + a - ((oyx[j] - 1) * stride[j] + dilation[j] * (hw[j] - 1) + 1));
+  }
+  // both gradients read g through windows, cout*k or cin*k times over: an elementwise chain behind it (BatchNorm's and
+  // the activation's backward) is computed once into a buffer, not once per read
+  Tensor gb = g.contiguous();
+  Tensor dx = gb.conv_transpose(w, std::nullopt, groups, stride, dilation, padding, outpad);
+  // d w[g, co, ci, k...] = sum over batch and o... of the window view x[n, g*cin + ci, o..., k...] times g[n, g*rcout + co, o...]
+  Tensor xv = x.pad(pads, PadMode::Constant).pool(hw, stride, dilation);
+  Shape xs{bs, groups, 1, cin}, gs{bs, groups, rcout, 1};
+  xs.insert(xs.end(), oyx.begin(), oyx.end()), xs.insert(xs.end(), hw.begin(), hw.end());
+  gs.insert(gs.end(), oyx.begin(), oyx.end()), gs.insert(gs.end(), nsp, 1);
+  std::vector<int64_t> axes{0};
+  for (size_t j = 0; j < nsp; j++) axes.push_back(int64_t(4 + j));
+  Shape ws{cout, cin};
+  ws.insert(ws.end(), hw.begin(), hw.end());
+  Tensor dw = xv.reshape(xs).mul(gb.reshape(gs)).sum(axes).cast(w.dtype()).reshape(ws);
+  return {dx.cast(x.dtype()), dw};
 }
 Tensor Tensor::conv2d(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, Shape padding) const {
   size_t nsp = w.ndim() >= 2 ? size_t(w.ndim()) - 2 : 0;

@@ -270,6 +270,9 @@ class Tensor {
   Tensor conv(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, PadPairs padding) const;
   Tensor conv_transpose(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, PadPairs padding,
                         Shape output_padding) const;
+  // the gradients (d input, d weight) of conv(w, groups, stride, dilation, padding) = *this for an incoming gradient g:
+  // a transposed convolution and a reduce over the batch and the output positions, both forward-conv-shaped kernels
+  static std::pair<Tensor, Tensor> conv_backward(const Tensor& g, const Tensor& x, const Tensor& w, const std::vector<int64_t>& arg);
   enum class PoolKind { Max, Avg };
   // stride empty: the kernel; padding empty: none
   Tensor pool_nd(PoolKind kind, Shape k, Shape stride, Shape dilation, PadPairs padding, bool ceil_mode, bool count_include_pad) const;
