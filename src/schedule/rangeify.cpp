@@ -683,7 +683,8 @@ static UOpRef split_reduceop(const UOp* r, const Inputs& inputs) {
 }
 
 // One pass of scheduling, with `shared` reduces realized into their own buffers. Reports in `more` the reduces that
-// several kernels computed inline (each would redo the work: an optimizer's gradient feeds m, v and w's updates).
+// several kernels computed inline (each would redo the work: an optimizer's gradient feeds m, v and w's updates), or
+// one kernel while another stores it.
 static std::shared_ptr<Schedule> schedule_once(const UOpRef& sink, const std::vector<std::pair<DType, int64_t>>& inputs, bool split_assigns,
                                                const std::unordered_set<const UOp*>& shared, std::vector<const UOp*>& more) {
   auto s = std::make_shared<Schedule>();
@@ -704,8 +705,10 @@ static std::shared_ptr<Schedule> schedule_once(const UOpRef& sink, const std::ve
   for (auto& u : sink->toposort())  // side effects happen even where no root's value needs them
     if (u->op == Ops::ASSIGN) sb.slot(u.get());
   sb.build_pending();
+  // computed inline by two kernels, or by one while another kernel stores it anyway (a conv's output read through the
+  // next conv's windows, and again by its ReLU's backward): one buffer, which every kernel loads
   for (auto& [r, ks] : sb.inlined_in)
-    if (ks.size() > 1) more.push_back(r);
+    if (ks.size() > 1 || sb.slot_of.count(r)) more.push_back(r);
   return sb.order_kernels() ? s : nullptr;
 }
 

@@ -61,6 +61,29 @@ Tensor Tensor::pool(const Shape& k, const Shape& s, const Shape& d) const {
     r.insert(r.end(), tail.begin(), tail.end());
     return r;
   };
+  std::vector<int64_t> perm(lead);
+  std::iota(perm.begin(), perm.end(), 0);
+  for (size_t j = 0; j < nk; j++) perm.push_back(int64_t(lead + 2 * j));
+  for (size_t j = 0; j < nk; j++) perm.push_back(int64_t(lead + 2 * j + 1));
+  bool apart = true;
+  for (size_t j = 0; j < nk; j++) apart &= k[j] <= s[j] && d[j] == 1;
+  if (apart) {
+    // windows that don't overlap (a 2x2 max-pool of stride 2): each dim cut to o*s, split into (o, s) and cut to
+    // (o, k). No repeat, so the gradient is a pad, not a masked sum over repeats
+    Pairs b1, b2;
+    Shape r;
+    for (size_t j = 0; j < nk; j++) {
+      b1.emplace_back(0, o[j] * s[j]), b2.emplace_back(0, o[j]), b2.emplace_back(0, k[j]);
+      r.push_back(o[j]), r.push_back(s[j]);
+    }
+    Tensor x = *this;
+    PadPairs grow;
+    for (size_t j = 0; j < lead; j++) grow.emplace_back(0, 0);
+    for (size_t j = 0; j < nk; j++) grow.emplace_back(0, std::max<int64_t>(0, o[j] * s[j] - i[j]));
+    x = x.pad(grow, PadMode::Constant);  // rows past the last window's end only: never read
+    x = x.shrink(bounds(b1)).reshape(with(r)).shrink(bounds(b2));
+    return x.permute(perm);
+  }
   // f repeats the input enough (i*f + d >= o*s) that the stride shrink below always fits, even for a stride past the input
   Shape f(nk), rep, kx, xs, shr;
   for (size_t j = 0; j < nk; j++) f[j] = std::max<int64_t>(1, ceildiv(std::max<int64_t>(checked(o[j], s[j], -d[j], "pool"), 0), i[j]));
@@ -78,12 +101,12 @@ Tensor Tensor::pool(const Shape& k, const Shape& s, const Shape& d) const {
   }
   x = x.shrink(bounds(b1)).reshape(with(r1));  // dilation: rows of k windows, each w apart
   x = x.shrink(bounds(b2)).reshape(with(r2));  // stride
-  x = x.shrink(bounds(b3)).reshape(with(r3));
-  std::vector<int64_t> perm(lead);
-  std::iota(perm.begin(), perm.end(), 0);
-  for (size_t j = 0; j < nk; j++) perm.push_back(int64_t(lead + 2 * j + 1));
-  for (size_t j = 0; j < nk; j++) perm.push_back(int64_t(lead + 2 * j));
-  return x.permute(perm);
+  x = x.shrink(bounds(b3)).reshape(with(r3));  // (k, o) per dim
+  std::vector<int64_t> kperm(lead);
+  std::iota(kperm.begin(), kperm.end(), 0);
+  for (size_t j = 0; j < nk; j++) kperm.push_back(int64_t(lead + 2 * j + 1));
+  for (size_t j = 0; j < nk; j++) kperm.push_back(int64_t(lead + 2 * j));
+  return x.permute(kperm);
 }
 
 // N-d convolution as tinygrad's: the padded input's sliding windows (a view) times the weight, summed over (cin, k...)

@@ -52,6 +52,54 @@ static bool attempt(Scheduler& k, const Opt& o) {
   }
 }
 
+// A reduce along memory that every input reads contiguously, with no such output axis (a convolution's weight gradient:
+// the image window and the output's gradient both run along the output's columns, which are the reduce), vectorized
+// w lanes wide along the reduce (`rpath` is its range before the split): a register tile of output axes, each one
+// some vector-loaded input is broadcast along (another input depends on it), so every vector load serves several
+// accumulators. At most 8 full registers of accumulators.
+static bool reduce_tile(Scheduler& k, const std::vector<int64_t>& rpath, int64_t w, int64_t lanes) {
+  auto vp = rpath;
+  vp.push_back(1);
+  UOpRef lanes_r;
+  for (auto& x : k.rngs())
+    if (range_path(x.get()) == vp) lanes_r = x;
+  if (!lanes_r) return false;
+  int64_t budget = 8 * lanes / w;
+  UOpRef first_reused;  // the load the first axis reuses: the second axis reuses another
+  for (int round = 0; round < 2 && budget >= 2; round++) {
+    int best = -1;
+    int64_t best_amt = 0;
+    UOpRef best_load;
+    for (int ax : k.upcastable_dims()) {
+      auto x = k.rngs()[size_t(ax)];
+      if (range_kind(x.get()) != AxisType::GLOBAL) continue;
+      UOpRef reused;
+      bool used = false;
+      for (auto& b : loads(k)) {
+        int64_t sx = stride_in(b->src[1], x);
+        if (stride_in(b->src[1], lanes_r) == 1 && sx == 0 && b != first_reused) reused = b;
+        used |= sx != 0;
+      }
+      if (!reused || !used) continue;
+      for (int64_t amt : {int64_t(8), int64_t(6), int64_t(5), int64_t(4), int64_t(3), int64_t(2)})
+        if (amt <= budget && k.full_shape()[size_t(ax)] % amt == 0) {
+          if (amt > best_amt) best = ax, best_amt = amt, best_load = reused;
+          break;
+        }
+    }
+    if (best < 0 || !attempt(k, Opt{OptOps::UPCAST, best, best_amt})) break;
+    budget /= best_amt, first_reused = best_load;
+  }
+  // and packed panels, as step 2's (PACK refuses a panel that no inner output loop would reuse)
+  if (first_reused && getenv_int("TG_PACK", 1))
+    for (size_t i = 0;; i++) {
+      UOps ins = k.inputs();
+      if (i >= ins.size()) break;
+      if (stride_in(ins[i]->src[0]->src[1], lanes_r) == 1) attempt(k, Opt{OptOps::PACK, int64_t(i), 0});
+    }
+  return bool(first_reused);
+}
+
 // GPUs (tinygrad's heuristics for targets with local memory): a reduce to few outputs grouped across a work-group, else
 // a register tile for a reduce that reuses its inputs, then up to 128 work-items per work-group (at most 32 along an axis but the innermost, which gpudims puts on x, so
 // neighbouring work-items touch neighbouring memory), then 4 outputs per work-item of an elementwise kernel.
@@ -251,7 +299,14 @@ void hand_coded_optimizations(Scheduler& k) {
       auto r = k.rngs()[size_t(un.back())];
       bool contiguous = false;
       for (auto& b : loads(k)) contiguous |= stride_in(index_of(b), r) == 1;
-      if (contiguous && attempt(Opt{OptOps::UNROLL, int64_t(un.size() - 1), lanes})) attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), 4});
+      int64_t sz = k.full_shape()[size_t(un.back())], w = lanes;
+      auto rpath = range_path(r.get());
+      while (w > 4 && sz % w != 0) w /= 2;
+      if (sz % w != 0 && sz <= lanes && sz > 2) w = sz;  // a short run (a 6x6 image's rows): one vector of all of it
+      if (contiguous && sz % w == 0 && attempt(Opt{OptOps::UNROLL, int64_t(un.size() - 1), w})) {
+        // no input to reuse (a plain sum): several accumulators instead
+        if (!reduce_tile(k, rpath, w, lanes) && w == lanes) attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), 4});
+      }
     }
   }
 
