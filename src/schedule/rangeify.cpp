@@ -18,6 +18,7 @@ namespace tg {
 enum RangeKind : int64_t { LOOP = 0, REDUCE = 1 };
 // work (elements) past which a value computed in several places is computed once into a buffer instead
 constexpr int64_t kRecompute = 1 << 16;
+constexpr int64_t kNestedReduce = 64;  // a reduce this long inside another gets a buffer (a matmul over 10 classes doesn't)
 
 static Shape strides_of(const Shape& s) {
   Shape st(s.size(), 1);
@@ -140,7 +141,19 @@ struct KernelBuilder {
   }
 
   void note_inlined(const UOp* n) {
-    if (n != root && prod(n->src[0]->shape()) >= kRecompute) sb.inlined_in[n].insert(root);
+    if (n != root) sb.inlined_in[n].insert(root);
+  }
+
+  static int64_t reduce_size(const UOp* r) {
+    int64_t n = 1;
+    for (size_t i = 1; i < r->arg_ints().size(); i++) n *= r->src[0]->shape()[size_t(r->arg_ints()[i])];
+    return n;
+  }
+  static bool in_reduce(const UOps& idx) {  // an index that uses an enclosing reduce's range
+    for (auto& i : idx)
+      for (auto& u : i->toposort())
+        if (u->op == Ops::RANGE && u->arg_ints()[1] == REDUCE) return true;
+    return false;
   }
 
   int64_t iterations() const {  // of this kernel's loops, as far as known
@@ -278,7 +291,9 @@ struct KernelBuilder {
         // a sum that reads no buffer (arange) is tried inline first: if it sums away in closed form (finish), it is an
         // expression of the indices, cheap to recompute anywhere (tinygrad's pm_reduce_simplify in rangeify)
         f.collapse = Ops(n->arg_ints()[0]) == Ops::ADD && sb.no_load(n->src[0].get());
-        if (f.c.expanded && !f.collapse) {  // fused, it would be recomputed for every expanded element
+        // fused, it would be recomputed for every expanded element; a long one inside another reduce (a max-pool of a
+        // conv's output) nests loops that the optimizer can't tile: its own kernel either way
+        if ((f.c.expanded || (reduce_size(n) >= kNestedReduce && in_reduce(idx))) && !f.collapse) {
           f.value = load(sb.slot(n), n, idx, gate);
           return;
         }
@@ -705,10 +720,12 @@ static std::shared_ptr<Schedule> schedule_once(const UOpRef& sink, const std::ve
   for (auto& u : sink->toposort())  // side effects happen even where no root's value needs them
     if (u->op == Ops::ASSIGN) sb.slot(u.get());
   sb.build_pending();
-  // computed inline by two kernels, or by one while another kernel stores it anyway (a conv's output read through the
-  // next conv's windows, and again by its ReLU's backward): one buffer, which every kernel loads
+  // a big reduce computed inline by two kernels, or any computed inline by one while another kernel stores it (a conv's
+  // output read through the next conv's windows, and again by its ReLU's backward): one buffer, which every kernel
+  // loads. A value stored once and recomputed elsewhere in another order may differ in its last bit, and max-pool's
+  // backward compares them for equality
   for (auto& [r, ks] : sb.inlined_in)
-    if (ks.size() > 1 || sb.slot_of.count(r)) more.push_back(r);
+    if ((ks.size() > 1 && prod(r->src[0]->shape()) >= kRecompute) || sb.slot_of.count(r)) more.push_back(r);
   return sb.order_kernels() ? s : nullptr;
 }
 
