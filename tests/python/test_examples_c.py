@@ -1,0 +1,32 @@
+"""The C example programs run as a user runs them: examples/c/train_cnn.c (tinygrad's beautiful_mnist convnet trained
+from C under a TinyJit) must learn in a few steps, and refuse bad arguments."""
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+BUILD = Path(os.environ.get("TINYGRAD_LIB", "build/libtinygrad.so")).resolve().parent
+EXE = BUILD / "example_train_cnn"
+
+
+@pytest.fixture(autouse=True)
+def _built():
+  if not EXE.exists(): pytest.fail(f"{EXE} is not built: the examples build with the library (cmake --build {BUILD})")
+
+
+def test_train_cnn_learns_in_a_few_steps():
+  # 40 steps of batch 64 with Adam: about 70% on the 10,000 test images (chance is 10%)
+  r = subprocess.run([str(EXE), "40", "", "64"], capture_output=True, text=True, timeout=600)
+  assert r.returncode == 0, r.stdout + r.stderr
+  assert "trained 40 steps of batch 64" in r.stdout
+  acc = float(re.search(r"^test accuracy: ([0-9.]+)$", r.stdout, re.M).group(1))
+  assert 0.6 <= acc <= 1.0, r.stdout
+
+
+def test_train_cnn_refuses_bad_arguments():
+  r = subprocess.run([str(EXE), "0"], capture_output=True, text=True, timeout=60)
+  assert r.returncode == 2 and "usage" in r.stderr
+  r = subprocess.run([str(EXE), "1", "/nonexistent/dir"], capture_output=True, text=True, timeout=60)
+  assert r.returncode == 1 and "tg_dataset_mnist" in r.stderr
