@@ -369,6 +369,53 @@ static double conv2d_ours(void) {  /* ms per call */
   tg_tensor_release(cc.x), tg_tensor_release(cc.w);
   return ours;
 }
+/* The gradients of the same conv for an incoming gradient g (32, 64, 56, 56): d w (which = 1) or d x (which = 0), each
+ * realized alone. The graph is rebuilt per call, as a training step does (the schedule comes from the cache). */
+typedef struct { tg_tensor *x, *w, *g; int which; } convb_ctx;
+static double convb_tg(void* p) {
+  convb_ctx* c = p;
+  double t0 = now();
+  tg_tensor *y = tg_tensor_conv2d(c->x, c->w, NULL, 1, 1, 1, 1, 1, 1, 1), *yg = y ? tg_tensor_mul(y, c->g) : NULL;
+  tg_tensor *loss = yg ? tg_tensor_sum(yg, NULL, 0, 0) : NULL, *grad = NULL, *wrt = c->which ? c->w : c->x;
+  CHECK(loss && tg_tensor_gradient(loss, &wrt, 1, &grad) == TG_OK);
+  tg_tensor_release(y), tg_tensor_release(yg), tg_tensor_release(loss);
+  return realize_timed(t0, grad);
+}
+static double conv2d_backward_ours(int which) { /* ms per call; checked at one element against a float64 sum */
+  int64_t xs[4] = {32, 64, 56, 56}, ws[4] = {64, 64, 3, 3};
+  convb_ctx c = {tg_tensor_randn(xs, 4, TG_FLOAT32, NULL), tg_tensor_randn(ws, 4, TG_FLOAT32, NULL), tg_tensor_randn(xs, 4, TG_FLOAT32, NULL), which};
+  CHECK(c.x && c.w && c.g && tg_tensor_realize(c.x) == TG_OK && tg_tensor_realize(c.w) == TG_OK && tg_tensor_realize(c.g) == TG_OK);
+  size_t xn = 32 * 64 * 56 * 56, wn = 64 * 64 * 9;
+  float *hx = malloc(xn * sizeof(float)), *hw = malloc(wn * sizeof(float)), *hg = malloc(xn * sizeof(float)), *hd = malloc(xn * sizeof(float));
+  CHECK(hx && hw && hg && hd);
+  tg_tensor *y = tg_tensor_conv2d(c.x, c.w, NULL, 1, 1, 1, 1, 1, 1, 1), *yg = y ? tg_tensor_mul(y, c.g) : NULL;
+  tg_tensor *loss = yg ? tg_tensor_sum(yg, NULL, 0, 0) : NULL, *grad = NULL, *wrt = which ? c.w : c.x;
+  CHECK(loss && tg_tensor_gradient(loss, &wrt, 1, &grad) == TG_OK);
+  CHECK(tg_tensor_to_data(grad, hd, (which ? wn : xn) * sizeof(float)) == TG_OK);
+  CHECK(tg_tensor_to_data(c.x, hx, xn * sizeof(float)) == TG_OK && tg_tensor_to_data(c.w, hw, wn * sizeof(float)) == TG_OK &&
+        tg_tensor_to_data(c.g, hg, xn * sizeof(float)) == TG_OK);
+  tg_tensor_release(y), tg_tensor_release(yg), tg_tensor_release(loss), tg_tensor_release(grad);
+  double want = 0, got;
+  if (which) { /* d w[5, 7, 0, 2] = sum over n, oy, ox of x[n, 7, oy - 1, ox + 1] g[n, 5, oy, ox] */
+    for (int n = 0; n < 32; n++)
+      for (int oy = 1; oy < 56; oy++)
+        for (int ox = 0; ox < 55; ox++) want += (double)hx[((n * 64 + 7) * 56 + oy - 1) * 56 + ox + 1] * hg[((n * 64 + 5) * 56 + oy) * 56 + ox];
+    got = hd[((5 * 64 + 7) * 3 + 0) * 3 + 2];
+  } else { /* d x[1, 5, 0, 17] = sum over co, ky, kx of w[co, 5, ky, kx] g[1, co, 0 - ky + 1, 17 - kx + 1] */
+    for (int co = 0; co < 64; co++)
+      for (int ky = 0; ky < 3; ky++)
+        for (int kx = 0; kx < 3; kx++) {
+          int oy = 0 - ky + 1, ox = 17 - kx + 1;
+          if (oy >= 0 && oy < 56 && ox >= 0 && ox < 56) want += (double)hw[((co * 64 + 5) * 3 + ky) * 3 + kx] * hg[((1 * 64 + co) * 56 + oy) * 56 + ox];
+        }
+    got = hd[((1 * 64 + 5) * 56 + 0) * 56 + 17];
+  }
+  if (fabs(got - want) > 1e-3 * fabs(want) + 1e-2) DIE("conv2d backward %s: got %g, want %g", which ? "weight" : "input", got, want);
+  free(hx), free(hw), free(hg), free(hd);
+  double ours = 1e3 * time_median(convb_tg, &c, 0, 3, 9, 20.0);
+  tg_tensor_release(c.x), tg_tensor_release(c.w), tg_tensor_release(c.g);
+  return ours;
+}
 /* A PyTorch reference: `name`.py in the bench directory run as `python name.py THREADS arg1 [arg2]` with OMP_NUM_THREADS
  * set to match; its last number on stdout, or 0 (with a warning: the row's ratio is then 0) if it failed. */
 static double torch_reference(const char* name, int threads, const char* arg1, const char* arg2) {
@@ -391,6 +438,10 @@ static double bench_conv2d(int threads) {  /* returns PyTorch's ms */
   double ours = conv2d_ours();
   double ref = torch_reference("conv2d_torch", threads, "9", "2");
   add_row("conv2d", "ms", ours, "PyTorch", ref, 0);
+  settle();
+  add_row("conv2d backward weight", "ms", conv2d_backward_ours(1), "PyTorch", torch_reference("conv2d_torch", threads, "9", "weight"), 0);
+  settle();
+  add_row("conv2d backward input", "ms", conv2d_backward_ours(0), "PyTorch", torch_reference("conv2d_torch", threads, "9", "input"), 0);
   return ref;
 }
 
@@ -430,6 +481,40 @@ static void bench_train_fashion(int threads, int steps) {
   char hbuf[32];
   snprintf(hbuf, sizeof hbuf, "%d", FASHION_HIDDEN);  /* the same model */
   add_row("train fashion-mnist", "steps/s", ours, "PyTorch", torch_reference("train_fashion_torch", threads, sbuf, hbuf), 1);
+}
+
+/* ---- training a convnet: examples/c/train_cnn (beautiful_mnist's model, batch 512) against PyTorch at its faster
+ * thread count (1 or that of the run), replayed steps per second ---- */
+static void bench_train_cnn(int threads, int steps) {
+  char exe[4096], sbuf[32];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
+  if (n <= 0) DIE("readlink /proc/self/exe: %s", strerror(errno));
+  exe[n] = 0;
+  strcpy(strrchr(exe, '/') + 1, "example_train_cnn");
+  snprintf(sbuf, sizeof sbuf, "%d", steps);
+  char* argv[] = {exe, sbuf, NULL};
+  char* out = run_capture(argv, NULL, NULL);
+  /* "trained N steps of batch B in T s (S steps/s, R after the capture)" */
+  const char* line = out ? strstr(out, "trained ") : NULL;
+  const char* after = line ? strstr(line, ", ") : NULL;
+  double ours = after ? strtod(after + 2, NULL) : 0;
+  if (!(ours > 0)) DIE("train cnn fashion-mnist: %s did not report its steps/s:\n%s", exe, out ? out : "");
+  const char* acc = strstr(out, "test accuracy:");
+  printf("  train cnn fashion-mnist: %d steps, ours %s", steps, acc ? acc : "(no accuracy)\n");
+  free(out);
+  double best = 0;
+  int best_threads = 1;
+  int counts[2] = {1, threads};
+  for (int i = 0; i < (threads > 1 ? 2 : 1); i++) {
+    int t = counts[i];
+    settle();
+    double r = torch_reference("train_cnn_torch", t, sbuf, NULL);
+    printf("  train cnn fashion-mnist: PyTorch on %d thread%s: %.3f steps/s\n", t, t > 1 ? "s" : "", r);
+    if (r > best) best = r, best_threads = t;
+  }
+  static char ref[32];
+  snprintf(ref, sizeof ref, "PyTorch %d thread%s", best_threads, best_threads > 1 ? "s" : "");
+  add_row("train cnn fashion-mnist", "steps/s", ours, ref, best, 1);
 }
 
 /* ---- compile time: the first realize of a new kernel minus a warm realize of the same graph ---- */
@@ -527,6 +612,7 @@ int main(int argc, char** argv) {
   add_row("tiny jit replay", "us", tiny_jit_replay_us(200), "", 0, 0);
   bench_jit_mlp(threads);
   bench_train_fashion(threads, quick ? 500 : 6000);
+  if (!quick) bench_train_cnn(threads, 20);
 
   /* BEAM=2, set through the C API: each kernel searched afresh (CACHELEVEL=0 keeps the BEAM cache off too); the first
    * matmul 1024 call holds its search. Each is compared with the same reference as above and with our heuristic kernel. */

@@ -23,6 +23,13 @@ using tg::Tensor;
 using tg::test::Case;
 using tg::test::randt;
 
+// d/dw (which 1) or d/dx (which 0) of sum(conv2d(x, w) * g), w (8, 4, 3, 3), no padding
+Tensor conv_grad(int which, tg::Shape xs) {
+  Tensor x = randt(xs, 20), w = randt({8, 4, 3, 3}, 21);
+  Tensor y = x.conv2d(w, std::nullopt, 1, {1, 1}, {1, 1}, {0, 0});
+  return y.mul(randt(y.shape(), 22)).sum().gradient({which ? w : x})[0];
+}
+
 struct Kernel {
   const char* name;
   std::function<Tensor()> build;
@@ -39,6 +46,11 @@ const std::vector<Kernel>& kernels() {
       // a 12-wide image: 16 lanes don't divide its rows, they divide its 144 pixels (the heuristics merge rows and columns)
       {"conv2d 12x12", [] { return randt({2, 4, 12, 12}, 13).conv2d(randt({16, 4, 3, 3}, 14), std::nullopt, 1, {1, 1}, {1, 1}, {1, 1}); }},
       {"softmax", [] { return randt({8, 32}, 12).softmax(1); }},
+      // a conv's own backward: the weight gradient (a reduce along the images' rows for every input) and the input's (a
+      // transposed conv over the padded gradient), with a short row (6) that one vector covers
+      {"conv2d weight grad", [] { return conv_grad(1, {2, 4, 8, 8}); }},
+      {"conv2d input grad", [] { return conv_grad(0, {2, 4, 8, 8}); }},
+      {"conv2d weight grad 12x12", [] { return conv_grad(1, {2, 4, 12, 12}); }},
   };
   return ks;
 }

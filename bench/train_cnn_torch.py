@@ -1,0 +1,55 @@
+"""PyTorch CPU reference for bench_ops' `train cnn fashion-mnist` row: the training examples/c/train_cnn.c runs, in
+PyTorch: tinygrad's beautiful_mnist convnet (conv 5x5 32, ReLU, conv 5x5 32, ReLU, BatchNorm, max-pool, conv 3x3 64,
+ReLU, conv 3x3 64, ReLU, BatchNorm, max-pool, Linear 576 -> 10), torch.optim.Adam (lr 1e-3), cross-entropy, batches of
+512 drawn at random from the 60,000 Fashion-MNIST training images (uint8 as float, as the C example feeds them). Prints
+the steps per second after 2 warm-up steps as the last line.
+
+usage: train_cnn_torch.py THREADS STEPS
+exit status 2 if torch can't be imported."""
+import gzip
+import sys
+import time
+
+import numpy as np
+
+DIR = "/usr/share/datasets/fashion-mnist"
+
+
+def main() -> int:
+    threads, steps = int(sys.argv[1]), int(sys.argv[2])
+    try:
+        import torch
+        import torch.nn as nn
+    except ImportError as e:
+        print(f"train_cnn_torch.py: can't import torch: {e}", file=sys.stderr)
+        return 2
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    with gzip.open(f"{DIR}/train-images-idx3-ubyte.gz") as f: x = np.frombuffer(f.read(), np.uint8, offset=16)
+    with gzip.open(f"{DIR}/train-labels-idx1-ubyte.gz") as f: y = np.frombuffer(f.read(), np.uint8, offset=8)
+    X = torch.tensor(x.reshape(-1, 1, 28, 28).astype(np.float32))
+    Y = torch.tensor(y.astype(np.int64))
+    model = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.Conv2d(32, 32, 5), nn.ReLU(), nn.BatchNorm2d(32), nn.MaxPool2d(2),
+                          nn.Conv2d(32, 64, 3), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(), nn.BatchNorm2d(64), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(576, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step():
+        idx = torch.randint(0, X.shape[0], (512,))
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(X[idx]), Y[idx])
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(2): step()
+    t0 = time.perf_counter()
+    for _ in range(steps - 2): loss = step()
+    dt = time.perf_counter() - t0
+    print(f"torch {torch.__version__} threads={torch.get_num_threads()} loss {float(loss):.4f}", file=sys.stderr)
+    print(f"{(steps - 2) / dt:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
