@@ -606,7 +606,10 @@ int main(int argc, char** argv) {
    * kernel takes one to two minutes a call) */
   double skx1 = bench_matmul(1024, 3, 7, 10.0, threads), mm1_ours = rows[nrows - 1].value, skx2 = 0, mm2_ours = 0, torch_ms = 0, conv_ours = 0;
   if (!quick) skx2 = bench_matmul(2048, 1, 5, 30.0, threads), mm2_ours = rows[nrows - 1].value;
-  if (!quick) torch_ms = bench_conv2d(threads), conv_ours = rows[nrows - 1].value;
+  if (!quick) {
+    int conv_row = nrows;  /* the conv2d row (its backward rows follow) */
+    torch_ms = bench_conv2d(threads), conv_ours = rows[conv_row].value;
+  }
   add_row("compile time", "ms", bench_compile(9), "target", 15.0, 0);
   add_row("tiny realize", "us", bench_tiny(2000), "", 0, 0);
   add_row("tiny jit replay", "us", tiny_jit_replay_us(200), "", 0, 0);
