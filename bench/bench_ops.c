@@ -455,12 +455,16 @@ static void bench_jit_mlp(int threads) {
 }
 
 /* ---- training: examples/c/train_fashion_mnist against the same training in PyTorch, steps per second ---- */
-static void bench_train_fashion(int threads, int steps) {
-  char exe[4096], sbuf[32];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
+/* the path of `name`, a program built beside bench_ops (the examples), into exe[4096] */
+static void sibling_exe(char* exe, const char* name) {
+  ssize_t n = readlink("/proc/self/exe", exe, 4096 - 64);
   if (n <= 0) DIE("readlink /proc/self/exe: %s", strerror(errno));
   exe[n] = 0;
-  strcpy(strrchr(exe, '/') + 1, "example_train_fashion_mnist");
+  strcpy(strrchr(exe, '/') + 1, name);
+}
+static void bench_train_fashion(int threads, int steps) {
+  char exe[4096], sbuf[32];
+  sibling_exe(exe, "example_train_fashion_mnist");
   snprintf(sbuf, sizeof sbuf, "%d", steps);
   char out_path[] = "/tmp/tg_bench_fashion_XXXXXX";
   int fd = mkstemp(out_path);
@@ -487,10 +491,7 @@ static void bench_train_fashion(int threads, int steps) {
  * thread count (1 or that of the run), replayed steps per second ---- */
 static void bench_train_cnn(int threads, int steps) {
   char exe[4096], sbuf[32];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
-  if (n <= 0) DIE("readlink /proc/self/exe: %s", strerror(errno));
-  exe[n] = 0;
-  strcpy(strrchr(exe, '/') + 1, "example_train_cnn");
+  sibling_exe(exe, "example_train_cnn");
   snprintf(sbuf, sizeof sbuf, "%d", steps);
   char* argv[] = {exe, sbuf, NULL};
   char* out = run_capture(argv, NULL, NULL);

@@ -12,6 +12,8 @@
 #include <tinygrad.h>
 #include <unistd.h>
 
+#include "fashion_mnist_model.h" /* fashion_accuracy: argmax of the logits against the labels */
+
 enum { NLAYERS = 14 };
 static int64_t batch = 512;
 
@@ -76,21 +78,6 @@ done:
   return st;
 }
 
-/* the share of test images classified right (the model in eval mode), or -1 with the error set */
-static double accuracy(tg_module* model, tg_tensor* x, tg_tensor* labels) {
-  tg_tensor* logits = tg_module_call(model, x);
-  tg_tensor* pred = logits ? tg_tensor_argmax(logits, 1, 0, 0) : NULL;
-  tg_tensor* y = tg_tensor_cast(labels, TG_INT32);
-  tg_tensor* hit = pred && y ? tg_tensor_eq(pred, y) : NULL;
-  tg_tensor* hf = hit ? tg_tensor_cast(hit, TG_FLOAT32) : NULL;
-  tg_tensor* acc = hf ? tg_tensor_mean(hf, NULL, 0, 0) : NULL;
-  float a = -1;
-  if (!acc || tg_tensor_to_data(acc, &a, sizeof a) != TG_OK) a = -1;
-  tg_tensor_release(logits), tg_tensor_release(pred), tg_tensor_release(y), tg_tensor_release(hit), tg_tensor_release(hf);
-  tg_tensor_release(acc);
-  return a;
-}
-
 int main(int argc, char** argv) {
   int steps = argc > 1 && *argv[1] ? atoi(argv[1]) : 1000;
   const char* dir = argc > 2 && *argv[2] ? argv[2] : NULL;
@@ -142,7 +129,7 @@ int main(int argc, char** argv) {
   if (steps > 2) printf(", %.3f after the capture", (steps - 2) / (t_end - t_replay));
   printf(")\n");
 
-  double t_eval = now_s(), acc = accuracy(tr.model, xte, yte);
+  double t_eval = now_s(), acc = fashion_accuracy(tr.model, xte, yte);
   TRY(acc >= 0);
   printf("evaluated %lld test images in %.1f s; wall time %.1f s\n", (long long)tg_tensor_numel(yte), now_s() - t_eval, now_s() - t0);
   printf("test accuracy: %.4f\n", acc);

@@ -52,6 +52,20 @@ static bool attempt(Scheduler& k, const Opt& o) {
   }
 }
 
+// a packed panel (PACK, unless TG_PACK=0) for each input read inside the reduce loop (a bias read once per tile gains
+// nothing) and vector-loaded along `lanes_r`
+static void pack_vector_inputs(Scheduler& k, const UOpRef& lanes_r) {
+  if (!getenv_int("TG_PACK", 1)) return;
+  for (size_t i = 0;; i++) {
+    UOps ins = k.inputs();  // again after each PACK: it rewrites the AST
+    if (i >= ins.size()) break;
+    const UOpRef& ld = ins[i];
+    bool in_loop = false;
+    for (int ax : k.axes_of({AxisType::REDUCE})) in_loop |= depends_on(ld->src[0], k.rngs()[size_t(ax)]);
+    if (in_loop && stride_in(ld->src[0]->src[1], lanes_r) == 1) attempt(k, Opt{OptOps::PACK, int64_t(i), 0});
+  }
+}
+
 // A reduce along memory that every input reads contiguously, with no such output axis (a convolution's weight gradient:
 // the image window and the output's gradient both run along the output's columns, which are the reduce), vectorized
 // w lanes wide along the reduce (`rpath` is its range before the split): a register tile of output axes, each one
@@ -90,13 +104,7 @@ static bool reduce_tile(Scheduler& k, const std::vector<int64_t>& rpath, int64_t
     if (best < 0 || !attempt(k, Opt{OptOps::UPCAST, best, best_amt})) break;
     budget /= best_amt, first_reused = best_load;
   }
-  // and packed panels, as step 2's (PACK refuses a panel that no inner output loop would reuse)
-  if (first_reused && getenv_int("TG_PACK", 1))
-    for (size_t i = 0;; i++) {
-      UOps ins = k.inputs();
-      if (i >= ins.size()) break;
-      if (stride_in(ins[i]->src[0]->src[1], lanes_r) == 1) attempt(k, Opt{OptOps::PACK, int64_t(i), 0});
-    }
+  if (first_reused) pack_vector_inputs(k, lanes_r);  // PACK refuses a panel that no inner output loop would reuse
   return bool(first_reused);
 }
 
@@ -282,15 +290,7 @@ void hand_coded_optimizations(Scheduler& k) {
       // each vector-loaded input the row tiles share gets a packed panel (PACK): a matmul's K x 32 panel of B was 1024
       // rows 4 KB apart (a new page at every step of k, past any prefetcher), a convolution's image window was one
       // unaligned, masked load per tap; packed, every step reads one aligned contiguous run
-      if (lanes_r && getenv_int("TG_PACK", 1))
-        for (size_t i = 0;; i++) {
-          UOps ins = k.inputs();  // again after each PACK: it rewrites the AST
-          if (i >= ins.size()) break;
-          const UOpRef& ld = ins[i];
-          bool in_loop = false;  // read inside the reduce loop (a bias read once per tile gains nothing)
-          for (int ax : k.axes_of({AxisType::REDUCE})) in_loop |= depends_on(ld->src[0], k.rngs()[size_t(ax)]);
-          if (in_loop && stride_in(index_of(ld->src[0]), lanes_r) == 1) attempt(Opt{OptOps::PACK, int64_t(i), 0});
-        }
+      if (lanes_r) pack_vector_inputs(k, lanes_r);
     }
   } else if (reduce && lanes > 1) {
     // 3. a reduce along contiguous memory: vector accumulators, several of them to hide the add latency
