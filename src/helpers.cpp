@@ -112,11 +112,28 @@ struct Override {
   double value;
   bool pushed;  // by tg_option_push (a user's), not a scoped tg::Context
 };
-thread_local std::vector<Override> ctx_stack;
+// Allocated while non-empty, so the thread_local itself has no destructor (glibc aborts when it cannot allocate the
+// registration of one; see api/core.cpp's last_msg).
+thread_local std::vector<Override>* ctx_stack = nullptr;
+void ctx_push(Override o) {
+  auto* s = ctx_stack ? ctx_stack : new std::vector<Override>;
+  try {
+    s->push_back(o);
+  } catch (...) {
+    if (s != ctx_stack) delete s;
+    throw;
+  }
+  ctx_stack = s;
+}
+void ctx_pop(size_t n) {
+  ctx_stack->resize(ctx_stack->size() - n);
+  if (ctx_stack->empty()) delete ctx_stack, ctx_stack = nullptr;
+}
 }  // namespace
 double ContextVar::value() const {
-  for (auto it = ctx_stack.rbegin(); it != ctx_stack.rend(); ++it)
-    if (std::strcmp(it->name, name) == 0) return it->value;
+  if (ctx_stack)
+    for (auto it = ctx_stack->rbegin(); it != ctx_stack->rend(); ++it)
+      if (std::strcmp(it->name, name) == 0) return it->value;
   if (double a = api_.load(std::memory_order_relaxed); a != kUnset) return a;
   if (double v = env_.load(std::memory_order_relaxed); v != kUnset) return v;
   check_env_once();
@@ -150,19 +167,21 @@ void push_option(const ContextVar& v, const char* value) {
   double d = 0;
   TG_CHECK(value && parse_setting(value, v.lo, v.hi, false, &d), TG_ERROR_INVALID_ARGUMENT,
            strformat("option_push %s: '%.40s' is not a number in [%.17g, %.17g]", v.name, value ? value : "(null)", v.lo, v.hi));
-  ctx_stack.push_back({v.name, d, true});
+  ctx_push({v.name, d, true});
 }
 bool pop_option() {
   // a callback run inside a library call must not undo the library's own scoped overrides
-  if (ctx_stack.empty() || !ctx_stack.back().pushed) return false;
-  ctx_stack.pop_back();
+  if (!ctx_stack || !ctx_stack->back().pushed) return false;
+  ctx_pop(1);
   return true;
 }
 
 Context::Context(std::initializer_list<std::pair<const char*, int64_t>> vals) : n_(vals.size()) {
-  for (auto& v : vals) ctx_stack.push_back({v.first, double(v.second), false});
+  for (auto& v : vals) ctx_push({v.first, double(v.second), false});
 }
-Context::~Context() { ctx_stack.resize(ctx_stack.size() - n_); }
+Context::~Context() {
+  if (n_) ctx_pop(n_);
+}
 
 void debug_log(int level, const char* fmt, ...) {
   if (DEBUG.get() < level) return;

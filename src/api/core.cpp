@@ -1,4 +1,5 @@
 // C API: version, errors, dtypes, symbolic expressions.
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -7,14 +8,14 @@
 
 namespace tg::api {
 static thread_local tg_status last_code = TG_OK;
-static thread_local std::string last_msg;
+// Plain buffers, not std::string: a thread_local with a destructor makes glibc allocate on the thread's first error,
+// and when that allocation fails (an out-of-memory error being reported) glibc aborts the process.
+static thread_local char last_msg[4096];
 void set_error(tg_status code, const char* msg) noexcept {
   last_code = code;
-  try {
-    last_msg = msg;
-  } catch (...) {
-    last_msg = "out of memory";  // fits the string's own buffer: no allocation
-  }
+  size_t n = std::min(std::strlen(msg), sizeof last_msg - 1);
+  std::memcpy(last_msg, msg, n);
+  last_msg[n] = 0;
 }
 tg_status status_from_current_exception() noexcept {
   try {
@@ -53,7 +54,7 @@ extern "C" {
 const char* tg_version(void) { return TG_VERSION_STRING; }
 int tg_version_number(void) { return TG_VERSION_NUMBER; }
 tg_status tg_last_error(void) { return api::last_code; }
-const char* tg_last_error_message(void) { return api::last_msg.c_str(); }
+const char* tg_last_error_message(void) { return api::last_msg; }
 void tg_clear_error(void) { api::set_error(TG_OK, ""); }
 const char* tg_status_name(tg_status s) {
   static const char* names[] = {"TG_OK",           "TG_ERROR_INVALID_ARGUMENT", "TG_ERROR_SHAPE",   "TG_ERROR_DTYPE",

@@ -133,8 +133,9 @@ TG_API tg_status tg_lstm_cell_step(tg_module* m, tg_tensor* x, tg_tensor* h, tg_
 TG_API const char* tg_module_kind(const tg_module* m) {
   return api::make([&]() -> const char* {
     get_module(m, "tg_module_kind");
-    static thread_local std::string s;
-    return (s = m->m->kind()).c_str();
+    static thread_local char s[64];  // no destructor to register (api/core.cpp's last_msg)
+    std::snprintf(s, sizeof s, "%s", m->m->kind().c_str());
+    return static_cast<const char*>(s);
   });
 }
 TG_API tg_tensor* tg_module_get(tg_module* m, const char* name) {

@@ -40,13 +40,19 @@ static void input_vars(const Tensor& t, std::unordered_map<std::string, int64_t>
 }
 
 // the JITs whose functions run on this thread, outermost first (jit.h: nesting and locking)
-static thread_local std::vector<const TinyJit*> t_running;
-bool TinyJit::in_function() { return !t_running.empty(); }
-bool TinyJit::in_own_function() const { return std::find(t_running.begin(), t_running.end(), this) != t_running.end(); }
+// (a fixed array: a thread_local with a destructor can abort the process when memory runs out; helpers.cpp's ctx_stack)
+static constexpr size_t kMaxJitNesting = 64;
+static thread_local const TinyJit* t_running[kMaxJitNesting];
+static thread_local size_t t_n_running = 0;
+bool TinyJit::in_function() { return t_n_running > 0; }
+bool TinyJit::in_own_function() const { return std::find(t_running, t_running + t_n_running, this) != t_running + t_n_running; }
 namespace {
 struct Running {
-  explicit Running(const TinyJit* j) { t_running.push_back(j); }
-  ~Running() { t_running.pop_back(); }
+  explicit Running(const TinyJit* j) {
+    TG_CHECK(t_n_running < kMaxJitNesting, TG_ERROR_INVALID_ARGUMENT, "TinyJit: functions nested more than 64 deep");
+    t_running[t_n_running++] = j;
+  }
+  ~Running() { t_n_running--; }
 };
 }  // namespace
 
