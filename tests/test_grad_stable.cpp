@@ -48,6 +48,32 @@ TEST(GradStable, SigmoidTanhQuickGeluAtLargeMagnitudes) {
   for (size_t i = 0; i < xs.size(); i++) EXPECT_NEAR(v[i], 1 / (1 + std::exp(-double(xs[i]))), 1e-7) << xs[i];
 }
 
+// exp(x)/(1+exp(x)) written out: the quotient rule must not square the divisor (exp(80)^2 overflows float32 and left
+// the gradient at 1 instead of e^-80)
+TEST(GradStable, QuotientWithALargeDivisor) {
+  std::vector<float> xs{-80, -20, -1, 0, 1, 20, 40, 80};
+  T x = vec(xs);
+  T e(tg_tensor_exp(x)), one(tg_tensor_full_like(e, 1.0)), den(tg_tensor_add(one, e));
+  std::vector<float> g = grad_of(x, T(tg_tensor_div(e, den)));
+  for (size_t i = 0; i < xs.size(); i++) {
+    double s = 1 / (1 + std::exp(-double(xs[i])));
+    EXPECT_NEAR(g[i], s * (1 - s), 1e-6) << xs[i];
+  }
+  // and x/y's gradients stay exact for ordinary values: d/dx = 1/y, d/dy = -x/y^2
+  T a = vec({3, -2, 0.5f}), b = vec({4, 0.25f, -8});
+  T q(tg_tensor_div(a, b)), s(tg_tensor_sum(q, nullptr, 0, 0));
+  tg_tensor* in[2] = {a, b};
+  tg_tensor* gr[2] = {nullptr, nullptr};
+  ASSERT_EQ(tg_tensor_gradient(s, in, 2, gr), TG_OK) << tg_last_error_message();
+  T ga(gr[0]), gb(gr[1]);
+  std::vector<float> da = data(ga), db = data(gb);
+  float av[3] = {3, -2, 0.5f}, bv[3] = {4, 0.25f, -8};
+  for (int i = 0; i < 3; i++) {
+    EXPECT_FLOAT_EQ(da[i], 1 / bv[i]);
+    EXPECT_FLOAT_EQ(db[i], -av[i] / (bv[i] * bv[i]));
+  }
+}
+
 TEST(GradStable, ProdBackwardWithZeros) {
   struct Case {
     std::vector<float> x, g;

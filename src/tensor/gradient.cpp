@@ -81,10 +81,12 @@ const PatternMatcher& pm_gradient() {
              auto& c = m.ctx<GradCtx>();
              return grads_of({c.t(m["y"]).mul(c.g()), c.t(m["x"]).mul(c.g())});
            }},
-          {UPat(Ops::FDIV, {UPat::var("x"), UPat::var("y")}).ordered(), [](const Match& m) {  // d(x/y) = dx/y - x dy/y^2
+          // d(x/y) = dx/y - (x/y) dy/y: the quotient, not x/y^2, so a large y (exp(x)/(1+exp(x)) at x = 80) does not
+          // overflow y*y to inf and leave dx/y uncancelled
+          {UPat(Ops::FDIV, {UPat::var("x"), UPat::var("y")}).ordered(), [](const Match& m) {
              auto& c = m.ctx<GradCtx>();
-             Tensor x = c.t(m["x"]), y = c.t(m["y"]);
-             return grads_of({c.g().div(y), c.g().neg().mul(x).div(y.mul(y))});
+             Tensor y = c.t(m["y"]), gy = c.g().div(y);
+             return grads_of({gy, gy.neg().mul(c.t(m.root->ref()))});
            }},
           // ties share the gradient equally, as tinygrad
           {UPat(Ops::MAX, {UPat::var("x"), UPat::var("y")}).ordered(), [](const Match& m) {
