@@ -7,7 +7,7 @@ PREFIX   ?= /usr/local
 PYTHON   ?= /usr/bin/python3
 GEN      := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build run test test-one test-layers test-abi abi-baseline test-unit test-python test-python-clang test-python-cl test-bindings test-install fuzz fuzz-files asan tsan bench bench-cuda install clean
+.PHONY: all deps build lib run test test-build test-libonly test-one test-layers test-abi abi-baseline test-unit test-python test-python-clang test-python-cl test-bindings test-install fuzz fuzz-files asan tsan bench bench-cuda install clean
 
 all: build
 
@@ -15,25 +15,39 @@ deps:
 	@sh scripts/deps.sh
 
 $(BUILD)/CMakeCache.txt:
-	@sh scripts/deps.sh
 	cmake -S . -B $(BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Release
 
+# everything the installed packages allow: the library and the C examples always, the tests and benchmarks when their
+# packages are there (CMakeLists.txt: TG_BUILD_TESTS, TG_BUILD_BENCH, TG_WITH_LLVM). Installs nothing.
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# the library (shared and static) and the C examples: cmake and a C++20 compiler are all it needs
+LIB_TARGETS := tinygrad tinygrad_static example_hello example_mlp example_mlp_sgd example_train_fashion_mnist example_train_cnn example_classify
+lib: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target $(LIB_TARGETS)
+
 # the main job: build the library, then train a classifier on Fashion-MNIST from C (examples/c/train_fashion_mnist.c),
 # evaluate it on the 10,000 test images and save fashion_mnist.safetensors (examples/c/classify.c classifies with it)
-run: build
-	@sh scripts/deps.sh
+run:
+	@sh scripts/deps.sh run
+	@$(MAKE) --no-print-directory lib
 	$(BUILD)/example_train_fashion_mnist $(STEPS)
+
+# what every test needs, installed; then the build with its tests and benchmarks required, not just found
+test-build:
+	@sh scripts/deps.sh
+	cmake -S . -B $(BUILD) $(if $(wildcard $(BUILD)/CMakeCache.txt),,$(GEN)) -DCMAKE_BUILD_TYPE=Release -DTG_BUILD_TESTS=ON -DTG_BUILD_BENCH=ON
+	cmake --build $(BUILD) -j $(JOBS)
 
 # Every run starts cold: the kernel disk cache lives in a new empty directory for the whole run and is removed after,
 # so a pass never depends on what an earlier run left on disk.
-test: build
-	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-layers test-abi test-unit test-python test-python-clang test-python-cl test-bindings test-install tsan
+test:
+	@$(MAKE) --no-print-directory test-build
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" $(MAKE) --no-print-directory test-layers test-libonly test-abi test-unit test-python test-python-clang test-python-cl test-bindings test-install tsan
 
 # one test, cold: T is a GoogleTest filter (make test-one T='Opt.*') or a pytest node (T=tests/python/test_ops.py::test_add)
-test-one: build
+test-one: test-build
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && case "$(T)" in \
 	  "") echo "usage: make test-one T=Suite.Name (GoogleTest filter) or T=tests/python/file.py[::test]" >&2; exit 2;; \
 	  *.py*) XDG_CACHE_HOME="$$d" TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q "$(T)";; \
@@ -42,6 +56,17 @@ test-one: build
 # folders include only the folders below them in the pipeline (docs/layers.md)
 test-layers:
 	$(PYTHON) scripts/check_layers.py
+
+# the library as a user with nothing but cmake and a C++20 compiler builds it: no LLVM, no tests or benchmarks, in a
+# fresh build directory of its own. It must need nothing at load time but the C and C++ runtimes (SQLite, zlib, OpenCL
+# and the GPU drivers are dlopen'ed when used) and train mlp_sgd.c to the losses the full build gives on CPU:CLANG,
+# its kernels compiled by the C compiler (scripts/check_libonly.sh)
+LIBONLY_BUILD ?= $(BUILD)/libonly
+test-libonly:
+	@rm -rf $(LIBONLY_BUILD)
+	cmake -S . -B $(LIBONLY_BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Release -DTG_WITH_LLVM=OFF -DTG_BUILD_TESTS=OFF -DTG_BUILD_BENCH=OFF >/dev/null
+	cmake --build $(LIBONLY_BUILD) -j $(JOBS) --target tinygrad example_mlp_sgd
+	sh scripts/check_libonly.sh $(LIBONLY_BUILD) $(BUILD)
 
 # the exported ABI (every tg_ function with its parameter and result types, the header's enums and structs) against the
 # committed abi/libtinygrad.abi: a removed function or a changed type, enum value or struct layout fails, a new function
@@ -100,13 +125,13 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS ?= 1000000
 FUZZ_TARGETS := safetensors gguf
 FUZZ_FLAGS := -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc
-FUZZ_LIBS := -L/usr/lib/llvm-19/lib -Wl,-rpath,/usr/lib/llvm-19/lib -lLLVM-19 -lsqlite3 -lz -lpthread -ldl
-fuzz: build
+FUZZ_LIBS := -L/usr/lib/llvm-19/lib -Wl,-rpath,/usr/lib/llvm-19/lib -lLLVM-19 -lpthread -ldl
+fuzz: test-build
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && XDG_CACHE_HOME="$$d" TG_FUZZ_CALLS=$${TG_FUZZ_CALLS:-2000000} \
 	  $(BUILD)/tg_tests --gtest_filter='FuzzCApi.*'
 	$(MAKE) --no-print-directory fuzz-files
 
-fuzz-files: build
+fuzz-files: test-build
 	@mkdir -p $(FUZZ_BUILD)
 	for t in $(FUZZ_TARGETS); do \
 	  clang++ $(FUZZ_FLAGS) fuzz/fuzz_$$t.cpp src/nn/state.cpp src/nn/gguf.cpp $(BUILD)/libtinygrad.a $(FUZZ_LIBS) -o $(FUZZ_BUILD)/fuzz_$$t || exit 1; \
@@ -143,7 +168,7 @@ tsan:
 	  $(TSAN_BUILD)/tg_tests --gtest_brief=1 --gtest_filter='$(TSAN_TESTS)'
 
 # bench_ops sets the OpenBLAS core type and thread count of each reference itself (each in its own child process)
-bench: build
+bench: test-build
 	$(BUILD)/bench_uop --benchmark_min_time=0.2
 	TG_BENCH_PYTHON=$(PYTHON) TG_BENCH_DIR=$(CURDIR)/bench $(BUILD)/bench_ops bench/results.json
 	$(MAKE) --no-print-directory bench-cuda
@@ -151,7 +176,7 @@ bench: build
 # the CUDA rows (bench/bench_cuda.py, against cuBLAS and a device copy through PyTorch's CUDA build) where a GPU is;
 # they are added to bench/results.json (BENCH_PYTHON: a Python with numpy and a CUDA PyTorch)
 BENCH_PYTHON ?= $(PYTHON)
-bench-cuda: build
+bench-cuda: test-build
 	@if TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(BENCH_PYTHON) -c "import sys; sys.path.insert(0, 'bindings/python'); import tinygrad_c as t; t.Device.open('CUDA')" 2>/dev/null; then \
 	  TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(BENCH_PYTHON) bench/bench_cuda.py bench/results_cuda.json && \
 	  $(PYTHON) -c "import json; r = json.load(open('bench/results.json')) if __import__('os').path.exists('bench/results.json') else []; c = json.load(open('bench/results_cuda.json')); names = {x['name'] for x in c}; json.dump([x for x in r if x['name'] not in names] + c, open('bench/results.json', 'w'), indent=1)"; \

@@ -1,23 +1,50 @@
 #!/bin/sh
-# Install the Debian packages the build, tests and benchmarks need. Idempotent: does nothing when all are present.
+# The Debian packages a make target needs, installed when missing (as root) or listed (as anyone else). Idempotent: does
+# nothing when all are present.
+#   deps.sh          everything make test needs (make deps, make test)
+#   deps.sh run      what make run needs: a compiler, cmake and the data set (LLVM 19 too, for the in-process JIT)
+# The library alone needs only cmake and a C++20 compiler (make lib; cmake -S . -B build && cmake --build build).
 set -e
-# libclang-rt-14-dev: clang's libFuzzer and sanitizer runtimes, for make fuzz; abigail-tools: abidw and abidiff, for make
-# test-abi
-PKGS="cmake ninja-build g++ clang llvm-19-dev pkg-config ccache libgtest-dev libbenchmark-dev libopenblas-dev libsqlite3-dev python3-numpy python3-pytest python3-pytest-xdist python3-torch libclang-rt-14-dev zlib1g-dev dataset-fashion-mnist opencl-headers ocl-icd-libopencl1 pocl-opencl-icd abigail-tools"
-# the language bindings' toolchains (bindings/): Go (cgo), C# (mono's compiler and runtime), and Rust's cargo unless a
-# Rust toolchain is already installed (rustup's in ~/.cargo/bin counts)
-PKGS="$PKGS golang-go mono-mcs mono-runtime"
-command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || PKGS="$PKGS cargo"
-missing=""
-for p in $PKGS; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-[ -z "$missing" ] && exit 0
+group="${1:-all}"
+# needed for the group / wanted (installed when root, listed otherwise, never a failure)
+NEED="cmake g++"
+WANT="ninja-build ccache llvm-19-dev"
+case "$group" in
+  run) NEED="$NEED dataset-fashion-mnist" ;;
+  all)
+    # libclang-rt-14-dev: clang's libFuzzer and sanitizer runtimes, for make fuzz; abigail-tools: abidw and abidiff, for
+    # make test-abi
+    NEED="$NEED ninja-build clang llvm-19-dev pkg-config ccache libgtest-dev libbenchmark-dev libopenblas-dev libsqlite3-dev python3-numpy"
+    NEED="$NEED python3-pytest python3-pytest-xdist python3-torch libclang-rt-14-dev zlib1g-dev dataset-fashion-mnist opencl-headers"
+    NEED="$NEED ocl-icd-libopencl1 pocl-opencl-icd abigail-tools"
+    # the language bindings' toolchains (bindings/): Go (cgo), C# (mono's compiler and runtime), and Rust's cargo unless a
+    # Rust toolchain is already installed (rustup's in ~/.cargo/bin counts)
+    NEED="$NEED golang-go mono-mcs mono-runtime"
+    command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || NEED="$NEED cargo"
+    WANT="" ;;
+  *) echo "deps.sh: unknown group '$group' (all, run)" >&2; exit 2 ;;
+esac
+missing() {
+  m=""
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || m="$m $p"
+  done
+  echo "$m"
+}
+# without dpkg (not Debian) nothing can be checked or installed: the build says what it lacks
+command -v dpkg-query >/dev/null 2>&1 || exit 0
+need=$(missing $NEED)
+want=$(missing $WANT)
+[ -z "$need$want" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
-  echo "missing Debian packages:$missing (run 'make deps' as root, or: sudo apt-get install$missing)" >&2
-  exit 1
+  [ -n "$want" ] && echo "optional Debian packages not installed:$want (sudo apt-get install$want)" >&2
+  if [ -n "$need" ]; then
+    echo "missing Debian packages:$need (run 'make deps' as root, or: sudo apt-get install$need)" >&2
+    exit 1
+  fi
+  exit 0
 fi
-echo "installing:$missing"
+echo "installing:$need$want"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+apt-get install -y -qq --no-install-recommends $need $want >/dev/null

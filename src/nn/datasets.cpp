@@ -1,13 +1,13 @@
 // IDX files (the MNIST family's format), plain or gzip-compressed, and tinygrad's nn.datasets.mnist over them.
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "nn/datasets.h"
 #include "nn/state.h"
+#include "runtime/dynlib.h"
 
 namespace tg::nn {
 
@@ -20,26 +20,50 @@ struct IdxType {
 const IdxType kTypes[] = {{0x08, dtypes::uint8}, {0x09, dtypes::int8},    {0x0B, dtypes::int16},
                           {0x0C, dtypes::int32}, {0x0D, dtypes::float32}, {0x0E, dtypes::float64}};
 
+// zlib, loaded on first use (runtime/dynlib.h): its gz* file calls, as zlib.h declares them. It reads plain files
+// through the same calls; without libz.so.1 (a Debian system always has it) an IDX file can't be read.
+using gzFile = struct gzFile_s*;
+enum : int { Z_OK = 0, Z_BUF_ERROR = -5 };
+struct ZLib {
+  gzFile (*gzdopen)(int, const char*) = nullptr;
+  int (*gzread)(gzFile, void*, unsigned) = nullptr;
+  const char* (*gzerror)(gzFile, int*) = nullptr;
+  int (*gzclose)(gzFile) = nullptr;
+  std::string error;
+};
+const ZLib& zlib() {
+  static const ZLib* api = [] {
+    auto* a = new ZLib();
+    void* h = dl_open_first({"libz.so.1", "libz.so"});
+    if (!h) return a->error = "no zlib (libz.so.1): install zlib1g", a;
+    TG_DLSYM(a, h, gzdopen, "libz.so.1"); TG_DLSYM(a, h, gzread, "libz.so.1"); TG_DLSYM(a, h, gzerror, "libz.so.1");
+    TG_DLSYM(a, h, gzclose, "libz.so.1");
+    return a;
+  }();
+  return *api;
+}
+
 // An IDX file read as a stream, inflated if it is gzip (zlib reads plain files through the same calls), so that the
 // header is checked before the data is inflated and no more than the header declares is ever inflated.
 struct GzStream {
   const std::string& path;
   gzFile f;
   explicit GzStream(const std::string& p) : path(p) {
+    TG_CHECK(zlib().error.empty(), TG_ERROR_UNSUPPORTED, "idx: '" + path + "': " + zlib().error);
     int fd = nn::open_regular(path, "idx");
-    f = gzdopen(fd, "rb");
+    f = zlib().gzdopen(fd, "rb");
     if (!f) ::close(fd);
     TG_CHECK(f, TG_ERROR_OUT_OF_MEMORY, "idx: '" + path + "': no memory for zlib's state");
   }
-  ~GzStream() { gzclose(f); }
+  ~GzStream() { zlib().gzclose(f); }
   // up to n bytes into dst: how many there were before the stream ended
   size_t read(uint8_t* dst, size_t n) {
     size_t got = 0;
     while (got < n) {
-      int r = gzread(f, dst + got, unsigned(std::min<size_t>(n - got, 1 << 30)));
+      int r = zlib().gzread(f, dst + got, unsigned(std::min<size_t>(n - got, 1 << 30)));
       if (r < 0) {
         int err = 0;
-        const char* msg = gzerror(f, &err);
+        const char* msg = zlib().gzerror(f, &err);
         fail(TG_ERROR_IO, "idx: '" + path + "' is not readable: " + (msg ? msg : "read error"));
       }
       if (r == 0) break;
@@ -50,7 +74,7 @@ struct GzStream {
   // zlib reports a gzip stream that ends early (even one missing only its CRC trailer) as a non-fatal Z_BUF_ERROR
   void ended() {
     int err = Z_OK;
-    gzerror(f, &err);
+    zlib().gzerror(f, &err);
     TG_CHECK(err != Z_BUF_ERROR, TG_ERROR_IO, "idx: '" + path + "' is truncated: its gzip stream ends early");
   }
 };

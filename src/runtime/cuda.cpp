@@ -4,8 +4,6 @@
 // are declared here, so building needs no CUDA toolkit.
 #include "runtime/cuda.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <type_traits>
@@ -13,6 +11,7 @@
 #include "helpers.h"
 #include "renderer/cstyle.h"
 #include "runtime/device.h"
+#include "runtime/dynlib.h"
 
 namespace tg {
 
@@ -82,16 +81,10 @@ struct CU {
   bool graphs = true;
 };
 
-void* open_first(std::initializer_list<std::string> libs) {
-  for (auto& l : libs)
-    if (void* h = ::dlopen(l.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
-  return nullptr;
-}
-
 const CU& cu() {
   static const CU* api = [] {
     auto* a = new CU();
-    void* h = open_first({"libcuda.so.1", "libcuda.so"});
+    void* h = dl_open_first({"libcuda.so.1", "libcuda.so"});
     if (!h) {
       a->error = "no NVIDIA driver (libcuda.so.1)";
       return a;
@@ -141,7 +134,7 @@ const NVRTC& nvrtc() {
   static const NVRTC* api = [] {
     auto* a = new NVRTC();
     std::string cuda = getenv_str("CUDA_PATH", "/usr/local/cuda");
-    void* h = open_first({"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", cuda + "/lib64/libnvrtc.so", cuda + "/lib/libnvrtc.so"});
+    void* h = dl_open_first({"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", cuda + "/lib64/libnvrtc.so", cuda + "/lib/libnvrtc.so"});
     if (!h) {
       a->error = "no NVRTC (libnvrtc.so, from the CUDA toolkit; set CUDA_PATH to its directory)";
       return a;

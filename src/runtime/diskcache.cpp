@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,9 +18,48 @@
 
 #include "helpers.h"
 #include "runtime/device.h"
+#include "runtime/dynlib.h"
 
 namespace tg {
 namespace {
+
+// SQLite, loaded on first use (runtime/dynlib.h): the calls and constants the BEAM cache needs, as sqlite3.h declares
+// them (its C ABI is stable). Without libsqlite3.so.0 the BEAM cache is off and BEAM searches every time.
+struct sqlite3;
+struct sqlite3_stmt;
+enum : int { SQLITE_OK = 0, SQLITE_BUSY = 5, SQLITE_LOCKED = 6, SQLITE_ROW = 100, SQLITE_DONE = 101 };
+enum : int { SQLITE_OPEN_READWRITE = 0x2, SQLITE_OPEN_CREATE = 0x4, SQLITE_OPEN_FULLMUTEX = 0x10000 };
+using sqlite3_destructor_type = void (*)(void*);
+const sqlite3_destructor_type SQLITE_TRANSIENT = reinterpret_cast<sqlite3_destructor_type>(-1);
+struct SQLite {
+  int (*sqlite3_open_v2)(const char*, sqlite3**, int, const char*) = nullptr;
+  int (*sqlite3_close_v2)(sqlite3*) = nullptr;
+  int (*sqlite3_busy_handler)(sqlite3*, int (*)(void*, int), void*) = nullptr;
+  int (*sqlite3_exec)(sqlite3*, const char*, int (*)(void*, int, char**, char**), void*, char**) = nullptr;
+  int (*sqlite3_prepare_v2)(sqlite3*, const char*, int, sqlite3_stmt**, const char**) = nullptr;
+  int (*sqlite3_bind_text)(sqlite3_stmt*, int, const char*, int, sqlite3_destructor_type) = nullptr;
+  int (*sqlite3_step)(sqlite3_stmt*) = nullptr;
+  int (*sqlite3_reset)(sqlite3_stmt*) = nullptr;
+  int (*sqlite3_finalize)(sqlite3_stmt*) = nullptr;
+  const unsigned char* (*sqlite3_column_text)(sqlite3_stmt*, int) = nullptr;
+  const char* (*sqlite3_errmsg)(sqlite3*) = nullptr;
+  void (*sqlite3_free)(void*) = nullptr;
+  std::string error;  // why SQLite can't be used
+};
+const SQLite& sqlite() {
+  static const SQLite* api = [] {
+    auto* a = new SQLite();
+    void* h = dl_open_first({"libsqlite3.so.0", "libsqlite3.so"});
+    if (!h) return a->error = "no SQLite (libsqlite3.so.0): install libsqlite3-0", a;
+    const char* lib = "libsqlite3.so.0";
+    TG_DLSYM(a, h, sqlite3_open_v2, lib); TG_DLSYM(a, h, sqlite3_close_v2, lib); TG_DLSYM(a, h, sqlite3_busy_handler, lib);
+    TG_DLSYM(a, h, sqlite3_exec, lib); TG_DLSYM(a, h, sqlite3_prepare_v2, lib); TG_DLSYM(a, h, sqlite3_bind_text, lib);
+    TG_DLSYM(a, h, sqlite3_step, lib); TG_DLSYM(a, h, sqlite3_reset, lib); TG_DLSYM(a, h, sqlite3_finalize, lib);
+    TG_DLSYM(a, h, sqlite3_column_text, lib); TG_DLSYM(a, h, sqlite3_errmsg, lib); TG_DLSYM(a, h, sqlite3_free, lib);
+    return a;
+  }();
+  return *api;
+}
 
 // the user's cache base: $XDG_CACHE_HOME (absolute only, as the XDG spec says), else $HOME/.cache, else the passwd home
 std::string cache_base() {
@@ -189,9 +227,9 @@ class BeamDB {
     std::optional<std::string> r;
     if (!st) return r;
     int rc = step(st);
-    if (rc == SQLITE_ROW) r = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    if (rc == SQLITE_ROW) r = reinterpret_cast<const char*>(sqlite().sqlite3_column_text(st, 0));
     else if (rc != SQLITE_DONE) disable(why(rc));
-    sqlite3_finalize(st);
+    sqlite().sqlite3_finalize(st);
     return r;
   }
   void put(const std::string& key, const std::string& opts) {
@@ -199,9 +237,9 @@ class BeamDB {
     deadline_ = Clock::now() + kBusyWait;
     sqlite3_stmt* st = prepare("INSERT OR REPLACE INTO beam_search_v2 (key, opts) VALUES (?1, ?2)", key);
     if (!st) return;
-    sqlite3_bind_text(st, 2, opts.c_str(), int(opts.size()), SQLITE_TRANSIENT);
+    sqlite().sqlite3_bind_text(st, 2, opts.c_str(), int(opts.size()), SQLITE_TRANSIENT);
     if (int rc = step(st); rc != SQLITE_DONE) disable(why(rc));
-    sqlite3_finalize(st);
+    sqlite().sqlite3_finalize(st);
   }
 
  private:
@@ -227,8 +265,8 @@ class BeamDB {
   }
   int step(sqlite3_stmt* st) {
     return retry_busy([&] {
-      int rc = sqlite3_step(st);
-      if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) sqlite3_reset(st);
+      int rc = sqlite().sqlite3_step(st);
+      if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) sqlite().sqlite3_reset(st);
       return rc;
     });
   }
@@ -236,28 +274,29 @@ class BeamDB {
   sqlite3_stmt* prepare(const char* sql, const std::string& key) {
     if (CACHELEVEL <= 0 || !open()) return nullptr;
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) return disable(sqlite3_errmsg(db_)), nullptr;
-    sqlite3_bind_text(st, 1, key.c_str(), int(key.size()), SQLITE_TRANSIENT);
+    if (sqlite().sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) return disable(sqlite().sqlite3_errmsg(db_)), nullptr;
+    sqlite().sqlite3_bind_text(st, 1, key.c_str(), int(key.size()), SQLITE_TRANSIENT);
     return st;
   }
   bool open() {
     if (db_ || off_) return db_ != nullptr;
+    if (!sqlite().error.empty()) return disable(sqlite().error), false;
     path_ = getenv_str("CACHEDB");
     if (path_.empty()) {
       std::string err, dir = cache_dir("", err);
       if (dir.empty()) return disable(err), false;
       path_ = dir + "/cache.db";
     }
-    if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK)
-      return disable(db_ ? sqlite3_errmsg(db_) : "can't open"), false;
-    sqlite3_busy_handler(db_, on_busy, this);
+    if (sqlite().sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK)
+      return disable(db_ ? sqlite().sqlite3_errmsg(db_) : "can't open"), false;
+    sqlite().sqlite3_busy_handler(db_, on_busy, this);
     // a file that isn't a database fails here, on its first read. v2: the actions gained PACK, so v1 choices (searched
     // without it) are left behind
     for (const char* sql : {"PRAGMA journal_mode=WAL", "CREATE TABLE IF NOT EXISTS beam_search_v2 (key TEXT PRIMARY KEY, opts TEXT NOT NULL)"}) {
       char* msg = nullptr;
-      if (retry_busy([&] { return sqlite3_free(msg), msg = nullptr, sqlite3_exec(db_, sql, nullptr, nullptr, &msg); }) != SQLITE_OK) {
-        std::string why = msg ? msg : sqlite3_errmsg(db_);
-        sqlite3_free(msg);
+      if (retry_busy([&] { return sqlite().sqlite3_free(msg), msg = nullptr, sqlite().sqlite3_exec(db_, sql, nullptr, nullptr, &msg); }) != SQLITE_OK) {
+        std::string why = msg ? msg : sqlite().sqlite3_errmsg(db_);
+        sqlite().sqlite3_free(msg);
         return disable(why), false;
       }
     }
@@ -265,11 +304,11 @@ class BeamDB {
   }
   std::string why(int rc) {
     bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
-    return busy ? strformat("locked by another connection for over %lld ms", (long long)kBusyWait.count()) : std::string(sqlite3_errmsg(db_));
+    return busy ? strformat("locked by another connection for over %lld ms", (long long)kBusyWait.count()) : std::string(sqlite().sqlite3_errmsg(db_));
   }
   void disable(const std::string& why) {
     turn_off(off_, "BEAM cache " + (path_.empty() ? "database" : path_), why);
-    if (db_) sqlite3_close_v2(db_), db_ = nullptr;
+    if (db_) sqlite().sqlite3_close_v2(db_), db_ = nullptr;
   }
   std::mutex mu_;
   Clock::time_point deadline_;  // of the get or put in progress

@@ -1,17 +1,27 @@
 // DEV=CL: OpenCL through the ICD loader (libOpenCL.so.1), dlopen'ed on first use so the library loads without it.
 // Kernels are OpenCL C from the C-style renderer, built per device; the driver's binaries are what the kernel caches hold.
+// Building needs Khronos' header (Debian's opencl-headers); without it the library is built with no CL device.
+#if __has_include(<CL/cl.h>)
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
-#include <dlfcn.h>
+#define TG_HAVE_CL_HEADERS 1
+#endif
 
 #include <mutex>
 
 #include "helpers.h"
 #include "renderer/cstyle.h"
 #include "runtime/device.h"
+#include "runtime/dynlib.h"
 
 namespace tg {
 
+#ifndef TG_HAVE_CL_HEADERS
+int cl_device_count() { return 0; }
+Device* open_cl_device(int) {
+  fail(TG_ERROR_DEVICE, "device CL is not available: this library was built without OpenCL's headers (install opencl-headers and rebuild)");
+}
+#else
 namespace {
 #define TG_CL_FUNCS(X)                                                                                                                       \
   X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) X(clCreateCommandQueue) X(clCreateBuffer) \
@@ -30,9 +40,7 @@ struct CL {
 const CL& cl() {
   static const CL* api = [] {
     auto* a = new CL();
-    void* h = nullptr;
-    for (const char* lib : {"libOpenCL.so.1", "libOpenCL.so"})
-      if ((h = ::dlopen(lib, RTLD_NOW | RTLD_LOCAL))) break;
+    void* h = dl_open_first({"libOpenCL.so.1", "libOpenCL.so"});
     if (!h) {
       a->error = "no OpenCL ICD loader (libOpenCL.so.1): install ocl-icd-libopencl1 and a driver (pocl-opencl-icd for the CPU)";
       return a;
@@ -280,5 +288,7 @@ Device* open_cl_device(int n) {
   TG_CHECK(n >= 0 && size_t(n) < devs.size(), TG_ERROR_DEVICE, strformat("device CL:%d doesn't exist: OpenCL has %zu device%s", n, devs.size(), devs.size() == 1 ? "" : "s"));
   return new CLDevice(n ? strformat("CL:%d", n) : "CL", devs[size_t(n)]);
 }
+
+#endif  // TG_HAVE_CL_HEADERS
 
 }  // namespace tg
