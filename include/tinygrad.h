@@ -793,6 +793,22 @@ TG_API tg_status tg_jit_reset(tg_jit* jit);
 TG_API tg_plan* tg_jit_plan(tg_jit* jit);
 /* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_jit_release(tg_jit* jit);
+/* Export (docs/export.md): a captured JIT as C that needs only a C compiler and libm. Three files in `dir`: NAME.h (the
+ * I/O structs, element counts, NAME_ARENA_BYTES and NAME_WEIGHT_BYTES), NAME.c (every kernel, rendered again by the C
+ * renderer for `target`, and `int NAME_run(const NAME_inputs*, NAME_outputs*, void* arena)` calling them in the captured
+ * order; no allocation, no threads) and NAME_weights.c (the weights as const arrays of their element type, read now).
+ * Targets: "native" (NULL: this machine's vector width), "generic" (ISO C99, no vector extensions), "x86-64-v3",
+ * "x86-64-v4", "aarch64", "armv7" (GCC/clang vector extensions of that width). */
+typedef struct tg_export_options {
+  size_t struct_size; /* sizeof(tg_export_options) as the caller knows it */
+  const char* dir;    /* an existing directory; the files in it are replaced */
+  const char* name;   /* a C identifier of at most 64 characters: the files' and the entry point's prefix */
+  const char* target; /* NULL: "native" */
+} tg_export_options;
+/* Before the JIT captured (fewer than two calls), with inputs whose dims are bound to Variables, with an output that is a
+ * view (return it contiguous) or not computed by the captured kernels, or with kernels on a GPU, nothing is written and
+ * the error says which. A file that can't be written is TG_ERROR_IO. */
+TG_API tg_status tg_jit_export(tg_jit* jit, const tg_export_options* opts);
 
 /* ---- nn: modules ----------------------------------------------------------------------------------------------- */
 /* tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state dicts match

@@ -61,6 +61,7 @@ SCALARS = {
     "const tg_module*": "f.module",
     "tg_optimizer_options*": "f.optim_options_out",
     "const tg_optimizer_options*": "f.optim_options",
+    "const tg_export_options*": "f.export_options",
     # NULL or a DLManagedTensor the fuzzer built (the library takes it on success; the context frees it after a failure)
     "struct DLManagedTensor*": "f.dlpack",
 }

@@ -989,6 +989,27 @@ struct FuzzCtx {
     return reinterpret_cast<tg_optimizer_options*>(keep.back().data());
   }
   const tg_optimizer_options* optim_options(const char* name) { return optim_options_out(name); }
+  // export options of struct_size bytes: the files go only to a directory of our own (or one that isn't there), under
+  // a name that is or isn't a C identifier, for a known target or not
+  const tg_export_options* export_options(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
+    constexpr size_t full = sizeof(tg_export_options);
+    if (state_dir.empty()) {
+      char tmpl[] = "/tmp/tg_fuzz_state_XXXXXX";
+      state_dir = mkdtemp(tmpl) ? tmpl : "/nonexistent-tg-fuzz";
+    }
+    strs.push_back(pick<std::string>({state_dir, state_dir, state_dir + "/missing", ""}));
+    const char* dir = pct(5) ? nullptr : strs.back().c_str();
+    strs.push_back(pick<std::string>({"model", "m1", "1bad", "a-b", "", std::string(100, 'n')}));
+    const char* nm = pct(5) ? nullptr : strs.back().c_str();
+    const char* target = pick<const char*>({nullptr, "generic", "native", "x86-64-v4", "aarch64", "armv7", "riscv", ""});
+    tg_export_options d{full, dir, nm, target};
+    d.struct_size = pick<size_t>({full, full, full, 0, 8, 16, full + 16, SIZE_MAX});
+    keep.emplace_back(std::max<size_t>(sizeof(size_t), d.struct_size == SIZE_MAX ? full + 64 : d.struct_size));
+    std::memcpy(keep.back().data(), &d, std::min(keep.back().size(), full));
+    rec(name, Arg::Other, "export_options{struct_size=" + std::to_string(d.struct_size) + "}");
+    return reinterpret_cast<const tg_export_options*>(keep.back().data());
+  }
   tg_optimizer* optimizer(const char* name) {
     return lend<tg_optimizer>(optimizers, name, [](tg_optimizer* o) { return "optimizer " + fmt_ptr(o); });
   }

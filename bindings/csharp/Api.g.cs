@@ -2278,7 +2278,7 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (27; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (28; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
@@ -2296,6 +2296,7 @@ public static partial class Tg {
 //   tg_jit_create: a `callback` parameter
 //   tg_jit_call: `outputs` holds as many references as the caller asks for
 //   tg_jit_release: takes a reference (Dispose does it)
+//   tg_jit_export: a `struct_in` parameter
 //   tg_module_parameters: `out` holds as many references as the caller asks for
 //   tg_module_release: takes a reference (Dispose does it)
 //   tg_optimizer_schedule_step: `out` holds as many references as the caller asks for

@@ -96,6 +96,24 @@ public partial struct TensorIndex {
   public IntPtr Tensor;
 }
 
+/// <summary>Export (docs/export.md): a captured JIT as C that needs only a C compiler and libm. Three files in `dir`:
+/// NAME.h (the I/O structs, element counts, NAME_ARENA_BYTES and NAME_WEIGHT_BYTES), NAME.c (every kernel,
+/// rendered again by the C renderer for `target`, and `int NAME_run(const NAME_inputs*, NAME_outputs*, void*
+/// arena)` calling them in the captured order; no allocation, no threads) and NAME_weights.c (the weights as
+/// const arrays of their element type, read now). Targets: "native" (NULL: this machine's vector width),
+/// "generic" (ISO C99, no vector extensions), "x86-64-v3", "x86-64-v4", "aarch64", "armv7" (GCC/clang vector
+/// extensions of that width).
+/// </summary>
+[StructLayout(LayoutKind.Sequential)]
+public partial struct ExportOptions {
+  public UIntPtr StructSize;
+  public IntPtr Dir;
+  public IntPtr Name;
+  public IntPtr Target;
+  /// <summary>A value with StructSize set, as the library requires before it reads or writes one.</summary>
+  public static ExportOptions New() => new ExportOptions { StructSize = (UIntPtr)Marshal.SizeOf(typeof(ExportOptions)) };
+}
+
 /// <summary>tinygrad's arguments of every optimizer class. Each constructor reads the fields its class takes (listed per
 /// field); every other field must keep the value tg_optimizer_options_default gives for that class (it is fixed
 /// there: SGD's tcoef is 0), else TG_ERROR_INVALID_ARGUMENT names it, so options filled for another class are
@@ -1385,6 +1403,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_jit_release(IntPtr jit);
+  /// <summary>Before the JIT captured (fewer than two calls), with inputs whose dims are bound to Variables, with an
+  /// output that is a view (return it contiguous) or not computed by the captured kernels, or with kernels on a
+  /// GPU, nothing is written and the error says which. A file that can't be written is TG_ERROR_IO.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_jit_export(JitHandle jit, ref ExportOptions opts);
 
   // ---- nn: modules
   /// <summary>tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state

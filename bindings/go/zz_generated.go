@@ -1246,6 +1246,11 @@ static tg_plan* tgw_jit_plan(tg_jit* jit, tgw_err* tgw_e) {
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_status tgw_jit_export(tg_jit* jit, const tg_export_options* opts, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_jit_export(jit, opts);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
 static tg_module* tgw_nn_linear(int64_t in_features, int64_t out_features, int bias, const char* device, tgw_err* tgw_e) {
   tg_module* tgw_r = tg_nn_linear(in_features, out_features, bias, device);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -1609,6 +1614,13 @@ func check(st *C.tgw_err) error {
 	msg := C.GoString(st.msg)
 	C.free(unsafe.Pointer(st.msg))
 	return newError(Status(st.code), msg)
+}
+
+// freeAll frees the C strings a struct's toC made for one call.
+func freeAll(ps []unsafe.Pointer) {
+	for _, p := range ps {
+		C.free(p)
+	}
 }
 
 // ptr0 is the address of a slice's first element, or nil for an empty slice (the C API's NULL with count 0).
@@ -2042,7 +2054,7 @@ type Index struct {
 	Tensor   *Tensor
 }
 
-func (x *Index) toC(c *C.tg_index) error {
+func (x *Index) toC(c *C.tg_index, frees *[]unsafe.Pointer) error {
 	c.kind = C.tg_index_kind(x.Kind)
 	c.start = C.int64_t(x.Start)
 	c.stop = C.int64_t(x.Stop)
@@ -2051,6 +2063,40 @@ func (x *Index) toC(c *C.tg_index) error {
 	c.has_stop = C.int(x.HasStop)
 	c.has_step = C.int(x.HasStep)
 	c.tensor = x.Tensor.ptr()
+	return nil
+}
+
+// ExportOptions is tg_export_options. Export (docs/export.md): a captured JIT as C that needs only a C compiler
+// and libm. Three files in `dir`: NAME.h (the I/O structs, element counts, NAME_ARENA_BYTES and
+// NAME_WEIGHT_BYTES), NAME.c (every kernel, rendered again by the C renderer for `target`, and `int
+// NAME_run(const NAME_inputs*, NAME_outputs*, void* arena)` calling them in the captured order; no allocation,
+// no threads) and NAME_weights.c (the weights as const arrays of their element type, read now). Targets:
+// "native" (NULL: this machine's vector width), "generic" (ISO C99, no vector extensions), "x86-64-v3",
+// "x86-64-v4", "aarch64", "armv7" (GCC/clang vector extensions of that width).
+// Its struct_size field is filled in by the binding.
+type ExportOptions struct {
+	Dir    string
+	Name   string
+	Target string
+}
+
+func (x *ExportOptions) toC(c *C.tg_export_options, frees *[]unsafe.Pointer) error {
+	c.struct_size = C.sizeof_tg_export_options
+	if x.Dir != "" {
+		s := C.CString(x.Dir)
+		*frees = append(*frees, unsafe.Pointer(s))
+		c.dir = s
+	}
+	if x.Name != "" {
+		s := C.CString(x.Name)
+		*frees = append(*frees, unsafe.Pointer(s))
+		c.name = s
+	}
+	if x.Target != "" {
+		s := C.CString(x.Target)
+		*frees = append(*frees, unsafe.Pointer(s))
+		c.target = s
+	}
 	return nil
 }
 
@@ -2081,7 +2127,7 @@ type OptimizerOptions struct {
 	NSCoefficients []float64
 }
 
-func (x *OptimizerOptions) toC(c *C.tg_optimizer_options) error {
+func (x *OptimizerOptions) toC(c *C.tg_optimizer_options, frees *[]unsafe.Pointer) error {
 	c.struct_size = C.sizeof_tg_optimizer_options
 	c.lr = C.double(x.LR)
 	c.momentum = C.double(x.Momentum)
@@ -4182,9 +4228,11 @@ func (a *Tensor) Matmul(b *Tensor) (*Tensor, error) {
 
 // Getitem is tg_tensor_getitem. t[idx[0], ..., idx[n-1]]: basic indices give a view; tensor indices gather.
 func (t *Tensor) Getitem(idx []Index) (*Tensor, error) {
+	var freescvIDX []unsafe.Pointer
+	defer freeAll(freescvIDX)
 	cvIDX := make([]C.tg_index, len(idx))
 	for i := range idx {
-		if err := idx[i].toC(&cvIDX[i]); err != nil {
+		if err := idx[i].toC(&cvIDX[i], &freescvIDX); err != nil {
 			return nil, err
 		}
 	}
@@ -4202,9 +4250,11 @@ func (t *Tensor) Getitem(idx []Index) (*Tensor, error) {
 // to the result, as assign does. Every entry kind; with tensor entries an element selected twice takes the last
 // value, as numpy, and an out-of-range entry selects nothing (nothing is written for it), as tinygrad.
 func (t *Tensor) Setitem(idx []Index, value *Tensor) error {
+	var freescvIDX []unsafe.Pointer
+	defer freeAll(freescvIDX)
 	cvIDX := make([]C.tg_index, len(idx))
 	for i := range idx {
-		if err := idx[i].toC(&cvIDX[i]); err != nil {
+		if err := idx[i].toC(&cvIDX[i], &freescvIDX); err != nil {
 			return err
 		}
 	}
@@ -5423,6 +5473,30 @@ func (jit *Jit) Plan() (*Plan, error) {
 	return newPlan(ret), nil
 }
 
+// Export is tg_jit_export. Before the JIT captured (fewer than two calls), with inputs whose dims are bound to
+// Variables, with an output that is a view (return it contiguous) or not computed by the captured kernels, or
+// with kernels on a GPU, nothing is written and the error says which. A file that can't be written is
+// TG_ERROR_IO.
+func (jit *Jit) Export(opts *ExportOptions) error {
+	var cvOpts *C.tg_export_options
+	var freescvOpts []unsafe.Pointer
+	defer freeAll(freescvOpts)
+	if opts != nil {
+		cvOpts = new(C.tg_export_options)
+		if err := opts.toC(cvOpts, &freescvOpts); err != nil {
+			return err
+		}
+	}
+	var st C.tgw_err
+	C.tgw_jit_export(jit.ptr(), cvOpts, &st)
+	runtime.KeepAlive(jit)
+	runtime.KeepAlive(opts)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
 // NNLinear is tg_nn_linear. tinygrad's nn classes, with its constructors, initialisation, parameter names and
 // forward passes, so state dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers);
 // tg_module_get, tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an
@@ -5943,9 +6017,11 @@ func OptimizerOptionsDefault(kind OptimizerKind) (OptimizerOptions, error) {
 func OptimSGD(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
+	var freescvOpts []unsafe.Pointer
+	defer freeAll(freescvOpts)
 	if opts != nil {
 		cvOpts = new(C.tg_optimizer_options)
-		if err := opts.toC(cvOpts); err != nil {
+		if err := opts.toC(cvOpts, &freescvOpts); err != nil {
 			return nil, err
 		}
 	}
@@ -5963,9 +6039,11 @@ func OptimSGD(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 func OptimAdam(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
+	var freescvOpts []unsafe.Pointer
+	defer freeAll(freescvOpts)
 	if opts != nil {
 		cvOpts = new(C.tg_optimizer_options)
-		if err := opts.toC(cvOpts); err != nil {
+		if err := opts.toC(cvOpts, &freescvOpts); err != nil {
 			return nil, err
 		}
 	}
@@ -5984,9 +6062,11 @@ func OptimAdam(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 func OptimAdamW(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
+	var freescvOpts []unsafe.Pointer
+	defer freeAll(freescvOpts)
 	if opts != nil {
 		cvOpts = new(C.tg_optimizer_options)
-		if err := opts.toC(cvOpts); err != nil {
+		if err := opts.toC(cvOpts, &freescvOpts); err != nil {
 			return nil, err
 		}
 	}
@@ -6005,9 +6085,11 @@ func OptimAdamW(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 func OptimLARS(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
+	var freescvOpts []unsafe.Pointer
+	defer freeAll(freescvOpts)
 	if opts != nil {
 		cvOpts = new(C.tg_optimizer_options)
-		if err := opts.toC(cvOpts); err != nil {
+		if err := opts.toC(cvOpts, &freescvOpts); err != nil {
 			return nil, err
 		}
 	}
@@ -6025,9 +6107,11 @@ func OptimLARS(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 func OptimLAMB(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
+	var freescvOpts []unsafe.Pointer
+	defer freeAll(freescvOpts)
 	if opts != nil {
 		cvOpts = new(C.tg_optimizer_options)
-		if err := opts.toC(cvOpts); err != nil {
+		if err := opts.toC(cvOpts, &freescvOpts); err != nil {
 			return nil, err
 		}
 	}
@@ -6046,9 +6130,11 @@ func OptimLAMB(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 func OptimMuon(params []*Tensor, opts *OptimizerOptions) (*Optimizer, error) {
 	cvParams := cTensors(params)
 	var cvOpts *C.tg_optimizer_options
+	var freescvOpts []unsafe.Pointer
+	defer freeAll(freescvOpts)
 	if opts != nil {
 		cvOpts = new(C.tg_optimizer_options)
-		if err := opts.toC(cvOpts); err != nil {
+		if err := opts.toC(cvOpts, &freescvOpts); err != nil {
 			return nil, err
 		}
 	}
@@ -6618,4 +6704,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 331 // of 332 in the manifest
+const generatedFunctions = 332 // of 333 in the manifest

@@ -123,6 +123,8 @@ class Gen:
           "// check turns a helper's copied-out failure into an *Error (nil when the call succeeded).",
           "func check(st *C.tgw_err) error {", "\tif st.code == C.TG_OK {", "\t\treturn nil", "\t}",
           "\tmsg := C.GoString(st.msg)", "\tC.free(unsafe.Pointer(st.msg))", "\treturn newError(Status(st.code), msg)", "}", "",
+          "// freeAll frees the C strings a struct's toC made for one call.", "func freeAll(ps []unsafe.Pointer) {",
+          "\tfor _, p := range ps {", "\t\tC.free(p)", "\t}", "}", "",
           "// ptr0 is the address of a slice's first element, or nil for an empty slice (the C API's NULL with count 0).",
           "func ptr0[T any](s []T) unsafe.Pointer {", "\tif len(s) == 0 {", "\t\treturn nil", "\t}",
           "\treturn unsafe.Pointer(&s[0])", "}", "",
@@ -201,7 +203,8 @@ class Gen:
       g += [f"type {t} struct {{"] + align([[gn, gt] for gn, gt, _, _ in lay]) + ["}", ""]
       cname = s["name"]
       if s["name"] in used_in:
-        g += [f"func (x *{t}) toC(c *C.{cname}) error {{"]
+        # C strings made for the call are appended to *frees; the caller frees them after the call
+        g += [f"func (x *{t}) toC(c *C.{cname}, frees *[]unsafe.Pointer) error {{"]
         if s["sized"]: g.append(f"\tc.struct_size = C.sizeof_{cname}")
         for gn, gt, cf, how in lay:
           cf_ = "_type" if cf == "type" else cf
@@ -209,6 +212,9 @@ class Gen:
           elif how[0] == "enum": g.append(f"\tc.{cf_} = C.{[k for k, v in self.enums.items() if v == gt][0]}(x.{gn})")
           elif how[0] == "handle": g.append(f"\tc.{cf_} = x.{gn}.ptr()")
           elif how[0] == "fixed": g.append(f"\tfor i, v := range x.{gn} {{\n\t\tc.{cf_}[i] = {C_ELEM[how[2]][1]}(v)\n\t}}")
+          elif how[0] == "string":  # "" is NULL: the C default
+            g += [f"\tif x.{gn} != \"\" {{", f"\t\ts := C.CString(x.{gn})", "\t\t*frees = append(*frees, unsafe.Pointer(s))",
+                  f"\t\tc.{cf_} = s", "\t}"]
           elif how[0] == "slice" and how[3]:
             g += [f"\tif len(x.{gn}) > {how[3]} {{",
                   f'\t\treturn newErrorf(ErrInvalidArgument, "{cname}.{cf}: {how[3]} values at most, got %d", len(x.{gn}))', "\t}",
@@ -336,16 +342,16 @@ class Gen:
         t, c = self.sgo[p["struct"]], p["struct"]
         gparams.append(f"{n} []{t}")
         cv = "cv" + camel(ln)
-        pre += [f"\t{cv} := make([]C.{c}, len({n}))", f"\tfor i := range {n} {{",
-                f"\t\tif err := {n}[i].toC(&{cv}[i]); err != nil {{", "\t\t\treturn {ZERO}err", "\t\t}", "\t}"]
+        pre += [f"\tvar frees{cv} []unsafe.Pointer", f"\tdefer freeAll(frees{cv})", f"\t{cv} := make([]C.{c}, len({n}))", f"\tfor i := range {n} {{",
+                f"\t\tif err := {n}[i].toC(&{cv}[i], &frees{cv}); err != nil {{", "\t\t\treturn {ZERO}err", "\t\t}", "\t}"]
         args.append(f"(*C.{c})(ptr0({cv}))")
         keep.append(n)
       elif k == "struct_in":
         t, c = self.sgo[p["struct"]], p["struct"]
         gparams.append(f"{n} *{t}")
         cv = "cv" + camel(ln)
-        pre += [f"\tvar {cv} *C.{c}", f"\tif {n} != nil {{", f"\t\t{cv} = new(C.{c})",
-                f"\t\tif err := {n}.toC({cv}); err != nil {{", "\t\t\treturn {ZERO}err", "\t\t}", "\t}"]
+        pre += [f"\tvar {cv} *C.{c}", f"\tvar frees{cv} []unsafe.Pointer", f"\tdefer freeAll(frees{cv})", f"\tif {n} != nil {{",
+                f"\t\t{cv} = new(C.{c})", f"\t\tif err := {n}.toC({cv}, &frees{cv}); err != nil {{", "\t\t\treturn {ZERO}err", "\t\t}", "\t}"]
         args.append(cv)
         keep.append(n)
       elif k == "struct_out":

@@ -165,6 +165,19 @@ tg_plan* tg_jit_plan(tg_jit* j) {
 
 void tg_jit_release(tg_jit* j) { Jits::release(j, "tg_jit_release"); }
 
+tg_status tg_jit_export(tg_jit* j, const tg_export_options* opts) {
+  return api::call([&] {
+    CallGuard guard(j, "tg_jit_export", true);
+    TG_ARG(opts, "tg_jit_export: opts is NULL");
+    TG_ARG(opts->struct_size >= offsetof(tg_export_options, target) + sizeof(const char*) && opts->struct_size <= sizeof(tg_export_options),
+           strformat("tg_jit_export: opts->struct_size %zu is not sizeof(tg_export_options) (%zu)", opts->struct_size, sizeof(tg_export_options)));
+    TG_ARG(opts->dir && opts->name, "tg_jit_export: opts->dir and opts->name must not be NULL");
+    TinyJit::ExportOptions o;
+    o.dir = opts->dir, o.name = opts->name, o.target = opts->target ? opts->target : "native";
+    guard.jit->jit.export_c(o);
+  });
+}
+
 tg_plan* tg_plan_create(tg_tensor* const* tensors, size_t n) {
   return api::make([&] {
     TG_ARG(tensors || n == 0, "plan_create: tensors is NULL with a nonzero count");

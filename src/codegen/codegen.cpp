@@ -31,7 +31,7 @@ const std::vector<Stage>& late_stages() {
 }
 }  // namespace
 
-ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts) {
+ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts, LinearProgram* lp_out) {
   Scheduler k = optimize(ast, ren, opts);
   ProgramSpec p;
   p.name = k.name(name), p.opts = k.applied_opts;
@@ -50,6 +50,7 @@ ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Render
     for (auto& d : dims)
       if (d) p.ops *= uint64_t(std::max<int64_t>(d->vmax(), 1));
   p.src = ren.render(lp);
+  if (lp_out) *lp_out = std::move(lp);
   return p;
 }
 

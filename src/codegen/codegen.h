@@ -21,6 +21,8 @@ struct ProgramSpec {
 };
 
 // `opts`: apply exactly these; null: the heuristics (or nothing under NOOPT=1). DEBUG>=6 prints every stage.
-ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts = nullptr);
+// `lp_out`: where to leave the linearized program too (the C export renders it in pieces)
+ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts = nullptr,
+                        LinearProgram* lp_out = nullptr);
 
 }  // namespace tg

@@ -4,7 +4,9 @@ namespace tg {
 
 std::shared_ptr<CompiledRunner> compile_program(const UOpRef& ast, const std::string& name, Device& dev, const std::vector<Opt>* opts) {
   if (DEBUG >= 3) std::fprintf(stderr, "=== kernel %s AST ===\n%s", name.c_str(), ast->str().c_str());
-  return compile_spec(get_program(ast, name, dev.renderer(), opts), dev);
+  auto c = compile_spec(get_program(ast, name, dev.renderer(), opts), dev);
+  c->ast = ast;
+  return c;
 }
 
 std::shared_ptr<CompiledRunner> compile_spec(ProgramSpec p, Device& dev) {

@@ -11,6 +11,7 @@ namespace tg {
 
 struct CompiledRunner {
   std::string name, src;  // the optimized kernel's name and generated source
+  UOpRef ast;             // the kernel before optimization (the C export renders it again for its target)
   std::shared_ptr<Program> prog;
   UOps vars;  // the entry's variables (core_id for THREAD)
   int64_t threads = 1;

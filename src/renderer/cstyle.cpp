@@ -1,5 +1,6 @@
 #include "renderer/cstyle.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -43,7 +44,8 @@ TG_FN uint16_t tg_f2h_sw(float f) {
   if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);
   if (a < 0x38800000u) { /* subnormal half: round to nearest even in units of 2^-24 */
     float q = tg_u2f(a) * 16777216.0f; uint32_t r = (uint32_t)q; float fr = q - (float)r;
-    if (fr > 0.5f || (fr == 0.5f && (r & 1))) r++; return (uint16_t)(s | r);
+    if (fr > 0.5f || (fr == 0.5f && (r & 1))) r++;
+    return (uint16_t)(s | r);
   }
   uint32_t r = a + 0xc8000fffu + ((a >> 13) & 1); return (uint16_t)(s | (r >> 13));
 }
@@ -100,9 +102,7 @@ struct Spelling {
 static const Spelling kDialects[] = {
     {.ints = {"_Bool", "signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int", "long long", "unsigned long long"},
      .bool_storage = "_Bool", .head = kCHead, .kernel = "void ", .align = " __attribute__((aligned(64)))", .vectors = true,
-     .bitcast = [](const std::string& to, const std::string& from, const std::string& a) {
-       return "({" + to + " _b; " + from + " _a = " + a + "; memcpy(&_b, &_a, sizeof _b); _b;})";
-     },
+     .bitcast = nullptr,  // a helper function per type pair (CRenderer::c_bitcast): ISO C has no statement expressions
      .entry = true},
     {.ints = {"bool", "signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int", "long long", "unsigned long long"},
      .bool_storage = "bool", .head = kCudaHead, .half = kCudaHalf, .kernel = "extern \"C\" __global__ void ", .restrict_kw = "__restrict__",
@@ -285,6 +285,22 @@ struct CRenderer {
     return expr(u);  // a loop's bound, an INDEX: rendered inline
   }
   std::string index(const UOpRef& idx) { return r(idx->src[0]) + "[" + r(idx->src[1]) + "]"; }
+  // memcpy in small static functions (compilers inline them): unaligned vector loads and bitcasts in ISO C, which has no
+  // statement expressions
+  std::string vector_load(DType d) {
+    std::string t = type(d), nm = "tg_load_" + t.substr(3);
+    if (!helpers.count(nm)) helpers[nm] = "TG_FN " + t + " " + nm + "(const void* p) { " + t + " v; memcpy(&v, p, sizeof v); return v; }\n";
+    return nm;
+  }
+  std::string c_bitcast(const std::string& to, const std::string& from, const std::string& a) {
+    auto id = [](std::string s) {
+      std::replace(s.begin(), s.end(), ' ', '_');
+      return s;
+    };
+    std::string nm = "tg_bits_" + id(to) + "_" + id(from);
+    if (!helpers.count(nm)) helpers[nm] = "TG_FN " + to + " " + nm + "(" + from + " a) { " + to + " b; memcpy(&b, &a, sizeof b); return b; }\n";
+    return nm + "(" + a + ")";
+  }
   std::string expr(const UOpRef& u) {
     auto& s = u->src;
     DType d = u->dtype;
@@ -292,7 +308,7 @@ struct CRenderer {
     switch (u->op) {
       case Ops::LOAD: {
         const UOpRef& idx = s[0];
-        std::string v = d.count > 1 ? "({" + type(d) + " _v; memcpy(&_v, &" + index(idx) + ", sizeof _v); _v;})" : from_storage(d, index(idx));
+        std::string v = d.count > 1 ? vector_load(d) + "(&" + index(idx) + ")" : from_storage(d, index(idx));
         std::string zero = d.count > 1 ? r(UOp::const_(d.scalar_of(), 0)->replace_dtype(d)) : literal(d, 0);
         return idx->src.size() > 2 ? "(" + r(idx->src[2]) + "?" + v + ":" + zero + ")" : v;
       }
@@ -343,7 +359,8 @@ struct CRenderer {
       }
       case Ops::BITCAST: {  // 16-bit floats live as float in registers: go through their storage bits
         DType from = s[0]->dtype;
-        return from_storage(d, sp.bitcast(storage_type(d), storage_type(from), to_storage(from, r(s[0]))));
+        std::string a = to_storage(from, r(s[0]));
+        return from_storage(d, sp.bitcast ? sp.bitcast(storage_type(d), storage_type(from), a) : c_bitcast(storage_type(d), storage_type(from), a));
       }
       default: fail(TG_ERROR_UNSUPPORTED, "C renderer: no rule for " + std::string(op_name(u->op)));
     }
@@ -423,19 +440,36 @@ struct CRenderer {
     bool fp64 = false;
     for (auto& u : lp.uops) fp64 |= u->dtype.scalar == Scalar::Float64;
     for (auto& g : lp.globals) fp64 |= g->dtype.base().scalar == Scalar::Float64;
-    std::string src = std::string(fp64 ? sp.fp64 : "") + sp.head + kHalf + sp.half + kBFloat + defs + fns;
-    src += sp.kernel + lp.name + "(" + params + ") {\n" + body + "}\n";
+    parts.head = std::string(fp64 ? sp.fp64 : "") + sp.head + kHalf + sp.half + kBFloat;
+    parts.typedefs = std::move(typedefs), parts.helpers = std::move(helpers);
+    parts.kernel = sp.kernel + lp.name + "(" + params + ") {\n" + body + "}\n";
+    std::string src = parts.head + defs + fns + parts.kernel;
     if (!sp.entry) return src;
     return src + "void tg_entry(void** bufs, const int64_t* vars) {\n  (void)vars;\n  " + lp.name + "(" + entry_args + ");\n}\n";
   }
+  CSourceParts parts;
 };
 
-std::string CStyleRenderer::render(const LinearProgram& lp) const { return CRenderer{lp, kDialects[int(dialect_)]}.run(); }
+static Spelling spelling(Dialect d, bool vectors) {
+  Spelling sp = kDialects[int(d)];
+  sp.vectors = sp.vectors && vectors;
+  return sp;
+}
+std::string CStyleRenderer::render(const LinearProgram& lp) const {
+  Spelling sp = spelling(dialect_, vectors_);
+  return CRenderer{lp, sp}.run();
+}
+CSourceParts CStyleRenderer::render_parts(const LinearProgram& lp) const {
+  Spelling sp = spelling(dialect_, vectors_);
+  CRenderer r{lp, sp};
+  r.run();
+  return std::move(r.parts);
+}
 bool CStyleRenderer::native_op(Ops op, DType dt) const {
   return kDialects[int(dialect_)].native_math || !((op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN) && dtypes::is_float(dt));
 }
 bool CStyleRenderer::holds_vector(Ops op, DType dt) const {
-  if (!kDialects[int(dialect_)].vectors || !c_vector_scalar(dt.scalar_of())) return false;
+  if (!vectors_ || !kDialects[int(dialect_)].vectors || !c_vector_scalar(dt.scalar_of())) return false;
   if (dt.count & (dt.count - 1)) return false;  // GCC's vector_size takes powers of two only (clang more): lanes then
   switch (op) {
     case Ops::ADD:

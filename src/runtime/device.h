@@ -173,6 +173,7 @@ class Buffer {
   void* ptr();  // allocates on first use
   bool allocated() const { return ptr_ != nullptr || (base_ && base_->allocated()); }
   const std::shared_ptr<Buffer>& base() const { return base_; }  // null unless a view
+  size_t offset() const { return offset_; }                       // a view's, in bytes into its base
   void copyin(const void* src, size_t nbytes);
   void copyout(void* dst, size_t nbytes);
   void copyout(void* dst, size_t nbytes, size_t offset);  // a part: bytes [offset, offset + nbytes)

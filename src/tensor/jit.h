@@ -39,6 +39,14 @@ class TinyJit {
   const std::vector<ExecItem>& items() const { return items_; }
   const MemoryPlan& memory() const { return mem_; }
   void reset();  // forget the capture: the next call is a warm-up again
+  // The capture as one dependency-free C file (tensor/export.cpp, docs/export.md): `dir`/NAME.c, NAME.h, NAME_weights.c
+  struct ExportOptions {
+    std::string dir, name, target = "native";  // target: generic, native, x86-64-v3, x86-64-v4, aarch64, armv7
+  };
+  struct ExportInfo {
+    size_t arena_bytes = 0, weight_bytes = 0, kernels = 0;
+  };
+  ExportInfo export_c(const ExportOptions& opts);
 
  private:
   struct InputSpec {

@@ -110,6 +110,14 @@ struct tg_index
   tensor::Ptr{Cvoid}
 end
 
+"""Export (docs/export.md): a captured JIT as C that needs only a C compiler and libm. Three files in `dir`: NAME.h (the I/O structs, element counts, NAME_ARENA_BYTES and NAME_WEIGHT_BYTES), NAME.c (every kernel, rendered again by the C renderer for `target`, and `int NAME_run(const NAME_inputs*, NAME_outputs*, void* arena)` calling them in the captured order; no allocation, no threads) and NAME_weights.c (the weights as const arrays of their element type, read now). Targets: "native" (NULL: this machine's vector width), "generic" (ISO C99, no vector extensions), "x86-64-v3", "x86-64-v4", "aarch64", "armv7" (GCC/clang vector extensions of that width)."""
+struct tg_export_options
+  struct_size::Csize_t
+  dir::Ptr{UInt8}
+  name::Ptr{UInt8}
+  target::Ptr{UInt8}
+end
+
 """tinygrad's arguments of every optimizer class. Each constructor reads the fields its class takes (listed per field); every other field must keep the value tg_optimizer_options_default gives for that class (it is fixed there: SGD's tcoef is 0), else TG_ERROR_INVALID_ARGUMENT names it, so options filled for another class are caught. Flags are 0 or nonzero. Defaults (tinygrad's): lr   momentum weight_decay nesterov classic pre_wd tcoef b1 b2  eps  adam ns_steps ns_coefficients SGD   0.001 0    0      0    0    (1)  (0) Adam   0.001      (0)                     0.9 0.999 1e-8 (1) AdamW  0.001      0.01                    0.9 0.999 1e-8 (1) LARS   0.001 0.9   1e-4     0    1    1   0.001            0    (none) LAMB   0.001      0                      0.9 0.999 1e-6 0 Muon   0.001 0.95   0.1     1    (0)   (0)  (0)             5    3.4445, -4.775, 2.0315 (parenthesized: fixed by the class; blank: not used by it, 0)."""
 struct tg_optimizer_options
   struct_size::Csize_t
@@ -1326,6 +1334,12 @@ Drops the caller's reference; the object goes with the last one. NULL is a no-op
 """
 tg_jit_release(jit) = ccall((:tg_jit_release, libtinygrad), Cvoid, (Ptr{Cvoid},), jit)
 """
+Before the JIT captured (fewer than two calls), with inputs whose dims are bound to Variables, with an output
+that is a view (return it contiguous) or not computed by the captured kernels, or with kernels on a GPU,
+nothing is written and the error says which. A file that can't be written is TG_ERROR_IO.
+"""
+tg_jit_export(jit, opts) = ccall((:tg_jit_export, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{tg_export_options}), jit, opts)
+"""
 tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state
 dicts match tinygrad's and PyTorch's. A module holds its tensors (realized buffers); tg_module_get,
 tg_module_parameters and tg_module_state return tensors that share them: assigning into one (an optimizer
@@ -1743,16 +1757,16 @@ export TG_ERROR_INTERNAL, TG_DTYPE_INVALID, TG_BOOL, TG_INT8, TG_UINT8, TG_INT16
 export TG_INT64, TG_UINT64, TG_FLOAT16, TG_BFLOAT16, TG_FLOAT32, TG_FLOAT64, TG_BINOP_INVALID, TG_ADD, TG_SUB, TG_MUL
 export TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT, TG_INDEX_INVALID, TG_INDEX_INT, TG_INDEX_SLICE, TG_INDEX_NEWAXIS
 export TG_INDEX_ELLIPSIS, TG_INDEX_TENSOR, TG_OPTIM_INVALID, TG_OPTIM_SGD, TG_OPTIM_ADAM, TG_OPTIM_ADAMW
-export TG_OPTIM_LARS, TG_OPTIM_LAMB, TG_OPTIM_MUON, tg_jit_fn, tg_index, tg_optimizer_options, tg_kernel_info
-export tg_counters, tg_version, tg_version_number, tg_last_error, tg_last_error_message, tg_clear_error
-export tg_status_name, tg_dtype_size, tg_dtype_name, tg_dtype_promote, tg_device_count, tg_device_name
-export tg_device_description, tg_device_open, tg_device_synchronize, tg_expr_variable, tg_expr_const, tg_expr_binary
-export tg_expr_simplify, tg_expr_render, tg_expr_eval, tg_expr_bounds, tg_expr_retain, tg_expr_release
-export tg_tensor_from_data, tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones, tg_tensor_full, tg_tensor_arange
-export tg_tensor_eye, tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape, tg_tensor_dtype
-export tg_tensor_device, tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div, tg_tensor_idiv
-export tg_tensor_maximum, tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt, tg_tensor_ge
-export tg_tensor_eq, tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar
+export TG_OPTIM_LARS, TG_OPTIM_LAMB, TG_OPTIM_MUON, tg_jit_fn, tg_index, tg_export_options, tg_optimizer_options
+export tg_kernel_info, tg_counters, tg_version, tg_version_number, tg_last_error, tg_last_error_message
+export tg_clear_error, tg_status_name, tg_dtype_size, tg_dtype_name, tg_dtype_promote, tg_device_count
+export tg_device_name, tg_device_description, tg_device_open, tg_device_synchronize, tg_expr_variable, tg_expr_const
+export tg_expr_binary, tg_expr_simplify, tg_expr_render, tg_expr_eval, tg_expr_bounds, tg_expr_retain
+export tg_expr_release, tg_tensor_from_data, tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones, tg_tensor_full
+export tg_tensor_arange, tg_tensor_eye, tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape
+export tg_tensor_dtype, tg_tensor_device, tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div
+export tg_tensor_idiv, tg_tensor_maximum, tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt
+export tg_tensor_ge, tg_tensor_eq, tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar
 export tg_tensor_div_scalar, tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast, tg_tensor_neg, tg_tensor_exp
 export tg_tensor_exp2, tg_tensor_log, tg_tensor_log2, tg_tensor_sqrt, tg_tensor_reciprocal, tg_tensor_sin
 export tg_tensor_cos, tg_tensor_abs, tg_tensor_relu, tg_tensor_sigmoid, tg_tensor_tanh, tg_tensor_rsqrt
@@ -1792,10 +1806,10 @@ export tg_tensor_backward, tg_tensor_backward_also, tg_tensor_grad, tg_tensor_se
 export tg_tensor_detach, tg_tensor_contiguous_backward, tg_tensor_contiguous, tg_tensor_realize
 export tg_tensor_realize_many, tg_tensor_to_data, tg_tensor_retain, tg_tensor_release, tg_tensor_from_dlpack
 export tg_tensor_to_dlpack, tg_jit_create, tg_jit_call, tg_jit_call_count, tg_jit_reset, tg_jit_plan, tg_jit_release
-export tg_nn_linear, tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d, tg_nn_conv_transpose1d, tg_nn_conv
-export tg_nn_batchnorm, tg_nn_layernorm, tg_nn_rmsnorm, tg_nn_groupnorm, tg_nn_instancenorm, tg_nn_embedding
-export tg_nn_lstm_cell, tg_nn_function, tg_nn_sequential, tg_module_call, tg_lstm_cell_step, tg_module_kind
-export tg_module_get, tg_module_set, tg_module_get_option, tg_module_set_option, tg_module_state
+export tg_jit_export, tg_nn_linear, tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d, tg_nn_conv_transpose1d
+export tg_nn_conv, tg_nn_batchnorm, tg_nn_layernorm, tg_nn_rmsnorm, tg_nn_groupnorm, tg_nn_instancenorm
+export tg_nn_embedding, tg_nn_lstm_cell, tg_nn_function, tg_nn_sequential, tg_module_call, tg_lstm_cell_step
+export tg_module_kind, tg_module_get, tg_module_set, tg_module_get_option, tg_module_set_option, tg_module_state
 export tg_module_parameter_count, tg_module_parameters, tg_module_load_state, tg_module_retain, tg_module_release
 export tg_tensor_from_idx, tg_dataset_mnist, tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam
 export tg_optim_adamw, tg_optim_lars, tg_optim_lamb, tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step

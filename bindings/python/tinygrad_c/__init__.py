@@ -2623,6 +2623,18 @@ class TinyJit(_Owned):
     if self.call_count < 2: return None
     return Plan._wrap(_made(C.jit_plan(self._h), "jit_plan"))
 
+  def export(self, dir: str, name: str = "model", target: Optional[str] = None) -> Dict[str, int]:
+    """Write the capture as C that needs only a C compiler and libm (tg_jit_export, docs/export.md): `dir`/NAME.c,
+    NAME.h and NAME_weights.c, with `int NAME_run(const NAME_inputs*, NAME_outputs*, void* arena)`. target: "native"
+    (None), "generic" (ISO C99, no vectors), "x86-64-v3", "x86-64-v4", "aarch64", "armv7". Returns the sizes the header
+    states: arena_bytes and weight_bytes."""
+    import os, re
+    o = _capi.tg_export_options(struct_size=ctypes.sizeof(_capi.tg_export_options), dir=os.fsencode(dir), name=name.encode(),
+                                target=target.encode() if target is not None else None)
+    _ok(C.jit_export(self._h, ctypes.byref(o)), "jit_export")
+    with open(os.path.join(dir, name + ".h")) as f: h = f.read()
+    return {k: int(re.search(rf"#define {re.escape(name)}_{k.upper()} (\d+)", h).group(1)) for k in ("arena_bytes", "weight_bytes")}
+
   def __repr__(self): return f"<TinyJit {getattr(self.fn, '__name__', self.fn)!r} calls={self.call_count}>"
 
 

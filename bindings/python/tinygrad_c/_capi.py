@@ -81,6 +81,16 @@ class tg_index(ctypes.Structure):
   ]
 
 
+class tg_export_options(ctypes.Structure):
+  """struct tg_export_options, laid out as include/tinygrad.h declares it."""
+  _fields_ = [
+    ('struct_size', ctypes.c_size_t),
+    ('dir', ctypes.c_char_p),
+    ('name', ctypes.c_char_p),
+    ('target', ctypes.c_char_p),
+  ]
+
+
 class tg_optimizer_options(ctypes.Structure):
   """struct tg_optimizer_options, laid out as include/tinygrad.h declares it."""
   _fields_ = [
@@ -390,6 +400,7 @@ SIGNATURES = {
   'tg_jit_reset': (ctypes.c_int, [ctypes.c_void_p]),
   'tg_jit_plan': (ctypes.c_void_p, [ctypes.c_void_p]),
   'tg_jit_release': (None, [ctypes.c_void_p]),
+  'tg_jit_export': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(tg_export_options)]),
   'tg_nn_linear': (ctypes.c_void_p, [ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_char_p]),
   'tg_nn_conv2d': (ctypes.c_void_p, [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_char_p]),
   'tg_nn_conv1d': (ctypes.c_void_p, [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_char_p]),
@@ -726,6 +737,7 @@ ERRORS = {
   'tg_jit_reset': 'status',
   'tg_jit_plan': 'null',
   'tg_jit_release': 'none',
+  'tg_jit_export': 'status',
   'tg_nn_linear': 'null',
   'tg_nn_conv2d': 'null',
   'tg_nn_conv1d': 'null',

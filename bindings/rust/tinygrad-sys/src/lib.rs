@@ -190,6 +190,31 @@ impl Default for tg_index {
   }
 }
 
+/// Export (docs/export.md): a captured JIT as C that needs only a C compiler and libm. Three files in `dir`:
+/// NAME.h (the I/O structs, element counts, NAME_ARENA_BYTES and NAME_WEIGHT_BYTES), NAME.c (every kernel,
+/// rendered again by the C renderer for `target`, and `int NAME_run(const NAME_inputs*, NAME_outputs*, void*
+/// arena)` calling them in the captured order; no allocation, no threads) and NAME_weights.c (the weights as
+/// const arrays of their element type, read now). Targets: "native" (NULL: this machine's vector width),
+/// "generic" (ISO C99, no vector extensions), "x86-64-v3", "x86-64-v4", "aarch64", "armv7" (GCC/clang vector
+/// extensions of that width).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct tg_export_options {
+  pub struct_size: usize,
+  pub dir: *const c_char,
+  pub name: *const c_char,
+  pub target: *const c_char,
+}
+impl Default for tg_export_options {
+  /// Zeroed, with struct_size set to this header's size.
+  fn default() -> Self {
+    // SAFETY: every field is an integer, a float or a raw pointer, for which all-zero bytes are valid.
+    let mut s: Self = unsafe { core::mem::zeroed() };
+    s.struct_size = core::mem::size_of::<Self>();
+    s
+  }
+}
+
 /// tinygrad's arguments of every optimizer class. Each constructor reads the fields its class takes (listed per
 /// field); every other field must keep the value tg_optimizer_options_default gives for that class (it is fixed
 /// there: SGD's tcoef is 0), else TG_ERROR_INVALID_ARGUMENT names it, so options filled for another class are
@@ -1017,6 +1042,10 @@ unsafe extern "C" {
   pub fn tg_jit_plan(jit: *mut tg_jit) -> *mut tg_plan;
   /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_jit_release(jit: *mut tg_jit);
+  /// Before the JIT captured (fewer than two calls), with inputs whose dims are bound to Variables, with an
+  /// output that is a view (return it contiguous) or not computed by the captured kernels, or with kernels on a
+  /// GPU, nothing is written and the error says which. A file that can't be written is TG_ERROR_IO.
+  pub fn tg_jit_export(jit: *mut tg_jit, opts: *const tg_export_options) -> tg_status;
 
   // ---- nn: modules
   /// tinygrad's nn classes, with its constructors, initialisation, parameter names and forward passes, so state

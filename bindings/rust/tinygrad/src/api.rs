@@ -2511,7 +2511,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 297 of the manifest's 332. The others, and where they are:
+/// Functions wrapped above: 297 of the manifest's 333. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2535,6 +2535,7 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_jit_create", "Jit::new"),
   ("tg_jit_call", "Jit::call"),
   ("tg_jit_release", "Drop"),
+  ("tg_jit_export", "raw only (tinygrad_sys): the options struct is the caller's (docs/export.md)"),
   ("tg_module_parameters", "Module::parameters"),
   ("tg_module_retain", "Clone"),
   ("tg_module_release", "Drop"),

@@ -1,0 +1,329 @@
+// TinyJit::export_c: a captured JIT as C a device compiles with nothing but its C compiler and libm. Every kernel is
+// rendered again by the C renderer for the export's target (its vector width, no threads), in one file with an entry
+// point that calls them in the captured order; the weights (buffers no kernel writes) become const arrays in a second
+// file, and the intermediates live in an arena the caller provides, laid out as the memory planner shared them.
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/codegen.h"
+#include "codegen/linearize.h"
+#include "renderer/cstyle.h"
+#include "schedule/graph.h"
+#include "tensor/jit.h"
+
+namespace tg {
+
+namespace {
+
+constexpr size_t kArenaAlign = 64;
+
+// the C type a buffer of `d` holds (16-bit floats as their bits, as the C renderer stores them)
+std::string c_storage(DType d) {
+  switch (d.scalar) {
+    case Scalar::Bool: return "_Bool";
+    case Scalar::Int8: return "int8_t";
+    case Scalar::UInt8: return "uint8_t";
+    case Scalar::Int16: return "int16_t";
+    case Scalar::UInt16: return "uint16_t";
+    case Scalar::Int32: return "int32_t";
+    case Scalar::UInt32: return "uint32_t";
+    case Scalar::Int64: return "int64_t";
+    case Scalar::UInt64: return "uint64_t";
+    case Scalar::Float16:
+    case Scalar::BFloat16: return "uint16_t";
+    case Scalar::Float32: return "float";
+    case Scalar::Float64: return "double";
+    default: fail(TG_ERROR_UNSUPPORTED, "export: a buffer of " + d.name() + " has no C type");
+  }
+}
+
+// one element of a buffer as a C initializer: exact (floats to 9 / 17 significant digits round-trip), inf and NaN by name
+std::string c_value(DType d, const uint8_t* p) {
+  auto flt = [](double v, bool f32) -> std::string {
+    if (std::isnan(v)) return "NAN";
+    if (std::isinf(v)) return v > 0 ? "INFINITY" : "-INFINITY";
+    std::string s = strformat(f32 ? "%.9g" : "%.17g", v);
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    return f32 ? s + "f" : s;
+  };
+  switch (d.scalar) {
+    case Scalar::Bool: return *p ? "1" : "0";
+    case Scalar::Int8: return std::to_string(int(*reinterpret_cast<const int8_t*>(p)));
+    case Scalar::UInt8: return std::to_string(unsigned(*p));
+    case Scalar::Int16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return std::to_string(v);
+    }
+    case Scalar::UInt16:
+    case Scalar::Float16:
+    case Scalar::BFloat16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return strformat("0x%04x", unsigned(v));
+    }
+    case Scalar::Int32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v == INT32_MIN ? "(-2147483647-1)" : std::to_string(v);
+    }
+    case Scalar::UInt32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return std::to_string(v) + "u";
+    }
+    case Scalar::Int64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v == INT64_MIN ? "(-9223372036854775807LL-1)" : std::to_string(v) + "LL";
+    }
+    case Scalar::UInt64: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return std::to_string(v) + "ULL";
+    }
+    case Scalar::Float32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return flt(v, true);
+    }
+    case Scalar::Float64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return flt(v, false);
+    }
+    default: fail(TG_ERROR_UNSUPPORTED, "export: no C literal for " + d.name());
+  }
+}
+
+// the export's targets: the vector width the heuristics and the renderer aim at (0: plain ISO C, no vector extensions)
+int64_t target_vector_bytes(const std::string& target) {
+  if (target == "generic") return 0;
+  if (target == "native") return cpu_target("CPU", 1).vector_bytes;
+  if (target == "x86-64-v3") return 32;
+  if (target == "x86-64-v4") return 64;
+  if (target == "aarch64" || target == "armv7") return 16;  // NEON's 128-bit registers
+  fail(TG_ERROR_INVALID_ARGUMENT, "export: unknown target '" + target + "' (generic, native, x86-64-v3, x86-64-v4, aarch64, armv7)");
+}
+
+bool c_identifier(const std::string& s) {
+  if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  TG_CHECK(f, TG_ERROR_IO, "export: can't create '" + path + "': " + std::strerror(errno));
+  size_t n = std::fwrite(text.data(), 1, text.size(), f);
+  int err = n == text.size() ? 0 : errno;
+  if (std::fclose(f) != 0 && !err) err = errno;
+  if (err || n != text.size()) {
+    std::remove(path.c_str());
+    fail(TG_ERROR_IO, "export: writing '" + path + "' failed: " + std::strerror(err ? err : EIO));
+  }
+}
+
+// the buffer indices a kernel stores to (the C renderer makes buffer 0 the output; a check, not an assumption)
+std::unordered_set<int64_t> stored_buffers(const UOpRef& ast) {
+  std::unordered_set<int64_t> out;
+  for (auto& u : ast->toposort())
+    if (u->op == Ops::STORE)
+      for (auto& v : u->src[0]->toposort())
+        if (v->op == Ops::DEFINE_GLOBAL) out.insert(std::get<int64_t>(v->arg));
+  return out;
+}
+
+}  // namespace
+
+TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
+  TG_CHECK(!in_own_function(), TG_ERROR_INVALID_ARGUMENT, "export: called from inside the jit's own function");
+  // as reset: inside another JIT's function this thread may not wait for a JIT lock (jit.h)
+  std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
+  if (in_function()) TG_CHECK(lk.try_lock(), TG_ERROR_INVALID_ARGUMENT, "export: called from inside another JIT's function while a call runs");
+  else lk.lock();
+  TG_CHECK(c_identifier(o.name), TG_ERROR_INVALID_ARGUMENT,
+           "export: the name '" + o.name.substr(0, 80) + "' is not a C identifier of at most 64 characters");
+  TG_CHECK(!o.dir.empty(), TG_ERROR_INVALID_ARGUMENT, "export: no directory given");
+  TG_CHECK(cnt_ >= 2, TG_ERROR_INVALID_ARGUMENT, "export: the JIT has not captured yet (call it twice: a warm-up, then the capture)");
+  TG_CHECK(!has_vars_, TG_ERROR_UNSUPPORTED, "export: inputs with dims bound to Variables are not exported yet");
+  int64_t vbytes = target_vector_bytes(o.target);
+  for (auto& e : items_)
+    TG_CHECK(get_device(e.bufs[0]->device()).host_memory() && e.prg->ast, TG_ERROR_UNSUPPORTED,
+             "export: kernel " + e.prg->name + " runs on " + e.bufs[0]->device() + "; export captures made on the CPU");
+
+  // what every buffer of the items is: an input, an output, a weight (no kernel writes it), state (written, and held
+  // outside the capture: a running mean assigned in place, which the next run reads), or scratch in the arena
+  enum class Role { Input, Output, Weight, State, Arena };
+  struct Slot {
+    Role role;
+    size_t index = 0;   // the input's or output's position, the weight's number
+    size_t offset = 0;  // into the arena
+  };
+  std::unordered_map<const Buffer*, Slot> slots;
+  std::unordered_set<const Buffer*> written;
+  for (auto& e : items_)
+    for (int64_t k : stored_buffers(e.prg->ast)) written.insert(e.bufs[size_t(k)].get());
+  for (auto& u : input_uses_) {
+    const Buffer* b = items_[u.item].bufs[u.buf].get();
+    TG_CHECK(!written.count(b), TG_ERROR_UNSUPPORTED, strformat("export: a kernel writes input %zu in place", u.input));
+    slots[b] = {Role::Input, u.input};
+  }
+  std::vector<const Buffer*> out_bufs;
+  for (size_t i = 0; i < outputs_.size(); i++) {
+    const UOp* o_u = outputs_[i].get();
+    TG_CHECK(o_u->sym().empty() && is_buffer_view(o_u, prod(o_u->shape())), TG_ERROR_UNSUPPORTED,
+             strformat("export: output %zu is a view of its buffer (return it .contiguous())", i));
+    const UOp* bn = o_u->op == Ops::RESHAPE ? o_u->src[0].get() : o_u;
+    const Buffer* b = buffer_of(bn).get();
+    TG_CHECK(written.count(b) && !slots.count(b), TG_ERROR_UNSUPPORTED,
+             strformat("export: output %zu is not computed by the captured kernels (an input or a constant returned as is)", i));
+    slots[b] = {Role::Output, i};
+    out_bufs.push_back(b);
+  }
+  // scratch: the views the memory planner put in one arena keep their places in it
+  std::unordered_map<const Buffer*, size_t> base_at;
+  size_t arena = 0;
+  auto place = [&](size_t bytes) {
+    size_t at = arena;
+    arena += (bytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+    return at;
+  };
+  std::vector<const Buffer*> weights, states;
+  for (auto& e : items_)
+    for (auto& sb : e.bufs) {
+      const Buffer* b = sb.get();
+      if (slots.count(b)) continue;
+      if (!written.count(b)) {
+        TG_CHECK(!b->base(), TG_ERROR_INTERNAL, "export: a planned buffer no kernel writes");
+        slots[b] = {Role::Weight, weights.size()};
+        weights.push_back(b);
+      } else if (const Buffer* base = b->base().get()) {
+        auto it = base_at.find(base);
+        if (it == base_at.end()) it = base_at.emplace(base, place(base->nbytes())).first;
+        slots[b] = {Role::Arena, 0, it->second + b->offset()};
+      } else {
+        slots[b] = {Role::State, states.size()};
+        states.push_back(b);
+      }
+    }
+
+  // the kernels, rendered for the target: each distinct program once, as a static function
+  Target t = get_device("CPU:CLANG").renderer().target();
+  t.has_threads = false;
+  t.global_max = {1, 0, 0};
+  if (vbytes) t.vector_bytes = int(vbytes);
+  CStyleRenderer ren(t, Dialect::C, vbytes > 0);
+  std::string head;
+  std::map<std::string, std::string> typedefs, helpers;
+  std::string kernels;
+  std::unordered_map<const CompiledRunner*, std::string> fn_of;
+  for (auto& e : items_) {
+    if (fn_of.count(e.prg.get())) continue;
+    LinearProgram lp;
+    get_program(e.prg->ast, e.prg->name, ren, nullptr, &lp);
+    TG_CHECK(lp.vars.empty(), TG_ERROR_INTERNAL, "export: kernel " + lp.name + " takes variables");
+    CSourceParts parts = ren.render_parts(lp);
+    std::string fn = strformat("k%zu_%s", fn_of.size(), lp.name.c_str()), decl = "void " + lp.name + "(";
+    TG_CHECK(parts.kernel.rfind(decl, 0) == 0, TG_ERROR_INTERNAL, "export: unexpected kernel text for " + lp.name);
+    kernels += "static void " + fn + "(" + parts.kernel.substr(decl.size()) + "\n";
+    head = parts.head;
+    typedefs.insert(parts.typedefs.begin(), parts.typedefs.end());
+    helpers.insert(parts.helpers.begin(), parts.helpers.end());
+    fn_of[e.prg.get()] = fn;
+  }
+
+  const std::string& N = o.name;
+  std::string target_note = o.target + (vbytes ? strformat(" (%lld-byte vectors)", (long long)vbytes) : " (ISO C, no vectors)");
+  // NAME.h: the I/O structs, sizes in elements and bytes
+  size_t weight_bytes = 0;
+  for (auto* w : weights) weight_bytes += w->nbytes();
+  std::string h = "/* " + N + ".h: a model exported by libtinygrad (tg_jit_export), target " + target_note + ".\n" +
+                  " * " + N + "_run computes the outputs from the inputs with no allocation: the caller provides the arena, " + N +
+                  "_ARENA_BYTES\n * bytes aligned to " + N + "_ARENA_ALIGN, for the intermediates. The weights are const arrays in " + N +
+                  "_weights.c. */\n";
+  std::string guard = N + "_H";
+  for (auto& c : guard) c = char(std::toupper(static_cast<unsigned char>(c)));
+  h += "#ifndef " + guard + "\n#define " + guard + "\n#include <stdint.h>\n\n";
+  h += strformat("#define %s_ARENA_BYTES %zu\n#define %s_ARENA_ALIGN %zu\n#define %s_WEIGHT_BYTES %zu\n", N.c_str(), arena, N.c_str(), kArenaAlign,
+                 N.c_str(), weight_bytes);
+  std::string in_fields, out_fields;
+  for (size_t i = 0; i < in_specs_.size(); i++) {
+    const InputSpec& s = in_specs_[i];
+    h += strformat("#define %s_IN%zu_ELEMENTS %lld /* %s %s */\n", N.c_str(), i, (long long)prod(s.shape), s.dtype.name().c_str(), shape_str(s.shape).c_str());
+    in_fields += strformat("  const %s* in%zu;\n", c_storage(s.dtype).c_str(), i);
+  }
+  for (size_t i = 0; i < outputs_.size(); i++) {
+    const UOp* u = outputs_[i].get();
+    h += strformat("#define %s_OUT%zu_ELEMENTS %lld /* %s %s */\n", N.c_str(), i, (long long)prod(u->shape()), u->dtype.name().c_str(),
+                   shape_str(u->shape()).c_str());
+    out_fields += strformat("  %s* out%zu;\n", c_storage(u->dtype).c_str(), i);
+  }
+  h += "\ntypedef struct {\n" + (in_fields.empty() ? std::string("  char unused;\n") : in_fields) + "} " + N + "_inputs;\n";
+  h += "typedef struct {\n" + out_fields + "} " + N + "_outputs;\n\n";
+  h += "/* 0 on success, -1 when an argument is NULL */\nint " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena);\n\n#endif\n";
+
+  // NAME.c: the prelude, the kernels, the entry point
+  std::string c = "/* " + N + ".c: exported by libtinygrad (tg_jit_export), target " + target_note + ". */\n" + head + "#include \"" + N + ".h\"\n";
+  for (auto& [k, v] : typedefs) c += v + "\n";
+  for (auto& [k, v] : helpers) c += v;
+  for (size_t i = 0; i < weights.size(); i++)
+    c += strformat("extern const %s %s_w%zu[%lld];\n", c_storage(weights[i]->dtype()).c_str(), N.c_str(), i, (long long)weights[i]->size());
+  for (size_t i = 0; i < states.size(); i++)
+    c += strformat("extern %s %s_s%zu[%lld];\n", c_storage(states[i]->dtype()).c_str(), N.c_str(), i, (long long)states[i]->size());
+  c += kernels;
+  c += "int " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena) {\n";
+  c += "  unsigned char* a = (unsigned char*)arena;\n  if (!in || !out || (!a && " + N + "_ARENA_BYTES)) return -1;\n";
+  if (arena == 0) c += "  (void)a;\n";
+  if (in_specs_.empty()) c += "  (void)in;\n";
+  for (auto& e : items_) {
+    std::string call = "  " + fn_of.at(e.prg.get()) + "(";
+    for (size_t j = 0; j < e.bufs.size(); j++) {
+      const Slot& s = slots.at(e.bufs[j].get());
+      std::string p;
+      switch (s.role) {
+        case Role::Input: p = strformat("(void*)in->in%zu", s.index); break;
+        case Role::Output: p = strformat("out->out%zu", s.index); break;
+        case Role::Weight: p = strformat("(void*)%s_w%zu", N.c_str(), s.index); break;
+        case Role::State: p = strformat("%s_s%zu", N.c_str(), s.index); break;
+        case Role::Arena: p = strformat("(void*)(a + %zu)", s.offset); break;
+      }
+      call += (j ? ", " : "") + p;
+    }
+    c += call + ");\n";
+  }
+  c += "  return 0;\n}\n";
+
+  // NAME_weights.c: every weight's values, read from the device now
+  std::string w = "/* " + N + "_weights.c: the weights of " + N + ".c, exported by libtinygrad (tg_jit_export). */\n#include <math.h>\n#include <stdint.h>\n";
+  std::vector<uint8_t> bytes;
+  auto array = [&](const Buffer* cb, const std::string& decl) {
+    Buffer& b = const_cast<Buffer&>(*cb);
+    bytes.resize(b.nbytes());
+    if (!bytes.empty()) b.copyout(bytes.data(), bytes.size());
+    size_t isz = size_t(b.dtype().itemsize());
+    w += decl + " = {";
+    for (int64_t k = 0; k < b.size(); k++) w += (k % 8 ? " " : "\n  ") + c_value(b.dtype(), bytes.data() + size_t(k) * isz) + ",";
+    w += "\n};\n";
+  };
+  for (size_t i = 0; i < weights.size(); i++)
+    array(weights[i], strformat("const %s %s_w%zu[%lld]", c_storage(weights[i]->dtype()).c_str(), N.c_str(), i, (long long)weights[i]->size()));
+  // state the kernels update in place: initialized with its values now, changed by every run (as the JIT's replays do)
+  for (size_t i = 0; i < states.size(); i++)
+    array(states[i], strformat("%s %s_s%zu[%lld]", c_storage(states[i]->dtype()).c_str(), N.c_str(), i, (long long)states[i]->size()));
+  if (weights.empty() && states.empty()) w += "typedef int " + N + "_no_weights; /* ISO C wants a declaration in every file */\n";
+
+  std::string base = o.dir + "/" + N;
+  write_file(base + ".h", h);
+  write_file(base + ".c", c);
+  write_file(base + "_weights.c", w);
+  return {arena, weight_bytes, fn_of.size()};
+}
+
+}  // namespace tg
