@@ -23,16 +23,29 @@ build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 # the library (shared and static) and the C examples: cmake and a C++20 compiler are all it needs
-LIB_TARGETS := tinygrad tinygrad_static example_hello example_mlp example_mlp_sgd example_train_fashion_mnist example_train_cnn example_classify
+LIB_TARGETS := tinygrad tinygrad_static example_hello example_mlp example_mlp_sgd example_train_fashion_mnist example_train_cnn example_classify \
+               example_export_fashion_mnist
 lib: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target $(LIB_TARGETS)
 
 # the main job: build the library, then train a classifier on Fashion-MNIST from C (examples/c/train_fashion_mnist.c),
-# evaluate it on the 10,000 test images and save fashion_mnist.safetensors (examples/c/classify.c classifies with it)
+# evaluate it on the 10,000 test images and save fashion_mnist.safetensors (examples/c/classify.c classifies with it).
+# Then export it as C (examples/c/export_fashion_mnist.c, docs/export.md), build that with the system C compiler alone
+# into a program that needs no library (examples/c/fashion_exported.c), show its size, and run it on the test images:
+# it prints both accuracies and fails if any prediction differs from the library's.
+# clang when there is one (the library's own C compiler): GCC builds the exported code too, and runs these kernels
+# several times slower (docs/export.md)
+EXPORT_DIR := $(BUILD)/fashion_export
+EXPORT_CC ?= $(shell command -v clang >/dev/null 2>&1 && echo clang || echo cc)
 run:
 	@sh scripts/deps.sh run
 	@$(MAKE) --no-print-directory lib
 	$(BUILD)/example_train_fashion_mnist $(STEPS)
+	$(BUILD)/example_export_fashion_mnist fashion_mnist.safetensors $(EXPORT_DIR)
+	$(EXPORT_CC) -O2 -std=c99 -march=native -I$(EXPORT_DIR) examples/c/fashion_exported.c $(EXPORT_DIR)/fashion.c $(EXPORT_DIR)/fashion_weights.c \
+	  -lm -o $(BUILD)/fashion_exported
+	@echo "the exported program, $(BUILD)/fashion_exported (bytes):" && size $(BUILD)/fashion_exported
+	$(BUILD)/fashion_exported $(EXPORT_DIR)
 
 # what every test needs, installed; then the build with its tests and benchmarks required, not just found
 test-build:

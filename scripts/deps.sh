@@ -10,7 +10,7 @@ group="${1:-all}"
 NEED="cmake g++"
 WANT="ninja-build ccache llvm-19-dev"
 case "$group" in
-  run) NEED="$NEED dataset-fashion-mnist" ;;
+  run) NEED="$NEED dataset-fashion-mnist"; WANT="$WANT clang" ;;
   all)
     # libclang-rt-14-dev: clang's libFuzzer and sanitizer runtimes, for make fuzz; abigail-tools: abidw and abidiff, for
     # make test-abi

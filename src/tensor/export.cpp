@@ -279,8 +279,8 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
     c += strformat("extern %s %s_s%zu[%lld];\n", c_storage(states[i]->dtype()).c_str(), N.c_str(), i, (long long)states[i]->size());
   c += kernels;
   c += "int " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena) {\n";
-  c += "  unsigned char* a = (unsigned char*)arena;\n  if (!in || !out || (!a && " + N + "_ARENA_BYTES)) return -1;\n";
-  if (arena == 0) c += "  (void)a;\n";
+  c += "  unsigned char* a = (unsigned char*)arena;\n";
+  c += arena ? "  if (!in || !out || !a) return -1;\n" : "  (void)a;\n  if (!in || !out) return -1;\n";
   if (in_specs_.empty()) c += "  (void)in;\n";
   for (auto& e : items_) {
     std::string call = "  " + fn_of.at(e.prg.get()) + "(";

@@ -30,3 +30,24 @@ def test_train_cnn_refuses_bad_arguments():
   assert r.returncode == 2 and "usage" in r.stderr
   r = subprocess.run([str(EXE), "1", "/nonexistent/dir"], capture_output=True, text=True, timeout=60)
   assert r.returncode == 1 and "tg_dataset_mnist" in r.stderr
+
+
+def test_export_fashion_mnist_runs_without_the_library(tmp_path):
+  # make run's last steps: export the classifier (random weights: "-"), build the exported C with the system compiler
+  # alone, and run it on the 10,000 test images; it exits 1 if any prediction differs from the library's
+  exe = BUILD / "example_export_fashion_mnist"
+  r = subprocess.run([str(exe), "-", str(tmp_path)], capture_output=True, text=True, timeout=600)
+  assert r.returncode == 0, r.stdout + r.stderr
+  lib = re.search(r"library \(tg_jit replay, one image per call\): test accuracy ([0-9.]+), ([0-9.]+) us per image", r.stdout)
+  assert lib, r.stdout
+  src = Path(__file__).resolve().parents[2] / "examples" / "c" / "fashion_exported.c"
+  prog = tmp_path / "prog"
+  b = subprocess.run(["cc", "-O2", "-std=c99", "-march=native", f"-I{tmp_path}", str(src), str(tmp_path / "fashion.c"),
+                      str(tmp_path / "fashion_weights.c"), "-lm", "-o", str(prog)], capture_output=True, text=True)
+  assert b.returncode == 0, b.stderr
+  nm = subprocess.run(["nm", "-u", str(prog)], capture_output=True, text=True).stdout
+  assert "tg_" not in nm  # nothing from libtinygrad
+  p = subprocess.run([str(prog), str(tmp_path)], capture_output=True, text=True, timeout=600)
+  assert p.returncode == 0, p.stdout + p.stderr
+  assert f"library test accuracy:  {float(lib.group(1)):.4f}" in p.stdout
+  assert f"exported test accuracy: {float(lib.group(1)):.4f} (0 of 10000 predictions differ" in p.stdout
