@@ -805,9 +805,10 @@ typedef struct tg_export_options {
   const char* name;   /* a C identifier of at most 64 characters: the files' and the entry point's prefix */
   const char* target; /* NULL: "native" */
 } tg_export_options;
-/* Before the JIT captured (fewer than two calls), with inputs whose dims are bound to Variables, with an output that is a
- * view (return it contiguous) or not computed by the captured kernels, or with kernels on a GPU, nothing is written and
- * the error says which. A file that can't be written is TG_ERROR_IO. */
+/* A Variable an input's dims are bound to becomes an int64_t field of NAME_inputs, checked against its range, with
+ * buffers laid out for its largest value. Before the JIT captured (fewer than two calls), with an output that is a view
+ * (return it contiguous) or not computed by the captured kernels, or with kernels on a GPU, nothing is written and the
+ * error says which. A file that can't be written is TG_ERROR_IO. */
 TG_API tg_status tg_jit_export(tg_jit* jit, const tg_export_options* opts);
 
 /* ---- nn: modules ----------------------------------------------------------------------------------------------- */

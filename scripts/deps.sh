@@ -17,8 +17,9 @@ case "$group" in
     NEED="$NEED ninja-build clang llvm-19-dev pkg-config ccache libgtest-dev libbenchmark-dev libopenblas-dev libsqlite3-dev python3-numpy"
     NEED="$NEED python3-pytest python3-pytest-xdist python3-torch libclang-rt-14-dev zlib1g-dev dataset-fashion-mnist opencl-headers"
     NEED="$NEED ocl-icd-libopencl1 pocl-opencl-icd abigail-tools"
-    # the C export's ARM checks: the cross compilers (with their C libraries) and qemu's user-mode emulators
-    NEED="$NEED gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross qemu-user"
+    # ARM: the cross compilers (with their C libraries; C++ for the library's aarch64 build) and qemu's user-mode emulators,
+    # for the C export's checks and the library built for and run on aarch64
+    NEED="$NEED gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross qemu-user"
     # the language bindings' toolchains (bindings/): Go (cgo), C# (mono's compiler and runtime), and Rust's cargo unless a
     # Rust toolchain is already installed (rustup's in ~/.cargo/bin counts)
     NEED="$NEED golang-go mono-mcs mono-runtime"

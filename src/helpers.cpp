@@ -248,4 +248,41 @@ int open_regular(const std::string& path, std::string& why) {
   return fd;
 }
 
+uint16_t f32_to_f16_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  uint32_t s = (b >> 16) & 0x8000, a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) {  // NaN: quiet, with the payload's top bits
+    uint32_t m = (a >> 13) & 0x3ff;
+    return uint16_t(s | 0x7c00 | (m ? m : 0x200));
+  }
+  if (a >= 0x477ff000u) return uint16_t(s | 0x7c00);  // rounds past 65504: inf
+  if (a < 0x38800000u) {                              // a half subnormal: in units of 2^-24, to nearest even
+    float v;
+    std::memcpy(&v, &a, 4);
+    float q = v * 16777216.0f;  // exact: a power of two
+    uint32_t r = uint32_t(q);
+    float fr = q - float(r);
+    if (fr > 0.5f || (fr == 0.5f && (r & 1))) r++;
+    return uint16_t(s | r);
+  }
+  uint32_t r = a + 0xc8000fffu + ((a >> 13) & 1);  // rebias the exponent (-112) and round the 13 dropped bits to even
+  return uint16_t(s | (r >> 13));
+}
+float f16_bits_to_f32(uint16_t h) {
+  uint32_t s = uint32_t(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, b;
+  if (e == 0) {
+    if (m == 0) b = s;
+    else {  // subnormal: normalize
+      e = 113;
+      while (!(m & 0x400)) m <<= 1, e--;
+      b = s | (e << 23) | ((m & 0x3ff) << 13);
+    }
+  } else if (e == 31) b = s | 0x7f800000u | (m << 13);
+  else b = s | ((e + 112) << 23) | (m << 13);
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
 }  // namespace tg

@@ -71,6 +71,10 @@ class Context {
 // printf-style logging to stderr when DEBUG >= level
 void debug_log(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 std::string strformat(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// IEEE half <-> float in software (round to nearest even, NaN payloads kept): C++'s _Float16 is not on every target
+// GCC builds for (aarch64's g++ 12 lacks it)
+uint16_t f32_to_f16_bits(float f);
+float f16_bits_to_f32(uint16_t h);
 // Opens `path` for reading without blocking on it, refusing anything but a regular file (a FIFO, a device such as
 // /dev/zero, a directory) before a read could block or run forever. The fd is O_CLOEXEC and blocking; -1 with `why`
 // set ("cannot open: ...", "not a regular file (a named pipe)") otherwise. Every open of a path we read goes through here.

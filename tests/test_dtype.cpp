@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "tinygrad.h"
+#include "helpers.h"
 #include "uop/dtype.h"
 
 using namespace tg;
@@ -203,3 +205,38 @@ TEST(DType, VecOfOneKeepsPointer) {  // known bug in dtype.cpp: vec(1) rebuilds 
   DType p = dtypes::float32.ptr_to(16, AddrSpace::Local);
   EXPECT_EQ(p.vec(1), p);
 }
+
+// the software half conversions (helpers.h) against the compiler's _Float16 where it has one (x86-64): every half back
+// and forth, and floats across the whole bit range (a stride through all 2^32 patterns, plus the rounding boundaries)
+#if defined(__x86_64__) && defined(__FLT16_MAX__)
+TEST(DType, SoftwareHalfMatchesFloat16) {
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    _Float16 x;
+    uint16_t hb = uint16_t(h);
+    std::memcpy(&x, &hb, 2);
+    float f = tg::f16_bits_to_f32(hb), want = float(x);
+    ASSERT_TRUE(std::memcmp(&f, &want, 4) == 0 || (std::isnan(f) && std::isnan(want))) << std::hex << h;
+    if (!std::isnan(f)) ASSERT_EQ(tg::f32_to_f16_bits(f), hb) << std::hex << h;
+  }
+  auto check = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    _Float16 x = _Float16(f);
+    uint16_t want;
+    std::memcpy(&want, &x, 2);
+    uint16_t got = tg::f32_to_f16_bits(f);
+    if (std::isnan(f)) return (got & 0x7c00) == 0x7c00 && (got & 0x3ff) != 0 && (got & 0x8000) == (want & 0x8000);
+    return got == want;
+  };
+  for (uint64_t b = 0; b < (1ull << 32); b += 4099) ASSERT_TRUE(check(uint32_t(b))) << std::hex << b;
+  for (uint32_t h = 0; h < 0x7c00; h++)  // halfway between neighbouring halves, and one bit either side
+    for (int sign = 0; sign < 2; sign++) {
+      float lo = tg::f16_bits_to_f32(uint16_t(h)), hi = tg::f16_bits_to_f32(uint16_t(h + 1));
+      float mid = (lo + hi) / 2;  // exact in float
+      uint32_t m;
+      std::memcpy(&m, &mid, 4);
+      m |= uint32_t(sign) << 31;
+      ASSERT_TRUE(check(m) && check(m - 1) && check(m + 1)) << std::hex << h;
+    }
+}
+#endif

@@ -1403,9 +1403,10 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_jit_release(IntPtr jit);
-  /// <summary>Before the JIT captured (fewer than two calls), with inputs whose dims are bound to Variables, with an
-  /// output that is a view (return it contiguous) or not computed by the captured kernels, or with kernels on a
-  /// GPU, nothing is written and the error says which. A file that can't be written is TG_ERROR_IO.
+  /// <summary>A Variable an input's dims are bound to becomes an int64_t field of NAME_inputs, checked against its range,
+  /// with buffers laid out for its largest value. Before the JIT captured (fewer than two calls), with an output
+  /// that is a view (return it contiguous) or not computed by the captured kernels, or with kernels on a GPU,
+  /// nothing is written and the error says which. A file that can't be written is TG_ERROR_IO.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_jit_export(JitHandle jit, ref ExportOptions opts);

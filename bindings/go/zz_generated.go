@@ -5473,8 +5473,9 @@ func (jit *Jit) Plan() (*Plan, error) {
 	return newPlan(ret), nil
 }
 
-// Export is tg_jit_export. Before the JIT captured (fewer than two calls), with inputs whose dims are bound to
-// Variables, with an output that is a view (return it contiguous) or not computed by the captured kernels, or
+// Export is tg_jit_export. A Variable an input's dims are bound to becomes an int64_t field of NAME_inputs,
+// checked against its range, with buffers laid out for its largest value. Before the JIT captured (fewer than
+// two calls), with an output that is a view (return it contiguous) or not computed by the captured kernels, or
 // with kernels on a GPU, nothing is written and the error says which. A file that can't be written is
 // TG_ERROR_IO.
 func (jit *Jit) Export(opts *ExportOptions) error {

@@ -38,7 +38,7 @@ static uint16_t bf16_bits(float f) {  // round to nearest even; NaN stays NaN (q
 // a float literal of `d` (scalar), exact: LLVM reads float and double as the bits of a double, half as 0xH; a bfloat is its bits
 static std::string flit(DType d, double v) {
   switch (d.scalar) {
-    case Scalar::Float16: return strformat("0xH%04X", unsigned(std::bit_cast<uint16_t>(_Float16(float(v)))));
+    case Scalar::Float16: return strformat("0xH%04X", unsigned(f32_to_f16_bits(float(v))));
     case Scalar::BFloat16: return std::to_string(int16_t(bf16_bits(float(v))));
     case Scalar::Float32: return strformat("0x%016llX", (unsigned long long)std::bit_cast<uint64_t>(double(float(v))));
     default: return strformat("0x%016llX", (unsigned long long)std::bit_cast<uint64_t>(v));

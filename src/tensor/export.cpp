@@ -140,6 +140,13 @@ std::unordered_set<int64_t> stored_buffers(const UOpRef& ast) {
   return out;
 }
 
+// a symbolic shape at its Variables' largest values
+Shape max_shape(Shape s, const std::vector<const UOp*>& sym) {
+  for (size_t i = 0; i < sym.size() && i < s.size(); i++)
+    if (sym[i]) s[i] = sym[i]->argv<VarArg>().vmax;
+  return s;
+}
+
 }  // namespace
 
 TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
@@ -152,7 +159,17 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
            "export: the name '" + o.name.substr(0, 80) + "' is not a C identifier of at most 64 characters");
   TG_CHECK(!o.dir.empty(), TG_ERROR_INVALID_ARGUMENT, "export: no directory given");
   TG_CHECK(cnt_ >= 2, TG_ERROR_INVALID_ARGUMENT, "export: the JIT has not captured yet (call it twice: a warm-up, then the capture)");
-  TG_CHECK(!has_vars_, TG_ERROR_UNSUPPORTED, "export: inputs with dims bound to Variables are not exported yet");
+  // the Variables the inputs' dims are bound to: fields of NAME_inputs, passed to the kernels that take them
+  std::map<std::string, VarArg> vars;
+  for (auto& s : in_specs_)
+    for (const UOp* v : s.sym)
+      if (v) {
+        const VarArg& a = v->argv<VarArg>();
+        bool is_in = a.name.size() > 2 && a.name.rfind("in", 0) == 0 && a.name.find_first_not_of("0123456789", 2) == std::string::npos;
+        TG_CHECK(c_identifier(a.name) && !is_in, TG_ERROR_UNSUPPORTED,
+                 "export: the Variable '" + a.name.substr(0, 80) + "' needs a name that is a C identifier (and not in0, in1, ...)");
+        vars.emplace(a.name, a);
+      }
   int64_t vbytes = target_vector_bytes(o.target);
   for (auto& e : items_)
     TG_CHECK(get_device(e.bufs[0]->device()).host_memory() && e.prg->ast, TG_ERROR_UNSUPPORTED,
@@ -178,9 +195,8 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   std::vector<const Buffer*> out_bufs;
   for (size_t i = 0; i < outputs_.size(); i++) {
     const UOp* o_u = outputs_[i].get();
-    TG_CHECK(o_u->sym().empty() && is_buffer_view(o_u, prod(o_u->shape())), TG_ERROR_UNSUPPORTED,
-             strformat("export: output %zu is a view of its buffer (return it .contiguous())", i));
-    const UOp* bn = o_u->op == Ops::RESHAPE ? o_u->src[0].get() : o_u;
+    TG_CHECK(whole_buffer(o_u), TG_ERROR_UNSUPPORTED, strformat("export: output %zu is a view of its buffer (return it .contiguous())", i));
+    const UOp* bn = whole_buffer(o_u);
     const Buffer* b = buffer_of(bn).get();
     TG_CHECK(written.count(b) && !slots.count(b), TG_ERROR_UNSUPPORTED,
              strformat("export: output %zu is not computed by the captured kernels (an input or a constant returned as is)", i));
@@ -224,11 +240,14 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   std::map<std::string, std::string> typedefs, helpers;
   std::string kernels;
   std::unordered_map<const CompiledRunner*, std::string> fn_of;
+  std::unordered_map<const CompiledRunner*, UOps> var_order;  // the rendered kernel's variable parameters, in order
   for (auto& e : items_) {
     if (fn_of.count(e.prg.get())) continue;
     LinearProgram lp;
     get_program(e.prg->ast, e.prg->name, ren, nullptr, &lp);
-    TG_CHECK(lp.vars.empty(), TG_ERROR_INTERNAL, "export: kernel " + lp.name + " takes variables");
+    for (auto& v : lp.vars)
+      TG_CHECK(vars.count(v->argv<VarArg>().name), TG_ERROR_INTERNAL, "export: kernel " + lp.name + " takes " + v->argv<VarArg>().name);
+    var_order[e.prg.get()] = lp.vars;
     CSourceParts parts = ren.render_parts(lp);
     std::string fn = strformat("k%zu_%s", fn_of.size(), lp.name.c_str()), decl = "void " + lp.name + "(";
     TG_CHECK(parts.kernel.rfind(decl, 0) == 0, TG_ERROR_INTERNAL, "export: unexpected kernel text for " + lp.name);
@@ -256,15 +275,18 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   std::string in_fields, out_fields;
   for (size_t i = 0; i < in_specs_.size(); i++) {
     const InputSpec& s = in_specs_[i];
-    h += strformat("#define %s_IN%zu_ELEMENTS %lld /* %s %s */\n", N.c_str(), i, (long long)prod(s.shape), s.dtype.name().c_str(), shape_str(s.shape).c_str());
+    h += strformat("#define %s_IN%zu_ELEMENTS %lld /* %s %s */\n", N.c_str(), i, (long long)s.buffer_size, s.dtype.name().c_str(),
+                   sym_shape_str(max_shape(s.shape, s.sym), s.sym).c_str());
     in_fields += strformat("  const %s* in%zu;\n", c_storage(s.dtype).c_str(), i);
   }
   for (size_t i = 0; i < outputs_.size(); i++) {
     const UOp* u = outputs_[i].get();
-    h += strformat("#define %s_OUT%zu_ELEMENTS %lld /* %s %s */\n", N.c_str(), i, (long long)prod(u->shape()), u->dtype.name().c_str(),
-                   shape_str(u->shape()).c_str());
+    h += strformat("#define %s_OUT%zu_ELEMENTS %lld /* %s %s */\n", N.c_str(), i, (long long)buffer_of(whole_buffer(u))->size(), u->dtype.name().c_str(),
+                   sym_shape_str(max_shape(u->shape(), u->sym()), u->sym()).c_str());
     out_fields += strformat("  %s* out%zu;\n", c_storage(u->dtype).c_str(), i);
   }
+  for (auto& [nm, a] : vars)
+    in_fields += strformat("  int64_t %s; /* a Variable: %lld..%lld */\n", nm.c_str(), (long long)a.vmin, (long long)a.vmax);
   h += "\ntypedef struct {\n" + (in_fields.empty() ? std::string("  char unused;\n") : in_fields) + "} " + N + "_inputs;\n";
   h += "typedef struct {\n" + out_fields + "} " + N + "_outputs;\n\n";
   h += "/* 0 on success, -1 when an argument is NULL */\nint " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena);\n\n#endif\n";
@@ -281,6 +303,8 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   c += "int " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena) {\n";
   c += "  unsigned char* a = (unsigned char*)arena;\n";
   c += arena ? "  if (!in || !out || !a) return -1;\n" : "  (void)a;\n  if (!in || !out) return -1;\n";
+  for (auto& [nm, a] : vars)
+    c += strformat("  if (in->%s < %lldLL || in->%s > %lldLL) return -1;\n", nm.c_str(), (long long)a.vmin, nm.c_str(), (long long)a.vmax);
   if (in_specs_.empty()) c += "  (void)in;\n";
   for (auto& e : items_) {
     std::string call = "  " + fn_of.at(e.prg.get()) + "(";
@@ -296,6 +320,7 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
       }
       call += (j ? ", " : "") + p;
     }
+    for (auto& v : var_order.at(e.prg.get())) call += ", in->" + v->argv<VarArg>().name;
     c += call + ");\n";
   }
   c += "  return 0;\n}\n";

@@ -7,10 +7,7 @@
 
 namespace tg {
 
-// The buffer an input is: the whole of it, or (dims bound to Variables) the bound part of one laid out for the
-// Variables' largest values, which every kernel indexes the same way whatever the binding.
-static const UOp* input_buffer(const Tensor& t) {
-  const UOp* u = t.uop().get();
+const UOp* whole_buffer(const UOp* u) {
   if (!u->sym().empty()) {
     if (u->op != Ops::SHRINK) return nullptr;
     for (size_t i = 0; i < u->shape().size(); i++)
@@ -19,9 +16,10 @@ static const UOp* input_buffer(const Tensor& t) {
     if (u->op == Ops::RESHAPE) u = u->src[0].get();
     return u->op == Ops::BUFFER ? u : nullptr;
   }
-  if (!is_buffer_view(u, t.numel())) return nullptr;
+  if (!is_buffer_view(u, prod(u->shape()))) return nullptr;
   return u->op == Ops::RESHAPE ? u->src[0].get() : u;
 }
+static const UOp* input_buffer(const Tensor& t) { return whole_buffer(t.uop().get()); }
 // every input as its own realized buffer: views and lazy graphs are made contiguous and realized together
 static std::vector<Tensor> prepare_inputs(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> ins;

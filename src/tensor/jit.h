@@ -25,6 +25,11 @@
 
 namespace tg {
 
+// The BUFFER node a tensor's graph is the whole of (a reshape of it, or, with dims bound to Variables, its bound part of
+// a buffer laid out for the Variables' largest values, which every kernel indexes the same way whatever the binding);
+// null for any other view or graph. A JIT's inputs and an export's outputs are such buffers.
+const UOp* whole_buffer(const UOp* u);
+
 class TinyJit {
  public:
   using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;

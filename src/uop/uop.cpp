@@ -657,7 +657,7 @@ std::string UOp::render_() const {
 
 // ---- constant evaluation ----
 static float f16_round(float f) {  // round a float to the nearest half, returned as float
-  return float(_Float16(f));
+  return f16_bits_to_f32(f32_to_f16_bits(f));
 }
 static float bf16_round(float f) {
   uint32_t b;

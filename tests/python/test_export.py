@@ -226,3 +226,58 @@ def test_state_a_kernel_updates_in_place(tmp_path):
   outs, ref, _, _ = run_exported(tmp_path, f, "st", "generic", ins, 1)
   assert outs[0].tobytes() == ref[0].tobytes(), (outs[0], ref[0])
   assert "\nfloat st_s0[4] = {" in (tmp_path / "st_generic" / "st_weights.c").read_text()
+
+
+def test_variable_batch_is_an_argument(tmp_path):
+  # a batch bound to a Variable stays symbolic: a field of NAME_inputs, checked against its range; buffers are laid out
+  # for the largest batch, so one export serves every batch size
+  from tinygrad_c import Variable
+  Tensor.manual_seed(5)
+  l1, l2 = nn.Linear(16, 24), nn.Linear(24, 4)
+  rng = np.random.default_rng(1)
+  full_np = rng.standard_normal((12, 16)).astype(np.float32)
+  full = Tensor(full_np).realize()
+  v = Variable("batch", 1, 12)
+
+  @TinyJit
+  def f(x): return l2(l1(x).relu()).softmax(-1)
+
+  for n in (3, 4): f(full[:v.bind(n)])
+  f.export(str(tmp_path), "vb", "generic")
+  h = (tmp_path / "vb.h").read_text()
+  assert "int64_t batch; /* a Variable: 1..12 */" in h and "#define vb_IN0_ELEMENTS 192" in h and "#define vb_OUT0_ELEMENTS 48" in h
+  (tmp_path / "main.c").write_text(r'''
+#include <stdio.h>
+#include <stdlib.h>
+#include "vb.h"
+static unsigned char arena[vb_ARENA_BYTES + 1];
+int main(int argc, char** argv) {
+  static float x[vb_IN0_ELEMENTS], y[vb_OUT0_ELEMENTS];
+  vb_inputs in;
+  vb_outputs out;
+  FILE* f = fopen(argv[1], "rb");
+  if (argc != 4 || !f || fread(x, 4, vb_IN0_ELEMENTS, f) != vb_IN0_ELEMENTS) return 8;
+  fclose(f);
+  in.in0 = x, in.batch = atoi(argv[3]), out.out0 = y;
+  if (vb_run(&in, &out, arena) != 0) return 7;
+  f = fopen(argv[2], "wb");
+  fwrite(y, 4, (size_t)in.batch * 4, f);
+  fclose(f);
+  return 0;
+}
+''')
+  full_np.tofile(tmp_path / "x.bin")
+  for src in ("vb.c", "vb_weights.c", "main.c"):
+    r = subprocess.run([HOST_CC, *CFLAGS, "-c", src], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+  r = subprocess.run([HOST_CC, "main.o", "vb.o", "vb_weights.o", "-lm", "-o", "prog"], cwd=tmp_path, capture_output=True, text=True)
+  assert r.returncode == 0, r.stderr
+  for n in (1, 5, 12):
+    r = subprocess.run([str(tmp_path / "prog"), str(tmp_path / "x.bin"), str(tmp_path / "y.bin"), str(n)], capture_output=True)
+    assert r.returncode == 0
+    got = np.fromfile(tmp_path / "y.bin", dtype=np.float32).reshape(n, 4)
+    ref = f(full[:v.bind(n)]).numpy()
+    assert got.tobytes() == ref.tobytes(), (n, np.abs(got - ref).max())
+  for bad in (0, 13):  # outside the Variable's range: refused
+    r = subprocess.run([str(tmp_path / "prog"), str(tmp_path / "x.bin"), str(tmp_path / "y.bin"), str(bad)], capture_output=True)
+    assert r.returncode == 7

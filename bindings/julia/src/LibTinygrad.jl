@@ -1334,7 +1334,8 @@ Drops the caller's reference; the object goes with the last one. NULL is a no-op
 """
 tg_jit_release(jit) = ccall((:tg_jit_release, libtinygrad), Cvoid, (Ptr{Cvoid},), jit)
 """
-Before the JIT captured (fewer than two calls), with inputs whose dims are bound to Variables, with an output
+A Variable an input's dims are bound to becomes an int64_t field of NAME_inputs, checked against its range,
+with buffers laid out for its largest value. Before the JIT captured (fewer than two calls), with an output
 that is a view (return it contiguous) or not computed by the captured kernels, or with kernels on a GPU,
 nothing is written and the error says which. A file that can't be written is TG_ERROR_IO.
 """

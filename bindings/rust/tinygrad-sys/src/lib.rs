@@ -1042,9 +1042,10 @@ unsafe extern "C" {
   pub fn tg_jit_plan(jit: *mut tg_jit) -> *mut tg_plan;
   /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_jit_release(jit: *mut tg_jit);
-  /// Before the JIT captured (fewer than two calls), with inputs whose dims are bound to Variables, with an
-  /// output that is a view (return it contiguous) or not computed by the captured kernels, or with kernels on a
-  /// GPU, nothing is written and the error says which. A file that can't be written is TG_ERROR_IO.
+  /// A Variable an input's dims are bound to becomes an int64_t field of NAME_inputs, checked against its
+  /// range, with buffers laid out for its largest value. Before the JIT captured (fewer than two calls), with
+  /// an output that is a view (return it contiguous) or not computed by the captured kernels, or with kernels
+  /// on a GPU, nothing is written and the error says which. A file that can't be written is TG_ERROR_IO.
   pub fn tg_jit_export(jit: *mut tg_jit, opts: *const tg_export_options) -> tg_status;
 
   // ---- nn: modules
