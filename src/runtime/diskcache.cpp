@@ -294,7 +294,8 @@ class BeamDB {
     // without it) are left behind
     for (const char* sql : {"PRAGMA journal_mode=WAL", "CREATE TABLE IF NOT EXISTS beam_search_v2 (key TEXT PRIMARY KEY, opts TEXT NOT NULL)"}) {
       char* msg = nullptr;
-      if (retry_busy([&] { return sqlite().sqlite3_free(msg), msg = nullptr, sqlite().sqlite3_exec(db_, sql, nullptr, nullptr, &msg); }) != SQLITE_OK) {
+      auto exec = [&] { return sqlite().sqlite3_free(msg), msg = nullptr, sqlite().sqlite3_exec(db_, sql, nullptr, nullptr, &msg); };
+      if (retry_busy(exec) != SQLITE_OK) {
         std::string why = msg ? msg : sqlite().sqlite3_errmsg(db_);
         sqlite().sqlite3_free(msg);
         return disable(why), false;
@@ -304,7 +305,8 @@ class BeamDB {
   }
   std::string why(int rc) {
     bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
-    return busy ? strformat("locked by another connection for over %lld ms", (long long)kBusyWait.count()) : std::string(sqlite().sqlite3_errmsg(db_));
+    if (busy) return strformat("locked by another connection for over %lld ms", (long long)kBusyWait.count());
+    return sqlite().sqlite3_errmsg(db_);
   }
   void disable(const std::string& why) {
     turn_off(off_, "BEAM cache " + (path_.empty() ? "database" : path_), why);

@@ -2,6 +2,7 @@
 // rendered again by the C renderer for the export's target (its vector width, no threads), in one file with an entry
 // point that calls them in the captured order; the weights (buffers no kernel writes) become const arrays in a second
 // file, and the intermediates live in an arena the caller provides, laid out as the memory planner shared them.
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -198,6 +199,9 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
     TG_CHECK(whole_buffer(o_u), TG_ERROR_UNSUPPORTED, strformat("export: output %zu is a view of its buffer (return it .contiguous())", i));
     const UOp* bn = whole_buffer(o_u);
     const Buffer* b = buffer_of(bn).get();
+    auto seen = std::find(out_bufs.begin(), out_bufs.end(), b);
+    TG_CHECK(seen == out_bufs.end(), TG_ERROR_UNSUPPORTED,
+             strformat("export: output %zu is output %zu again (return each tensor once)", i, size_t(seen - out_bufs.begin())));
     TG_CHECK(written.count(b) && !slots.count(b), TG_ERROR_UNSUPPORTED,
              strformat("export: output %zu is not computed by the captured kernels (an input or a constant returned as is)", i));
     slots[b] = {Role::Output, i};
@@ -281,7 +285,8 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   }
   for (size_t i = 0; i < outputs_.size(); i++) {
     const UOp* u = outputs_[i].get();
-    h += strformat("#define %s_OUT%zu_ELEMENTS %lld /* %s %s */\n", N.c_str(), i, (long long)buffer_of(whole_buffer(u))->size(), u->dtype.name().c_str(),
+    long long n = (long long)buffer_of(whole_buffer(u))->size();
+    h += strformat("#define %s_OUT%zu_ELEMENTS %lld /* %s %s */\n", N.c_str(), i, n, u->dtype.name().c_str(),
                    sym_shape_str(max_shape(u->shape(), u->sym()), u->sym()).c_str());
     out_fields += strformat("  %s* out%zu;\n", c_storage(u->dtype).c_str(), i);
   }
@@ -289,16 +294,19 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
     in_fields += strformat("  int64_t %s; /* a Variable: %lld..%lld */\n", nm.c_str(), (long long)a.vmin, (long long)a.vmax);
   h += "\ntypedef struct {\n" + (in_fields.empty() ? std::string("  char unused;\n") : in_fields) + "} " + N + "_inputs;\n";
   h += "typedef struct {\n" + out_fields + "} " + N + "_outputs;\n\n";
-  h += "/* 0 on success, -1 when an argument is NULL */\nint " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena);\n\n#endif\n";
+  h += "/* 0 on success, -1 when an argument is NULL (or a Variable out of its range) */\n";
+  h += "int " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena);\n\n#endif\n";
 
   // NAME.c: the prelude, the kernels, the entry point
   std::string c = "/* " + N + ".c: exported by libtinygrad (tg_jit_export), target " + target_note + ". */\n" + head + "#include \"" + N + ".h\"\n";
   for (auto& [k, v] : typedefs) c += v + "\n";
   for (auto& [k, v] : helpers) c += v;
-  for (size_t i = 0; i < weights.size(); i++)
-    c += strformat("extern const %s %s_w%zu[%lld];\n", c_storage(weights[i]->dtype()).c_str(), N.c_str(), i, (long long)weights[i]->size());
-  for (size_t i = 0; i < states.size(); i++)
-    c += strformat("extern %s %s_s%zu[%lld];\n", c_storage(states[i]->dtype()).c_str(), N.c_str(), i, (long long)states[i]->size());
+  // an array's declaration: ISO C has no zero-length arrays, so an empty buffer is one element no kernel reads
+  auto array_decl = [&](const Buffer* b, const char* prefix, size_t i) {
+    return strformat("%s %s_%c%zu[%lld]", c_storage(b->dtype()).c_str(), N.c_str(), prefix[0], i, (long long)std::max<int64_t>(b->size(), 1));
+  };
+  for (size_t i = 0; i < weights.size(); i++) c += "extern const " + array_decl(weights[i], "w", i) + ";\n";
+  for (size_t i = 0; i < states.size(); i++) c += "extern " + array_decl(states[i], "s", i) + ";\n";
   c += kernels;
   c += "int " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena) {\n";
   c += "  unsigned char* a = (unsigned char*)arena;\n";
@@ -326,7 +334,8 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   c += "  return 0;\n}\n";
 
   // NAME_weights.c: every weight's values, read from the device now
-  std::string w = "/* " + N + "_weights.c: the weights of " + N + ".c, exported by libtinygrad (tg_jit_export). */\n#include <math.h>\n#include <stdint.h>\n";
+  std::string w = "/* " + N + "_weights.c: the weights of " + N + ".c, exported by libtinygrad (tg_jit_export). */\n";
+  w += "#include <math.h>\n#include <stdint.h>\n";
   std::vector<uint8_t> bytes;
   auto array = [&](const Buffer* cb, const std::string& decl) {
     Buffer& b = const_cast<Buffer&>(*cb);
@@ -335,13 +344,13 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
     size_t isz = size_t(b.dtype().itemsize());
     w += decl + " = {";
     for (int64_t k = 0; k < b.size(); k++) w += (k % 8 ? " " : "\n  ") + c_value(b.dtype(), bytes.data() + size_t(k) * isz) + ",";
-    w += "\n};\n";
+    w += b.size() ? "\n};\n" : "0};\n";
   };
   for (size_t i = 0; i < weights.size(); i++)
-    array(weights[i], strformat("const %s %s_w%zu[%lld]", c_storage(weights[i]->dtype()).c_str(), N.c_str(), i, (long long)weights[i]->size()));
+    array(weights[i], "const " + array_decl(weights[i], "w", i));
   // state the kernels update in place: initialized with its values now, changed by every run (as the JIT's replays do)
   for (size_t i = 0; i < states.size(); i++)
-    array(states[i], strformat("%s %s_s%zu[%lld]", c_storage(states[i]->dtype()).c_str(), N.c_str(), i, (long long)states[i]->size()));
+    array(states[i], array_decl(states[i], "s", i));
   if (weights.empty() && states.empty()) w += "typedef int " + N + "_no_weights; /* ISO C wants a declaration in every file */\n";
 
   std::string base = o.dir + "/" + N;

@@ -281,3 +281,15 @@ int main(int argc, char** argv) {
   for bad in (0, 13):  # outside the Variable's range: refused
     r = subprocess.run([str(tmp_path / "prog"), str(tmp_path / "x.bin"), str(tmp_path / "y.bin"), str(bad)], capture_output=True)
     assert r.returncode == 7
+
+
+def test_an_output_returned_twice_is_refused(tmp_path):
+  @TinyJit
+  def twice(x):
+    y = (x * 2).contiguous()
+    return y, y
+
+  for _ in range(2): twice(Tensor.ones(3).contiguous())
+  with pytest.raises(Exception, match="output 1 is output 0 again"):
+    twice.export(str(tmp_path), "t")
+  assert list(tmp_path.iterdir()) == []
