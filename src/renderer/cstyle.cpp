@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <unordered_map>
 
@@ -160,6 +161,30 @@ static std::string literal(DType d, double v, const Spelling& sp) {
   if (d.scalar == Scalar::UInt64 || d.scalar == Scalar::Int64) return int_literal(d, int64_t(v), sp);
   if (d.scalar == Scalar::UInt32) return strformat("%lluu", (unsigned long long)v);
   return v < 0 ? strformat("(%lld)", (long long)v) : strformat("%lld", (long long)v);
+}
+
+std::string c_literal(DType d, const void* bytes) {
+  const Spelling& sp = kDialects[int(Dialect::C)];
+  auto get = [&](auto v) {
+    std::memcpy(&v, bytes, sizeof v);
+    return v;
+  };
+  switch (d.scalar) {
+    case Scalar::Bool: return get(uint8_t()) ? "1" : "0";
+    case Scalar::Int8: return literal(d, get(int8_t()), sp);
+    case Scalar::UInt8: return literal(d, get(uint8_t()), sp);
+    case Scalar::Int16: return literal(d, get(int16_t()), sp);
+    case Scalar::UInt16:
+    case Scalar::Float16:
+    case Scalar::BFloat16: return strformat("0x%04x", unsigned(get(uint16_t())));
+    case Scalar::Int32: return literal(d, get(int32_t()), sp);
+    case Scalar::UInt32: return literal(d, get(uint32_t()), sp);
+    case Scalar::Int64:
+    case Scalar::UInt64: return int_literal(d, get(int64_t()), sp);  // from the bits: a double would round them
+    case Scalar::Float32: return literal(d, get(float()), sp);
+    case Scalar::Float64: return literal(d, get(double()), sp);
+    default: fail(TG_ERROR_UNSUPPORTED, "C renderer: no literal for " + d.name());
+  }
 }
 
 // WMMA: a function per tensor core shape and dtypes, d[] = A * B + C over a warp. CUDA issues mma.sync (operands packed

@@ -16,6 +16,9 @@ struct CSourceParts {
   std::map<std::string, std::string> typedefs, helpers;
   std::string kernel;
 };
+// One value of scalar dtype `d`, given as its bytes in memory, as the C renderer writes a constant in C: exact floats
+// (9 / 17 significant digits, NAN, INFINITY), INT64_MIN spelled so it parses; 16-bit floats as their storage bits.
+std::string c_literal(DType d, const void* bytes);
 class CStyleRenderer : public Renderer {
  public:
   // vectors=false: no GCC vector extensions in C (plain ISO C, every lane a scalar)

@@ -4,7 +4,7 @@
 // file, and the intermediates live in an arena the caller provides, laid out as the memory planner shared them.
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -43,69 +43,11 @@ std::string c_storage(DType d) {
   }
 }
 
-// one element of a buffer as a C initializer: exact (floats to 9 / 17 significant digits round-trip), inf and NaN by name
-std::string c_value(DType d, const uint8_t* p) {
-  auto flt = [](double v, bool f32) -> std::string {
-    if (std::isnan(v)) return "NAN";
-    if (std::isinf(v)) return v > 0 ? "INFINITY" : "-INFINITY";
-    std::string s = strformat(f32 ? "%.9g" : "%.17g", v);
-    if (s.find_first_of(".e") == std::string::npos) s += ".0";
-    return f32 ? s + "f" : s;
-  };
-  switch (d.scalar) {
-    case Scalar::Bool: return *p ? "1" : "0";
-    case Scalar::Int8: return std::to_string(int(*reinterpret_cast<const int8_t*>(p)));
-    case Scalar::UInt8: return std::to_string(unsigned(*p));
-    case Scalar::Int16: {
-      int16_t v;
-      std::memcpy(&v, p, 2);
-      return std::to_string(v);
-    }
-    case Scalar::UInt16:
-    case Scalar::Float16:
-    case Scalar::BFloat16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return strformat("0x%04x", unsigned(v));
-    }
-    case Scalar::Int32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v == INT32_MIN ? "(-2147483647-1)" : std::to_string(v);
-    }
-    case Scalar::UInt32: {
-      uint32_t v;
-      std::memcpy(&v, p, 4);
-      return std::to_string(v) + "u";
-    }
-    case Scalar::Int64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return v == INT64_MIN ? "(-9223372036854775807LL-1)" : std::to_string(v) + "LL";
-    }
-    case Scalar::UInt64: {
-      uint64_t v;
-      std::memcpy(&v, p, 8);
-      return std::to_string(v) + "ULL";
-    }
-    case Scalar::Float32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return flt(v, true);
-    }
-    case Scalar::Float64: {
-      double v;
-      std::memcpy(&v, p, 8);
-      return flt(v, false);
-    }
-    default: fail(TG_ERROR_UNSUPPORTED, "export: no C literal for " + d.name());
-  }
-}
-
-// the export's targets: the vector width the heuristics and the renderer aim at (0: plain ISO C, no vector extensions)
+// the export's targets: the vector width the heuristics and the renderer aim at (0: plain ISO C, no vector extensions;
+// -1: this machine's, as the library's own CPU devices use)
 int64_t target_vector_bytes(const std::string& target) {
   if (target == "generic") return 0;
-  if (target == "native") return cpu_target("CPU", 1).vector_bytes;
+  if (target == "native") return -1;
   if (target == "x86-64-v3") return 32;
   if (target == "x86-64-v4") return 64;
   if (target == "aarch64" || target == "armv7") return 16;  // NEON's 128-bit registers
@@ -238,7 +180,8 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   Target t = get_device("CPU:CLANG").renderer().target();
   t.has_threads = false;
   t.global_max = {1, 0, 0};
-  if (vbytes) t.vector_bytes = int(vbytes);
+  if (vbytes > 0) t.vector_bytes = int(vbytes);
+  if (vbytes < 0) vbytes = t.vector_bytes;
   CStyleRenderer ren(t, Dialect::C, vbytes > 0);
   std::string head;
   std::map<std::string, std::string> typedefs, helpers;
@@ -302,11 +245,11 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   for (auto& [k, v] : typedefs) c += v + "\n";
   for (auto& [k, v] : helpers) c += v;
   // an array's declaration: ISO C has no zero-length arrays, so an empty buffer is one element no kernel reads
-  auto array_decl = [&](const Buffer* b, const char* prefix, size_t i) {
-    return strformat("%s %s_%c%zu[%lld]", c_storage(b->dtype()).c_str(), N.c_str(), prefix[0], i, (long long)std::max<int64_t>(b->size(), 1));
+  auto array_decl = [&](const Buffer* b, char kind, size_t i) {
+    return strformat("%s %s_%c%zu[%lld]", c_storage(b->dtype()).c_str(), N.c_str(), kind, i, (long long)std::max<int64_t>(b->size(), 1));
   };
-  for (size_t i = 0; i < weights.size(); i++) c += "extern const " + array_decl(weights[i], "w", i) + ";\n";
-  for (size_t i = 0; i < states.size(); i++) c += "extern " + array_decl(states[i], "s", i) + ";\n";
+  for (size_t i = 0; i < weights.size(); i++) c += "extern const " + array_decl(weights[i], 'w', i) + ";\n";
+  for (size_t i = 0; i < states.size(); i++) c += "extern " + array_decl(states[i], 's', i) + ";\n";
   c += kernels;
   c += "int " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena) {\n";
   c += "  unsigned char* a = (unsigned char*)arena;\n";
@@ -343,14 +286,14 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
     if (!bytes.empty()) b.copyout(bytes.data(), bytes.size());
     size_t isz = size_t(b.dtype().itemsize());
     w += decl + " = {";
-    for (int64_t k = 0; k < b.size(); k++) w += (k % 8 ? " " : "\n  ") + c_value(b.dtype(), bytes.data() + size_t(k) * isz) + ",";
+    for (int64_t k = 0; k < b.size(); k++) w += (k % 8 ? " " : "\n  ") + c_literal(b.dtype(), bytes.data() + size_t(k) * isz) + ",";
     w += b.size() ? "\n};\n" : "0};\n";
   };
   for (size_t i = 0; i < weights.size(); i++)
-    array(weights[i], "const " + array_decl(weights[i], "w", i));
+    array(weights[i], "const " + array_decl(weights[i], 'w', i));
   // state the kernels update in place: initialized with its values now, changed by every run (as the JIT's replays do)
   for (size_t i = 0; i < states.size(); i++)
-    array(states[i], array_decl(states[i], "s", i));
+    array(states[i], array_decl(states[i], 's', i));
   if (weights.empty() && states.empty()) w += "typedef int " + N + "_no_weights; /* ISO C wants a declaration in every file */\n";
 
   std::string base = o.dir + "/" + N;
