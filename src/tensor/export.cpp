@@ -264,7 +264,7 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
       std::string p;
       switch (s.role) {
         case Role::Input: p = strformat("(void*)in->in%zu", s.index); break;
-        case Role::Output: p = strformat("out->out%zu", s.index); break;
+        case Role::Output: p = strformat("(void*)out->out%zu", s.index); break;  // int64_t may be long, the kernel's long long
         case Role::Weight: p = strformat("(void*)%s_w%zu", N.c_str(), s.index); break;
         case Role::State: p = strformat("%s_s%zu", N.c_str(), s.index); break;
         case Role::Arena: p = strformat("(void*)(a + %zu)", s.offset); break;

@@ -293,3 +293,23 @@ def test_an_output_returned_twice_is_refused(tmp_path):
   with pytest.raises(Exception, match="output 1 is output 0 again"):
     twice.export(str(tmp_path), "t")
   assert list(tmp_path.iterdir()) == []
+
+
+def test_weights_of_every_kind_and_an_int64_output(tmp_path):
+  # exact literals for NaN, infinities, -0.0, a float32 denormal, float16 bits, uint8, int64's extremes; an int64 output
+  # (int64_t may be long where the kernel takes long long)
+  w = Tensor(np.array([1.5, np.nan, -np.inf, np.inf, -0.0, 3e-45], np.float32)).realize()
+  h = Tensor(np.array([0.5, -2, 65504, 1e-7, 0, 1], np.float16)).realize()
+  u8 = Tensor(np.array([0, 255, 7, 1, 2, 3], np.uint8)).realize()
+  i64 = Tensor(np.array([-2**63, 2**63 - 1, 5, -7, 0, 1], np.int64)).realize()
+
+  @TinyJit
+  def f(x):
+    y = (x + w + h.cast(dtypes.float32) + u8.cast(dtypes.float32)).contiguous()
+    return y, (i64 + x.cast(dtypes.int64)).contiguous()
+
+  ins = warm(f, [(6,)])
+  ins[0][:] = np.round(ins[0])  # small whole numbers: the int64 sum stays in range
+  outs, ref, _, _ = run_exported(tmp_path, f, "lit", "generic", ins, 2)
+  np.testing.assert_array_equal(outs[0], ref[0])
+  assert outs[1].dtype == np.int64 and np.array_equal(outs[1], ref[1])
