@@ -520,8 +520,9 @@ static void bench_train_cnn(int threads, int steps) {
 
 /* ---- the exported classifier: examples/c/export_fashion_mnist writes the Fashion-MNIST MLP as C (tg_jit_export) and
  * times the library's replay of the same batch-1 JIT; examples/c/fashion_exported.c, built from the export alone with
- * clang -O2 -march=native, times itself on the 10,000 test images. Microseconds per image, medians of 5 passes. The
- * export runs on one thread, so the library is measured on one (THREADS=0) and on all of the run's ---- */
+ * clang -O2 -march=native, times itself on the 10,000 test images. Microseconds per image, medians of 5 passes. Two
+ * pairs: the export without threads against the library on one thread (THREADS=0), and the export with threads=N (a
+ * pthread pool in the generated code) against the library on all N of the run's cores ---- */
 static double us_per_image(const char* out, const char* after) {
   const char* l = out ? strstr(out, after) : NULL;
   const char* u = l ? strstr(l, " us per image") : NULL;
@@ -529,22 +530,22 @@ static double us_per_image(const char* out, const char* after) {
   while (u > l && (u[-1] == '.' || (u[-1] >= '0' && u[-1] <= '9'))) u--;
   return strtod(u, NULL);
 }
-static void bench_exported_mlp(int threads) {
-  char exe[4096], dir[] = "/tmp/tg_bench_export_XXXXXX", cmd[16384];
+/* exports with `threads` into a new directory, builds the program, returns its us per image and the library's */
+static double exported_us(int threads, int lib_threads, double* lib) {
+  char exe[4096], dir[] = "/tmp/tg_bench_export_XXXXXX", cmd[16384], nthreads[16];
   if (!mkdtemp(dir)) DIE("mkdtemp: %s", strerror(errno));
   sibling_exe(exe, "example_export_fashion_mnist");
-  char* argv[] = {exe, "-", dir, "", NULL};
+  snprintf(nthreads, sizeof nthreads, "%d", threads);
+  char* argv[] = {exe, "-", dir, "", "", nthreads, NULL};
   const char* one[] = {"THREADS=0", NULL};
-  char* out1 = run_capture(argv, NULL, one);
-  double lib1 = us_per_image(out1, "library");
   settle();
-  char* outn = run_capture(argv, NULL, NULL);
-  double libn = us_per_image(outn, "library");
-  if (!(lib1 > 0 && libn > 0)) DIE("exported mlp: %s did not report its time per image:\n%s", exe, out1 ? out1 : "");
+  char* out = run_capture(argv, NULL, lib_threads > 1 ? NULL : one);
+  *lib = us_per_image(out, "library");
+  if (!(*lib > 0)) DIE("exported mlp: %s did not report its time per image:\n%s", exe, out ? out : "");
   const char* bdir = getenv("TG_BENCH_DIR") ? getenv("TG_BENCH_DIR") : TG_BENCH_DIR;
   const char* cc = access("/usr/bin/clang", X_OK) == 0 ? "/usr/bin/clang" : "cc";
-  snprintf(cmd, sizeof cmd, "%s -O2 -std=c99 -march=native -I%s %s/../examples/c/fashion_exported.c %s/fashion.c %s/fashion_weights.c -lm -o %s/prog",
-           cc, dir, bdir, dir, dir, dir);
+  snprintf(cmd, sizeof cmd, "%s -O2 -std=c99 -march=native %s -I%s %s/../examples/c/fashion_exported.c %s/fashion.c %s/fashion_weights.c -lm -o %s/prog",
+           cc, threads > 1 ? "-pthread" : "", dir, bdir, dir, dir, dir);
   if (system(cmd) != 0) DIE("exported mlp: building the exported program failed: %s", cmd);
   char prog[4096];
   snprintf(prog, sizeof prog, "%s/prog", dir);
@@ -553,14 +554,22 @@ static void bench_exported_mlp(int threads) {
   char* pout = run_capture(pargv, NULL, NULL);
   double ours = us_per_image(pout, "exported program");
   if (!(ours > 0)) DIE("exported mlp: the exported program did not report its time:\n%s", pout ? pout : "");
-  printf("  exported mlp: built with %s; %s", cc, strstr(pout, "exported test accuracy") ? strstr(pout, "exported test accuracy") : "\n");
-  add_row("exported mlp", "us", ours, "tg_jit replay 1 thread", lib1, 0);
-  static char refn[48];
-  snprintf(refn, sizeof refn, "tg_jit replay %d threads", threads);
-  if (threads > 1) add_row("exported mlp", "us", ours, refn, libn, 0);
-  free(out1), free(outn), free(pout);
+  printf("  exported mlp, threads=%d: built with %s; %.2f us per image, the library on %d thread%s %.2f; %s", threads, cc, ours, lib_threads,
+         lib_threads > 1 ? "s" : "", *lib, strstr(pout, "exported test accuracy") ? strstr(pout, "exported test accuracy") : "\n");
+  free(out), free(pout);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "bench_ops: could not remove %s\n", dir);
+  return ours;
+}
+static void bench_exported_mlp(int threads) {
+  double lib1, ours1 = exported_us(0, 1, &lib1);
+  add_row("exported mlp", "us", ours1, "tg_jit replay 1 thread", lib1, 0);
+  if (threads > 1) {
+    double libn, oursn = exported_us(threads, threads, &libn);
+    static char refn[64];
+    snprintf(refn, sizeof refn, "tg_jit replay %d threads (export threads=%d)", threads, threads);
+    add_row("exported mlp", "us", oursn, refn, libn, 0);
+  }
 }
 
 /* ---- compile time: the first realize of a new kernel minus a warm realize of the same graph ---- */
@@ -623,14 +632,8 @@ static double bench_tiny(int runs) {
   return 1e6 * median(t, runs);
 }
 
-int main(int argc, char** argv) {
-  if (argc >= 3 && strcmp(argv[1], "--blas-only") == 0) return blas_only(atoi(argv[2]), argc >= 4 ? atoi(argv[3]) : 7);
-  /* the compile-time row must compile: no kernel disk cache in this process (read at the first compile) */
-  setenv("CACHELEVEL", "0", 1);
-  int threads = bench_threads();
-  int quick = getenv("TG_BENCH_QUICK") && atoi(getenv("TG_BENCH_QUICK")) > 0;
-  printf("bench_ops: float32, %d threads for libtinygrad and every reference\n", threads);
-  printf("%-16s %10s %-7s | %-18s %10s %-7s | %s\n", "benchmark", "libtinygrad", "", "reference", "", "", "ratio (higher is better for libtinygrad)");
+/* every row but the BLAS child's */
+static void bench_all(int threads, int quick) {
 
   const size_t N = 16u << 20;
   float* in = malloc(N * sizeof(float));
@@ -685,6 +688,24 @@ int main(int argc, char** argv) {
   CHECK(tg_set_option("BEAM", "0") == TG_OK);
   tg_tensor_release(ec.x);
   free(in), free(out);
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "--blas-only") == 0) return blas_only(atoi(argv[2]), argc >= 4 ? atoi(argv[3]) : 7);
+  /* the compile-time row must compile: no kernel disk cache in this process (read at the first compile) */
+  setenv("CACHELEVEL", "0", 1);
+  int threads = bench_threads();
+  int quick = getenv("TG_BENCH_QUICK") && atoi(getenv("TG_BENCH_QUICK")) > 0;
+  printf("bench_ops: float32, %d threads for libtinygrad and every reference\n", threads);
+  printf("%-16s %10s %-7s | %-18s %10s %-7s | %s\n", "benchmark", "libtinygrad", "", "reference", "", "", "ratio (higher is better for libtinygrad)");
+  /* TG_BENCH_ONLY="exported mlp": that pair of rows alone (it needs none of the others' set-up) */
+  const char* only = getenv("TG_BENCH_ONLY");
+  if (only && *only) {
+    if (strcmp(only, "exported mlp") != 0) DIE("TG_BENCH_ONLY: '%s' is not a row that runs alone (only \"exported mlp\")", only);
+    bench_exported_mlp(threads);
+  } else {
+    bench_all(threads, quick);
+  }
 
   if (argc > 1) {
     FILE* f = fopen(argv[1], "w");

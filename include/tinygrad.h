@@ -410,7 +410,8 @@ TG_API tg_tensor* tg_tensor_pad(tg_tensor* t, const int64_t* pads, size_t npairs
 /* bounds: ndim (start, end) pairs with 0 <= start <= end <= size. */
 TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t npairs);
 /* Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the Variable
- * `var` (borrowed; a tg_expr_variable with 1 <= min <= max <= the dim's size) bound to `value` (min <= value <= max).
+ * `var` (borrowed; a tg_expr_variable with min >= 1) bound to `value` (min <= value <= max, value <= the dim's size; max
+ * may pass the dim, as tinygrad: the buffer such a view is copied to is padded to max).
  * Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the same Variable or a 1),
  * reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax, permutes, and reshapes that
  * keep the dim on its own. Graphs that differ only in the bound value schedule and compile once: the kernels take the
@@ -796,7 +797,7 @@ TG_API void tg_jit_release(tg_jit* jit);
 /* Export (docs/export.md): a captured JIT as C that needs only a C compiler and libm. Three files in `dir`: NAME.h (the
  * I/O structs, element counts, NAME_ARENA_BYTES and NAME_WEIGHT_BYTES), NAME.c (every kernel, rendered again by the C
  * renderer for `target`, and `int NAME_run(const NAME_inputs*, NAME_outputs*, void* arena)` calling them in the captured
- * order; no allocation, no threads) and NAME_weights.c (the weights as const arrays of their element type, read now).
+ * order; no allocation, no threads unless `threads` asks) and NAME_weights.c (the weights as const arrays of their element type, read now).
  * Targets: "native" (NULL: this machine's vector width), "generic" (ISO C99, no vector extensions), "x86-64-v3",
  * "x86-64-v4", "aarch64", "armv7" (GCC/clang vector extensions of that width). */
 typedef struct tg_export_options {
@@ -804,6 +805,9 @@ typedef struct tg_export_options {
   const char* dir;    /* an existing directory; the files in it are replaced */
   const char* name;   /* a C identifier of at most 64 characters: the files' and the entry point's prefix */
   const char* target; /* NULL: "native" */
+  int threads;        /* 0 or 1: the caller's thread only; n > 1 (at most 256): kernels split as the library's THREAD
+                       * does for n cores, run on the caller and n-1 pthreads the first NAME_run starts (link with
+                       * -pthread); concurrent NAME_run calls take turns */
 } tg_export_options;
 /* A Variable an input's dims are bound to becomes an int64_t field of NAME_inputs, checked against its range, with
  * buffers laid out for its largest value. Before the JIT captured (fewer than two calls), with an output that is a view

@@ -1085,9 +1085,9 @@ class Jit {
   int64_t call_count() const { return detail::check(tg_jit_call_count(h_.raw()), -1); }
   void reset() const { detail::check(tg_jit_reset(h_.raw())); }
   Plan plan() const { return Plan(detail::check(tg_jit_plan(h_.raw()))); }
-  // the capture as C in `dir` (docs/export.md); target: nullptr for "native"
-  void export_c(const std::string& dir, const std::string& name, const char* target = nullptr) const {
-    tg_export_options o{sizeof(tg_export_options), dir.c_str(), name.c_str(), target};
+  // the capture as C in `dir` (docs/export.md); target: nullptr for "native"; threads > 1: a pthread pool in the C
+  void export_c(const std::string& dir, const std::string& name, const char* target = nullptr, int threads = 0) const {
+    tg_export_options o{sizeof(tg_export_options), dir.c_str(), name.c_str(), target, threads};
     detail::check(tg_jit_export(h_.raw(), &o));
   }
   tg_jit* raw() const noexcept { return h_.raw(); }

@@ -775,14 +775,15 @@ public sealed partial class Tensor : IDisposable, IHandle {
   }
 
   /// <summary>Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the
-  /// Variable `var` (borrowed; a tg_expr_variable with 1 &lt;= min &lt;= max &lt;= the dim's size) bound to
-  /// `value` (min &lt;= value &lt;= max). Ops over the result keep the dim symbolic: elementwise ops and
-  /// broadcasting (against the same Variable or a 1), reductions (over it too: a sum loops to the value, a mean
-  /// divides by it), matmul, softmax, permutes, and reshapes that keep the dim on its own. Graphs that differ
-  /// only in the bound value schedule and compile once: the kernels take the value as an argument, and a tg_jit
-  /// captured with such an input replays for any binding. tg_tensor_shape gives the bound value. A view that
-  /// would change the dim's extent (pad, flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim
-  /// meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE. (tg_tensor_shrink_var)
+  /// Variable `var` (borrowed; a tg_expr_variable with min &gt;= 1) bound to `value` (min &lt;= value &lt;= max,
+  /// value &lt;= the dim's size; max may pass the dim, as tinygrad: the buffer such a view is copied to is padded
+  /// to max). Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the same
+  /// Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax,
+  /// permutes, and reshapes that keep the dim on its own. Graphs that differ only in the bound value schedule and
+  /// compile once: the kernels take the value as an argument, and a tg_jit captured with such an input replays
+  /// for any binding. tg_tensor_shape gives the bound value. A view that would change the dim's extent (pad,
+  /// flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of the same size
+  /// in a broadcast is TG_ERROR_SHAPE. (tg_tensor_shrink_var)
   /// </summary>
   public Tensor ShrinkVar(long axis, Expr @var, long value) {
     return new Tensor(Native.Check(Native.tg_tensor_shrink_var(H, axis, Native.Arg(@var, nameof(@var)).H, value)));

@@ -99,10 +99,10 @@ public partial struct TensorIndex {
 /// <summary>Export (docs/export.md): a captured JIT as C that needs only a C compiler and libm. Three files in `dir`:
 /// NAME.h (the I/O structs, element counts, NAME_ARENA_BYTES and NAME_WEIGHT_BYTES), NAME.c (every kernel,
 /// rendered again by the C renderer for `target`, and `int NAME_run(const NAME_inputs*, NAME_outputs*, void*
-/// arena)` calling them in the captured order; no allocation, no threads) and NAME_weights.c (the weights as
-/// const arrays of their element type, read now). Targets: "native" (NULL: this machine's vector width),
-/// "generic" (ISO C99, no vector extensions), "x86-64-v3", "x86-64-v4", "aarch64", "armv7" (GCC/clang vector
-/// extensions of that width).
+/// arena)` calling them in the captured order; no allocation, no threads unless `threads` asks) and
+/// NAME_weights.c (the weights as const arrays of their element type, read now). Targets: "native" (NULL: this
+/// machine's vector width), "generic" (ISO C99, no vector extensions), "x86-64-v3", "x86-64-v4", "aarch64",
+/// "armv7" (GCC/clang vector extensions of that width).
 /// </summary>
 [StructLayout(LayoutKind.Sequential)]
 public partial struct ExportOptions {
@@ -110,6 +110,7 @@ public partial struct ExportOptions {
   public IntPtr Dir;
   public IntPtr Name;
   public IntPtr Target;
+  public int Threads;
   /// <summary>A value with StructSize set, as the library requires before it reads or writes one.</summary>
   public static ExportOptions New() => new ExportOptions { StructSize = (UIntPtr)Marshal.SizeOf(typeof(ExportOptions)) };
 }
@@ -826,14 +827,15 @@ public static unsafe partial class Native {
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_shrink(TensorHandle t, long[] bounds, UIntPtr npairs);
   /// <summary>Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the
-  /// Variable `var` (borrowed; a tg_expr_variable with 1 &lt;= min &lt;= max &lt;= the dim's size) bound to
-  /// `value` (min &lt;= value &lt;= max). Ops over the result keep the dim symbolic: elementwise ops and
-  /// broadcasting (against the same Variable or a 1), reductions (over it too: a sum loops to the value, a mean
-  /// divides by it), matmul, softmax, permutes, and reshapes that keep the dim on its own. Graphs that differ
-  /// only in the bound value schedule and compile once: the kernels take the value as an argument, and a tg_jit
-  /// captured with such an input replays for any binding. tg_tensor_shape gives the bound value. A view that
-  /// would change the dim's extent (pad, flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim
-  /// meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
+  /// Variable `var` (borrowed; a tg_expr_variable with min &gt;= 1) bound to `value` (min &lt;= value &lt;= max,
+  /// value &lt;= the dim's size; max may pass the dim, as tinygrad: the buffer such a view is copied to is padded
+  /// to max). Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the same
+  /// Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax,
+  /// permutes, and reshapes that keep the dim on its own. Graphs that differ only in the bound value schedule and
+  /// compile once: the kernels take the value as an argument, and a tg_jit captured with such an input replays
+  /// for any binding. tg_tensor_shape gives the bound value. A view that would change the dim's extent (pad,
+  /// flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of the same size
+  /// in a broadcast is TG_ERROR_SHAPE.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_shrink_var(TensorHandle t, long axis, ExprHandle @var, long value);

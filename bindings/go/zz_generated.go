@@ -2070,14 +2070,15 @@ func (x *Index) toC(c *C.tg_index, frees *[]unsafe.Pointer) error {
 // and libm. Three files in `dir`: NAME.h (the I/O structs, element counts, NAME_ARENA_BYTES and
 // NAME_WEIGHT_BYTES), NAME.c (every kernel, rendered again by the C renderer for `target`, and `int
 // NAME_run(const NAME_inputs*, NAME_outputs*, void* arena)` calling them in the captured order; no allocation,
-// no threads) and NAME_weights.c (the weights as const arrays of their element type, read now). Targets:
-// "native" (NULL: this machine's vector width), "generic" (ISO C99, no vector extensions), "x86-64-v3",
-// "x86-64-v4", "aarch64", "armv7" (GCC/clang vector extensions of that width).
+// no threads unless `threads` asks) and NAME_weights.c (the weights as const arrays of their element type, read
+// now). Targets: "native" (NULL: this machine's vector width), "generic" (ISO C99, no vector extensions),
+// "x86-64-v3", "x86-64-v4", "aarch64", "armv7" (GCC/clang vector extensions of that width).
 // Its struct_size field is filled in by the binding.
 type ExportOptions struct {
-	Dir    string
-	Name   string
-	Target string
+	Dir     string
+	Name    string
+	Target  string
+	Threads int32
 }
 
 func (x *ExportOptions) toC(c *C.tg_export_options, frees *[]unsafe.Pointer) error {
@@ -2097,6 +2098,7 @@ func (x *ExportOptions) toC(c *C.tg_export_options, frees *[]unsafe.Pointer) err
 		*frees = append(*frees, unsafe.Pointer(s))
 		c.target = s
 	}
+	c.threads = C.int(x.Threads)
 	return nil
 }
 
@@ -3963,14 +3965,15 @@ func (t *Tensor) Shrink(bounds []int64) (*Tensor, error) {
 }
 
 // ShrinkVar is tg_tensor_shrink_var. Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the
-// end), that dim's size being the Variable `var` (borrowed; a tg_expr_variable with 1 <= min <= max <= the dim's
-// size) bound to `value` (min <= value <= max). Ops over the result keep the dim symbolic: elementwise ops and
-// broadcasting (against the same Variable or a 1), reductions (over it too: a sum loops to the value, a mean
-// divides by it), matmul, softmax, permutes, and reshapes that keep the dim on its own. Graphs that differ only
-// in the bound value schedule and compile once: the kernels take the value as an argument, and a tg_jit captured
-// with such an input replays for any binding. tg_tensor_shape gives the bound value. A view that would change
-// the dim's extent (pad, flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain
-// dim of the same size in a broadcast is TG_ERROR_SHAPE.
+// end), that dim's size being the Variable `var` (borrowed; a tg_expr_variable with min >= 1) bound to `value`
+// (min <= value <= max, value <= the dim's size; max may pass the dim, as tinygrad: the buffer such a view is
+// copied to is padded to max). Ops over the result keep the dim symbolic: elementwise ops and broadcasting
+// (against the same Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it),
+// matmul, softmax, permutes, and reshapes that keep the dim on its own. Graphs that differ only in the bound
+// value schedule and compile once: the kernels take the value as an argument, and a tg_jit captured with such an
+// input replays for any binding. tg_tensor_shape gives the bound value. A view that would change the dim's
+// extent (pad, flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of
+// the same size in a broadcast is TG_ERROR_SHAPE.
 func (t *Tensor) ShrinkVar(axis int64, varArg *Expr, value int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_shrink_var(t.ptr(), C.int64_t(axis), varArg.ptr(), C.int64_t(value), &st)

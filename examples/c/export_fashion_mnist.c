@@ -7,8 +7,9 @@
  * (OUT/test_images.f32, float32 10000x784), the labels (test_labels.u8) and the library's predictions
  * (library_predictions.i32).
  *
- * usage: export_fashion_mnist [weights|-] [out dir] [data dir] [target]
- *   (defaults: fashion_mnist.safetensors, fashion_export, Debian's Fashion-MNIST, native) */
+ * usage: export_fashion_mnist [weights|-] [out dir] [data dir] [target] [threads]
+ *   (defaults: fashion_mnist.safetensors, fashion_export, Debian's Fashion-MNIST, native, 0: the caller's thread only;
+ *   n > 1 splits kernels for n cores on a pthread pool in the generated code: build it with -pthread) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +55,9 @@ int main(int argc, char** argv) {
   const char* out = argc > 2 && *argv[2] ? argv[2] : "fashion_export";
   const char* data = argc > 3 && *argv[3] ? argv[3] : NULL;
   const char* target = argc > 4 && *argv[4] ? argv[4] : NULL;
-  if (argc > 5) {
-    fprintf(stderr, "usage: export_fashion_mnist [weights|-] [out dir] [data dir] [target]\n");
+  int threads = argc > 5 ? atoi(argv[5]) : 0;
+  if (argc > 6) {
+    fprintf(stderr, "usage: export_fashion_mnist [weights|-] [out dir] [data dir] [target] [threads]\n");
     return 2;
   }
   tg_manual_seed(42);
@@ -89,7 +91,7 @@ int main(int argc, char** argv) {
     tg_tensor_release(x), tg_tensor_release(p);
   }
   mkdir(out, 0777);
-  tg_export_options o = {sizeof o, out, "fashion", target};
+  tg_export_options o = {sizeof o, out, "fashion", target, threads};
   TRY(tg_jit_export(jit, &o) == TG_OK);
   printf("exported the classifier to %s/fashion.{c,h} and fashion_weights.c (target %s)\n", out, target ? target : "native");
 

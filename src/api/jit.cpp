@@ -174,6 +174,7 @@ tg_status tg_jit_export(tg_jit* j, const tg_export_options* opts) {
     TG_ARG(opts->dir && opts->name, "tg_jit_export: opts->dir and opts->name must not be NULL");
     TinyJit::ExportOptions o;
     o.dir = opts->dir, o.name = opts->name, o.target = opts->target ? opts->target : "native";
+    if (opts->struct_size >= offsetof(tg_export_options, threads) + sizeof(int)) o.threads = opts->threads;
     guard.jit->jit.export_c(o);
   });
 }

@@ -91,7 +91,21 @@ Normalized normalize(const std::vector<UOpRef>& roots) {
     if (!u->sym().empty() && (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)) {
       // a Variable dim's size becomes the Variable's largest value, so the graph is the same for every binding
       auto largest = [](const UOp* v, int64_t) { return v->argv<VarArg>().vmax; };
-      to[u.get()] = UOp::make(u->op, u->dtype, std::move(src), sym_arg(u.get(), largest), u->tag);
+      std::vector<int64_t> arg = sym_arg(u.get(), largest);
+      if (u->op == Ops::SHRINK) {
+        // a Variable whose range passes the dim it shrinks ((3,7)[:, :i], i in [1,10]): the view takes the whole dim and
+        // is padded to the largest size, so every binding lays its buffer out the same; the kernels loop only to i
+        const Shape& in = src[0]->shape();
+        std::vector<int64_t> cut = arg, pad(arg.size(), 0);
+        bool over = false;
+        for (size_t i = 0; i < in.size(); i++)
+          if (arg[2 * i + 1] > in[i]) cut[2 * i + 1] = in[i], pad[2 * i + 1] = arg[2 * i + 1] - in[i], over = true;
+        if (over) {
+          to[u.get()] = UOp::make(Ops::PAD, u->dtype, {UOp::make(u->op, u->dtype, std::move(src), std::move(cut), u->tag)}, std::move(pad));
+          continue;
+        }
+      }
+      to[u.get()] = UOp::make(u->op, u->dtype, std::move(src), std::move(arg), u->tag);
       continue;
     }
     if (assign_arg(u.get())) {

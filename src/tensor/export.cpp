@@ -1,7 +1,8 @@
 // TinyJit::export_c: a captured JIT as C a device compiles with nothing but its C compiler and libm. Every kernel is
-// rendered again by the C renderer for the export's target (its vector width, no threads), in one file with an entry
-// point that calls them in the captured order; the weights (buffers no kernel writes) become const arrays in a second
-// file, and the intermediates live in an arena the caller provides, laid out as the memory planner shared them.
+// rendered again by the C renderer for the export's target (its vector width; THREAD's split only when `threads` asks),
+// in one file with an entry point that calls them in the captured order; the weights (buffers no kernel writes) become
+// const arrays in a second file, and the intermediates live in an arena the caller provides, laid out as the memory
+// planner shared them.
 #include <algorithm>
 #include <cerrno>
 #include <cctype>
@@ -22,6 +23,7 @@ namespace tg {
 namespace {
 
 constexpr size_t kArenaAlign = 64;
+constexpr int kMaxExportThreads = 256;
 
 // the C type a buffer of `d` holds (16-bit floats as their bits, as the C renderer stores them)
 std::string c_storage(DType d) {
@@ -90,6 +92,49 @@ Shape max_shape(Shape s, const std::vector<const UOp*>& sym) {
   return s;
 }
 
+// The pool a THREAD export runs its kernels on: the caller is core 0, workers 1..W the rest. A worker spins a while on
+// the kernel counter, then sleeps on a condition variable, so back-to-back kernels start without a syscall and an idle
+// program uses no CPU. GCC/Clang __atomic builtins order the hand-off; pthreads is the only dependency.
+std::string pool_source(const std::string& N, int64_t cores) {
+  std::string P = N + "_pool";
+  std::string s = "\n/* the worker pool (THREADS-1 workers, started by the first run) */\n";
+  s += "typedef void (*" + N + "_task_fn)(const " + N + "_inputs*, " + N + "_outputs*, unsigned char*, long long);\n";
+  s += "static struct {\n  pthread_mutex_t run, mu;\n  pthread_cond_t go, done;\n  " + N +
+       "_task_fn fn;\n  const " + N + "_inputs* in;\n  " + N +
+       "_outputs* out;\n  unsigned char* a;\n  long long n;    /* cores of the current kernel */\n"
+       "  unsigned gen;    /* one more for every kernel handed out */\n  int left;       /* workers still in it */\n"
+       "  int workers;    /* started */\n} " + P + " = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,\n"
+       "                  PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0};\n";
+  s += "static pthread_once_t " + N + "_once = PTHREAD_ONCE_INIT;\n#define " + N + "_SPIN 20000\n";
+  s += "static void* " + N + "_worker(void* arg) {\n"
+       "  long long core = (long long)(intptr_t)arg;\n  unsigned seen = 0;\n  for (;;) {\n    unsigned g;\n    int spin = 0;\n"
+       "    while ((g = __atomic_load_n(&" + P + ".gen, __ATOMIC_ACQUIRE)) == seen && spin < " + N + "_SPIN) spin++;\n"
+       "    if (g == seen) {\n      pthread_mutex_lock(&" + P + ".mu);\n"
+       "      while ((g = __atomic_load_n(&" + P + ".gen, __ATOMIC_ACQUIRE)) == seen) pthread_cond_wait(&" + P + ".go, &" + P + ".mu);\n"
+       "      pthread_mutex_unlock(&" + P + ".mu);\n    }\n    seen = g;\n"
+       "    if (core < " + P + ".n) " + P + ".fn(" + P + ".in, " + P + ".out, " + P + ".a, core);\n"
+       "    if (__atomic_sub_fetch(&" + P + ".left, 1, __ATOMIC_ACQ_REL) == 0) {\n      pthread_mutex_lock(&" + P + ".mu);\n"
+       "      pthread_cond_signal(&" + P + ".done);\n      pthread_mutex_unlock(&" + P + ".mu);\n    }\n  }\n  return 0;\n}\n";
+  s += strformat("static void %s_start_once(void) {\n  int w;\n  for (w = 1; w < %lld; w++) {\n    pthread_t t;\n    pthread_attr_t at;\n"
+                 "    if (pthread_attr_init(&at)) break;\n    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);\n"
+                 "    if (pthread_create(&t, &at, %s_worker, (void*)(intptr_t)w)) w = %lld; /* fewer workers: the caller runs their cores */\n"
+                 "    else %s.workers++;\n    pthread_attr_destroy(&at);\n  }\n}\n",
+                 N.c_str(), (long long)cores, N.c_str(), (long long)cores, P.c_str());
+  s += "void " + N + "_start(void) { pthread_once(&" + N + "_once, " + N + "_start_once); }\n";
+  s += "static void " + N + "_parallel(" + N + "_task_fn fn, const " + N + "_inputs* in, " + N + "_outputs* out, unsigned char* a, long long n) {\n"
+       "  long long c;\n  int spin = 0, w = " + P + ".workers;\n"
+       "  if (w == 0) {\n    for (c = 0; c < n; c++) fn(in, out, a, c);\n    return;\n  }\n"
+       "  " + P + ".fn = fn, " + P + ".in = in, " + P + ".out = out, " + P + ".a = a, " + P + ".n = n;\n"
+       "  __atomic_store_n(&" + P + ".left, w, __ATOMIC_RELAXED);\n  pthread_mutex_lock(&" + P + ".mu);\n"
+       "  __atomic_add_fetch(&" + P + ".gen, 1u, __ATOMIC_RELEASE);\n  pthread_cond_broadcast(&" + P + ".go);\n"
+       "  pthread_mutex_unlock(&" + P + ".mu);\n  fn(in, out, a, 0);\n  for (c = w + 1; c < n; c++) fn(in, out, a, c);\n"
+       "  while (__atomic_load_n(&" + P + ".left, __ATOMIC_ACQUIRE) != 0 && spin < " + N + "_SPIN) spin++;\n"
+       "  if (__atomic_load_n(&" + P + ".left, __ATOMIC_ACQUIRE) != 0) {\n    pthread_mutex_lock(&" + P + ".mu);\n"
+       "    while (__atomic_load_n(&" + P + ".left, __ATOMIC_ACQUIRE) != 0) pthread_cond_wait(&" + P + ".done, &" + P + ".mu);\n"
+       "    pthread_mutex_unlock(&" + P + ".mu);\n  }\n}\n\n";
+  return s;
+}
+
 }  // namespace
 
 TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
@@ -101,6 +146,8 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   TG_CHECK(c_identifier(o.name), TG_ERROR_INVALID_ARGUMENT,
            "export: the name '" + o.name.substr(0, 80) + "' is not a C identifier of at most 64 characters");
   TG_CHECK(!o.dir.empty(), TG_ERROR_INVALID_ARGUMENT, "export: no directory given");
+  TG_CHECK(o.threads >= 0 && o.threads <= kMaxExportThreads, TG_ERROR_INVALID_ARGUMENT,
+           strformat("export: threads=%d; 0 or 1 for none, at most %d", o.threads, kMaxExportThreads));
   TG_CHECK(cnt_ >= 2, TG_ERROR_INVALID_ARGUMENT, "export: the JIT has not captured yet (call it twice: a warm-up, then the capture)");
   // the Variables the inputs' dims are bound to: fields of NAME_inputs, passed to the kernels that take them
   std::map<std::string, VarArg> vars;
@@ -178,8 +225,8 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
 
   // the kernels, rendered for the target: each distinct program once, as a static function
   Target t = get_device("CPU:CLANG").renderer().target();
-  t.has_threads = false;
-  t.global_max = {1, 0, 0};
+  t.has_threads = o.threads > 1;  // THREAD splits a kernel as the library does for that many cores
+  t.global_max = {std::max(o.threads, 1), 0, 0};
   if (vbytes > 0) t.vector_bytes = int(vbytes);
   if (vbytes < 0) vbytes = t.vector_bytes;
   CStyleRenderer ren(t, Dialect::C, vbytes > 0);
@@ -188,13 +235,16 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   std::string kernels;
   std::unordered_map<const CompiledRunner*, std::string> fn_of;
   std::unordered_map<const CompiledRunner*, UOps> var_order;  // the rendered kernel's variable parameters, in order
+  std::unordered_map<const CompiledRunner*, int64_t> cores_of;  // THREAD: how many core_id values it runs for
   for (auto& e : items_) {
     if (fn_of.count(e.prg.get())) continue;
     LinearProgram lp;
     get_program(e.prg->ast, e.prg->name, ren, nullptr, &lp);
     for (auto& v : lp.vars)
-      TG_CHECK(vars.count(v->argv<VarArg>().name), TG_ERROR_INTERNAL, "export: kernel " + lp.name + " takes " + v->argv<VarArg>().name);
+      TG_CHECK(vars.count(v->argv<VarArg>().name) || (v->argv<VarArg>().name == "core_id" && lp.threads > 1), TG_ERROR_INTERNAL,
+               "export: kernel " + lp.name + " takes " + v->argv<VarArg>().name);
     var_order[e.prg.get()] = lp.vars;
+    cores_of[e.prg.get()] = lp.threads;
     CSourceParts parts = ren.render_parts(lp);
     std::string fn = strformat("k%zu_%s", fn_of.size(), lp.name.c_str()), decl = "void " + lp.name + "(";
     TG_CHECK(parts.kernel.rfind(decl, 0) == 0, TG_ERROR_INTERNAL, "export: unexpected kernel text for " + lp.name);
@@ -219,6 +269,12 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   h += "#ifndef " + guard + "\n#define " + guard + "\n#include <stdint.h>\n\n";
   h += strformat("#define %s_ARENA_BYTES %zu\n#define %s_ARENA_ALIGN %zu\n#define %s_WEIGHT_BYTES %zu\n", N.c_str(), arena, N.c_str(), kArenaAlign,
                  N.c_str(), weight_bytes);
+  int64_t most_cores = 1;
+  for (auto& [k, n] : cores_of) most_cores = std::max(most_cores, n);
+  bool pool = most_cores > 1;
+  h += strformat("#define %s_THREADS %lld /* %s */\n", N.c_str(), (long long)most_cores,
+                 pool ? "the caller and THREADS-1 pthreads the first run starts; runs are serialized; link with -pthread"
+                      : "the caller's thread only");
   std::string in_fields, out_fields;
   for (size_t i = 0; i < in_specs_.size(); i++) {
     const InputSpec& s = in_specs_[i];
@@ -237,11 +293,16 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
     in_fields += strformat("  int64_t %s; /* a Variable: %lld..%lld */\n", nm.c_str(), (long long)a.vmin, (long long)a.vmax);
   h += "\ntypedef struct {\n" + (in_fields.empty() ? std::string("  char unused;\n") : in_fields) + "} " + N + "_inputs;\n";
   h += "typedef struct {\n" + out_fields + "} " + N + "_outputs;\n\n";
-  h += "/* 0 on success, -1 when an argument is NULL (or a Variable out of its range) */\n";
-  h += "int " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena);\n\n#endif\n";
+  h += pool ? "/* 0 on success, -1 when an argument is NULL (or a Variable out of its range). Thread-safe: concurrent calls take turns. */\n"
+              : "/* 0 on success, -1 when an argument is NULL (or a Variable out of its range) */\n";
+  h += "int " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena);\n";
+  if (pool) h += "/* starts the worker threads (the first run does it otherwise; pthread_create may allocate) */\nvoid " + N + "_start(void);\n";
+  h += "\n#endif\n";
 
   // NAME.c: the prelude, the kernels, the entry point
-  std::string c = "/* " + N + ".c: exported by libtinygrad (tg_jit_export), target " + target_note + ". */\n" + head + "#include \"" + N + ".h\"\n";
+  std::string c = "/* " + N + ".c: exported by libtinygrad (tg_jit_export), target " + target_note + ". */\n";
+  if (pool) c += "#define _POSIX_C_SOURCE 200809L\n#include <pthread.h>\n";
+  c += head + "#include \"" + N + ".h\"\n";
   for (auto& [k, v] : typedefs) c += v + "\n";
   for (auto& [k, v] : helpers) c += v;
   // an array's declaration: ISO C has no zero-length arrays, so an empty buffer is one element no kernel reads
@@ -251,14 +312,10 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   for (size_t i = 0; i < weights.size(); i++) c += "extern const " + array_decl(weights[i], 'w', i) + ";\n";
   for (size_t i = 0; i < states.size(); i++) c += "extern " + array_decl(states[i], 's', i) + ";\n";
   c += kernels;
-  c += "int " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena) {\n";
-  c += "  unsigned char* a = (unsigned char*)arena;\n";
-  c += arena ? "  if (!in || !out || !a) return -1;\n" : "  (void)a;\n  if (!in || !out) return -1;\n";
-  for (auto& [nm, a] : vars)
-    c += strformat("  if (in->%s < %lldLL || in->%s > %lldLL) return -1;\n", nm.c_str(), (long long)a.vmin, nm.c_str(), (long long)a.vmax);
-  if (in_specs_.empty()) c += "  (void)in;\n";
-  for (auto& e : items_) {
-    std::string call = "  " + fn_of.at(e.prg.get()) + "(";
+  std::string tasks;  // THREAD kernels: one function per call, run for each core_id by the pool
+  std::string body;
+  auto arg_list = [&](const ExecItem& e, const std::string& core) {
+    std::string call;
     for (size_t j = 0; j < e.bufs.size(); j++) {
       const Slot& s = slots.at(e.bufs[j].get());
       std::string p;
@@ -271,9 +328,31 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
       }
       call += (j ? ", " : "") + p;
     }
-    for (auto& v : var_order.at(e.prg.get())) call += ", in->" + v->argv<VarArg>().name;
-    c += call + ");\n";
+    for (auto& v : var_order.at(e.prg.get())) call += ", " + (v->argv<VarArg>().name == "core_id" ? core : "in->" + v->argv<VarArg>().name);
+    return call;
+  };
+  for (size_t i = 0; i < items_.size(); i++) {
+    const ExecItem& e = items_[i];
+    const std::string& fn = fn_of.at(e.prg.get());
+    if (int64_t n = cores_of.at(e.prg.get()); n > 1) {
+      std::string task = strformat("%s_task%zu", N.c_str(), i);
+      tasks += "static void " + task + "(const " + N + "_inputs* in, " + N + "_outputs* out, unsigned char* a, long long core) {\n  (void)in, (void)out, (void)a;\n  " + fn +
+               "(" + arg_list(e, "core") + ");\n}\n";
+      body += strformat("  %s_parallel(%s, in, out, a, %lld);\n", N.c_str(), task.c_str(), (long long)n);
+    } else {
+      body += "  " + fn + "(" + arg_list(e, "0") + ");\n";
+    }
   }
+  if (pool) c += pool_source(N, most_cores) + tasks;
+  c += "int " + N + "_run(const " + N + "_inputs* in, " + N + "_outputs* out, void* arena) {\n";
+  c += "  unsigned char* a = (unsigned char*)arena;\n";
+  c += arena ? "  if (!in || !out || !a) return -1;\n" : "  (void)a;\n  if (!in || !out) return -1;\n";
+  for (auto& [nm, a] : vars)
+    c += strformat("  if (in->%s < %lldLL || in->%s > %lldLL) return -1;\n", nm.c_str(), (long long)a.vmin, nm.c_str(), (long long)a.vmax);
+  if (in_specs_.empty()) c += "  (void)in;\n";
+  if (pool) c += "  " + N + "_start();\n  pthread_mutex_lock(&" + N + "_pool.run);\n";
+  c += body;
+  if (pool) c += "  pthread_mutex_unlock(&" + N + "_pool.run);\n";
   c += "  return 0;\n}\n";
 
   // NAME_weights.c: every weight's values, read from the device now

@@ -186,6 +186,13 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
       held.push_back(prepare_inputs({t})[0]);
       in = &held.back(), b = input_buffer(held.back());
     }
+    if (in == &t && buffer_of(b)->size() != s.buffer_size && !t.uop()->sym().empty()) {
+      // a Variable view of a buffer of another size than captured ((3,7)[:, :i] after (3,10)[:, :i]): copied to the
+      // layout realize gives it, the Variable's largest size
+      held.push_back(Tensor(UOp::make(Ops::CONTIGUOUS, t.dtype(), {t.uop()}), t.device()));
+      held.back().realize();
+      in = &held.back(), b = input_buffer(held.back());
+    }
     if (written_.count(buffer_of(b)->ptr())) {  // a kernel would overwrite it while others read it: replay from a copy
       held.push_back(Tensor(UOp::make(Ops::CONTIGUOUS, t.dtype(), {in->uop()}), t.device()));
       held.back().realize();

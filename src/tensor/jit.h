@@ -47,6 +47,7 @@ class TinyJit {
   // The capture as one dependency-free C file (tensor/export.cpp, docs/export.md): `dir`/NAME.c, NAME.h, NAME_weights.c
   struct ExportOptions {
     std::string dir, name, target = "native";  // target: generic, native, x86-64-v3, x86-64-v4, aarch64, armv7
+    int threads = 0;  // >1: kernels split as THREAD does for that many cores, run on a pthread pool in the generated code
   };
   struct ExportInfo {
     size_t arena_bytes = 0, weight_bytes = 0, kernels = 0;

@@ -28,22 +28,30 @@ Tensor Tensor::unflatten(int64_t dim, Shape sizes) const {
 Tensor Tensor::squeeze(std::optional<int64_t> dim) const {
   Shape s;
   if (!dim) {
-    for (auto x : shape())
-      if (x != 1) s.push_back(x);
-    return reshape(s);
+    // a Variable dim bound to 1 is kept: at another binding it isn't 1
+    const auto& sym = uop()->sym();
+    std::vector<const UOp*> keep;
+    for (size_t i = 0; i < shape().size(); i++)
+      if (shape()[i] != 1 || (!sym.empty() && sym[i])) s.push_back(shape()[i]), keep.push_back(sym.empty() ? nullptr : sym[i]);
+    return sym.empty() ? reshape(s) : reshape(s, keep);
   }
   int64_t d = resolve_axis(*dim, "squeeze");
-  if (ndim() == 0 || shape()[size_t(d)] != 1) return *this;
+  if (ndim() == 0 || shape()[size_t(d)] != 1 || (!uop()->sym().empty() && uop()->sym()[size_t(d)])) return *this;
   s = shape();
   s.erase(s.begin() + d);
-  return reshape(s);
+  std::vector<const UOp*> sym = uop()->sym();
+  if (!sym.empty()) sym.erase(sym.begin() + d);
+  return reshape(s, sym);
 }
 Tensor Tensor::unsqueeze(int64_t dim) const {
   int64_t n = ndim() + 1;
   TG_CHECK(dim >= -n && dim < n, TG_ERROR_SHAPE, strformat("unsqueeze: dim %lld is out of range for shape %s", (long long)dim, shape_str(shape()).c_str()));
   Shape s = shape();
-  s.insert(s.begin() + (dim < 0 ? dim + n : dim), 1);
-  return reshape(s);
+  int64_t at = dim < 0 ? dim + n : dim;
+  s.insert(s.begin() + at, 1);
+  std::vector<const UOp*> sym = uop()->sym();
+  if (!sym.empty()) sym.insert(sym.begin() + at, nullptr);
+  return reshape(s, sym);
 }
 // (s0, s1) repeated (r0, r1): view as (1, s0, 1, s1), expand to (r0, s0, r1, s1), merge pairs
 Tensor Tensor::repeat(std::vector<int64_t> reps) const {

@@ -327,6 +327,22 @@ Tensor Tensor::reshape(Shape s) const {
            "reshape: " + shape_str(shape()) + " to " + shape_str(s) + " would merge or split a Variable dimension");
   return r;
 }
+Tensor Tensor::reshape(Shape s, const std::vector<const UOp*>& sym) const {
+  Tensor r = reshape(s);
+  const auto& in = uop()->sym();
+  if (in.empty() || r.uop()->sym() == sym || r.uop() == uop()) return r;
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < sym.size() && i < s.size(); i++)
+    if (sym[i]) dims.push_back(int64_t(i));
+  // the wanted Variable dims must be the source's, in order, each at its size
+  std::vector<size_t> from;
+  for (size_t i = 0; i < in.size(); i++)
+    if (in[i]) from.push_back(i);
+  bool ok = from.size() == dims.size() && sym.size() == s.size();
+  for (size_t k = 0; ok && k < dims.size(); k++) ok = in[from[k]] == sym[size_t(dims[k])] && shape()[from[k]] == s[size_t(dims[k])];
+  TG_CHECK(ok, TG_ERROR_UNSUPPORTED, "reshape: " + sym_shape_str(*this) + " to " + sym_shape_str(s, sym) + " would merge or split a Variable dimension");
+  return Tensor(UOp::make(Ops::RESHAPE, dtype(), {uop()}, std::vector<int64_t>(s), dims), device());
+}
 Tensor Tensor::permute(std::vector<int64_t> order) const {
   TG_CHECK(int64_t(order.size()) == ndim(), TG_ERROR_SHAPE, "permute: order " + shape_str(order) + " doesn't match shape " + shape_str(shape()));
   std::vector<bool> seen(order.size());
@@ -408,11 +424,13 @@ Tensor Tensor::shrink_var(int64_t dim, const UOpRef& var, int64_t value) const {
   TG_CHECK(var && var->op == Ops::DEFINE_VAR, TG_ERROR_INVALID_ARGUMENT, "shrink_var: needs a plain Variable");
   auto& v = var->argv<VarArg>();
   TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "shrink_var: a 0-d tensor has no dim to bind");
-  TG_CHECK(v.vmin >= 1 && v.vmax <= shape()[size_t(d)], TG_ERROR_SHAPE,
-           strformat("shrink_var: Variable '%s' in [%lld, %lld] must lie in [1, %lld], the size of dim %lld", v.name.c_str(), (long long)v.vmin,
-                     (long long)v.vmax, (long long)shape()[size_t(d)], (long long)d));
+  // as tinygrad, the range may pass the dim (a buffer laid out for the largest size is padded to it); the value may not
+  TG_CHECK(v.vmin >= 1, TG_ERROR_SHAPE, strformat("shrink_var: Variable '%s' in [%lld, %lld] can be 0; a dim it binds must be >= 1", v.name.c_str(),
+                                                  (long long)v.vmin, (long long)v.vmax));
   TG_CHECK(value >= v.vmin && value <= v.vmax, TG_ERROR_INVALID_ARGUMENT,
            strformat("shrink_var: %lld is outside Variable '%s''s range [%lld, %lld]", (long long)value, v.name.c_str(), (long long)v.vmin, (long long)v.vmax));
+  TG_CHECK(value <= shape()[size_t(d)], TG_ERROR_SHAPE,
+           strformat("shrink_var: %s=%lld is more than %lld, the size of dim %lld", v.name.c_str(), (long long)value, (long long)shape()[size_t(d)], (long long)d));
   check_sym_fixed(*this, size_t(d), true, "shrink_var");
   std::vector<int64_t> arg;
   for (int64_t i = 0; i < ndim(); i++) arg.push_back(0), arg.push_back(i == d ? value : shape()[size_t(i)]);
@@ -447,7 +465,13 @@ Tensor Tensor::matmul(const Tensor& w) const {
   Shape xs(shape().begin(), shape().end() - 1), ws(w.shape().begin(), w.shape().end() - std::min<int64_t>(n2, 2));
   xs.insert(xs.end(), size_t(ones), 1), xs.push_back(shape().back());
   ws.insert(ws.end(), size_t(ones), 1), ws.insert(ws.end(), w.shape().end() - std::min<int64_t>(n2, 2), w.shape().end());
-  Tensor x = reshape(xs), ww = w.reshape(ws).transpose(-1, -std::min<int64_t>(n2, 2));
+  // a contracted dim bound to a Variable whose value is 1 beside the inserted 1s: say where it goes
+  auto with_ones = [&](const Tensor& t, size_t at) {
+    std::vector<const UOp*> s = t.uop()->sym();
+    if (!s.empty()) s.insert(s.begin() + int64_t(at), size_t(ones), nullptr);
+    return s;
+  };
+  Tensor x = reshape(xs, with_ones(*this, size_t(n1 - 1))), ww = w.reshape(ws, with_ones(w, size_t(n2 - std::min<int64_t>(n2, 2)))).transpose(-1, -std::min<int64_t>(n2, 2));
   return x.mul(ww).sum({-1}).cast(least_upper_dtype(dtype(), w.dtype()));
 }
 

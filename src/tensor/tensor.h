@@ -194,6 +194,7 @@ class Tensor {
 
   // movement: views, no copies
   Tensor reshape(Shape shape) const;
+  Tensor reshape(Shape shape, const std::vector<const UOp*>& sym) const;  // sym: the Variable of each output dim, where sizes alone are ambiguous
   Tensor permute(std::vector<int64_t> order) const;
   Tensor expand(Shape shape) const;
   Tensor expand(Shape shape, const std::vector<const UOp*>& sym) const;  // sym: per dim the Variable a dim expanded from 1 binds to

@@ -375,6 +375,15 @@ void UOp::compute_sym() {
     case Ops::RESHAPE: {
       const UOp* s = src[0].get();
       if (s->sym_.empty()) break;
+      // a tag names the output dims of the source's Variable dims, in order: a Variable bound to 1 beside other 1s is
+      // ambiguous by sizes alone ((3,i=1) -> (3,1,1))
+      if (auto* dims = std::get_if<std::vector<int64_t>>(&tag)) {
+        sym_.assign(n, nullptr);
+        size_t k = 0;
+        for (const UOp* v : s->sym_)
+          if (v && k < dims->size() && size_t((*dims)[k]) < n) sym_[size_t((*dims)[k++])] = v;
+        break;
+      }
       // blocks of dims whose products match; a Variable dim carries over when its block holds one dim that isn't 1 on each
       // side (or, bound to 1, one dim on each side)
       const Shape& in = s->shape_;

@@ -32,7 +32,7 @@ void* __wrap_realloc(void* p, size_t n) { if (tg_test_armed) abort(); return __r
 CROSS = {"aarch64": ("aarch64-linux-gnu-gcc", "qemu-aarch64", []), "armv7": ("arm-linux-gnueabihf-gcc", "qemu-arm", ["-mfpu=neon"])}
 
 
-def driver(name, ins, outs):
+def driver(name, ins, outs, threads=0):
   """main(): reads each input from argv files, runs NAME_run once with a static arena, writes each output to a file."""
   lines = ["#include <stdio.h>", "#include <stdint.h>", f'#include "{name}.h"', "extern int tg_test_armed;",
            f"static unsigned char arena[{name}_ARENA_BYTES + 1] __attribute__((aligned({name}_ARENA_ALIGN)));"]
@@ -44,6 +44,7 @@ def driver(name, ins, outs):
     lines += [f'  if (!(f = fopen(argv[{1 + i}], "rb")) || fread(in{i}, sizeof in{i}[0], {a.size}, f) != {a.size}) return 8;', "  fclose(f);",
               f"  in.in{i} = in{i};"]
   for i in range(len(outs)): lines.append(f"  out.out{i} = out{i};")
+  if threads > 1: lines.append(f"  {name}_start();")  # pthread_create may allocate: before the check is armed
   lines += ["  tg_test_armed = 1;", f"  if ({name}_run(&in, &out, arena) != 0) return 7;", "  tg_test_armed = 0;"]
   for i, a in enumerate(outs):
     lines += [f'  if (!(f = fopen(argv[{1 + len(ins) + i}], "wb")) || fwrite(out{i}, sizeof out{i}[0], {a.size}, f) != {a.size}) return 6;',
@@ -55,21 +56,22 @@ def ctype(dt):
   return {"float32": "float", "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t", "bool": "_Bool"}[np.dtype(dt).name]
 
 
-def run_exported(tmp, jit, name, target, ins, n_out):
+def run_exported(tmp, jit, name, target, ins, n_out, threads=0):
   """Export, build with the target's compiler, run (under qemu for ARM); the outputs as numpy arrays."""
-  d = tmp / f"{name}_{target}"
+  d = tmp / f"{name}_{target}_{threads}"
   d.mkdir()
-  sizes = jit.export(str(d), name, target)
+  sizes = jit.export(str(d), name, target, threads=threads)
+  pt = ["-pthread"] if threads > 1 else []
   h = (d / f"{name}.h").read_text()
   cc, runner, extra = CROSS.get(target, (HOST_CC, None, {"native": ["-march=native"]}.get(target, [])))
   res = jit(*[Tensor(a) for a in ins])
   ref = [o.numpy() for o in (res if isinstance(res, (tuple, list)) else [res])]
-  (d / "main.c").write_text(driver(name, ins, ref))
+  (d / "main.c").write_text(driver(name, ins, ref, threads))
   (d / "noalloc.c").write_text(NO_ALLOC)
   for src in (f"{name}.c", f"{name}_weights.c"):
-    r = subprocess.run([cc, *CFLAGS, *extra, "-c", src], cwd=d, capture_output=True, text=True)
+    r = subprocess.run([cc, *CFLAGS, *extra, *pt, "-c", src], cwd=d, capture_output=True, text=True)
     assert r.returncode == 0, f"{target}: {src} does not build as ISO C99 with -pedantic -Werror:\n{r.stderr[:3000]}"
-  link = [cc, "-O2", "main.c", "noalloc.c", f"{name}.o", f"{name}_weights.o", "-lm", "-o", "prog",
+  link = [cc, "-O2", *pt, "main.c", "noalloc.c", f"{name}.o", f"{name}_weights.o", "-lm", "-o", "prog",
           "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc"] + (["-static"] if runner else [])
   r = subprocess.run(link, cwd=d, capture_output=True, text=True)
   assert r.returncode == 0, r.stderr
@@ -225,7 +227,7 @@ def test_state_a_kernel_updates_in_place(tmp_path):
   ins = warm(f, [(3, 4)])
   outs, ref, _, _ = run_exported(tmp_path, f, "st", "generic", ins, 1)
   assert outs[0].tobytes() == ref[0].tobytes(), (outs[0], ref[0])
-  assert "\nfloat st_s0[4] = {" in (tmp_path / "st_generic" / "st_weights.c").read_text()
+  assert "\nfloat st_s0[4] = {" in (tmp_path / "st_generic_0" / "st_weights.c").read_text()
 
 
 def test_variable_batch_is_an_argument(tmp_path):
@@ -313,3 +315,75 @@ def test_weights_of_every_kind_and_an_int64_output(tmp_path):
   outs, ref, _, _ = run_exported(tmp_path, f, "lit", "generic", ins, 2)
   np.testing.assert_array_equal(outs[0], ref[0])
   assert outs[1].dtype == np.int64 and np.array_equal(outs[1], ref[1])
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads_split_kernels_on_a_pool(tmp_path, threads):
+  # threads > 1: the kernels THREAD splits run on the caller and threads-1 pthreads; the split only divides output
+  # rows among cores, so every element is computed as the single-threaded export computes it
+  f = cnn_jit()
+  ins = warm(f, [(6, 1, 28, 28)])
+  outs, ref, sizes, h = run_exported(tmp_path, f, "cnn", "native", ins, 2, threads=threads)
+  single, _, _, h1 = run_exported(tmp_path, f, "cnn", "native", ins, 2)
+  np.testing.assert_allclose(outs[0], ref[0], rtol=1e-5, atol=1e-5)
+  assert outs[0].tobytes() == single[0].tobytes() and np.array_equal(outs[1], ref[1])
+  assert sizes["threads"] == threads and f"#define cnn_THREADS {threads}" in h and "void cnn_start(void);" in h
+  c = (tmp_path / f"cnn_native_{threads}" / "cnn.c").read_text()
+  assert "cnn_parallel(" in c and "pthread_create" in c
+  assert "#define cnn_THREADS 1" in h1 and "pthread" not in (tmp_path / "cnn_native_0" / "cnn.c").read_text()
+  with pytest.raises(Exception, match="threads=-1"): f.export(str(tmp_path), "cnn", "native", threads=-1)
+
+
+def test_threads_under_tsan_from_two_callers(tmp_path):
+  # the pool's hand-off under ThreadSanitizer: two threads call cnn_run 25 times each (they take turns), every output
+  # equal to the library's
+  f = cnn_jit()
+  ins = warm(f, [(4, 1, 28, 28)])
+  d = tmp_path / "tsan"
+  d.mkdir()
+  f.export(str(d), "cnn", "native", threads=3)
+  ref = f(Tensor(ins[0]))[0].numpy()
+  ins[0].tofile(d / "in0.bin")
+  ref.tofile(d / "ref.bin")
+  (d / "main.c").write_text(f"""
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include "cnn.h"
+static float x[{ins[0].size}], want[{ref.size}];
+static void* caller(void* arg) {{
+  static _Alignas(64) unsigned char arenas[2][cnn_ARENA_BYTES + 1];
+  unsigned char* arena = arenas[(long)arg];
+  float logits[{ref.size}];
+  int32_t cls[{ref.shape[0]}], i;
+  cnn_inputs in;
+  cnn_outputs out;
+  in.in0 = x, out.out0 = logits, out.out1 = cls;
+  for (i = 0; i < 25; i++) {{
+    if (cnn_run(&in, &out, arena) != 0 || memcmp(logits, want, sizeof want) != 0) return (void*)1;
+  }}
+  return 0;
+}}
+int main(void) {{
+  pthread_t t[2];
+  void* r[2];
+  FILE* f = fopen("in0.bin", "rb");
+  if (!f || fread(x, sizeof x[0], {ins[0].size}, f) != {ins[0].size}) return 8;
+  fclose(f);
+  if (!(f = fopen("ref.bin", "rb")) || fread(want, sizeof want[0], {ref.size}, f) != {ref.size}) return 8;
+  fclose(f);
+  pthread_create(&t[0], 0, caller, (void*)0);
+  pthread_create(&t[1], 0, caller, (void*)1);
+  pthread_join(t[0], &r[0]);
+  pthread_join(t[1], &r[1]);
+  return r[0] || r[1] ? 3 : 0;
+}}
+""")
+  cc = shutil.which("clang") or HOST_CC
+  r = subprocess.run([cc, "-O1", "-g", "-fsanitize=thread", "-march=native", "-pthread", "main.c", "cnn.c", "cnn_weights.c", "-lm", "-o", "prog"],
+                     cwd=d, capture_output=True, text=True)
+  assert r.returncode == 0, r.stderr[:3000]
+  r = subprocess.run([str(d / "prog")], cwd=d, capture_output=True, text=True, timeout=300,
+                     env={**os.environ, "TSAN_OPTIONS": "halt_on_error=1 exitcode=66"})
+  assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[:3000]}"
+  assert "WARNING: ThreadSanitizer" not in r.stderr

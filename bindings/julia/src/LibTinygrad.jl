@@ -110,12 +110,13 @@ struct tg_index
   tensor::Ptr{Cvoid}
 end
 
-"""Export (docs/export.md): a captured JIT as C that needs only a C compiler and libm. Three files in `dir`: NAME.h (the I/O structs, element counts, NAME_ARENA_BYTES and NAME_WEIGHT_BYTES), NAME.c (every kernel, rendered again by the C renderer for `target`, and `int NAME_run(const NAME_inputs*, NAME_outputs*, void* arena)` calling them in the captured order; no allocation, no threads) and NAME_weights.c (the weights as const arrays of their element type, read now). Targets: "native" (NULL: this machine's vector width), "generic" (ISO C99, no vector extensions), "x86-64-v3", "x86-64-v4", "aarch64", "armv7" (GCC/clang vector extensions of that width)."""
+"""Export (docs/export.md): a captured JIT as C that needs only a C compiler and libm. Three files in `dir`: NAME.h (the I/O structs, element counts, NAME_ARENA_BYTES and NAME_WEIGHT_BYTES), NAME.c (every kernel, rendered again by the C renderer for `target`, and `int NAME_run(const NAME_inputs*, NAME_outputs*, void* arena)` calling them in the captured order; no allocation, no threads unless `threads` asks) and NAME_weights.c (the weights as const arrays of their element type, read now). Targets: "native" (NULL: this machine's vector width), "generic" (ISO C99, no vector extensions), "x86-64-v3", "x86-64-v4", "aarch64", "armv7" (GCC/clang vector extensions of that width)."""
 struct tg_export_options
   struct_size::Csize_t
   dir::Ptr{UInt8}
   name::Ptr{UInt8}
   target::Ptr{UInt8}
+  threads::Cint
 end
 
 """tinygrad's arguments of every optimizer class. Each constructor reads the fields its class takes (listed per field); every other field must keep the value tg_optimizer_options_default gives for that class (it is fixed there: SGD's tcoef is 0), else TG_ERROR_INVALID_ARGUMENT names it, so options filled for another class are caught. Flags are 0 or nonzero. Defaults (tinygrad's): lr   momentum weight_decay nesterov classic pre_wd tcoef b1 b2  eps  adam ns_steps ns_coefficients SGD   0.001 0    0      0    0    (1)  (0) Adam   0.001      (0)                     0.9 0.999 1e-8 (1) AdamW  0.001      0.01                    0.9 0.999 1e-8 (1) LARS   0.001 0.9   1e-4     0    1    1   0.001            0    (none) LAMB   0.001      0                      0.9 0.999 1e-6 0 Muon   0.001 0.95   0.1     1    (0)   (0)  (0)             5    3.4445, -4.775, 2.0315 (parenthesized: fixed by the class; blank: not used by it, 0)."""
@@ -779,14 +780,15 @@ bounds: ndim (start, end) pairs with 0 <= start <= end <= size.
 tg_tensor_shrink(t, bounds, npairs) = ccall((:tg_tensor_shrink, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t), t, bounds, npairs)
 """
 Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the
-Variable `var` (borrowed; a tg_expr_variable with 1 <= min <= max <= the dim's size) bound to `value` (min <=
-value <= max). Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the same
-Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax,
-permutes, and reshapes that keep the dim on its own. Graphs that differ only in the bound value schedule and
-compile once: the kernels take the value as an argument, and a tg_jit captured with such an input replays for
-any binding. tg_tensor_shape gives the bound value. A view that would change the dim's extent (pad, flip,
-shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of the same size in a
-broadcast is TG_ERROR_SHAPE.
+Variable `var` (borrowed; a tg_expr_variable with min >= 1) bound to `value` (min <= value <= max, value <=
+the dim's size; max may pass the dim, as tinygrad: the buffer such a view is copied to is padded to max). Ops
+over the result keep the dim symbolic: elementwise ops and broadcasting (against the same Variable or a 1),
+reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax, permutes, and
+reshapes that keep the dim on its own. Graphs that differ only in the bound value schedule and compile once:
+the kernels take the value as an argument, and a tg_jit captured with such an input replays for any binding.
+tg_tensor_shape gives the bound value. A view that would change the dim's extent (pad, flip, shrink it, a
+reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of the same size in a broadcast is
+TG_ERROR_SHAPE.
 """
 tg_tensor_shrink_var(t, axis, var, value) = ccall((:tg_tensor_shrink_var, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Int64), t, axis, var, value)
 """

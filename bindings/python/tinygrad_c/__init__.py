@@ -29,7 +29,7 @@ import numpy as np
 
 from . import _capi
 
-__all__ = ["Tensor", "Device", "GlobalCounters", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "DType", "dtypes",
+__all__ = ["Tensor", "Device", "GlobalCounters", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "JitError", "DType", "dtypes",
            "least_upper_dtype", "Expr", "Variable", "version",
            "version_number", "counters", "reset_counters", "library_path", "has_tensor_api", "TinyJit", "Plan", "plan",
            "Kernel", "MemoryPlan", "set_option", "get_option", "Context", "function", "getenv", "fetch"]
@@ -198,6 +198,19 @@ _ERROR_CLASSES = {"TG_ERROR_SHAPE": ShapeError, "TG_ERROR_INVALID_ARGUMENT": Inv
                   "TG_ERROR_OUT_OF_MEMORY": OutOfMemoryError}
 
 
+class JitError(TinygradError):
+  """tinygrad's JitError (tinygrad_c.engine.jit.JitError): a TinyJit call whose arguments don't match its capture (count,
+  shape, dtype, device). JitError(status, message) is also the status's class, so a shape mismatch is a ShapeError too."""
+  def __new__(cls, status: str = "TG_ERROR_INTERNAL", message: str = ""):
+    if cls is JitError: cls = _JIT_ERROR_CLASSES.get(status, JitError)
+    return Exception.__new__(cls, status, message)
+  def __reduce__(self): return (JitError, (self.status, self.message))
+
+
+_JIT_ERROR_CLASSES = {s: type("Jit" + c.__name__, (JitError, c), {"__module__": __name__, "__doc__": f"JitError and {c.__name__}."})
+                      for s, c in _ERROR_CLASSES.items()}
+
+
 def _raise_last(what: str):
   code = C.last_error()
   msg = (C.last_error_message() or b"").decode("utf-8", "replace")
@@ -230,6 +243,12 @@ def _i64(v, what: str = "value") -> int:
   """A Python int for an int64_t parameter; ctypes would silently wrap one that doesn't fit."""
   i = _index(v, what)
   if not _I64_MIN <= i <= _I64_MAX: raise OverflowError(f"{what} {i} doesn't fit in int64")
+  return i
+
+
+def _i32(v, what: str = "value") -> int:
+  i = _index(v, what)
+  if not -2**31 <= i < 2**31: raise OverflowError(f"{what} {i} doesn't fit in int32")
   return i
 
 
@@ -2599,6 +2618,11 @@ class TinyJit(_Owned):
       if call.exc is not None:
         C.clear_error()
         raise call.exc
+      msg = (C.last_error_message() or b"").decode("utf-8", "replace")
+      if msg.startswith("jit: "):  # the arguments don't match the capture
+        code = C.last_error()
+        C.clear_error()
+        raise JitError(C.status_name(code).decode(), msg)
       _raise_last("jit_call")
     outs = call.stash if n_out == 0 else [Tensor._wrap(out[i], "jit_call") for i in range(n_out)]
     if kind is None: return None
@@ -2623,17 +2647,18 @@ class TinyJit(_Owned):
     if self.call_count < 2: return None
     return Plan._wrap(_made(C.jit_plan(self._h), "jit_plan"))
 
-  def export(self, dir: str, name: str = "model", target: Optional[str] = None) -> Dict[str, int]:
+  def export(self, dir: str, name: str = "model", target: Optional[str] = None, threads: int = 0) -> Dict[str, int]:
     """Write the capture as C that needs only a C compiler and libm (tg_jit_export, docs/export.md): `dir`/NAME.c,
     NAME.h and NAME_weights.c, with `int NAME_run(const NAME_inputs*, NAME_outputs*, void* arena)`. target: "native"
-    (None), "generic" (ISO C99, no vectors), "x86-64-v3", "x86-64-v4", "aarch64", "armv7". Returns the sizes the header
-    states: arena_bytes and weight_bytes."""
+    (None), "generic" (ISO C99, no vectors), "x86-64-v3", "x86-64-v4", "aarch64", "armv7". threads > 1: kernels split
+    for that many cores, run on a pthread pool in the generated code. Returns the sizes the header states: arena_bytes,
+    weight_bytes and threads."""
     import os, re
     o = _capi.tg_export_options(struct_size=ctypes.sizeof(_capi.tg_export_options), dir=os.fsencode(dir), name=name.encode(),
-                                target=target.encode() if target is not None else None)
+                                target=target.encode() if target is not None else None, threads=_i32(threads, "threads"))
     _ok(C.jit_export(self._h, ctypes.byref(o)), "jit_export")
     with open(os.path.join(dir, name + ".h")) as f: h = f.read()
-    return {k: int(re.search(rf"#define {re.escape(name)}_{k.upper()} (\d+)", h).group(1)) for k in ("arena_bytes", "weight_bytes")}
+    return {k: int(re.search(rf"#define {re.escape(name)}_{k.upper()} (\d+)", h).group(1)) for k in ("arena_bytes", "weight_bytes", "threads")}
 
   def __repr__(self): return f"<TinyJit {getattr(self.fn, '__name__', self.fn)!r} calls={self.call_count}>"
 

@@ -88,6 +88,7 @@ class tg_export_options(ctypes.Structure):
     ('dir', ctypes.c_char_p),
     ('name', ctypes.c_char_p),
     ('target', ctypes.c_char_p),
+    ('threads', ctypes.c_int),
   ]
 
 

@@ -1,2 +1,2 @@
-"""`from tinygrad_c.engine.jit import TinyJit`, as tinygrad code imports it from tinygrad.engine.jit."""
-from .. import TinyJit  # noqa: F401
+"""`from tinygrad_c.engine.jit import TinyJit, JitError`, as tinygrad code imports them from tinygrad.engine.jit."""
+from .. import TinyJit, JitError  # noqa: F401

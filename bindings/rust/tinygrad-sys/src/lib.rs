@@ -193,10 +193,10 @@ impl Default for tg_index {
 /// Export (docs/export.md): a captured JIT as C that needs only a C compiler and libm. Three files in `dir`:
 /// NAME.h (the I/O structs, element counts, NAME_ARENA_BYTES and NAME_WEIGHT_BYTES), NAME.c (every kernel,
 /// rendered again by the C renderer for `target`, and `int NAME_run(const NAME_inputs*, NAME_outputs*, void*
-/// arena)` calling them in the captured order; no allocation, no threads) and NAME_weights.c (the weights as
-/// const arrays of their element type, read now). Targets: "native" (NULL: this machine's vector width),
-/// "generic" (ISO C99, no vector extensions), "x86-64-v3", "x86-64-v4", "aarch64", "armv7" (GCC/clang vector
-/// extensions of that width).
+/// arena)` calling them in the captured order; no allocation, no threads unless `threads` asks) and
+/// NAME_weights.c (the weights as const arrays of their element type, read now). Targets: "native" (NULL: this
+/// machine's vector width), "generic" (ISO C99, no vector extensions), "x86-64-v3", "x86-64-v4", "aarch64",
+/// "armv7" (GCC/clang vector extensions of that width).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct tg_export_options {
@@ -204,6 +204,7 @@ pub struct tg_export_options {
   pub dir: *const c_char,
   pub name: *const c_char,
   pub target: *const c_char,
+  pub threads: c_int,
 }
 impl Default for tg_export_options {
   /// Zeroed, with struct_size set to this header's size.
@@ -682,9 +683,10 @@ unsafe extern "C" {
   /// bounds: ndim (start, end) pairs with 0 <= start <= end <= size.
   pub fn tg_tensor_shrink(t: *mut tg_tensor, bounds: *const i64, npairs: usize) -> *mut tg_tensor;
   /// Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the
-  /// Variable `var` (borrowed; a tg_expr_variable with 1 <= min <= max <= the dim's size) bound to `value` (min
-  /// <= value <= max). Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the
-  /// same Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul,
+  /// Variable `var` (borrowed; a tg_expr_variable with min >= 1) bound to `value` (min <= value <= max, value
+  /// <= the dim's size; max may pass the dim, as tinygrad: the buffer such a view is copied to is padded to
+  /// max). Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the same
+  /// Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul,
   /// softmax, permutes, and reshapes that keep the dim on its own. Graphs that differ only in the bound value
   /// schedule and compile once: the kernels take the value as an argument, and a tg_jit captured with such an
   /// input replays for any binding. tg_tensor_shape gives the bound value. A view that would change the dim's

@@ -1184,14 +1184,15 @@ impl Tensor {
   }
 
   /// `tg_tensor_shrink_var`: Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end),
-  /// that dim's size being the Variable `var` (borrowed; a tg_expr_variable with 1 <= min <= max <= the dim's
-  /// size) bound to `value` (min <= value <= max). Ops over the result keep the dim symbolic: elementwise ops
-  /// and broadcasting (against the same Variable or a 1), reductions (over it too: a sum loops to the value, a
-  /// mean divides by it), matmul, softmax, permutes, and reshapes that keep the dim on its own. Graphs that
-  /// differ only in the bound value schedule and compile once: the kernels take the value as an argument, and a
-  /// tg_jit captured with such an input replays for any binding. tg_tensor_shape gives the bound value. A view
-  /// that would change the dim's extent (pad, flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED;
-  /// the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
+  /// that dim's size being the Variable `var` (borrowed; a tg_expr_variable with min >= 1) bound to `value`
+  /// (min <= value <= max, value <= the dim's size; max may pass the dim, as tinygrad: the buffer such a view
+  /// is copied to is padded to max). Ops over the result keep the dim symbolic: elementwise ops and
+  /// broadcasting (against the same Variable or a 1), reductions (over it too: a sum loops to the value, a mean
+  /// divides by it), matmul, softmax, permutes, and reshapes that keep the dim on its own. Graphs that differ
+  /// only in the bound value schedule and compile once: the kernels take the value as an argument, and a tg_jit
+  /// captured with such an input replays for any binding. tg_tensor_shape gives the bound value. A view that
+  /// would change the dim's extent (pad, flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the
+  /// dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
   pub fn shrink_var(&self, axis: i64, var: &Expr, value: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_shrink_var(self.as_ptr(), axis, var.as_ptr(), value)) }
   }
