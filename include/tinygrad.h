@@ -13,7 +13,7 @@
  *    (graph interning, the schedule, program, kernel-disk and BEAM caches, the device registry, the CPU worker pool,
  *    options, counters, handle bookkeeping) may be used from any number of threads at once. Per handle type:
  *    tg_tensor: one thread at a time per handle; distinct tensors from distinct threads, on any devices, also while
- *    they train (backward and optimizer steps on separate models run side by side). tg_expr: immutable, any thread.
+ *    they train (backward and optimizer steps on separate models run side by side). tg_expr, tg_uop: immutable, any thread.
  *    tg_jit: calls, reset and plan from any thread are serialized per JIT; a JIT may be released on one thread while
  *    others call it (a call that got in first finishes; later ones get TG_ERROR_INVALID_ARGUMENT); nesting: see
  *    tg_jit_create. tg_module, tg_optimizer (and its params during a step), tg_state, tg_plan: one thread at a time
@@ -127,6 +127,7 @@ typedef struct tg_tensor tg_tensor; /* a lazy tensor */
 typedef struct tg_expr tg_expr;     /* a symbolic integer expression (index arithmetic, shapes) */
 typedef struct tg_jit tg_jit;       /* a captured function (TinyJit) */
 typedef struct tg_plan tg_plan;     /* the kernels a realize runs, as data */
+typedef struct tg_uop tg_uop;       /* a read-only node of a graph: a tensor's, or a kernel's AST */
 typedef struct tg_module tg_module;       /* an nn module (a layer, or layers in sequence) holding its tensors */
 typedef struct tg_optimizer tg_optimizer; /* an optimizer over a set of parameter tensors */
 typedef struct tg_state tg_state;         /* an ordered set of named tensors: a state dict, a safetensors or GGUF file */
@@ -175,6 +176,44 @@ TG_API tg_status tg_expr_bounds(const tg_expr* e, int64_t* min, int64_t* max);
 TG_API tg_expr* tg_expr_retain(tg_expr* e);
 /* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_expr_release(tg_expr* e);
+
+/* ---- graphs in hand ---------------------------------------------------------------------------------------------- */
+/* Read-only handles on the engine's graph nodes (UOps), to inspect what a tensor is made of and what kernels it becomes,
+ * as tinygrad's Tensor.uop. A handle keeps its node and everything under it alive; nothing through it changes a graph.
+ * Nodes are hash-consed: two handles on equal nodes have the same tg_uop_id. Handles are immutable; any thread may use
+ * them. Text results go into buf (NUL-terminated, truncated to size) and return the full length, or -1 on error. */
+
+/* The node of `t`'s graph that is its value now (a BUFFER once realized, the lazy graph before). */
+TG_API tg_uop* tg_tensor_uop(const tg_tensor* t);
+/* The op's name ("ADD", "REDUCE_AXIS", "BUFFER", ...); static storage. NULL on error. */
+TG_API const char* tg_uop_op(const tg_uop* u);
+/* The dtype as the Python binding prints it ("float32", "int64", "float32.ptr(16)", "float32.vec(4)", "void"). @errors(-1) */
+TG_API int64_t tg_uop_dtype(const tg_uop* u, char* buf, size_t size);
+/* The arg as a Python literal ("None", "3", "2.5", "(0, 2)", "'name'", "('n', 1, 8)"). @errors(-1) */
+TG_API int64_t tg_uop_arg(const tg_uop* u, char* buf, size_t size);
+/* A numeric arg (a CONST's value, an int arg) as a double; TG_ERROR_INVALID_ARGUMENT when the arg is not one number. */
+TG_API tg_status tg_uop_arg_number(const tg_uop* u, double* out);
+/* The shape, for a node that has one: writes min(ndim, capacity) sizes, returns ndim; -1 for a node without a shape
+ * (kernel AST nodes, constants' sources) with TG_ERROR_INVALID_ARGUMENT. @errors(-1) @len(out=capacity) */
+TG_API int64_t tg_uop_shape(const tg_uop* u, int64_t* out, size_t capacity);
+/* The sources: writes new references to the first min(count, capacity) into out, returns the count. @errors(-1) */
+TG_API int64_t tg_uop_srcs(const tg_uop* u, tg_uop** out, size_t capacity);
+/* Every node under `u` and `u` itself, each once, sources before their users (tinygrad's toposort order): new
+ * references to the first min(count, capacity) into out; returns the count. @errors(-1) */
+TG_API int64_t tg_uop_toposort(const tg_uop* u, tg_uop** out, size_t capacity);
+/* The graph as tinygrad prints a UOp: UOp(Ops.ADD, dtypes.float32, arg=None, src=(...)), a node used twice named
+ * xN:= once and xN after. At most 10000 levels deep (TG_ERROR_UNSUPPORTED). @errors(-1) */
+TG_API int64_t tg_uop_print(const tg_uop* u, char* buf, size_t size);
+/* An identity: equal for handles on the same node, different otherwise; 0 on error. @errors(0) */
+TG_API uint64_t tg_uop_id(const tg_uop* u);
+/* The kernels realizing `tensors` would run, as their ASTs (SINKs of STOREs), in order; nothing is run or compiled.
+ * Writes new references to the first min(count, capacity) into out; returns the count (0: nothing to compute).
+ * @errors(-1) @len(tensors=n) */
+TG_API int64_t tg_tensor_schedule(tg_tensor* const* tensors, size_t n, tg_uop** out, size_t capacity);
+/* Another reference to the same node. */
+TG_API tg_uop* tg_uop_retain(tg_uop* u);
+/* Drops the caller's reference; NULL is a no-op. */
+TG_API void tg_uop_release(tg_uop* u);
 
 /* ---- tensors: creation ------------------------------------------------------------------------------------------ */
 /* `device` may be NULL for the default device ($DEV, else $DEVICE, else "CPU"). Devices: "CPU" (kernels compiled in the process

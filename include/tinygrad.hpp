@@ -171,6 +171,7 @@ using Pair = std::array<int64_t, 2>;  // (h, w) of convolutions and pools
 
 class Tensor;
 class Expr;
+class Uop;
 class Index;
 inline void realize(const std::vector<Tensor>& ts);
 
@@ -470,6 +471,9 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   inline Tensor rebind(const Expr& var, int64_t value) const;
   // the Variable each dim is bound to (an empty Expr for a plain dim)
   inline std::vector<Expr> shape_vars() const;
+  // the graph in hand: this tensor's node now, and the ASTs of the kernels realizing it (and `more`) would run
+  inline Uop uop() const;
+  inline std::vector<Uop> schedule(const std::vector<Tensor>& more = {}) const;
   Tensor flip(Ints axes) const { return op(tg_tensor_flip, axes.data(), axes.size()); }
   Tensor transpose(int64_t dim0 = 1, int64_t dim1 = 0) const { return op(tg_tensor_transpose, dim0, dim1); }
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const { return op(tg_tensor_flatten, start_dim, end_dim); }
@@ -841,6 +845,43 @@ inline std::vector<Expr> Tensor::shape_vars() const {
   std::vector<Expr> out;
   for (tg_expr* e : raw) out.push_back(Expr(e));  // adopts the reference (NULL: a plain dim)
   return out;
+}
+
+// ---- the graph in hand: read-only nodes ---------------------------------------------------------------------------------
+class Uop : public detail::Shared<tg_uop, tg_uop_retain, tg_uop_release> {
+  using Base = detail::Shared<tg_uop, tg_uop_retain, tg_uop_release>;
+  template <class F>
+  std::string text(F f) const {
+    std::string s(static_cast<size_t>(detail::check(f(p_, nullptr, 0), -1)), '\0');
+    detail::check(f(p_, s.data(), s.size() + 1), -1);
+    return s;
+  }
+  template <class F>
+  static std::vector<Uop> nodes(F f) {
+    std::vector<tg_uop*> raw(static_cast<size_t>(detail::check(f(nullptr, 0), -1)), nullptr);
+    if (!raw.empty()) detail::check(f(raw.data(), raw.size()), -1);
+    std::vector<Uop> out;
+    for (tg_uop* u : raw) out.push_back(Uop(u));  // adopts each reference
+    return out;
+  }
+  friend class Tensor;
+
+ public:
+  using Base::Base;
+  std::string op() const { return detail::check(tg_uop_op(p_)); }
+  std::string dtype() const { return text(tg_uop_dtype); }
+  std::string arg() const { return text(tg_uop_arg); }
+  std::string print() const { return text(tg_uop_print); }  // tinygrad's print(uop)
+  uint64_t id() const { return tg_uop_id(p_); }
+  bool operator==(const Uop& o) const { return id() == o.id(); }
+  std::vector<Uop> src() const { return nodes([&](tg_uop** o, size_t n) { return tg_uop_srcs(p_, o, n); }); }
+  std::vector<Uop> toposort() const { return nodes([&](tg_uop** o, size_t n) { return tg_uop_toposort(p_, o, n); }); }
+};
+inline Uop Tensor::uop() const { return Uop(detail::check(tg_tensor_uop(p_))); }
+inline std::vector<Uop> Tensor::schedule(const std::vector<Tensor>& more) const {
+  std::vector<tg_tensor*> ts{p_};
+  for (auto& t : more) ts.push_back(t.raw());
+  return Uop::nodes([&](tg_uop** o, size_t n) { return tg_tensor_schedule(ts.data(), ts.size(), o, n); });
 }
 
 // ---- nn: state dicts ---------------------------------------------------------------------------------------------------

@@ -39,6 +39,8 @@ SCALARS = {
     "const tg_tensor*": "f.tensor",
     "tg_expr*": "f.expr",
     "const tg_expr*": "f.expr",
+    "tg_uop*": "f.uop",
+    "const tg_uop*": "f.uop",
     "int64_t*": "f.out_i64",
     "double*": "f.out_f64",
     "const int64_t*": "f.in_i64",
@@ -72,7 +74,7 @@ NAMED = {("void*", "userdata"): "f.userdata",
                                                        "kernel_size", "num_features", "dim", "num_groups", "num_channels", "vocab_size",
                                                        "embed_size", "input_size", "hidden_size")}}
 # in a function that takes ownership of its handle (…_release), the handle is handed over instead of lent
-OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr", "tg_jit*": "f.owned_jit", "tg_plan*": "f.owned_plan", "tg_state*": "f.owned_state",
+OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr", "tg_uop*": "f.owned_uop", "tg_jit*": "f.owned_jit", "tg_plan*": "f.owned_plan", "tg_state*": "f.owned_state",
          "tg_optimizer*": "f.owned_optimizer", "tg_module*": "f.owned_module"}
 # pointer parameter(s) followed by their size_t count -> context generator (called with all the names)
 GROUPS = {
@@ -87,6 +89,7 @@ GROUPS = {
     ("const tg_index*",): "f.index_array",
     ("tg_tensor**",): "f.out_tensor_array",
     ("tg_expr**",): "f.out_expr_array",
+    ("tg_uop**",): "f.out_uop_array",
     ("tg_module* const*",): "f.module_array",
 }
 # a size_t right after a pointer is that pointer's count when its name says so
@@ -95,6 +98,8 @@ COUNT_NAME = re.compile(r"^(n|n[a-z_]+|size|capacity|count|len|length)$")
 RETURNS = {
     "tg_tensor*": "f.ret_tensor",
     "tg_expr*": "f.ret_expr",
+    "tg_uop*": "f.ret_uop",
+    "uint64_t": "f.ret_u64",
     "tg_jit*": "f.ret_jit",
     "tg_plan*": "f.ret_plan",
     "tg_state*": "f.ret_state",

@@ -78,7 +78,7 @@ constexpr uint64_t kDefaultCalls = 100000;
 constexpr uint64_t kRealizeEvery = 700;   // one call in this many goes to a realizing function
 constexpr uint64_t kResetEvery = 1000;    // fresh leaves this often
 constexpr int64_t kPoolMaxNumel = 4096;   // results larger than this are released at once
-constexpr size_t kPoolMax = 48, kExprPoolMax = 32, kJitPoolMax = 6, kPlanPoolMax = 8, kDeadMax = 64;
+constexpr size_t kPoolMax = 48, kExprPoolMax = 32, kUopPoolMax = 16, kJitPoolMax = 6, kPlanPoolMax = 8, kDeadMax = 64;
 constexpr int64_t I64MIN = std::numeric_limits<int64_t>::min(), I64MAX = std::numeric_limits<int64_t>::max();
 
 // ---- the current call's arguments, as recorded while they are built ---------------------------------------------------
@@ -495,6 +495,12 @@ struct FuzzCtx {
   tg_tensor** out_slots = nullptr;
   tg_expr** out_expr_slots = nullptr;
   tg_expr* handed_over_expr = nullptr;
+  // graph nodes (tg_uop), owned, with their dead ring, hand-over and out slots as expressions
+  std::vector<tg_uop*> uops;
+  std::vector<tg_uop*> dead_uops = std::vector<tg_uop*>(kDeadMax, nullptr);
+  size_t dead_uops_next = 0;
+  tg_uop** out_uop_slots = nullptr;
+  tg_uop* handed_over_uop = nullptr;
   // JITs and plans, owned, with the same dead rings and hand-over for their *_release as tensors and expressions
   std::vector<tg_jit*> jits;
   std::vector<tg_plan*> plans;
@@ -759,6 +765,32 @@ struct FuzzCtx {
     exprs.erase(exprs.begin() + long(i));
     handed_over_expr = e;
     return e;
+  }
+  tg_uop* uop(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (k < 5 || uops.empty()) return nullptr;
+    if (k < 10) return a.state = Arg::Garbage, a.p = garbage(), a.text = "garbage " + fmt_ptr(a.p), (tg_uop*)a.p;
+    if (k < 15) {
+      tg_uop* u = pick(dead_uops);
+      if (!u || std::count(uops.begin(), uops.end(), u)) return nullptr;
+      return a.state = Arg::Released, a.p = u, a.text = "released uop " + fmt_ptr(u), u;
+    }
+    tg_uop* u = pick(uops);
+    const char* op = tg_uop_op(u);
+    a.state = Arg::Live, a.p = u, a.text = "uop " + fmt_ptr(u) + " " + (op ? op : "?");
+    return u;
+  }
+  tg_uop* owned_uop(const char* name) {
+    uint64_t k = r(100);
+    Arg& a = rec(name, Arg::Handle, "NULL");
+    if (tg_uop* u; owned_not_live(a, k, uops, dead_uops, "uop", u)) return u;
+    size_t i = r(uops.size());
+    tg_uop* u = uops[i];
+    a.state = Arg::Live, a.p = u, a.text = "owned uop " + fmt_ptr(u);
+    uops.erase(uops.begin() + long(i));
+    handed_over_uop = u;
+    return u;
   }
   tg_jit_fn jit_fn(const char* name) {
     size_t k = size_t(r(kNumJitFns + 1));  // NULL as often as each function
@@ -1130,6 +1162,21 @@ struct FuzzCtx {
     return {p, n};
   }
 
+  // nodes the call writes as new references (tg_uop_srcs, tg_uop_toposort, tg_tensor_schedule): zeroed slots, a capacity
+  Arr<tg_uop**> out_uop_array(const char* name, const char* count_name) {
+    size_t n = pct(90) ? size_t(r(9)) : pick<size_t>({SIZE_MAX, size_t(1) << 40});
+    tg_uop** p = nullptr;
+    if (n <= 8 && !pct(10)) {
+      out_uop_slots = p = buffer<tg_uop*>(kOutSlots);
+      std::fill(p, p + kOutSlots, nullptr);
+      rec(name, Arg::Other, "tg_uop*[" + std::to_string(kOutSlots) + "]");
+    } else {
+      rec(name, Arg::Other, "NULL");
+    }
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {p, n};
+  }
+
   // ---- arrays with their counts ----
   // a count no array of `elem` bytes can have (so the library must refuse it without reading)
   static bool impossible(size_t n, size_t elem) { return n > (size_t(1) << 48) / elem; }
@@ -1457,6 +1504,16 @@ struct FuzzCtx {
           tg_clear_error();
         }
     }
+    if (out_uop_slots) {
+      tg_uop** outs = out_uop_slots;
+      out_uop_slots = nullptr;
+      for (size_t i = 0; i < kOutSlots; i++)
+        if (outs[i]) {
+          if (e != TG_OK) fail("wrote a node to out[" + std::to_string(i) + "] and failed");
+          ret_uop(outs[i]);
+          tg_clear_error();
+        }
+    }
     if (handed_dl) {  // a failed import leaves the DLManagedTensor to us, untouched
       if (e != TG_OK && !dl_forget(handed_dl)) fail("the DLPack deleter ran although the call failed");
       else if (e == TG_OK) dl_imported++;
@@ -1465,12 +1522,13 @@ struct FuzzCtx {
     if (g_dl_bad_deletes) fail("a DLPack deleter ran twice"), g_dl_bad_deletes = 0;
     if (handed_over && !std::count(pool.begin(), pool.end(), handed_over)) remember_dead(handed_over);
     if (handed_over_expr && !std::count(exprs.begin(), exprs.end(), handed_over_expr)) remember_dead(handed_over_expr);
+    if (handed_over_uop && !std::count(uops.begin(), uops.end(), handed_over_uop)) remember_dead(handed_over_uop);
     if (handed_over_jit && !std::count(jits.begin(), jits.end(), handed_over_jit)) remember_dead(handed_over_jit);
     if (handed_over_plan && !std::count(plans.begin(), plans.end(), handed_over_plan)) remember_dead(handed_over_plan);
     states.settle();
     modules.settle();
     optimizers.settle();
-    handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr;
+    handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr, handed_over_uop = nullptr;
   }
   void fail(const std::string& what) {
     if (nfailures++ < 30)
@@ -1549,6 +1607,30 @@ struct FuzzCtx {
       tg_expr_release(old);
       if (!std::count(exprs.begin(), exprs.end(), old)) remember_dead(old);
     } else exprs.push_back(e);
+  }
+  // a node: it names its op, prints (or is refused as too deep) and sorts with itself last
+  void ret_uop(tg_uop* u) {
+    if (!u) return expect_error("returned NULL");
+    expect_no_error("returned a node");
+    if (!tg_uop_op(u)) fail("tg_uop_op fails on the returned node");
+    if (tg_uop_id(u) == 0) fail("tg_uop_id is 0 for the returned node");
+    if (tg_uop_print(u, nullptr, 0) < 0 && tg_last_error() != TG_ERROR_UNSUPPORTED) fail("tg_uop_print fails on the returned node");
+    tg_clear_error();
+    if (uops.size() >= kUopPoolMax) {
+      size_t i = r(uops.size());
+      tg_uop* old = uops[i];
+      uops[i] = u;
+      tg_uop_release(old);
+      if (!std::count(uops.begin(), uops.end(), old)) remember_dead(old);
+    } else uops.push_back(u);
+  }
+  void ret_u64(uint64_t v) {  // tg_uop_id: 0 exactly when the handle is not live
+    const Arg* u = call.arg("u");
+    bool live = u && u->state == Arg::Live;
+    if (live && v == 0) fail("returned 0 for a live node");
+    if (!live && v != 0) fail("returned " + std::to_string(v) + " for a handle that is not live");
+    if (v) expect_no_error("returned an id");
+    else expect_error("returned 0");
   }
   void ret_status(tg_status s) {
     tg_status e = tg_last_error();
@@ -1813,6 +1895,7 @@ struct FuzzCtx {
     std::replace(recent.begin(), recent.end(), t, static_cast<tg_tensor*>(nullptr));
   }
   void remember_dead(tg_expr* e) { dead_exprs[dead_exprs_next++ % kDeadMax] = e; }
+  void remember_dead(tg_uop* u) { dead_uops[dead_uops_next++ % kDeadMax] = u; }
   void remember_dead(tg_jit* j) { dead_jits[dead_jits_next++ % kDeadMax] = j, jit_info.erase(j); }
   void remember_dead(tg_plan* p) { dead_plans[dead_plans_next++ % kDeadMax] = p, plan_info.erase(p); }
   // JITs hold no pooled tensor and outlive a reset (keep_jits), so one warmed up in one stretch of calls is captured or
@@ -1820,6 +1903,8 @@ struct FuzzCtx {
   void clear_pools(bool keep_jits = false) {
     for (auto* t : pool) tg_tensor_release(t), remember_dead(t);
     for (auto* e : exprs) tg_expr_release(e), remember_dead(e);
+    for (auto* u : uops) tg_uop_release(u), remember_dead(u);
+    uops.clear();
     for (auto* p : plans) tg_plan_release(p), remember_dead(p);
     optimizers.clear();
     modules.clear();

@@ -12,6 +12,17 @@ public sealed partial class Tensor : IDisposable, IHandle {
   /// <summary>True once disposed: any further use throws ObjectDisposedException.</summary>
   public bool IsDisposed => H.IsClosed;
 
+  /// <summary>Read-only handles on the engine's graph nodes (UOps), to inspect what a tensor is made of and what kernels
+  /// it becomes, as tinygrad's Tensor.uop. A handle keeps its node and everything under it alive; nothing through
+  /// it changes a graph. Nodes are hash-consed: two handles on equal nodes have the same tg_uop_id. Handles are
+  /// immutable; any thread may use them. Text results go into buf (NUL-terminated, truncated to size) and return
+  /// the full length, or -1 on error. The node of `t`'s graph that is its value now (a BUFFER once realized, the
+  /// lazy graph before). (tg_tensor_uop)
+  /// </summary>
+  public Uop Uop() {
+    return new Uop(Native.Check(Native.tg_tensor_uop(H)));
+  }
+
   /// <summary>Uninitialized storage of the given shape. (tg_tensor_empty)
   /// </summary>
   public static Tensor Empty(long[] shape, DType dtype, string device = null) {
@@ -1637,6 +1648,46 @@ public sealed partial class Plan : IDisposable, IHandle {
   }
 }
 
+/// <summary>A tg_uop reference. Dispose releases it; one never disposed is released by its handle's finalizer.
+/// </summary>
+public sealed partial class Uop : IDisposable, IHandle {
+  internal readonly UopHandle H;
+  internal Uop(UopHandle h) { H = h; }
+  System.Runtime.InteropServices.SafeHandle IHandle.Handle => H;
+  public void Dispose() => H.Dispose();
+  /// <summary>True once disposed: any further use throws ObjectDisposedException.</summary>
+  public bool IsDisposed => H.IsClosed;
+
+  /// <summary>The op's name ("ADD", "REDUCE_AXIS", "BUFFER", ...); static storage. NULL on error. (tg_uop_op)
+  /// </summary>
+  public string Op() {
+    return Native.Str(Native.tg_uop_op(H)) ?? throw Native.Fail();
+  }
+
+  /// <summary>A numeric arg (a CONST's value, an int arg) as a double; TG_ERROR_INVALID_ARGUMENT when the arg is not one
+  /// number. (tg_uop_arg_number)
+  /// </summary>
+  public double ArgNumber() {
+    double out_;
+    Native.Check(Native.tg_uop_arg_number(H, out out_));
+    return out_;
+  }
+
+  /// <summary>An identity: equal for handles on the same node, different otherwise; 0 on error. (tg_uop_id)
+  /// </summary>
+  public ulong Id() {
+    var r = Native.tg_uop_id(H);
+    if (r == 0) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>Another reference to the same node. (tg_uop_retain)
+  /// </summary>
+  public Uop Retain() {
+    return new Uop(Native.Check(Native.tg_uop_retain(H)));
+  }
+}
+
 /// <summary>A tg_module reference. Dispose releases it; one never disposed is released by its handle's finalizer.
 /// </summary>
 public sealed partial class Module : IDisposable, IHandle {
@@ -2279,12 +2330,20 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (28; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (36; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
 //   tg_expr_render: a `chars_out` parameter
 //   tg_expr_release: takes a reference (Dispose does it)
+//   tg_uop_dtype: a `chars_out` parameter
+//   tg_uop_arg: a `chars_out` parameter
+//   tg_uop_shape: a `array_out` parameter
+//   tg_uop_srcs: `out` holds as many references as the caller asks for
+//   tg_uop_toposort: `out` holds as many references as the caller asks for
+//   tg_uop_print: a `chars_out` parameter
+//   tg_tensor_schedule: `out` holds as many references as the caller asks for
+//   tg_uop_release: takes a reference (Dispose does it)
 //   tg_tensor_from_data: a `bytes_in` parameter
 //   tg_tensor_shape: a `array_out` parameter
 //   tg_tensor_shape_vars: `out` holds as many references as the caller asks for

@@ -231,6 +231,17 @@ public sealed class PlanHandle : SafeHandle {
   protected override bool ReleaseHandle() { Native.tg_plan_release(handle); return true; }
 }
 
+/// <summary>An owned tg_uop reference: released (tg_uop_release) by Dispose or, if never disposed, by the
+/// finalizer.</summary>
+public sealed class UopHandle : SafeHandle {
+  public UopHandle() : base(IntPtr.Zero, true) {}
+  internal UopHandle(IntPtr h) : base(IntPtr.Zero, true) { SetHandle(h); }
+  // passed for a NULL argument: invalid, so never released
+  internal static readonly UopHandle Null = new UopHandle();
+  public override bool IsInvalid => handle == IntPtr.Zero;
+  protected override bool ReleaseHandle() { Native.tg_uop_release(handle); return true; }
+}
+
 /// <summary>An owned tg_module reference: released (tg_module_release) by Dispose or, if never disposed, by the
 /// finalizer.</summary>
 public sealed class ModuleHandle : SafeHandle {
@@ -387,6 +398,71 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_expr_release(IntPtr e);
+
+  // ---- graphs in hand
+  /// <summary>Read-only handles on the engine's graph nodes (UOps), to inspect what a tensor is made of and what kernels
+  /// it becomes, as tinygrad's Tensor.uop. A handle keeps its node and everything under it alive; nothing through
+  /// it changes a graph. Nodes are hash-consed: two handles on equal nodes have the same tg_uop_id. Handles are
+  /// immutable; any thread may use them. Text results go into buf (NUL-terminated, truncated to size) and return
+  /// the full length, or -1 on error. The node of `t`'s graph that is its value now (a BUFFER once realized, the
+  /// lazy graph before).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern UopHandle tg_tensor_uop(TensorHandle t);
+  /// <summary>The op's name ("ADD", "REDUCE_AXIS", "BUFFER", ...); static storage. NULL on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern IntPtr tg_uop_op(UopHandle u);
+  /// <summary>The dtype as the Python binding prints it ("float32", "int64", "float32.ptr(16)", "float32.vec(4)", "void").
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_uop_dtype(UopHandle u, [Out] byte[] buf, UIntPtr size);
+  /// <summary>The arg as a Python literal ("None", "3", "2.5", "(0, 2)", "'name'", "('n', 1, 8)").
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_uop_arg(UopHandle u, [Out] byte[] buf, UIntPtr size);
+  /// <summary>A numeric arg (a CONST's value, an int arg) as a double; TG_ERROR_INVALID_ARGUMENT when the arg is not one
+  /// number.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_uop_arg_number(UopHandle u, out double @out);
+  /// <summary>The shape, for a node that has one: writes min(ndim, capacity) sizes, returns ndim; -1 for a node without a
+  /// shape (kernel AST nodes, constants' sources) with TG_ERROR_INVALID_ARGUMENT.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_uop_shape(UopHandle u, [Out] long[] @out, UIntPtr capacity);
+  /// <summary>The sources: writes new references to the first min(count, capacity) into out, returns the count.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_uop_srcs(UopHandle u, [Out] IntPtr[] @out, UIntPtr capacity);
+  /// <summary>Every node under `u` and `u` itself, each once, sources before their users (tinygrad's toposort order): new
+  /// references to the first min(count, capacity) into out; returns the count.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_uop_toposort(UopHandle u, [Out] IntPtr[] @out, UIntPtr capacity);
+  /// <summary>The graph as tinygrad prints a UOp: UOp(Ops.ADD, dtypes.float32, arg=None, src=(...)), a node used twice
+  /// named xN:= once and xN after. At most 10000 levels deep (TG_ERROR_UNSUPPORTED).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_uop_print(UopHandle u, [Out] byte[] buf, UIntPtr size);
+  /// <summary>An identity: equal for handles on the same node, different otherwise; 0 on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern ulong tg_uop_id(UopHandle u);
+  /// <summary>The kernels realizing `tensors` would run, as their ASTs (SINKs of STOREs), in order; nothing is run or
+  /// compiled. Writes new references to the first min(count, capacity) into out; returns the count (0: nothing to
+  /// compute).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_tensor_schedule(IntPtr[] tensors, UIntPtr n, [Out] IntPtr[] @out, UIntPtr capacity);
+  /// <summary>Another reference to the same node.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern UopHandle tg_uop_retain(UopHandle u);
+  /// <summary>Drops the caller's reference; NULL is a no-op.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern void tg_uop_release(IntPtr u);
 
   // ---- tensors: creation
   /// <summary>`device` may be NULL for the default device ($DEV, else $DEVICE, else "CPU"). Devices: "CPU" (kernels

@@ -96,6 +96,66 @@ static tg_expr* tgw_expr_retain(tg_expr* e, tgw_err* tgw_e) {
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_uop* tgw_tensor_uop(const tg_tensor* t, tgw_err* tgw_e) {
+  tg_uop* tgw_r = tg_tensor_uop(t);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static const char* tgw_uop_op(const tg_uop* u, tgw_err* tgw_e) {
+  const char* tgw_r = tg_uop_op(u);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_uop_dtype(const tg_uop* u, char* buf, size_t size, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_uop_dtype(u, buf, size);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_uop_arg(const tg_uop* u, char* buf, size_t size, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_uop_arg(u, buf, size);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_status tgw_uop_arg_number(const tg_uop* u, double* out, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_uop_arg_number(u, out);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static int64_t tgw_uop_shape(const tg_uop* u, int64_t* out, size_t capacity, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_uop_shape(u, out, capacity);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_uop_srcs(const tg_uop* u, tg_uop** out, size_t capacity, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_uop_srcs(u, out, capacity);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_uop_toposort(const tg_uop* u, tg_uop** out, size_t capacity, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_uop_toposort(u, out, capacity);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_uop_print(const tg_uop* u, char* buf, size_t size, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_uop_print(u, buf, size);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static uint64_t tgw_uop_id(const tg_uop* u, tgw_err* tgw_e) {
+  uint64_t tgw_r = tg_uop_id(u);
+  if (tgw_r == 0) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_tensor_schedule(tg_tensor* const* tensors, size_t n, tg_uop** out, size_t capacity, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_tensor_schedule(tensors, n, out, capacity);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_uop* tgw_uop_retain(tg_uop* u, tgw_err* tgw_e) {
+  tg_uop* tgw_r = tg_uop_retain(u);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_from_data(const void* data, size_t nbytes, tg_dtype dtype, const int64_t* shape, size_t ndim, const char* device, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_from_data(data, nbytes, dtype, shape, ndim, device);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -1920,6 +1980,44 @@ func (p *Plan) Close() {
 	}
 }
 
+// Uop owns one reference to a tg_uop: a read-only node of a graph: a tensor's, or a kernel's AST.
+// Close releases it; a finalizer releases it if Close was never called.
+// A Uop may be used by one goroutine at a time.
+type Uop struct {
+	p    *C.tg_uop
+	done func() // Go state the C object refers to (a callback), freed by Close
+}
+
+func newUop(cp *C.tg_uop) *Uop {
+	if cp == nil {
+		return nil
+	}
+	u := &Uop{p: cp}
+	runtime.SetFinalizer(u, (*Uop).Close)
+	return u
+}
+
+func (u *Uop) ptr() *C.tg_uop {
+	if u == nil {
+		return nil
+	}
+	return u.p
+}
+
+// Close releases the reference (tg_uop_release); later calls do nothing. A closed Uop passed to a
+// function is reported as an error by the library.
+func (u *Uop) Close() {
+	if u == nil || u.p == nil {
+		return
+	}
+	C.tg_uop_release(u.p)
+	u.p = nil
+	runtime.SetFinalizer(u, nil)
+	if u.done != nil {
+		u.done()
+	}
+}
+
 // Module owns one reference to a tg_module: an nn module (a layer, or layers in sequence) holding its tensors.
 // Close releases it; a finalizer releases it if Close was never called.
 // A Module may be used by one goroutine at a time.
@@ -2473,6 +2571,216 @@ func (e *Expr) Retain() (*Expr, error) {
 		return nil, err
 	}
 	return newExpr(ret), nil
+}
+
+// Uop is tg_tensor_uop. Read-only handles on the engine's graph nodes (UOps), to inspect what a tensor is made
+// of and what kernels it becomes, as tinygrad's Tensor.uop. A handle keeps its node and everything under it
+// alive; nothing through it changes a graph. Nodes are hash-consed: two handles on equal nodes have the same
+// tg_uop_id. Handles are immutable; any thread may use them. Text results go into buf (NUL-terminated, truncated
+// to size) and return the full length, or -1 on error. The node of `t`'s graph that is its value now (a BUFFER
+// once realized, the lazy graph before).
+func (t *Tensor) Uop() (*Uop, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_uop(t.ptr(), &st)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newUop(ret), nil
+}
+
+// Op is tg_uop_op. The op's name ("ADD", "REDUCE_AXIS", "BUFFER", ...); static storage. NULL on error.
+func (u *Uop) Op() (string, error) {
+	var st C.tgw_err
+	ret := C.tgw_uop_op(u.ptr(), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(u)
+		return "", err
+	}
+	result := C.GoString(ret)
+	runtime.KeepAlive(u)
+	return result, nil
+}
+
+// DType is tg_uop_dtype. The dtype as the Python binding prints it ("float32", "int64", "float32.ptr(16)",
+// "float32.vec(4)", "void").
+func (u *Uop) DType() (string, error) {
+	buf := make([]byte, 128)
+	for {
+		var st C.tgw_err
+		n := int(C.tgw_uop_dtype(u.ptr(), (*C.char)(ptr0(buf)), C.size_t(len(buf)), &st))
+		runtime.KeepAlive(u)
+		if err := check(&st); err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		buf = make([]byte, n+1)
+	}
+}
+
+// Arg is tg_uop_arg. The arg as a Python literal ("None", "3", "2.5", "(0, 2)", "'name'", "('n', 1, 8)").
+func (u *Uop) Arg() (string, error) {
+	buf := make([]byte, 128)
+	for {
+		var st C.tgw_err
+		n := int(C.tgw_uop_arg(u.ptr(), (*C.char)(ptr0(buf)), C.size_t(len(buf)), &st))
+		runtime.KeepAlive(u)
+		if err := check(&st); err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		buf = make([]byte, n+1)
+	}
+}
+
+// ArgNumber is tg_uop_arg_number. A numeric arg (a CONST's value, an int arg) as a double;
+// TG_ERROR_INVALID_ARGUMENT when the arg is not one number.
+func (u *Uop) ArgNumber() (float64, error) {
+	var cvOut C.double
+	var st C.tgw_err
+	C.tgw_uop_arg_number(u.ptr(), &cvOut, &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(u)
+		return 0, err
+	}
+	out := float64(cvOut)
+	result := out
+	runtime.KeepAlive(u)
+	return result, nil
+}
+
+// Shape is tg_uop_shape. The shape, for a node that has one: writes min(ndim, capacity) sizes, returns ndim; -1
+// for a node without a shape (kernel AST nodes, constants' sources) with TG_ERROR_INVALID_ARGUMENT.
+func (u *Uop) Shape(capacity int) (int64, []int64, error) {
+	if capacity < 0 {
+		return 0, nil, newError(ErrInvalidArgument, "tg_uop_shape: negative capacity")
+	}
+	cvOut := make([]C.int64_t, capacity)
+	var st C.tgw_err
+	ret := C.tgw_uop_shape(u.ptr(), (*C.int64_t)(ptr0(cvOut)), C.size_t(capacity), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(u)
+		return 0, nil, err
+	}
+	out := make([]int64, len(cvOut))
+	for i, v := range cvOut {
+		out[i] = int64(v)
+	}
+	result := int64(ret)
+	runtime.KeepAlive(u)
+	return result, out, nil
+}
+
+// Srcs is tg_uop_srcs. The sources: writes new references to the first min(count, capacity) into out, returns
+// the count.
+func (u *Uop) Srcs(capacity int) (int64, []*Uop, error) {
+	if capacity < 0 {
+		return 0, nil, newError(ErrInvalidArgument, "tg_uop_srcs: negative capacity")
+	}
+	cvOut := make([]*C.tg_uop, capacity)
+	var st C.tgw_err
+	ret := C.tgw_uop_srcs(u.ptr(), (**C.tg_uop)(ptr0(cvOut)), C.size_t(capacity), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(u)
+		return 0, nil, err
+	}
+	out := make([]*Uop, 0, len(cvOut))
+	for _, p := range cvOut[:clampCount(int64(ret), len(cvOut))] {
+		out = append(out, newUop(p))
+	}
+	result := int64(ret)
+	runtime.KeepAlive(u)
+	return result, out, nil
+}
+
+// Toposort is tg_uop_toposort. Every node under `u` and `u` itself, each once, sources before their users
+// (tinygrad's toposort order): new references to the first min(count, capacity) into out; returns the count.
+func (u *Uop) Toposort(capacity int) (int64, []*Uop, error) {
+	if capacity < 0 {
+		return 0, nil, newError(ErrInvalidArgument, "tg_uop_toposort: negative capacity")
+	}
+	cvOut := make([]*C.tg_uop, capacity)
+	var st C.tgw_err
+	ret := C.tgw_uop_toposort(u.ptr(), (**C.tg_uop)(ptr0(cvOut)), C.size_t(capacity), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(u)
+		return 0, nil, err
+	}
+	out := make([]*Uop, 0, len(cvOut))
+	for _, p := range cvOut[:clampCount(int64(ret), len(cvOut))] {
+		out = append(out, newUop(p))
+	}
+	result := int64(ret)
+	runtime.KeepAlive(u)
+	return result, out, nil
+}
+
+// Print is tg_uop_print. The graph as tinygrad prints a UOp: UOp(Ops.ADD, dtypes.float32, arg=None, src=(...)),
+// a node used twice named xN:= once and xN after. At most 10000 levels deep (TG_ERROR_UNSUPPORTED).
+func (u *Uop) Print() (string, error) {
+	buf := make([]byte, 128)
+	for {
+		var st C.tgw_err
+		n := int(C.tgw_uop_print(u.ptr(), (*C.char)(ptr0(buf)), C.size_t(len(buf)), &st))
+		runtime.KeepAlive(u)
+		if err := check(&st); err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		buf = make([]byte, n+1)
+	}
+}
+
+// ID is tg_uop_id. An identity: equal for handles on the same node, different otherwise; 0 on error.
+func (u *Uop) ID() (uint64, error) {
+	var st C.tgw_err
+	ret := C.tgw_uop_id(u.ptr(), &st)
+	runtime.KeepAlive(u)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return uint64(ret), nil
+}
+
+// Schedule is tg_tensor_schedule. The kernels realizing `tensors` would run, as their ASTs (SINKs of STOREs), in
+// order; nothing is run or compiled. Writes new references to the first min(count, capacity) into out; returns
+// the count (0: nothing to compute).
+func Schedule(tensors []*Tensor, capacity int) (int64, []*Uop, error) {
+	if capacity < 0 {
+		return 0, nil, newError(ErrInvalidArgument, "tg_tensor_schedule: negative capacity")
+	}
+	cvTensors := cTensors(tensors)
+	cvOut := make([]*C.tg_uop, capacity)
+	var st C.tgw_err
+	ret := C.tgw_tensor_schedule((**C.tg_tensor)(ptr0(cvTensors)), C.size_t(len(tensors)), (**C.tg_uop)(ptr0(cvOut)), C.size_t(capacity), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(tensors)
+		return 0, nil, err
+	}
+	out := make([]*Uop, 0, len(cvOut))
+	for _, p := range cvOut[:clampCount(int64(ret), len(cvOut))] {
+		out = append(out, newUop(p))
+	}
+	result := int64(ret)
+	runtime.KeepAlive(tensors)
+	return result, out, nil
+}
+
+// Retain is tg_uop_retain. Another reference to the same node.
+func (u *Uop) Retain() (*Uop, error) {
+	var st C.tgw_err
+	ret := C.tgw_uop_retain(u.ptr(), &st)
+	runtime.KeepAlive(u)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newUop(ret), nil
 }
 
 // FromData is tg_tensor_from_data. `device` may be NULL for the default device ($DEV, else $DEVICE, else "CPU").
@@ -6708,4 +7016,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 332 // of 333 in the manifest
+const generatedFunctions = 345 // of 346 in the manifest

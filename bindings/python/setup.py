@@ -13,5 +13,5 @@ from setuptools import setup
 VERSION = re.search(r"^VERSION = '(.+)'$", (Path(__file__).parent / "tinygrad_c" / "_capi.py").read_text(), re.M).group(1)
 
 setup(name="tinygrad-c", version=VERSION, description="ctypes binding over libtinygrad.so with tinygrad's Tensor API",
-      packages=["tinygrad_c", "tinygrad_c.nn", "tinygrad_c.engine"], package_data={"tinygrad_c": ["libtinygrad.so", "libtinygrad.so.*"]}, install_requires=["numpy"],
+      packages=["tinygrad_c", "tinygrad_c.nn", "tinygrad_c.engine", "tinygrad_c.uop"], package_data={"tinygrad_c": ["libtinygrad.so", "libtinygrad.so.*"]}, install_requires=["numpy"],
       python_requires=">=3.8")

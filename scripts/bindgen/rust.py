@@ -30,6 +30,10 @@ HANDWRITTEN = {
   "tg_tensor_shape_vars": "raw only (tinygrad_sys): one optional Variable slot per dim",
   "tg_tensor_clone": "raw only (tinygrad_sys): a method `clone` would shadow Clone (another reference to the tensor)",
   "tg_jit_export": "raw only (tinygrad_sys): the options struct is the caller's (docs/export.md)",
+  **{f: "raw only (tinygrad_sys): text into the caller's buffer (a safe Uop type is not written yet)"
+     for f in ("tg_uop_dtype", "tg_uop_arg", "tg_uop_print", "tg_uop_shape")},
+  **{f: "raw only (tinygrad_sys): new node references written into the caller's array"
+     for f in ("tg_uop_srcs", "tg_uop_toposort", "tg_tensor_schedule")},
 }
 
 

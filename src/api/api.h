@@ -1,5 +1,6 @@
 // The catch-all boundary: every extern "C" entry point runs its body through these, so no C++ exception crosses the ABI.
 #pragma once
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -34,6 +35,23 @@ auto make(F&& f) noexcept -> decltype(f()) {
     status_from_current_exception();
     return nullptr;
   }
+}
+// A text result into a caller's buffer: NUL-terminated, truncated to size; the full length, or -1 with the error recorded
+// (tg_expr_render, tg_uop_print, ...). `text` returns the std::string.
+template <class F>
+int64_t text_result(char* buf, size_t size, const char* fn, F&& text) noexcept {
+  int64_t n = -1;
+  tg_status s = call([&] {
+    std::string r = text();
+    TG_CHECK(buf || size == 0, TG_ERROR_INVALID_ARGUMENT, std::string(fn) + ": buf is NULL with size > 0");
+    if (size) {
+      size_t k = r.size() < size - 1 ? r.size() : size - 1;
+      std::memcpy(buf, r.data(), k);
+      buf[k] = 0;
+    }
+    n = int64_t(r.size());
+  });
+  return s == TG_OK ? n : -1;
 }
 // A failed argument check: records the error and returns it.
 #define TG_ARG(cond, msg) TG_CHECK(cond, TG_ERROR_INVALID_ARGUMENT, msg)

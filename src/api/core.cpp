@@ -175,18 +175,7 @@ tg_expr* tg_expr_simplify(const tg_expr* e) {
   return api::make([&] { return new_expr(Exprs::get(e, "expr_simplify").u->simplify()); });
 }
 int64_t tg_expr_render(const tg_expr* e, char* buf, size_t size) {
-  int64_t n = -1;
-  tg_status s = api::call([&] {
-    std::string r = Exprs::get(e, "expr_render").u->render();
-    TG_ARG(buf || size == 0, "expr_render: buf is NULL with size > 0");
-    if (size) {
-      size_t k = std::min(size - 1, r.size());
-      std::memcpy(buf, r.data(), k);
-      buf[k] = 0;
-    }
-    n = int64_t(r.size());
-  });
-  return s == TG_OK ? n : -1;
+  return api::text_result(buf, size, "expr_render", [&] { return Exprs::get(e, "expr_render").u->render(); });
 }
 tg_status tg_expr_eval(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, int64_t* out) {
   return api::call([&] {

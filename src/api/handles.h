@@ -80,6 +80,10 @@ struct tg_expr {
   static constexpr const char* kind = "tg_expr";
   tg::UOpRef u;
 };
+struct tg_uop {
+  static constexpr const char* kind = "tg_uop";
+  tg::UOpRef u;
+};
 
 namespace tg::api {
 tg_tensor* wrap(Tensor t);  // a new handle (reference count 1)

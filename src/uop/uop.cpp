@@ -64,9 +64,20 @@ std::string arg_str(const Arg& a) {
         if constexpr (std::is_same_v<T, std::monostate>) return "None";
         else if constexpr (std::is_same_v<T, bool>) return v ? "True" : "False";
         else if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
-        else if constexpr (std::is_same_v<T, double>) return strformat("%g", v);
-        else if constexpr (std::is_same_v<T, std::string>) return "'" + v + "'";
-        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return shape_str(v);
+        else if constexpr (std::is_same_v<T, double>) {  // Python's repr: the shortest text that reads back, 1.0 not 1
+          if (std::isnan(v)) return "nan";
+          if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+          std::string r;
+          for (int p = 1; p <= 17; p++)
+            if (r = strformat("%.*g", p, v); std::strtod(r.c_str(), nullptr) == v) break;
+          if (r.find_first_of(".e") == std::string::npos) r += ".0";
+          return r;
+        } else if constexpr (std::is_same_v<T, std::string>) return "'" + v + "'";
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {  // a tuple: (2, 3), (2,)
+          std::string r = "(";
+          for (size_t i = 0; i < v.size(); i++) r += (i ? ", " : "") + std::to_string(v[i]);
+          return r + (v.size() == 1 ? ",)" : ")");
+        }
         else if constexpr (std::is_same_v<T, VarArg>) return strformat("('%s', %lld, %lld)", v.name.c_str(), (long long)v.vmin, (long long)v.vmax);
         else return v ? v->str() : "None";
       },
@@ -621,6 +632,72 @@ std::string UOp::str() const {
     out += pad + "))\n";
   };
   rec(this, 0);
+  return out;
+}
+
+std::string UOp::arg_repr() const {
+  if (op == Ops::REDUCE_AXIS && !arg_ints().empty()) {  // (Ops.ADD, (0, 2))
+    auto& a = arg_ints();
+    std::string r = "(Ops." + std::string(op_name(Ops(a[0]))) + ", (";
+    for (size_t i = 1; i < a.size(); i++) r += (i > 1 ? ", " : "") + std::to_string(a[i]);
+    return r + (a.size() == 2 ? ",))" : "))");
+  }
+  if (op == Ops::REDUCE && std::holds_alternative<int64_t>(arg)) return "Ops." + std::string(op_name(Ops(std::get<int64_t>(arg))));
+  return arg_str(arg);
+}
+std::string UOp::repr() const {
+  check_depth(this, "print");
+  // as tinygrad's pretty_print: a node is numbered by when a preorder walk over sources first meets it; a node used
+  // twice prints as xN:=UOp(...) the first time and xN after
+  std::unordered_map<const UOp*, std::pair<size_t, size_t>> seen;  // number, uses
+  std::vector<std::pair<const UOp*, size_t>> walk{{this, 0}};
+  while (!walk.empty()) {
+    auto [u, i] = walk.back();
+    if (i == u->src.size()) {
+      walk.pop_back();
+      continue;
+    }
+    walk.back().second++;
+    const UOp* s = u->src[i].get();
+    auto it = seen.try_emplace(s, seen.size(), 0).first;
+    if (++it->second.second == 1) walk.push_back({s, 0});
+  }
+  std::string out;
+  std::unordered_set<const UOp*> printed;
+  auto head = [&](const UOp* u, size_t d) {  // true when its sources follow
+    out.append(d, ' ');
+    auto it = seen.find(u);
+    std::string name = it == seen.end() ? "" : "x" + std::to_string(it->second.first);
+    if (!printed.insert(u).second) {
+      out += name;
+      return false;
+    }
+    if (it != seen.end() && it->second.second > 1) out += name + ":=";
+    out += "UOp(Ops." + std::string(op_name(u->op)) + ", dtypes." + u->dtype.name() + ", arg=" + u->arg_repr();
+    if (u->tag.index() != 0) out += ", tag=" + arg_str(u->tag);
+    out += ", src=(";
+    return true;
+  };
+  struct Frame {
+    const UOp* u;
+    size_t d, i;
+  };
+  std::vector<Frame> st;
+  if (head(this, 0)) st.push_back({this, 0, 0});
+  while (!st.empty()) {
+    Frame& f = st.back();
+    if (f.i == f.u->src.size()) {
+      out += "))";
+      st.pop_back();
+      if (!st.empty()) out += ",";
+      continue;
+    }
+    const UOp* s = f.u->src[f.i++].get();
+    size_t d = f.d + 2;
+    out += "\n";
+    if (head(s, d)) st.push_back({s, d, 0});
+    else out += ",";
+  }
   return out;
 }
 

@@ -130,6 +130,8 @@ class UOp {
   UOps toposort() const;                     // sources before users, this node last
   UOpRef substitute(const UOpMap<UOpRef>& m) const;
   std::string str() const;  // readable tree, shared nodes named once
+  std::string arg_repr() const;  // the arg as tinygrad prints it: a reduce's op as Ops.ADD
+  std::string repr() const;  // tinygrad's print(uop): UOp(Ops.ADD, dtypes.float32, arg=None, src=(...)), xN:= on shared nodes
   std::string render() const;  // infix rendering of index/symbolic expressions, e.g. "((x*4)+y)"
 
   UOp(const UOp&) = delete;

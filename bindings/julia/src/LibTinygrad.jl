@@ -83,6 +83,7 @@ const TG_OPTIM_MUON = Int32(5)
 # tg_expr: a symbolic integer expression (index arithmetic, shapes); release: tg_expr_release, retain: tg_expr_retain
 # tg_jit: a captured function (TinyJit); release: tg_jit_release
 # tg_plan: the kernels a realize runs, as data; release: tg_plan_release
+# tg_uop: a read-only node of a graph: a tensor's, or a kernel's AST; release: tg_uop_release, retain: tg_uop_retain
 # tg_module: an nn module (a layer, or layers in sequence) holding its tensors; release: tg_module_release, retain: tg_module_retain
 # tg_optimizer: an optimizer over a set of parameter tensors; release: tg_optimizer_release, retain: tg_optimizer_retain
 # tg_state: an ordered set of named tensors: a state dict, a safetensors or GGUF file; release: tg_state_release, retain: tg_state_retain
@@ -266,6 +267,69 @@ tg_expr_retain(e) = ccall((:tg_expr_retain, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid
 Drops the caller's reference; the object goes with the last one. NULL is a no-op.
 """
 tg_expr_release(e) = ccall((:tg_expr_release, libtinygrad), Cvoid, (Ptr{Cvoid},), e)
+"""
+Read-only handles on the engine's graph nodes (UOps), to inspect what a tensor is made of and what kernels it
+becomes, as tinygrad's Tensor.uop. A handle keeps its node and everything under it alive; nothing through it
+changes a graph. Nodes are hash-consed: two handles on equal nodes have the same tg_uop_id. Handles are
+immutable; any thread may use them. Text results go into buf (NUL-terminated, truncated to size) and return
+the full length, or -1 on error. The node of `t`'s graph that is its value now (a BUFFER once realized, the
+lazy graph before).
+"""
+tg_tensor_uop(t) = ccall((:tg_tensor_uop, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)
+"""
+The op's name ("ADD", "REDUCE_AXIS", "BUFFER", ...); static storage. NULL on error.
+"""
+tg_uop_op(u) = ccall((:tg_uop_op, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid},), u)
+"""
+The dtype as the Python binding prints it ("float32", "int64", "float32.ptr(16)", "float32.vec(4)", "void").
+"""
+tg_uop_dtype(u, buf, size) = ccall((:tg_uop_dtype, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t), u, buf, size)
+"""
+The arg as a Python literal ("None", "3", "2.5", "(0, 2)", "'name'", "('n', 1, 8)").
+"""
+tg_uop_arg(u, buf, size) = ccall((:tg_uop_arg, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t), u, buf, size)
+"""
+A numeric arg (a CONST's value, an int arg) as a double; TG_ERROR_INVALID_ARGUMENT when the arg is not one
+number.
+"""
+tg_uop_arg_number(u, out) = ccall((:tg_uop_arg_number, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Cdouble}), u, out)
+"""
+The shape, for a node that has one: writes min(ndim, capacity) sizes, returns ndim; -1 for a node without a
+shape (kernel AST nodes, constants' sources) with TG_ERROR_INVALID_ARGUMENT.
+"""
+tg_uop_shape(u, out, capacity) = ccall((:tg_uop_shape, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{Int64}, Csize_t), u, out, capacity)
+"""
+The sources: writes new references to the first min(count, capacity) into out, returns the count.
+"""
+tg_uop_srcs(u, out, capacity) = ccall((:tg_uop_srcs, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t), u, out, capacity)
+"""
+Every node under `u` and `u` itself, each once, sources before their users (tinygrad's toposort order): new
+references to the first min(count, capacity) into out; returns the count.
+"""
+tg_uop_toposort(u, out, capacity) = ccall((:tg_uop_toposort, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t), u, out, capacity)
+"""
+The graph as tinygrad prints a UOp: UOp(Ops.ADD, dtypes.float32, arg=None, src=(...)), a node used twice named
+xN:= once and xN after. At most 10000 levels deep (TG_ERROR_UNSUPPORTED).
+"""
+tg_uop_print(u, buf, size) = ccall((:tg_uop_print, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t), u, buf, size)
+"""
+An identity: equal for handles on the same node, different otherwise; 0 on error.
+"""
+tg_uop_id(u) = ccall((:tg_uop_id, libtinygrad), UInt64, (Ptr{Cvoid},), u)
+"""
+The kernels realizing `tensors` would run, as their ASTs (SINKs of STOREs), in order; nothing is run or
+compiled. Writes new references to the first min(count, capacity) into out; returns the count (0: nothing to
+compute).
+"""
+tg_tensor_schedule(tensors, n, out, capacity) = ccall((:tg_tensor_schedule, libtinygrad), Int64, (Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t), tensors, n, out, capacity)
+"""
+Another reference to the same node.
+"""
+tg_uop_retain(u) = ccall((:tg_uop_retain, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), u)
+"""
+Drops the caller's reference; NULL is a no-op.
+"""
+tg_uop_release(u) = ccall((:tg_uop_release, libtinygrad), Cvoid, (Ptr{Cvoid},), u)
 """
 `device` may be NULL for the default device (\$DEV, else \$DEVICE, else "CPU"). Devices: "CPU" (kernels compiled
 in the process by LLVM) and "CPU:CLANG" (kernels compiled by the system C compiler). Shapes are `ndim` int64
@@ -1765,11 +1829,13 @@ export tg_kernel_info, tg_counters, tg_version, tg_version_number, tg_last_error
 export tg_clear_error, tg_status_name, tg_dtype_size, tg_dtype_name, tg_dtype_promote, tg_device_count
 export tg_device_name, tg_device_description, tg_device_open, tg_device_synchronize, tg_expr_variable, tg_expr_const
 export tg_expr_binary, tg_expr_simplify, tg_expr_render, tg_expr_eval, tg_expr_bounds, tg_expr_retain
-export tg_expr_release, tg_tensor_from_data, tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones, tg_tensor_full
-export tg_tensor_arange, tg_tensor_eye, tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape
-export tg_tensor_dtype, tg_tensor_device, tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div
-export tg_tensor_idiv, tg_tensor_maximum, tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt
-export tg_tensor_ge, tg_tensor_eq, tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar
+export tg_expr_release, tg_tensor_uop, tg_uop_op, tg_uop_dtype, tg_uop_arg, tg_uop_arg_number, tg_uop_shape
+export tg_uop_srcs, tg_uop_toposort, tg_uop_print, tg_uop_id, tg_tensor_schedule, tg_uop_retain, tg_uop_release
+export tg_tensor_from_data, tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones, tg_tensor_full, tg_tensor_arange
+export tg_tensor_eye, tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape, tg_tensor_dtype
+export tg_tensor_device, tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div, tg_tensor_idiv
+export tg_tensor_maximum, tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt, tg_tensor_ge
+export tg_tensor_eq, tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar
 export tg_tensor_div_scalar, tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast, tg_tensor_neg, tg_tensor_exp
 export tg_tensor_exp2, tg_tensor_log, tg_tensor_log2, tg_tensor_sqrt, tg_tensor_reciprocal, tg_tensor_sin
 export tg_tensor_cos, tg_tensor_abs, tg_tensor_relu, tg_tensor_sigmoid, tg_tensor_tanh, tg_tensor_rsqrt

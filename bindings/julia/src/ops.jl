@@ -18,6 +18,10 @@ expr_const(value::Integer) = adopt(SymExpr, L.tg_expr_const(value))
 expr_binary(op::Integer, a::SymExpr, b::SymExpr) = adopt(SymExpr, L.tg_expr_binary(op, a, b))
 # tg_expr_simplify
 expr_simplify(e::SymExpr) = adopt(SymExpr, L.tg_expr_simplify(e))
+# tg_tensor_uop
+uop(t::Tensor) = adopt(Uop, L.tg_tensor_uop(t))
+# tg_uop_id
+uop_id(u::Uop) = check_value(() -> L.tg_uop_id(u), 0, false)
 # tg_tensor_arange
 arange(start::Real, stop::Real, step::Real, dtype::Integer, device::Union{AbstractString, Nothing} = nothing) = adopt(Tensor, L.tg_tensor_arange(start, stop, step, dtype, cstr(device)))
 # tg_tensor_eye
@@ -419,7 +423,7 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 208 methods generated from 333 functions
+# 210 methods generated from 346 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous
 export contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count
@@ -437,4 +441,4 @@ export reciprocal, relu, relu6, repeat_interleave, requires_grad, rshift_tensor,
 export scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
 export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze
 export squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count, state_metadata_set
-export state_save, state_set, to, tril, triu, unfold, unsqueeze, where_, zeros_like
+export state_save, state_set, to, tril, triu, unfold, unsqueeze, uop, uop_id, where_, zeros_like

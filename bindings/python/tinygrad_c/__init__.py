@@ -32,7 +32,7 @@ from . import _capi
 __all__ = ["Tensor", "Device", "GlobalCounters", "TinygradError", "ShapeError", "InvalidArgumentError", "OutOfMemoryError", "JitError", "DType", "dtypes",
            "least_upper_dtype", "Expr", "Variable", "version",
            "version_number", "counters", "reset_counters", "library_path", "has_tensor_api", "TinyJit", "Plan", "plan",
-           "Kernel", "MemoryPlan", "set_option", "get_option", "Context", "function", "getenv", "fetch"]
+           "Kernel", "MemoryPlan", "UOp", "Ops", "ScheduleItem", "set_option", "get_option", "Context", "function", "getenv", "fetch"]
 
 
 # ---- library ---------------------------------------------------------------------------------------------------------
@@ -1463,6 +1463,21 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     except TinygradError as e:  # a reshape merging or splitting a bound dim: made at the binding
       if e.status != "TG_ERROR_UNSUPPORTED": raise
       return self.at_binding()._mv("reshape", new)
+  @property
+  def uop(self) -> "UOp":
+    """The node of the engine's graph that is this tensor's value now (tinygrad's Tensor.uop): read-only."""
+    return UOp._wrap(C.tensor_uop(self._h))
+  def schedule(self, *lst: "Tensor") -> List["ScheduleItem"]:
+    """The kernels realizing this tensor (and lst) would run, in order, each with its AST; nothing runs or compiles."""
+    ts = (self, *lst)
+    for i, t in enumerate(ts):
+      if not isinstance(t, Tensor): raise TypeError(f"schedule takes Tensors, argument {i} is {type(t).__name__}")
+    arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
+    n = C.tensor_schedule(arr, len(ts), None, 0)
+    if n < 0: _raise_last("tensor_schedule")
+    out = (ctypes.c_void_p * max(n, 1))()
+    if n and C.tensor_schedule(arr, len(ts), out, n) != n: _raise_last("tensor_schedule")
+    return [ScheduleItem(UOp._wrap(out[i])) for i in range(n)]
   def view(self, shape, *args) -> "Tensor": return self.reshape(shape, *args)
   def permute(self, order, *args) -> "Tensor": return self._mv("permute", _shape_args((order, *args)))
   def expand(self, shape, *args) -> "Tensor":
@@ -2415,6 +2430,111 @@ class MemoryPlan(NamedTuple):
   peak_bytes: int
 
 
+def _uop_text(fn, h, what: str) -> str:
+  n = fn(h, None, 0)
+  if n < 0: _raise_last(what)
+  buf = ctypes.create_string_buffer(n + 1)
+  if fn(h, buf, n + 1) < 0: _raise_last(what)
+  return buf.value.decode("utf-8", "replace")
+
+
+def _uop_list(fn, h, what: str) -> list:
+  """The new node references a tg_uop_srcs-style call writes, as UOps (asked once for the count, then for all)."""
+  n = fn(h, None, 0)
+  if n < 0: _raise_last(what)
+  arr = (ctypes.c_void_p * max(n, 1))()
+  if n and fn(h, arr, n) != n: _raise_last(what)
+  return [UOp._wrap(arr[i]) for i in range(n)]
+
+
+class Op(str):
+  """An op of the engine's graph, as tinygrad's Ops enum member: Ops.ADD (its repr), .name "ADD"; the same object for
+  the same name, so `u.op is Ops.ADD` holds."""
+  __slots__ = ()
+  _all: Dict[str, "Op"] = {}
+  def __new__(cls, name: str):
+    if name not in cls._all: cls._all[name] = str.__new__(cls, name)
+    return cls._all[name]
+  @property
+  def name(self) -> str: return str.__str__(self)
+  def __repr__(self): return f"Ops.{str.__str__(self)}"
+  __str__ = __repr__
+  def __reduce__(self): return (Op, (str.__str__(self),))
+
+
+class _OpsNamespace:
+  """tinygrad's Ops: Ops.ADD, Ops.REDUCE_AXIS, ... (any name: the engine's ops are the ones nodes report)."""
+  def __getattr__(self, name: str) -> Op:
+    if name.startswith("_") or not name.isupper(): raise AttributeError(name)
+    return Op(name)
+  def __repr__(self): return "Ops"
+
+
+Ops = _OpsNamespace()
+
+
+class UOp(_Owned):
+  """A read-only node of the engine's graph (tg_uop), as tinygrad's UOp: t.uop is a tensor's, Tensor.schedule() gives
+  the kernels' ASTs. .op (Ops.ADD), .dtype, .arg (a Python value where the arg is a literal, else its text), .src (a
+  tuple of UOps), .shape, .toposort() (a dict, sources first, as tinygrad's), print(u) in tinygrad's format. Equal nodes
+  compare equal and hash alike; nothing through a UOp changes a graph."""
+  __slots__ = ("_h",)
+  _release = C.uop_release
+  _retain = C.uop_retain
+
+  @classmethod
+  def _wrap(cls, handle) -> "UOp":
+    u = object.__new__(cls)
+    u._h = _made(handle, "uop")
+    return u
+
+  @property
+  def op(self) -> Op:
+    name = C.uop_op(self._h)
+    if not name: _raise_last("uop_op")
+    return Op(name.decode())
+  @property
+  def dtype(self):
+    """The DType for a plain element type; for a pointer or vector type (kernel ASTs) its text, "float32.ptr(16)"."""
+    text = _uop_text(C.uop_dtype, self._h, "uop_dtype")
+    return getattr(dtypes, text, None) if "." not in text and text != "void" and hasattr(dtypes, text) else text
+  @property
+  def arg(self):
+    """A Python value where the arg is a literal (None, 2.0, (0, 2), 'name'; a reduce's op an Op: (Ops.ADD, (0,))),
+    else its text ("<CPU float32[3]>")."""
+    import ast, re
+    text = _uop_text(C.uop_arg, self._h, "uop_arg")
+    if text in ("nan", "inf", "-inf"): return float(text)
+    def ops(v):
+      if isinstance(v, str) and v.startswith("\0"): return Op(v[1:])
+      return tuple(ops(x) for x in v) if isinstance(v, tuple) else v
+    try: return ops(ast.literal_eval(re.sub(r"\bOps\.([A-Z_0-9]+)", lambda m: repr("\0" + m.group(1)), text)))
+    except (ValueError, SyntaxError): return text
+  @property
+  def src(self) -> Tuple["UOp", ...]: return tuple(_uop_list(C.uop_srcs, self._h, "uop_srcs"))
+  @property
+  def shape(self) -> Optional[Tuple[int, ...]]:
+    """The node's shape, None for one without (kernel AST nodes)."""
+    n = C.uop_shape(self._h, None, 0)
+    if n < 0:
+      C.clear_error()
+      return None
+    arr = (ctypes.c_int64 * max(n, 1))()
+    if C.uop_shape(self._h, arr, n) != n: _raise_last("uop_shape")
+    return tuple(arr[i] for i in range(n))
+  def toposort(self) -> Dict["UOp", None]: return dict.fromkeys(_uop_list(C.uop_toposort, self._h, "uop_toposort"))
+  def __eq__(self, other): return isinstance(other, UOp) and C.uop_id(self._h) == C.uop_id(other._h)
+  def __hash__(self): return hash(C.uop_id(self._h))
+  def __repr__(self): return _uop_text(C.uop_print, self._h, "uop_print")
+
+
+class ScheduleItem:
+  """One kernel of Tensor.schedule(): .ast, its AST (a SINK UOp of the stores it makes)."""
+  __slots__ = ("ast",)
+  def __init__(self, ast: UOp): self.ast = ast
+  def __repr__(self): return f"ScheduleItem(ast=<{self.ast.op} with {len(self.ast.toposort())} nodes>)"
+
+
 class Plan(_Owned):
   """tg_plan: Plan(*tensors) (or t.plan(*more)) schedules the tensors and compiles their kernels without running them;
   .kernels lists them in launch order, .memory is the memory planner's result, .run() realizes the tensors (as
@@ -2797,4 +2917,4 @@ if "tg_manual_seed" not in _missing: C.manual_seed(int(time.time()))
 
 
 from .helpers import fetch, getenv  # noqa: E402 (tinygrad's top-level names; helpers imports from this module)
-from . import device, dtype, engine, helpers, tensor  # noqa: E402,F401 (tinygrad.tensor etc. are attributes after import tinygrad)
+from . import device, dtype, engine, helpers, tensor, uop  # noqa: E402,F401 (tinygrad.tensor etc. are attributes after import tinygrad)

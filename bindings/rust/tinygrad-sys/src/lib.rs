@@ -141,6 +141,13 @@ pub struct tg_plan {
   _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
 
+/// Opaque `tg_uop`: only ever behind a pointer (zero-sized, !Send, !Sync, !Unpin, as the nomicon suggests).
+#[repr(C)]
+pub struct tg_uop {
+  _data: [u8; 0],
+  _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
 /// Opaque `tg_module`: only ever behind a pointer (zero-sized, !Send, !Sync, !Unpin, as the nomicon suggests).
 #[repr(C)]
 pub struct tg_module {
@@ -377,6 +384,46 @@ unsafe extern "C" {
   pub fn tg_expr_retain(e: *mut tg_expr) -> *mut tg_expr;
   /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_expr_release(e: *mut tg_expr);
+
+  // ---- graphs in hand
+  /// Read-only handles on the engine's graph nodes (UOps), to inspect what a tensor is made of and what kernels
+  /// it becomes, as tinygrad's Tensor.uop. A handle keeps its node and everything under it alive; nothing
+  /// through it changes a graph. Nodes are hash-consed: two handles on equal nodes have the same tg_uop_id.
+  /// Handles are immutable; any thread may use them. Text results go into buf (NUL-terminated, truncated to
+  /// size) and return the full length, or -1 on error. The node of `t`'s graph that is its value now (a BUFFER
+  /// once realized, the lazy graph before).
+  pub fn tg_tensor_uop(t: *const tg_tensor) -> *mut tg_uop;
+  /// The op's name ("ADD", "REDUCE_AXIS", "BUFFER", ...); static storage. NULL on error.
+  pub fn tg_uop_op(u: *const tg_uop) -> *const c_char;
+  /// The dtype as the Python binding prints it ("float32", "int64", "float32.ptr(16)", "float32.vec(4)",
+  /// "void").
+  pub fn tg_uop_dtype(u: *const tg_uop, buf: *mut c_char, size: usize) -> i64;
+  /// The arg as a Python literal ("None", "3", "2.5", "(0, 2)", "'name'", "('n', 1, 8)").
+  pub fn tg_uop_arg(u: *const tg_uop, buf: *mut c_char, size: usize) -> i64;
+  /// A numeric arg (a CONST's value, an int arg) as a double; TG_ERROR_INVALID_ARGUMENT when the arg is not one
+  /// number.
+  pub fn tg_uop_arg_number(u: *const tg_uop, out: *mut f64) -> tg_status;
+  /// The shape, for a node that has one: writes min(ndim, capacity) sizes, returns ndim; -1 for a node without
+  /// a shape (kernel AST nodes, constants' sources) with TG_ERROR_INVALID_ARGUMENT.
+  pub fn tg_uop_shape(u: *const tg_uop, out: *mut i64, capacity: usize) -> i64;
+  /// The sources: writes new references to the first min(count, capacity) into out, returns the count.
+  pub fn tg_uop_srcs(u: *const tg_uop, out: *mut *mut tg_uop, capacity: usize) -> i64;
+  /// Every node under `u` and `u` itself, each once, sources before their users (tinygrad's toposort order):
+  /// new references to the first min(count, capacity) into out; returns the count.
+  pub fn tg_uop_toposort(u: *const tg_uop, out: *mut *mut tg_uop, capacity: usize) -> i64;
+  /// The graph as tinygrad prints a UOp: UOp(Ops.ADD, dtypes.float32, arg=None, src=(...)), a node used twice
+  /// named xN:= once and xN after. At most 10000 levels deep (TG_ERROR_UNSUPPORTED).
+  pub fn tg_uop_print(u: *const tg_uop, buf: *mut c_char, size: usize) -> i64;
+  /// An identity: equal for handles on the same node, different otherwise; 0 on error.
+  pub fn tg_uop_id(u: *const tg_uop) -> u64;
+  /// The kernels realizing `tensors` would run, as their ASTs (SINKs of STOREs), in order; nothing is run or
+  /// compiled. Writes new references to the first min(count, capacity) into out; returns the count (0: nothing
+  /// to compute).
+  pub fn tg_tensor_schedule(tensors: *const *mut tg_tensor, n: usize, out: *mut *mut tg_uop, capacity: usize) -> i64;
+  /// Another reference to the same node.
+  pub fn tg_uop_retain(u: *mut tg_uop) -> *mut tg_uop;
+  /// Drops the caller's reference; NULL is a no-op.
+  pub fn tg_uop_release(u: *mut tg_uop);
 
   // ---- tensors: creation
   /// `device` may be NULL for the default device ($DEV, else $DEVICE, else "CPU"). Devices: "CPU" (kernels

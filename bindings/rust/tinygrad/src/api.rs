@@ -272,6 +272,38 @@ impl core::fmt::Debug for Plan {
   }
 }
 
+/// A read-only node of a graph: a tensor's, or a kernel's AST.
+/// Owns one reference to a `tg_uop`: dropping it calls `tg_uop_release`, cloning it `tg_uop_retain`.
+/// Send, not Sync: the header allows one thread at a time per handle, which is what Rust's ownership gives.
+#[repr(transparent)]
+pub struct Uop(NonNull<sys::tg_uop>);
+unsafe impl Send for Uop {}
+impl Handle for Uop {
+  type Raw = sys::tg_uop;
+  fn as_ptr(&self) -> *mut Self::Raw {
+    self.0.as_ptr()
+  }
+  unsafe fn wrap(p: NonNull<Self::Raw>) -> Self {
+    Self(p)
+  }
+}
+impl Drop for Uop {
+  fn drop(&mut self) {
+    unsafe { sys::tg_uop_release(self.0.as_ptr()) }
+  }
+}
+impl Clone for Uop {
+  fn clone(&self) -> Self {
+    // tg_uop_retain fails only for a NULL or released handle, which a live Uop is not.
+    Self(NonNull::new(unsafe { sys::tg_uop_retain(self.0.as_ptr()) }).expect("tg_uop_retain failed"))
+  }
+}
+impl core::fmt::Debug for Uop {
+  fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    write!(f, "Uop({:p})", self.0)
+  }
+}
+
 /// An nn module (a layer, or layers in sequence) holding its tensors.
 /// Owns one reference to a `tg_module`: dropping it calls `tg_module_release`, cloning it `tg_module_retain`.
 /// Send, not Sync: the header allows one thread at a time per handle, which is what Rust's ownership gives.
@@ -453,6 +485,16 @@ impl Expr {
 }
 
 impl Tensor {
+  /// `tg_tensor_uop`: Read-only handles on the engine's graph nodes (UOps), to inspect what a tensor is made of
+  /// and what kernels it becomes, as tinygrad's Tensor.uop. A handle keeps its node and everything under it
+  /// alive; nothing through it changes a graph. Nodes are hash-consed: two handles on equal nodes have the same
+  /// tg_uop_id. Handles are immutable; any thread may use them. Text results go into buf (NUL-terminated,
+  /// truncated to size) and return the full length, or -1 on error. The node of `t`'s graph that is its value
+  /// now (a BUFFER once realized, the lazy graph before).
+  pub fn uop(&self) -> Result<Uop> {
+    unsafe { Uop::from_raw(sys::tg_tensor_uop(self.as_ptr())) }
+  }
+
   /// `tg_tensor_empty`: Uninitialized storage of the given shape.
   pub fn empty(shape: &[i64], dtype: DType, device: Option<&str>) -> Result<Tensor> {
     let ndim = shape.len();
@@ -1868,6 +1910,33 @@ impl Tensor {
   }
 }
 
+impl Uop {
+  /// `tg_uop_op`: The op's name ("ADD", "REDUCE_AXIS", "BUFFER", ...); static storage. NULL on error.
+  pub fn op(&self) -> Result<String> {
+    unsafe { string(sys::tg_uop_op(self.as_ptr())) }
+  }
+
+  /// `tg_uop_arg_number`: A numeric arg (a CONST's value, an int arg) as a double; TG_ERROR_INVALID_ARGUMENT
+  /// when the arg is not one number.
+  pub fn arg_number(&self) -> Result<f64> {
+    let mut out: f64 = Default::default();
+    let status = unsafe { sys::tg_uop_arg_number(self.as_ptr(), &mut out) };
+    if status != sys::TG_OK {
+      return Err(Error::last());
+    }
+    Ok(out)
+  }
+
+  /// `tg_uop_id`: An identity: equal for handles on the same node, different otherwise; 0 on error.
+  pub fn id(&self) -> Result<u64> {
+    let r = unsafe { sys::tg_uop_id(self.as_ptr()) };
+    if r == 0 {
+      return Err(Error::last());
+    }
+    Ok(r)
+  }
+}
+
 impl Jit {
   /// `tg_jit_call_count`: Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad handle,
   /// with the error set.
@@ -2512,7 +2581,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 297 of the manifest's 333. The others, and where they are:
+/// Functions wrapped above: 301 of the manifest's 346. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2520,6 +2589,15 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_expr_render", "Display for Expr"),
   ("tg_expr_retain", "Clone"),
   ("tg_expr_release", "Drop"),
+  ("tg_uop_dtype", "raw only (tinygrad_sys): text into the caller's buffer (a safe Uop type is not written yet)"),
+  ("tg_uop_arg", "raw only (tinygrad_sys): text into the caller's buffer (a safe Uop type is not written yet)"),
+  ("tg_uop_shape", "raw only (tinygrad_sys): text into the caller's buffer (a safe Uop type is not written yet)"),
+  ("tg_uop_srcs", "raw only (tinygrad_sys): new node references written into the caller's array"),
+  ("tg_uop_toposort", "raw only (tinygrad_sys): new node references written into the caller's array"),
+  ("tg_uop_print", "raw only (tinygrad_sys): text into the caller's buffer (a safe Uop type is not written yet)"),
+  ("tg_tensor_schedule", "raw only (tinygrad_sys): new node references written into the caller's array"),
+  ("tg_uop_retain", "Clone"),
+  ("tg_uop_release", "Drop"),
   ("tg_tensor_from_data", "Tensor::from_slice / from_bytes"),
   ("tg_tensor_shape", "Tensor::shape"),
   ("tg_tensor_shape_vars", "raw only (tinygrad_sys): one optional Variable slot per dim"),
