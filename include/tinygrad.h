@@ -449,7 +449,7 @@ TG_API tg_tensor* tg_tensor_pad(tg_tensor* t, const int64_t* pads, size_t npairs
 /* bounds: ndim (start, end) pairs with 0 <= start <= end <= size. */
 TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t npairs);
 /* Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the Variable
- * `var` (borrowed; a tg_expr_variable with min >= 1) bound to `value` (min <= value <= max, value <= the dim's size; max
+ * `var` (borrowed; a tg_expr_variable with min >= 0) bound to `value` (min <= value <= max, value <= the dim's size; max
  * may pass the dim, as tinygrad: the buffer such a view is copied to is padded to max).
  * Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the same Variable or a 1),
  * reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax, permutes, and reshapes that
@@ -467,6 +467,12 @@ TG_API tg_tensor* tg_tensor_rebind(tg_tensor* t, const tg_expr* var, int64_t val
  * NULL for a plain dim; `capacity` is out's length and must be >= ndim. Together with tg_tensor_shape (the bound values)
  * this is the symbolic shape, as tinygrad's Tensor.shape holds a bound Variable for such a dim. */
 TG_API tg_status tg_tensor_shape_vars(const tg_tensor* t, tg_expr** out, size_t capacity);
+/* A 0-d tensor of `dtype` whose value is the expression `e` with its Variables bound (names[i] = values[i]; each within
+ * its range): tinygrad's Tensor(v.bind(3) + 1). The value stays symbolic: kernels read it as an argument, so graphs that
+ * differ only in the values schedule and compile once, and a tg_jit replays it with the values the call passes
+ * (tg_jit_call_vars). A Variable of `e` left unbound is TG_ERROR_INVALID_ARGUMENT. @len(names=n, values=n) */
+TG_API tg_tensor* tg_tensor_from_expr(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, tg_dtype dtype,
+                                      const char* device);
 /* The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that change a
  * bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse. Nothing is computed
  * until realized; a tensor without Variable dims is returned as is. Inside a tg_jit function it is
@@ -824,6 +830,13 @@ TG_API tg_jit* tg_jit_create(tg_jit_fn fn, void* userdata);
  * the input, and nothing runs. The first call may pass any n_outputs (extra outputs of `fn` are realized and dropped).
  * An error from `fn` is returned as is; a failed capture leaves the JIT to capture again at the next call. */
 TG_API tg_status tg_jit_call(tg_jit* jit, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs);
+/* tg_jit_call with the values of Variables `fn` uses besides its inputs' dims (var_names[i] = var_values[i]; a tensor
+ * made with tg_tensor_from_expr, a shrink_var inside fn): a replay gives the kernels these values. A capture in which a
+ * kernel takes a Variable that neither an input's dims nor these bind is TG_ERROR_UNSUPPORTED (a replay would keep the
+ * captured value), and a replay that leaves out a Variable the capture was given is TG_ERROR_INVALID_ARGUMENT.
+ * @len(var_names=n_vars, var_values=n_vars) */
+TG_API tg_status tg_jit_call_vars(tg_jit* jit, tg_tensor* const* inputs, size_t n_inputs, const char* const* var_names,
+                                  const int64_t* var_values, size_t n_vars, tg_tensor** outputs, size_t n_outputs);
 /* Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad handle, with the error set. @errors(-1) */
 TG_API int64_t tg_jit_call_count(const tg_jit* jit);
 /* Forget the capture: the next call runs `fn` again as the first call did. */

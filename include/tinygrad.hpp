@@ -469,6 +469,9 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   Tensor shrink(Ints bounds) const { return op(tg_tensor_shrink, bounds.data(), bounds.size() / 2); }
   inline Tensor shrink(int64_t axis, const Expr& var, int64_t value) const;
   inline Tensor rebind(const Expr& var, int64_t value) const;
+  // a 0-d tensor of a bound expression's value (tinygrad's Tensor(v.bind(3) + 1)), symbolic in a Jit (docs/C-API.md)
+  static inline Tensor from_expr(const Expr& e, const std::vector<std::pair<std::string, int64_t>>& bindings, DType dtype = DType::Int32,
+                                 const char* device = nullptr);
   // the Variable each dim is bound to (an empty Expr for a plain dim)
   inline std::vector<Expr> shape_vars() const;
   // the graph in hand: this tensor's node now, and the ASTs of the kernels realizing it (and `more`) would run
@@ -839,6 +842,12 @@ inline Expr operator<(const Expr& a, const Expr& b) { return a.binary(TG_LT, b);
 
 inline Tensor Tensor::shrink(int64_t axis, const Expr& var, int64_t value) const { return op(tg_tensor_shrink_var, axis, var.raw(), value); }
 inline Tensor Tensor::rebind(const Expr& var, int64_t value) const { return op(tg_tensor_rebind, var.raw(), value); }
+inline Tensor Tensor::from_expr(const Expr& e, const std::vector<std::pair<std::string, int64_t>>& bindings, DType dtype, const char* device) {
+  std::vector<const char*> names;
+  std::vector<int64_t> values;
+  for (auto& [n, v] : bindings) names.push_back(n.c_str()), values.push_back(v);
+  return adopt(tg_tensor_from_expr(e.raw(), names.data(), values.data(), names.size(), static_cast<tg_dtype>(dtype), device));
+}
 inline std::vector<Expr> Tensor::shape_vars() const {
   std::vector<tg_expr*> raw(static_cast<size_t>(ndim()), nullptr);
   detail::check(tg_tensor_shape_vars(p_, raw.data(), raw.size()));
@@ -1121,6 +1130,17 @@ class Jit {
     auto r = Tensor::raws(inputs);
     std::vector<tg_tensor*> out(n_outputs);
     detail::check(tg_jit_call(h_.raw(), r.data(), r.size(), out.data(), out.size()));
+    return Tensor::adopt_all(out);
+  }
+  // with the values of Variables fn uses besides its inputs' dims (tg_jit_call_vars)
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, const std::vector<std::pair<std::string, int64_t>>& vars,
+                                 size_t n_outputs = 1) const {
+    auto r = Tensor::raws(inputs);
+    std::vector<const char*> names;
+    std::vector<int64_t> values;
+    for (auto& [n, v] : vars) names.push_back(n.c_str()), values.push_back(v);
+    std::vector<tg_tensor*> out(n_outputs);
+    detail::check(tg_jit_call_vars(h_.raw(), r.data(), r.size(), names.data(), values.data(), names.size(), out.data(), out.size()));
     return Tensor::adopt_all(out);
   }
   int64_t call_count() const { return detail::check(tg_jit_call_count(h_.raw()), -1); }

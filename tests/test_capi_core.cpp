@@ -163,7 +163,7 @@ TEST(CApi, ExprArgumentErrors) {
       {"render NULL", [] { return tg_expr_render(nullptr, nullptr, 0) == -1; }, "NULL"},
       {"render NULL buf", [&] { return tg_expr_render(x, nullptr, 8) == -1; }, "buf"},
       {"eval NULL out", [&] { return tg_expr_eval(x, names, vals, 1, nullptr) == TG_ERROR_INVALID_ARGUMENT; }, "out"},
-      {"eval unbound", [&] { return tg_expr_eval(x, nullptr, nullptr, 0, &out) == TG_ERROR_INVALID_ARGUMENT; }, "'x' is not bound"},
+      {"eval unbound", [&] { return tg_expr_eval(x, nullptr, nullptr, 0, &out) == TG_ERROR_INVALID_ARGUMENT; }, "'x' is unbound"},
       {"eval out of range", [&] { return tg_expr_eval(x, names, vals, 1, &out) == TG_ERROR_INVALID_ARGUMENT; }, "outside"},
       {"eval NULL names", [&] { return tg_expr_eval(x, nullptr, vals, 1, &out) == TG_ERROR_INVALID_ARGUMENT; }, "NULL"},
       {"bounds NULL", [&] { return tg_expr_bounds(x, nullptr, &hi) == TG_ERROR_INVALID_ARGUMENT; }, "NULL"},

@@ -786,7 +786,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
   }
 
   /// <summary>Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the
-  /// Variable `var` (borrowed; a tg_expr_variable with min &gt;= 1) bound to `value` (min &lt;= value &lt;= max,
+  /// Variable `var` (borrowed; a tg_expr_variable with min &gt;= 0) bound to `value` (min &lt;= value &lt;= max,
   /// value &lt;= the dim's size; max may pass the dim, as tinygrad: the buffer such a view is copied to is padded
   /// to max). Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the same
   /// Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax,
@@ -1556,6 +1556,17 @@ public sealed partial class Expr : IDisposable, IHandle {
   /// </summary>
   public Expr Retain() {
     return new Expr(Native.Check(Native.tg_expr_retain(H)));
+  }
+
+  /// <summary>A 0-d tensor of `dtype` whose value is the expression `e` with its Variables bound (names[i] = values[i];
+  /// each within its range): tinygrad's Tensor(v.bind(3) + 1). The value stays symbolic: kernels read it as an
+  /// argument, so graphs that differ only in the values schedule and compile once, and a tg_jit replays it with
+  /// the values the call passes (tg_jit_call_vars). A Variable of `e` left unbound is TG_ERROR_INVALID_ARGUMENT.
+  /// (tg_tensor_from_expr)
+  /// </summary>
+  public Tensor TensorFromExpr(string[] names, long[] values, DType dtype, string device = null) {
+    if ((names?.Length ?? 0) != (values?.Length ?? 0)) throw new ArgumentException("names and values differ in length");
+    return new Tensor(Native.Check(Native.tg_tensor_from_expr(H, names, values, (UIntPtr)(names?.Length ?? 0), dtype, device)));
   }
 }
 
@@ -2330,7 +2341,7 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (36; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (37; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
@@ -2355,6 +2366,7 @@ public static partial class Tg {
 //   tg_tensor_to_dlpack: a `extern` result
 //   tg_jit_create: a `callback` parameter
 //   tg_jit_call: `outputs` holds as many references as the caller asks for
+//   tg_jit_call_vars: `outputs` holds as many references as the caller asks for
 //   tg_jit_release: takes a reference (Dispose does it)
 //   tg_jit_export: a `struct_in` parameter
 //   tg_module_parameters: `out` holds as many references as the caller asks for

@@ -903,7 +903,7 @@ public static unsafe partial class Native {
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_shrink(TensorHandle t, long[] bounds, UIntPtr npairs);
   /// <summary>Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the
-  /// Variable `var` (borrowed; a tg_expr_variable with min &gt;= 1) bound to `value` (min &lt;= value &lt;= max,
+  /// Variable `var` (borrowed; a tg_expr_variable with min &gt;= 0) bound to `value` (min &lt;= value &lt;= max,
   /// value &lt;= the dim's size; max may pass the dim, as tinygrad: the buffer such a view is copied to is padded
   /// to max). Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the same
   /// Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax,
@@ -930,6 +930,13 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_shape_vars(TensorHandle t, [Out] IntPtr[] @out, UIntPtr capacity);
+  /// <summary>A 0-d tensor of `dtype` whose value is the expression `e` with its Variables bound (names[i] = values[i];
+  /// each within its range): tinygrad's Tensor(v.bind(3) + 1). The value stays symbolic: kernels read it as an
+  /// argument, so graphs that differ only in the values schedule and compile once, and a tg_jit replays it with
+  /// the values the call passes (tg_jit_call_vars). A Variable of `e` left unbound is TG_ERROR_INVALID_ARGUMENT.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_from_expr(ExprHandle e, [MarshalAs(UnmanagedType.LPArray, ArraySubType = UnmanagedType.LPUTF8Str)] string[] names, long[] values, UIntPtr n, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that
   /// change a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse.
   /// Nothing is computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit
@@ -1464,6 +1471,14 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_jit_call(JitHandle jit, IntPtr[] inputs, UIntPtr n_inputs, [Out] IntPtr[] outputs, UIntPtr n_outputs);
+  /// <summary>tg_jit_call with the values of Variables `fn` uses besides its inputs' dims (var_names[i] = var_values[i]; a
+  /// tensor made with tg_tensor_from_expr, a shrink_var inside fn): a replay gives the kernels these values. A
+  /// capture in which a kernel takes a Variable that neither an input's dims nor these bind is
+  /// TG_ERROR_UNSUPPORTED (a replay would keep the captured value), and a replay that leaves out a Variable the
+  /// capture was given is TG_ERROR_INVALID_ARGUMENT.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_jit_call_vars(JitHandle jit, IntPtr[] inputs, UIntPtr n_inputs, [MarshalAs(UnmanagedType.LPArray, ArraySubType = UnmanagedType.LPUTF8Str)] string[] var_names, long[] var_values, UIntPtr n_vars, [Out] IntPtr[] outputs, UIntPtr n_outputs);
   /// <summary>Calls so far (0, 1: warmed up, &gt;= 2: captured and replaying). -1 for a bad handle, with the error set.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

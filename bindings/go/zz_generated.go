@@ -791,6 +791,11 @@ static tg_status tgw_tensor_shape_vars(const tg_tensor* t, tg_expr** out, size_t
   if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
   return tgw_r;
 }
+static tg_tensor* tgw_tensor_from_expr(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, tg_dtype dtype, const char* device, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_from_expr(e, names, values, n, dtype, device);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_at_binding(tg_tensor* t, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_at_binding(t);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -1288,6 +1293,11 @@ static struct DLManagedTensor* tgw_tensor_to_dlpack(tg_tensor* t, tgw_err* tgw_e
 }
 static tg_status tgw_jit_call(tg_jit* jit, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs, tgw_err* tgw_e) {
   tg_status tgw_r = tg_jit_call(jit, inputs, n_inputs, outputs, n_outputs);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_jit_call_vars(tg_jit* jit, tg_tensor* const* inputs, size_t n_inputs, const char* const* var_names, const int64_t* var_values, size_t n_vars, tg_tensor** outputs, size_t n_outputs, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_jit_call_vars(jit, inputs, n_inputs, var_names, var_values, n_vars, outputs, n_outputs);
   if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
   return tgw_r;
 }
@@ -4273,7 +4283,7 @@ func (t *Tensor) Shrink(bounds []int64) (*Tensor, error) {
 }
 
 // ShrinkVar is tg_tensor_shrink_var. Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the
-// end), that dim's size being the Variable `var` (borrowed; a tg_expr_variable with min >= 1) bound to `value`
+// end), that dim's size being the Variable `var` (borrowed; a tg_expr_variable with min >= 0) bound to `value`
 // (min <= value <= max, value <= the dim's size; max may pass the dim, as tinygrad: the buffer such a view is
 // copied to is padded to max). Ops over the result keep the dim symbolic: elementwise ops and broadcasting
 // (against the same Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it),
@@ -4331,6 +4341,34 @@ func (t *Tensor) ShapeVars(capacity int) ([]*Expr, error) {
 	result := out
 	runtime.KeepAlive(t)
 	return result, nil
+}
+
+// TensorFromExpr is tg_tensor_from_expr. A 0-d tensor of `dtype` whose value is the expression `e` with its
+// Variables bound (names[i] = values[i]; each within its range): tinygrad's Tensor(v.bind(3) + 1). The value
+// stays symbolic: kernels read it as an argument, so graphs that differ only in the values schedule and compile
+// once, and a tg_jit replays it with the values the call passes (tg_jit_call_vars). A Variable of `e` left
+// unbound is TG_ERROR_INVALID_ARGUMENT.
+func (e *Expr) TensorFromExpr(names []string, values []int64, dtype DType, device string) (*Tensor, error) {
+	if len(values) != len(names) {
+		return nil, newError(ErrInvalidArgument, "tg_tensor_from_expr: values and names differ in length")
+	}
+	cvNames := make([]*C.char, len(names))
+	for i, s := range names {
+		cvNames[i] = C.CString(s)
+		defer C.free(unsafe.Pointer(cvNames[i]))
+	}
+	var cvDevice *C.char
+	if device != "" {
+		cvDevice = C.CString(device)
+		defer C.free(unsafe.Pointer(cvDevice))
+	}
+	var st C.tgw_err
+	ret := C.tgw_tensor_from_expr(e.ptr(), (**C.char)(ptr0(cvNames)), (*C.int64_t)(ptr0(values)), C.size_t(len(names)), C.tg_dtype(dtype), cvDevice, &st)
+	runtime.KeepAlive(e)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
 }
 
 // AtBinding is tg_tensor_at_binding. The same values with every Variable dim replaced by its bound value: a
@@ -5748,6 +5786,42 @@ func (jit *Jit) call(inputs []*Tensor, nOutputs int) ([]*Tensor, error) {
 	return result, nil
 }
 
+// CallVars is tg_jit_call_vars. tg_jit_call with the values of Variables `fn` uses besides its inputs' dims
+// (var_names[i] = var_values[i]; a tensor made with tg_tensor_from_expr, a shrink_var inside fn): a replay gives
+// the kernels these values. A capture in which a kernel takes a Variable that neither an input's dims nor these
+// bind is TG_ERROR_UNSUPPORTED (a replay would keep the captured value), and a replay that leaves out a Variable
+// the capture was given is TG_ERROR_INVALID_ARGUMENT.
+func (jit *Jit) CallVars(inputs []*Tensor, varNames []string, varValues []int64, nOutputs int) ([]*Tensor, error) {
+	if len(varValues) != len(varNames) {
+		return nil, newError(ErrInvalidArgument, "tg_jit_call_vars: varValues and varNames differ in length")
+	}
+	if nOutputs < 0 {
+		return nil, newError(ErrInvalidArgument, "tg_jit_call_vars: negative n_outputs")
+	}
+	cvInputs := cTensors(inputs)
+	cvVarNames := make([]*C.char, len(varNames))
+	for i, s := range varNames {
+		cvVarNames[i] = C.CString(s)
+		defer C.free(unsafe.Pointer(cvVarNames[i]))
+	}
+	cvOutputs := make([]*C.tg_tensor, nOutputs)
+	var st C.tgw_err
+	C.tgw_jit_call_vars(jit.ptr(), (**C.tg_tensor)(ptr0(cvInputs)), C.size_t(len(inputs)), (**C.char)(ptr0(cvVarNames)), (*C.int64_t)(ptr0(varValues)), C.size_t(len(varNames)), (**C.tg_tensor)(ptr0(cvOutputs)), C.size_t(nOutputs), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(jit)
+		runtime.KeepAlive(inputs)
+		return nil, err
+	}
+	outputs := make([]*Tensor, 0, len(cvOutputs))
+	for _, p := range cvOutputs {
+		outputs = append(outputs, newTensor(p))
+	}
+	result := outputs
+	runtime.KeepAlive(jit)
+	runtime.KeepAlive(inputs)
+	return result, nil
+}
+
 // CallCount is tg_jit_call_count. Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad
 // handle, with the error set.
 func (jit *Jit) CallCount() (int64, error) {
@@ -7016,4 +7090,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 345 // of 346 in the manifest
+const generatedFunctions = 347 // of 348 in the manifest

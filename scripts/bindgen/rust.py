@@ -25,6 +25,7 @@ HANDWRITTEN = {
   "tg_module_parameters": "Module::parameters", "tg_optimizer_schedule_step": "Optimizer::schedule_step",
   "tg_optimizer_params": "Optimizer::params", "tg_optimizer_state": "Optimizer::state", "tg_expr_render": "Display for Expr", "tg_state_info": "State::info",
   "tg_plan_kernel": "Plan::kernel", "tg_jit_create": "Jit::new", "tg_jit_call": "Jit::call",
+  "tg_jit_call_vars": "raw only (tinygrad_sys): Jit::call with Variable values is not written yet",
   "tg_tensor_from_dlpack": "raw only (tinygrad_sys): DLPack structs are the caller's",
   "tg_tensor_to_dlpack": "raw only (tinygrad_sys): DLPack structs are the caller's",
   "tg_tensor_shape_vars": "raw only (tinygrad_sys): one optional Variable slot per dim",

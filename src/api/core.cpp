@@ -1,9 +1,11 @@
 // C API: version, errors, dtypes, symbolic expressions.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 
 #include "api/handles.h"
+#include "schedule/graph.h"
 #include "uop/symbolic.h"
 
 namespace tg::api {
@@ -177,24 +179,30 @@ tg_expr* tg_expr_simplify(const tg_expr* e) {
 int64_t tg_expr_render(const tg_expr* e, char* buf, size_t size) {
   return api::text_result(buf, size, "expr_render", [&] { return Exprs::get(e, "expr_render").u->render(); });
 }
+// each Variable of `u` replaced by make(var, its value) from names/values (every one bound, within its range)
+static UOpRef bind_vars(const UOpRef& u, const char* const* names, const int64_t* values, size_t n, const char* fn,
+                        const std::function<UOpRef(const UOp*, int64_t)>& make) {
+  TG_ARG(n == 0 || (names && values), std::string(fn) + ": names/values are NULL");
+  UOpMap<UOpRef> bind;
+  for (auto& x : u->toposort()) {
+    if (x->op != Ops::DEFINE_VAR) continue;
+    auto& va = x->argv<VarArg>();
+    size_t i = 0;
+    while (i < n && (!names[i] || va.name != names[i])) i++;
+    TG_ARG(i < n, std::string(fn) + ": Variable '" + va.name + "' is unbound");
+    TG_ARG(values[i] >= va.vmin && values[i] <= va.vmax,
+           strformat("%s: %s=%lld is outside [%lld, %lld]", fn, va.name.c_str(), (long long)values[i], (long long)va.vmin, (long long)va.vmax));
+    bind[x] = make(x.get(), values[i]);
+  }
+  return u->substitute(bind);
+}
 tg_status tg_expr_eval(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, int64_t* out) {
   return api::call([&] {
     const UOpRef& u = Exprs::get(e, "expr_eval").u;
     TG_ARG(out, "expr_eval: out is NULL");
-    TG_ARG(n == 0 || (names && values), "expr_eval: names/values are NULL");
-    // bind the variables as constants and fold exactly in integers (no trip through double)
-    UOpMap<UOpRef> bind;
-    for (auto& x : u->toposort()) {
-      if (x->op != Ops::DEFINE_VAR) continue;
-      auto& va = x->argv<VarArg>();
-      size_t i = 0;
-      while (i < n && (!names[i] || va.name != names[i])) i++;
-      TG_ARG(i < n, "expr_eval: variable '" + va.name + "' is not bound");
-      TG_ARG(values[i] >= va.vmin && values[i] <= va.vmax,
-             strformat("expr_eval: %s=%lld is outside [%lld, %lld]", va.name.c_str(), (long long)values[i], (long long)va.vmin, (long long)va.vmax));
-      bind[x] = UOp::const_int(x->dtype, values[i]);
-    }
-    UOpRef r = graph_rewrite(u->substitute(bind), symbolic_simple());
+    // the variables as constants, folded exactly in integers (no trip through double)
+    UOpRef r = graph_rewrite(bind_vars(u, names, values, n, "expr_eval", [](const UOp* x, int64_t v) { return UOp::const_int(x->dtype, v); }),
+                             symbolic_simple());
     TG_CHECK(r->op == Ops::CONST, TG_ERROR_INTERNAL, "expr_eval: the expression did not fold to a constant");
     *out = dtypes::is_int(r->dtype) ? std::get<int64_t>(r->arg) : int64_t(r->const_value());
   });
@@ -204,6 +212,15 @@ tg_status tg_expr_bounds(const tg_expr* e, int64_t* min, int64_t* max) {
     const UOpRef& u = Exprs::get(e, "expr_bounds").u;
     TG_ARG(min && max, "expr_bounds: min/max is NULL");
     *min = u->vmin(), *max = u->vmax();
+  });
+}
+tg_tensor* tg_tensor_from_expr(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, tg_dtype dtype, const char* device) {
+  return api::make([&] {
+    const UOpRef& u = Exprs::get(e, "tensor_from_expr", "e").u;
+    DType dt = dtype_arg(dtype, "tensor_from_expr");
+    // each Variable becomes BIND(var, value): a value kernels take as an argument, unbound again at realize
+    UOpRef v = bind_vars(u, names, values, n, "tensor_from_expr", [](const UOp* x, int64_t val) { return bound_var(x, val); });
+    return api::wrap(Tensor(v, canonical_device(device)).cast(dt));
   });
 }
 tg_expr* tg_expr_retain(tg_expr* e) {

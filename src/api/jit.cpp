@@ -105,11 +105,23 @@ struct CallGuard {
 };
 
 tg_status tg_jit_call(tg_jit* j, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs) {
+  return tg_jit_call_vars(j, inputs, n_inputs, nullptr, nullptr, 0, outputs, n_outputs);
+}
+tg_status tg_jit_call_vars(tg_jit* j, tg_tensor* const* inputs, size_t n_inputs, const char* const* var_names, const int64_t* var_values,
+                           size_t n_vars, tg_tensor** outputs, size_t n_outputs) {
   return api::call([&] {
     CallGuard guard(j, "tg_jit_call", false);
     tg_jit* jit = guard.jit;
     TG_ARG(inputs || n_inputs == 0, "jit_call: inputs is NULL with a nonzero count");
     TG_ARG(outputs || n_outputs == 0, "jit_call: outputs is NULL with a nonzero count");
+    TG_ARG((var_names && var_values) || n_vars == 0, "jit_call_vars: var_names/var_values is NULL with a nonzero count");
+    TG_ARG(n_vars <= 4096, strformat("jit_call_vars: %zu variables (at most 4096)", n_vars));
+    TinyJit::Vars vars;
+    for (size_t i = 0; i < n_vars; i++) {
+      TG_ARG(var_names[i] && *var_names[i], strformat("jit_call_vars: var_names[%zu] is NULL or empty", i));
+      auto [it, fresh] = vars.emplace(var_names[i], var_values[i]);
+      TG_ARG(fresh || it->second == var_values[i], strformat("jit_call_vars: Variable '%s' given twice with different values", var_names[i]));
+    }
     std::vector<Tensor> ins;
     for (size_t i = 0; i < n_inputs; i++) ins.push_back(api::get(inputs[i], "jit_call", strformat("inputs[%zu]", i).c_str()));
     struct Count {  // this call's output count for call_fn, put back after (a nested call's outer may still read it)
@@ -119,7 +131,7 @@ tg_status tg_jit_call(tg_jit* j, tg_tensor* const* inputs, size_t n_inputs, tg_t
     } count(n_outputs);
     std::vector<Tensor> outs;
     if (guard.nested()) {
-      outs = jit->jit(ins);  // runs the function, touches nothing of the JIT's
+      outs = jit->jit(ins, vars);  // runs the function, touches nothing of the JIT's
     } else {
       if (jit->jit.calls() >= 1 && JIT != 0)  // the capture and every replay keep the count of the capture
         TG_ARG(jit->jit.calls() == 1 || n_outputs == jit->n_outputs,
@@ -127,7 +139,7 @@ tg_status tg_jit_call(tg_jit* j, tg_tensor* const* inputs, size_t n_inputs, tg_t
       size_t keep = jit->n_outputs;
       jit->n_outputs = n_outputs;
       try {
-        outs = jit->jit(ins);
+        outs = jit->jit(ins, vars);
       } catch (...) {
         if (jit->jit.calls() >= 2) jit->n_outputs = keep;
         throw;

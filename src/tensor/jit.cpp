@@ -82,13 +82,14 @@ std::vector<Tensor> TinyJit::run_and_realize(const std::vector<Tensor>& inputs, 
   return std::vector<Tensor>(all.begin(), all.begin() + long(outs.size()));
 }
 
-std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) { return (*this)(inputs, {}); }
+std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs, const Vars& vars) {
   TG_CHECK(!in_own_function(), TG_ERROR_INVALID_ARGUMENT, "jit: called from inside its own function");
   // nested in another JIT's function: run ours unlocked, state untouched; an enclosing capture records its kernels
   if (in_function()) return run_and_realize(prepare_inputs(inputs), false);
   std::lock_guard<std::mutex> lk(mu_);
   if (JIT == 0) return run_and_realize(prepare_inputs(inputs), false);  // every call as the first: run, realize outputs and assigns
-  if (cnt_ >= 2) return replay(inputs);
+  if (cnt_ >= 2) return replay(inputs, vars);
   std::vector<Tensor> ins = prepare_inputs(inputs);
   if (cnt_ == 0) {
     std::vector<Tensor> outs = run_and_realize(ins, false);
@@ -100,16 +101,29 @@ std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) {
   if (JITBEAM >= 1) beam.emplace(std::initializer_list<std::pair<const char*, int64_t>>{{"BEAM", int64_t(JITBEAM)}});
   CaptureScope cap;
   std::vector<Tensor> outs = run_and_realize(ins, true);
-  finish_capture(ins, outs, cap);
+  finish_capture(ins, outs, cap, vars);
   cnt_ = 2;
   return outs;
 }
 
-void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap) {
+void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap, const Vars& vars) {
+  // every Variable a kernel takes must come from an input's dims or the call's variables: a value bound inside the
+  // function would be replayed as captured
+  std::unordered_set<std::string> bound;
+  for (auto& [nm, v] : vars) bound.insert(nm);
+  for (auto& t : inputs)
+    for (const UOp* v : t.uop()->sym())
+      if (v) bound.insert(v->argv<VarArg>().name);
+  for (auto& e : cap.items)
+    for (size_t i = 0; i < e.prg->vars.size(); i++)
+      TG_CHECK(int(i) == e.prg->core_var || bound.count(e.prg->vars[i]->argv<VarArg>().name), TG_ERROR_UNSUPPORTED,
+               "jit: kernel " + e.prg->name + " takes Variable '" + e.prg->vars[i]->argv<VarArg>().name +
+                   "', which no input's shape binds and the call does not pass: a replay would keep its value. Pass it with the call "
+                   "(tg_jit_call_vars; a bound Variable argument of a Python TinyJit)");
   items_ = std::move(cap.items);
   in_specs_.clear(), input_uses_.clear(), outputs_.clear(), input_bufs_.clear(), output_views_input_.clear(), out_devices_.clear();
   std::unordered_map<const Buffer*, size_t> input_of;
-  has_vars_ = false;
+  has_vars_ = !vars.empty();
   for (size_t i = 0; i < inputs.size(); i++) {
     const Tensor& t = inputs[i];
     in_specs_.push_back({t.shape(), t.dtype(), t.device(), t.uop()->sym(), int64_t(buffer_of(input_buffer(t))->size())});
@@ -159,13 +173,13 @@ void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vecto
                  double(mem_.total_bytes) * 1e-6);
 }
 
-std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs, const Vars& vars) {
   TG_CHECK(inputs.size() == in_specs_.size(), TG_ERROR_INVALID_ARGUMENT,
            strformat("jit: called with %zu inputs, captured with %zu", inputs.size(), in_specs_.size()));
   void* ptrs[64];
   std::vector<void*> more(inputs.size() > 64 ? inputs.size() : 0);
   void** in_ptr = inputs.size() > 64 ? more.data() : ptrs;
-  std::unordered_map<std::string, int64_t> vals;  // the inputs' Variable bindings
+  std::unordered_map<std::string, int64_t> vals(vars.begin(), vars.end());  // the call's Variables, then the inputs' bindings
   std::vector<Tensor> held;  // inputs that had to be made contiguous live until the items ran
   held.reserve(2 * inputs.size());
   UOps in_bufs;              // the inputs' BUFFER nodes, for outputs that view them
@@ -207,7 +221,12 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs) {
   }
   for (auto& u : input_uses_) items_[u.item].ptrs[u.buf] = in_ptr[u.input];
   if (has_vars_)
-    for (auto& e : items_) e.vals = var_values(*e.prg, vals);
+    for (auto& e : items_) {
+      for (auto& v : e.prg->vars)
+        TG_CHECK(v->argv<VarArg>().name == "core_id" || vals.count(v->argv<VarArg>().name), TG_ERROR_INVALID_ARGUMENT,
+                 "jit: the capture was given Variable '" + v->argv<VarArg>().name + "' with the call; this call does not pass it");
+      e.vals = var_values(*e.prg, vals);
+    }
   // one device with graphs (CUDA) and no per-kernel timing asked: the items replay as one graph launch
   auto launches = [&] {
     std::vector<GraphLaunch> g;

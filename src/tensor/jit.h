@@ -36,6 +36,10 @@ class TinyJit {
   explicit TinyJit(Fn fn) : fn_(std::move(fn)) {}
   // inputs are realized (contiguous) first; a replay checks each against the captured shape, dtype and device
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
+  // with Variables the function uses besides its inputs' dims (a bound Variable passed as an argument): a replay gives
+  // the kernels these values; a capture refuses kernels that take a Variable neither these nor an input dim bind
+  using Vars = std::unordered_map<std::string, int64_t>;
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, const Vars& vars);
   int calls() const { return cnt_.load(); }
   bool captured() const { return cnt_.load() >= 2; }
   // some JIT's function runs on this thread (a call now would be nested); this JIT's own function does
@@ -66,8 +70,8 @@ class TinyJit {
     size_t item, buf, input;
   };
   std::vector<Tensor> run_and_realize(const std::vector<Tensor>& inputs, bool capturing);
-  void finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap);
-  std::vector<Tensor> replay(const std::vector<Tensor>& inputs);
+  void finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap, const Vars& vars);
+  std::vector<Tensor> replay(const std::vector<Tensor>& inputs, const Vars& vars);
   // a replay's outputs: the captured ones, with views of inputs moved to this call's inputs and Variables rebound
   std::vector<Tensor> outputs_of(const std::vector<Tensor>& inputs, const UOps& in_bufs, const std::unordered_map<std::string, int64_t>& vals);
 

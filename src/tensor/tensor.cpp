@@ -425,8 +425,8 @@ Tensor Tensor::shrink_var(int64_t dim, const UOpRef& var, int64_t value) const {
   auto& v = var->argv<VarArg>();
   TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "shrink_var: a 0-d tensor has no dim to bind");
   // as tinygrad, the range may pass the dim (a buffer laid out for the largest size is padded to it); the value may not
-  TG_CHECK(v.vmin >= 1, TG_ERROR_SHAPE, strformat("shrink_var: Variable '%s' in [%lld, %lld] can be 0; a dim it binds must be >= 1", v.name.c_str(),
-                                                  (long long)v.vmin, (long long)v.vmax));
+  TG_CHECK(v.vmin >= 0, TG_ERROR_SHAPE, strformat("shrink_var: Variable '%s' in [%lld, %lld] can be negative", v.name.c_str(), (long long)v.vmin,
+                                                  (long long)v.vmax));
   TG_CHECK(value >= v.vmin && value <= v.vmax, TG_ERROR_INVALID_ARGUMENT,
            strformat("shrink_var: %lld is outside Variable '%s''s range [%lld, %lld]", (long long)value, v.name.c_str(), (long long)v.vmin, (long long)v.vmax));
   TG_CHECK(value <= shape()[size_t(d)], TG_ERROR_SHAPE,

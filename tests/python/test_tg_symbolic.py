@@ -191,3 +191,42 @@ def test_a_variable_range_past_the_dim_and_mismatched_inputs():
   vi = Variable("i", 1, 10).bind(7)
   with pytest.raises(JitError, match="input 1 has shape"): add(b[:, :vi], Tensor(rnd(4, 7))[:, :vi])
   with pytest.raises(tg.ShapeError, match="more than 7"): b[:, :Variable("i", 1, 10).bind(8)]
+
+
+def test_a_tensor_of_bound_variables_replays_at_each_binding():
+  # tinygrad's Tensor(v.bind(n)): the value stays symbolic, so a TinyJit given bound Variables as arguments computes
+  # with each call's values (a long Variable keeps its 64-bit value)
+  @TinyJit
+  def f(a, b): return (Tensor(a + b) * 2).realize()
+  for i in range(4):
+    a, b = Variable("a", 0, 2**10, dtype=tg.dtypes.int).bind(i), Variable("b", 0, 2**40, dtype=tg.dtypes.long).bind(2**35)
+    assert f(a, b).item() == (2**35 + i) * 2
+  assert f.call_count == 4
+  assert Tensor(Variable("u", 1, 10).bind(2) + 1).item() == 3 and Tensor(Variable("u", 1, 10).bind(4)).dtype == tg.dtypes.int32
+  with pytest.raises(RuntimeError, match="unbound"): Tensor(Variable("u", 1, 10))
+  with pytest.raises(ValueError): Variable("u", 1, 10, dtype=tg.dtypes.float32)
+
+
+def test_a_variable_bound_inside_the_function_is_refused_at_capture():
+  # a kernel taking a Variable that no input dim and no argument binds would replay the captured value: refused
+  x = Tensor(rnd(10)).realize()
+  v = Variable("k", 1, 10)
+
+  @TinyJit
+  def f(t): return (t[:v.bind(3)] * 2).sum().realize()
+  f(x)
+  with pytest.raises(TinygradError, match="which no input's shape binds"): f(x)
+
+
+def test_a_variable_dim_may_be_zero_and_not_chunked():
+  av = rnd(3, 10, seed=11)
+  a = Tensor(av).realize()
+
+  @TinyJit
+  def g(x): return (x * 2 + 1).realize()
+  for n in (0, 0, 3, 0, 2):
+    vz = Variable("z", 0, 10).bind(n)
+    close(g(a[:, :vz]).numpy(), av[:, :n] * 2 + 1)
+    assert (Tensor.ones(10).contiguous()[:vz] * Tensor(vz)).sum().item() == n * n
+  with pytest.raises(AssertionError): Tensor.ones(10, 8).contiguous()[:Variable("a", 1, 10).bind(4), :].chunk(2, dim=0)
+  assert len(Tensor.ones(10, 8).contiguous()[:Variable("a", 1, 10).bind(4), :].chunk(2, dim=1)) == 2

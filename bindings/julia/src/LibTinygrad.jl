@@ -844,7 +844,7 @@ bounds: ndim (start, end) pairs with 0 <= start <= end <= size.
 tg_tensor_shrink(t, bounds, npairs) = ccall((:tg_tensor_shrink, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t), t, bounds, npairs)
 """
 Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the
-Variable `var` (borrowed; a tg_expr_variable with min >= 1) bound to `value` (min <= value <= max, value <=
+Variable `var` (borrowed; a tg_expr_variable with min >= 0) bound to `value` (min <= value <= max, value <=
 the dim's size; max may pass the dim, as tinygrad: the buffer such a view is copied to is padded to max). Ops
 over the result keep the dim symbolic: elementwise ops and broadcasting (against the same Variable or a 1),
 reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax, permutes, and
@@ -870,6 +870,13 @@ it), or NULL for a plain dim; `capacity` is out's length and must be >= ndim. To
 dim.
 """
 tg_tensor_shape_vars(t, out, capacity) = ccall((:tg_tensor_shape_vars, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t), t, out, capacity)
+"""
+A 0-d tensor of `dtype` whose value is the expression `e` with its Variables bound (names[i] = values[i]; each
+within its range): tinygrad's Tensor(v.bind(3) + 1). The value stays symbolic: kernels read it as an argument,
+so graphs that differ only in the values schedule and compile once, and a tg_jit replays it with the values
+the call passes (tg_jit_call_vars). A Variable of `e` left unbound is TG_ERROR_INVALID_ARGUMENT.
+"""
+tg_tensor_from_expr(e, names, values, n, dtype, device) = ccall((:tg_tensor_from_expr, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Ptr{UInt8}}, Ptr{Int64}, Csize_t, Int32, Ptr{UInt8}), e, names, values, n, dtype, device)
 """
 The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that change
 a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse. Nothing is
@@ -1383,6 +1390,14 @@ JIT to capture again at the next call.
 """
 tg_jit_call(jit, inputs, n_inputs, outputs, n_outputs) = ccall((:tg_jit_call, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t), jit, inputs, n_inputs, outputs, n_outputs)
 """
+tg_jit_call with the values of Variables `fn` uses besides its inputs' dims (var_names[i] = var_values[i]; a
+tensor made with tg_tensor_from_expr, a shrink_var inside fn): a replay gives the kernels these values. A
+capture in which a kernel takes a Variable that neither an input's dims nor these bind is TG_ERROR_UNSUPPORTED
+(a replay would keep the captured value), and a replay that leaves out a Variable the capture was given is
+TG_ERROR_INVALID_ARGUMENT.
+"""
+tg_jit_call_vars(jit, inputs, n_inputs, var_names, var_values, n_vars, outputs, n_outputs) = ccall((:tg_jit_call_vars, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{UInt8}}, Ptr{Int64}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t), jit, inputs, n_inputs, var_names, var_values, n_vars, outputs, n_outputs)
+"""
 Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad handle, with the error set.
 """
 tg_jit_call_count(jit) = ccall((:tg_jit_call_count, libtinygrad), Int64, (Ptr{Cvoid},), jit)
@@ -1853,18 +1868,19 @@ export tg_tensor_var, tg_tensor_std_mean, tg_tensor_var_mean, tg_tensor_all, tg_
 export tg_tensor_argmax, tg_tensor_argmin, tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin
 export tg_tensor_softmax, tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand
 export tg_tensor_pad, tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_rebind, tg_tensor_shape_vars
-export tg_tensor_at_binding, tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten
-export tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave
-export tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_pad_mode
-export tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk, tg_tensor_meshgrid
-export tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk
-export tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select
-export tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear
-export tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd, tg_tensor_conv2d, tg_tensor_conv_transpose2d
-export tg_tensor_interpolate, tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose
-export tg_tensor_pool, tg_tensor_max_pool_indices, tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm
-export tg_tensor_dropout, tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa
-export tg_tensor_one_hot, tg_tensor_cross_entropy, tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss
+export tg_tensor_from_expr, tg_tensor_at_binding, tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten
+export tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat
+export tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu
+export tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk
+export tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort
+export tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero
+export tg_tensor_masked_select, tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone
+export tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd
+export tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate, tg_tensor_max_pool2d
+export tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose, tg_tensor_pool, tg_tensor_max_pool_indices
+export tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
+export tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa, tg_tensor_one_hot
+export tg_tensor_cross_entropy, tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss
 export tg_tensor_nll_loss_weighted, tg_tensor_binary_crossentropy, tg_tensor_binary_crossentropy_logits
 export tg_tensor_binary_crossentropy_logits_weighted, tg_tensor_gather, tg_tensor_assign, tg_manual_seed
 export tg_tensor_rand, tg_tensor_randn, tg_tensor_uniform, tg_tensor_normal, tg_tensor_randint
@@ -1874,17 +1890,17 @@ export tg_tensor_zeros_like, tg_tensor_ones_like, tg_tensor_set_requires_grad, t
 export tg_tensor_backward, tg_tensor_backward_also, tg_tensor_grad, tg_tensor_set_grad, tg_tensor_gradient
 export tg_tensor_detach, tg_tensor_contiguous_backward, tg_tensor_contiguous, tg_tensor_realize
 export tg_tensor_realize_many, tg_tensor_to_data, tg_tensor_retain, tg_tensor_release, tg_tensor_from_dlpack
-export tg_tensor_to_dlpack, tg_jit_create, tg_jit_call, tg_jit_call_count, tg_jit_reset, tg_jit_plan, tg_jit_release
-export tg_jit_export, tg_nn_linear, tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d, tg_nn_conv_transpose1d
-export tg_nn_conv, tg_nn_batchnorm, tg_nn_layernorm, tg_nn_rmsnorm, tg_nn_groupnorm, tg_nn_instancenorm
-export tg_nn_embedding, tg_nn_lstm_cell, tg_nn_function, tg_nn_sequential, tg_module_call, tg_lstm_cell_step
-export tg_module_kind, tg_module_get, tg_module_set, tg_module_get_option, tg_module_set_option, tg_module_state
-export tg_module_parameter_count, tg_module_parameters, tg_module_load_state, tg_module_retain, tg_module_release
-export tg_tensor_from_idx, tg_dataset_mnist, tg_optimizer_options_default, tg_optim_sgd, tg_optim_adam
-export tg_optim_adamw, tg_optim_lars, tg_optim_lamb, tg_optim_muon, tg_optimizer_zero_grad, tg_optimizer_step
-export tg_optimizer_schedule_step, tg_optimizer_params, tg_optimizer_state, tg_optimizer_lr, tg_optimizer_set_lr
-export tg_optimizer_retain, tg_optimizer_release, tg_state_load, tg_state_load_memory, tg_state_create
-export tg_state_count, tg_state_name, tg_state_info, tg_state_get, tg_state_set, tg_state_save
+export tg_tensor_to_dlpack, tg_jit_create, tg_jit_call, tg_jit_call_vars, tg_jit_call_count, tg_jit_reset
+export tg_jit_plan, tg_jit_release, tg_jit_export, tg_nn_linear, tg_nn_conv2d, tg_nn_conv1d, tg_nn_conv_transpose2d
+export tg_nn_conv_transpose1d, tg_nn_conv, tg_nn_batchnorm, tg_nn_layernorm, tg_nn_rmsnorm, tg_nn_groupnorm
+export tg_nn_instancenorm, tg_nn_embedding, tg_nn_lstm_cell, tg_nn_function, tg_nn_sequential, tg_module_call
+export tg_lstm_cell_step, tg_module_kind, tg_module_get, tg_module_set, tg_module_get_option, tg_module_set_option
+export tg_module_state, tg_module_parameter_count, tg_module_parameters, tg_module_load_state, tg_module_retain
+export tg_module_release, tg_tensor_from_idx, tg_dataset_mnist, tg_optimizer_options_default, tg_optim_sgd
+export tg_optim_adam, tg_optim_adamw, tg_optim_lars, tg_optim_lamb, tg_optim_muon, tg_optimizer_zero_grad
+export tg_optimizer_step, tg_optimizer_schedule_step, tg_optimizer_params, tg_optimizer_state, tg_optimizer_lr
+export tg_optimizer_set_lr, tg_optimizer_retain, tg_optimizer_release, tg_state_load, tg_state_load_memory
+export tg_state_create, tg_state_count, tg_state_name, tg_state_info, tg_state_get, tg_state_set, tg_state_save
 export tg_state_metadata_count, tg_state_metadata_key, tg_state_metadata_value, tg_state_metadata_json
 export tg_state_metadata_set, tg_state_retain, tg_state_release, tg_plan_create, tg_plan_run, tg_plan_kernel_count
 export tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option, tg_option_push, tg_option_pop

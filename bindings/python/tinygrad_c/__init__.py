@@ -596,6 +596,19 @@ class Tensor(_Owned, metaclass=_TensorMeta):
       if dtype is not None and to_dtype(dtype) is not data.dtype: self._swap(C.tensor_cast(data._h, to_dtype(dtype).value))
       if requires_grad is not None: self.requires_grad = requires_grad
       return
+    if isinstance(data, Expr) and not isinstance(data, BoundExpr):  # tinygrad fails when such a tensor is read
+      raise TinygradError("TG_ERROR_INVALID_ARGUMENT", f"Tensor({data}): the Variable is unbound; bind it (v.bind(n)) to make a tensor of its value")
+    if isinstance(data, BoundExpr) and getattr(data, "_binds", None):
+      # symbolic: kernels read the Variables' values, so a TinyJit replays it at each call's binding
+      names = list(data._binds)
+      self._h = _made(C.tensor_from_expr(data._e._h, (ctypes.c_char_p * len(names))(*[n.encode() for n in names]),
+                                         _i64s([data._binds[n] for n in names]), len(names),
+                                         (to_dtype(dtype) if dtype is not None else dtypes.default_int
+                                          if -2**31 <= data.vmin and data.vmax < 2**31 else dtypes.int64).value, _enc(device)),
+                      "tensor_from_expr")
+      _live(self)
+      if requires_grad is not None: self.requires_grad = requires_grad
+      return
     if isinstance(data, Path): data = data.read_bytes()  # tinygrad maps the file (a DISK tensor); here it is read
     if isinstance(data, (bytes, bytearray, memoryview)): data = np.frombuffer(bytes(data), np.uint8)  # uint8, as tinygrad
     if isinstance(data, np.ndarray): arr, dt = data, to_dtype(dtype) if dtype is not None else dtypes.from_np(data.dtype)
@@ -626,7 +639,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     shape = _shape_args(shape)
     _unbound_check(shape, name)
     # a bound Variable dim (Tensor.zeros(v.bind(3), 4)): made at the Variable's largest size, then shrink_var to it
-    sym = [(i, v, int(d)) for i, d in enumerate(shape) if (v := _bound_var(d)) is not None and v.vmin >= 1]
+    sym = [(i, v, int(d)) for i, d in enumerate(shape) if (v := _bound_var(d)) is not None and v.vmin >= 0]
     if sym: shape = tuple(v.vmax if any(i == j for j, _, _ in sym) else d for i, (d, v) in enumerate(zip(shape, map(_bound_var, shape))))
     fn = getattr(C, f"tensor_{name}")
     t = Tensor._wrap(fn(_i64s(shape, "shape dim"), len(shape), *extra, to_dtype(dtype).value, _enc(device)), f"tensor_{name}")
@@ -1486,7 +1499,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     old = self.shape
     pad = len(new) - len(old)
     # a size-1 (or new) dim expanded to a bound Variable: expanded to its largest size, then shrink_var to it
-    sym = [(i, v, int(d)) for i, d in enumerate(new) if (v := _bound_var(d)) is not None and v.vmin >= 1 and
+    sym = [(i, v, int(d)) for i, d in enumerate(new) if (v := _bound_var(d)) is not None and v.vmin >= 0 and
            (i < pad or (old[i - pad] == 1 and _bound_var(old[i - pad]) is None))]
     if not sym: return self._mv("expand", new)
     t = self._mv("expand", [v.vmax if any(i == j for j, _, _ in sym) else d for i, (d, v) in enumerate(zip(new, map(_bound_var, new)))])
@@ -1813,6 +1826,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     """At most `chunks` pieces of ceil(size / chunks) along dim (torch's rule)."""
     chunks, d = _i64(chunks, "chunks"), self._resolve_dim(dim)
     if chunks <= 0: raise ValueError(f"chunks must be positive, got {chunks}")
+    if _bound_var(self.shape[d]) is not None: raise AssertionError(f"chunk: dim {d} is symbolic ({self.shape[d]!r}); it can't be split")
     cap = max(1, min(chunks, self.shape[d]))
     out = (ctypes.c_void_p * cap)()
     n = C.tensor_chunk(self._h, chunks, d, out, cap)
@@ -2277,6 +2291,7 @@ class BoundExpr(int):
     if not lo <= v <= hi: raise AssertionError(f"bind {v} not in range [{lo}, {hi}]")
     b = super().__new__(cls, v)
     b._e = e
+    b._binds = {e.expr: v} if e._is_var() else {}
     return b
 
   @property
@@ -2308,6 +2323,9 @@ class BoundExpr(int):
     av, bv = (int(other), int(self)) if reverse else (int(self), int(other))
     r = int.__new__(BoundExpr, f(av, bv))
     r._e = f(a if isinstance(a, Expr) else Expr(a), b)
+    r._binds = dict(self._binds)
+    for k, v in (other._binds.items() if isinstance(other, BoundExpr) else ()):
+      if r._binds.setdefault(k, v) != v: raise AssertionError(f"Variable '{k}' is bound to both {r._binds[k]} and {v}")
     return r
 
   def __add__(self, x): return self._op(x, operator.add)
@@ -2322,9 +2340,10 @@ class BoundExpr(int):
   __hash__ = int.__hash__
 
 
-def Variable(name: str, min_val: int, max_val: int) -> Expr:
+def Variable(name: str, min_val: int, max_val: int, dtype=None) -> Expr:
   """A symbolic variable taking integer values in [min_val, max_val]; .bind(value) makes the bound Variable symbolic
-  shapes take."""
+  shapes take. dtype (tinygrad's int or long) must be an integer dtype: every Variable here is a 64-bit integer."""
+  if dtype is not None and not dtypes.is_int(to_dtype(dtype)): raise ValueError(f"Variable '{name}': dtype {dtype} is not an integer dtype")
   return Expr.variable(name, min_val, max_val)
 
 
@@ -2592,12 +2611,18 @@ _TG_OK, _TG_ERROR_INVALID_ARGUMENT = 0, 1
 class _JitCall:
   """One call of a TinyJit on this thread: its arguments, and what its function returned or raised (the trampoline
   writes it)."""
-  __slots__ = ("jit", "realize_stash", "running", "exc", "stash", "kind", "n_out", "args", "kwargs", "tensors")
+  __slots__ = ("jit", "realize_stash", "running", "exc", "stash", "kind", "n_out", "args", "kwargs", "tensors", "vars")
 
   def __init__(self, jit, realize_stash, args, kwargs):
     self.jit, self.realize_stash, self.running = jit, realize_stash, False
     self.exc, self.stash, self.kind, self.n_out = None, None, None, None
     self.args, self.kwargs, self.tensors = args, kwargs, _jit_inputs(args, kwargs)
+    # bound Variables among the arguments (as tinygrad's jit takes them): their values go to the kernels at a replay
+    self.vars: Dict[str, int] = {}
+    for x in (*args, *kwargs.values()):
+      for b in (x.values() if type(x) is dict else x if type(x) in (list, tuple) else (x,)):
+        for k, v in (b._binds.items() if isinstance(b, BoundExpr) else ()):
+          if self.vars.setdefault(k, v) != v: raise AssertionError(f"TinyJit: Variable '{k}' is bound to both {self.vars[k]} and {v}")
 
   def rebuild(self, ins: List["Tensor"]):
     """The call's arguments with each input tensor replaced by the library's handle for it (the same buffer)."""
@@ -2729,8 +2754,10 @@ class TinyJit(_Owned):
       ins = call.tensors
       arr = (ctypes.c_void_p * max(len(ins), 1))(*[a._h for a in ins])
       out = (ctypes.c_void_p * max(n_out, 1))()
+      names = list(call.vars)
       stack.append(call)
-      try: st = C.jit_call(self._h, arr, len(ins), out, n_out)
+      try: st = C.jit_call_vars(self._h, arr, len(ins), (ctypes.c_char_p * max(len(names), 1))(*[n.encode() for n in names]),
+                                _i64s([call.vars[n] for n in names]), len(names), out, n_out)
       finally: stack.pop()
       if st == 0 and not nested and call.n_out is not None: self._kind, self._n_out = call.kind, call.n_out
       kind = call.kind if call.n_out is not None else self._kind  # a replay does not run fn: what it returned when captured

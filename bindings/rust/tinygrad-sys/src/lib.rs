@@ -730,7 +730,7 @@ unsafe extern "C" {
   /// bounds: ndim (start, end) pairs with 0 <= start <= end <= size.
   pub fn tg_tensor_shrink(t: *mut tg_tensor, bounds: *const i64, npairs: usize) -> *mut tg_tensor;
   /// Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the
-  /// Variable `var` (borrowed; a tg_expr_variable with min >= 1) bound to `value` (min <= value <= max, value
+  /// Variable `var` (borrowed; a tg_expr_variable with min >= 0) bound to `value` (min <= value <= max, value
   /// <= the dim's size; max may pass the dim, as tinygrad: the buffer such a view is copied to is padded to
   /// max). Ops over the result keep the dim symbolic: elementwise ops and broadcasting (against the same
   /// Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul,
@@ -751,6 +751,12 @@ unsafe extern "C" {
   /// tg_tensor_shape (the bound values) this is the symbolic shape, as tinygrad's Tensor.shape holds a bound
   /// Variable for such a dim.
   pub fn tg_tensor_shape_vars(t: *const tg_tensor, out: *mut *mut tg_expr, capacity: usize) -> tg_status;
+  /// A 0-d tensor of `dtype` whose value is the expression `e` with its Variables bound (names[i] = values[i];
+  /// each within its range): tinygrad's Tensor(v.bind(3) + 1). The value stays symbolic: kernels read it as an
+  /// argument, so graphs that differ only in the values schedule and compile once, and a tg_jit replays it with
+  /// the values the call passes (tg_jit_call_vars). A Variable of `e` left unbound is
+  /// TG_ERROR_INVALID_ARGUMENT.
+  pub fn tg_tensor_from_expr(e: *const tg_expr, names: *const *const c_char, values: *const i64, n: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
   /// The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that
   /// change a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse.
   /// Nothing is computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit
@@ -1082,6 +1088,12 @@ unsafe extern "C" {
   /// any n_outputs (extra outputs of `fn` are realized and dropped). An error from `fn` is returned as is; a
   /// failed capture leaves the JIT to capture again at the next call.
   pub fn tg_jit_call(jit: *mut tg_jit, inputs: *const *mut tg_tensor, n_inputs: usize, outputs: *mut *mut tg_tensor, n_outputs: usize) -> tg_status;
+  /// tg_jit_call with the values of Variables `fn` uses besides its inputs' dims (var_names[i] = var_values[i];
+  /// a tensor made with tg_tensor_from_expr, a shrink_var inside fn): a replay gives the kernels these values.
+  /// A capture in which a kernel takes a Variable that neither an input's dims nor these bind is
+  /// TG_ERROR_UNSUPPORTED (a replay would keep the captured value), and a replay that leaves out a Variable the
+  /// capture was given is TG_ERROR_INVALID_ARGUMENT.
+  pub fn tg_jit_call_vars(jit: *mut tg_jit, inputs: *const *mut tg_tensor, n_inputs: usize, var_names: *const *const c_char, var_values: *const i64, n_vars: usize, outputs: *mut *mut tg_tensor, n_outputs: usize) -> tg_status;
   /// Calls so far (0, 1: warmed up, >= 2: captured and replaying). -1 for a bad handle, with the error set.
   pub fn tg_jit_call_count(jit: *const tg_jit) -> i64;
   /// Forget the capture: the next call runs `fn` again as the first call did.

@@ -1226,7 +1226,7 @@ impl Tensor {
   }
 
   /// `tg_tensor_shrink_var`: Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end),
-  /// that dim's size being the Variable `var` (borrowed; a tg_expr_variable with min >= 1) bound to `value`
+  /// that dim's size being the Variable `var` (borrowed; a tg_expr_variable with min >= 0) bound to `value`
   /// (min <= value <= max, value <= the dim's size; max may pass the dim, as tinygrad: the buffer such a view
   /// is copied to is padded to max). Ops over the result keep the dim symbolic: elementwise ops and
   /// broadcasting (against the same Variable or a 1), reductions (over it too: a sum loops to the value, a mean
@@ -1246,6 +1246,19 @@ impl Tensor {
   /// or the value is outside its range.
   pub fn rebind(&self, var: &Expr, value: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_rebind(self.as_ptr(), var.as_ptr(), value)) }
+  }
+
+  /// `tg_tensor_from_expr`: A 0-d tensor of `dtype` whose value is the expression `e` with its Variables bound
+  /// (names[i] = values[i]; each within its range): tinygrad's Tensor(v.bind(3) + 1). The value stays symbolic:
+  /// kernels read it as an argument, so graphs that differ only in the values schedule and compile once, and a
+  /// tg_jit replays it with the values the call passes (tg_jit_call_vars). A Variable of `e` left unbound is
+  /// TG_ERROR_INVALID_ARGUMENT.
+  pub fn from_expr(e: &Expr, names: &[&str], values: &[i64], dtype: DType, device: Option<&str>) -> Result<Tensor> {
+    let names_c = names.iter().map(|s| cstring(s, "names")).collect::<Result<Vec<_>>>()?;
+    let names_p: Vec<*const c_char> = names_c.iter().map(|s| s.as_ptr()).collect();
+    let n = same_len("names, values", &[names.len(), values.len()])?;
+    let device = device.map(|s| cstring(s, "device")).transpose()?;
+    unsafe { Tensor::from_raw(sys::tg_tensor_from_expr(e.as_ptr(), names_p.as_ptr(), values.as_ptr(), n, dtype as i32, device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
   }
 
   /// `tg_tensor_at_binding`: The same values with every Variable dim replaced by its bound value: a plain-
@@ -2581,7 +2594,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 301 of the manifest's 346. The others, and where they are:
+/// Functions wrapped above: 302 of the manifest's 348. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2613,6 +2626,7 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_tensor_to_dlpack", "raw only (tinygrad_sys): DLPack structs are the caller's"),
   ("tg_jit_create", "Jit::new"),
   ("tg_jit_call", "Jit::call"),
+  ("tg_jit_call_vars", "raw only (tinygrad_sys): Jit::call with Variable values is not written yet"),
   ("tg_jit_release", "Drop"),
   ("tg_jit_export", "raw only (tinygrad_sys): the options struct is the caller's (docs/export.md)"),
   ("tg_module_parameters", "Module::parameters"),
