@@ -446,6 +446,11 @@ TG_API tg_tensor* tg_tensor_expand(tg_tensor* t, const int64_t* shape, size_t nd
 /* pads: ndim (before, after) pairs; padded area holds `value`. A negative entry crops that many elements from that
  * side, as tinygrad (more than the dim holds is TG_ERROR_SHAPE). */
 TG_API tg_tensor* tg_tensor_pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value);
+/* Dim `axis` (negative counts from the end) with `before` elements of `value` in front and as many after as make it
+ * `size`. On a dim bound to a Variable (tg_tensor_shrink_var) the result is a plain dim of `size` at every binding:
+ * tinygrad's x.pad((0, N - x.shape[0])), a KV cache padded to its capacity; a tg_jit replays it for any binding. The
+ * Variable's largest value plus `before` must fit in `size` (TG_ERROR_SHAPE otherwise). */
+TG_API tg_tensor* tg_tensor_pad_to(tg_tensor* t, int64_t axis, int64_t before, int64_t size, double value);
 /* bounds: ndim (start, end) pairs with 0 <= start <= end <= size. */
 TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t npairs);
 /* Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the Variable

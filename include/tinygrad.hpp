@@ -469,6 +469,8 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   Tensor shrink(Ints bounds) const { return op(tg_tensor_shrink, bounds.data(), bounds.size() / 2); }
   inline Tensor shrink(int64_t axis, const Expr& var, int64_t value) const;
   inline Tensor rebind(const Expr& var, int64_t value) const;
+  // dim `axis` padded to `size` (`before` in front): on a Variable dim, `size` at every binding (tg_tensor_pad_to)
+  Tensor pad_to(int64_t axis, int64_t before, int64_t size, double value = 0) const { return op(tg_tensor_pad_to, axis, before, size, value); }
   // a 0-d tensor of a bound expression's value (tinygrad's Tensor(v.bind(3) + 1)), symbolic in a Jit (docs/C-API.md)
   static inline Tensor from_expr(const Expr& e, const std::vector<std::pair<std::string, int64_t>>& bindings, DType dtype = DType::Int32,
                                  const char* device = nullptr);

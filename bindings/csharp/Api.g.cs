@@ -779,6 +779,16 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_pad(H, pads, (UIntPtr)(pads?.Length ?? 0), value)));
   }
 
+  /// <summary>Dim `axis` (negative counts from the end) with `before` elements of `value` in front and as many after as
+  /// make it `size`. On a dim bound to a Variable (tg_tensor_shrink_var) the result is a plain dim of `size` at
+  /// every binding: tinygrad's x.pad((0, N - x.shape[0])), a KV cache padded to its capacity; a tg_jit replays it
+  /// for any binding. The Variable's largest value plus `before` must fit in `size` (TG_ERROR_SHAPE otherwise).
+  /// (tg_tensor_pad_to)
+  /// </summary>
+  public Tensor PadTo(long axis, long before, long size, double value) {
+    return new Tensor(Native.Check(Native.tg_tensor_pad_to(H, axis, before, size, value)));
+  }
+
   /// <summary>bounds: ndim (start, end) pairs with 0 &lt;= start &lt;= end &lt;= size. (tg_tensor_shrink)
   /// </summary>
   public Tensor Shrink(params long[] bounds) {

@@ -898,6 +898,13 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_pad(TensorHandle t, long[] pads, UIntPtr npairs, double value);
+  /// <summary>Dim `axis` (negative counts from the end) with `before` elements of `value` in front and as many after as
+  /// make it `size`. On a dim bound to a Variable (tg_tensor_shrink_var) the result is a plain dim of `size` at
+  /// every binding: tinygrad's x.pad((0, N - x.shape[0])), a KV cache padded to its capacity; a tg_jit replays it
+  /// for any binding. The Variable's largest value plus `before` must fit in `size` (TG_ERROR_SHAPE otherwise).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_pad_to(TensorHandle t, long axis, long before, long size, double value);
   /// <summary>bounds: ndim (start, end) pairs with 0 &lt;= start &lt;= end &lt;= size.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

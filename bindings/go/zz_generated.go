@@ -771,6 +771,11 @@ static tg_tensor* tgw_tensor_pad(tg_tensor* t, const int64_t* pads, size_t npair
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_tensor* tgw_tensor_pad_to(tg_tensor* t, int64_t axis, int64_t before, int64_t size, double value, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_pad_to(t, axis, before, size, value);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t npairs, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_shrink(t, bounds, npairs);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -4271,6 +4276,21 @@ func (t *Tensor) Pad(pads []int64, value float64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
+// PadTo is tg_tensor_pad_to. Dim `axis` (negative counts from the end) with `before` elements of `value` in
+// front and as many after as make it `size`. On a dim bound to a Variable (tg_tensor_shrink_var) the result is a
+// plain dim of `size` at every binding: tinygrad's x.pad((0, N - x.shape[0])), a KV cache padded to its
+// capacity; a tg_jit replays it for any binding. The Variable's largest value plus `before` must fit in `size`
+// (TG_ERROR_SHAPE otherwise).
+func (t *Tensor) PadTo(axis int64, before int64, size int64, value float64) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_pad_to(t.ptr(), C.int64_t(axis), C.int64_t(before), C.int64_t(size), C.double(value), &st)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
 // Shrink is tg_tensor_shrink. bounds: ndim (start, end) pairs with 0 <= start <= end <= size.
 func (t *Tensor) Shrink(bounds []int64) (*Tensor, error) {
 	var st C.tgw_err
@@ -7090,4 +7110,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 347 // of 348 in the manifest
+const generatedFunctions = 348 // of 349 in the manifest

@@ -247,6 +247,7 @@ TG_T(permute(tg_tensor* t, const int64_t* order, size_t ndim), return wrap(get(t
 TG_T(expand(tg_tensor* t, const int64_t* shape, size_t ndim), return wrap(get(t, "expand").expand(ints(shape, ndim, "expand", "shape")));)
 TG_T(pad(tg_tensor* t, const int64_t* pads, size_t npairs, double value),
      return wrap(get(t, "pad").pad(pairs(pads, npairs, "pad"), Tensor::PadMode::Constant, value));)
+TG_T(pad_to(tg_tensor* t, int64_t axis, int64_t before, int64_t size, double value), return wrap(get(t, "pad_to").pad_to(axis, before, size, value));)
 TG_T(shrink(tg_tensor* t, const int64_t* bounds, size_t npairs), return wrap(get(t, "shrink").shrink(pairs(bounds, npairs, "shrink")));)
 TG_T(shrink_var(tg_tensor* t, int64_t axis, const tg_expr* v, int64_t value),
      return wrap(get(t, "shrink_var").shrink_var(axis, var(v, "shrink_var"), value));)

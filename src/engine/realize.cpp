@@ -88,6 +88,13 @@ Normalized normalize(const std::vector<UOpRef>& roots) {
       to[u.get()] = u->src[0];
       continue;
     }
+    if (u->op == Ops::PAD && std::holds_alternative<std::vector<int64_t>>(u->tag)) {
+      // padded to a fixed size (Tensor::pad_to): the padding after makes up what the source at its largest leaves
+      std::vector<int64_t> arg = u->arg_ints();
+      for (auto d : std::get<std::vector<int64_t>>(u->tag)) arg[size_t(2 * d + 1)] = u->shape()[size_t(d)] - arg[size_t(2 * d)] - src[0]->shape()[size_t(d)];
+      to[u.get()] = UOp::make(u->op, u->dtype, std::move(src), std::move(arg), u->tag);
+      continue;
+    }
     if (!u->sym().empty() && (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)) {
       // a Variable dim's size becomes the Variable's largest value, so the graph is the same for every binding
       auto largest = [](const UOp* v, int64_t) { return v->argv<VarArg>().vmax; };

@@ -271,11 +271,19 @@ struct KernelBuilder {
         const Shape& ss = n->src[0]->shape();
         UOps sidx(idx);
         UOpRef valid;
+        // a dim padded to a fixed size from a Variable one (Tensor::pad_to): the source ends at the Variable's value
+        auto* fixed = std::get_if<std::vector<int64_t>>(&n->tag);
+        auto var_end = [&](size_t i) -> const UOp* {
+          if (!fixed || std::find(fixed->begin(), fixed->end(), int64_t(i)) == fixed->end() || n->src[0]->sym().empty()) return nullptr;
+          return n->src[0]->sym()[i];
+        };
         for (size_t i = 0; i < idx.size(); i++) {
-          if (!a[2 * i] && !a[2 * i + 1]) continue;
+          const UOp* ve = var_end(i);
+          if (!a[2 * i] && !a[2 * i + 1] && !ve) continue;
           sidx[i] = idx[i] - idx_const(a[2 * i]);
           // before <= i < before + size, as two strict comparisons
-          UOpRef v = (idx_const(a[2 * i] - 1) < idx[i]) & (idx[i] < idx_const(a[2 * i] + ss[i]));
+          UOpRef end = ve ? idx_const(a[2 * i]) + ve->ref() : idx_const(a[2 * i] + ss[i]);
+          UOpRef v = (idx_const(a[2 * i] - 1) < idx[i]) & (idx[i] < end);
           valid = valid ? valid & v : v;
         }
         valid = valid->simplify();

@@ -399,6 +399,33 @@ Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double 
   Tensor mask = Tensor::full(shape(), 1, dtypes::bool_, s_->device).mv(Ops::PAD, arg);
   return mask.where(p, p.scalar_like(value).cast(dtype()));
 }
+Tensor Tensor::pad_to(int64_t axis, int64_t before, int64_t size, double value) const {
+  TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "pad_to: a 0-d tensor has no dim to pad");
+  int64_t d = resolve_axis(axis, "pad_to"), have = shape()[size_t(d)], room = 0;
+  TG_CHECK(before >= 0 && !__builtin_sub_overflow(size, before, &room) && room >= have, TG_ERROR_SHAPE,
+           strformat("pad_to: dim %lld of %s padded by %lld in front doesn't fit in %lld", (long long)d, sym_shape_str(*this).c_str(), (long long)before,
+                     (long long)size));
+  const UOp* v = uop()->sym().empty() ? nullptr : uop()->sym()[size_t(d)];
+  std::vector<std::pair<int64_t, int64_t>> pads(size_t(ndim()), {0, 0});
+  pads[size_t(d)] = {before, size - before - have};
+  if (!v) return pad(pads, value);
+  // bound to a Variable: at every binding the padding after makes up the rest, so the largest value must fit too
+  TG_CHECK(before + v->vmax() <= size, TG_ERROR_SHAPE,
+           strformat("pad_to: dim %lld is bound to %s, up to %lld: padded by %lld in front it doesn't fit in %lld", (long long)d,
+                     v->argv<VarArg>().name.c_str(), (long long)v->vmax(), (long long)before, (long long)size));
+  Shape out = shape();
+  out[size_t(d)] = size;
+  check_shape(out, dtype(), "pad_to");
+  auto padded = [&](const Tensor& t) {
+    std::vector<int64_t> arg;
+    for (auto& [b, a] : pads) arg.push_back(b), arg.push_back(a);
+    return Tensor(UOp::make(Ops::PAD, t.dtype(), {t.uop()}, arg, std::vector<int64_t>{d}), t.device());
+  };
+  Tensor p = padded(*this);
+  if (value == 0) return p;
+  Tensor ones = Tensor::full(Shape(size_t(ndim()), 1), 1, dtypes::bool_, device()).expand(shape(), uop()->sym());
+  return padded(ones).where(p, p.scalar_like(value).cast(dtype()));
+}
 Tensor Tensor::shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const {
   TG_CHECK(int64_t(bounds.size()) == ndim(), TG_ERROR_SHAPE, strformat("shrink: %zu pairs given for shape %s", bounds.size(), shape_str(shape()).c_str()));
   std::vector<int64_t> arg;

@@ -194,7 +194,10 @@ class Tensor {
 
   // movement: views, no copies
   Tensor reshape(Shape shape) const;
-  Tensor reshape(Shape shape, const std::vector<const UOp*>& sym) const;  // sym: the Variable of each output dim, where sizes alone are ambiguous
+  Tensor reshape(Shape shape, const std::vector<const UOp*>& sym) const;
+  // dim `axis` with `before` elements in front and as many after as make it `size` (tinygrad's x.pad((0, N - x.shape[0]))):
+  // on a dim bound to a Variable the result is `size` at every binding
+  Tensor pad_to(int64_t axis, int64_t before, int64_t size, double value = 0) const;  // sym: the Variable of each output dim, where sizes alone are ambiguous
   Tensor permute(std::vector<int64_t> order) const;
   Tensor expand(Shape shape) const;
   Tensor expand(Shape shape, const std::vector<const UOp*>& sym) const;  // sym: per dim the Variable a dim expanded from 1 binds to

@@ -424,8 +424,14 @@ void UOp::compute_sym() {
         for (size_t k = 1; k < arg_ints().size(); k++) sym_[size_t(arg_ints()[k])] = nullptr;
       break;
     case Ops::EXPAND:
-    case Ops::SHRINK:
-    case Ops::PAD: inherit(src[0].get()); break;
+    case Ops::SHRINK: inherit(src[0].get()); break;
+    case Ops::PAD:
+      inherit(src[0].get());
+      // a tag lists dims padded to a fixed size (Tensor::pad_to): plain, whatever the source's Variable
+      if (auto* dims = std::get_if<std::vector<int64_t>>(&tag); dims && !sym_.empty())
+        for (auto d : *dims)
+          if (size_t(d) < n) sym_[size_t(d)] = nullptr;
+      break;
     default:
       if (keeps_shape(op)) inherit(src[0].get());
       else if (GroupOp::alu(op))

@@ -153,12 +153,35 @@ def test_jit_with_bound_slices_captures_once():
 
 
 def test_extent_changes_inside_a_jit_raise():
-  # the size of a padded symbolic dim would be fixed by the capture: refused instead of replaying a wrong value
+  # padding a bound dim to a size that depends on the binding (cat along it, a pad of plain amounts) would be fixed by
+  # the capture: refused instead of replaying a wrong value
   a = Tensor(rnd(3, 10)).realize()
 
   @TinyJit
-  def f(x): return (x + 1).pad((None, (0, 10 - x.shape[1]))).realize()
+  def f(x): return (x + 1).pad((None, (0, 2))).realize()
   with pytest.raises(TinygradError, match="TinyJit"): f(a[:, :Variable("i", 1, 10).bind(3)])
+
+
+def test_a_bound_dim_padded_to_a_fixed_size_replays():
+  # tinygrad's x.pad((None, (0, N - x.shape[1]))) (a KV cache padded to its capacity): one capture for every binding,
+  # the padding after the Variable's value computed by the kernel; pad value and a pad in front too
+  av = rnd(3, 10, seed=12)
+  a = Tensor(av).realize()
+
+  @TinyJit
+  def f(x): return (x + 1).pad((None, (0, 10 - x.shape[1]))).contiguous().realize()
+
+  @TinyJit
+  def g(x): return (x * 2).pad((None, (2, 12 - x.shape[1])), value=-1.0).realize()
+  for n in (1, 2, 3, 7, 10, 4):
+    vi = Variable("i", 1, 10).bind(n)
+    assert np.array_equal(f(a[:, :vi]).numpy(), np.pad(av[:, :n] + 1, ((0, 0), (0, 10 - n))))
+    assert np.array_equal(g(a[:, :vi]).numpy(), np.pad(av[:, :n] * 2, ((0, 0), (2, 12 - n)), constant_values=-1))
+    close((a[:, :vi] + 1).pad((None, (0, 10 - vi))).sum(1).numpy(), (av[:, :n] + 1).sum(1))
+  assert f.call_count == 6 and len(f.plan().kernels) == 1
+  x3 = a[:, :Variable("i", 1, 10).bind(3)]
+  assert not tg.C.tensor_pad_to(x3._h, 1, 1, 10, 0.0)  # padded by 1 in front, the largest binding (10) would not fit
+  with pytest.raises(tg.ShapeError, match="up to 10"): tg._raise_last("tensor_pad_to")
 
 
 def test_a_bound_dim_at_one_stays_symbolic():

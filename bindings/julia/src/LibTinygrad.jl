@@ -839,6 +839,13 @@ that side, as tinygrad (more than the dim holds is TG_ERROR_SHAPE).
 """
 tg_tensor_pad(t, pads, npairs, value) = ccall((:tg_tensor_pad, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Cdouble), t, pads, npairs, value)
 """
+Dim `axis` (negative counts from the end) with `before` elements of `value` in front and as many after as make
+it `size`. On a dim bound to a Variable (tg_tensor_shrink_var) the result is a plain dim of `size` at every
+binding: tinygrad's x.pad((0, N - x.shape[0])), a KV cache padded to its capacity; a tg_jit replays it for any
+binding. The Variable's largest value plus `before` must fit in `size` (TG_ERROR_SHAPE otherwise).
+"""
+tg_tensor_pad_to(t, axis, before, size, value) = ccall((:tg_tensor_pad_to, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Int64, Int64, Cdouble), t, axis, before, size, value)
+"""
 bounds: ndim (start, end) pairs with 0 <= start <= end <= size.
 """
 tg_tensor_shrink(t, bounds, npairs) = ccall((:tg_tensor_shrink, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t), t, bounds, npairs)
@@ -1867,16 +1874,16 @@ export tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod, tg_tensor_max, tg_tenso
 export tg_tensor_var, tg_tensor_std_mean, tg_tensor_var_mean, tg_tensor_all, tg_tensor_any, tg_tensor_logsumexp
 export tg_tensor_argmax, tg_tensor_argmin, tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin
 export tg_tensor_softmax, tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand
-export tg_tensor_pad, tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_rebind, tg_tensor_shape_vars
-export tg_tensor_from_expr, tg_tensor_at_binding, tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten
-export tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat
-export tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu
-export tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk
-export tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort
-export tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero
-export tg_tensor_masked_select, tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone
-export tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd
-export tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate, tg_tensor_max_pool2d
+export tg_tensor_pad, tg_tensor_pad_to, tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_rebind
+export tg_tensor_shape_vars, tg_tensor_from_expr, tg_tensor_at_binding, tg_tensor_flip, tg_tensor_transpose
+export tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze
+export tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril
+export tg_tensor_triu, tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split
+export tg_tensor_chunk, tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort
+export tg_tensor_argsort, tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill
+export tg_tensor_nonzero, tg_tensor_masked_select, tg_tensor_nonzero_sized, tg_tensor_masked_select_sized
+export tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr
+export tg_tensor_svd, tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate, tg_tensor_max_pool2d
 export tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose, tg_tensor_pool, tg_tensor_max_pool_indices
 export tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
 export tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa, tg_tensor_one_hot

@@ -220,6 +220,8 @@ cummin(t::Tensor, axis::Integer) = adopt(Tensor, L.tg_tensor_cummin(t, axis))
 softmax(t::Tensor, axis::Integer) = adopt(Tensor, L.tg_tensor_softmax(t, axis))
 # tg_tensor_log_softmax
 log_softmax(t::Tensor, axis::Integer) = adopt(Tensor, L.tg_tensor_log_softmax(t, axis))
+# tg_tensor_pad_to
+pad_to(t::Tensor, axis::Integer, before::Integer, size::Integer, value::Real) = adopt(Tensor, L.tg_tensor_pad_to(t, axis, before, size, value))
 # tg_tensor_shrink_var
 shrink_var(t::Tensor, axis::Integer, var::SymExpr, value::Integer) = adopt(Tensor, L.tg_tensor_shrink_var(t, axis, var, value))
 # tg_tensor_rebind
@@ -423,7 +425,7 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 210 methods generated from 348 functions
+# 211 methods generated from 349 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous
 export contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count
@@ -436,7 +438,7 @@ export module_parameter_count, module_set, module_set_option, module_state, mult
 export nll_loss_weighted, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding
 export nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell, nn_rmsnorm, nonzero, nonzero_sized, numel
 export one_hot, ones_like, optimizer_lr, optimizer_set_lr, optimizer_step, optimizer_zero_grad, option_pop
-export option_push, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind
+export option_push, pad_to, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind
 export reciprocal, relu, relu6, repeat_interleave, requires_grad, rshift_tensor, rsqrt, scaled_dot_product_attention
 export scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
 export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze

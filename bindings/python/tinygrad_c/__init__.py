@@ -1525,6 +1525,17 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     else: pairs = tuple((0, 0) if p is None else tuple(p) for p in padding)
     if len(pairs) != ndim: raise ValueError(f"padding length is improper, padding={padding!r} self.ndim={ndim}")
     if mode not in Tensor._PAD_MODES: raise NotImplementedError(f"mode={mode!r} is not supported")
+    if mode == "constant":
+      # a bound dim padded to a fixed size ((0, N - x.shape[0]): a plain int once added up): symbolic (tg_tensor_pad_to)
+      shape = self.shape
+      for i, p in enumerate(pairs):
+        if len(p) != 2 or i >= len(shape): continue  # a malformed pair: the library says so below
+        b, a = p
+        if _bound_var(shape[i]) is not None and not isinstance(b, BoundExpr) and isinstance(a, BoundExpr):
+          lo, hi = (shape[i] + a)._e.simplify().bounds()
+          if lo == hi and b >= 0:
+            self = Tensor._wrap(C.tensor_pad_to(self._h, i, _i64(b, "pad"), _i64(b + lo, "pad"), float(value)), "tensor_pad_to")
+            pairs = pairs[:i] + ((0, 0),) + pairs[i + 1:]
     self = self._plain_where(lambda i, d: any(pairs[i]) if i < len(pairs) else False)
     flat = _flat_pairs("pad", pairs, "(before, after)")
     if mode == "constant": return self._mv("pad", flat, float(value))

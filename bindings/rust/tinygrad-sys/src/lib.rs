@@ -727,6 +727,12 @@ unsafe extern "C" {
   /// pads: ndim (before, after) pairs; padded area holds `value`. A negative entry crops that many elements
   /// from that side, as tinygrad (more than the dim holds is TG_ERROR_SHAPE).
   pub fn tg_tensor_pad(t: *mut tg_tensor, pads: *const i64, npairs: usize, value: f64) -> *mut tg_tensor;
+  /// Dim `axis` (negative counts from the end) with `before` elements of `value` in front and as many after as
+  /// make it `size`. On a dim bound to a Variable (tg_tensor_shrink_var) the result is a plain dim of `size` at
+  /// every binding: tinygrad's x.pad((0, N - x.shape[0])), a KV cache padded to its capacity; a tg_jit replays
+  /// it for any binding. The Variable's largest value plus `before` must fit in `size` (TG_ERROR_SHAPE
+  /// otherwise).
+  pub fn tg_tensor_pad_to(t: *mut tg_tensor, axis: i64, before: i64, size: i64, value: f64) -> *mut tg_tensor;
   /// bounds: ndim (start, end) pairs with 0 <= start <= end <= size.
   pub fn tg_tensor_shrink(t: *mut tg_tensor, bounds: *const i64, npairs: usize) -> *mut tg_tensor;
   /// Symbolic shapes: t[..., 0:var, ...] along `axis` (negative counts from the end), that dim's size being the

@@ -1219,6 +1219,15 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_pad(self.as_ptr(), pads.as_ptr(), npairs, value)) }
   }
 
+  /// `tg_tensor_pad_to`: Dim `axis` (negative counts from the end) with `before` elements of `value` in front
+  /// and as many after as make it `size`. On a dim bound to a Variable (tg_tensor_shrink_var) the result is a
+  /// plain dim of `size` at every binding: tinygrad's x.pad((0, N - x.shape[0])), a KV cache padded to its
+  /// capacity; a tg_jit replays it for any binding. The Variable's largest value plus `before` must fit in
+  /// `size` (TG_ERROR_SHAPE otherwise).
+  pub fn pad_to(&self, axis: i64, before: i64, size: i64, value: f64) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_pad_to(self.as_ptr(), axis, before, size, value)) }
+  }
+
   /// `tg_tensor_shrink`: bounds: ndim (start, end) pairs with 0 <= start <= end <= size.
   pub fn shrink(&self, bounds: &[i64]) -> Result<Tensor> {
     let npairs = bounds.len();
@@ -2594,7 +2603,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 302 of the manifest's 348. The others, and where they are:
+/// Functions wrapped above: 303 of the manifest's 349. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
