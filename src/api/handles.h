@@ -86,6 +86,20 @@ struct tg_uop {
 };
 
 namespace tg::api {
+// New handles (an expression's, a node's) on `nodes`, a NULL for each null entry, all made before the caller writes any:
+// when one fails the others are released and out-arrays stay untouched
+template <class H>
+std::vector<H*> node_handles(const std::vector<const UOp*>& nodes, const char* fn) {
+  std::vector<H*> made(nodes.size(), nullptr);
+  try {
+    for (size_t i = 0; i < nodes.size(); i++)
+      if (nodes[i]) made[i] = Handles<H>::add(new H{nodes[i]->ref()});
+  } catch (...) {
+    for (H* h : made) Handles<H>::release(h, fn);
+    throw;
+  }
+  return made;
+}
 tg_tensor* wrap(Tensor t);  // a new handle (reference count 1)
 // the tensor behind a live handle
 inline Tensor& get(const tg_tensor* h, const char* fn, const char* arg = "tensor") { return Handles<tg_tensor>::get(h, fn, arg).t; }

@@ -266,15 +266,9 @@ tg_status tg_tensor_shape_vars(const tg_tensor* t, tg_expr** out, size_t capacit
     size_t n = x.shape().size();
     TG_ARG(out || n == 0, "shape_vars: out is NULL");
     TG_ARG(capacity >= n, strformat("shape_vars: capacity %zu < ndim %zu", capacity, n));
-    const auto& sym = x.uop()->sym();
-    std::vector<tg_expr*> made(n, nullptr);  // all made before any is written: on an error out is untouched
-    try {
-      for (size_t i = 0; i < sym.size() && i < n; i++)
-        if (sym[i]) made[i] = api::Handles<tg_expr>::add(new tg_expr{sym[i]->ref()});
-    } catch (...) {
-      for (tg_expr* e : made) api::Handles<tg_expr>::release(e, "shape_vars");
-      throw;
-    }
+    std::vector<const UOp*> sym = x.uop()->sym();
+    sym.resize(n);  // empty for a plain shape
+    std::vector<tg_expr*> made = api::node_handles<tg_expr>(sym, "shape_vars");
     std::copy(made.begin(), made.end(), out);
   });
 }

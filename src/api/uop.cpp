@@ -13,20 +13,14 @@ namespace {
 tg_uop* new_uop(UOpRef u) { return Uops::add(new tg_uop{std::move(u)}); }
 const UOpRef& node(const tg_uop* u, const char* fn) { return Uops::get(u, fn, "u").u; }
 
-// new references to `nodes` written to out (all made before any is written, so a failure leaves out untouched)
+// new references to the first `capacity` of `nodes` written to out; the count of nodes
 int64_t handles_out(const std::vector<UOpRef>& nodes, tg_uop** out, size_t capacity, const char* fn) {
   int64_t n = -1;
   tg_status s = api::call([&] {
     TG_ARG(out || capacity == 0, std::string(fn) + ": out is NULL with capacity > 0");
-    size_t k = std::min(capacity, nodes.size());
-    std::vector<tg_uop*> made;
-    made.reserve(k);
-    try {
-      for (size_t i = 0; i < k; i++) made.push_back(new_uop(nodes[i]));
-    } catch (...) {
-      for (tg_uop* h : made) Uops::release(h, fn);
-      throw;
-    }
+    std::vector<const UOp*> first;
+    for (size_t i = 0; i < capacity && i < nodes.size(); i++) first.push_back(nodes[i].get());
+    std::vector<tg_uop*> made = api::node_handles<tg_uop>(first, fn);
     std::copy(made.begin(), made.end(), out);
     n = int64_t(nodes.size());
   });
@@ -73,7 +67,7 @@ int64_t tg_uop_shape(const tg_uop* u, int64_t* out, size_t capacity) {
 }
 int64_t tg_uop_srcs(const tg_uop* u, tg_uop** out, size_t capacity) {
   std::vector<UOpRef> src;
-  if (api::call([&] { src.assign(node(u, "uop_srcs")->src.begin(), node(u, "uop_srcs")->src.end()); }) != TG_OK) return -1;
+  if (api::call([&] { src = node(u, "uop_srcs")->src; }) != TG_OK) return -1;
   return handles_out(src, out, capacity, "uop_srcs");
 }
 int64_t tg_uop_toposort(const tg_uop* u, tg_uop** out, size_t capacity) {

@@ -94,44 +94,91 @@ Shape max_shape(Shape s, const std::vector<const UOp*>& sym) {
 
 // The pool a THREAD export runs its kernels on: the caller is core 0, workers 1..W the rest. A worker spins a while on
 // the kernel counter, then sleeps on a condition variable, so back-to-back kernels start without a syscall and an idle
-// program uses no CPU. GCC/Clang __atomic builtins order the hand-off; pthreads is the only dependency.
+// program uses no CPU. GCC/Clang __atomic builtins order the hand-off; pthreads is the only dependency. The C below is
+// written once, with NAME and CORES filled in.
 std::string pool_source(const std::string& N, int64_t cores) {
-  std::string P = N + "_pool";
-  std::string s = "\n/* the worker pool (THREADS-1 workers, started by the first run) */\n";
-  s += "typedef void (*" + N + "_task_fn)(const " + N + "_inputs*, " + N + "_outputs*, unsigned char*, long long);\n";
-  s += "static struct {\n  pthread_mutex_t run, mu;\n  pthread_cond_t go, done;\n  " + N +
-       "_task_fn fn;\n  const " + N + "_inputs* in;\n  " + N +
-       "_outputs* out;\n  unsigned char* a;\n  long long n;    /* cores of the current kernel */\n"
-       "  unsigned gen;    /* one more for every kernel handed out */\n  int left;       /* workers still in it */\n"
-       "  int workers;    /* started */\n} " + P + " = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,\n"
-       "                  PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0};\n";
-  s += "static pthread_once_t " + N + "_once = PTHREAD_ONCE_INIT;\n#define " + N + "_SPIN 20000\n";
-  s += "static void* " + N + "_worker(void* arg) {\n"
-       "  long long core = (long long)(intptr_t)arg;\n  unsigned seen = 0;\n  for (;;) {\n    unsigned g;\n    int spin = 0;\n"
-       "    while ((g = __atomic_load_n(&" + P + ".gen, __ATOMIC_ACQUIRE)) == seen && spin < " + N + "_SPIN) spin++;\n"
-       "    if (g == seen) {\n      pthread_mutex_lock(&" + P + ".mu);\n"
-       "      while ((g = __atomic_load_n(&" + P + ".gen, __ATOMIC_ACQUIRE)) == seen) pthread_cond_wait(&" + P + ".go, &" + P + ".mu);\n"
-       "      pthread_mutex_unlock(&" + P + ".mu);\n    }\n    seen = g;\n"
-       "    if (core < " + P + ".n) " + P + ".fn(" + P + ".in, " + P + ".out, " + P + ".a, core);\n"
-       "    if (__atomic_sub_fetch(&" + P + ".left, 1, __ATOMIC_ACQ_REL) == 0) {\n      pthread_mutex_lock(&" + P + ".mu);\n"
-       "      pthread_cond_signal(&" + P + ".done);\n      pthread_mutex_unlock(&" + P + ".mu);\n    }\n  }\n  return 0;\n}\n";
-  s += strformat("static void %s_start_once(void) {\n  int w;\n  for (w = 1; w < %lld; w++) {\n    pthread_t t;\n    pthread_attr_t at;\n"
-                 "    if (pthread_attr_init(&at)) break;\n    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);\n"
-                 "    if (pthread_create(&t, &at, %s_worker, (void*)(intptr_t)w)) w = %lld; /* fewer workers: the caller runs their cores */\n"
-                 "    else %s.workers++;\n    pthread_attr_destroy(&at);\n  }\n}\n",
-                 N.c_str(), (long long)cores, N.c_str(), (long long)cores, P.c_str());
-  s += "void " + N + "_start(void) { pthread_once(&" + N + "_once, " + N + "_start_once); }\n";
-  s += "static void " + N + "_parallel(" + N + "_task_fn fn, const " + N + "_inputs* in, " + N + "_outputs* out, unsigned char* a, long long n) {\n"
-       "  long long c;\n  int spin = 0, w = " + P + ".workers;\n"
-       "  if (w == 0) {\n    for (c = 0; c < n; c++) fn(in, out, a, c);\n    return;\n  }\n"
-       "  " + P + ".fn = fn, " + P + ".in = in, " + P + ".out = out, " + P + ".a = a, " + P + ".n = n;\n"
-       "  __atomic_store_n(&" + P + ".left, w, __ATOMIC_RELAXED);\n  pthread_mutex_lock(&" + P + ".mu);\n"
-       "  __atomic_add_fetch(&" + P + ".gen, 1u, __ATOMIC_RELEASE);\n  pthread_cond_broadcast(&" + P + ".go);\n"
-       "  pthread_mutex_unlock(&" + P + ".mu);\n  fn(in, out, a, 0);\n  for (c = w + 1; c < n; c++) fn(in, out, a, c);\n"
-       "  while (__atomic_load_n(&" + P + ".left, __ATOMIC_ACQUIRE) != 0 && spin < " + N + "_SPIN) spin++;\n"
-       "  if (__atomic_load_n(&" + P + ".left, __ATOMIC_ACQUIRE) != 0) {\n    pthread_mutex_lock(&" + P + ".mu);\n"
-       "    while (__atomic_load_n(&" + P + ".left, __ATOMIC_ACQUIRE) != 0) pthread_cond_wait(&" + P + ".done, &" + P + ".mu);\n"
-       "    pthread_mutex_unlock(&" + P + ".mu);\n  }\n}\n\n";
+  static const char* kPool = R"(
+/* the worker pool (THREADS-1 workers, started by the first run) */
+typedef void (*NAME_task_fn)(const NAME_inputs*, NAME_outputs*, unsigned char*, long long);
+static struct {
+  pthread_mutex_t run, mu;
+  pthread_cond_t go, done;
+  NAME_task_fn fn;
+  const NAME_inputs* in;
+  NAME_outputs* out;
+  unsigned char* a;
+  long long n;    /* cores of the current kernel */
+  unsigned gen;    /* one more for every kernel handed out */
+  int left;       /* workers still in it */
+  int workers;    /* started */
+} NAME_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+                  PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0};
+static pthread_once_t NAME_once = PTHREAD_ONCE_INIT;
+#define NAME_SPIN 20000
+static void* NAME_worker(void* arg) {
+  long long core = (long long)(intptr_t)arg;
+  unsigned seen = 0;
+  for (;;) {
+    unsigned g;
+    int spin = 0;
+    while ((g = __atomic_load_n(&NAME_pool.gen, __ATOMIC_ACQUIRE)) == seen && spin < NAME_SPIN) spin++;
+    if (g == seen) {
+      pthread_mutex_lock(&NAME_pool.mu);
+      while ((g = __atomic_load_n(&NAME_pool.gen, __ATOMIC_ACQUIRE)) == seen) pthread_cond_wait(&NAME_pool.go, &NAME_pool.mu);
+      pthread_mutex_unlock(&NAME_pool.mu);
+    }
+    seen = g;
+    if (core < NAME_pool.n) NAME_pool.fn(NAME_pool.in, NAME_pool.out, NAME_pool.a, core);
+    if (__atomic_sub_fetch(&NAME_pool.left, 1, __ATOMIC_ACQ_REL) == 0) {
+      pthread_mutex_lock(&NAME_pool.mu);
+      pthread_cond_signal(&NAME_pool.done);
+      pthread_mutex_unlock(&NAME_pool.mu);
+    }
+  }
+  return 0;
+}
+static void NAME_start_once(void) {
+  int w;
+  for (w = 1; w < CORES; w++) {
+    pthread_t t;
+    pthread_attr_t at;
+    if (pthread_attr_init(&at)) break;
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &at, NAME_worker, (void*)(intptr_t)w)) w = CORES; /* fewer workers: the caller runs their cores */
+    else NAME_pool.workers++;
+    pthread_attr_destroy(&at);
+  }
+}
+void NAME_start(void) { pthread_once(&NAME_once, NAME_start_once); }
+static void NAME_parallel(NAME_task_fn fn, const NAME_inputs* in, NAME_outputs* out, unsigned char* a, long long n) {
+  long long c;
+  int spin = 0, w = NAME_pool.workers;
+  if (w == 0) {
+    for (c = 0; c < n; c++) fn(in, out, a, c);
+    return;
+  }
+  NAME_pool.fn = fn, NAME_pool.in = in, NAME_pool.out = out, NAME_pool.a = a, NAME_pool.n = n;
+  __atomic_store_n(&NAME_pool.left, w, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&NAME_pool.mu);
+  __atomic_add_fetch(&NAME_pool.gen, 1u, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&NAME_pool.go);
+  pthread_mutex_unlock(&NAME_pool.mu);
+  fn(in, out, a, 0);
+  for (c = w + 1; c < n; c++) fn(in, out, a, c);
+  while (__atomic_load_n(&NAME_pool.left, __ATOMIC_ACQUIRE) != 0 && spin < NAME_SPIN) spin++;
+  if (__atomic_load_n(&NAME_pool.left, __ATOMIC_ACQUIRE) != 0) {
+    pthread_mutex_lock(&NAME_pool.mu);
+    while (__atomic_load_n(&NAME_pool.left, __ATOMIC_ACQUIRE) != 0) pthread_cond_wait(&NAME_pool.done, &NAME_pool.mu);
+    pthread_mutex_unlock(&NAME_pool.mu);
+  }
+}
+
+)";
+  std::string s;
+  for (const char* p = kPool; *p;)  // every NAME and CORES in the text is a placeholder: the C uses neither word otherwise
+    if (!std::strncmp(p, "NAME", 4)) s += N, p += 4;
+    else if (!std::strncmp(p, "CORES", 5)) s += std::to_string(cores), p += 5;
+    else s += *p++;
   return s;
 }
 

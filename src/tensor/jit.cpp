@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -109,21 +110,26 @@ std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs, const
 void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap, const Vars& vars) {
   // every Variable a kernel takes must come from an input's dims or the call's variables: a value bound inside the
   // function would be replayed as captured
-  std::unordered_set<std::string> bound;
-  for (auto& [nm, v] : vars) bound.insert(nm);
+  std::unordered_set<std::string> from_inputs;
+  std::set<std::string> from_call;  // sorted: an error names the first
   for (auto& t : inputs)
     for (const UOp* v : t.uop()->sym())
-      if (v) bound.insert(v->argv<VarArg>().name);
+      if (v) from_inputs.insert(v->argv<VarArg>().name);
   for (auto& e : cap.items)
-    for (size_t i = 0; i < e.prg->vars.size(); i++)
-      TG_CHECK(int(i) == e.prg->core_var || bound.count(e.prg->vars[i]->argv<VarArg>().name), TG_ERROR_UNSUPPORTED,
-               "jit: kernel " + e.prg->name + " takes Variable '" + e.prg->vars[i]->argv<VarArg>().name +
+    for (size_t i = 0; i < e.prg->vars.size(); i++) {
+      const std::string& nm = e.prg->vars[i]->argv<VarArg>().name;
+      if (int(i) == e.prg->core_var || from_inputs.count(nm)) continue;
+      TG_CHECK(vars.count(nm), TG_ERROR_UNSUPPORTED,
+               "jit: kernel " + e.prg->name + " takes Variable '" + nm +
                    "', which no input's shape binds and the call does not pass: a replay would keep its value. Pass it with the call "
                    "(tg_jit_call_vars; a bound Variable argument of a Python TinyJit)");
+      from_call.insert(nm);
+    }
+  call_vars_.assign(from_call.begin(), from_call.end());
   items_ = std::move(cap.items);
   in_specs_.clear(), input_uses_.clear(), outputs_.clear(), input_bufs_.clear(), output_views_input_.clear(), out_devices_.clear();
   std::unordered_map<const Buffer*, size_t> input_of;
-  has_vars_ = !vars.empty();
+  has_vars_ = !call_vars_.empty();
   for (size_t i = 0; i < inputs.size(); i++) {
     const Tensor& t = inputs[i];
     in_specs_.push_back({t.shape(), t.dtype(), t.device(), t.uop()->sym(), int64_t(buffer_of(input_buffer(t))->size())});
@@ -176,6 +182,8 @@ void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vecto
 std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs, const Vars& vars) {
   TG_CHECK(inputs.size() == in_specs_.size(), TG_ERROR_INVALID_ARGUMENT,
            strformat("jit: called with %zu inputs, captured with %zu", inputs.size(), in_specs_.size()));
+  for (auto& nm : call_vars_)
+    TG_CHECK(vars.count(nm), TG_ERROR_INVALID_ARGUMENT, "jit: the capture was given Variable '" + nm + "' with the call; this call does not pass it");
   void* ptrs[64];
   std::vector<void*> more(inputs.size() > 64 ? inputs.size() : 0);
   void** in_ptr = inputs.size() > 64 ? more.data() : ptrs;
@@ -221,12 +229,7 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs, const Var
   }
   for (auto& u : input_uses_) items_[u.item].ptrs[u.buf] = in_ptr[u.input];
   if (has_vars_)
-    for (auto& e : items_) {
-      for (auto& v : e.prg->vars)
-        TG_CHECK(v->argv<VarArg>().name == "core_id" || vals.count(v->argv<VarArg>().name), TG_ERROR_INVALID_ARGUMENT,
-                 "jit: the capture was given Variable '" + v->argv<VarArg>().name + "' with the call; this call does not pass it");
-      e.vals = var_values(*e.prg, vals);
-    }
+    for (auto& e : items_) e.vals = var_values(*e.prg, vals);
   // one device with graphs (CUDA) and no per-kernel timing asked: the items replay as one graph launch
   auto launches = [&] {
     std::vector<GraphLaunch> g;

@@ -89,6 +89,7 @@ class TinyJit {
   bool graph_tried_ = false;
   MemoryPlan mem_;
   bool has_vars_ = false;                     // some input has dims bound to Variables: each replay passes the kernels their values
+  std::vector<std::string> call_vars_;        // Variables the kernels take from the call (tg_jit_call_vars), not from an input
   std::unordered_set<const void*> written_;  // the buffers the captured kernels write
 };
 

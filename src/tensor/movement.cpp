@@ -33,7 +33,7 @@ Tensor Tensor::squeeze(std::optional<int64_t> dim) const {
     std::vector<const UOp*> keep;
     for (size_t i = 0; i < shape().size(); i++)
       if (shape()[i] != 1 || (!sym.empty() && sym[i])) s.push_back(shape()[i]), keep.push_back(sym.empty() ? nullptr : sym[i]);
-    return sym.empty() ? reshape(s) : reshape(s, keep);
+    return reshape(s, keep);
   }
   int64_t d = resolve_axis(*dim, "squeeze");
   if (ndim() == 0 || shape()[size_t(d)] != 1 || (!uop()->sym().empty() && uop()->sym()[size_t(d)])) return *this;

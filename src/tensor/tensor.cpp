@@ -423,8 +423,7 @@ Tensor Tensor::pad_to(int64_t axis, int64_t before, int64_t size, double value) 
   };
   Tensor p = padded(*this);
   if (value == 0) return p;
-  Tensor ones = Tensor::full(Shape(size_t(ndim()), 1), 1, dtypes::bool_, device()).expand(shape(), uop()->sym());
-  return padded(ones).where(p, p.scalar_like(value).cast(dtype()));
+  return padded(full_like(1).cast(dtypes::bool_)).where(p, p.scalar_like(value).cast(dtype()));
 }
 Tensor Tensor::shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const {
   TG_CHECK(int64_t(bounds.size()) == ndim(), TG_ERROR_SHAPE, strformat("shrink: %zu pairs given for shape %s", bounds.size(), shape_str(shape()).c_str()));

@@ -4,6 +4,8 @@ holding it, ops over symbolic dims and a TinyJit replaying across bindings.
 Each value is checked elementwise against numpy at several bound values (rtol/atol 1e-5, float32); shapes, errors and
 printing against what tinygrad returns or raises for the same call.
 """
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -225,6 +227,9 @@ def test_a_tensor_of_bound_variables_replays_at_each_binding():
     a, b = Variable("a", 0, 2**10, dtype=tg.dtypes.int).bind(i), Variable("b", 0, 2**40, dtype=tg.dtypes.long).bind(2**35)
     assert f(a, b).item() == (2**35 + i) * 2
   assert f.call_count == 4
+  out = (ctypes.c_void_p * 1)()
+  assert tg.C.jit_call(f._h, None, 0, out, 1) != 0  # a replay without the Variables the capture was given
+  with pytest.raises(tg.InvalidArgumentError, match="Variable 'a' with the call; this call does not pass it"): tg._raise_last("jit_call")
   assert Tensor(Variable("u", 1, 10).bind(2) + 1).item() == 3 and Tensor(Variable("u", 1, 10).bind(4)).dtype == tg.dtypes.int32
   with pytest.raises(RuntimeError, match="unbound"): Tensor(Variable("u", 1, 10))
   with pytest.raises(ValueError): Variable("u", 1, 10, dtype=tg.dtypes.float32)

@@ -256,6 +256,20 @@ def _i64s(vals: Sequence[int], what: str = "value"):
   return (ctypes.c_int64 * len(vals))(*[_i64(v, what) for v in vals])
 
 
+def _bindings(values: Dict[str, int]):
+  """{Variable name: value} as the (names, values, n) a const char* const* / const int64_t* pair takes."""
+  return (ctypes.c_char_p * max(len(values), 1))(*[_cstr(k, "name") for k in values]), _i64s(list(values.values())), len(values)
+
+
+def _c_text(fn, h, what: str) -> str:
+  """A text result of the library (tg_expr_render, tg_uop_print, ...): asked once for its length, then whole."""
+  n = fn(h, None, 0)
+  if n < 0: _raise_last(what)
+  buf = ctypes.create_string_buffer(n + 1)
+  if fn(h, buf, n + 1) < 0: _raise_last(what)
+  return buf.value.decode("utf-8", "replace")
+
+
 def _cstr(s: Optional[str], what: str) -> Optional[bytes]:
   """A str for a const char* parameter; an embedded NUL would silently cut it short."""
   if s is None: return None
@@ -600,9 +614,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
       raise TinygradError("TG_ERROR_INVALID_ARGUMENT", f"Tensor({data}): the Variable is unbound; bind it (v.bind(n)) to make a tensor of its value")
     if isinstance(data, BoundExpr) and getattr(data, "_binds", None):
       # symbolic: kernels read the Variables' values, so a TinyJit replays it at each call's binding
-      names = list(data._binds)
-      self._h = _made(C.tensor_from_expr(data._e._h, (ctypes.c_char_p * len(names))(*[n.encode() for n in names]),
-                                         _i64s([data._binds[n] for n in names]), len(names),
+      self._h = _made(C.tensor_from_expr(data._e._h, *_bindings(data._binds),
                                          (to_dtype(dtype) if dtype is not None else dtypes.default_int
                                           if -2**31 <= data.vmin and data.vmax < 2**31 else dtypes.int64).value, _enc(device)),
                       "tensor_from_expr")
@@ -1486,11 +1498,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     for i, t in enumerate(ts):
       if not isinstance(t, Tensor): raise TypeError(f"schedule takes Tensors, argument {i} is {type(t).__name__}")
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
-    n = C.tensor_schedule(arr, len(ts), None, 0)
-    if n < 0: _raise_last("tensor_schedule")
-    out = (ctypes.c_void_p * max(n, 1))()
-    if n and C.tensor_schedule(arr, len(ts), out, n) != n: _raise_last("tensor_schedule")
-    return [ScheduleItem(UOp._wrap(out[i])) for i in range(n)]
+    return [ScheduleItem(u) for u in _uop_list(lambda o, n: C.tensor_schedule(arr, len(ts), o, n), "tensor_schedule")]
   def view(self, shape, *args) -> "Tensor": return self.reshape(shape, *args)
   def permute(self, order, *args) -> "Tensor": return self._mv("permute", _shape_args((order, *args)))
   def expand(self, shape, *args) -> "Tensor":
@@ -2240,21 +2248,14 @@ class Expr(_Owned):
 
   def simplify(self) -> "Expr": return Expr._wrap(C.expr_simplify(self._h), "expr_simplify")
 
-  def render(self) -> str:
-    n = C.expr_render(self._h, None, 0)
-    if n < 0: _raise_last("expr_render")
-    buf = ctypes.create_string_buffer(n + 1)
-    if C.expr_render(self._h, buf, n + 1) < 0: _raise_last("expr_render")
-    return buf.value.decode()
+  def render(self) -> str: return _c_text(C.expr_render, self._h, "expr_render")
 
   def __str__(self): return self.render()
   def __repr__(self): return f"Expr({self.render()})"
 
   def eval(self, **values: int) -> int:
-    names = (ctypes.c_char_p * len(values))(*[_cstr(k, "name") for k in values])
-    vals = _i64s(list(values.values()))
     out = ctypes.c_int64()
-    _ok(C.expr_eval(self._h, names, vals, len(values), ctypes.byref(out)), "expr_eval")
+    _ok(C.expr_eval(self._h, *_bindings(values), ctypes.byref(out)), "expr_eval")
     return out.value
 
   def bounds(self) -> Tuple[int, int]:
@@ -2460,20 +2461,13 @@ class MemoryPlan(NamedTuple):
   peak_bytes: int
 
 
-def _uop_text(fn, h, what: str) -> str:
-  n = fn(h, None, 0)
-  if n < 0: _raise_last(what)
-  buf = ctypes.create_string_buffer(n + 1)
-  if fn(h, buf, n + 1) < 0: _raise_last(what)
-  return buf.value.decode("utf-8", "replace")
-
-
-def _uop_list(fn, h, what: str) -> list:
-  """The new node references a tg_uop_srcs-style call writes, as UOps (asked once for the count, then for all)."""
-  n = fn(h, None, 0)
+def _uop_list(call, what: str) -> list:
+  """The new node references call(out, capacity) writes (tg_uop_srcs, tg_tensor_schedule, ...), as UOps: asked once for
+  the count, then for all."""
+  n = call(None, 0)
   if n < 0: _raise_last(what)
   arr = (ctypes.c_void_p * max(n, 1))()
-  if n and fn(h, arr, n) != n: _raise_last(what)
+  if n and call(arr, n) != n: _raise_last(what)
   return [UOp._wrap(arr[i]) for i in range(n)]
 
 
@@ -2526,14 +2520,14 @@ class UOp(_Owned):
   @property
   def dtype(self):
     """The DType for a plain element type; for a pointer or vector type (kernel ASTs) its text, "float32.ptr(16)"."""
-    text = _uop_text(C.uop_dtype, self._h, "uop_dtype")
+    text = _c_text(C.uop_dtype, self._h, "uop_dtype")
     return getattr(dtypes, text, None) if "." not in text and text != "void" and hasattr(dtypes, text) else text
   @property
   def arg(self):
     """A Python value where the arg is a literal (None, 2.0, (0, 2), 'name'; a reduce's op an Op: (Ops.ADD, (0,))),
     else its text ("<CPU float32[3]>")."""
     import ast, re
-    text = _uop_text(C.uop_arg, self._h, "uop_arg")
+    text = _c_text(C.uop_arg, self._h, "uop_arg")
     if text in ("nan", "inf", "-inf"): return float(text)
     def ops(v):
       if isinstance(v, str) and v.startswith("\0"): return Op(v[1:])
@@ -2541,7 +2535,7 @@ class UOp(_Owned):
     try: return ops(ast.literal_eval(re.sub(r"\bOps\.([A-Z_0-9]+)", lambda m: repr("\0" + m.group(1)), text)))
     except (ValueError, SyntaxError): return text
   @property
-  def src(self) -> Tuple["UOp", ...]: return tuple(_uop_list(C.uop_srcs, self._h, "uop_srcs"))
+  def src(self) -> Tuple["UOp", ...]: return tuple(_uop_list(lambda o, n: C.uop_srcs(self._h, o, n), "uop_srcs"))
   @property
   def shape(self) -> Optional[Tuple[int, ...]]:
     """The node's shape, None for one without (kernel AST nodes)."""
@@ -2552,10 +2546,10 @@ class UOp(_Owned):
     arr = (ctypes.c_int64 * max(n, 1))()
     if C.uop_shape(self._h, arr, n) != n: _raise_last("uop_shape")
     return tuple(arr[i] for i in range(n))
-  def toposort(self) -> Dict["UOp", None]: return dict.fromkeys(_uop_list(C.uop_toposort, self._h, "uop_toposort"))
+  def toposort(self) -> Dict["UOp", None]: return dict.fromkeys(_uop_list(lambda o, n: C.uop_toposort(self._h, o, n), "uop_toposort"))
   def __eq__(self, other): return isinstance(other, UOp) and C.uop_id(self._h) == C.uop_id(other._h)
   def __hash__(self): return hash(C.uop_id(self._h))
-  def __repr__(self): return _uop_text(C.uop_print, self._h, "uop_print")
+  def __repr__(self): return _c_text(C.uop_print, self._h, "uop_print")
 
 
 class ScheduleItem:
@@ -2765,10 +2759,8 @@ class TinyJit(_Owned):
       ins = call.tensors
       arr = (ctypes.c_void_p * max(len(ins), 1))(*[a._h for a in ins])
       out = (ctypes.c_void_p * max(n_out, 1))()
-      names = list(call.vars)
       stack.append(call)
-      try: st = C.jit_call_vars(self._h, arr, len(ins), (ctypes.c_char_p * max(len(names), 1))(*[n.encode() for n in names]),
-                                _i64s([call.vars[n] for n in names]), len(names), out, n_out)
+      try: st = C.jit_call_vars(self._h, arr, len(ins), *_bindings(call.vars), out, n_out)
       finally: stack.pop()
       if st == 0 and not nested and call.n_out is not None: self._kind, self._n_out = call.kind, call.n_out
       kind = call.kind if call.n_out is not None else self._kind  # a replay does not run fn: what it returned when captured
