@@ -460,16 +460,19 @@ TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t n
  * reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax, permutes, and reshapes that
  * keep the dim on its own. Graphs that differ only in the bound value schedule and compile once: the kernels take the
  * value as an argument, and a tg_jit captured with such an input replays for any binding. tg_tensor_shape gives the
- * bound value. A view that would change the dim's extent (pad, flip, shrink it, a reshape merging it) is
- * TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE. */
+ * bound value. Padding the dim by plain amounts and concatenating along it (tg_tensor_pad, tg_tensor_cat) keep it
+ * symbolic: its size becomes an expression of the Variables (i+2, i+j), as in tinygrad, and still schedules and compiles
+ * once. A view that would move the dim's start or reverse it (shrink from a start > 0, flip, a reshape merging it) is
+ * TG_ERROR_UNSUPPORTED, as is the gradient of a cat along it; the dim meeting a plain dim of the same size in a
+ * broadcast is TG_ERROR_SHAPE. */
 TG_API tg_tensor* tg_tensor_shrink_var(tg_tensor* t, int64_t axis, const tg_expr* var, int64_t value);
 /* The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until realized.
  * Rebinding an already realized tensor views another part of its buffer (laid out for the Variable's largest value):
  * only the part computed at the binding it was realized with holds its values, so rebind the lazy graph instead.
  * TG_ERROR_INVALID_ARGUMENT if no dim of `t` is bound to `var` or the value is outside its range. */
 TG_API tg_tensor* tg_tensor_rebind(tg_tensor* t, const tg_expr* var, int64_t value);
-/* The Variable each dim of `t` is bound to: out[i] receives a new reference to it (a tg_expr_variable; release it), or
- * NULL for a plain dim; `capacity` is out's length and must be >= ndim. Together with tg_tensor_shape (the bound values)
+/* The size of each symbolic dim of `t`: out[i] receives a new reference (release it) to the Variable the dim is bound
+ * to, or to the expression of Variables it grew to (i+2 after a pad, i+j after a cat), or NULL for a plain dim; `capacity` is out's length and must be >= ndim. Together with tg_tensor_shape (the bound values)
  * this is the symbolic shape, as tinygrad's Tensor.shape holds a bound Variable for such a dim. */
 TG_API tg_status tg_tensor_shape_vars(const tg_tensor* t, tg_expr** out, size_t capacity);
 /* A 0-d tensor of `dtype` whose value is the expression `e` with its Variables bound (names[i] = values[i]; each within
@@ -479,7 +482,7 @@ TG_API tg_status tg_tensor_shape_vars(const tg_tensor* t, tg_expr** out, size_t 
 TG_API tg_tensor* tg_tensor_from_expr(const tg_expr* e, const char* const* names, const int64_t* values, size_t n, tg_dtype dtype,
                                       const char* device);
 /* The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that change a
- * bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse. Nothing is computed
+ * bound dim's start or order (shrink, flip), which tg_tensor_shrink_var's dims refuse. Nothing is computed
  * until realized; a tensor without Variable dims is returned as is. Inside a tg_jit function it is
  * TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this binding's value. */
 TG_API tg_tensor* tg_tensor_at_binding(tg_tensor* t);

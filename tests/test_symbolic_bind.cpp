@@ -64,8 +64,13 @@ TEST(SymbolicBind, AtBindingPadsAndFlipsTheBoundDim) {
   for (int64_t n : {1, 4, 9}) {
     T s = tg_tensor_shrink_var(x, 1, v, n);
     int64_t pads[4] = {0, 0, 0, 10 - n};
-    EXPECT_EQ(T(tg_tensor_pad(s, pads, 2, 0.0)).p, nullptr);  // a bound dim keeps its extent
-    EXPECT_EQ(tg_last_error(), TG_ERROR_UNSUPPORTED);
+    T sp = tg_tensor_pad(s, pads, 2, -1.0);  // a bound dim padded grows by the padding, symbolically: i+(10-n)
+    ASSERT_TRUE(sp.p) << tg_last_error_message();
+    tg_expr* grown[2] = {nullptr, nullptr};
+    ASSERT_EQ(tg_tensor_shape_vars(sp, grown, 2), TG_OK);
+    EXPECT_EQ(grown[0], nullptr);
+    ASSERT_NE(grown[1], nullptr);
+    tg_expr_release(grown[1]);
     T plain = tg_tensor_at_binding(s);
     ASSERT_TRUE(plain.p) << tg_last_error_message();
     tg_expr* vars[2] = {nullptr, nullptr};
@@ -75,6 +80,7 @@ TEST(SymbolicBind, AtBindingPadsAndFlipsTheBoundDim) {
     ASSERT_TRUE(p.p) << tg_last_error_message();
     ASSERT_EQ(shape(p), (std::vector<int64_t>{3, 10}));
     std::vector<float> got = data(p);
+    EXPECT_EQ(data(sp), got);
     for (int64_t r = 0; r < 3; r++)
       for (int64_t c = 0; c < 10; c++) ASSERT_EQ(got[size_t(r * 10 + c)], c < n ? xv[size_t(r * 10 + c)] : -1.0f) << n << " " << r << "," << c;
     int64_t ax = 1;
@@ -106,4 +112,42 @@ TEST(SymbolicBind, AtBindingInsideAJitFunctionIsRefused) {
   tg_tensor* in[1] = {s};
   EXPECT_EQ(tg_jit_call(j, in, 1, nullptr, 0), TG_ERROR_UNSUPPORTED);
   EXPECT_NE(std::strstr(tg_last_error_message(), "TinyJit"), nullptr) << tg_last_error_message();
+}
+
+// A cat along a bound dim: the size is the expression i+j (tinygrad's symbolic cat), each binding's values are the
+// pieces', and every binding after the first reuses the compiled kernel.
+TEST(SymbolicBind, CatAlongBoundDimsIsAnExpression) {
+  std::vector<float> av = randv(10 * 3, 5), bv = randv(10 * 3, 6);
+  T a = from(av, {10, 3}), b = from(bv, {10, 3});
+  E i = tg_expr_variable("i", 1, 10), j = tg_expr_variable("j", 1, 10);
+  uint64_t compiled = 0;
+  int k = 0;
+  for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {5, 1}, {10, 10}, {1, 7}}) {
+    T x = tg_tensor_shrink_var(a, 0, i, n), y = tg_tensor_shrink_var(b, 0, j, m);
+    tg_tensor* parts[3] = {x, y, x};
+    T c = tg_tensor_cat(parts, 3, 0);
+    ASSERT_TRUE(c.p) << tg_last_error_message();
+    EXPECT_EQ(shape(c), (std::vector<int64_t>{2 * n + m, 3}));
+    tg_expr* vars[2] = {nullptr, nullptr};
+    ASSERT_EQ(tg_tensor_shape_vars(c, vars, 2), TG_OK);
+    E d0 = vars[0];
+    ASSERT_NE(d0.p, nullptr);
+    EXPECT_EQ(vars[1], nullptr);
+    int64_t val = 0;
+    const char* names[2] = {"i", "j"};
+    int64_t vals[2] = {n, m};
+    ASSERT_EQ(tg_expr_eval(d0, names, vals, 2, &val), TG_OK);
+    EXPECT_EQ(val, 2 * n + m);
+    std::vector<float> got = data(c);
+    ASSERT_EQ(got.size(), size_t((2 * n + m) * 3));
+    for (int64_t r = 0; r < 2 * n + m; r++)
+      for (int64_t q = 0; q < 3; q++) {
+        float want = r < n ? av[size_t(r * 3 + q)] : r < n + m ? bv[size_t((r - n) * 3 + q)] : av[size_t((r - n - m) * 3 + q)];
+        ASSERT_EQ(got[size_t(r * 3 + q)], want) << n << "," << m << " at " << r << "," << q;
+      }
+    tg_counters cs{sizeof(tg_counters)};
+    ASSERT_EQ(tg_counters_get(&cs), TG_OK);
+    if (k++ == 0) compiled = cs.compile_count;
+    else EXPECT_EQ(cs.compile_count, compiled) << "binding " << n << "," << m << " compiled again";
+  }
 }

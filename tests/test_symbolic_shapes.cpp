@@ -95,7 +95,8 @@ TEST(SymbolicShapes, MisuseIsAnError) {
   EXPECT_EQ(code([&] { x.shrink_var(0, n, 9); }), TG_ERROR_INVALID_ARGUMENT);     // value outside the range
   Tensor xs = x.shrink_var(0, n, 4);
   EXPECT_EQ(code([&] { xs.reshape({16}); }), TG_ERROR_UNSUPPORTED);               // merges the Variable dim
-  EXPECT_EQ(code([&] { xs.pad({{1, 0}, {0, 0}}); }), TG_ERROR_UNSUPPORTED);
+  EXPECT_EQ(code([&] { xs.pad({{1, 0}, {0, 0}}); }), TG_OK);                      // grows to n+1
+  EXPECT_EQ(code([&] { xs.shrink({{1, 4}, {0, 4}}); }), TG_ERROR_UNSUPPORTED);     // a symbolic start
   EXPECT_EQ(code([&] { xs.flip({0}); }), TG_ERROR_UNSUPPORTED);
   EXPECT_EQ(code([&] { xs.add(Tensor::full({4, 4}, 1, dtypes::float32, "CPU")); }), TG_ERROR_SHAPE);  // plain 4 meets n=4
   EXPECT_EQ(code([&] { xs.add(x.shrink_var(0, m, 4)); }), TG_ERROR_SHAPE);        // two Variables

@@ -802,9 +802,12 @@ public sealed partial class Tensor : IDisposable, IHandle {
   /// Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax,
   /// permutes, and reshapes that keep the dim on its own. Graphs that differ only in the bound value schedule and
   /// compile once: the kernels take the value as an argument, and a tg_jit captured with such an input replays
-  /// for any binding. tg_tensor_shape gives the bound value. A view that would change the dim's extent (pad,
-  /// flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of the same size
-  /// in a broadcast is TG_ERROR_SHAPE. (tg_tensor_shrink_var)
+  /// for any binding. tg_tensor_shape gives the bound value. Padding the dim by plain amounts and concatenating
+  /// along it (tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size becomes an expression of the Variables
+  /// (i+2, i+j), as in tinygrad, and still schedules and compiles once. A view that would move the dim's start or
+  /// reverse it (shrink from a start &gt; 0, flip, a reshape merging it) is TG_ERROR_UNSUPPORTED, as is the
+  /// gradient of a cat along it; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
+  /// (tg_tensor_shrink_var)
   /// </summary>
   public Tensor ShrinkVar(long axis, Expr @var, long value) {
     return new Tensor(Native.Check(Native.tg_tensor_shrink_var(H, axis, Native.Arg(@var, nameof(@var)).H, value)));
@@ -821,10 +824,10 @@ public sealed partial class Tensor : IDisposable, IHandle {
   }
 
   /// <summary>The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that
-  /// change a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse.
-  /// Nothing is computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit
-  /// function it is TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this
-  /// binding's value. (tg_tensor_at_binding)
+  /// change a bound dim's start or order (shrink, flip), which tg_tensor_shrink_var's dims refuse. Nothing is
+  /// computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit function it is
+  /// TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this binding's value.
+  /// (tg_tensor_at_binding)
   /// </summary>
   public Tensor AtBinding() {
     return new Tensor(Native.Check(Native.tg_tensor_at_binding(H)));

@@ -916,9 +916,11 @@ public static unsafe partial class Native {
   /// Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax,
   /// permutes, and reshapes that keep the dim on its own. Graphs that differ only in the bound value schedule and
   /// compile once: the kernels take the value as an argument, and a tg_jit captured with such an input replays
-  /// for any binding. tg_tensor_shape gives the bound value. A view that would change the dim's extent (pad,
-  /// flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of the same size
-  /// in a broadcast is TG_ERROR_SHAPE.
+  /// for any binding. tg_tensor_shape gives the bound value. Padding the dim by plain amounts and concatenating
+  /// along it (tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size becomes an expression of the Variables
+  /// (i+2, i+j), as in tinygrad, and still schedules and compiles once. A view that would move the dim's start or
+  /// reverse it (shrink from a start &gt; 0, flip, a reshape merging it) is TG_ERROR_UNSUPPORTED, as is the
+  /// gradient of a cat along it; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_shrink_var(TensorHandle t, long axis, ExprHandle @var, long value);
@@ -930,10 +932,10 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_rebind(TensorHandle t, ExprHandle @var, long value);
-  /// <summary>The Variable each dim of `t` is bound to: out[i] receives a new reference to it (a tg_expr_variable; release
-  /// it), or NULL for a plain dim; `capacity` is out's length and must be &gt;= ndim. Together with
-  /// tg_tensor_shape (the bound values) this is the symbolic shape, as tinygrad's Tensor.shape holds a bound
-  /// Variable for such a dim.
+  /// <summary>The size of each symbolic dim of `t`: out[i] receives a new reference (release it) to the Variable the dim
+  /// is bound to, or to the expression of Variables it grew to (i+2 after a pad, i+j after a cat), or NULL for a
+  /// plain dim; `capacity` is out's length and must be &gt;= ndim. Together with tg_tensor_shape (the bound
+  /// values) this is the symbolic shape, as tinygrad's Tensor.shape holds a bound Variable for such a dim.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_shape_vars(TensorHandle t, [Out] IntPtr[] @out, UIntPtr capacity);
@@ -945,10 +947,9 @@ public static unsafe partial class Native {
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_from_expr(ExprHandle e, [MarshalAs(UnmanagedType.LPArray, ArraySubType = UnmanagedType.LPUTF8Str)] string[] names, long[] values, UIntPtr n, DType dtype, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that
-  /// change a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse.
-  /// Nothing is computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit
-  /// function it is TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this
-  /// binding's value.
+  /// change a bound dim's start or order (shrink, flip), which tg_tensor_shrink_var's dims refuse. Nothing is
+  /// computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit function it is
+  /// TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this binding's value.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_at_binding(TensorHandle t);

@@ -4309,9 +4309,11 @@ func (t *Tensor) Shrink(bounds []int64) (*Tensor, error) {
 // (against the same Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it),
 // matmul, softmax, permutes, and reshapes that keep the dim on its own. Graphs that differ only in the bound
 // value schedule and compile once: the kernels take the value as an argument, and a tg_jit captured with such an
-// input replays for any binding. tg_tensor_shape gives the bound value. A view that would change the dim's
-// extent (pad, flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of
-// the same size in a broadcast is TG_ERROR_SHAPE.
+// input replays for any binding. tg_tensor_shape gives the bound value. Padding the dim by plain amounts and
+// concatenating along it (tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size becomes an expression of the
+// Variables (i+2, i+j), as in tinygrad, and still schedules and compiles once. A view that would move the dim's
+// start or reverse it (shrink from a start > 0, flip, a reshape merging it) is TG_ERROR_UNSUPPORTED, as is the
+// gradient of a cat along it; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
 func (t *Tensor) ShrinkVar(axis int64, varArg *Expr, value int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_shrink_var(t.ptr(), C.int64_t(axis), varArg.ptr(), C.int64_t(value), &st)
@@ -4339,10 +4341,11 @@ func (t *Tensor) Rebind(varArg *Expr, value int64) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// ShapeVars is tg_tensor_shape_vars. The Variable each dim of `t` is bound to: out[i] receives a new reference
-// to it (a tg_expr_variable; release it), or NULL for a plain dim; `capacity` is out's length and must be >=
-// ndim. Together with tg_tensor_shape (the bound values) this is the symbolic shape, as tinygrad's Tensor.shape
-// holds a bound Variable for such a dim.
+// ShapeVars is tg_tensor_shape_vars. The size of each symbolic dim of `t`: out[i] receives a new reference
+// (release it) to the Variable the dim is bound to, or to the expression of Variables it grew to (i+2 after a
+// pad, i+j after a cat), or NULL for a plain dim; `capacity` is out's length and must be >= ndim. Together with
+// tg_tensor_shape (the bound values) this is the symbolic shape, as tinygrad's Tensor.shape holds a bound
+// Variable for such a dim.
 func (t *Tensor) ShapeVars(capacity int) ([]*Expr, error) {
 	if capacity < 0 {
 		return nil, newError(ErrInvalidArgument, "tg_tensor_shape_vars: negative capacity")
@@ -4392,7 +4395,7 @@ func (e *Expr) TensorFromExpr(names []string, values []int64, dtype DType, devic
 }
 
 // AtBinding is tg_tensor_at_binding. The same values with every Variable dim replaced by its bound value: a
-// plain-shaped graph, for ops that change a bound dim's extent (pad, shrink, flip, cat along it), which
+// plain-shaped graph, for ops that change a bound dim's start or order (shrink, flip), which
 // tg_tensor_shrink_var's dims refuse. Nothing is computed until realized; a tensor without Variable dims is
 // returned as is. Inside a tg_jit function it is TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the
 // capture's replays would keep this binding's value.

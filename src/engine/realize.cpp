@@ -28,13 +28,22 @@ void ExecItem::run() {
 void ExecItem::launch() { prg->prog->launch(ptrs.data(), vals.data(), vals.size(), prg->dims(vals.data())); }
 
 // A computed root with Variable dims is stored at the Variables' largest values: its value is the view of the bound part.
-static UOpRef rebind(const UOpRef& stored, const UOpRef& root) {
+static UOpRef rebind(const UOpRef& stored, const UOpRef& root, const std::unordered_map<std::string, int64_t>& var_vals) {
   if (root->sym().empty()) return stored;
   std::vector<int64_t> bounds, dims;
   UOps src{stored};
   for (size_t i = 0; i < root->shape().size(); i++) {
     bounds.push_back(0), bounds.push_back(root->shape()[i]);
-    if (const UOp* v = root->sym()[i]) dims.push_back(int64_t(i)), src.push_back(bound_var(v, root->shape()[i]));
+    const UOp* v = root->sym()[i];
+    if (!v) continue;
+    UOps inner;  // an expression's Variables are bound beside it: the view is all its graph
+    if (v->op != Ops::DEFINE_VAR)
+      for (const UOp* x : sym_vars(v)) {
+        auto it = var_vals.find(x->argv<VarArg>().name);
+        TG_CHECK(it != var_vals.end(), TG_ERROR_INVALID_ARGUMENT, "realize: the size " + sym_name(v) + " has Variable '" + x->argv<VarArg>().name + "', which nothing binds");
+        inner.push_back(bound_var(x, it->second));
+      }
+    dims.push_back(int64_t(i)), src.push_back(bound_var(v, root->shape()[i], std::move(inner)));
   }
   return UOp::make(Ops::SHRINK, root->dtype, std::move(src), bounds, dims);
 }
@@ -78,6 +87,10 @@ Normalized normalize(const std::vector<UOpRef>& roots) {
       to[u.get()] = src[0];
       continue;
     }
+    if (u->op == Ops::BIND && u->src[0]->op != Ops::DEFINE_VAR) {  // an expression: its Variables are bound on their own
+      to[u.get()] = src[0];
+      continue;
+    }
     if (u->op == Ops::BIND) {  // unbind: the graph names the Variable, the value goes to the kernels as an argument
       auto& v = u->src[0]->argv<VarArg>();
       int64_t val = int64_t(u->src[1]->const_value());
@@ -89,15 +102,23 @@ Normalized normalize(const std::vector<UOpRef>& roots) {
       continue;
     }
     if (u->op == Ops::PAD && std::holds_alternative<std::vector<int64_t>>(u->tag)) {
-      // padded to a fixed size (Tensor::pad_to): the padding after makes up what the source at its largest leaves
+      // padded by symbolic amounts: the padding before and the size at their largest, the padding after makes up the rest
       std::vector<int64_t> arg = u->arg_ints();
-      for (auto d : std::get<std::vector<int64_t>>(u->tag)) arg[size_t(2 * d + 1)] = u->shape()[size_t(d)] - arg[size_t(2 * d)] - src[0]->shape()[size_t(d)];
+      auto& dims = std::get<std::vector<int64_t>>(u->tag);
+      auto largest = [](const UOp* x) { return x->op == Ops::CONST ? int64_t(x->const_value()) : sym_largest(x); };
+      for (size_t k = 0; k < dims.size(); k++) {
+        size_t d = size_t(dims[k]);
+        arg[2 * d] = largest(src[1 + 2 * k].get());
+        arg[2 * d + 1] = largest(src[2 + 2 * k].get()) - arg[2 * d] - src[0]->shape()[d];
+        TG_CHECK(arg[2 * d + 1] >= 0, TG_ERROR_SHAPE,
+                 "realize: a pad of dim " + std::to_string(d) + " to " + sym_name(src[2 + 2 * k].get()) + " doesn't fit at the Variables' largest values");
+      }
       to[u.get()] = UOp::make(u->op, u->dtype, std::move(src), std::move(arg), u->tag);
       continue;
     }
     if (!u->sym().empty() && (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)) {
-      // a Variable dim's size becomes the Variable's largest value, so the graph is the same for every binding
-      auto largest = [](const UOp* v, int64_t) { return v->argv<VarArg>().vmax; };
+      // a symbolic dim's size becomes its largest value, so the graph is the same for every binding
+      auto largest = [](const UOp* v, int64_t) { return sym_largest(v); };
       std::vector<int64_t> arg = sym_arg(u.get(), largest);
       if (u->op == Ops::SHRINK) {
         // a Variable whose range passes the dim it shrinks ((3,7)[:, :i], i in [1,10]): the view takes the whole dim and
@@ -173,14 +194,14 @@ Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& devic
   }
   std::unordered_set<const Buffer*> movable;  // intermediates: neither an input nor behind an output
   for (size_t i = inputs.size(); i < bufs.size(); i++) movable.insert(bufs[i].get());
+  for (auto& [name, v] : norm.var_vals) l.var_vals[name] = v.second;
   for (size_t r = 0; r < sched->outputs.size(); r++) {
     const UOpRef& o = sched->outputs[r];
     for (auto& u : o->toposort())
       if (u->op == Ops::PARAM) movable.erase(bufs[size_t(u->arg_ints()[0])].get());
     if (o == norm.sink->src[r]) l.outputs.push_back(roots[r]);  // a view of inputs is its own value
-    else l.outputs.push_back(rebind(o->substitute(from_param), roots[r]));
+    else l.outputs.push_back(rebind(o->substitute(from_param), roots[r], l.var_vals));
   }
-  for (auto& [name, v] : norm.var_vals) l.var_vals[name] = v.second;
   from_param.clear();
   for (auto& ki : sched->kernels) {
     ExecItem e{compile_item(*ki, dev), {}, {}, -1, {}};

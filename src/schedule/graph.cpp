@@ -18,7 +18,47 @@ const AssignArg* assign_arg(const UOp* u) {
   if (u->op != Ops::ASSIGN || u->src.size() != 3) return nullptr;
   return static_cast<const AssignArg*>(std::get<std::shared_ptr<const ArgExt>>(u->src[2]->arg).get());
 }
-UOpRef bound_var(const UOp* var, int64_t value) { return UOp::make(Ops::BIND, var->dtype, {var->ref(), UOp::const_int(var->dtype, value)}); }
+UOpRef bound_var(const UOp* size, int64_t value, UOps inner) {
+  UOps src{size->ref(), UOp::const_int(size->dtype, value)};
+  if (size->op != Ops::DEFINE_VAR) src.insert(src.end(), inner.begin(), inner.end());
+  return UOp::make(Ops::BIND, size->dtype, std::move(src));
+}
+std::string sym_name(const UOp* size) { return size->op == Ops::DEFINE_VAR ? size->argv<VarArg>().name : size->render(); }
+std::vector<const UOp*> sym_vars(const UOp* size) {
+  std::vector<const UOp*> out;
+  for (auto& u : size->toposort())
+    if (u->op == Ops::DEFINE_VAR) out.push_back(u.get());
+  return out;
+}
+int64_t sym_eval(const UOp* size, const std::function<int64_t(const UOp* var)>& val) {
+  if (size->op == Ops::DEFINE_VAR) return val(size);
+  std::unordered_map<const UOp*, int64_t> v;
+  for (auto& u : size->toposort()) {
+    auto a = [&](size_t i) { return v.at(u->src[i].get()); };
+    int64_t r = 0;
+    switch (u->op) {
+      case Ops::CONST: r = int64_t(u->const_value()); break;
+      case Ops::DEFINE_VAR:
+        if ((r = val(u.get())) < 0) return -1;
+        break;
+      case Ops::ADD: r = a(0) + a(1); break;
+      case Ops::MUL: r = a(0) * a(1); break;
+      case Ops::MAX: r = std::max(a(0), a(1)); break;
+      case Ops::IDIV: r = a(1) ? a(0) / a(1) : 0; break;
+      case Ops::MOD: r = a(1) ? a(0) % a(1) : 0; break;
+      default: TG_CHECK(false, TG_ERROR_INTERNAL, "symbolic size " + size->render() + " has a " + std::string(op_name(u->op)));
+    }
+    v[u.get()] = r;
+  }
+  return v.at(size);
+}
+int64_t sym_largest(const UOp* size) { return sym_eval(size, [](const UOp* var) { return var->argv<VarArg>().vmax; }); }
+std::unordered_map<const UOp*, int64_t> graph_binds(const UOp* root) {
+  std::unordered_map<const UOp*, int64_t> out;
+  for (auto& u : root->toposort())
+    if (u->op == Ops::BIND && u->src[0]->op == Ops::DEFINE_VAR) out[u->src[0].get()] = int64_t(u->src[1]->const_value());
+  return out;
+}
 
 std::vector<int64_t> sym_arg(const UOp* u, const std::function<int64_t(const UOp* var, int64_t now)>& size) {
   std::vector<int64_t> a = u->arg_ints();

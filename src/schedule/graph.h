@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/device.h"
@@ -28,8 +29,18 @@ struct AssignArg : ArgExt {
   std::string str() const override { return done ? "assign(done)" : "assign"; }
 };
 const AssignArg* assign_arg(const UOp* u);  // null unless u is an ASSIGN made by Tensor::assign
-UOpRef bound_var(const UOp* var, int64_t value);  // BIND(var, value)
-// a movement op's arg with each Variable dim's size from `size` (normalization: the Variable's max; rebinding: a value)
-std::vector<int64_t> sym_arg(const UOp* u, const std::function<int64_t(const UOp* var, int64_t now)>& size);
+// A symbolic dim's size is a Variable (DEFINE_VAR) or an expression of Variables that grows with each of them (i+2 from a
+// cat, i+j). Its carrier in a graph is BIND(size, value, inner...): for an expression the inner BINDs give its Variables
+// their values, so a graph that holds only the carrier (a realized output's view) still binds them.
+UOpRef bound_var(const UOp* size, int64_t value, UOps inner = {});
+std::string sym_name(const UOp* size);                 // "i", "(i+2)"
+std::vector<const UOp*> sym_vars(const UOp* size);     // its Variables, in graph order
+// the size with each Variable at val(var); -1 where val gives -1 for one of them
+int64_t sym_eval(const UOp* size, const std::function<int64_t(const UOp* var)>& val);
+int64_t sym_largest(const UOp* size);  // at its Variables' largest values: the extent a buffer is laid out for
+// the Variables' values bound anywhere in a graph (BIND(var, value) nodes), by DEFINE_VAR
+std::unordered_map<const UOp*, int64_t> graph_binds(const UOp* root);
+// a movement op's arg with each symbolic dim's size from `size` (normalization: its largest; rebinding: a value)
+std::vector<int64_t> sym_arg(const UOp* u, const std::function<int64_t(const UOp* size, int64_t now)>& size);
 
 }  // namespace tg

@@ -271,19 +271,22 @@ struct KernelBuilder {
         const Shape& ss = n->src[0]->shape();
         UOps sidx(idx);
         UOpRef valid;
-        // a dim padded to a fixed size from a Variable one (Tensor::pad_to): the source ends at the Variable's value
-        auto* fixed = std::get_if<std::vector<int64_t>>(&n->tag);
-        auto var_end = [&](size_t i) -> const UOp* {
-          if (!fixed || std::find(fixed->begin(), fixed->end(), int64_t(i)) == fixed->end() || n->src[0]->sym().empty()) return nullptr;
-          return n->src[0]->sym()[i];
+        // a dim padded by symbolic amounts (its tag): the source starts at the padding before (an expression of the
+        // Variables, or a constant) and ends after its own size (its Variable or expression, or a constant)
+        auto* sym_dims = std::get_if<std::vector<int64_t>>(&n->tag);
+        auto sym_before = [&](size_t i) -> UOpRef {
+          if (!sym_dims) return {};
+          auto it = std::find(sym_dims->begin(), sym_dims->end(), int64_t(i));
+          return it == sym_dims->end() ? UOpRef() : n->src[1 + 2 * size_t(it - sym_dims->begin())];
         };
         for (size_t i = 0; i < idx.size(); i++) {
-          const UOp* ve = var_end(i);
-          if (!a[2 * i] && !a[2 * i + 1] && !ve) continue;
-          sidx[i] = idx[i] - idx_const(a[2 * i]);
+          UOpRef before = sym_before(i);
+          if (!a[2 * i] && !a[2 * i + 1] && !before) continue;
+          if (!before) before = idx_const(a[2 * i]);
+          const UOp* size = n->src[0]->sym().empty() ? nullptr : n->src[0]->sym()[i];
+          sidx[i] = idx[i] - before;
           // before <= i < before + size, as two strict comparisons
-          UOpRef end = ve ? idx_const(a[2 * i]) + ve->ref() : idx_const(a[2 * i] + ss[i]);
-          UOpRef v = (idx_const(a[2 * i] - 1) < idx[i]) & (idx[i] < end);
+          UOpRef v = ((before - idx_const(1)) < idx[i]) & (idx[i] < before + (size ? size->ref() : idx_const(ss[i])));
           valid = valid ? valid & v : v;
         }
         valid = valid->simplify();

@@ -88,7 +88,7 @@ std::unordered_set<int64_t> stored_buffers(const UOpRef& ast) {
 // a symbolic shape at its Variables' largest values
 Shape max_shape(Shape s, const std::vector<const UOp*>& sym) {
   for (size_t i = 0; i < sym.size() && i < s.size(); i++)
-    if (sym[i]) s[i] = sym[i]->argv<VarArg>().vmax;
+    if (sym[i]) s[i] = sym_largest(sym[i]);
   return s;
 }
 

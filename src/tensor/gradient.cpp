@@ -157,6 +157,28 @@ const PatternMatcher& pm_gradient() {
              for (size_t i = 0; i < m["x"]->shape().size(); i++) b.emplace_back(a[2 * i], a[2 * i] + m["x"]->shape()[i]);
              return grads_of({m.ctx<GradCtx>().g().shrink(b)});
            }},
+          // padded by symbolic amounts: a fixed pad of a Variable dim (pad_to) gives back the Variable's part; a symbolic
+          // start (a cat along a Variable dim) has no gradient rule yet
+          {UPat(Ops::PAD, {UPat::var("x")}).any_len(), [](const Match& m) {
+             const UOp* x = m["x"].get();
+             auto& a = m.root->arg_ints();
+             auto& dims = std::get<std::vector<int64_t>>(m.root->tag);
+             for (size_t k = 0; k < dims.size(); k++)
+               TG_CHECK(m.root->src[1 + 2 * k]->op == Ops::CONST && m.root->src[2 + 2 * k]->op == Ops::CONST, TG_ERROR_UNSUPPORTED,
+                        "gradient: a pad or cat along symbolic dim " + std::to_string(dims[k]) + " has no gradient");
+             Tensor g = m.ctx<GradCtx>().g();
+             std::vector<std::pair<int64_t, int64_t>> b;
+             for (size_t i = 0; i < x->shape().size(); i++) {
+               bool var = !x->sym().empty() && x->sym()[i];
+               b.emplace_back(a[2 * i], var ? g.shape()[i] : a[2 * i] + x->shape()[i]);
+             }
+             g = g.shrink(b);
+             for (size_t i = 0; i < x->shape().size(); i++)
+               if (!x->sym().empty() && x->sym()[i]) g = g.shrink_var(int64_t(i), x->sym()[i]->ref(), x->shape()[i]);
+             UOps gs{g.uop()};
+             gs.resize(m.root->src.size(), none());
+             return UOp::make(Ops::NOOP, dtypes::void_, std::move(gs));
+           }},
           {UPat(Ops::SHRINK, {UPat::var("x")}), [](const Match& m) {
              auto& a = m.root->arg_ints();
              std::vector<std::pair<int64_t, int64_t>> p;

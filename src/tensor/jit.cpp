@@ -35,7 +35,11 @@ static std::vector<Tensor> prepare_inputs(const std::vector<Tensor>& inputs) {
 // the values of the Variables an input's dims are bound to
 static void input_vars(const Tensor& t, std::unordered_map<std::string, int64_t>& vals) {
   for (size_t i = 1; i < t.uop()->src.size(); i++)
-    if (const UOp* b = t.uop()->src[i].get(); b->op == Ops::BIND) vals[b->src[0]->argv<VarArg>().name] = int64_t(b->src[1]->const_value());
+    if (const UOp* b = t.uop()->src[i].get(); b->op == Ops::BIND) {
+      if (b->src[0]->op == Ops::DEFINE_VAR) vals[b->src[0]->argv<VarArg>().name] = int64_t(b->src[1]->const_value());
+      for (size_t k = 2; k < b->src.size(); k++)  // an expression's Variables
+        vals[b->src[k]->src[0]->argv<VarArg>().name] = int64_t(b->src[k]->src[1]->const_value());
+    }
 }
 
 // the JITs whose functions run on this thread, outermost first (jit.h: nesting and locking)
@@ -114,7 +118,8 @@ void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vecto
   std::set<std::string> from_call;  // sorted: an error names the first
   for (auto& t : inputs)
     for (const UOp* v : t.uop()->sym())
-      if (v) from_inputs.insert(v->argv<VarArg>().name);
+      if (v)
+        for (const UOp* x : sym_vars(v)) from_inputs.insert(x->argv<VarArg>().name);
   for (auto& e : cap.items)
     for (size_t i = 0; i < e.prg->vars.size(); i++) {
       const std::string& nm = e.prg->vars[i]->argv<VarArg>().name;

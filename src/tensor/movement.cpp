@@ -112,6 +112,20 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int64_t dim) {
     TG_CHECK(!__builtin_add_overflow(total, t.shape()[size_t(d)], &total), TG_ERROR_SHAPE, "cat: the result is too large");
   }
   if (ts.size() == 1) return f.cast(dt);
+  auto sym_of = [&](const Tensor& t) { return t.uop()->sym().empty() ? nullptr : t.uop()->sym()[size_t(d)]; };
+  if (std::any_of(ts.begin(), ts.end(), sym_of)) {
+    // along a symbolic dim the offsets and the total are expressions of the Variables (i, i+2, i+j)
+    auto size_of = [&](const Tensor& t) { return SymInt{t.shape()[size_t(d)], sym_of(t) ? sym_of(t)->ref() : UOpRef()}; };
+    SymInt sum{0}, at{0};
+    for (auto& t : ts) sum = sym_add(sum, size_of(t));
+    std::optional<Tensor> out;
+    for (auto& t : ts) {
+      Tensor piece = t.cast(dt).pad_sym(d, at, sum);
+      at = sym_add(at, size_of(t));
+      out = !out ? piece : dtypes::is_bool(dt) ? out->bitwise_or(piece) : out->add(piece);
+    }
+    return *out;
+  }
   std::optional<Tensor> out;
   int64_t at = 0;
   for (auto& t : ts) {

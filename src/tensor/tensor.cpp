@@ -140,7 +140,7 @@ static std::vector<const UOp*> broadcast_sym(const std::vector<const Tensor*>& t
       bool mine = !t->uop()->sym().empty() && t->uop()->sym()[i];
       TG_CHECK(!sym[off + i] || mine || t->shape()[i] == 1, TG_ERROR_SHAPE,
                strformat("%s: dim %zu is bound to Variable '%s' in one operand and a plain %lld in another", what, off + i,
-                         sym[off + i]->argv<VarArg>().name.c_str(), (long long)t->shape()[i]));
+                         sym_name(sym[off + i]).c_str(), (long long)t->shape()[i]));
     }
   }
   return sym;
@@ -377,11 +377,10 @@ Tensor Tensor::expand(Shape s, const std::vector<const UOp*>& sym) const {
 // a view that changes a Variable dim's extent would make its size an expression of the Variable
 static void check_sym_fixed(const Tensor& t, size_t dim, bool changes, const char* what) {
   TG_CHECK(!changes || t.uop()->sym().empty() || !t.uop()->sym()[dim], TG_ERROR_UNSUPPORTED,
-           strformat("%s: dim %zu is bound to Variable '%s'; it can't be padded, flipped or shrunk", what, dim, t.uop()->sym()[dim]->argv<VarArg>().name.c_str()));
+           strformat("%s: dim %zu is bound to Variable '%s'; it can't be flipped or shrunk", what, dim, sym_name(t.uop()->sym()[dim]).c_str()));
 }
 Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double value) const {
   TG_CHECK(int64_t(pads.size()) == ndim(), TG_ERROR_SHAPE, strformat("pad: %zu pairs given for shape %s", pads.size(), shape_str(shape()).c_str()));
-  for (size_t i = 0; i < pads.size(); i++) check_sym_fixed(*this, i, pads[i].first || pads[i].second, "pad");
   std::vector<int64_t> arg;
   Shape out = shape();
   bool any = false;
@@ -394,6 +393,18 @@ Tensor Tensor::pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double 
   }
   check_shape(out, dtype(), "pad");
   if (!any) return *this;
+  // a symbolic dim padded grows by the amounts: i+2
+  const auto& sym = uop()->sym();
+  std::vector<size_t> sym_dims;
+  for (size_t i = 0; i < sym.size(); i++)
+    if (sym[i] && (pads[i].first || pads[i].second)) sym_dims.push_back(i);
+  if (!sym_dims.empty()) {
+    auto plain = pads;
+    for (size_t i : sym_dims) plain[i] = {0, 0};
+    Tensor r = pad(plain, value);
+    for (size_t i : sym_dims) r = r.pad_sym(int64_t(i), {pads[i].first}, sym_add({shape()[i], sym[i]->ref()}, {pads[i].first + pads[i].second}), value);
+    return r;
+  }
   Tensor p = mv(Ops::PAD, arg);
   if (value == 0) return p;
   Tensor mask = Tensor::full(shape(), 1, dtypes::bool_, s_->device).mv(Ops::PAD, arg);
@@ -405,21 +416,41 @@ Tensor Tensor::pad_to(int64_t axis, int64_t before, int64_t size, double value) 
   TG_CHECK(before >= 0 && !__builtin_sub_overflow(size, before, &room) && room >= have, TG_ERROR_SHAPE,
            strformat("pad_to: dim %lld of %s padded by %lld in front doesn't fit in %lld", (long long)d, sym_shape_str(*this).c_str(), (long long)before,
                      (long long)size));
-  const UOp* v = uop()->sym().empty() ? nullptr : uop()->sym()[size_t(d)];
+  if (!uop()->sym().empty() && uop()->sym()[size_t(d)]) return pad_sym(d, {before}, {size}, value);
   std::vector<std::pair<int64_t, int64_t>> pads(size_t(ndim()), {0, 0});
   pads[size_t(d)] = {before, size - before - have};
-  if (!v) return pad(pads, value);
-  // bound to a Variable: at every binding the padding after makes up the rest, so the largest value must fit too
-  TG_CHECK(before + v->vmax() <= size, TG_ERROR_SHAPE,
-           strformat("pad_to: dim %lld is bound to %s, up to %lld: padded by %lld in front it doesn't fit in %lld", (long long)d,
-                     v->argv<VarArg>().name.c_str(), (long long)v->vmax(), (long long)before, (long long)size));
+  return pad(pads, value);
+}
+SymInt sym_add(const SymInt& a, const SymInt& b) {
+  if (!a.e && !b.e) return {a.v + b.v};
+  auto node = [](const SymInt& x) { return x.e ? x.e : UOp::const_int(dtypes::index, x.v); };
+  return {a.v + b.v, (node(a) + node(b))->simplify()};
+}
+Tensor Tensor::pad_sym(int64_t axis, const SymInt& before, const SymInt& size, double value) const {
+  int64_t d = resolve_axis(axis, "pad");
+  const UOp* in = uop()->sym().empty() ? nullptr : uop()->sym()[size_t(d)];
+  int64_t have = shape()[size_t(d)];
+  auto largest = [](const SymInt& x) { return x.e ? sym_largest(x.e.get()) : x.v; };
+  for (const SymInt* x : {&before, &size})
+    TG_CHECK(!x->e || sym_eval(x->e.get(), [](const UOp* v) { return v->argv<VarArg>().vmax; }) == x->e->vmax(), TG_ERROR_UNSUPPORTED,
+             "pad: the size " + sym_name(x->e.get()) + " doesn't grow with its Variables");
+  TG_CHECK(before.v >= 0 && size.v - before.v >= have, TG_ERROR_SHAPE,
+           strformat("pad: dim %lld of %s padded by %lld in front doesn't fit in %lld", (long long)d, sym_shape_str(*this).c_str(), (long long)before.v,
+                     (long long)size.v));
+  // every binding lays the buffer out at the largest values: the source there must fit too
+  int64_t src_max = in ? sym_largest(in) : have;
+  TG_CHECK(largest(before) + src_max <= largest(size), TG_ERROR_SHAPE,
+           strformat("pad: dim %lld of %s, up to %lld, padded by %s in front doesn't fit in %s at the Variables' largest values", (long long)d,
+                     sym_shape_str(*this).c_str(), (long long)src_max, before.e ? sym_name(before.e.get()).c_str() : std::to_string(before.v).c_str(),
+                     size.e ? sym_name(size.e.get()).c_str() : std::to_string(size.v).c_str()));
   Shape out = shape();
-  out[size_t(d)] = size;
-  check_shape(out, dtype(), "pad_to");
+  out[size_t(d)] = size.v;
+  check_shape(out, dtype(), "pad");
+  std::vector<int64_t> arg(2 * size_t(ndim()), 0);
+  arg[2 * size_t(d)] = before.v, arg[2 * size_t(d) + 1] = size.v - before.v - have;
+  auto carrier = [](const SymInt& x) { return x.e ? bound_var(x.e.get(), x.v) : UOp::const_int(dtypes::index, x.v); };
   auto padded = [&](const Tensor& t) {
-    std::vector<int64_t> arg;
-    for (auto& [b, a] : pads) arg.push_back(b), arg.push_back(a);
-    return Tensor(UOp::make(Ops::PAD, t.dtype(), {t.uop()}, arg, std::vector<int64_t>{d}), t.device());
+    return Tensor(UOp::make(Ops::PAD, t.dtype(), {t.uop(), carrier(before), carrier(size)}, arg, std::vector<int64_t>{d}), t.device());
   };
   Tensor p = padded(*this);
   if (value == 0) return p;
@@ -441,7 +472,7 @@ Tensor Tensor::shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) co
 std::string sym_shape_str(const Shape& s, const std::vector<const UOp*>& sym) {
   std::string out = "(";
   for (size_t i = 0; i < s.size(); i++)
-    out += (i ? "," : "") + (i < sym.size() && sym[i] ? sym[i]->argv<VarArg>().name + "=" + std::to_string(s[i]) : std::to_string(s[i]));
+    out += (i ? "," : "") + (i < sym.size() && sym[i] ? sym_name(sym[i]) + "=" + std::to_string(s[i]) : std::to_string(s[i]));
   return out + (s.size() == 1 ? ",)" : ")");
 }
 std::string sym_shape_str(const Tensor& t) { return sym_shape_str(t.shape(), t.uop()->sym()); }
@@ -576,20 +607,44 @@ Tensor Tensor::to(const std::string& dev) const {
 
 
 UOpRef rebind_vars(const UOpRef& root, const std::unordered_map<std::string, int64_t>& vals) {
+  UOps topo = root->toposort();
+  // a Variable not rebound keeps the value the graph binds it to: an expression of it and a rebound one changes too
+  std::unordered_map<const UOp*, int64_t> old;
+  for (auto& u : topo)
+    if (u->op == Ops::BIND && u->src[0]->op == Ops::DEFINE_VAR) old[u->src[0].get()] = int64_t(u->src[1]->const_value());
   auto value = [&](const UOp* v) {
     auto it = vals.find(v->argv<VarArg>().name);
-    return it == vals.end() ? int64_t(-1) : it->second;
+    if (it != vals.end()) return it->second;
+    auto o = old.find(v);
+    return o == old.end() ? int64_t(-1) : o->second;
   };
+  auto now = [](const UOp* c) { return int64_t(c->op == Ops::BIND ? c->src[1]->const_value() : c->const_value()); };
   UOpMap<UOpRef> m;
-  for (auto& u : root->toposort()) {
+  for (auto& u : topo) {
     UOps src;
     bool same = true;
     for (auto& x : u->src) src.push_back(m.count(x) ? m.at(x) : x), same &= src.back() == x;
-    if (u->op == Ops::BIND && value(u->src[0].get()) >= 0) {
-      m[u] = bound_var(u->src[0].get(), value(u->src[0].get()));
+    if (u->op == Ops::BIND) {
+      int64_t v = sym_eval(u->src[0].get(), value);
+      if (v >= 0) src[1] = UOp::const_int(u->dtype, v);
+      m[u] = UOp::make(Ops::BIND, u->dtype, std::move(src));
+    } else if (u->op == Ops::PAD && src.size() > 1) {
+      // padded by symbolic amounts: the carriers' new values give the arg
+      std::vector<int64_t> arg = u->arg_ints();
+      auto& dims = std::get<std::vector<int64_t>>(u->tag);
+      for (size_t k = 0; k < dims.size(); k++) {
+        size_t d = size_t(dims[k]);
+        arg[2 * d] = now(src[1 + 2 * k].get());
+        arg[2 * d + 1] = now(src[2 + 2 * k].get()) - arg[2 * d] - src[0]->shape()[d];
+      }
+      m[u] = UOp::make(u->op, u->dtype, std::move(src), std::move(arg), u->tag);
     } else if (!u->sym().empty() && (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)) {
       // a dim of a Variable that isn't rebound keeps its size
-      m[u] = UOp::make(u->op, u->dtype, std::move(src), sym_arg(u.get(), [&](const UOp* v, int64_t now) { return value(v) >= 0 ? value(v) : now; }), u->tag);
+      auto size = [&](const UOp* e, int64_t cur) {
+        int64_t v = sym_eval(e, value);
+        return v >= 0 ? v : cur;
+      };
+      m[u] = UOp::make(u->op, u->dtype, std::move(src), sym_arg(u.get(), size), u->tag);
     } else if (!same) {
       m[u] = u->replace_src(std::move(src));
     }
@@ -602,7 +657,9 @@ Tensor Tensor::rebind(const UOpRef& var, int64_t value) const {
   TG_CHECK(value >= v.vmin && value <= v.vmax, TG_ERROR_INVALID_ARGUMENT,
            strformat("rebind: %lld is outside Variable '%s''s range [%lld, %lld]", (long long)value, v.name.c_str(), (long long)v.vmin, (long long)v.vmax));
   bool found = false;
-  for (const UOp* s : uop()->sym()) found |= s == var.get();
+  for (const UOp* s : uop()->sym())
+    if (s)
+      for (const UOp* x : sym_vars(s)) found |= x == var.get();
   TG_CHECK(found, TG_ERROR_INVALID_ARGUMENT, "rebind: no dim of this tensor is bound to Variable '" + v.name + "'");
   return Tensor(rebind_vars(uop(), {{v.name, value}}), device());
 }
@@ -612,7 +669,7 @@ UOpRef at_binding(const UOpRef& root) {
   UOpMap<UOpRef> m;
   for (auto& u : root->toposort()) {
     if (u->op == Ops::BIND) m[u] = u->src[1];
-    else if ((u->op == Ops::EXPAND || u->op == Ops::SHRINK) && u->src.size() > 1) {
+    else if ((u->op == Ops::EXPAND || u->op == Ops::SHRINK || u->op == Ops::PAD) && u->src.size() > 1) {
       const UOpRef& x = m.count(u->src[0]) ? m.at(u->src[0]) : u->src[0];
       m[u] = UOp::make(u->op, u->dtype, {x}, u->arg);
     } else {

@@ -42,6 +42,12 @@ bool is_buffer_view(const UOp* u, int64_t numel);
 class Tensor;
 std::string sym_shape_str(const Shape& s, const std::vector<const UOp*>& sym);  // "(n=5,784)"
 std::string sym_shape_str(const Tensor& t);
+// a dim's size: a value, and its expression of the Variables where it is symbolic (null: a plain number)
+struct SymInt {
+  int64_t v = 0;
+  UOpRef e;
+};
+SymInt sym_add(const SymInt& a, const SymInt& b);  // a + b, simplified
 UOpRef at_binding(const UOpRef& root);            // the graph with every Variable at its bound value (plain shapes)
 // the graph with the Variables named in `vals` bound to those values (shapes follow)
 UOpRef rebind_vars(const UOpRef& root, const std::unordered_map<std::string, int64_t>& vals);  // BUFFER, or a RESHAPE of one, of exactly numel elements
@@ -197,7 +203,9 @@ class Tensor {
   Tensor reshape(Shape shape, const std::vector<const UOp*>& sym) const;
   // dim `axis` with `before` elements in front and as many after as make it `size` (tinygrad's x.pad((0, N - x.shape[0]))):
   // on a dim bound to a Variable the result is `size` at every binding
-  Tensor pad_to(int64_t axis, int64_t before, int64_t size, double value = 0) const;  // sym: the Variable of each output dim, where sizes alone are ambiguous
+  Tensor pad_to(int64_t axis, int64_t before, int64_t size, double value = 0) const;
+  // dim `axis` padded by symbolic amounts: `before` in front, to `size` (cat along a symbolic dim)
+  Tensor pad_sym(int64_t axis, const SymInt& before, const SymInt& size, double value = 0) const;
   Tensor permute(std::vector<int64_t> order) const;
   Tensor expand(Shape shape) const;
   Tensor expand(Shape shape, const std::vector<const UOp*>& sym) const;  // sym: per dim the Variable a dim expanded from 1 binds to

@@ -85,10 +85,11 @@ void check_node(Ops op, DType dtype, const UOps& src, const Arg& arg) {
     case Ops::PAD:
     case Ops::SHRINK:
     case Ops::FLIP: {
-      // EXPAND and SHRINK may bind dims to Variables: the extra sources are their BINDs (the tag lists the dims)
-      nsrc(op, src, 1, op == Ops::EXPAND || op == Ops::SHRINK ? SIZE_MAX : 1);
+      // EXPAND, SHRINK and PAD may size dims symbolically: the extra sources are their sizes (the tag lists the dims), as
+      // carriers (BIND) or, once unbound, integer expressions
+      nsrc(op, src, 1, op == Ops::EXPAND || op == Ops::SHRINK || op == Ops::PAD ? SIZE_MAX : 1);
       for (size_t i = 1; i < src.size(); i++)
-        if (src[i]->op != Ops::BIND && src[i]->op != Ops::DEFINE_VAR) bad(op, "extra sources must be BIND or DEFINE_VAR");
+        if (src[i]->dtype.ptr || src[i]->dtype.count != 1 || !dtypes::is_int(src[i]->dtype)) bad(op, "extra sources must be integer sizes");
       auto& a = ints(op, arg);
       if (!src[0]->has_shape()) bad(op, "source has no shape");
       const Shape& s = src[0]->shape();

@@ -427,10 +427,15 @@ void UOp::compute_sym() {
     case Ops::SHRINK: inherit(src[0].get()); break;
     case Ops::PAD:
       inherit(src[0].get());
-      // a tag lists dims padded to a fixed size (Tensor::pad_to): plain, whatever the source's Variable
-      if (auto* dims = std::get_if<std::vector<int64_t>>(&tag); dims && !sym_.empty())
-        for (auto d : *dims)
-          if (size_t(d) < n) sym_[size_t(d)] = nullptr;
+      // a tag lists the dims padded by symbolic amounts; per dim two extra sources, the padding before and the size after
+      // (each a CONST or a carrier): the size names the dim, a CONST size makes it plain whatever the source's Variable
+      if (auto* dims = std::get_if<std::vector<int64_t>>(&tag); dims && src.size() == 1 + 2 * dims->size()) {
+        if (sym_.empty()) sym_.assign(n, nullptr);
+        for (size_t k = 0; k < dims->size(); k++) {
+          const UOp* sz = src[2 + 2 * k].get();
+          if (size_t((*dims)[k]) < n) sym_[size_t((*dims)[k])] = sz->op == Ops::CONST ? nullptr : sz->op == Ops::BIND ? sz->src[0].get() : sz;
+        }
+      }
       break;
     default:
       if (keeps_shape(op)) inherit(src[0].get());

@@ -154,14 +154,65 @@ def test_jit_with_bound_slices_captures_once():
   assert g.call_count == 4
 
 
-def test_extent_changes_inside_a_jit_raise():
-  # padding a bound dim to a size that depends on the binding (cat along it, a pad of plain amounts) would be fixed by
-  # the capture: refused instead of replaying a wrong value
-  a = Tensor(rnd(3, 10)).realize()
+def test_cat_and_pad_along_a_bound_dim_replay_in_a_jit():
+  # tinygrad's cat along a bound dim: the size is an expression of the Variables (i+j, i+3), kept symbolic, so one
+  # capture (and one compile) serves every binding
+  av, bv = rnd(10, 3, seed=20), rnd(10, 3, seed=21)
+  a, b = Tensor(av).realize(), Tensor(bv).realize()
 
   @TinyJit
-  def f(x): return (x + 1).pad((None, (0, 2))).realize()
-  with pytest.raises(TinygradError, match="TinyJit"): f(a[:, :Variable("i", 1, 10).bind(3)])
+  def f(x, y): return x.cat(y, dim=0).realize()
+
+  @TinyJit
+  def g(x): return (x + 1).pad(((1, 2), None), value=-1.0).realize()
+
+  @TinyJit
+  def h(x, y): return x.T.cat(y.T, x.T, dim=1).sum(1).realize()
+  compiles = None
+  for k, (i, j) in enumerate([(2, 3), (4, 2), (1, 1), (10, 10), (3, 7), (6, 1)]):
+    vi, vj = Variable("i", 1, 10).bind(i), Variable("j", 1, 10).bind(j)
+    out = f(a[:vi], b[:vj])
+    assert out.shape == (i + j, 3) and str(out.shape[0]) == "(i+j)"
+    assert np.array_equal(out[:i + j, :3].numpy(), np.concatenate([av[:i], bv[:j]]))
+    assert np.array_equal(g(a[:vi]).numpy(), np.pad(av[:i] + 1, ((1, 2), (0, 0)), constant_values=-1))
+    close(h(a[:vi], b[:vj]).numpy(), 2 * av[:i].sum(0) + bv[:j].sum(0))
+    if k == 2: compiles = tg.counters()["compile_count"]
+    if k > 2: assert tg.counters()["compile_count"] == compiles, f"binding {i},{j} compiled again"
+  assert f.call_count == 6 and len(f.plan().kernels) == 1 and len(g.plan().kernels) == 1
+
+
+def test_ops_over_a_dim_grown_by_cat_or_pad():
+  av, bv = rnd(10, 3, seed=22), rnd(4, 3, seed=23)
+  a, b = Tensor(av).realize(), Tensor(bv).realize()
+  for n in (1, 3, 8):
+    vi = Variable("i", 1, 10).bind(n)
+    x = a[:vi]
+    ref = np.concatenate([av[:n], bv[:2], av[:n]])
+    c = x.cat(b[:2], x)
+    assert str(c.shape[0]) == "((i*2)+2)" and c.shape[0] == 2 * n + 2
+    close(c.numpy(), ref)
+    close(c.sum(0).numpy(), ref.sum(0))
+    close(c.mean(0).numpy(), ref.mean(0))  # divides by the expression's value
+    close(c.max(0).numpy(), ref.max(0))
+    close((c * 2).softmax(0).numpy(), np.exp(2 * ref - (2 * ref).max(0)) / np.exp(2 * ref - (2 * ref).max(0)).sum(0))
+    close(c.cat(x).numpy(), np.concatenate([ref, av[:n]]))  # a cat of a cat
+    p = x.pad(((0, 2), None))
+    assert p.shape[0] == n + 2
+    close((p + x.cat(b[:2])).numpy(), np.pad(av[:n], ((0, 2), (0, 0))) + np.concatenate([av[:n], bv[:2]]))  # i+2 meets i+2
+    close(x.cat(b[:2], x).rebind(vi.unbind()[0], 5).numpy(), np.concatenate([av[:5], bv[:2], av[:5]]))  # the lazy graph
+    r = c.realize()
+    close((r[1:] * 3).numpy(), 3 * ref[1:])  # a view that changes the dim reads at the binding
+  # a realized cat as a jit input: its Variable travels with it
+  jf = TinyJit(lambda t: (t * 3).sum(0).realize())
+  for n in (1, 4, 2, 7):
+    t = a[:Variable("i", 1, 10).bind(n)].cat(b[:2]).realize()
+    close(jf(t).numpy(), 3 * np.concatenate([av[:n], bv[:2]]).sum(0))
+
+
+def test_gradient_of_a_cat_along_a_bound_dim_is_refused():
+  a = Tensor(rnd(10, 3), requires_grad=True)
+  x = a[:Variable("i", 1, 10).bind(3)]
+  with pytest.raises(TinygradError, match="no gradient"): x.cat(Tensor.ones(2, 3)).sum().backward()
 
 
 def test_a_bound_dim_padded_to_a_fixed_size_replays():

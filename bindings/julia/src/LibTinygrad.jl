@@ -857,9 +857,11 @@ over the result keep the dim symbolic: elementwise ops and broadcasting (against
 reductions (over it too: a sum loops to the value, a mean divides by it), matmul, softmax, permutes, and
 reshapes that keep the dim on its own. Graphs that differ only in the bound value schedule and compile once:
 the kernels take the value as an argument, and a tg_jit captured with such an input replays for any binding.
-tg_tensor_shape gives the bound value. A view that would change the dim's extent (pad, flip, shrink it, a
-reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain dim of the same size in a broadcast is
-TG_ERROR_SHAPE.
+tg_tensor_shape gives the bound value. Padding the dim by plain amounts and concatenating along it
+(tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size becomes an expression of the Variables (i+2, i+j),
+as in tinygrad, and still schedules and compiles once. A view that would move the dim's start or reverse it
+(shrink from a start > 0, flip, a reshape merging it) is TG_ERROR_UNSUPPORTED, as is the gradient of a cat
+along it; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
 """
 tg_tensor_shrink_var(t, axis, var, value) = ccall((:tg_tensor_shrink_var, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Int64), t, axis, var, value)
 """
@@ -871,10 +873,10 @@ range.
 """
 tg_tensor_rebind(t, var, value) = ccall((:tg_tensor_rebind, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Int64), t, var, value)
 """
-The Variable each dim of `t` is bound to: out[i] receives a new reference to it (a tg_expr_variable; release
-it), or NULL for a plain dim; `capacity` is out's length and must be >= ndim. Together with tg_tensor_shape
-(the bound values) this is the symbolic shape, as tinygrad's Tensor.shape holds a bound Variable for such a
-dim.
+The size of each symbolic dim of `t`: out[i] receives a new reference (release it) to the Variable the dim is
+bound to, or to the expression of Variables it grew to (i+2 after a pad, i+j after a cat), or NULL for a plain
+dim; `capacity` is out's length and must be >= ndim. Together with tg_tensor_shape (the bound values) this is
+the symbolic shape, as tinygrad's Tensor.shape holds a bound Variable for such a dim.
 """
 tg_tensor_shape_vars(t, out, capacity) = ccall((:tg_tensor_shape_vars, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t), t, out, capacity)
 """
@@ -886,8 +888,8 @@ the call passes (tg_jit_call_vars). A Variable of `e` left unbound is TG_ERROR_I
 tg_tensor_from_expr(e, names, values, n, dtype, device) = ccall((:tg_tensor_from_expr, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Ptr{UInt8}}, Ptr{Int64}, Csize_t, Int32, Ptr{UInt8}), e, names, values, n, dtype, device)
 """
 The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that change
-a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse. Nothing is
-computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit function it is
+a bound dim's start or order (shrink, flip), which tg_tensor_shrink_var's dims refuse. Nothing is computed
+until realized; a tensor without Variable dims is returned as is. Inside a tg_jit function it is
 TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this binding's value.
 """
 tg_tensor_at_binding(t) = ccall((:tg_tensor_at_binding, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), t)

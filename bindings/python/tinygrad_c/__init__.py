@@ -1544,7 +1544,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
           if lo == hi and b >= 0:
             self = Tensor._wrap(C.tensor_pad_to(self._h, i, _i64(b, "pad"), _i64(b + lo, "pad"), float(value)), "tensor_pad_to")
             pairs = pairs[:i] + ((0, 0),) + pairs[i + 1:]
-    self = self._plain_where(lambda i, d: any(pairs[i]) if i < len(pairs) else False)
+    # a symbolic dim padded by plain amounts grows by them (i+2); by symbolic amounts, it is padded at the binding
+    self = self._plain_where(lambda i, d: i < len(pairs) and (mode != "constant" or any(isinstance(x, BoundExpr) or x < 0 for x in pairs[i])) and any(pairs[i]))
     flat = _flat_pairs("pad", pairs, "(before, after)")
     if mode == "constant": return self._mv("pad", flat, float(value))
     return Tensor._wrap(C.tensor_pad_mode(self._h, _i64s(flat, "pad argument"), len(flat) // 2, Tensor._PAD_MODES[mode], float(value)),
@@ -1569,15 +1570,15 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Tensor._wrap(C.tensor_shrink_var(self._h, _i64(axis, "axis"), var._h, _i64(value, "value")), "tensor_shrink_var")
 
   def at_binding(self) -> "Tensor":
-    """The same values with every bound Variable dim at its value (plain dims): what pad, cat, shrink and flip of such a
-    dim go through. Inside a TinyJit function it raises (TinygradError, TG_ERROR_UNSUPPORTED): a replay would keep the
+    """The same values with every symbolic dim at its value (plain dims): what a shrink or flip of such a dim goes
+    through. Inside a TinyJit function it raises (TinygradError, TG_ERROR_UNSUPPORTED): a replay would keep the
     value of the capture."""
     return Tensor._wrap(C.tensor_at_binding(self._h), "tensor_at_binding")
 
   def _plain_where(self, changes) -> "Tensor":
     """self, or self at its binding if changes(i, size) is true for some dim i bound to a Variable."""
     shape = self.shape
-    return self.at_binding() if any(_bound_var(d) is not None and changes(i, d) for i, d in enumerate(shape)) else self
+    return self.at_binding() if any(isinstance(d, BoundExpr) and changes(i, d) for i, d in enumerate(shape)) else self
 
   def rebind(self, var: "Expr", value: int) -> "Tensor":
     """The same graph with `var` bound to `value` instead (its dims follow)."""
@@ -1627,11 +1628,6 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     ts = (*self, *args) if isinstance(self, (list, tuple)) else (self, *args)
     if ts: ts[0]._check_axis(dim, "cat")
     if any(t.ndim == 0 for t in ts): raise AxisError("TG_ERROR_SHAPE", "cat: zero-dimensional tensors can't be concatenated")
-    # joined along a dim bound to a Variable: the size would be an expression of it, so they are joined at the binding
-    def along(t):
-      sh = t.shape if isinstance(t, Tensor) else ()
-      return _bound_var(sh[dim]) if isinstance(dim, int) and -len(sh) <= dim < len(sh) else None
-    if any(along(t) is not None for t in ts): ts = tuple(t.at_binding() for t in ts)
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
     return Tensor._wrap(C.tensor_cat(arr, len(ts), _i64(dim, "dim")), "tensor_cat")
 
@@ -1783,7 +1779,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
         new.append(slice(None))
       else:
         new.append(ix)
-        if _bound_var(size) is not None:  # unchanged only by a full slice
+        if isinstance(size, BoundExpr):  # unchanged only by a full slice
           plain |= not (isinstance(ix, slice) and ix.start in (None, 0) and ix.step in (None, 1) and (ix.stop is None or ix.stop == size))
       d += 1
     t = self.at_binding() if plain else self
@@ -1845,7 +1841,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     """At most `chunks` pieces of ceil(size / chunks) along dim (torch's rule)."""
     chunks, d = _i64(chunks, "chunks"), self._resolve_dim(dim)
     if chunks <= 0: raise ValueError(f"chunks must be positive, got {chunks}")
-    if _bound_var(self.shape[d]) is not None: raise AssertionError(f"chunk: dim {d} is symbolic ({self.shape[d]!r}); it can't be split")
+    if isinstance(self.shape[d], BoundExpr): raise AssertionError(f"chunk: dim {d} is symbolic ({self.shape[d]!r}); it can't be split")
     cap = max(1, min(chunks, self.shape[d]))
     out = (ctypes.c_void_p * cap)()
     n = C.tensor_chunk(self._h, chunks, d, out, cap)
@@ -2294,8 +2290,9 @@ class BoundExpr(int):
   what tinygrad's Tensor.shape holds for a symbolic dim. It is the int of its value wherever an int goes (comparisons,
   hashing, C calls, numpy), and carries its expression: str() renders it ("i", "(i+1)"), .unbind() gives (Variable,
   value) for a bound Variable, arithmetic with ints and other bound expressions stays symbolic. A dim whose size is a
-  bound Variable stays symbolic through tensor ops (Tensor.shrink_var); one whose size is an expression of it (i+1) is
-  made at the bound value instead."""
+  bound Variable stays symbolic through tensor ops (Tensor.shrink_var), and so does one that pad or cat grow to an
+  expression of it (i+2, i+j); a tensor created with an expression dim (Tensor.zeros(v + 1)) is made at the bound value
+  instead."""
 
   def __new__(cls, e: Expr, val):
     v = _index(val, "bound value")

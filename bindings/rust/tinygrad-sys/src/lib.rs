@@ -742,9 +742,12 @@ unsafe extern "C" {
   /// Variable or a 1), reductions (over it too: a sum loops to the value, a mean divides by it), matmul,
   /// softmax, permutes, and reshapes that keep the dim on its own. Graphs that differ only in the bound value
   /// schedule and compile once: the kernels take the value as an argument, and a tg_jit captured with such an
-  /// input replays for any binding. tg_tensor_shape gives the bound value. A view that would change the dim's
-  /// extent (pad, flip, shrink it, a reshape merging it) is TG_ERROR_UNSUPPORTED; the dim meeting a plain dim
-  /// of the same size in a broadcast is TG_ERROR_SHAPE.
+  /// input replays for any binding. tg_tensor_shape gives the bound value. Padding the dim by plain amounts and
+  /// concatenating along it (tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size becomes an expression of
+  /// the Variables (i+2, i+j), as in tinygrad, and still schedules and compiles once. A view that would move
+  /// the dim's start or reverse it (shrink from a start > 0, flip, a reshape merging it) is
+  /// TG_ERROR_UNSUPPORTED, as is the gradient of a cat along it; the dim meeting a plain dim of the same size
+  /// in a broadcast is TG_ERROR_SHAPE.
   pub fn tg_tensor_shrink_var(t: *mut tg_tensor, axis: i64, var: *const tg_expr, value: i64) -> *mut tg_tensor;
   /// The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until
   /// realized. Rebinding an already realized tensor views another part of its buffer (laid out for the
@@ -752,10 +755,10 @@ unsafe extern "C" {
   /// rebind the lazy graph instead. TG_ERROR_INVALID_ARGUMENT if no dim of `t` is bound to `var` or the value
   /// is outside its range.
   pub fn tg_tensor_rebind(t: *mut tg_tensor, var: *const tg_expr, value: i64) -> *mut tg_tensor;
-  /// The Variable each dim of `t` is bound to: out[i] receives a new reference to it (a tg_expr_variable;
-  /// release it), or NULL for a plain dim; `capacity` is out's length and must be >= ndim. Together with
-  /// tg_tensor_shape (the bound values) this is the symbolic shape, as tinygrad's Tensor.shape holds a bound
-  /// Variable for such a dim.
+  /// The size of each symbolic dim of `t`: out[i] receives a new reference (release it) to the Variable the dim
+  /// is bound to, or to the expression of Variables it grew to (i+2 after a pad, i+j after a cat), or NULL for
+  /// a plain dim; `capacity` is out's length and must be >= ndim. Together with tg_tensor_shape (the bound
+  /// values) this is the symbolic shape, as tinygrad's Tensor.shape holds a bound Variable for such a dim.
   pub fn tg_tensor_shape_vars(t: *const tg_tensor, out: *mut *mut tg_expr, capacity: usize) -> tg_status;
   /// A 0-d tensor of `dtype` whose value is the expression `e` with its Variables bound (names[i] = values[i];
   /// each within its range): tinygrad's Tensor(v.bind(3) + 1). The value stays symbolic: kernels read it as an
@@ -764,10 +767,10 @@ unsafe extern "C" {
   /// TG_ERROR_INVALID_ARGUMENT.
   pub fn tg_tensor_from_expr(e: *const tg_expr, names: *const *const c_char, values: *const i64, n: usize, dtype: tg_dtype, device: *const c_char) -> *mut tg_tensor;
   /// The same values with every Variable dim replaced by its bound value: a plain-shaped graph, for ops that
-  /// change a bound dim's extent (pad, shrink, flip, cat along it), which tg_tensor_shrink_var's dims refuse.
-  /// Nothing is computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit
-  /// function it is TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this
-  /// binding's value.
+  /// change a bound dim's start or order (shrink, flip), which tg_tensor_shrink_var's dims refuse. Nothing is
+  /// computed until realized; a tensor without Variable dims is returned as is. Inside a tg_jit function it is
+  /// TG_ERROR_UNSUPPORTED for a tensor with Variable dims: the capture's replays would keep this binding's
+  /// value.
   pub fn tg_tensor_at_binding(t: *mut tg_tensor) -> *mut tg_tensor;
   /// Reverse the listed axes (negative counts from the end; each at most once). A 0-d tensor accepts axis 0 or
   /// -1 and is returned unchanged, as in torch; so does transpose(t, 0, 0).
