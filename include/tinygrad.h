@@ -466,6 +466,12 @@ TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t n
  * TG_ERROR_UNSUPPORTED, as is the gradient of a cat along it; the dim meeting a plain dim of the same size in a
  * broadcast is TG_ERROR_SHAPE. */
 TG_API tg_tensor* tg_tensor_shrink_var(tg_tensor* t, int64_t axis, const tg_expr* var, int64_t value);
+/* tg_tensor_shrink_var with the size an expression `e` (borrowed) of Variables, each bound here (names[i] = values[i],
+ * within its range; one left unbound is TG_ERROR_INVALID_ARGUMENT): t[..., 0:e, ...], the dim's size being e at those
+ * values, as tinygrad's Tensor.empty(t, p + t). The expression must be a sum or product that grows with each of its
+ * Variables (TG_ERROR_UNSUPPORTED otherwise: the buffer is laid out at their largest values), never negative, and
+ * its value at most the dim's size. @len(names=n, values=n) */
+TG_API tg_tensor* tg_tensor_shrink_expr(tg_tensor* t, int64_t axis, const tg_expr* e, const char* const* names, const int64_t* values, size_t n);
 /* The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until realized.
  * Rebinding an already realized tensor views another part of its buffer (laid out for the Variable's largest value):
  * only the part computed at the binding it was realized with holds its values, so rebind the lazy graph instead.
@@ -515,6 +521,10 @@ TG_API tg_tensor* tg_tensor_stack(tg_tensor* const* ts, size_t n, int64_t dim);
 TG_API tg_tensor* tg_tensor_tril(tg_tensor* t, int64_t k);
 /* The upper triangle of the last two dims: diagonals >= k kept, the rest 0. */
 TG_API tg_tensor* tg_tensor_triu(tg_tensor* t, int64_t k);
+/* tril and triu with the diagonal a 0-d integer tensor `k` (borrowed), such as a bound expression
+ * (tg_tensor_from_expr): tinygrad's attention mask full((1, 1, t, p+t), -inf).triu(p+1) at every binding of p and t. */
+TG_API tg_tensor* tg_tensor_tril_tensor(tg_tensor* t, tg_tensor* k);
+TG_API tg_tensor* tg_tensor_triu_tensor(tg_tensor* t, tg_tensor* k);
 /* pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). Negative entries crop as
  * tinygrad: constant and circular crop first, reflect and replicate pad first and crop after. @int(mode) */
 TG_API tg_tensor* tg_tensor_pad_mode(tg_tensor* t, const int64_t* pads, size_t npairs, int mode, double value);

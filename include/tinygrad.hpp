@@ -468,6 +468,8 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   // bounds: (start, end) per dim, flattened
   Tensor shrink(Ints bounds) const { return op(tg_tensor_shrink, bounds.data(), bounds.size() / 2); }
   inline Tensor shrink(int64_t axis, const Expr& var, int64_t value) const;
+  // t[..., 0:e, ...] with e an expression of Variables bound here (tg_tensor_shrink_expr)
+  inline Tensor shrink(int64_t axis, const Expr& e, const std::vector<std::pair<std::string, int64_t>>& bindings) const;
   inline Tensor rebind(const Expr& var, int64_t value) const;
   // dim `axis` padded to `size` (`before` in front): on a Variable dim, `size` at every binding (tg_tensor_pad_to)
   Tensor pad_to(int64_t axis, int64_t before, int64_t size, double value = 0) const { return op(tg_tensor_pad_to, axis, before, size, value); }
@@ -494,6 +496,9 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   }
   Tensor tril(int64_t k = 0) const { return op(tg_tensor_tril, k); }
   Tensor triu(int64_t k = 0) const { return op(tg_tensor_triu, k); }
+  // the diagonal a 0-d integer tensor: a symbolic one from from_expr
+  Tensor tril(const Tensor& k) const { return op(tg_tensor_tril_tensor, k.p_); }
+  Tensor triu(const Tensor& k) const { return op(tg_tensor_triu_tensor, k.p_); }
   Tensor diag() const { return op(tg_tensor_diag); }
   Tensor diagonal() const { return op(tg_tensor_diagonal); }
   Tensor unfold(int64_t dim, int64_t size, int64_t step) const { return op(tg_tensor_unfold, dim, size, step); }
@@ -843,6 +848,12 @@ inline Expr operator%(const Expr& a, const Expr& b) { return a.binary(TG_MOD, b)
 inline Expr operator<(const Expr& a, const Expr& b) { return a.binary(TG_LT, b); }
 
 inline Tensor Tensor::shrink(int64_t axis, const Expr& var, int64_t value) const { return op(tg_tensor_shrink_var, axis, var.raw(), value); }
+inline Tensor Tensor::shrink(int64_t axis, const Expr& e, const std::vector<std::pair<std::string, int64_t>>& bindings) const {
+  std::vector<const char*> names;
+  std::vector<int64_t> values;
+  for (auto& [n, v] : bindings) names.push_back(n.c_str()), values.push_back(v);
+  return op(tg_tensor_shrink_expr, axis, e.raw(), names.data(), values.data(), names.size());
+}
 inline Tensor Tensor::rebind(const Expr& var, int64_t value) const { return op(tg_tensor_rebind, var.raw(), value); }
 inline Tensor Tensor::from_expr(const Expr& e, const std::vector<std::pair<std::string, int64_t>>& bindings, DType dtype, const char* device) {
   std::vector<const char*> names;

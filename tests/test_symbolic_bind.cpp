@@ -2,6 +2,7 @@
 // returns for a dim bound to a Variable) and the plain-shaped tensor at the binding, refused inside a tg_jit function.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -150,4 +151,56 @@ TEST(SymbolicBind, CatAlongBoundDimsIsAnExpression) {
     if (k++ == 0) compiled = cs.compile_count;
     else EXPECT_EQ(cs.compile_count, compiled) << "binding " << n << "," << m << " compiled again";
   }
+}
+
+// tinygrad's attention mask over a KV cache: full((t, p+t), -inf).triu(p+1), the width an expression made directly
+// (tg_tensor_shrink_expr binding p and t) and the diagonal a bound expression (tg_tensor_triu_tensor), checked at every
+// (p, t) against the mask written out; misuse is an error naming the problem.
+TEST(SymbolicBind, ExpressionDimsAndASymbolicDiagonal) {
+  E p = tg_expr_variable("p", 0, 5), t = tg_expr_variable("t", 1, 10);
+  E w = tg_expr_binary(TG_ADD, p, t);
+  E one = tg_expr_const(1);
+  E k = tg_expr_binary(TG_ADD, p, one);
+  for (auto [pv, tv] : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {3, 4}, {5, 10}, {2, 1}}) {
+    const char* names[2] = {"p", "t"};
+    int64_t vals[2] = {pv, tv};
+    int64_t big[2] = {10, 15};
+    T full = tg_tensor_full(big, 2, -INFINITY, TG_FLOAT32, nullptr);
+    T rows = tg_tensor_shrink_var(full, 0, t, tv);
+    T m = tg_tensor_shrink_expr(rows, 1, w, names, vals, 2);
+    ASSERT_TRUE(m.p) << tg_last_error_message();
+    EXPECT_EQ(shape(m), (std::vector<int64_t>{tv, pv + tv}));
+    tg_expr* vars[2] = {nullptr, nullptr};
+    ASSERT_EQ(tg_tensor_shape_vars(m, vars, 2), TG_OK);
+    E v0 = vars[0], v1 = vars[1];
+    EXPECT_EQ(render(v0), "t");
+    EXPECT_EQ(render(v1), render(w));
+    T kt = tg_tensor_from_expr(k, names, vals, 2, TG_INT32, nullptr);
+    T mask = tg_tensor_triu_tensor(m, kt);
+    ASSERT_TRUE(mask.p) << tg_last_error_message();
+    std::vector<float> got = data(mask);
+    ASSERT_EQ(got.size(), size_t(tv * (pv + tv)));
+    for (int64_t r = 0; r < tv; r++)
+      for (int64_t c = 0; c < pv + tv; c++) ASSERT_EQ(got[size_t(r * (pv + tv) + c)], c - r >= pv + 1 ? -INFINITY : 0.0f) << pv << "," << tv;
+    std::vector<float> low = data(T(tg_tensor_tril_tensor(m, kt)));
+    for (int64_t r = 0; r < tv; r++)
+      for (int64_t c = 0; c < pv + tv; c++) ASSERT_EQ(low[size_t(r * (pv + tv) + c)], c - r <= pv + 1 ? -INFINITY : 0.0f);
+  }
+  T x = from(randv(10 * 15, 7), {10, 15});
+  const char* only_p[1] = {"p"};
+  int64_t three[1] = {3};
+  EXPECT_EQ(T(tg_tensor_shrink_expr(x, 1, w, only_p, three, 1)).p, nullptr);  // t left unbound
+  EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(tg_last_error_message(), "'t'"), nullptr);
+  E ten = tg_expr_const(10);
+  E shrinking = tg_expr_binary(TG_SUB, ten, t);  // 10 - t: largest at t's smallest
+  const char* only_t[1] = {"t"};
+  EXPECT_EQ(T(tg_tensor_shrink_expr(x, 1, shrinking, only_t, three, 1)).p, nullptr);
+  EXPECT_EQ(tg_last_error(), TG_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::strstr(tg_last_error_message(), "grow"), nullptr);
+  T fk = tg_tensor_full(nullptr, 0, 1.5, TG_FLOAT32, nullptr);
+  EXPECT_EQ(T(tg_tensor_tril_tensor(x, fk)).p, nullptr);  // a float diagonal
+  EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(T(tg_tensor_tril_tensor(x, nullptr)).p, nullptr);
+  EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);
 }

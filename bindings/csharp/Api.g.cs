@@ -813,6 +813,17 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_shrink_var(H, axis, Native.Arg(@var, nameof(@var)).H, value)));
   }
 
+  /// <summary>tg_tensor_shrink_var with the size an expression `e` (borrowed) of Variables, each bound here (names[i] =
+  /// values[i], within its range; one left unbound is TG_ERROR_INVALID_ARGUMENT): t[..., 0:e, ...], the dim's
+  /// size being e at those values, as tinygrad's Tensor.empty(t, p + t). The expression must be a sum or product
+  /// that grows with each of its Variables (TG_ERROR_UNSUPPORTED otherwise: the buffer is laid out at their
+  /// largest values), never negative, and its value at most the dim's size. (tg_tensor_shrink_expr)
+  /// </summary>
+  public Tensor ShrinkExpr(long axis, Expr e, string[] names, params long[] values) {
+    if ((names?.Length ?? 0) != (values?.Length ?? 0)) throw new ArgumentException("names and values differ in length");
+    return new Tensor(Native.Check(Native.tg_tensor_shrink_expr(H, axis, Native.Arg(e, nameof(e)).H, names, values, (UIntPtr)(names?.Length ?? 0))));
+  }
+
   /// <summary>The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until
   /// realized. Rebinding an already realized tensor views another part of its buffer (laid out for the Variable's
   /// largest value): only the part computed at the binding it was realized with holds its values, so rebind the
@@ -924,6 +935,20 @@ public sealed partial class Tensor : IDisposable, IHandle {
   /// </summary>
   public Tensor Triu(long k) {
     return new Tensor(Native.Check(Native.tg_tensor_triu(H, k)));
+  }
+
+  /// <summary>tril and triu with the diagonal a 0-d integer tensor `k` (borrowed), such as a bound expression
+  /// (tg_tensor_from_expr): tinygrad's attention mask full((1, 1, t, p+t), -inf).triu(p+1) at every binding of p
+  /// and t. (tg_tensor_tril_tensor)
+  /// </summary>
+  public Tensor TrilTensor(Tensor k) {
+    return new Tensor(Native.Check(Native.tg_tensor_tril_tensor(H, Native.Arg(k, nameof(k)).H)));
+  }
+
+  /// <summary> (tg_tensor_triu_tensor)
+  /// </summary>
+  public Tensor TriuTensor(Tensor k) {
+    return new Tensor(Native.Check(Native.tg_tensor_triu_tensor(H, Native.Arg(k, nameof(k)).H)));
   }
 
   /// <summary>pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). Negative

@@ -924,6 +924,14 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_shrink_var(TensorHandle t, long axis, ExprHandle @var, long value);
+  /// <summary>tg_tensor_shrink_var with the size an expression `e` (borrowed) of Variables, each bound here (names[i] =
+  /// values[i], within its range; one left unbound is TG_ERROR_INVALID_ARGUMENT): t[..., 0:e, ...], the dim's
+  /// size being e at those values, as tinygrad's Tensor.empty(t, p + t). The expression must be a sum or product
+  /// that grows with each of its Variables (TG_ERROR_UNSUPPORTED otherwise: the buffer is laid out at their
+  /// largest values), never negative, and its value at most the dim's size.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_shrink_expr(TensorHandle t, long axis, ExprHandle e, [MarshalAs(UnmanagedType.LPArray, ArraySubType = UnmanagedType.LPUTF8Str)] string[] names, long[] values, UIntPtr n);
   /// <summary>The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until
   /// realized. Rebinding an already realized tensor views another part of its buffer (laid out for the Variable's
   /// largest value): only the part computed at the binding it was realized with holds its values, so rebind the
@@ -1012,6 +1020,14 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_triu(TensorHandle t, long k);
+  /// <summary>tril and triu with the diagonal a 0-d integer tensor `k` (borrowed), such as a bound expression
+  /// (tg_tensor_from_expr): tinygrad's attention mask full((1, 1, t, p+t), -inf).triu(p+1) at every binding of p
+  /// and t.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_tril_tensor(TensorHandle t, TensorHandle k);
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_triu_tensor(TensorHandle t, TensorHandle k);
   /// <summary>pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). Negative
   /// entries crop as tinygrad: constant and circular crop first, reflect and replicate pad first and crop after.
   /// </summary>

@@ -786,6 +786,11 @@ static tg_tensor* tgw_tensor_shrink_var(tg_tensor* t, int64_t axis, const tg_exp
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_tensor* tgw_tensor_shrink_expr(tg_tensor* t, int64_t axis, const tg_expr* e, const char* const* names, const int64_t* values, size_t n, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_shrink_expr(t, axis, e, names, values, n);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_rebind(tg_tensor* t, const tg_expr* var, int64_t value, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_rebind(t, var, value);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -873,6 +878,16 @@ static tg_tensor* tgw_tensor_tril(tg_tensor* t, int64_t k, tgw_err* tgw_e) {
 }
 static tg_tensor* tgw_tensor_triu(tg_tensor* t, int64_t k, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_triu(t, k);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_tril_tensor(tg_tensor* t, tg_tensor* k, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_tril_tensor(t, k);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_triu_tensor(tg_tensor* t, tg_tensor* k, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_triu_tensor(t, k);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
@@ -4325,6 +4340,31 @@ func (t *Tensor) ShrinkVar(axis int64, varArg *Expr, value int64) (*Tensor, erro
 	return newTensor(ret), nil
 }
 
+// ShrinkExpr is tg_tensor_shrink_expr. tg_tensor_shrink_var with the size an expression `e` (borrowed) of
+// Variables, each bound here (names[i] = values[i], within its range; one left unbound is
+// TG_ERROR_INVALID_ARGUMENT): t[..., 0:e, ...], the dim's size being e at those values, as tinygrad's
+// Tensor.empty(t, p + t). The expression must be a sum or product that grows with each of its Variables
+// (TG_ERROR_UNSUPPORTED otherwise: the buffer is laid out at their largest values), never negative, and its
+// value at most the dim's size.
+func (t *Tensor) ShrinkExpr(axis int64, e *Expr, names []string, values []int64) (*Tensor, error) {
+	if len(values) != len(names) {
+		return nil, newError(ErrInvalidArgument, "tg_tensor_shrink_expr: values and names differ in length")
+	}
+	cvNames := make([]*C.char, len(names))
+	for i, s := range names {
+		cvNames[i] = C.CString(s)
+		defer C.free(unsafe.Pointer(cvNames[i]))
+	}
+	var st C.tgw_err
+	ret := C.tgw_tensor_shrink_expr(t.ptr(), C.int64_t(axis), e.ptr(), (**C.char)(ptr0(cvNames)), (*C.int64_t)(ptr0(values)), C.size_t(len(names)), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(e)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
 // Rebind is tg_tensor_rebind. The same graph with `var` (borrowed) bound to `value` instead: shapes follow,
 // nothing is recomputed until realized. Rebinding an already realized tensor views another part of its buffer
 // (laid out for the Variable's largest value): only the part computed at the binding it was realized with holds
@@ -4567,6 +4607,32 @@ func (t *Tensor) Triu(k int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_triu(t.ptr(), C.int64_t(k), &st)
 	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// TrilTensor is tg_tensor_tril_tensor. tril and triu with the diagonal a 0-d integer tensor `k` (borrowed), such
+// as a bound expression (tg_tensor_from_expr): tinygrad's attention mask full((1, 1, t, p+t), -inf).triu(p+1) at
+// every binding of p and t.
+func (t *Tensor) TrilTensor(k *Tensor) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_tril_tensor(t.ptr(), k.ptr(), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(k)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// TriuTensor is tg_tensor_triu_tensor.
+func (t *Tensor) TriuTensor(k *Tensor) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_triu_tensor(t.ptr(), k.ptr(), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(k)
 	if err := check(&st); err != nil {
 		return nil, err
 	}
@@ -7113,4 +7179,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 348 // of 349 in the manifest
+const generatedFunctions = 351 // of 352 in the manifest

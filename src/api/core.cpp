@@ -223,6 +223,21 @@ tg_tensor* tg_tensor_from_expr(const tg_expr* e, const char* const* names, const
     return api::wrap(Tensor(v, canonical_device(device)).cast(dt));
   });
 }
+tg_tensor* tg_tensor_shrink_expr(tg_tensor* t, int64_t axis, const tg_expr* e, const char* const* names, const int64_t* values, size_t n) {
+  return api::make([&] {
+    const Tensor& x = api::get(t, "shrink_expr");
+    const UOpRef& u = Exprs::get(e, "shrink_expr", "e").u;
+    // its Variables bound beside it (the tensor's graph need not bind them), the size evaluated at their values
+    UOps inner;
+    std::unordered_map<const UOp*, int64_t> vals;
+    bind_vars(u, names, values, n, "shrink_expr", [&](const UOp* v, int64_t val) {
+      vals[v] = val, inner.push_back(bound_var(v, val));
+      return inner.back();
+    });
+    int64_t value = sym_eval(u.get(), [&](const UOp* v) { return vals.at(v); });
+    return api::wrap(x.shrink_var(axis, u, value, std::move(inner)));
+  });
+}
 tg_expr* tg_expr_retain(tg_expr* e) {
   return api::make([&] { return Exprs::retain(e, "tg_expr_retain"); });
 }

@@ -287,6 +287,8 @@ TG_T(cat(tg_tensor* const* ts, size_t n, int64_t dim), return wrap(Tensor::cat(t
 TG_T(stack(tg_tensor* const* ts, size_t n, int64_t dim), return wrap(Tensor::stack(tensors(ts, n, "stack"), dim));)
 TG_T(tril(tg_tensor* t, int64_t k), return wrap(get(t, "tril").tril(k));)
 TG_T(triu(tg_tensor* t, int64_t k), return wrap(get(t, "triu").triu(k));)
+TG_T(tril_tensor(tg_tensor* t, tg_tensor* k), return wrap(get(t, "tril_tensor").tril(get(k, "tril_tensor", "k")));)
+TG_T(triu_tensor(tg_tensor* t, tg_tensor* k), return wrap(get(t, "triu_tensor").triu(get(k, "triu_tensor", "k")));)
 TG_T(pad_mode(tg_tensor* t, const int64_t* pads, size_t npairs, int mode, double value), {
   TG_ARG(mode >= 0 && mode <= 3, strformat("pad_mode: unknown mode %d (0 constant, 1 reflect, 2 replicate, 3 circular)", mode));
   return wrap(get(t, "pad_mode").pad(pairs(pads, npairs, "pad_mode"), Tensor::PadMode(mode), value));

@@ -46,7 +46,7 @@ int64_t sym_eval(const UOp* size, const std::function<int64_t(const UOp* var)>& 
       case Ops::MAX: r = std::max(a(0), a(1)); break;
       case Ops::IDIV: r = a(1) ? a(0) / a(1) : 0; break;
       case Ops::MOD: r = a(1) ? a(0) % a(1) : 0; break;
-      default: TG_CHECK(false, TG_ERROR_INTERNAL, "symbolic size " + size->render() + " has a " + std::string(op_name(u->op)));
+      default: TG_CHECK(false, TG_ERROR_UNSUPPORTED, "the symbolic size " + size->render() + " has a " + std::string(op_name(u->op)) + ": sizes are sums and products");
     }
     v[u.get()] = r;
   }

@@ -147,18 +147,36 @@ Tensor Tensor::stack(const std::vector<Tensor>& ts, int64_t dim) {
   return cat(us, dim < 0 ? dim + ts[0].ndim() + 1 : dim);
 }
 // keep [i, j] where j - i >= k (triu) or j - i <= k (tril), over the last two dims
-static Tensor triangle(const Tensor& t, int64_t k, bool upper, const char* what) {
+// 0..n-1 along dim `d` of t: symbolic as t's dim is (an arange at its largest size, shrunk to it)
+static Tensor index_along(const Tensor& t, size_t d) {
+  int64_t n = t.shape()[d];
+  const UOp* e = t.uop()->sym().empty() ? nullptr : t.uop()->sym()[d];
+  if (!e) return Tensor::arange(0, double(n), 1, dtypes::int64, t.device());
+  UOps inner;
+  if (e->op != Ops::DEFINE_VAR) {
+    auto binds = graph_binds(t.uop().get());
+    for (const UOp* v : sym_vars(e))
+      if (binds.count(v)) inner.push_back(bound_var(v, binds.at(v)));
+  }
+  return Tensor::arange(0, double(sym_largest(e)), 1, dtypes::int64, t.device()).shrink_var(0, e->ref(), n, std::move(inner));
+}
+// keep [i, j] where j - i >= k (triu) or j - i <= k (tril), over the last two dims
+static Tensor triangle(const Tensor& t, const Tensor& k, bool upper, const char* what) {
   TG_CHECK(t.ndim() >= 2, TG_ERROR_SHAPE, std::string(what) + ": needs at least 2 dims, got shape " + shape_str(t.shape()));
-  int64_t r = t.shape()[t.shape().size() - 2], c = t.shape().back();
-  Tensor i = Tensor::arange(0, double(r), 1, dtypes::int64, t.device()).reshape({r, 1});
-  Tensor j = Tensor::arange(0, double(c), 1, dtypes::int64, t.device()).reshape({1, c});
-  Tensor diff = j.sub(i).sub(Tensor(UOp::const_int(dtypes::int64, k), t.device()));  // j - i - k
+  TG_CHECK(k.ndim() == 0 && dtypes::is_int(k.dtype()), TG_ERROR_INVALID_ARGUMENT,
+           std::string(what) + ": the diagonal must be a 0-d integer tensor, got " + k.dtype().name() + " " + sym_shape_str(k));
+  size_t n = t.shape().size();
+  Tensor i = index_along(t, n - 2).unsqueeze(-1), j = index_along(t, n - 1).unsqueeze(0);
+  Tensor diff = j.sub(i).sub(k.cast(dtypes::int64));  // j - i - k
   Tensor zero = Tensor(UOp::const_int(dtypes::int64, 0), t.device());
   Tensor keep = upper ? diff.ge(zero) : diff.le(zero);
-  return keep.expand(t.shape()).where(t, t.full_like(0));
+  return keep.expand(t.shape(), t.uop()->sym()).where(t, t.full_like(0));
 }
-Tensor Tensor::tril(int64_t k) const { return triangle(*this, k, false, "tril"); }
-Tensor Tensor::triu(int64_t k) const { return triangle(*this, k, true, "triu"); }
+static Tensor diag_const(const Tensor& t, int64_t k) { return Tensor(UOp::const_int(dtypes::int64, k), t.device()); }
+Tensor Tensor::tril(int64_t k) const { return triangle(*this, diag_const(*this, k), false, "tril"); }
+Tensor Tensor::triu(int64_t k) const { return triangle(*this, diag_const(*this, k), true, "triu"); }
+Tensor Tensor::tril(const Tensor& k) const { return triangle(*this, k, false, "tril"); }
+Tensor Tensor::triu(const Tensor& k) const { return triangle(*this, k, true, "triu"); }
 
 // Negative padding crops, as tinygrad: constant and circular crop first (circular then wraps what is left), reflect and
 // replicate pad from the whole dim first and crop after.

@@ -476,22 +476,26 @@ std::string sym_shape_str(const Shape& s, const std::vector<const UOp*>& sym) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 std::string sym_shape_str(const Tensor& t) { return sym_shape_str(t.shape(), t.uop()->sym()); }
-Tensor Tensor::shrink_var(int64_t dim, const UOpRef& var, int64_t value) const {
+Tensor Tensor::shrink_var(int64_t dim, const UOpRef& size, int64_t value, UOps inner) const {
   int64_t d = resolve_axis(dim, "shrink_var");
-  TG_CHECK(var && var->op == Ops::DEFINE_VAR, TG_ERROR_INVALID_ARGUMENT, "shrink_var: needs a plain Variable");
-  auto& v = var->argv<VarArg>();
+  TG_CHECK(size && dtypes::is_int(size->dtype) && !size->dtype.ptr && size->dtype.count == 1 && !sym_vars(size.get()).empty(), TG_ERROR_INVALID_ARGUMENT,
+           "shrink_var: needs a Variable or an integer expression of Variables");
+  std::string name = sym_name(size.get());
   TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "shrink_var: a 0-d tensor has no dim to bind");
   // as tinygrad, the range may pass the dim (a buffer laid out for the largest size is padded to it); the value may not
-  TG_CHECK(v.vmin >= 0, TG_ERROR_SHAPE, strformat("shrink_var: Variable '%s' in [%lld, %lld] can be negative", v.name.c_str(), (long long)v.vmin,
-                                                  (long long)v.vmax));
-  TG_CHECK(value >= v.vmin && value <= v.vmax, TG_ERROR_INVALID_ARGUMENT,
-           strformat("shrink_var: %lld is outside Variable '%s''s range [%lld, %lld]", (long long)value, v.name.c_str(), (long long)v.vmin, (long long)v.vmax));
+  int64_t lo = size->vmin(), hi = size->vmax();
+  TG_CHECK(lo >= 0, TG_ERROR_SHAPE, strformat("shrink_var: %s in [%lld, %lld] can be negative", name.c_str(), (long long)lo, (long long)hi));
+  // a size is laid out at its Variables' largest values: it must be largest there
+  TG_CHECK(size->op == Ops::DEFINE_VAR || sym_largest(size.get()) == hi, TG_ERROR_UNSUPPORTED,
+           "shrink_var: the size " + name + " doesn't grow with its Variables");
+  TG_CHECK(value >= lo && value <= hi, TG_ERROR_INVALID_ARGUMENT,
+           strformat("shrink_var: %lld is outside %s's range [%lld, %lld]", (long long)value, name.c_str(), (long long)lo, (long long)hi));
   TG_CHECK(value <= shape()[size_t(d)], TG_ERROR_SHAPE,
-           strformat("shrink_var: %s=%lld is more than %lld, the size of dim %lld", v.name.c_str(), (long long)value, (long long)shape()[size_t(d)], (long long)d));
+           strformat("shrink_var: %s=%lld is more than %lld, the size of dim %lld", name.c_str(), (long long)value, (long long)shape()[size_t(d)], (long long)d));
   check_sym_fixed(*this, size_t(d), true, "shrink_var");
   std::vector<int64_t> arg;
   for (int64_t i = 0; i < ndim(); i++) arg.push_back(0), arg.push_back(i == d ? value : shape()[size_t(i)]);
-  return Tensor(UOp::make(Ops::SHRINK, dtype(), {uop(), bound_var(var.get(), value)}, arg, std::vector<int64_t>{d}), device());
+  return Tensor(UOp::make(Ops::SHRINK, dtype(), {uop(), bound_var(size.get(), value, std::move(inner))}, arg, std::vector<int64_t>{d}), device());
 }
 Tensor Tensor::flip(std::vector<int64_t> axes) const {
   std::vector<int64_t> flags(static_cast<size_t>(ndim()), 0);

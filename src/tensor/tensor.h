@@ -211,7 +211,9 @@ class Tensor {
   Tensor expand(Shape shape, const std::vector<const UOp*>& sym) const;  // sym: per dim the Variable a dim expanded from 1 binds to
   // this[..., 0:var, ...] along `dim`, with var (a DEFINE_VAR in [1, that dim's size]) bound to `value`: the dim's size is
   // the Variable, so graphs that differ only in the bound value schedule and compile once
-  Tensor shrink_var(int64_t dim, const UOpRef& var, int64_t value) const;
+  // size may also be an expression of Variables that grows with each (v+t): `inner` binds its Variables (BIND nodes)
+  // where the graph does not
+  Tensor shrink_var(int64_t dim, const UOpRef& size, int64_t value, UOps inner = {}) const;
   Tensor rebind(const UOpRef& var, int64_t value) const;  // the same graph with `var` bound to `value` instead
   Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double value = 0) const;
   Tensor shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const;
@@ -228,6 +230,8 @@ class Tensor {
   static Tensor stack(const std::vector<Tensor>& ts, int64_t dim = 0);
   Tensor tril(int64_t k = 0) const;
   Tensor triu(int64_t k = 0) const;
+  Tensor tril(const Tensor& k) const;  // the diagonal as a 0-d integer tensor: a symbolic one (Tensor of a bound expression)
+  Tensor triu(const Tensor& k) const;
   enum class PadMode { Constant, Reflect, Replicate, Circular };
   Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& pads, PadMode mode, double value = 0) const;
   std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;

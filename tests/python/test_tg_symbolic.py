@@ -309,3 +309,33 @@ def test_a_variable_dim_may_be_zero_and_not_chunked():
     assert (Tensor.ones(10).contiguous()[:vz] * Tensor(vz)).sum().item() == n * n
   with pytest.raises(AssertionError): Tensor.ones(10, 8).contiguous()[:Variable("a", 1, 10).bind(4), :].chunk(2, dim=0)
   assert len(Tensor.ones(10, 8).contiguous()[:Variable("a", 1, 10).bind(4), :].chunk(2, dim=1)) == 2
+
+
+def test_expression_dims_made_directly_and_a_symbolic_diagonal():
+  # tinygrad's KV-cache attention mask: full((1, 1, t, p+t), -inf).triu(p+1), symbolic in both p and t
+  t = Variable("t", 1, 10).bind(4)
+  for p in (0, 1, 3):
+    vp = Variable("start_pos", 0, 5).bind(p)
+    full = Tensor.full((1, 1, t, vp + t), float("-inf"))
+    assert full.shape == (1, 1, 4, p + 4) and str(full.shape[3]) == str(vp + t)
+    for name in ("tril", "triu"):
+      out = getattr(full, name)(vp + 1).shrink(((0, 1), (0, 1), (0, 4), (0, p + 4))).numpy()
+      np.testing.assert_equal(out, getattr(np, name)(np.full((1, 1, 4, p + 4), float("-inf")), k=p + 1))
+  # in a TinyJit the mask replays at each binding, the diagonal a kernel argument
+  av = rnd(10, 15, seed=30)
+  a = Tensor(av).realize()
+
+  @TinyJit
+  def masked(x, q):
+    s = q.shape[0]
+    return (x + Tensor.full((x.shape[0], s), float("-inf")).triu(s - x.shape[0] + 1)).realize()
+  for tv, pv in [(2, 1), (3, 2), (4, 0), (1, 5), (6, 3)]:
+    vt, vq = Variable("t", 1, 10).bind(tv), Variable("q", 1, 15).bind(tv + pv)
+    got = masked(a[:vt, :vq], Tensor.zeros(15)[:vq])
+    ref = av[:tv, :tv + pv] + np.triu(np.full((tv, tv + pv), float("-inf")), k=pv + 1)
+    np.testing.assert_equal(got.numpy(), ref)
+  assert masked.call_count == 5
+  # the buffer behind a symbolic dim is laid out at its largest size (tinygrad's t.uop.base.buffer.size)
+  e = Tensor.empty(3, Variable("i", 1, 10).bind(3))
+  assert e.uop.base.buffer.size == 30 and e.uop.shape == (3, 3)
+  with pytest.raises(AssertionError, match="BUFFER"): (e + 1).uop.buffer

@@ -865,6 +865,14 @@ along it; the dim meeting a plain dim of the same size in a broadcast is TG_ERRO
 """
 tg_tensor_shrink_var(t, axis, var, value) = ccall((:tg_tensor_shrink_var, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Int64), t, axis, var, value)
 """
+tg_tensor_shrink_var with the size an expression `e` (borrowed) of Variables, each bound here (names[i] =
+values[i], within its range; one left unbound is TG_ERROR_INVALID_ARGUMENT): t[..., 0:e, ...], the dim's size
+being e at those values, as tinygrad's Tensor.empty(t, p + t). The expression must be a sum or product that
+grows with each of its Variables (TG_ERROR_UNSUPPORTED otherwise: the buffer is laid out at their largest
+values), never negative, and its value at most the dim's size.
+"""
+tg_tensor_shrink_expr(t, axis, e, names, values, n) = ccall((:tg_tensor_shrink_expr, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Ptr{Ptr{UInt8}}, Ptr{Int64}, Csize_t), t, axis, e, names, values, n)
+"""
 The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until
 realized. Rebinding an already realized tensor views another part of its buffer (laid out for the Variable's
 largest value): only the part computed at the binding it was realized with holds its values, so rebind the
@@ -951,6 +959,18 @@ tg_tensor_tril(t, k) = ccall((:tg_tensor_tril, libtinygrad), Ptr{Cvoid}, (Ptr{Cv
 The upper triangle of the last two dims: diagonals >= k kept, the rest 0.
 """
 tg_tensor_triu(t, k) = ccall((:tg_tensor_triu, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64), t, k)
+"""
+tril and triu with the diagonal a 0-d integer tensor `k` (borrowed), such as a bound expression
+(tg_tensor_from_expr): tinygrad's attention mask full((1, 1, t, p+t), -inf).triu(p+1) at every binding of p
+and t.
+"""
+tg_tensor_tril_tensor(t, k) = ccall((:tg_tensor_tril_tensor, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), t, k)
+"""
+tril and triu with the diagonal a 0-d integer tensor `k` (borrowed), such as a bound expression
+(tg_tensor_from_expr): tinygrad's attention mask full((1, 1, t, p+t), -inf).triu(p+1) at every binding of p
+and t.
+"""
+tg_tensor_triu_tensor(t, k) = ccall((:tg_tensor_triu_tensor, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), t, k)
 """
 pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). Negative entries
 crop as tinygrad: constant and circular crop first, reflect and replicate pad first and crop after.
@@ -1876,16 +1896,17 @@ export tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod, tg_tensor_max, tg_tenso
 export tg_tensor_var, tg_tensor_std_mean, tg_tensor_var_mean, tg_tensor_all, tg_tensor_any, tg_tensor_logsumexp
 export tg_tensor_argmax, tg_tensor_argmin, tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin
 export tg_tensor_softmax, tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand
-export tg_tensor_pad, tg_tensor_pad_to, tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_rebind
-export tg_tensor_shape_vars, tg_tensor_from_expr, tg_tensor_at_binding, tg_tensor_flip, tg_tensor_transpose
-export tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze
-export tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril
-export tg_tensor_triu, tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split
-export tg_tensor_chunk, tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort
-export tg_tensor_argsort, tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill
-export tg_tensor_nonzero, tg_tensor_masked_select, tg_tensor_nonzero_sized, tg_tensor_masked_select_sized
-export tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr
-export tg_tensor_svd, tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate, tg_tensor_max_pool2d
+export tg_tensor_pad, tg_tensor_pad_to, tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_shrink_expr
+export tg_tensor_rebind, tg_tensor_shape_vars, tg_tensor_from_expr, tg_tensor_at_binding, tg_tensor_flip
+export tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all
+export tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat
+export tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_tril_tensor, tg_tensor_triu_tensor
+export tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk
+export tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort
+export tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero
+export tg_tensor_masked_select, tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone
+export tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd
+export tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate, tg_tensor_max_pool2d
 export tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose, tg_tensor_pool, tg_tensor_max_pool_indices
 export tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
 export tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa, tg_tensor_one_hot

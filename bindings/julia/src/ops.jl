@@ -244,6 +244,10 @@ repeat_interleave(t::Tensor, repeats::Integer, dim::Integer) = adopt(Tensor, L.t
 tril(t::Tensor, k::Integer) = adopt(Tensor, L.tg_tensor_tril(t, k))
 # tg_tensor_triu
 triu(t::Tensor, k::Integer) = adopt(Tensor, L.tg_tensor_triu(t, k))
+# tg_tensor_tril_tensor
+tril_tensor(t::Tensor, k::Tensor) = adopt(Tensor, L.tg_tensor_tril_tensor(t, k))
+# tg_tensor_triu_tensor
+triu_tensor(t::Tensor, k::Tensor) = adopt(Tensor, L.tg_tensor_triu_tensor(t, k))
 # tg_tensor_matmul
 matmul(a::Tensor, b::Tensor) = adopt(Tensor, L.tg_tensor_matmul(a, b))
 # tg_tensor_diag
@@ -425,7 +429,7 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 211 methods generated from 349 functions
+# 213 methods generated from 352 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous
 export contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count
@@ -443,4 +447,5 @@ export reciprocal, relu, relu6, repeat_interleave, requires_grad, rshift_tensor,
 export scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
 export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze
 export squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count, state_metadata_set
-export state_save, state_set, to, tril, triu, unfold, unsqueeze, uop, uop_id, where_, zeros_like
+export state_save, state_set, to, tril, tril_tensor, triu, triu_tensor, unfold, unsqueeze, uop, uop_id, where_
+export zeros_like

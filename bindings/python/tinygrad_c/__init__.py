@@ -648,14 +648,18 @@ class Tensor(_Owned, metaclass=_TensorMeta):
   # -- creation
   @staticmethod
   def _make(name: str, shape, dtype, device, *extra, requires_grad: Optional[bool] = None):
-    shape = _shape_args(shape)
+    shape = shape_in = _shape_args(shape)
     _unbound_check(shape, name)
-    # a bound Variable dim (Tensor.zeros(v.bind(3), 4)): made at the Variable's largest size, then shrink_var to it
-    sym = [(i, v, int(d)) for i, d in enumerate(shape) if (v := _bound_var(d)) is not None and v.vmin >= 0]
-    if sym: shape = tuple(v.vmax if any(i == j for j, _, _ in sym) else d for i, (d, v) in enumerate(zip(shape, map(_bound_var, shape))))
+    # a symbolic dim (Tensor.zeros(v.bind(3), 4), Tensor.full((t, p + t), x)): made at its largest size, then shrunk to
+    # it (shrink_var; shrink_expr binding an expression's Variables)
+    sym = [i for i, d in enumerate(shape) if isinstance(d, BoundExpr) and d.vmin >= 0 and (d.var is not None or d._binds)]
+    shape = tuple(d.vmax if i in sym else d for i, d in enumerate(shape))
     fn = getattr(C, f"tensor_{name}")
     t = Tensor._wrap(fn(_i64s(shape, "shape dim"), len(shape), *extra, to_dtype(dtype).value, _enc(device)), f"tensor_{name}")
-    for i, v, val in sym: t = t.shrink_var(i, v, val)
+    for i in sym:
+      d = shape_in[i]
+      if d.var is not None: t = t.shrink_var(i, d.var, int(d))
+      else: t = Tensor._wrap(C.tensor_shrink_expr(t._h, i, d._e._h, *_bindings(d._binds), int(d)), "tensor_shrink_expr")
     return t._rg(requires_grad)
 
   def _rg(self, requires_grad: Optional[bool]) -> "Tensor":
@@ -1639,8 +1643,19 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     arr = (ctypes.c_void_p * len(ts))(*[t._h for t in ts])
     return Tensor._wrap(C.tensor_stack(arr, len(ts), _i64(dim, "dim")), "tensor_stack")
 
-  def tril(self, diagonal: int = 0) -> "Tensor": return Tensor._wrap(C.tensor_tril(self._h, _i64(diagonal, "diagonal")), "tensor_tril")
-  def triu(self, diagonal: int = 0) -> "Tensor": return Tensor._wrap(C.tensor_triu(self._h, _i64(diagonal, "diagonal")), "tensor_triu")
+  def tril(self, diagonal: int = 0) -> "Tensor":
+    """The lower triangle of the last two dims; a bound diagonal (p + 1) stays symbolic (tg_tensor_tril_tensor)."""
+    if isinstance(diagonal, BoundExpr) and diagonal._binds:
+      k = Tensor(diagonal, device=self.device)  # held across the call
+      return Tensor._wrap(C.tensor_tril_tensor(self._h, k._h), "tensor_tril_tensor")
+    return Tensor._wrap(C.tensor_tril(self._h, _i64(diagonal, "diagonal")), "tensor_tril")
+
+  def triu(self, diagonal: int = 0) -> "Tensor":
+    """The upper triangle of the last two dims; a bound diagonal (p + 1) stays symbolic (tg_tensor_triu_tensor)."""
+    if isinstance(diagonal, BoundExpr) and diagonal._binds:
+      k = Tensor(diagonal, device=self.device)  # held across the call
+      return Tensor._wrap(C.tensor_triu_tensor(self._h, k._h), "tensor_triu_tensor")
+    return Tensor._wrap(C.tensor_triu(self._h, _i64(diagonal, "diagonal")), "tensor_triu")
 
   # -- linear algebra
   # dtype= on the products (tinygrad's mixed precision): the result and the accumulation are in dtype. The operands are
@@ -2492,6 +2507,7 @@ class _OpsNamespace:
 
 
 Ops = _OpsNamespace()
+_VIEW_OPS = tuple(Op(n) for n in ("RESHAPE", "PERMUTE", "EXPAND", "PAD", "SHRINK", "FLIP"))
 
 
 class UOp(_Owned):
@@ -2544,9 +2560,28 @@ class UOp(_Owned):
     if C.uop_shape(self._h, arr, n) != n: _raise_last("uop_shape")
     return tuple(arr[i] for i in range(n))
   def toposort(self) -> Dict["UOp", None]: return dict.fromkeys(_uop_list(lambda o, n: C.uop_toposort(self._h, o, n), "uop_toposort"))
+  @property
+  def base(self) -> "UOp":
+    """The node under a chain of views (movement ops), as tinygrad's UOp.base: a realized tensor's BUFFER."""
+    u = self
+    while u.op in _VIEW_OPS: u = u.src[0]
+    return u
+  @property
+  def buffer(self) -> "UOpBuffer":
+    """A BUFFER node's device memory: .size (elements), .dtype, .device; as tinygrad's, only a buffer node has one."""
+    if self.op is not Ops.BUFFER: raise AssertionError(f"buffer is only for a BUFFER node, got {self.op}")
+    dev = str(self.src[0].arg).lstrip("<").split(" ")[0] if self.src else ""
+    return UOpBuffer(int(self.arg), self.dtype, dev)
   def __eq__(self, other): return isinstance(other, UOp) and C.uop_id(self._h) == C.uop_id(other._h)
   def __hash__(self): return hash(C.uop_id(self._h))
   def __repr__(self): return _c_text(C.uop_print, self._h, "uop_print")
+
+
+class UOpBuffer(NamedTuple):
+  """The memory behind a BUFFER node (UOp.buffer): its size in elements, dtype and device."""
+  size: int
+  dtype: object
+  device: str
 
 
 class ScheduleItem:

@@ -749,6 +749,12 @@ unsafe extern "C" {
   /// TG_ERROR_UNSUPPORTED, as is the gradient of a cat along it; the dim meeting a plain dim of the same size
   /// in a broadcast is TG_ERROR_SHAPE.
   pub fn tg_tensor_shrink_var(t: *mut tg_tensor, axis: i64, var: *const tg_expr, value: i64) -> *mut tg_tensor;
+  /// tg_tensor_shrink_var with the size an expression `e` (borrowed) of Variables, each bound here (names[i] =
+  /// values[i], within its range; one left unbound is TG_ERROR_INVALID_ARGUMENT): t[..., 0:e, ...], the dim's
+  /// size being e at those values, as tinygrad's Tensor.empty(t, p + t). The expression must be a sum or
+  /// product that grows with each of its Variables (TG_ERROR_UNSUPPORTED otherwise: the buffer is laid out at
+  /// their largest values), never negative, and its value at most the dim's size.
+  pub fn tg_tensor_shrink_expr(t: *mut tg_tensor, axis: i64, e: *const tg_expr, names: *const *const c_char, values: *const i64, n: usize) -> *mut tg_tensor;
   /// The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until
   /// realized. Rebinding an already realized tensor views another part of its buffer (laid out for the
   /// Variable's largest value): only the part computed at the binding it was realized with holds its values, so
@@ -803,6 +809,14 @@ unsafe extern "C" {
   pub fn tg_tensor_tril(t: *mut tg_tensor, k: i64) -> *mut tg_tensor;
   /// The upper triangle of the last two dims: diagonals >= k kept, the rest 0.
   pub fn tg_tensor_triu(t: *mut tg_tensor, k: i64) -> *mut tg_tensor;
+  /// tril and triu with the diagonal a 0-d integer tensor `k` (borrowed), such as a bound expression
+  /// (tg_tensor_from_expr): tinygrad's attention mask full((1, 1, t, p+t), -inf).triu(p+1) at every binding of
+  /// p and t.
+  pub fn tg_tensor_tril_tensor(t: *mut tg_tensor, k: *mut tg_tensor) -> *mut tg_tensor;
+  /// Of its group: tril and triu with the diagonal a 0-d integer tensor `k` (borrowed), such as a bound
+  /// expression (tg_tensor_from_expr): tinygrad's attention mask full((1, 1, t, p+t), -inf).triu(p+1) at every
+  /// binding of p and t.
+  pub fn tg_tensor_triu_tensor(t: *mut tg_tensor, k: *mut tg_tensor) -> *mut tg_tensor;
   /// pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's semantics). Negative
   /// entries crop as tinygrad: constant and circular crop first, reflect and replicate pad first and crop
   /// after.

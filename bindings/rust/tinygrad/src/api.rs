@@ -1251,6 +1251,18 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_shrink_var(self.as_ptr(), axis, var.as_ptr(), value)) }
   }
 
+  /// `tg_tensor_shrink_expr`: tg_tensor_shrink_var with the size an expression `e` (borrowed) of Variables,
+  /// each bound here (names[i] = values[i], within its range; one left unbound is TG_ERROR_INVALID_ARGUMENT):
+  /// t[..., 0:e, ...], the dim's size being e at those values, as tinygrad's Tensor.empty(t, p + t). The
+  /// expression must be a sum or product that grows with each of its Variables (TG_ERROR_UNSUPPORTED otherwise:
+  /// the buffer is laid out at their largest values), never negative, and its value at most the dim's size.
+  pub fn shrink_expr(&self, axis: i64, e: &Expr, names: &[&str], values: &[i64]) -> Result<Tensor> {
+    let names_c = names.iter().map(|s| cstring(s, "names")).collect::<Result<Vec<_>>>()?;
+    let names_p: Vec<*const c_char> = names_c.iter().map(|s| s.as_ptr()).collect();
+    let n = same_len("names, values", &[names.len(), values.len()])?;
+    unsafe { Tensor::from_raw(sys::tg_tensor_shrink_expr(self.as_ptr(), axis, e.as_ptr(), names_p.as_ptr(), values.as_ptr(), n)) }
+  }
+
   /// `tg_tensor_rebind`: The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing
   /// is recomputed until realized. Rebinding an already realized tensor views another part of its buffer (laid
   /// out for the Variable's largest value): only the part computed at the binding it was realized with holds
@@ -1362,6 +1374,20 @@ impl Tensor {
   /// `tg_tensor_triu`: The upper triangle of the last two dims: diagonals >= k kept, the rest 0.
   pub fn triu(&self, k: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_triu(self.as_ptr(), k)) }
+  }
+
+  /// `tg_tensor_tril_tensor`: tril and triu with the diagonal a 0-d integer tensor `k` (borrowed), such as a
+  /// bound expression (tg_tensor_from_expr): tinygrad's attention mask full((1, 1, t, p+t), -inf).triu(p+1) at
+  /// every binding of p and t.
+  pub fn tril_tensor(&self, k: &Tensor) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_tril_tensor(self.as_ptr(), k.as_ptr())) }
+  }
+
+  /// `tg_tensor_triu_tensor`: Of its group: tril and triu with the diagonal a 0-d integer tensor `k`
+  /// (borrowed), such as a bound expression (tg_tensor_from_expr): tinygrad's attention mask full((1, 1, t,
+  /// p+t), -inf).triu(p+1) at every binding of p and t.
+  pub fn triu_tensor(&self, k: &Tensor) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_triu_tensor(self.as_ptr(), k.as_ptr())) }
   }
 
   /// `tg_tensor_pad_mode`: pad with a mode: 0 constant (value), 1 reflect, 2 replicate, 3 circular (torch's
@@ -2606,7 +2632,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 303 of the manifest's 349. The others, and where they are:
+/// Functions wrapped above: 306 of the manifest's 352. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
