@@ -445,6 +445,92 @@ static double bench_conv2d(int threads) {  /* returns PyTorch's ms */
   return ref;
 }
 
+/* ---- the CNN's layers in training, at the shapes of the train cnn model at batch 512 ---- */
+/* max-pool 2x2 of x (512, 32, 20, 20) and its gradient for an incoming g (512, 32, 10, 10): forward and backward, as
+ * autograd runs them; BatchNorm2d(32) in training on the same x: the batch statistics, the running ones assigned, and
+ * the gradients of x, weight and bias. Each call rebuilds the graph (the schedule comes from the cache). */
+typedef struct { tg_tensor *x, *g; tg_module* bn; } layer_ctx;
+static double pool_back_tg(void* p) {
+  layer_ctx* c = p;
+  double t0 = now();
+  tg_tensor *y = tg_tensor_max_pool2d(c->x, 2, 2, 2, 2, 1, 1, 0, 0), *yg = y ? tg_tensor_mul(y, c->g) : NULL;
+  tg_tensor *loss = yg ? tg_tensor_sum(yg, NULL, 0, 0) : NULL, *grad = NULL;
+  CHECK(loss && tg_tensor_gradient(loss, &c->x, 1, &grad) == TG_OK);
+  tg_tensor_release(y), tg_tensor_release(yg), tg_tensor_release(loss);
+  return realize_timed(t0, grad);
+}
+static double bn_step_tg(void* p) {
+  layer_ctx* c = p;
+  double t0 = now();
+  tg_tensor *w = tg_module_get(c->bn, "weight"), *b = tg_module_get(c->bn, "bias"), *rm = tg_module_get(c->bn, "running_mean"),
+            *rv = tg_module_get(c->bn, "running_var");
+  tg_tensor *y = tg_module_call(c->bn, c->x), *yg = y ? tg_tensor_mul(y, c->g) : NULL, *loss = yg ? tg_tensor_sum(yg, NULL, 0, 0) : NULL;
+  tg_tensor *wrt[3] = {c->x, w, b}, *all[5] = {NULL, NULL, NULL, rm, rv};
+  CHECK(w && b && rm && rv && loss && tg_tensor_gradient(loss, wrt, 3, all) == TG_OK);
+  CHECK(tg_tensor_realize_many(all, 5) == TG_OK);
+  double dt = now() - t0;
+  for (int i = 0; i < 5; i++) tg_tensor_release(all[i]);
+  tg_tensor_release(w), tg_tensor_release(b), tg_tensor_release(y), tg_tensor_release(yg), tg_tensor_release(loss);
+  return dt;
+}
+static void bench_layers(int threads) {
+  int64_t xs[4] = {512, 32, 20, 20}, ps[4] = {512, 32, 10, 10};
+  size_t xn = 512 * 32 * 400, pn = xn / 4;
+  layer_ctx c = {tg_tensor_randn(xs, 4, TG_FLOAT32, NULL), tg_tensor_randn(ps, 4, TG_FLOAT32, NULL), tg_nn_batchnorm(32, 1e-5, 0.1, 1, 1, NULL)};
+  CHECK(c.x && c.g && c.bn && tg_tensor_realize(c.x) == TG_OK && tg_tensor_realize(c.g) == TG_OK);
+  float *hx = malloc(xn * sizeof(float)), *hg = malloc(xn * sizeof(float)), *hd = malloc(xn * sizeof(float));
+  CHECK(hx && hg && hd && tg_tensor_to_data(c.x, hx, xn * sizeof(float)) == TG_OK && tg_tensor_to_data(c.g, hg, pn * sizeof(float)) == TG_OK);
+  /* the pool's gradient, every element: g at each window's max (randn: no ties), 0 elsewhere */
+  tg_tensor *y = tg_tensor_max_pool2d(c.x, 2, 2, 2, 2, 1, 1, 0, 0), *yg = y ? tg_tensor_mul(y, c.g) : NULL, *loss = yg ? tg_tensor_sum(yg, NULL, 0, 0) : NULL;
+  tg_tensor* grad = NULL;
+  CHECK(loss && tg_tensor_gradient(loss, &c.x, 1, &grad) == TG_OK && tg_tensor_to_data(grad, hd, xn * sizeof(float)) == TG_OK);
+  tg_tensor_release(y), tg_tensor_release(yg), tg_tensor_release(loss), tg_tensor_release(grad);
+  for (size_t nc = 0; nc < 512 * 32; nc++)
+    for (int oy = 0; oy < 10; oy++)
+      for (int ox = 0; ox < 10; ox++) {
+        size_t at[4], best = 0;
+        for (int k = 0; k < 4; k++) {
+          at[k] = (nc * 20 + 2 * oy + k / 2) * 20 + 2 * ox + k % 2;
+          if (hx[at[k]] > hx[at[best]]) best = (size_t)k;
+        }
+        for (int k = 0; k < 4; k++)
+          if (hd[at[k]] != ((size_t)k == best ? hg[(nc * 10 + oy) * 10 + ox] : 0.0f))
+            DIE("maxpool2d backward: d x[%zu] = %g, want %g", at[k], hd[at[k]], (size_t)k == best ? hg[(nc * 10 + oy) * 10 + ox] : 0.0f);
+      }
+  add_row("maxpool2d backward", "ms", 1e3 * time_median(pool_back_tg, &c, 2, 5, 15, 10.0), "PyTorch", torch_reference("layers_torch", threads, "9", "maxpool"), 0);
+  tg_tensor_release(c.g);
+  c.g = tg_tensor_randn(xs, 4, TG_FLOAT32, NULL);
+  CHECK(c.g && tg_tensor_realize(c.g) == TG_OK && tg_tensor_to_data(c.g, hg, xn * sizeof(float)) == TG_OK);
+  CHECK(tg_set_option("TRAINING", "1") == TG_OK);
+  /* BatchNorm's bias and weight gradients of channel 3 against float64 sums: d b = sum g, d w = sum g * (x - mean) / std */
+  tg_tensor *bw = tg_module_get(c.bn, "weight"), *bb = tg_module_get(c.bn, "bias");
+  tg_tensor *by = bw && bb ? tg_module_call(c.bn, c.x) : NULL, *byg = by ? tg_tensor_mul(by, c.g) : NULL, *bl = byg ? tg_tensor_sum(byg, NULL, 0, 0) : NULL;
+  tg_tensor *bwrt[2] = {bw, bb}, *bgr[2] = {NULL, NULL};
+  CHECK(bl && tg_tensor_gradient(bl, bwrt, 2, bgr) == TG_OK);
+  float gw[32], gb[32];
+  CHECK(tg_tensor_to_data(bgr[0], gw, sizeof gw) == TG_OK && tg_tensor_to_data(bgr[1], gb, sizeof gb) == TG_OK);
+  double mean = 0, var = 0, dw = 0, db = 0;
+  for (int n = 0; n < 512; n++)
+    for (int i = 0; i < 400; i++) mean += hx[(n * 32 + 3) * 400 + i];
+  mean /= 512 * 400;
+  for (int n = 0; n < 512; n++)
+    for (int i = 0; i < 400; i++) var += (hx[(n * 32 + 3) * 400 + i] - mean) * (hx[(n * 32 + 3) * 400 + i] - mean);
+  var /= 512 * 400;
+  for (int n = 0; n < 512; n++)
+    for (int i = 0; i < 400; i++) {
+      size_t k = (size_t)(n * 32 + 3) * 400 + (size_t)i;
+      db += hg[k], dw += hg[k] * (hx[k] - mean) / sqrt(var + 1e-5);
+    }
+  if (fabs(gb[3] - db) > 1e-3 * fabs(db) + 0.5 || fabs(gw[3] - dw) > 1e-3 * fabs(dw) + 0.5)
+    DIE("batchnorm2d train step: d bias[3] = %g (want %g), d weight[3] = %g (want %g)", gb[3], db, gw[3], dw);
+  tg_tensor_release(bw), tg_tensor_release(bb), tg_tensor_release(by), tg_tensor_release(byg), tg_tensor_release(bl);
+  tg_tensor_release(bgr[0]), tg_tensor_release(bgr[1]);
+  add_row("batchnorm2d train step", "ms", 1e3 * time_median(bn_step_tg, &c, 2, 5, 15, 10.0), "PyTorch", torch_reference("layers_torch", threads, "9", "batchnorm"), 0);
+  CHECK(tg_set_option("TRAINING", "0") == TG_OK);
+  free(hx), free(hg), free(hd);
+  tg_tensor_release(c.x), tg_tensor_release(c.g), tg_module_release(c.bn);
+}
+
 /* ---- the JIT: a replayed training step against the same step in PyTorch ---- */
 static void bench_jit_mlp(int threads) {
   double first = 0, last = 0;
@@ -516,6 +602,34 @@ static void bench_train_cnn(int threads, int steps) {
   static char ref[32];
   snprintf(ref, sizeof ref, "PyTorch %d thread%s", best_threads, best_threads > 1 ? "s" : "");
   add_row("train cnn fashion-mnist", "steps/s", ours, ref, best, 1);
+}
+
+/* ---- the model's eval over the 10,000 test images (examples/c/train_cnn with 0 steps): seconds, the median of 3 after a
+ * warm-up, against PyTorch's forward at its faster thread count; and the planner's peak memory for it against 2 GB ---- */
+static void bench_eval_cnn(int threads) {
+  char exe[4096];
+  sibling_exe(exe, "example_train_cnn");
+  char* argv[] = {exe, "0", NULL};
+  settle();
+  char* out = run_capture(argv, NULL, NULL);
+  const char* line = out ? strstr(out, "eval: ") : NULL;
+  const char* in = line ? strstr(line, " in ") : NULL;
+  const char* pk = line ? strstr(line, "peak memory ") : NULL;
+  double secs = in ? strtod(in + 4, NULL) : 0, peak = pk ? strtod(pk + 12, NULL) : 0;
+  if (!(secs > 0) || !(peak > 0)) DIE("eval cnn 10000: %s did not report its time and peak memory:\n%s", exe, out ? out : "");
+  free(out);
+  double best = 0;
+  int best_threads = 1, counts[2] = {1, threads};
+  for (int i = 0; i < (threads > 1 ? 2 : 1); i++) {
+    settle();
+    double r = torch_reference("eval_cnn_torch", counts[i], "3", NULL);
+    printf("  eval cnn 10000: PyTorch on %d thread%s: %.3f s\n", counts[i], counts[i] > 1 ? "s" : "", r);
+    if (r > 0 && (best == 0 || r < best)) best = r, best_threads = counts[i];
+  }
+  static char ref[32];
+  snprintf(ref, sizeof ref, "PyTorch %d thread%s", best_threads, best_threads > 1 ? "s" : "");
+  add_row("eval cnn 10000", "s", secs, ref, best, 0);
+  add_row("eval cnn 10000 peak memory", "MB", peak, "limit 2 GB", 2048.0, 0);
 }
 
 /* ---- the exported classifier: examples/c/export_fashion_mnist writes the Fashion-MNIST MLP as C (tg_jit_export) and
@@ -664,7 +778,7 @@ static void bench_all(int threads, int quick) {
   add_row("tiny jit replay", "us", tiny_jit_replay_us(200), "", 0, 0);
   bench_jit_mlp(threads);
   bench_train_fashion(threads, quick ? 500 : 6000);
-  if (!quick) bench_train_cnn(threads, 20);
+  if (!quick) bench_train_cnn(threads, 20), bench_eval_cnn(threads), bench_layers(threads);
   bench_exported_mlp(threads);
 
   /* BEAM=2, set through the C API: each kernel searched afresh (CACHELEVEL=0 keeps the BEAM cache off too); the first
@@ -698,11 +812,12 @@ int main(int argc, char** argv) {
   int quick = getenv("TG_BENCH_QUICK") && atoi(getenv("TG_BENCH_QUICK")) > 0;
   printf("bench_ops: float32, %d threads for libtinygrad and every reference\n", threads);
   printf("%-16s %10s %-7s | %-18s %10s %-7s | %s\n", "benchmark", "libtinygrad", "", "reference", "", "", "ratio (higher is better for libtinygrad)");
-  /* TG_BENCH_ONLY="exported mlp": that pair of rows alone (it needs none of the others' set-up) */
+  /* TG_BENCH_ONLY="exported mlp" or "cnn layers": those rows alone (they need none of the others' set-up) */
   const char* only = getenv("TG_BENCH_ONLY");
   if (only && *only) {
-    if (strcmp(only, "exported mlp") != 0) DIE("TG_BENCH_ONLY: '%s' is not a row that runs alone (only \"exported mlp\")", only);
-    bench_exported_mlp(threads);
+    if (strcmp(only, "exported mlp") == 0) bench_exported_mlp(threads);
+    else if (strcmp(only, "cnn layers") == 0) bench_eval_cnn(threads), bench_layers(threads);
+    else DIE("TG_BENCH_ONLY: '%s' is not a group that runs alone (\"exported mlp\", \"cnn layers\")", only);
   } else {
     bench_all(threads, quick);
   }

@@ -34,16 +34,23 @@ static inline tg_tensor* fashion_predict(tg_module* model, tg_tensor* x) {
   return pred;
 }
 
-/* the share of images whose predicted class is the label, or -1 with the error set */
-static inline double fashion_accuracy(tg_module* model, tg_tensor* x, tg_tensor* labels) {
+/* the share of images whose predicted class is the label, as a 0-d float tensor (lazy; NULL with the error set) */
+static inline tg_tensor* fashion_accuracy_tensor(tg_module* model, tg_tensor* x, tg_tensor* labels) {
   tg_tensor* pred = fashion_predict(model, x);
   tg_tensor* y = labels ? tg_tensor_cast(labels, TG_INT32) : NULL;
   tg_tensor* hit = pred && y ? tg_tensor_eq(pred, y) : NULL;
   tg_tensor* hf = hit ? tg_tensor_cast(hit, TG_FLOAT32) : NULL;
   tg_tensor* acc = hf ? tg_tensor_mean(hf, NULL, 0, 0) : NULL;
+  tg_tensor_release(pred), tg_tensor_release(y), tg_tensor_release(hit), tg_tensor_release(hf);
+  return acc;
+}
+
+/* the share of images whose predicted class is the label, or -1 with the error set */
+static inline double fashion_accuracy(tg_module* model, tg_tensor* x, tg_tensor* labels) {
+  tg_tensor* acc = fashion_accuracy_tensor(model, x, labels);
   float a = -1;
   if (!acc || tg_tensor_to_data(acc, &a, sizeof a) != TG_OK) a = -1;
-  tg_tensor_release(pred), tg_tensor_release(y), tg_tensor_release(hit), tg_tensor_release(hf), tg_tensor_release(acc);
+  tg_tensor_release(acc);
   return a;
 }
 #endif

@@ -1,5 +1,5 @@
 """The C example programs run as a user runs them: examples/c/train_cnn.c (tinygrad's beautiful_mnist convnet trained
-from C under a TinyJit) must learn in a few steps, and refuse bad arguments."""
+from C under a TinyJit) must learn in a few steps, evaluate the test set within 2 GB, and refuse bad arguments."""
 import os
 import re
 import subprocess
@@ -25,8 +25,20 @@ def test_train_cnn_learns_in_a_few_steps():
   assert 0.6 <= acc <= 1.0, r.stdout
 
 
+def test_train_cnn_evaluates_all_test_images_in_one_graph_under_2_gb():
+  # 0 steps: the untrained model's eval over the 10,000 test images, planned first; the planner's peak for the
+  # intermediates (the activations, no materialized windows) stays under 2 GB
+  r = subprocess.run([str(EXE), "0"], capture_output=True, text=True, timeout=600)
+  assert r.returncode == 0, r.stdout + r.stderr
+  m = re.search(r"^eval: 10000 test images in ([0-9.]+) s .* planned peak memory ([0-9.]+) MB$", r.stdout, re.M)
+  assert m, r.stdout
+  assert 0 < float(m.group(2)) < 2048, r.stdout
+  acc = float(re.search(r"^test accuracy: ([0-9.]+) \(untrained\)$", r.stdout, re.M).group(1))
+  assert 0.0 <= acc <= 1.0
+
+
 def test_train_cnn_refuses_bad_arguments():
-  r = subprocess.run([str(EXE), "0"], capture_output=True, text=True, timeout=60)
+  r = subprocess.run([str(EXE), "-1"], capture_output=True, text=True, timeout=60)
   assert r.returncode == 2 and "usage" in r.stderr
   r = subprocess.run([str(EXE), "1", "/nonexistent/dir"], capture_output=True, text=True, timeout=60)
   assert r.returncode == 1 and "tg_dataset_mnist" in r.stderr
