@@ -198,6 +198,20 @@ TEST(SymbolicBind, ExpressionDimsAndASymbolicDiagonal) {
   EXPECT_EQ(T(tg_tensor_shrink_expr(x, 1, shrinking, only_t, three, 1)).p, nullptr);
   EXPECT_EQ(tg_last_error(), TG_ERROR_UNSUPPORTED);
   EXPECT_NE(std::strstr(tg_last_error_message(), "grow"), nullptr);
+  // sizes at the Variables' largest values that overflow int64 are errors, not wrapped layouts
+  E huge = tg_expr_variable("h", 0, INT64_MAX);
+  T xh = tg_tensor_shrink_var(x, 0, huge, 3);
+  ASSERT_TRUE(xh.p) << tg_last_error_message();
+  T tail = from(randv(2 * 15, 8), {2, 15});
+  tg_tensor* parts[2] = {xh, tail};
+  EXPECT_EQ(T(tg_tensor_cat(parts, 2, 0)).p, nullptr);
+  EXPECT_EQ(tg_last_error(), TG_ERROR_SHAPE);
+  E big = tg_expr_const(INT64_MAX / 2);
+  E times = tg_expr_binary(TG_MUL, t, big);  // t * (2^62): past int64 at t = 10
+  const char* tn[1] = {"t"};
+  int64_t zero_t[1] = {1};
+  EXPECT_EQ(T(tg_tensor_shrink_expr(x, 1, times, tn, zero_t, 1)).p, nullptr);
+  EXPECT_NE(tg_last_error(), TG_OK);
   T fk = tg_tensor_full(nullptr, 0, 1.5, TG_FLOAT32, nullptr);
   EXPECT_EQ(T(tg_tensor_tril_tensor(x, fk)).p, nullptr);  // a float diagonal
   EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);

@@ -41,11 +41,14 @@ int64_t sym_eval(const UOp* size, const std::function<int64_t(const UOp* var)>& 
       case Ops::DEFINE_VAR:
         if ((r = val(u.get())) < 0) return -1;
         break;
-      case Ops::ADD: r = a(0) + a(1); break;
-      case Ops::MUL: r = a(0) * a(1); break;
+      case Ops::ADD: TG_CHECK(!__builtin_add_overflow(a(0), a(1), &r), TG_ERROR_SHAPE, "the symbolic size " + size->render() + " overflows int64"); break;
+      case Ops::MUL: TG_CHECK(!__builtin_mul_overflow(a(0), a(1), &r), TG_ERROR_SHAPE, "the symbolic size " + size->render() + " overflows int64"); break;
       case Ops::MAX: r = std::max(a(0), a(1)); break;
-      case Ops::IDIV: r = a(1) ? a(0) / a(1) : 0; break;
-      case Ops::MOD: r = a(1) ? a(0) % a(1) : 0; break;
+      case Ops::IDIV:  // x // 0 == 0, as tg_expr_eval
+        TG_CHECK(a(1) != -1 || a(0) != INT64_MIN, TG_ERROR_SHAPE, "the symbolic size " + size->render() + " overflows int64");
+        r = a(1) == 0 ? 0 : a(0) / a(1);
+        break;
+      case Ops::MOD: r = a(1) == 0 ? a(0) : a(1) == -1 ? 0 : a(0) % a(1); break;  // x % 0 == x, as tg_expr_eval
       default: TG_CHECK(false, TG_ERROR_UNSUPPORTED, "the symbolic size " + size->render() + " has a " + std::string(op_name(u->op)) + ": sizes are sums and products");
     }
     v[u.get()] = r;
