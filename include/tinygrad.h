@@ -463,8 +463,8 @@ TG_API tg_tensor* tg_tensor_shrink(tg_tensor* t, const int64_t* bounds, size_t n
  * bound value. Padding the dim by plain amounts and concatenating along it (tg_tensor_pad, tg_tensor_cat) keep it
  * symbolic: its size becomes an expression of the Variables (i+2, i+j), as in tinygrad, and still schedules and compiles
  * once. A view that would move the dim's start or reverse it (shrink from a start > 0, flip, a reshape merging it) is
- * TG_ERROR_UNSUPPORTED, as is the gradient of a cat along it; the dim meeting a plain dim of the same size in a
- * broadcast is TG_ERROR_SHAPE. */
+ * TG_ERROR_UNSUPPORTED, as is the gradient of a cat along it for its pieces after the first; the dim meeting a plain
+ * dim of the same size in a broadcast is TG_ERROR_SHAPE. */
 TG_API tg_tensor* tg_tensor_shrink_var(tg_tensor* t, int64_t axis, const tg_expr* var, int64_t value);
 /* tg_tensor_shrink_var with the size an expression `e` (borrowed) of Variables, each bound here (names[i] = values[i],
  * within its range; one left unbound is TG_ERROR_INVALID_ARGUMENT): t[..., 0:e, ...], the dim's size being e at those

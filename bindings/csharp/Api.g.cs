@@ -806,8 +806,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
   /// along it (tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size becomes an expression of the Variables
   /// (i+2, i+j), as in tinygrad, and still schedules and compiles once. A view that would move the dim's start or
   /// reverse it (shrink from a start &gt; 0, flip, a reshape merging it) is TG_ERROR_UNSUPPORTED, as is the
-  /// gradient of a cat along it; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
-  /// (tg_tensor_shrink_var)
+  /// gradient of a cat along it for its pieces after the first; the dim meeting a plain dim of the same size in a
+  /// broadcast is TG_ERROR_SHAPE. (tg_tensor_shrink_var)
   /// </summary>
   public Tensor ShrinkVar(long axis, Expr @var, long value) {
     return new Tensor(Native.Check(Native.tg_tensor_shrink_var(H, axis, Native.Arg(@var, nameof(@var)).H, value)));

@@ -920,7 +920,8 @@ public static unsafe partial class Native {
   /// along it (tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size becomes an expression of the Variables
   /// (i+2, i+j), as in tinygrad, and still schedules and compiles once. A view that would move the dim's start or
   /// reverse it (shrink from a start &gt; 0, flip, a reshape merging it) is TG_ERROR_UNSUPPORTED, as is the
-  /// gradient of a cat along it; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
+  /// gradient of a cat along it for its pieces after the first; the dim meeting a plain dim of the same size in a
+  /// broadcast is TG_ERROR_SHAPE.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_shrink_var(TensorHandle t, long axis, ExprHandle @var, long value);

@@ -4328,7 +4328,8 @@ func (t *Tensor) Shrink(bounds []int64) (*Tensor, error) {
 // concatenating along it (tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size becomes an expression of the
 // Variables (i+2, i+j), as in tinygrad, and still schedules and compiles once. A view that would move the dim's
 // start or reverse it (shrink from a start > 0, flip, a reshape merging it) is TG_ERROR_UNSUPPORTED, as is the
-// gradient of a cat along it; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
+// gradient of a cat along it for its pieces after the first; the dim meeting a plain dim of the same size in a
+// broadcast is TG_ERROR_SHAPE.
 func (t *Tensor) ShrinkVar(axis int64, varArg *Expr, value int64) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_shrink_var(t.ptr(), C.int64_t(axis), varArg.ptr(), C.int64_t(value), &st)

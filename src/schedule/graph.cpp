@@ -68,8 +68,8 @@ std::vector<int64_t> sym_arg(const UOp* u, const std::function<int64_t(const UOp
   if (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::SHRINK)
     for (size_t i = 0; i < u->sym().size(); i++)
       if (const UOp* v = u->sym()[i]) {
-        int64_t& x = a[u->op == Ops::SHRINK ? 2 * i + 1 : i];
-        x = size(v, x);
+        if (u->op == Ops::SHRINK) a[2 * i + 1] = a[2 * i] + size(v, a[2 * i + 1] - a[2 * i]);  // a start past 0 stays
+        else a[i] = size(v, a[i]);
       }
   return a;
 }

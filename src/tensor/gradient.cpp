@@ -157,24 +157,26 @@ const PatternMatcher& pm_gradient() {
              for (size_t i = 0; i < m["x"]->shape().size(); i++) b.emplace_back(a[2 * i], a[2 * i] + m["x"]->shape()[i]);
              return grads_of({m.ctx<GradCtx>().g().shrink(b)});
            }},
-          // padded by symbolic amounts: a fixed pad of a Variable dim (pad_to) gives back the Variable's part; a symbolic
-          // start (a cat along a Variable dim) has no gradient rule yet
+          // padded by symbolic amounts: the source's part of the gradient, from a constant start (pad_to, a pad of a
+          // symbolic dim by plain amounts, a cat's first piece); a symbolic start (a cat's later pieces) has no rule yet
           {UPat(Ops::PAD, {UPat::var("x")}).any_len(), [](const Match& m) {
              const UOp* x = m["x"].get();
              auto& a = m.root->arg_ints();
              auto& dims = std::get<std::vector<int64_t>>(m.root->tag);
-             for (size_t k = 0; k < dims.size(); k++)
-               TG_CHECK(m.root->src[1 + 2 * k]->op == Ops::CONST && m.root->src[2 + 2 * k]->op == Ops::CONST, TG_ERROR_UNSUPPORTED,
-                        "gradient: a pad or cat along symbolic dim " + std::to_string(dims[k]) + " has no gradient");
              Tensor g = m.ctx<GradCtx>().g();
              std::vector<std::pair<int64_t, int64_t>> b;
              for (size_t i = 0; i < x->shape().size(); i++) {
-               bool var = !x->sym().empty() && x->sym()[i];
-               b.emplace_back(a[2 * i], var ? g.shape()[i] : a[2 * i] + x->shape()[i]);
+               bool tagged = std::find(dims.begin(), dims.end(), int64_t(i)) != dims.end();
+               b.emplace_back(tagged ? 0 : a[2 * i], tagged ? g.shape()[i] : a[2 * i] + x->shape()[i]);
              }
              g = g.shrink(b);
-             for (size_t i = 0; i < x->shape().size(); i++)
-               if (!x->sym().empty() && x->sym()[i]) g = g.shrink_var(int64_t(i), x->sym()[i]->ref(), x->shape()[i]);
+             for (size_t k = 0; k < dims.size(); k++) {
+               TG_CHECK(m.root->src[1 + 2 * k]->op == Ops::CONST, TG_ERROR_UNSUPPORTED,
+                        "gradient: a cat along symbolic dim " + std::to_string(dims[k]) + " has no gradient for its pieces after the first");
+               size_t d = size_t(dims[k]);
+               const UOp* xs = x->sym().empty() ? nullptr : x->sym()[d];
+               g = g.shrink_sym(int64_t(d), a[2 * d], SymInt{x->shape()[d], xs ? xs->ref() : UOpRef()});
+             }
              UOps gs{g.uop()};
              gs.resize(m.root->src.size(), none());
              return UOp::make(Ops::NOOP, dtypes::void_, std::move(gs));
@@ -184,6 +186,27 @@ const PatternMatcher& pm_gradient() {
              std::vector<std::pair<int64_t, int64_t>> p;
              for (size_t i = 0; i < m["x"]->shape().size(); i++) p.emplace_back(a[2 * i], m["x"]->shape()[i] - a[2 * i + 1]);
              return grads_of({m.ctx<GradCtx>().g().pad(p)});
+           }},
+          // a shrink to a symbolic size (shrink_var, shrink_sym): the gradient padded back, from the Variable's size to the
+          // source's (plain, or symbolic itself); its carriers get none
+          {UPat(Ops::SHRINK, {UPat::var("x")}).any_len(), [](const Match& m) {
+             const UOp* x = m["x"].get();
+             auto& a = m.root->arg_ints();
+             auto& dims = std::get<std::vector<int64_t>>(m.root->tag);
+             Tensor g = m.ctx<GradCtx>().g();
+             std::vector<std::pair<int64_t, int64_t>> p;
+             for (size_t i = 0; i < x->shape().size(); i++) {
+               bool tagged = std::find(dims.begin(), dims.end(), int64_t(i)) != dims.end();
+               p.emplace_back(tagged ? 0 : a[2 * i], tagged ? 0 : x->shape()[i] - a[2 * i + 1]);
+             }
+             g = g.pad(p);
+             for (auto d : dims) {
+               const UOp* xs = x->sym().empty() ? nullptr : x->sym()[size_t(d)];
+               g = g.pad_sym(d, {a[2 * size_t(d)]}, SymInt{x->shape()[size_t(d)], xs ? xs->ref() : UOpRef()});
+             }
+             UOps gs{g.uop()};
+             gs.resize(m.root->src.size(), none());
+             return UOp::make(Ops::NOOP, dtypes::void_, std::move(gs));
            }},
           {UPat(Ops::FLIP), [](const Match& m) {
              std::vector<int64_t> axes;

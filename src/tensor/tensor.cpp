@@ -497,6 +497,18 @@ Tensor Tensor::shrink_var(int64_t dim, const UOpRef& size, int64_t value, UOps i
   for (int64_t i = 0; i < ndim(); i++) arg.push_back(0), arg.push_back(i == d ? value : shape()[size_t(i)]);
   return Tensor(UOp::make(Ops::SHRINK, dtype(), {uop(), bound_var(size.get(), value, std::move(inner))}, arg, std::vector<int64_t>{d}), device());
 }
+Tensor Tensor::shrink_sym(int64_t axis, int64_t start, const SymInt& size) const {
+  int64_t d = resolve_axis(axis, "shrink");
+  const UOp* in = uop()->sym().empty() ? nullptr : uop()->sym()[size_t(d)];
+  int64_t have = shape()[size_t(d)], room = in ? sym_largest(in) : have, big = size.e ? sym_largest(size.e.get()) : size.v;
+  TG_CHECK(start >= 0 && size.v >= 0 && start + size.v <= have && start + big <= room, TG_ERROR_SHAPE,
+           strformat("shrink: %lld elements from %lld of dim %lld of %s (up to %lld) don't fit", (long long)size.v, (long long)start, (long long)d,
+                     sym_shape_str(*this).c_str(), (long long)big));
+  std::vector<int64_t> arg;
+  for (int64_t i = 0; i < ndim(); i++) arg.push_back(i == d ? start : 0), arg.push_back(i == d ? start + size.v : shape()[size_t(i)]);
+  UOpRef carrier = size.e ? bound_var(size.e.get(), size.v) : UOp::const_int(dtypes::index, size.v);  // a CONST: a plain dim
+  return Tensor(UOp::make(Ops::SHRINK, dtype(), {uop(), carrier}, arg, std::vector<int64_t>{d}), device());
+}
 Tensor Tensor::flip(std::vector<int64_t> axes) const {
   std::vector<int64_t> flags(static_cast<size_t>(ndim()), 0);
   for (auto a : axes) {

@@ -214,6 +214,9 @@ class Tensor {
   // size may also be an expression of Variables that grows with each (v+t): `inner` binds its Variables (BIND nodes)
   // where the graph does not
   Tensor shrink_var(int64_t dim, const UOpRef& size, int64_t value, UOps inner = {}) const;
+  // [start, start + size) of dim `axis`, which may be symbolic, with `size` a value or an expression of the Variables
+  // bound in this graph: the gradient of a pad of a symbolic dim
+  Tensor shrink_sym(int64_t axis, int64_t start, const SymInt& size) const;
   Tensor rebind(const UOpRef& var, int64_t value) const;  // the same graph with `var` bound to `value` instead
   Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double value = 0) const;
   Tensor shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const;

@@ -452,7 +452,7 @@ void UOp::compute_sym() {
     if (sym_.empty()) sym_.assign(n, nullptr);
     for (size_t k = 0; k < dims.size() && k + 1 < src.size(); k++) {
       const UOp* v = src[k + 1].get();
-      if (size_t(dims[k]) < n) sym_[size_t(dims[k])] = v->op == Ops::BIND ? v->src[0].get() : v;
+      if (size_t(dims[k]) < n) sym_[size_t(dims[k])] = v->op == Ops::BIND ? v->src[0].get() : v->op == Ops::CONST ? nullptr : v;  // CONST: plain
     }
   }
   if (std::all_of(sym_.begin(), sym_.end(), [](const UOp* v) { return v == nullptr; })) sym_.clear();

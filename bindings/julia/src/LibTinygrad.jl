@@ -861,7 +861,8 @@ tg_tensor_shape gives the bound value. Padding the dim by plain amounts and conc
 (tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size becomes an expression of the Variables (i+2, i+j),
 as in tinygrad, and still schedules and compiles once. A view that would move the dim's start or reverse it
 (shrink from a start > 0, flip, a reshape merging it) is TG_ERROR_UNSUPPORTED, as is the gradient of a cat
-along it; the dim meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
+along it for its pieces after the first; the dim meeting a plain dim of the same size in a broadcast is
+TG_ERROR_SHAPE.
 """
 tg_tensor_shrink_var(t, axis, var, value) = ccall((:tg_tensor_shrink_var, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Int64), t, axis, var, value)
 """

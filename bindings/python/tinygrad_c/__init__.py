@@ -652,14 +652,12 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     _unbound_check(shape, name)
     # a symbolic dim (Tensor.zeros(v.bind(3), 4), Tensor.full((t, p + t), x)): made at its largest size, then shrunk to
     # it (shrink_var; shrink_expr binding an expression's Variables)
-    sym = [i for i, d in enumerate(shape) if isinstance(d, BoundExpr) and d.vmin >= 0 and (d.var is not None or d._binds)]
+    sym = [i for i, d in enumerate(shape) if _symbolic_size(d)]
     shape = tuple(d.vmax if i in sym else d for i, d in enumerate(shape))
     fn = getattr(C, f"tensor_{name}")
     t = Tensor._wrap(fn(_i64s(shape, "shape dim"), len(shape), *extra, to_dtype(dtype).value, _enc(device)), f"tensor_{name}")
     for i in sym:
-      d = shape_in[i]
-      if d.var is not None: t = t.shrink_var(i, d.var, int(d))
-      else: t = Tensor._wrap(C.tensor_shrink_expr(t._h, i, d._e._h, *_bindings(d._binds), int(d)), "tensor_shrink_expr")
+      t = t._shrink_bound(i, shape_in[i])
     return t._rg(requires_grad)
 
   def _rg(self, requires_grad: Optional[bool]) -> "Tensor":
@@ -1560,12 +1558,18 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     shape = self.shape
     pairs = tuple(tuple(p) if p is not None else (0, shape[i] if i < len(shape) else 0) for i, p in enumerate(arg))
     _unbound_check([x for p in pairs for x in p], "shrink")
-    # (0, v.bind(n)) on a plain dim: symbolic (shrink_var); other bounds on a bound dim or with bound values: at the binding
-    sym = [(i, v, int(p[1])) for i, p in enumerate(pairs) if len(p) == 2 and i < len(shape) and (v := _bound_var(p[1])) is not None and
-           not isinstance(p[0], BoundExpr) and p[0] == 0 and _bound_var(shape[i]) is None]
+    # (0, v.bind(n)) or (0, v.bind(n) + 1) on a plain dim: symbolic (shrink_var, shrink_expr); other bounds on a bound dim
+    # or with bound values: at the binding
+    sym = [(i, p[1]) for i, p in enumerate(pairs) if len(p) == 2 and i < len(shape) and _symbolic_size(p[1]) and
+           not isinstance(p[0], BoundExpr) and p[0] == 0 and not isinstance(shape[i], BoundExpr)]
     t = self._plain_where(lambda i, d: i < len(pairs) and len(pairs[i]) == 2 and (pairs[i][0] != 0 or pairs[i][1] != d))
-    for i, v, val in sym: t, pairs = t.shrink_var(i, v, val), pairs[:i] + ((0, val),) + pairs[i + 1:]
+    for i, b in sym: t, pairs = t._shrink_bound(i, b), pairs[:i] + ((0, int(b)),) + pairs[i + 1:]
     return t._mv("shrink", _flat_pairs("shrink", pairs, "(start, end)"))  # all of them: the library checks the count
+
+  def _shrink_bound(self, axis: int, b: "BoundExpr") -> "Tensor":
+    """self[..., 0:b, ...] along axis, b a bound Variable (shrink_var) or an expression of bound ones (shrink_expr)."""
+    if b.var is not None: return self.shrink_var(axis, b.var, int(b))
+    return Tensor._wrap(C.tensor_shrink_expr(self._h, _i64(axis, "axis"), b._e._h, *_bindings(b._binds)), "tensor_shrink_expr")
 
   def shrink_var(self, axis: int, var: "Expr", value: int) -> "Tensor":
     """self[..., 0:var, ...] along axis, that dim's size being the Variable `var` (1 <= min <= max <= the dim) bound to
@@ -1788,9 +1792,9 @@ class Tensor(_Owned, metaclass=_TensorMeta):
         new.append(ix)
         continue
       size = shape[d] if d < len(shape) else None
-      if isinstance(ix, slice) and (v := _bound_var(ix.stop)) is not None and ix.start in (None, 0) and ix.step in (None, 1) and \
-         not isinstance(ix.start, BoundExpr) and _bound_var(size) is None:
-        sym.append((d, v, int(ix.stop)))
+      if isinstance(ix, slice) and _symbolic_size(ix.stop) and ix.start in (None, 0) and ix.step in (None, 1) and \
+         not isinstance(ix.start, BoundExpr) and not isinstance(size, BoundExpr):
+        sym.append((d, ix.stop))
         new.append(slice(None))
       else:
         new.append(ix)
@@ -1798,7 +1802,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
           plain |= not (isinstance(ix, slice) and ix.start in (None, 0) and ix.step in (None, 1) and (ix.stop is None or ix.stop == size))
       d += 1
     t = self.at_binding() if plain else self
-    for i, v, val in sym: t = t.shrink_var(i, v, val)
+    for i, b in sym: t = t._shrink_bound(i, b)
     return t, tuple(new) if isinstance(indices, tuple) else new[0]
 
   def __setitem__(self, indices, v) -> None:
@@ -2380,6 +2384,11 @@ def sym_infer(e, var_vals: dict) -> int:
 
 
 __all__ += ["BoundExpr", "sym_infer"]
+
+
+def _symbolic_size(d) -> bool:
+  """A bound Variable, or an expression whose Variables are all bound (v.bind(3) + 1): a size kept symbolic."""
+  return isinstance(d, BoundExpr) and d.vmin >= 0 and (d.var is not None or bool(d._binds))
 
 
 def _bound_var(d) -> Optional[Expr]:

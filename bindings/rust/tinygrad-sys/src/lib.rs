@@ -746,8 +746,8 @@ unsafe extern "C" {
   /// concatenating along it (tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size becomes an expression of
   /// the Variables (i+2, i+j), as in tinygrad, and still schedules and compiles once. A view that would move
   /// the dim's start or reverse it (shrink from a start > 0, flip, a reshape merging it) is
-  /// TG_ERROR_UNSUPPORTED, as is the gradient of a cat along it; the dim meeting a plain dim of the same size
-  /// in a broadcast is TG_ERROR_SHAPE.
+  /// TG_ERROR_UNSUPPORTED, as is the gradient of a cat along it for its pieces after the first; the dim meeting
+  /// a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
   pub fn tg_tensor_shrink_var(t: *mut tg_tensor, axis: i64, var: *const tg_expr, value: i64) -> *mut tg_tensor;
   /// tg_tensor_shrink_var with the size an expression `e` (borrowed) of Variables, each bound here (names[i] =
   /// values[i], within its range; one left unbound is TG_ERROR_INVALID_ARGUMENT): t[..., 0:e, ...], the dim's

@@ -1245,8 +1245,8 @@ impl Tensor {
   /// dim by plain amounts and concatenating along it (tg_tensor_pad, tg_tensor_cat) keep it symbolic: its size
   /// becomes an expression of the Variables (i+2, i+j), as in tinygrad, and still schedules and compiles once.
   /// A view that would move the dim's start or reverse it (shrink from a start > 0, flip, a reshape merging it)
-  /// is TG_ERROR_UNSUPPORTED, as is the gradient of a cat along it; the dim meeting a plain dim of the same
-  /// size in a broadcast is TG_ERROR_SHAPE.
+  /// is TG_ERROR_UNSUPPORTED, as is the gradient of a cat along it for its pieces after the first; the dim
+  /// meeting a plain dim of the same size in a broadcast is TG_ERROR_SHAPE.
   pub fn shrink_var(&self, axis: i64, var: &Expr, value: i64) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_shrink_var(self.as_ptr(), axis, var.as_ptr(), value)) }
   }
