@@ -105,11 +105,10 @@ Normalized normalize(const std::vector<UOpRef>& roots) {
       // padded by symbolic amounts: the padding before and the size at their largest, the padding after makes up the rest
       std::vector<int64_t> arg = u->arg_ints();
       auto& dims = std::get<std::vector<int64_t>>(u->tag);
-      auto largest = [](const UOp* x) { return x->op == Ops::CONST ? int64_t(x->const_value()) : sym_largest(x); };
       for (size_t k = 0; k < dims.size(); k++) {
         size_t d = size_t(dims[k]);
-        arg[2 * d] = largest(src[1 + 2 * k].get());
-        arg[2 * d + 1] = largest(src[2 + 2 * k].get()) - arg[2 * d] - src[0]->shape()[d];
+        arg[2 * d] = sym_largest(src[1 + 2 * k].get());
+        arg[2 * d + 1] = sym_largest(src[2 + 2 * k].get()) - arg[2 * d] - src[0]->shape()[d];
         TG_CHECK(arg[2 * d + 1] >= 0, TG_ERROR_SHAPE,
                  "realize: a pad of dim " + std::to_string(d) + " to " + sym_name(src[2 + 2 * k].get()) + " doesn't fit at the Variables' largest values");
       }

@@ -56,6 +56,7 @@ int64_t sym_eval(const UOp* size, const std::function<int64_t(const UOp* var)>& 
   return v.at(size);
 }
 int64_t sym_largest(const UOp* size) { return sym_eval(size, [](const UOp* var) { return var->argv<VarArg>().vmax; }); }
+bool sym_grows(const UOp* size) { return size->op == Ops::DEFINE_VAR || sym_largest(size) == size->vmax(); }
 std::unordered_map<const UOp*, int64_t> graph_binds(const UOp* root) {
   std::unordered_map<const UOp*, int64_t> out;
   for (auto& u : root->toposort())

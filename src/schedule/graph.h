@@ -38,6 +38,7 @@ std::vector<const UOp*> sym_vars(const UOp* size);     // its Variables, in grap
 // the size with each Variable at val(var); -1 where val gives -1 for one of them
 int64_t sym_eval(const UOp* size, const std::function<int64_t(const UOp* var)>& val);
 int64_t sym_largest(const UOp* size);  // at its Variables' largest values: the extent a buffer is laid out for
+bool sym_grows(const UOp* size);        // largest at its Variables' largest values, so that layout holds every binding
 // the Variables' values bound anywhere in a graph (BIND(var, value) nodes), by DEFINE_VAR
 std::unordered_map<const UOp*, int64_t> graph_binds(const UOp* root);
 // a movement op's arg with each symbolic dim's size from `size` (normalization: its largest; rebinding: a value)

@@ -30,6 +30,13 @@ UOpRef grads_of(std::initializer_list<Tensor> ts) {
   return UOp::make(Ops::NOOP, dtypes::void_, std::move(v));
 }
 
+// a view's gradient: g for its source, none for its extra sources (the BIND or CONST sizes of symbolic dims)
+UOpRef grad_of_view(const Tensor& g, const UOp* view) {
+  UOps gs{g.uop()};
+  gs.resize(view->src.size(), none());
+  return UOp::make(Ops::NOOP, dtypes::void_, std::move(gs));
+}
+
 // the sum of g over the axes `to` has size 1 and g does not (EXPAND's gradient, and the un-broadcast of a reduce)
 Tensor sum_to(const Tensor& g, const UOp* x) {
   const Shape& to = x->shape();
@@ -141,9 +148,7 @@ const PatternMatcher& pm_gradient() {
           {UPat(Ops::RESHAPE, {UPat::var("x")}), [](const Match& m) { return grads_of({m.ctx<GradCtx>().g().reshape(m["x"]->shape())}); }},
           // an EXPAND to a Variable's size has its BINDs as more sources: they get no gradient
           {UPat(Ops::EXPAND, {UPat::var("x")}).any_len(), [](const Match& m) {
-             UOps gs{sum_to(m.ctx<GradCtx>().g(), m["x"].get()).uop()};
-             gs.resize(m.root->src.size(), none());
-             return UOp::make(Ops::NOOP, dtypes::void_, std::move(gs));
+             return grad_of_view(sum_to(m.ctx<GradCtx>().g(), m["x"].get()), m.root);
            }},
           {UPat(Ops::PERMUTE), [](const Match& m) {
              auto& order = m.root->arg_ints();
@@ -177,9 +182,7 @@ const PatternMatcher& pm_gradient() {
                const UOp* xs = x->sym().empty() ? nullptr : x->sym()[d];
                g = g.shrink_sym(int64_t(d), a[2 * d], SymInt{x->shape()[d], xs ? xs->ref() : UOpRef()});
              }
-             UOps gs{g.uop()};
-             gs.resize(m.root->src.size(), none());
-             return UOp::make(Ops::NOOP, dtypes::void_, std::move(gs));
+             return grad_of_view(g, m.root);
            }},
           {UPat(Ops::SHRINK, {UPat::var("x")}), [](const Match& m) {
              auto& a = m.root->arg_ints();
@@ -204,9 +207,7 @@ const PatternMatcher& pm_gradient() {
                const UOp* xs = x->sym().empty() ? nullptr : x->sym()[size_t(d)];
                g = g.pad_sym(d, {a[2 * size_t(d)]}, SymInt{x->shape()[size_t(d)], xs ? xs->ref() : UOpRef()});
              }
-             UOps gs{g.uop()};
-             gs.resize(m.root->src.size(), none());
-             return UOp::make(Ops::NOOP, dtypes::void_, std::move(gs));
+             return grad_of_view(g, m.root);
            }},
           {UPat(Ops::FLIP), [](const Match& m) {
              std::vector<int64_t> axes;

@@ -146,7 +146,6 @@ Tensor Tensor::stack(const std::vector<Tensor>& ts, int64_t dim) {
   for (auto& t : ts) us.push_back(t.unsqueeze(dim));
   return cat(us, dim < 0 ? dim + ts[0].ndim() + 1 : dim);
 }
-// keep [i, j] where j - i >= k (triu) or j - i <= k (tril), over the last two dims
 // 0..n-1 along dim `d` of t: symbolic as t's dim is (an arange at its largest size, shrunk to it)
 static Tensor index_along(const Tensor& t, size_t d) {
   int64_t n = t.shape()[d];

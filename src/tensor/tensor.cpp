@@ -432,7 +432,7 @@ Tensor Tensor::pad_sym(int64_t axis, const SymInt& before, const SymInt& size, d
   int64_t have = shape()[size_t(d)];
   auto largest = [](const SymInt& x) { return x.e ? sym_largest(x.e.get()) : x.v; };
   for (const SymInt* x : {&before, &size})
-    TG_CHECK(!x->e || sym_eval(x->e.get(), [](const UOp* v) { return v->argv<VarArg>().vmax; }) == x->e->vmax(), TG_ERROR_UNSUPPORTED,
+    TG_CHECK(!x->e || sym_grows(x->e.get()), TG_ERROR_UNSUPPORTED,
              "pad: the size " + sym_name(x->e.get()) + " doesn't grow with its Variables");
   TG_CHECK(before.v >= 0 && size.v - before.v >= have, TG_ERROR_SHAPE,
            strformat("pad: dim %lld of %s padded by %lld in front doesn't fit in %lld", (long long)d, sym_shape_str(*this).c_str(), (long long)before.v,
@@ -486,7 +486,7 @@ Tensor Tensor::shrink_var(int64_t dim, const UOpRef& size, int64_t value, UOps i
   int64_t lo = size->vmin(), hi = size->vmax();
   TG_CHECK(lo >= 0, TG_ERROR_SHAPE, strformat("shrink_var: %s in [%lld, %lld] can be negative", name.c_str(), (long long)lo, (long long)hi));
   // a size is laid out at its Variables' largest values: it must be largest there
-  TG_CHECK(size->op == Ops::DEFINE_VAR || sym_largest(size.get()) == hi, TG_ERROR_UNSUPPORTED,
+  TG_CHECK(sym_grows(size.get()), TG_ERROR_UNSUPPORTED,
            "shrink_var: the size " + name + " doesn't grow with its Variables");
   TG_CHECK(value >= lo && value <= hi, TG_ERROR_INVALID_ARGUMENT,
            strformat("shrink_var: %lld is outside %s's range [%lld, %lld]", (long long)value, name.c_str(), (long long)lo, (long long)hi));
