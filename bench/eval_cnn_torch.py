@@ -5,7 +5,7 @@ warm-up as the last line, and the growth of the process's peak resident memory o
 
 usage: eval_cnn_torch.py THREADS RUNS
 exit status 2 if torch can't be imported."""
-import gzip
+import os
 import resource
 import statistics
 import sys
@@ -13,7 +13,8 @@ import time
 
 import numpy as np
 
-DIR = "/usr/share/datasets/fashion-mnist"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_cnn_torch import cnn_model, load  # noqa: E402  the same model and data as the training reference
 
 
 def main() -> int:
@@ -26,12 +27,9 @@ def main() -> int:
         return 2
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    with gzip.open(f"{DIR}/t10k-images-idx3-ubyte.gz") as f: x = np.frombuffer(f.read(), np.uint8, offset=16)
-    with gzip.open(f"{DIR}/t10k-labels-idx1-ubyte.gz") as f: y = np.frombuffer(f.read(), np.uint8, offset=8)
+    x, y = load("t10k")
     X, Y = torch.tensor(x.reshape(-1, 1, 28, 28)), torch.tensor(y.astype(np.int64))
-    model = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.Conv2d(32, 32, 5), nn.ReLU(), nn.BatchNorm2d(32), nn.MaxPool2d(2),
-                          nn.Conv2d(32, 64, 3), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(), nn.BatchNorm2d(64), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(576, 10)).eval()
+    model = cnn_model(nn).eval()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     times = []
     with torch.no_grad():

@@ -15,6 +15,20 @@ import numpy as np
 DIR = "/usr/share/datasets/fashion-mnist"
 
 
+def load(split: str):
+    """Fashion-MNIST images (N, 28, 28 flattened, uint8) and labels of `split` ("train" or "t10k")."""
+    with gzip.open(f"{DIR}/{split}-images-idx3-ubyte.gz") as f: x = np.frombuffer(f.read(), np.uint8, offset=16)
+    with gzip.open(f"{DIR}/{split}-labels-idx1-ubyte.gz") as f: y = np.frombuffer(f.read(), np.uint8, offset=8)
+    return x, y
+
+
+def cnn_model(nn):
+    """tinygrad's beautiful_mnist convnet in torch.nn (the module passed in, so importing this file needs no torch)."""
+    return nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.Conv2d(32, 32, 5), nn.ReLU(), nn.BatchNorm2d(32), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 3), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(), nn.BatchNorm2d(64), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(576, 10))
+
+
 def main() -> int:
     threads, steps = int(sys.argv[1]), int(sys.argv[2])
     try:
@@ -25,13 +39,10 @@ def main() -> int:
         return 2
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    with gzip.open(f"{DIR}/train-images-idx3-ubyte.gz") as f: x = np.frombuffer(f.read(), np.uint8, offset=16)
-    with gzip.open(f"{DIR}/train-labels-idx1-ubyte.gz") as f: y = np.frombuffer(f.read(), np.uint8, offset=8)
+    x, y = load("train")
     X = torch.tensor(x.reshape(-1, 1, 28, 28).astype(np.float32))
     Y = torch.tensor(y.astype(np.int64))
-    model = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.Conv2d(32, 32, 5), nn.ReLU(), nn.BatchNorm2d(32), nn.MaxPool2d(2),
-                          nn.Conv2d(32, 64, 3), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(), nn.BatchNorm2d(64), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(576, 10))
+    model = cnn_model(nn)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
     def step():
