@@ -1,6 +1,6 @@
 // Rangeify: movement ops become index arithmetic over RANGE loops, elementwise ops fuse into their consumers, and a
 // kernel boundary appears only where a buffer must exist (a root, CONTIGUOUS, a reduce whose value would be recomputed
-// under an EXPAND).
+// under an EXPAND, a scatter).
 #include <algorithm>
 #include <iterator>
 #include <list>
@@ -57,6 +57,8 @@ static const UOp* previous_version(const UOp* a) {
   return t;
 }
 
+struct KernelBuilder;
+
 struct ScheduleBuilder {
   Schedule& s;
   std::unordered_map<const UOp*, int> slot_of;          // tensor-level node that gets a buffer -> its slot
@@ -68,12 +70,15 @@ struct ScheduleBuilder {
   std::unordered_set<int> root_slots;                   // slots the roots are realized into (never freed)
   std::unordered_map<const UOp*, std::unordered_set<const UOp*>> inlined_in;  // reduce -> the kernels computing it inline
   std::unordered_map<const UOp*, bool> no_load_memo;
+  std::vector<std::pair<size_t, size_t>> after;  // (kernel, kernel it must run after) beyond what their buffers say
 
   void mark_splits(const UOpRef& sink);
   bool no_load(const UOp* n);
 
   int slot(const UOp* n);
   void build(const UOp* n, int out);
+  void build_scatter(const UOp* n, int out);
+  void add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef ast, const std::string& name);
   static bool in_place_safe(const UOpRef& ast);
   void build_pending();
   bool order_kernels();  // false if the assigns make a cycle
@@ -214,6 +219,10 @@ struct KernelBuilder {
       case Ops::CONST: f.value = n->ref(); return;
       case Ops::CONTIGUOUS:
         if (n == root || is_contiguous_input(n->src[0].get())) return src0(idx, gate, f.c.expanded);
+        f.value = load(sb.slot(n), n, idx, gate);
+        return;
+      case Ops::SCATTER:  // its first kernel copies the target into its buffer (build_scatter's stores come after)
+        if (n == root) return src0(idx, gate, f.c.expanded);
         f.value = load(sb.slot(n), n, idx, gate);
         return;
       case Ops::DETACH:
@@ -415,7 +424,7 @@ void ScheduleBuilder::mark_splits(const UOpRef& sink) {
     const UOp* u = it->get();
     bool ex = under_expand.count(u);
     if (u->op == Ops::REDUCE_AXIS && ex) realized.insert(u), ex = false;
-    if (u->op == Ops::CONTIGUOUS) ex = false;
+    if (u->op == Ops::CONTIGUOUS || u->op == Ops::SCATTER) ex = false;
     ex |= u->op == Ops::EXPAND && prod(u->shape()) > prod(u->src[0]->shape());
     if (ex)
       for (auto& x : u->src) under_expand.insert(x.get());
@@ -424,7 +433,7 @@ void ScheduleBuilder::mark_splits(const UOpRef& sink) {
     Node nd;
     // an EXPAND of a value that reads a buffer starts a window; a reduce (or a buffer) ends it
     bool starts = u->op == Ops::EXPAND && prod(u->shape()) > prod(u->src[0]->shape()) && !depth[u->src[0].get()].d.in.empty();
-    bool ends = u->op == Ops::REDUCE_AXIS || u->op == Ops::CONTIGUOUS || u->op == Ops::PARAM || u->op == Ops::BUFFER;
+    bool ends = u->op == Ops::REDUCE_AXIS || u->op == Ops::CONTIGUOUS || u->op == Ops::SCATTER || u->op == Ops::PARAM || u->op == Ops::BUFFER;
     // combined with a value of data (not a window, not a constant), the result is data-sized: a bias added to a conv's
     // output is not a window
     bool win = false, data = false;
@@ -456,7 +465,7 @@ void ScheduleBuilder::mark_splits(const UOpRef& sink) {
       }
     }
     // an arange's sum reads no buffer: it is summed in closed form, not realized
-    if (u->op == Ops::CONTIGUOUS || (realized.count(u.get()) && !nd.d.in.empty())) nd = Node{Depth{0, 0, {u.get()}}, {}};
+    if (u->op == Ops::CONTIGUOUS || u->op == Ops::SCATTER || (realized.count(u.get()) && !nd.d.in.empty())) nd = Node{Depth{0, 0, {u.get()}}, {}};
     depth[u.get()] = std::move(nd);
   }
 }
@@ -518,8 +527,50 @@ void ScheduleBuilder::build(const UOp* n, int out) {
   }
   UOpRef v = kb.eval({n, idx, {}, false});
   UOpRef store = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, n->dtype.ptr_to(prod(shape)), {kb.global(out, n->dtype, prod(shape)), linear_index(idx, shape)}), v});
+  size_t before = s.kernels.size();
+  add_kernel(n, kb, UOp::sink({store}), "");
+  if (s.kernels.size() == before) return build(n, out);  // an assign not safe in place: its value got a buffer
+  if (n->op == Ops::SCATTER) build_scatter(n, out);
+}
+
+// A scatter's second kernel: one loop over the positions and values in row-major order that stores each value through
+// its loaded position, skipping positions outside the target. The loop is the AST's own (an END over REDUCE-kind
+// ranges), which no optimizer splits over threads or lanes: a position named twice keeps the last value, or each
+// value in turn is combined into the element.
+void ScheduleBuilder::build_scatter(const UOp* n, int out) {
+  const UOp *pos = n->src[1].get(), *val = n->src[2].get();
+  const std::string& reduce = n->argv<std::string>();
+  int64_t size = prod(n->shape());
+  KernelBuilder kb{*this, n, {}, {}};
+  UOpRef buf = kb.global(out, n->dtype, size);
+  UOps idx, rngs;
+  for (auto d : pos->shape()) {
+    idx.push_back(d == 1 ? idx_const(0) : UOp::range(d, kb.next_axis++, REDUCE));
+    if (d != 1) rngs.push_back(idx.back());
+  }
+  UOpRef at = kb.eval({pos, idx, {}, false})->cast(dtypes::index), v = kb.eval({val, idx, {}, false});
+  UOpRef dst = UOp::make(Ops::INDEX, n->dtype.ptr_to(size), {buf, at, (idx_const(-1) < at) & (at < idx_const(size))});
+  if (reduce != "replace") {
+    UOpRef old = UOp::make(Ops::LOAD, n->dtype, {dst});
+    bool b = dtypes::is_bool(n->dtype);
+    v = reduce == "sum" ? (b ? old | v : old + v) : reduce == "prod" ? (b ? old & v : old * v) : reduce == "amax" ? old->alu(Ops::MAX, {v})
+                                                                                                                    : (v < old)->where(v, old);
+  }
+  UOpRef st = UOp::make(Ops::STORE, dtypes::void_, {dst, v});
+  if (!rngs.empty()) {
+    rngs.insert(rngs.begin(), st);
+    st = UOp::make(Ops::END, dtypes::void_, std::move(rngs));
+  }
+  size_t copy = producer.at(n);
+  add_kernel(n, kb, UOp::sink({st}), "scatter_" + std::to_string(prod(pos->shape())));
+  after.emplace_back(producer.at(n), copy);
+}
+
+// Simplifies a kernel's AST, numbers the globals it still uses from 0 and appends it as the producer of n's buffer. An
+// assign whose value reads other elements of its target is not added: its value gets a buffer (build again).
+void ScheduleBuilder::add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef ast, const std::string& name) {
   // the reduces summed in closed form (a gather's) are gone before the kernel is named
-  UOpRef ast = collapse_reduces(graph_rewrite(UOp::sink({store}), symbolic(), nullptr, false, "rangeify"));
+  ast = collapse_reduces(graph_rewrite(ast, symbolic(), nullptr, false, "rangeify"));
   std::vector<std::pair<int64_t, int64_t>> reduce_ranges;  // (axis, size), named in the order they were made
   for (auto& u : ast->toposort())
     if (u->op == Ops::RANGE && u->arg_ints()[1] == REDUCE) reduce_ranges.emplace_back(u->arg_ints()[0], u->vmax() + 1);
@@ -542,10 +593,10 @@ void ScheduleBuilder::build(const UOp* n, int out) {
   // in place, each element may read only its own old value: otherwise the value is computed into a buffer first
   if (n->op == Ops::ASSIGN && !in_place_safe(ast)) {
     TG_CHECK(split.insert(n->src[1].get()).second, TG_ERROR_INTERNAL, "schedule: can't make an assign safe in place");
-    return build(n, out);
+    return;
   }
   auto k = std::make_shared<ScheduleItem>();
-  k->ast = ast, k->slots = used, k->name = kernel_name(!reduce_sizes.empty(), shape, reduce_sizes);
+  k->ast = ast, k->slots = used, k->name = name.empty() ? kernel_name(!reduce_sizes.empty(), n->shape(), reduce_sizes) : name;
   producer[n] = s.kernels.size();
   reads.emplace_back();
   for (auto& [sl, node] : kb.read_of) reads.back().insert(node);
@@ -577,6 +628,7 @@ bool ScheduleBuilder::order_kernels() {
       readers[r].push_back(k);
       if (auto it = producer.find(r); it != producer.end()) deps[k].push_back(it->second);
     }
+  for (auto [k, d] : after) deps[k].push_back(d);
   for (auto& [n, k] : producer)
     if (n->op == Ops::ASSIGN)
       for (size_t r : readers[previous_version(n)])

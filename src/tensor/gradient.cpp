@@ -137,6 +137,41 @@ const PatternMatcher& pm_gradient() {
              }
            }},
           {UPat({Ops::CONTIGUOUS, Ops::COPY}), [](const Match& m) { return grads({m.ctx<GradCtx>().grad}); }},
+          // put (SCATTER): the target t is each element's first value, the values v are combined into it in turn.
+          // replace: t's overwritten elements get nothing, each value the gradient at its position. sum: both get it all.
+          // amax/amin: split evenly among the elements equal to the result (torch's rule). prod: the product of the
+          // others, without dividing by a zero (a zero's share is the others' product if it is the only zero). The
+          // positions get none.
+          {UPat(Ops::SCATTER, {UPat::var("t"), UPat::var("p"), UPat::var("v")}).ordered(), [](const Match& m) {
+             auto& c = m.ctx<GradCtx>();
+             const std::string& r = m.root->argv<std::string>();
+             Tensor g = c.g(), p = c.t(m["p"]).cast(dtypes::int64), t = c.t(m["t"]), v = c.t(m["v"]), res = c.t(m.root->ref());
+             std::string dev = g.device();
+             auto i64 = [&](int64_t x) { return Tensor(UOp::const_int(dtypes::int64, x), dev); };
+             Tensor valid = p.ge(i64(0)).bitwise_and(p.lt(i64(g.numel()))), zero = g.full_like(0);
+             Index at{Index::TensorIdx};
+             at.tensor = std::make_shared<Tensor>(valid.where(p, i64(0)));
+             auto gather = [&](const Tensor& x) {  // x's element at each value's position (0 outside)
+               return valid.where(x.flatten().getitem({at}), Tensor(UOp::const_(x.dtype(), 0), dev));
+             };
+             if (r == "replace") return grads({g.put(p, Tensor(UOp::const_(g.dtype(), 0), dev)).uop(), none(), gather(g).uop()});
+             if (r == "sum") return grads({g.uop(), none(), gather(g).uop()});
+             if (r == "amax" || r == "amin") {
+               Tensor te = t.eq(res), ve = v.eq(gather(res));
+               Tensor n = te.cast(g.dtype()).put(p, ve.cast(g.dtype()), "sum"), share = g.div(n);
+               return grads({te.where(share, zero).uop(), none(), ve.where(gather(share), v.full_like(0)).uop()});
+             }
+             if (r == "prod") {
+               Tensor tz = t.eq(t.full_like(0)), vz = v.eq(v.full_like(0));
+               Tensor zeros = tz.cast(dtypes::int32).put(p, vz.cast(dtypes::int32), "sum");
+               Tensor nonzero = tz.where(t.full_like(1), t).put(p, vz.where(v.full_like(1), v), "prod");
+               Tensor lone = zeros.eq(zeros.full_like(1)).where(nonzero, nonzero.full_like(0));
+               Tensor dt = tz.where(lone, res.div(tz.where(t.full_like(1), t)));
+               Tensor dv = vz.where(gather(lone), gather(res).div(vz.where(v.full_like(1), v)));
+               return grads({g.mul(dt).uop(), none(), gather(g).mul(dv).uop()});
+             }
+             return UOpRef();
+           }},
           {UPat(Ops::CONTIGUOUS_BACKWARD), [](const Match& m) { return grads_of({m.ctx<GradCtx>().g().contiguous()}); }},
           {UPat(Ops::DETACH), [](const Match&) { return grads({none()}); }},
           // the rule named by the arg replaces the gradient of the value's own graph (src 0), which gets none

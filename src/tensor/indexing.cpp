@@ -205,16 +205,16 @@ Tensor& Tensor::setitem(const std::vector<Index>& idx_in, const Tensor& value) {
   std::vector<Index> idx = expand_ellipsis(idx_in, ndim());
   TG_CHECK(value.device() == device(), TG_ERROR_DEVICE, "setitem: value is on " + value.device() + ", the tensor on " + device());
   if (std::any_of(idx.begin(), idx.end(), [](const Index& ix) { return ix.kind == Index::TensorIdx; })) {
-    // advanced indices: the flat position of every selected element (the same index applied to an arange), then the
-    // values scattered there (an element selected twice takes the last value, as numpy). The arange counts from 1: an
-    // out-of-range index selects nothing (getitem's one-hot gives 0), so its position is -1 and the scatter writes
-    // nowhere, as tinygrad's masked setitem, instead of at element 0
+    // advanced indices: the flat position of every selected element (the same index applied to an arange: the gather
+    // of an arange sums away in closed form, so this costs the selection's size), then the values put there (an element
+    // selected twice takes the last value, as numpy). The arange counts from 1: an out-of-range index selects nothing
+    // (getitem's one-hot gives 0), so its position is -1 and put skips it, as tinygrad's masked setitem, instead of
+    // writing element 0
     Tensor pos = Tensor::arange(1, double(numel()) + 1, 1, dtypes::int64, device()).reshape(shape()).getitem(idx_in);
     pos = pos.sub(Tensor(UOp::const_int(dtypes::int64, 1), device()));
     Tensor v = value.cast(dtype());
     TG_CHECK(v.ndim() <= pos.ndim(), TG_ERROR_SHAPE, "setitem: value of shape " + shape_str(v.shape()) + " doesn't broadcast to " + shape_str(pos.shape()));
-    v = v.expand(pos.shape());
-    return assign(flatten().scatter(0, pos.flatten(), v.flatten()).reshape(shape()));
+    return assign(put(pos, v));
   }
   Tensor sel = getitem(idx_in);  // checks the indices, gives the target shape
   Tensor v = value.cast(dtype());
@@ -298,8 +298,24 @@ std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest) con
   return {v.shrink(b), i.shrink(b)};
 }
 
+Tensor Tensor::put(const Tensor& pos, const Tensor& values, const std::string& reduce) const {
+  TG_CHECK(dtypes::is_int(pos.dtype()), TG_ERROR_DTYPE, "put: positions must be an int tensor, got " + pos.dtype().name());
+  TG_CHECK(pos.device() == device() && values.device() == device(), TG_ERROR_DEVICE,
+           "put: positions on " + pos.device() + " and values on " + values.device() + ", the tensor on " + device());
+  TG_CHECK(reduce == "replace" || reduce == "sum" || reduce == "prod" || reduce == "amax" || reduce == "amin", TG_ERROR_INVALID_ARGUMENT,
+           "put: unknown reduce '" + reduce + "' (replace, sum, prod, amax, amin)");
+  for (const Tensor* t : {this, &pos, &values})
+    TG_CHECK(t->uop()->sym().empty() || std::none_of(t->uop()->sym().begin(), t->uop()->sym().end(), [](const UOp* v) { return v; }),
+             TG_ERROR_UNSUPPORTED, "put: a tensor with a symbolic dim (" + shape_str(t->shape()) + "); positions are of the plain layout");
+  Tensor v = values.cast(dtype());
+  TG_CHECK(v.ndim() <= pos.ndim(), TG_ERROR_SHAPE, "put: values of shape " + shape_str(v.shape()) + " don't broadcast to positions " + shape_str(pos.shape()));
+  v = v.expand(pos.shape());
+  return Tensor(UOp::make(Ops::SCATTER, dtype(), {uop(), pos.uop(), v.uop()}, reduce), device());
+}
+
 // scatter_reduce: out[.. index[..i..] ..] = reduce(self there (include_self), src[..i..] for every i pointing there).
-// A one-hot of index along a new last dim marks where each source element goes; reducing over dim gives each target.
+// Each source element's flat position in self (index along dim, its own coordinates elsewhere), then put: the work is
+// the index's size. An index outside [0, n) along dim writes nothing.
 Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce, bool include_self) const {
   int64_t d = resolve_axis(dim, "scatter_reduce");
   TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "scatter_reduce: a 0-d tensor has no dim to scatter along");
@@ -315,40 +331,34 @@ Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& sr
   int64_t n = shape()[size_t(d)];
   std::vector<std::pair<int64_t, int64_t>> b;
   for (auto s : index.shape()) b.emplace_back(0, s);
-  Tensor s = src.shrink(b).cast(dtype());
-  Tensor hit = index.one_hot(n).cast(dtypes::bool_);  // (index..., n): source element -> target position along d
-  Shape full = hit.shape();
-  Tensor se = s.unsqueeze(-1).expand(full);
+  Tensor s = src.shrink(b);
+  auto i64 = [&](int64_t v) { return Tensor(UOp::const_int(dtypes::int64, v), device()); };
+  Tensor at = index.cast(dtypes::int64), pos = at.full_like(0);
+  Shape strides(size_t(ndim()), 1);
+  for (int64_t i = ndim() - 1; i > 0; i--) strides[size_t(i - 1)] = strides[size_t(i)] * shape()[size_t(i)];
+  for (int64_t i = 0; i < ndim(); i++) {
+    Shape as(size_t(ndim()), 1);
+    as[size_t(i)] = index.shape()[size_t(i)];
+    Tensor c = i == d ? at : Tensor::arange(0, double(as[size_t(i)]), 1, dtypes::int64, device()).reshape(as).expand(index.shape());
+    pos = pos.add(c.mul(i64(strides[size_t(i)])));
+  }
+  pos = at.ge(i64(0)).bitwise_and(at.lt(i64(n))).where(pos, i64(-1));
+  if (reduce == "replace") return put(pos, s);
+  // without self, the elements a source reaches start from the reduce's identity
+  Tensor touched = Tensor::full(shape(), 0, dtypes::bool_, device()).put(pos, Tensor::full(Shape{}, 1, dtypes::bool_, device()));
   double id = reduce == "prod" ? 1 : reduce == "amax" ? (dtypes::is_float(dtype()) ? -INFINITY : dtypes::min(dtype()))
             : reduce == "amin" ? (dtypes::is_float(dtype()) ? INFINITY : dtypes::max(dtype())) : 0;
-  if (reduce == "replace") {  // the last source sent to a place wins, as numpy's assignment: keep the largest position along dim
-    Shape ps(full.size(), 1);
-    ps[size_t(d)] = full[size_t(d)];
-    Tensor ipos = Tensor::arange(0, double(full[size_t(d)]), 1, dtypes::int32, device()).reshape(ps).expand(full);
-    Tensor last = hit.where(ipos, ipos.full_like(-1)).max({d}, true).expand(full);
-    hit = hit.bitwise_and(ipos.eq(last));
+  Tensor base = include_self ? *this : touched.where(full_like(id), *this);
+  if (reduce != "mean") return base.put(pos, s, reduce);
+  Tensor sum = base.put(pos, s, "sum");
+  Tensor cnt = Tensor::full(shape(), include_self ? 1 : 0, dtypes::int32, device()).put(pos, Tensor::full(Shape{}, 1, dtypes::int32, device()), "sum");
+  Tensor c = touched.where(cnt, cnt.full_like(1)).cast(dtype()), mean = c;  // 1 where untouched: no 0/0 in the gradient
+  if (dtypes::is_float(dtype())) mean = sum.div(c);
+  else {  // floored, as torch
+    Tensor q = sum.idiv(c);
+    mean = q.mul(c).ne(sum).bitwise_and(sum.lt(sum.full_like(0))).where(q.sub(q.full_like(1)), q);
   }
-  Tensor vals = hit.where(se, se.full_like(id));
-  Tensor got = reduce == "prod" ? vals.prod({d}, true) : reduce == "amax" ? vals.max({d}, true) : reduce == "amin" ? vals.min({d}, true) : vals.sum({d}, true);
-  Tensor cnt = hit.cast(dtypes::int32).sum({d}, true);
-  // (index with d -> 1, n) -> move n to d: (index dims, n at d)
-  got = got.transpose(d, -1).squeeze(-1), cnt = cnt.transpose(d, -1).squeeze(-1);
-  got = got.cast(dtype());
-  std::vector<std::pair<int64_t, int64_t>> p;
-  for (int64_t i = 0; i < ndim(); i++) p.emplace_back(0, i == d ? 0 : shape()[size_t(i)] - got.shape()[size_t(i)]);
-  got = got.pad(p, id), cnt = cnt.pad(p);
-  Tensor touched = cnt.gt(cnt.full_like(0));
-  auto merge = [&]() -> Tensor {
-    if (reduce == "replace") return got;
-    if (reduce == "sum") return include_self ? add(got) : got;
-    if (reduce == "prod") return include_self ? mul(got) : got;
-    if (reduce == "amax") return include_self ? maximum(got) : got;
-    if (reduce == "amin") return include_self ? minimum(got) : got;
-    // mean: (self + sum) / (count + 1) with include_self
-    Tensor num = include_self ? add(got) : got, den = include_self ? cnt.add(cnt.full_like(1)) : cnt;
-    return dtypes::is_float(dtype()) ? num.div(den.cast(dtype())) : num.idiv(den.cast(num.dtype())).cast(dtype());
-  };
-  return touched.where(merge().cast(dtype()), *this);
+  return touched.where(mean.cast(dtype()), *this);
 }
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const { return scatter_reduce(dim, index, src, "replace", false); }
 Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return mask.where(value.cast(dtype()), *this); }

@@ -321,6 +321,11 @@ class Tensor {
   std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;  // values, int32 indices (stable)
   Tensor argsort(int64_t dim = -1, bool descending = false) const;
   std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true) const;
+  // values (broadcast to pos's shape) stored at flat row-major positions of this tensor, in pos's row-major order: a
+  // position named twice keeps the last value, or with a reduce ("sum", "prod", "amax", "amin") each value is combined
+  // into the element in turn. Positions outside [0, numel) are skipped. One kernel over the values after a copy of this
+  // tensor: the work is the positions', whatever this tensor's size (numpy's put).
+  Tensor put(const Tensor& pos, const Tensor& values, const std::string& reduce = "replace") const;
   Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce, bool include_self = true) const;
   Tensor masked_fill(const Tensor& mask, const Tensor& value) const;

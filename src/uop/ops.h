@@ -8,7 +8,7 @@ namespace tg {
 #define TG_OPS(X)                                                                                                            \
   /* graph structure */ X(NOOP) X(SINK) X(UNIQUE) X(DEVICE) X(KERNEL) X(GROUP) X(AFTER) X(CUSTOM) X(CUSTOMI)                \
   /* tensor level */ X(BUFFER) X(BUFFER_VIEW) X(PARAM) X(CONTIGUOUS) X(CONTIGUOUS_BACKWARD) X(DETACH) X(COPY) X(ASSIGN)     \
-  X(CUSTOM_BACKWARD) X(MSELECT) X(MSTACK) X(MULTI) X(ALLREDUCE)                                                            \
+  X(CUSTOM_BACKWARD) X(MSELECT) X(MSTACK) X(MULTI) X(ALLREDUCE) X(SCATTER)                                                 \
   /* movement */ X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)                                                  \
   X(REDUCE_AXIS) X(REDUCE) X(DEFINE_VAR) X(BIND) X(CONST) X(VCONST)                                                         \
   /* kernel level */ X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(DEFINE_REG) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(GEP)        \

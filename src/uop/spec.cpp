@@ -122,6 +122,14 @@ void check_node(Ops op, DType dtype, const UOps& src, const Arg& arg) {
         if (!src[0]->has_shape() || a[i] < 0 || a[i] >= int64_t(src[0]->shape().size())) bad(op, "axis out of range");
       break;
     }
+    case Ops::SCATTER: {
+      nsrc(op, src, 3, 3);
+      auto* r = std::get_if<std::string>(&arg);
+      if (!r || (*r != "replace" && *r != "sum" && *r != "prod" && *r != "amax" && *r != "amin")) bad(op, "arg must name a reduce, got " + arg_str(arg));
+      if (src[0]->dtype != dtype || src[2]->dtype != dtype) bad(op, "target and values must be " + dtype.name());
+      if (!dtypes::is_int(src[1]->dtype)) bad(op, "positions must be ints, not " + src[1]->dtype.name());
+      break;
+    }
     default: break;
   }
 }

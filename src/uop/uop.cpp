@@ -327,7 +327,7 @@ void UOp::compute_range() {
 // ops whose value has their first source's shape (and Variable dims)
 static bool keeps_shape(Ops op) {
   return op == Ops::FLIP || op == Ops::CONTIGUOUS || op == Ops::CONTIGUOUS_BACKWARD || op == Ops::DETACH || op == Ops::COPY || op == Ops::ASSIGN ||
-         op == Ops::CUSTOM_BACKWARD || op == Ops::CAST || op == Ops::BITCAST;
+         op == Ops::CUSTOM_BACKWARD || op == Ops::CAST || op == Ops::BITCAST || op == Ops::SCATTER;
 }
 
 void UOp::compute_shape() {

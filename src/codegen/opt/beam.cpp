@@ -232,6 +232,7 @@ std::vector<Scheduler> kernel_actions(const Scheduler& s) {
 }
 
 std::vector<Opt> beam_opts(const UOpRef& ast, const std::string& name, Device& dev, int amt, bool use_cache) {
+  if (sequential_kernel(ast)) return {};
   const Target& t = dev.renderer().target();
   // the key: the AST's text (deterministic) and what the choice depends on besides: device, its target, cores, width
   std::string key = strformat("beam v1\n%s\n%s %s vec%d threads%d cores%d\namt %d", ast->str().c_str(), dev.name().c_str(), t.device.c_str(),

@@ -16,6 +16,9 @@ enum class AxisType : int64_t { GLOBAL = 0, REDUCE = 1, UPCAST = 2, UNROLL = 3, 
 AxisType range_kind(const UOp* r);
 std::vector<int64_t> range_path(const UOp* r);
 char axis_letter(AxisType t);
+// A kernel whose AST states its own loop (an END among the SINK's sources: a scatter's stores, in order): its order is
+// its meaning, so no action applies to it and BEAM has nothing to search.
+bool sequential_kernel(const UOpRef& ast);
 
 // MERGE (an action for CPUs, not tinygrad's): one axis of a x b iterations replaces two adjacent global axes, so a vector
 // can span the rows of an image whose width its lanes don't divide (56 x 56 -> 3136 = 196 vectors of 16).

@@ -432,8 +432,16 @@ void Scheduler::pad_to(const UOpRef& rng, int64_t new_sz) {
   set_ast(out->substitute({{rng, nr}}));
 }
 
+bool sequential_kernel(const UOpRef& ast) {
+  return std::any_of(ast->src.begin(), ast->src.end(), [](const UOpRef& s) { return s->op == Ops::END; });
+}
+
 Scheduler optimize(const UOpRef& ast, const Renderer& ren, const std::vector<Opt>* opts) {
   Scheduler k(ast, ren);
+  if (sequential_kernel(k.ast)) {
+    if (opts && !opts->empty()) throw OptError("a kernel that runs its stores in order (a scatter) takes no actions");
+    return k;
+  }
   if (opts) {
     for (auto& o : *opts) k.apply_opt(o);
   } else if (!NOOPT) {
