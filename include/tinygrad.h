@@ -472,6 +472,14 @@ TG_API tg_tensor* tg_tensor_shrink_var(tg_tensor* t, int64_t axis, const tg_expr
  * Variables (TG_ERROR_UNSUPPORTED otherwise: the buffer is laid out at their largest values), never negative, and
  * its value at most the dim's size. @len(names=n, values=n) */
 TG_API tg_tensor* tg_tensor_shrink_expr(tg_tensor* t, int64_t axis, const tg_expr* e, const char* const* names, const int64_t* values, size_t n);
+/* t[..., s:s+size, ...] along axis, where the start s is the expression `start` (borrowed) of the Variables named in
+ * names, bound to values (as tg_tensor_shrink_expr). The dim keeps the plain size `size`; the offset is a kernel
+ * argument, so one graph (and one captured tg_jit) serves every binding: a KV cache read or written at a position. s
+ * must stay within [0, the dim's size] over its Variables' ranges and the window must fit at the bound values
+ * (TG_ERROR_SHAPE); at a binding where it passes the end, those elements read 0 and an assign through the view writes
+ * nothing there. @len(names=n, values=n) */
+TG_API tg_tensor* tg_tensor_shrink_at(tg_tensor* t, int64_t axis, const tg_expr* start, const char* const* names, const int64_t* values, size_t n,
+                                      int64_t size);
 /* The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until realized.
  * Rebinding an already realized tensor views another part of its buffer (laid out for the Variable's largest value):
  * only the part computed at the binding it was realized with holds its values, so rebind the lazy graph instead.
@@ -705,7 +713,10 @@ TG_API tg_tensor* tg_tensor_binary_crossentropy_logits(tg_tensor* x, tg_tensor* 
 TG_API tg_tensor* tg_tensor_binary_crossentropy_logits_weighted(tg_tensor* x, tg_tensor* y, tg_tensor* pos_weight, int reduction);
 /* out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank). */
 TG_API tg_tensor* tg_tensor_gather(tg_tensor* t, int64_t dim, tg_tensor* index);
-/* t takes value's contents (same shape; cast to t's dtype). Tensors made from t before keep the old contents. */
+/* t takes value's contents (same shape; cast to t's dtype). On a realized tensor the write is in place, when t is
+ * realized. A view of a realized buffer (t[1:3], a transpose, a flip, a reshape; not an expand) writes its elements of
+ * that buffer at once, so every holder of the buffer sees them. On a lazy tensor, tensors made from t before keep the
+ * old contents. */
 TG_API tg_status tg_tensor_assign(tg_tensor* t, tg_tensor* value);
 
 /* ---- tensors: random numbers ------------------------------------------------------------------------------------- */

@@ -470,6 +470,8 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   inline Tensor shrink(int64_t axis, const Expr& var, int64_t value) const;
   // t[..., 0:e, ...] with e an expression of Variables bound here (tg_tensor_shrink_expr)
   inline Tensor shrink(int64_t axis, const Expr& e, const std::vector<std::pair<std::string, int64_t>>& bindings) const;
+  // t[..., s:s+size, ...] with the start s an expression of Variables bound here (tg_tensor_shrink_at)
+  inline Tensor shrink_at(int64_t axis, const Expr& start, const std::vector<std::pair<std::string, int64_t>>& bindings, int64_t size) const;
   inline Tensor rebind(const Expr& var, int64_t value) const;
   // dim `axis` padded to `size` (`before` in front): on a Variable dim, `size` at every binding (tg_tensor_pad_to)
   Tensor pad_to(int64_t axis, int64_t before, int64_t size, double value = 0) const { return op(tg_tensor_pad_to, axis, before, size, value); }
@@ -853,6 +855,12 @@ inline Tensor Tensor::shrink(int64_t axis, const Expr& e, const std::vector<std:
   std::vector<int64_t> values;
   for (auto& [n, v] : bindings) names.push_back(n.c_str()), values.push_back(v);
   return op(tg_tensor_shrink_expr, axis, e.raw(), names.data(), values.data(), names.size());
+}
+inline Tensor Tensor::shrink_at(int64_t axis, const Expr& start, const std::vector<std::pair<std::string, int64_t>>& bindings, int64_t size) const {
+  std::vector<const char*> names;
+  std::vector<int64_t> values;
+  for (auto& [n, v] : bindings) names.push_back(n.c_str()), values.push_back(v);
+  return op(tg_tensor_shrink_at, axis, start.raw(), names.data(), values.data(), names.size(), size);
 }
 inline Tensor Tensor::rebind(const Expr& var, int64_t value) const { return op(tg_tensor_rebind, var.raw(), value); }
 inline Tensor Tensor::from_expr(const Expr& e, const std::vector<std::pair<std::string, int64_t>>& bindings, DType dtype, const char* device) {

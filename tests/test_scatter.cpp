@@ -156,6 +156,26 @@ TEST(Scatter, TheStoreKernelRunsInOrder) {
   EXPECT_EQ(read(r)[7], randf(4096, 8).back());
 }
 
+// setitem with tensor indices on a realized tensor stores straight into its buffer: one kernel over the values, no
+// copy in or out. Where the values read that buffer (t[[0, 1]] = t[[1, 0]] * 2), they get a buffer of their own first.
+TEST(Scatter, SetitemOnARealizedTensorStoresInPlace) {
+  std::vector<float> x = randf(1000, 12), v = randf(300, 13);
+  Tensor t = tf(x, {10, 100});
+  t.setitem({tidx(ti({3, 7, 3}, {3}))}, tf(v, {3, 100}));
+  auto ks = kernels(t);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0]->name, "scatter_300");
+  std::vector<float> got = read(t), want = x;
+  for (int64_t j = 0; j < 100; j++) want[size_t(300 + j)] = v[size_t(200 + j)], want[size_t(700 + j)] = v[size_t(100 + j)];
+  EXPECT_EQ(got, want);
+  Tensor u = tf(x, {10, 100});
+  u.setitem({tidx(ti({0, 1}, {2}))}, u.getitem({tidx(ti({1, 0}, {2}))}).mul(Tensor::full({}, 2, dtypes::float32, "CPU")));
+  EXPECT_GT(kernels(u).size(), 1u);
+  got = read(u), want = x;
+  for (int64_t j = 0; j < 100; j++) want[size_t(j)] = 2 * x[size_t(100 + j)], want[size_t(100 + j)] = 2 * x[size_t(j)];
+  EXPECT_EQ(got, want);
+}
+
 // d/dtarget: the gradient where nothing was put (a sum passes all of it); d/dvalues: the gradient at each position,
 // for a repeated one too (as torch's index_put), 0 for a position outside. (amax, amin and prod: test_scatter.py, with
 // torch's scatter_reduce as the reference.)

@@ -218,3 +218,53 @@ TEST(SymbolicBind, ExpressionDimsAndASymbolicDiagonal) {
   EXPECT_EQ(T(tg_tensor_tril_tensor(x, nullptr)).p, nullptr);
   EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);
 }
+
+// A window at a symbolic offset (tg_tensor_shrink_at): read at every binding from one compiled graph, written through
+// by an assign (a KV cache row), and refused where the start can leave the dim or isn't an expression of Variables.
+TEST(SymbolicBind, WindowAtASymbolicOffset) {
+  std::vector<float> xv = randv(8 * 3, 9);
+  T x = from(xv, {8, 3});
+  E p = tg_expr_variable("p", 0, 6);
+  const char* names[1] = {"p"};
+  uint64_t compiled = 0;
+  for (int64_t at : {0, 3, 6, 1}) {
+    int64_t vals[1] = {at};
+    T w = tg_tensor_shrink_at(x, 0, p, names, vals, 1, 2);
+    ASSERT_TRUE(w.p) << tg_last_error_message();
+    EXPECT_EQ(shape(w), (std::vector<int64_t>{2, 3}));
+    T s = tg_tensor_mul(w, w);  // a kernel of its own, the same for every p
+    std::vector<float> got = data(s);
+    for (size_t k = 0; k < 6; k++) ASSERT_EQ(got[k], xv[size_t(at * 3) + k] * xv[size_t(at * 3) + k]) << at << " " << k;
+    tg_counters cs{sizeof(tg_counters)};
+    ASSERT_EQ(tg_counters_get(&cs), TG_OK);
+    if (at == 0) compiled = cs.compile_count;
+    else EXPECT_EQ(cs.compile_count, compiled) << "p=" << at << " compiled again";
+  }
+  // writes through: rows at..at+1 of the buffer, the rest kept
+  T cache = from(std::vector<float>(8 * 3, 0.f), {8, 3});
+  for (int64_t at : {5, 0, 2}) {
+    int64_t vals[1] = {at};
+    T w = tg_tensor_shrink_at(cache, 0, p, names, vals, 1, 2);
+    T v = from(std::vector<float>(6, float(at + 1)), {2, 3});
+    ASSERT_EQ(tg_tensor_assign(w, v), TG_OK) << tg_last_error_message();
+  }
+  std::vector<float> c = data(cache), want(8 * 3, 0.f);
+  for (int64_t at : {5, 0, 2})
+    for (int64_t k = 0; k < 6; k++) want[size_t(at * 3 + k)] = float(at + 1);
+  EXPECT_EQ(c, want);
+  // refused: a start that can pass the dim, a window past the end at this binding, a plain number as the start
+  E big = tg_expr_variable("q", 0, 9);
+  const char* qn[1] = {"q"};
+  int64_t one[1] = {1}, seven[1] = {7};
+  EXPECT_EQ(T(tg_tensor_shrink_at(x, 0, big, qn, one, 1, 2)).p, nullptr);
+  EXPECT_EQ(tg_last_error(), TG_ERROR_SHAPE);
+  EXPECT_EQ(T(tg_tensor_shrink_at(x, 0, p, names, seven, 1, 2)).p, nullptr);
+  EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);  // 7 is outside p's range
+  int64_t six[1] = {6};
+  EXPECT_EQ(T(tg_tensor_shrink_at(x, 0, p, names, six, 1, 3)).p, nullptr);
+  EXPECT_EQ(tg_last_error(), TG_ERROR_SHAPE);
+  E c3 = tg_expr_const(3);
+  EXPECT_EQ(T(tg_tensor_shrink_at(x, 0, c3, nullptr, nullptr, 0, 2)).p, nullptr);
+  EXPECT_EQ(tg_last_error(), TG_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(T(tg_tensor_shrink_at(nullptr, 0, p, names, one, 1, 2)).p, nullptr);
+}

@@ -824,6 +824,18 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_shrink_expr(H, axis, Native.Arg(e, nameof(e)).H, names, values, (UIntPtr)(names?.Length ?? 0))));
   }
 
+  /// <summary>t[..., s:s+size, ...] along axis, where the start s is the expression `start` (borrowed) of the Variables
+  /// named in names, bound to values (as tg_tensor_shrink_expr). The dim keeps the plain size `size`; the offset
+  /// is a kernel argument, so one graph (and one captured tg_jit) serves every binding: a KV cache read or
+  /// written at a position. s must stay within [0, the dim's size] over its Variables' ranges and the window must
+  /// fit at the bound values (TG_ERROR_SHAPE); at a binding where it passes the end, those elements read 0 and an
+  /// assign through the view writes nothing there. (tg_tensor_shrink_at)
+  /// </summary>
+  public Tensor ShrinkAt(long axis, Expr start, string[] names, long[] values, long size) {
+    if ((names?.Length ?? 0) != (values?.Length ?? 0)) throw new ArgumentException("names and values differ in length");
+    return new Tensor(Native.Check(Native.tg_tensor_shrink_at(H, axis, Native.Arg(start, nameof(start)).H, names, values, (UIntPtr)(names?.Length ?? 0), size)));
+  }
+
   /// <summary>The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until
   /// realized. Rebinding an already realized tensor views another part of its buffer (laid out for the Variable's
   /// largest value): only the part computed at the binding it was realized with holds its values, so rebind the
@@ -1325,8 +1337,10 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_gather(H, dim, Native.Arg(index, nameof(index)).H)));
   }
 
-  /// <summary>t takes value's contents (same shape; cast to t's dtype). Tensors made from t before keep the old contents.
-  /// (tg_tensor_assign)
+  /// <summary>t takes value's contents (same shape; cast to t's dtype). On a realized tensor the write is in place, when t
+  /// is realized. A view of a realized buffer (t[1:3], a transpose, a flip, a reshape; not an expand) writes its
+  /// elements of that buffer at once, so every holder of the buffer sees them. On a lazy tensor, tensors made
+  /// from t before keep the old contents. (tg_tensor_assign)
   /// </summary>
   public void Assign(Tensor value) {
     Native.Check(Native.tg_tensor_assign(H, Native.Arg(value, nameof(value)).H));

@@ -933,6 +933,15 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_shrink_expr(TensorHandle t, long axis, ExprHandle e, [MarshalAs(UnmanagedType.LPArray, ArraySubType = UnmanagedType.LPUTF8Str)] string[] names, long[] values, UIntPtr n);
+  /// <summary>t[..., s:s+size, ...] along axis, where the start s is the expression `start` (borrowed) of the Variables
+  /// named in names, bound to values (as tg_tensor_shrink_expr). The dim keeps the plain size `size`; the offset
+  /// is a kernel argument, so one graph (and one captured tg_jit) serves every binding: a KV cache read or
+  /// written at a position. s must stay within [0, the dim's size] over its Variables' ranges and the window must
+  /// fit at the bound values (TG_ERROR_SHAPE); at a binding where it passes the end, those elements read 0 and an
+  /// assign through the view writes nothing there.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_shrink_at(TensorHandle t, long axis, ExprHandle start, [MarshalAs(UnmanagedType.LPArray, ArraySubType = UnmanagedType.LPUTF8Str)] string[] names, long[] values, UIntPtr n, long size);
   /// <summary>The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until
   /// realized. Rebinding an already realized tensor views another part of its buffer (laid out for the Variable's
   /// largest value): only the part computed at the binding it was realized with holds its values, so rebind the
@@ -1283,7 +1292,10 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_gather(TensorHandle t, long dim, TensorHandle index);
-  /// <summary>t takes value's contents (same shape; cast to t's dtype). Tensors made from t before keep the old contents.
+  /// <summary>t takes value's contents (same shape; cast to t's dtype). On a realized tensor the write is in place, when t
+  /// is realized. A view of a realized buffer (t[1:3], a transpose, a flip, a reshape; not an expand) writes its
+  /// elements of that buffer at once, so every holder of the buffer sees them. On a lazy tensor, tensors made
+  /// from t before keep the old contents.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_assign(TensorHandle t, TensorHandle value);

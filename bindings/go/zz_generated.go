@@ -791,6 +791,11 @@ static tg_tensor* tgw_tensor_shrink_expr(tg_tensor* t, int64_t axis, const tg_ex
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_tensor* tgw_tensor_shrink_at(tg_tensor* t, int64_t axis, const tg_expr* start, const char* const* names, const int64_t* values, size_t n, int64_t size, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_shrink_at(t, axis, start, names, values, n, size);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_rebind(tg_tensor* t, const tg_expr* var, int64_t value, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_rebind(t, var, value);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -4366,6 +4371,31 @@ func (t *Tensor) ShrinkExpr(axis int64, e *Expr, names []string, values []int64)
 	return newTensor(ret), nil
 }
 
+// ShrinkAt is tg_tensor_shrink_at. t[..., s:s+size, ...] along axis, where the start s is the expression `start`
+// (borrowed) of the Variables named in names, bound to values (as tg_tensor_shrink_expr). The dim keeps the
+// plain size `size`; the offset is a kernel argument, so one graph (and one captured tg_jit) serves every
+// binding: a KV cache read or written at a position. s must stay within [0, the dim's size] over its Variables'
+// ranges and the window must fit at the bound values (TG_ERROR_SHAPE); at a binding where it passes the end,
+// those elements read 0 and an assign through the view writes nothing there.
+func (t *Tensor) ShrinkAt(axis int64, start *Expr, names []string, values []int64, size int64) (*Tensor, error) {
+	if len(values) != len(names) {
+		return nil, newError(ErrInvalidArgument, "tg_tensor_shrink_at: values and names differ in length")
+	}
+	cvNames := make([]*C.char, len(names))
+	for i, s := range names {
+		cvNames[i] = C.CString(s)
+		defer C.free(unsafe.Pointer(cvNames[i]))
+	}
+	var st C.tgw_err
+	ret := C.tgw_tensor_shrink_at(t.ptr(), C.int64_t(axis), start.ptr(), (**C.char)(ptr0(cvNames)), (*C.int64_t)(ptr0(values)), C.size_t(len(names)), C.int64_t(size), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(start)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
 // Rebind is tg_tensor_rebind. The same graph with `var` (borrowed) bound to `value` instead: shapes follow,
 // nothing is recomputed until realized. Rebinding an already realized tensor views another part of its buffer
 // (laid out for the Variable's largest value): only the part computed at the binding it was realized with holds
@@ -5383,8 +5413,10 @@ func (t *Tensor) Gather(dim int64, index *Tensor) (*Tensor, error) {
 	return newTensor(ret), nil
 }
 
-// Assign is tg_tensor_assign. t takes value's contents (same shape; cast to t's dtype). Tensors made from t
-// before keep the old contents.
+// Assign is tg_tensor_assign. t takes value's contents (same shape; cast to t's dtype). On a realized tensor the
+// write is in place, when t is realized. A view of a realized buffer (t[1:3], a transpose, a flip, a reshape;
+// not an expand) writes its elements of that buffer at once, so every holder of the buffer sees them. On a lazy
+// tensor, tensors made from t before keep the old contents.
 func (t *Tensor) Assign(value *Tensor) error {
 	var st C.tgw_err
 	C.tgw_tensor_assign(t.ptr(), value.ptr(), &st)
@@ -7180,4 +7212,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 351 // of 352 in the manifest
+const generatedFunctions = 352 // of 353 in the manifest

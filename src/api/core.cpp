@@ -238,6 +238,21 @@ tg_tensor* tg_tensor_shrink_expr(tg_tensor* t, int64_t axis, const tg_expr* e, c
     return api::wrap(x.shrink_var(axis, u, value, std::move(inner)));
   });
 }
+tg_tensor* tg_tensor_shrink_at(tg_tensor* t, int64_t axis, const tg_expr* start, const char* const* names, const int64_t* values, size_t n,
+                               int64_t size) {
+  return api::make([&] {
+    const Tensor& x = api::get(t, "shrink_at");
+    const UOpRef& u = Exprs::get(start, "shrink_at", "start").u;
+    UOps inner;
+    std::unordered_map<const UOp*, int64_t> vals;
+    bind_vars(u, names, values, n, "shrink_at", [&](const UOp* v, int64_t val) {
+      vals[v] = val, inner.push_back(bound_var(v, val));
+      return inner.back();
+    });
+    int64_t value = sym_eval(u.get(), [&](const UOp* v) { return vals.at(v); });
+    return api::wrap(x.shrink_at(axis, u, value, size, std::move(inner)));
+  });
+}
 tg_expr* tg_expr_retain(tg_expr* e) {
   return api::make([&] { return Exprs::retain(e, "tg_expr_retain"); });
 }

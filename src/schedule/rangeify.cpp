@@ -44,17 +44,26 @@ static bool is_contiguous_input(const UOp* u) {
 }
 
 // An ASSIGN writes its value into its target's buffer. Each assign is a new version of that buffer: a kernel reads one
-// version (the PARAM is the first), and the kernel writing the next runs after every reader of the one before.
+// version (the PARAM is the first), and the kernel writing the next runs after every reader of the one before. The
+// target is the version it replaces, or a view of it (movement ops, a DETACH): then only the view's elements are written.
+static bool view_step(const UOp* u) { return GroupOp::movement(u->op) || u->op == Ops::DETACH; }
 static int assign_target_slot(const UOp* a) {
   const UOp* t = a;
-  while (t->op == Ops::ASSIGN || t->op == Ops::RESHAPE) t = t->src[0].get();
+  while (t->op == Ops::ASSIGN || view_step(t)) t = t->src[0].get();
   TG_CHECK(t->op == Ops::PARAM, TG_ERROR_INTERNAL, "schedule: an assign's target is not a buffer");
   return int(t->arg_ints()[0]);
 }
 static const UOp* previous_version(const UOp* a) {
   const UOp* t = a->src[0].get();
-  while (t->op == Ops::RESHAPE) t = t->src[0].get();
+  while (view_step(t)) t = t->src[0].get();
   return t;
+}
+// an assign to part of its buffer, or through a view that reorders it (anything but reshapes of the whole buffer)
+static bool assigns_view(const UOp* a) {
+  if (a->op != Ops::ASSIGN) return false;
+  const UOp* t = a->src[0].get();
+  while (t->op == Ops::RESHAPE) t = t->src[0].get();
+  return t->op != Ops::PARAM && t->op != Ops::ASSIGN;
 }
 
 struct KernelBuilder;
@@ -71,14 +80,16 @@ struct ScheduleBuilder {
   std::unordered_map<const UOp*, std::unordered_set<const UOp*>> inlined_in;  // reduce -> the kernels computing it inline
   std::unordered_map<const UOp*, bool> no_load_memo;
   std::vector<std::pair<size_t, size_t>> after;  // (kernel, kernel it must run after) beyond what their buffers say
+  std::unordered_map<const UOp*, int> users;      // how many nodes of the graph use each node
 
   void mark_splits(const UOpRef& sink);
   bool no_load(const UOp* n);
 
   int slot(const UOp* n);
   void build(const UOp* n, int out);
-  void build_scatter(const UOp* n, int out);
-  void add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef ast, const std::string& name);
+  bool build_scatter(const UOp* owner, const UOp* n, int out);
+  const UOp* in_place_scatter(const UOp* n);
+  void add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef ast, const std::string& name, bool check_in_place = true);
   static bool in_place_safe(const UOpRef& ast);
   void build_pending();
   bool order_kernels();  // false if the assigns make a cycle
@@ -202,6 +213,7 @@ struct KernelBuilder {
     auto src0 = [&](UOps sidx, UOpRef g, bool ex) { f.kids.push_back(Ctx{n->src[0].get(), std::move(sidx), std::move(g), ex}); };
     if (n != root) {
       if (auto it = sb.slot_of.find(n); it != sb.slot_of.end()) {
+        TG_CHECK(!assigns_view(n), TG_ERROR_UNSUPPORTED, "schedule: a kernel reads a view that an assign in the same graph writes; realize the assign first");
         f.value = load(it->second, n, idx, gate);
         return;
       }
@@ -430,6 +442,7 @@ void ScheduleBuilder::mark_splits(const UOpRef& sink) {
       for (auto& x : u->src) under_expand.insert(x.get());
   }
   for (auto& u : topo) {
+    for (auto& x : u->src) users[x.get()]++;
     Node nd;
     // an EXPAND of a value that reads a buffer starts a window; a reduce (or a buffer) ends it
     bool starts = u->op == Ops::EXPAND && prod(u->shape()) > prod(u->src[0]->shape()) && !depth[u->src[0].get()].d.in.empty();
@@ -517,31 +530,55 @@ int ScheduleBuilder::slot(const UOp* n) {
 void ScheduleBuilder::build(const UOp* n, int out) {
   const Shape& shape = n->shape();
   if (prod(shape) == 0) return;
+  if (const UOp* sc = in_place_scatter(n); sc && build_scatter(n, sc, out)) return;
   KernelBuilder kb{*this, n, {}, {}};
-  kb.global(out, n->dtype, prod(shape));
+  int64_t size = s.slots[size_t(out)].second;
+  UOpRef buf = kb.global(out, n->dtype, size);
   UOps idx;
   // a dim bound to a Variable loops to its value; its buffer is laid out for the Variable's largest value
   for (size_t i = 0; i < shape.size(); i++) {
     const UOp* v = n->sym().empty() ? nullptr : n->sym()[i];
     idx.push_back(shape[i] == 1 ? idx_const(0) : v ? UOp::range(v->ref(), kb.next_axis++, LOOP) : UOp::range(shape[i], kb.next_axis++, LOOP));
   }
+  UOpRef dst = UOp::make(Ops::INDEX, buf->dtype, {buf, linear_index(idx, shape)});
+  if (assigns_view(n)) {
+    // through the view: the address (and where the view pads, the gate) that reading the view there would load
+    UOpRef t = kb.eval({n->src[0].get(), idx, {}, false});
+    if (t->op == Ops::WHERE && t->src[1]->op == Ops::LOAD) t = t->src[1];
+    TG_CHECK(t->op == Ops::LOAD && t->src[0]->src[0] == buf, TG_ERROR_UNSUPPORTED, "schedule: can't write through this view of a buffer");
+    dst = t->src[0];
+  }
   UOpRef v = kb.eval({n, idx, {}, false});
-  UOpRef store = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, n->dtype.ptr_to(prod(shape)), {kb.global(out, n->dtype, prod(shape)), linear_index(idx, shape)}), v});
+  UOpRef store = UOp::make(Ops::STORE, dtypes::void_, {dst, v});
   size_t before = s.kernels.size();
   add_kernel(n, kb, UOp::sink({store}), "");
   if (s.kernels.size() == before) return build(n, out);  // an assign not safe in place: its value got a buffer
-  if (n->op == Ops::SCATTER) build_scatter(n, out);
+  if (n->op == Ops::SCATTER) build_scatter(n, n, out);
+}
+
+// t.assign(t.put(...)) (setitem with tensor indices on a realized tensor), the put used only there: its stores can go
+// straight into t's buffer, without the copy in and out
+const UOp* ScheduleBuilder::in_place_scatter(const UOp* n) {
+  if (n->op != Ops::ASSIGN || assigns_view(n) || split_assigns) return nullptr;
+  const UOp* v = n->src[1].get();
+  while (v->op == Ops::RESHAPE && users[v] == 1) v = v->src[0].get();
+  if (v->op != Ops::SCATTER || users[v] != 1) return nullptr;
+  const UOp* t = v->src[0].get();
+  while (t->op == Ops::RESHAPE) t = t->src[0].get();
+  return t == previous_version(n) ? v : nullptr;
 }
 
 // A scatter's second kernel: one loop over the positions and values in row-major order that stores each value through
 // its loaded position, skipping positions outside the target. The loop is the AST's own (an END over REDUCE-kind
 // ranges), which no optimizer splits over threads or lanes: a position named twice keeps the last value, or each
-// value in turn is combined into the element.
-void ScheduleBuilder::build_scatter(const UOp* n, int out) {
+// value in turn is combined into the element. The owner is the node whose buffer it writes: the scatter itself, after
+// the kernel that copies its target in, or an assign of it into its own target (in place; refused, adding nothing,
+// where the positions or values read that buffer: they would see their own stores).
+bool ScheduleBuilder::build_scatter(const UOp* owner, const UOp* n, int out) {
   const UOp *pos = n->src[1].get(), *val = n->src[2].get();
   const std::string& reduce = n->argv<std::string>();
-  int64_t size = prod(n->shape());
-  KernelBuilder kb{*this, n, {}, {}};
+  int64_t size = s.slots[size_t(out)].second;
+  KernelBuilder kb{*this, owner, {}, {}};
   UOpRef buf = kb.global(out, n->dtype, size);
   UOps idx, rngs;
   for (auto d : pos->shape()) {
@@ -549,6 +586,7 @@ void ScheduleBuilder::build_scatter(const UOp* n, int out) {
     if (d != 1) rngs.push_back(idx.back());
   }
   UOpRef at = kb.eval({pos, idx, {}, false})->cast(dtypes::index), v = kb.eval({val, idx, {}, false});
+  if (owner != n && kb.read_of.count(out)) return false;
   UOpRef dst = UOp::make(Ops::INDEX, n->dtype.ptr_to(size), {buf, at, (idx_const(-1) < at) & (at < idx_const(size))});
   if (reduce != "replace") {
     UOpRef old = UOp::make(Ops::LOAD, n->dtype, {dst});
@@ -561,14 +599,20 @@ void ScheduleBuilder::build_scatter(const UOp* n, int out) {
     rngs.insert(rngs.begin(), st);
     st = UOp::make(Ops::END, dtypes::void_, std::move(rngs));
   }
+  std::string name = "scatter_" + std::to_string(prod(pos->shape()));
+  if (owner != n) {
+    add_kernel(owner, kb, UOp::sink({st}), name, false);
+    return true;
+  }
   size_t copy = producer.at(n);
-  add_kernel(n, kb, UOp::sink({st}), "scatter_" + std::to_string(prod(pos->shape())));
+  add_kernel(n, kb, UOp::sink({st}), name);
   after.emplace_back(producer.at(n), copy);
+  return true;
 }
 
 // Simplifies a kernel's AST, numbers the globals it still uses from 0 and appends it as the producer of n's buffer. An
 // assign whose value reads other elements of its target is not added: its value gets a buffer (build again).
-void ScheduleBuilder::add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef ast, const std::string& name) {
+void ScheduleBuilder::add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef ast, const std::string& name, bool check_in_place) {
   // the reduces summed in closed form (a gather's) are gone before the kernel is named
   ast = collapse_reduces(graph_rewrite(ast, symbolic(), nullptr, false, "rangeify"));
   std::vector<std::pair<int64_t, int64_t>> reduce_ranges;  // (axis, size), named in the order they were made
@@ -591,7 +635,7 @@ void ScheduleBuilder::add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef a
   }
   if (!renumber.empty()) ast = ast->substitute(renumber);
   // in place, each element may read only its own old value: otherwise the value is computed into a buffer first
-  if (n->op == Ops::ASSIGN && !in_place_safe(ast)) {
+  if (check_in_place && n->op == Ops::ASSIGN && !in_place_safe(ast)) {
     TG_CHECK(split.insert(n->src[1].get()).second, TG_ERROR_INTERNAL, "schedule: can't make an assign safe in place");
     return;
   }
@@ -777,6 +821,11 @@ static std::shared_ptr<Schedule> schedule_once(const UOpRef& sink, const std::ve
     }
     int k = sb.slot(root.get());
     sb.root_slots.insert(k);
+    if (assigns_view(root.get())) {  // the value is the view, of the new version
+      UOpRef p = UOp::make(Ops::PARAM, root->dtype, {}, std::vector<int64_t>{k, s->slots[size_t(k)].second});
+      s->outputs.push_back(root->src[0]->substitute({{previous_version(root.get())->ref(), p}}));
+      continue;
+    }
     UOpRef p = UOp::make(Ops::PARAM, root->dtype, {}, std::vector<int64_t>{k, prod(root->shape())});
     s->outputs.push_back(root->shape() == p->shape() ? p : UOp::make(Ops::RESHAPE, root->dtype, {p}, std::vector<int64_t>(root->shape())));
   }

@@ -137,6 +137,12 @@ const PatternMatcher& pm_gradient() {
              }
            }},
           {UPat({Ops::CONTIGUOUS, Ops::COPY}), [](const Match& m) { return grads({m.ctx<GradCtx>().grad}); }},
+          // an assign's value is what it holds: the target's old contents take no gradient (z[:2] += x differentiates)
+          {UPat(Ops::ASSIGN).any_len(), [](const Match& m) {
+             UOps g(m.root->src.size(), none());
+             g[1] = m.ctx<GradCtx>().grad;
+             return UOp::make(Ops::NOOP, dtypes::void_, std::move(g));
+           }},
           // put (SCATTER): the target t is each element's first value, the values v are combined into it in turn.
           // replace: t's overwritten elements get nothing, each value the gradient at its position. sum: both get it all.
           // amax/amin: split evenly among the elements equal to the result (torch's rule). prod: the product of the

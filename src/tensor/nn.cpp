@@ -455,8 +455,17 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   return (dtypes::is_bool(dtype()) ? picked.any({-1}) : picked.sum({-1})).cast(dtype());
 }
 
+// The buffer a view writes through: movement ops (but no expand: several elements would be one) and DETACHes over a
+// realized buffer, or over an assign to one. Null for anything else.
+static const UOp* written_buffer(const UOp* u) {
+  while (u->op == Ops::DETACH || assign_arg(u) || (GroupOp::movement(u->op) && u->op != Ops::EXPAND)) u = u->src[0].get();
+  return u->op == Ops::BUFFER ? u : nullptr;
+}
+
 // A tensor backed by a buffer is updated in place: realizing it writes the value into that buffer (an ASSIGN), so every
-// holder of the buffer and every replay of a captured JIT sees the update. A lazy tensor just takes the value's graph.
+// holder of the buffer and every replay of a captured JIT sees the update. A view of a buffer (t[1:3], t.T, t[::-1])
+// writes its elements of the buffer, at once, so every holder sees them as tinygrad's do. A lazy tensor just takes the
+// value's graph.
 Tensor& Tensor::assign(const Tensor& value) {
   TG_CHECK(value.shape() == shape(), TG_ERROR_SHAPE, "assign: value of shape " + shape_str(value.shape()) + " for a tensor of shape " + shape_str(shape()));
   TG_CHECK(value.device() == device(), TG_ERROR_DEVICE, "assign: value is on " + value.device() + ", the tensor on " + device());
@@ -468,13 +477,15 @@ Tensor& Tensor::assign(const Tensor& value) {
     std::lock_guard<std::mutex> lk(tensor_state_mu());
     std::swap(s_->uop, u);
   };
-  if (!is_buffer_view(base, numel()) || v == s_->uop) {
+  bool whole = is_buffer_view(base, numel());
+  if ((!whole && !written_buffer(s_->uop.get())) || v == s_->uop) {
     set(v);
     return *this;
   }
   auto id = UOp::make(Ops::UNIQUE, dtypes::void_, {}, std::shared_ptr<const ArgExt>(std::make_shared<AssignArg>()));
   set(UOp::make(Ops::ASSIGN, dtype(), {s_->uop, v, id}));
   note_assign(s_);
+  if (!whole) realize();  // the buffer's other holders can't see a pending write to a view of it
   return *this;
 }
 

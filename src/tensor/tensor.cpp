@@ -509,6 +509,30 @@ Tensor Tensor::shrink_sym(int64_t axis, int64_t start, const SymInt& size) const
   UOpRef carrier = size.e ? bound_var(size.e.get(), size.v) : UOp::const_int(dtypes::index, size.v);  // a CONST: a plain dim
   return Tensor(UOp::make(Ops::SHRINK, dtype(), {uop(), carrier}, arg, std::vector<int64_t>{d}), device());
 }
+// A PAD by n - s in front to 2n, then the plain window from n: the index math is i + s whatever s is, and the layout
+// the same (the padding before is largest at s's smallest value, the rest makes up 2n)
+Tensor Tensor::shrink_at(int64_t axis, const UOpRef& start, int64_t value, int64_t size, UOps inner) const {
+  TG_CHECK(ndim() > 0, TG_ERROR_SHAPE, "shrink_at: a 0-d tensor has no dim to shrink");
+  int64_t d = resolve_axis(axis, "shrink_at");
+  TG_CHECK(start && dtypes::is_int(start->dtype) && !start->dtype.ptr && start->dtype.count == 1 && !sym_vars(start.get()).empty(),
+           TG_ERROR_INVALID_ARGUMENT, "shrink_at: the start must be a Variable or an integer expression of Variables");
+  check_sym_fixed(*this, size_t(d), true, "shrink_at");
+  int64_t n = shape()[size_t(d)], lo = start->vmin(), hi = start->vmax();
+  std::string name = sym_name(start.get());
+  TG_CHECK(lo >= 0 && hi <= n, TG_ERROR_SHAPE,
+           strformat("shrink_at: the start %s in [%lld, %lld] leaves dim %lld of size %lld", name.c_str(), (long long)lo, (long long)hi, (long long)d, (long long)n));
+  TG_CHECK(size >= 0 && value >= lo && value <= hi && value + size <= n, TG_ERROR_SHAPE,
+           strformat("shrink_at: %lld elements from %s=%lld don't fit in dim %lld of size %lld", (long long)size, name.c_str(), (long long)value, (long long)d,
+                     (long long)n));
+  UOpRef before = (UOp::const_int(start->dtype, n) - start)->simplify();
+  std::vector<int64_t> arg(2 * size_t(ndim()), 0);
+  arg[2 * size_t(d)] = n - value, arg[2 * size_t(d) + 1] = value;
+  UOpRef padded = UOp::make(Ops::PAD, dtype(), {uop(), bound_var(before.get(), n - value, std::move(inner)), UOp::const_int(dtypes::index, 2 * n)},
+                            std::move(arg), std::vector<int64_t>{d});
+  std::vector<std::pair<int64_t, int64_t>> b;
+  for (int64_t i = 0; i < ndim(); i++) b.emplace_back(i == d ? n : 0, i == d ? n + size : shape()[size_t(i)]);
+  return Tensor(padded, device()).shrink(b);
+}
 Tensor Tensor::flip(std::vector<int64_t> axes) const {
   std::vector<int64_t> flags(static_cast<size_t>(ndim()), 0);
   for (auto a : axes) {

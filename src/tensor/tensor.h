@@ -217,6 +217,11 @@ class Tensor {
   // [start, start + size) of dim `axis`, which may be symbolic, with `size` a value or an expression of the Variables
   // bound in this graph: the gradient of a pad of a symbolic dim
   Tensor shrink_sym(int64_t axis, int64_t start, const SymInt& size) const;
+  // t[..., s:s+size, ...] along axis for a start s that is an expression of Variables (value: s at their bound values;
+  // inner: BINDs of Variables nothing else binds). One graph serves every start: the offset is a kernel argument, so a
+  // captured JIT replays it for each binding (a KV cache written at a position). A start whose window passes the dim
+  // reads zeros there, and an assign through it writes nothing there.
+  Tensor shrink_at(int64_t axis, const UOpRef& start, int64_t value, int64_t size, UOps inner = {}) const;
   Tensor rebind(const UOpRef& var, int64_t value) const;  // the same graph with `var` bound to `value` instead
   Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& pads, double value = 0) const;
   Tensor shrink(const std::vector<std::pair<int64_t, int64_t>>& bounds) const;

@@ -874,6 +874,15 @@ values), never negative, and its value at most the dim's size.
 """
 tg_tensor_shrink_expr(t, axis, e, names, values, n) = ccall((:tg_tensor_shrink_expr, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Ptr{Ptr{UInt8}}, Ptr{Int64}, Csize_t), t, axis, e, names, values, n)
 """
+t[..., s:s+size, ...] along axis, where the start s is the expression `start` (borrowed) of the Variables
+named in names, bound to values (as tg_tensor_shrink_expr). The dim keeps the plain size `size`; the offset is
+a kernel argument, so one graph (and one captured tg_jit) serves every binding: a KV cache read or written at
+a position. s must stay within [0, the dim's size] over its Variables' ranges and the window must fit at the
+bound values (TG_ERROR_SHAPE); at a binding where it passes the end, those elements read 0 and an assign
+through the view writes nothing there.
+"""
+tg_tensor_shrink_at(t, axis, start, names, values, n, size) = ccall((:tg_tensor_shrink_at, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}, Ptr{Ptr{UInt8}}, Ptr{Int64}, Csize_t, Int64), t, axis, start, names, values, n, size)
+"""
 The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until
 realized. Rebinding an already realized tensor views another part of its buffer (laid out for the Variable's
 largest value): only the part computed at the binding it was realized with holds its values, so rebind the
@@ -1217,7 +1226,10 @@ out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank).
 """
 tg_tensor_gather(t, dim, index) = ccall((:tg_tensor_gather, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Ptr{Cvoid}), t, dim, index)
 """
-t takes value's contents (same shape; cast to t's dtype). Tensors made from t before keep the old contents.
+t takes value's contents (same shape; cast to t's dtype). On a realized tensor the write is in place, when t
+is realized. A view of a realized buffer (t[1:3], a transpose, a flip, a reshape; not an expand) writes its
+elements of that buffer at once, so every holder of the buffer sees them. On a lazy tensor, tensors made from
+t before keep the old contents.
 """
 tg_tensor_assign(t, value) = ccall((:tg_tensor_assign, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Cvoid}), t, value)
 """
@@ -1898,10 +1910,10 @@ export tg_tensor_var, tg_tensor_std_mean, tg_tensor_var_mean, tg_tensor_all, tg_
 export tg_tensor_argmax, tg_tensor_argmin, tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin
 export tg_tensor_softmax, tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand
 export tg_tensor_pad, tg_tensor_pad_to, tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_shrink_expr
-export tg_tensor_rebind, tg_tensor_shape_vars, tg_tensor_from_expr, tg_tensor_at_binding, tg_tensor_flip
-export tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all
-export tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat
-export tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_tril_tensor, tg_tensor_triu_tensor
+export tg_tensor_shrink_at, tg_tensor_rebind, tg_tensor_shape_vars, tg_tensor_from_expr, tg_tensor_at_binding
+export tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze
+export tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll
+export tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_tril_tensor, tg_tensor_triu_tensor
 export tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk
 export tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort
 export tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero

@@ -429,7 +429,7 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 213 methods generated from 352 functions
+# 213 methods generated from 353 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous
 export contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count

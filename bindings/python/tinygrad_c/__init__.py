@@ -1562,9 +1562,17 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     # or with bound values: at the binding
     sym = [(i, p[1]) for i, p in enumerate(pairs) if len(p) == 2 and i < len(shape) and _symbolic_size(p[1]) and
            not isinstance(p[0], BoundExpr) and p[0] == 0 and not isinstance(shape[i], BoundExpr)]
+    # (v, v + k) on a plain dim: a window at a symbolic offset (shrink_at), the same graph for every v
+    at = [(i, p[0], _window(p[0], p[1])) for i, p in enumerate(pairs) if len(p) == 2 and i < len(shape) and
+          not isinstance(shape[i], BoundExpr) and _window(p[0], p[1]) is not None]
     t = self._plain_where(lambda i, d: i < len(pairs) and len(pairs[i]) == 2 and (pairs[i][0] != 0 or pairs[i][1] != d))
     for i, b in sym: t, pairs = t._shrink_bound(i, b), pairs[:i] + ((0, int(b)),) + pairs[i + 1:]
+    for i, b, k in at: t, pairs = t._shrink_at(i, b, k), pairs[:i] + ((0, k),) + pairs[i + 1:]
     return t._mv("shrink", _flat_pairs("shrink", pairs, "(start, end)"))  # all of them: the library checks the count
+
+  def _shrink_at(self, axis: int, b: "BoundExpr", k: int) -> "Tensor":
+    """self[..., b:b+k, ...] along axis, b a bound Variable or an expression of bound ones (tg_tensor_shrink_at)."""
+    return Tensor._wrap(C.tensor_shrink_at(self._h, _i64(axis, "axis"), b._e._h, *_bindings(b._binds), _i64(k, "size")), "tensor_shrink_at")
 
   def _shrink_bound(self, axis: int, b: "BoundExpr") -> "Tensor":
     """self[..., 0:b, ...] along axis, b a bound Variable (shrink_var) or an expression of bound ones (shrink_expr)."""
@@ -1785,7 +1793,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
       if isinstance(ix, slice): _unbound_check((ix.start, ix.stop, ix.step), "getitem")
     if any(isinstance(ix, (Tensor, list, np.ndarray)) for ix in tup): return self.at_binding(), indices
     consumed = sum(1 for ix in tup if ix is not None and ix is not Ellipsis)
-    d, new, sym, plain = 0, [], [], False
+    d, new, sym, at, plain = 0, [], [], [], False
     for ix in tup:
       if ix is None or ix is Ellipsis:
         if ix is Ellipsis: d += max(len(shape) - consumed, 0)
@@ -1796,6 +1804,10 @@ class Tensor(_Owned, metaclass=_TensorMeta):
          not isinstance(ix.start, BoundExpr) and not isinstance(size, BoundExpr):
         sym.append((d, ix.stop))
         new.append(slice(None))
+      elif isinstance(ix, slice) and ix.step in (None, 1) and not isinstance(size, BoundExpr) and \
+           _window(ix.start, ix.stop) is not None:  # [v:v+k]: a window at a symbolic offset
+        at.append((d, ix.start, _window(ix.start, ix.stop)))
+        new.append(slice(None))
       else:
         new.append(ix)
         if isinstance(size, BoundExpr):  # unchanged only by a full slice
@@ -1803,6 +1815,7 @@ class Tensor(_Owned, metaclass=_TensorMeta):
       d += 1
     t = self.at_binding() if plain else self
     for i, b in sym: t = t._shrink_bound(i, b)
+    for i, b, k in at: t = t._shrink_at(i, b, k)
     return t, tuple(new) if isinstance(indices, tuple) else new[0]
 
   def __setitem__(self, indices, v) -> None:
@@ -2366,6 +2379,16 @@ class BoundExpr(int):
   def __rfloordiv__(self, x): return self._op(x, operator.floordiv, True)
   def __neg__(self): return self._op(-1, operator.mul)
   __hash__ = int.__hash__
+
+
+def _window(start, stop) -> Optional[int]:
+  """The width of start:stop when start is a bound expression and stop - start is the same for every binding (v:v+2),
+  else None."""
+  if not isinstance(start, BoundExpr) or not isinstance(stop, (int, np.integer)) or isinstance(stop, bool): return None
+  w = stop - start
+  if not isinstance(w, BoundExpr): return int(w)
+  lo, hi = w._e.simplify().bounds()
+  return lo if lo == hi else None
 
 
 def Variable(name: str, min_val: int, max_val: int, dtype=None) -> Expr:

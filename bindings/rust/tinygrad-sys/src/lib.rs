@@ -755,6 +755,13 @@ unsafe extern "C" {
   /// product that grows with each of its Variables (TG_ERROR_UNSUPPORTED otherwise: the buffer is laid out at
   /// their largest values), never negative, and its value at most the dim's size.
   pub fn tg_tensor_shrink_expr(t: *mut tg_tensor, axis: i64, e: *const tg_expr, names: *const *const c_char, values: *const i64, n: usize) -> *mut tg_tensor;
+  /// t[..., s:s+size, ...] along axis, where the start s is the expression `start` (borrowed) of the Variables
+  /// named in names, bound to values (as tg_tensor_shrink_expr). The dim keeps the plain size `size`; the
+  /// offset is a kernel argument, so one graph (and one captured tg_jit) serves every binding: a KV cache read
+  /// or written at a position. s must stay within [0, the dim's size] over its Variables' ranges and the window
+  /// must fit at the bound values (TG_ERROR_SHAPE); at a binding where it passes the end, those elements read 0
+  /// and an assign through the view writes nothing there.
+  pub fn tg_tensor_shrink_at(t: *mut tg_tensor, axis: i64, start: *const tg_expr, names: *const *const c_char, values: *const i64, n: usize, size: i64) -> *mut tg_tensor;
   /// The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing is recomputed until
   /// realized. Rebinding an already realized tensor views another part of its buffer (laid out for the
   /// Variable's largest value): only the part computed at the binding it was realized with holds its values, so
@@ -970,8 +977,10 @@ unsafe extern "C" {
   pub fn tg_tensor_binary_crossentropy_logits_weighted(x: *mut tg_tensor, y: *mut tg_tensor, pos_weight: *mut tg_tensor, reduction: c_int) -> *mut tg_tensor;
   /// out[..i..] = t[.. index[..i..] ..] along dim (index: an int tensor of t's rank).
   pub fn tg_tensor_gather(t: *mut tg_tensor, dim: i64, index: *mut tg_tensor) -> *mut tg_tensor;
-  /// t takes value's contents (same shape; cast to t's dtype). Tensors made from t before keep the old
-  /// contents.
+  /// t takes value's contents (same shape; cast to t's dtype). On a realized tensor the write is in place, when
+  /// t is realized. A view of a realized buffer (t[1:3], a transpose, a flip, a reshape; not an expand) writes
+  /// its elements of that buffer at once, so every holder of the buffer sees them. On a lazy tensor, tensors
+  /// made from t before keep the old contents.
   pub fn tg_tensor_assign(t: *mut tg_tensor, value: *mut tg_tensor) -> tg_status;
 
   // ---- tensors: random numbers

@@ -1263,6 +1263,19 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_shrink_expr(self.as_ptr(), axis, e.as_ptr(), names_p.as_ptr(), values.as_ptr(), n)) }
   }
 
+  /// `tg_tensor_shrink_at`: t[..., s:s+size, ...] along axis, where the start s is the expression `start`
+  /// (borrowed) of the Variables named in names, bound to values (as tg_tensor_shrink_expr). The dim keeps the
+  /// plain size `size`; the offset is a kernel argument, so one graph (and one captured tg_jit) serves every
+  /// binding: a KV cache read or written at a position. s must stay within [0, the dim's size] over its
+  /// Variables' ranges and the window must fit at the bound values (TG_ERROR_SHAPE); at a binding where it
+  /// passes the end, those elements read 0 and an assign through the view writes nothing there.
+  pub fn shrink_at(&self, axis: i64, start: &Expr, names: &[&str], values: &[i64], size: i64) -> Result<Tensor> {
+    let names_c = names.iter().map(|s| cstring(s, "names")).collect::<Result<Vec<_>>>()?;
+    let names_p: Vec<*const c_char> = names_c.iter().map(|s| s.as_ptr()).collect();
+    let n = same_len("names, values", &[names.len(), values.len()])?;
+    unsafe { Tensor::from_raw(sys::tg_tensor_shrink_at(self.as_ptr(), axis, start.as_ptr(), names_p.as_ptr(), values.as_ptr(), n, size)) }
+  }
+
   /// `tg_tensor_rebind`: The same graph with `var` (borrowed) bound to `value` instead: shapes follow, nothing
   /// is recomputed until realized. Rebinding an already realized tensor views another part of its buffer (laid
   /// out for the Variable's largest value): only the part computed at the binding it was realized with holds
@@ -1759,8 +1772,10 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_gather(self.as_ptr(), dim, index.as_ptr())) }
   }
 
-  /// `tg_tensor_assign`: t takes value's contents (same shape; cast to t's dtype). Tensors made from t before
-  /// keep the old contents.
+  /// `tg_tensor_assign`: t takes value's contents (same shape; cast to t's dtype). On a realized tensor the
+  /// write is in place, when t is realized. A view of a realized buffer (t[1:3], a transpose, a flip, a
+  /// reshape; not an expand) writes its elements of that buffer at once, so every holder of the buffer sees
+  /// them. On a lazy tensor, tensors made from t before keep the old contents.
   pub fn assign(&self, value: &Tensor) -> Result<()> {
     check(unsafe { sys::tg_tensor_assign(self.as_ptr(), value.as_ptr()) })
   }
@@ -2632,7 +2647,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 306 of the manifest's 352. The others, and where they are:
+/// Functions wrapped above: 307 of the manifest's 353. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
