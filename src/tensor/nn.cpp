@@ -295,10 +295,13 @@ Tensor Tensor::max_unpool(const Tensor& indices, Shape k, Shape stride, Shape di
   }
   for (auto o : output_size) TG_CHECK(o > 0, TG_ERROR_SHAPE, "max_unpool: output size " + shape_str(output_size) + " is not positive");
   int64_t bs = shape()[0], c = shape()[1], total = tg::prod(output_size), l = tg::prod(sp);
-  // (bs, c, total, l): a one-hot of each index along the output positions, picking self's value; summed over l
-  Tensor pos = Tensor::arange(0, double(total), 1, indices.dtype(), device()).reshape({1, 1, total, 1});
-  Tensor hit = indices.reshape({bs, c, 1, l}).eq(pos);
-  Tensor ret = hit.where(reshape({bs, c, 1, l}).expand({bs, c, total, l}), full_like(0).reshape({bs, c, 1, l}).expand({bs, c, total, l})).sum({3});
+  // each element put at its index in its (batch, channel) row of the output, one store per element: a repeated index
+  // sums (as tinygrad's one-hot sum over the windows), an index outside the row writes nothing
+  auto i64 = [&](int64_t v) { return Tensor(UOp::const_int(dtypes::int64, v), device()); };
+  Tensor idx = indices.reshape({bs, c, l}).cast(dtypes::int64);
+  Tensor row = Tensor::arange(0, double(bs * c), 1, dtypes::int64, device()).reshape({bs, c, 1}).mul(i64(total)).expand({bs, c, l});
+  Tensor pos = idx.ge(i64(0)).bitwise_and(idx.lt(i64(total))).where(idx.add(row), i64(-1));
+  Tensor ret = Tensor::full({bs, c, total}, 0, dtype(), device()).put(pos, reshape({bs, c, l}), "sum");
   Shape out{bs, c};
   out.insert(out.end(), output_size.begin(), output_size.end());
   return ret.reshape(out);
