@@ -109,6 +109,28 @@ static double time_median(timed_fn f, void* ctx, int warmup, int min_runs, int m
   return median(t, n);
 }
 
+/* f alternately with BEAM=0 (the heuristics' kernels) and BEAM=2, call by call, so that both see the same machine
+ * state (a fresh machine drifts by 15% over a bench run): medians of each into *heur and *beam (seconds). The warm-up
+ * pair compiles both programs (and searches the BEAM one, unless an earlier call did). */
+static void time_heur_beam(timed_fn f, void* ctx, int min_runs, int max_runs, double budget_s, double* heur, double* beam) {
+  double th[128], tb[128], start;
+  if (max_runs > 128) max_runs = 128;
+  settle();
+  CHECK(tg_set_option("BEAM", "0") == TG_OK);
+  f(ctx);
+  CHECK(tg_set_option("BEAM", "2") == TG_OK);
+  f(ctx);
+  int n = 0;
+  start = now();
+  while (n < max_runs && (n < min_runs || now() - start < budget_s)) {
+    CHECK(tg_set_option("BEAM", "0") == TG_OK);
+    th[n] = f(ctx);
+    CHECK(tg_set_option("BEAM", "2") == TG_OK);
+    tb[n++] = f(ctx);
+  }
+  *heur = median(th, n), *beam = median(tb, n);
+}
+
 static uint64_t counter(int compiles) {
   tg_counters c;
   memset(&c, 0, sizeof c);
@@ -284,8 +306,9 @@ static double mm_tg(void* p) {
   double t0 = now();
   return realize_timed(t0, tg_tensor_matmul(c->a, c->b));
 }
-/* our GFLOP/s for an n^3 matmul (its first call, compile and any BEAM search included, in *first_s) */
-static double matmul_ours(int n, int min_runs, int max_runs, double budget_s, double* first_s) {
+/* our GFLOP/s for an n^3 matmul (its first call, compile and any BEAM search included, in *first_s). With heur, BEAM=2's
+ * kernel and the heuristics' are timed alternately (time_heur_beam): the heuristics' GFLOP/s go to *heur. */
+static double matmul_ours(int n, int min_runs, int max_runs, double budget_s, double* first_s, double* heur) {
   size_t nn = (size_t)n * (size_t)n;
   float *ha = malloc(nn * sizeof(float)), *hb = malloc(nn * sizeof(float));
   for (size_t i = 0; i < nn; i++) ha[i] = (float)(i % 7) * 0.1f, hb[i] = (float)(i % 5) * 0.1f;
@@ -311,7 +334,11 @@ static double matmul_ours(int n, int min_runs, int max_runs, double budget_s, do
   /* the check above was the warm-up; when that one call took longer than the whole budget, it is the only sample (its
    * kernel compile and copy-out are well under 1% of it then), so that a slow kernel can't stretch the run */
   double ours;
-  if (budget_s > 0 && min_runs <= 1 && first > budget_s) {
+  if (heur) {
+    double th, tb;
+    time_heur_beam(mm_tg, &mc, min_runs, max_runs, budget_s, &th, &tb);
+    ours = flop / tb, *heur = flop / th;
+  } else if (budget_s > 0 && min_runs <= 1 && first > budget_s) {
     ours = flop / first;
     fprintf(stderr, "  (matmul %d: one call took %.1f s, so that warm-up call is the only sample)\n", n, first);
   } else {
@@ -325,7 +352,7 @@ static double matmul_ours(int n, int min_runs, int max_runs, double budget_s, do
 /* the reference the BEAM rows compare with: OpenBLAS's AVX-512 kernels where the CPU has them, else its own choice */
 static const char* blas_best = "OpenBLAS SkylakeX";
 static double bench_matmul(int n, int min_runs, int max_runs, double budget_s, int threads) {  /* returns blas_best's figure */
-  double ours = matmul_ours(n, min_runs, max_runs, budget_s, NULL);
+  double ours = matmul_ours(n, min_runs, max_runs, budget_s, NULL, NULL);
   int blas_runs = n >= 2048 ? 5 : 9;
   int skx = __builtin_cpu_supports("avx512f");
   double ref_def = blas_ref(n, blas_runs, threads, NULL), ref_skx = skx ? blas_ref(n, blas_runs, threads, "SkylakeX") : 0;
@@ -343,7 +370,7 @@ static double conv_tg(void* p) {
   double t0 = now();
   return realize_timed(t0, tg_tensor_conv2d(c->x, c->w, NULL, 1, 1, 1, 1, 1, 1, 1));
 }
-static double conv2d_ours(void) {  /* ms per call */
+static double conv2d_ours(double* heur) {  /* ms per call; with heur, as matmul_ours (BEAM=2's, and the heuristics' in *heur) */
   int64_t xs[4] = {32, 64, 56, 56}, ws[4] = {64, 64, 3, 3};
   conv_ctx cc = {tg_tensor_randn(xs, 4, TG_FLOAT32, NULL), tg_tensor_randn(ws, 4, TG_FLOAT32, NULL)};
   CHECK(cc.x && cc.w);
@@ -365,7 +392,9 @@ static double conv2d_ours(void) {  /* ms per call */
   float got = hy[((1 * 64 + 5) * 56 + 0) * 56 + 17];
   if (fabs(got - want) > 1e-3 * fabs(want) + 1e-3) DIE("conv2d: y[1,5,0,17] = %g, want %g", got, want);
   free(hx), free(hw), free(hy);
-  double ours = 1e3 * time_median(conv_tg, &cc, 0, 3, 9, 20.0);
+  double ours, th;
+  if (heur) time_heur_beam(conv_tg, &cc, 3, 9, 20.0, &th, &ours), ours *= 1e3, *heur = 1e3 * th;
+  else ours = 1e3 * time_median(conv_tg, &cc, 0, 3, 9, 20.0);
   tg_tensor_release(cc.x), tg_tensor_release(cc.w);
   return ours;
 }
@@ -435,7 +464,7 @@ static double torch_reference(const char* name, int threads, const char* arg1, c
   return ref;
 }
 static double bench_conv2d(int threads) {  /* returns PyTorch's ms */
-  double ours = conv2d_ours();
+  double ours = conv2d_ours(NULL);
   double ref = torch_reference("conv2d_torch", threads, "9", "2");
   add_row("conv2d", "ms", ours, "PyTorch", ref, 0);
   settle();
@@ -746,6 +775,8 @@ static double bench_tiny(int runs) {
   return 1e6 * median(t, runs);
 }
 
+static void bench_beam(ew_ctx* ec, double gb, int quick, double skx1, double skx2, double torch_ms, double sum_ref_v);
+
 /* every row but the BLAS child's */
 static void bench_all(int threads, int quick) {
 
@@ -781,27 +812,52 @@ static void bench_all(int threads, int quick) {
   if (!quick) bench_train_cnn(threads, 20), bench_eval_cnn(threads), bench_layers(threads);
   bench_exported_mlp(threads);
 
-  /* BEAM=2, set through the C API: each kernel searched afresh (CACHELEVEL=0 keeps the BEAM cache off too); the first
-   * matmul 1024 call holds its search. Each is compared with the same reference as above and with our heuristic kernel. */
-  CHECK(tg_set_option("BEAM", "2") == TG_OK);
-  double search_s = 0, b1 = matmul_ours(1024, 3, 7, 10.0, &search_s);
-  add_row("beam2 matmul 1024", "GFLOP/s", b1, blas_best, skx1, 1);
-  add_row("beam2 matmul 1024", "GFLOP/s", b1, "heuristics", mm1_ours, 1);
-  add_row("beam2 search time matmul 1024", "s", search_s, "", 0, 0);
-  if (!quick) {
-    double b2 = matmul_ours(2048, 1, 5, 30.0, NULL);
-    add_row("beam2 matmul 2048", "GFLOP/s", b2, blas_best, skx2, 1);
-    add_row("beam2 matmul 2048", "GFLOP/s", b2, "heuristics", mm2_ours, 1);
-    double bc = conv2d_ours();
-    add_row("beam2 conv2d", "ms", bc, "PyTorch", torch_ms, 0);
-    add_row("beam2 conv2d", "ms", bc, "heuristics", conv_ours, 0);
-  }
-  double bs = gb / time_median(sum_tg, &ec, 2, 9, 9, 0);
-  add_row("beam2 sum 16M", "GB/s", bs, "bandwidth loop", sum_ref_v, 1);
-  add_row("beam2 sum 16M", "GB/s", bs, "heuristics", sum_ours, 1);
-  CHECK(tg_set_option("BEAM", "0") == TG_OK);
+  (void)mm1_ours, (void)mm2_ours, (void)conv_ours, (void)sum_ours;
+  bench_beam(&ec, gb, quick, skx1, skx2, torch_ms, sum_ref_v);
   tg_tensor_release(ec.x);
   free(in), free(out);
+}
+
+/* BEAM=2, set through the C API: each kernel searched afresh (CACHELEVEL=0 keeps the BEAM cache off too); the first
+ * matmul 1024 call holds its search. Each is compared with the same reference as its plain row, and with the
+ * heuristics' kernel timed in the same runs, call by call alternately (time_heur_beam): BEAM must not lose to it. */
+static void bench_beam(ew_ctx* ec, double gb, int quick, double skx1, double skx2, double torch_ms, double sum_ref_v) {
+  CHECK(tg_set_option("BEAM", "2") == TG_OK);
+  double search_s = 0, h1 = 0, b1 = matmul_ours(1024, 3, 7, 10.0, &search_s, &h1);
+  add_row("beam2 matmul 1024", "GFLOP/s", b1, blas_best, skx1, 1);
+  add_row("beam2 matmul 1024", "GFLOP/s", b1, "heuristics", h1, 1);
+  add_row("beam2 search time matmul 1024", "s", search_s, "", 0, 0);
+  if (!quick) {
+    double h2 = 0, b2 = matmul_ours(2048, 1, 5, 30.0, NULL, &h2);
+    add_row("beam2 matmul 2048", "GFLOP/s", b2, blas_best, skx2, 1);
+    add_row("beam2 matmul 2048", "GFLOP/s", b2, "heuristics", h2, 1);
+    double hc = 0, bc = conv2d_ours(&hc);
+    add_row("beam2 conv2d", "ms", bc, "PyTorch", torch_ms, 0);
+    add_row("beam2 conv2d", "ms", bc, "heuristics", hc, 0);
+  }
+  double ths, tbs;
+  time_heur_beam(sum_tg, ec, 9, 9, 0, &ths, &tbs);
+  add_row("beam2 sum 16M", "GB/s", gb / tbs, "bandwidth loop", sum_ref_v, 1);
+  add_row("beam2 sum 16M", "GB/s", gb / tbs, "heuristics", gb / ths, 1);
+  CHECK(tg_set_option("BEAM", "0") == TG_OK);
+}
+
+/* TG_BENCH_ONLY="beam": the BEAM rows alone, with their references measured here */
+static void bench_beam_alone(int threads, int quick) {
+  const size_t N = 16u << 20;
+  float* in = malloc(N * sizeof(float));
+  for (size_t i = 0; i < N; i++) in[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+  int64_t shape[1] = {(int64_t)N};
+  ew_ctx ec = {tg_tensor_from_data(in, N * sizeof(float), TG_FLOAT32, shape, 1, NULL), in, NULL, N, threads};
+  CHECK(ec.x && tg_tensor_realize(ec.x) == TG_OK);
+  double gb = (double)N * sizeof(float) * 1e-9, sum_ref_v = gb / time_median(sum_ref, &ec, 2, 9, 9, 0);
+  int skx = __builtin_cpu_supports("avx512f");
+  if (!skx) blas_best = "OpenBLAS";
+  double skx1 = blas_ref(1024, 9, threads, skx ? "SkylakeX" : NULL), skx2 = quick ? 0 : blas_ref(2048, 5, threads, skx ? "SkylakeX" : NULL);
+  double torch_ms = quick ? 0 : torch_reference("conv2d_torch", threads, "9", "2");
+  bench_beam(&ec, gb, quick, skx1, skx2, torch_ms, sum_ref_v);
+  tg_tensor_release(ec.x);
+  free(in);
 }
 
 int main(int argc, char** argv) {
@@ -812,12 +868,13 @@ int main(int argc, char** argv) {
   int quick = getenv("TG_BENCH_QUICK") && atoi(getenv("TG_BENCH_QUICK")) > 0;
   printf("bench_ops: float32, %d threads for libtinygrad and every reference\n", threads);
   printf("%-16s %10s %-7s | %-18s %10s %-7s | %s\n", "benchmark", "libtinygrad", "", "reference", "", "", "ratio (higher is better for libtinygrad)");
-  /* TG_BENCH_ONLY="exported mlp" or "cnn layers": those rows alone (they need none of the others' set-up) */
+  /* TG_BENCH_ONLY="exported mlp", "cnn layers" or "beam": those rows alone (they need none of the others' set-up) */
   const char* only = getenv("TG_BENCH_ONLY");
   if (only && *only) {
     if (strcmp(only, "exported mlp") == 0) bench_exported_mlp(threads);
     else if (strcmp(only, "cnn layers") == 0) bench_eval_cnn(threads), bench_layers(threads);
-    else DIE("TG_BENCH_ONLY: '%s' is not a group that runs alone (\"exported mlp\", \"cnn layers\")", only);
+    else if (strcmp(only, "beam") == 0) bench_beam_alone(threads, quick);
+    else DIE("TG_BENCH_ONLY: '%s' is not a group that runs alone (\"exported mlp\", \"cnn layers\", \"beam\")", only);
   } else {
     bench_all(threads, quick);
   }
