@@ -868,13 +868,14 @@ int main(int argc, char** argv) {
   int quick = getenv("TG_BENCH_QUICK") && atoi(getenv("TG_BENCH_QUICK")) > 0;
   printf("bench_ops: float32, %d threads for libtinygrad and every reference\n", threads);
   printf("%-16s %10s %-7s | %-18s %10s %-7s | %s\n", "benchmark", "libtinygrad", "", "reference", "", "", "ratio (higher is better for libtinygrad)");
-  /* TG_BENCH_ONLY="exported mlp", "cnn layers" or "beam": those rows alone (they need none of the others' set-up) */
+  /* TG_BENCH_ONLY="exported mlp", "cnn layers", "beam" or "conv": those rows alone (they need none of the others' set-up) */
   const char* only = getenv("TG_BENCH_ONLY");
   if (only && *only) {
     if (strcmp(only, "exported mlp") == 0) bench_exported_mlp(threads);
     else if (strcmp(only, "cnn layers") == 0) bench_eval_cnn(threads), bench_layers(threads);
     else if (strcmp(only, "beam") == 0) bench_beam_alone(threads, quick);
-    else DIE("TG_BENCH_ONLY: '%s' is not a group that runs alone (\"exported mlp\", \"cnn layers\", \"beam\")", only);
+    else if (strcmp(only, "conv") == 0) bench_conv2d(threads);
+    else DIE("TG_BENCH_ONLY: '%s' is not a group that runs alone (\"exported mlp\", \"cnn layers\", \"beam\", \"conv\")", only);
   } else {
     bench_all(threads, quick);
   }
