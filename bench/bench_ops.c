@@ -777,16 +777,23 @@ static double bench_tiny(int runs) {
 
 static void bench_beam(ew_ctx* ec, double gb, int quick, double skx1, double skx2, double torch_ms, double sum_ref_v);
 
-/* every row but the BLAS child's */
-static void bench_all(int threads, int quick) {
-
+/* the 16M-float input of the elementwise and sum rows, realized; ew_free releases it */
+static ew_ctx ew_make(int threads) {
   const size_t N = 16u << 20;
-  float* in = malloc(N * sizeof(float));
-  float* out = malloc(N * sizeof(float));
+  float *in = malloc(N * sizeof(float)), *out = malloc(N * sizeof(float));
+  CHECK(in && out);
   for (size_t i = 0; i < N; i++) in[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
   int64_t shape[1] = {(int64_t)N};
   ew_ctx ec = {tg_tensor_from_data(in, N * sizeof(float), TG_FLOAT32, shape, 1, NULL), in, out, N, threads};
   CHECK(ec.x && tg_tensor_realize(ec.x) == TG_OK);
+  return ec;
+}
+static void ew_free(ew_ctx* ec) { tg_tensor_release(ec->x), free(ec->in), free(ec->out); }
+
+/* every row but the BLAS child's */
+static void bench_all(int threads, int quick) {
+  ew_ctx ec = ew_make(threads);
+  const size_t N = ec.n;
   /* bandwidth: bytes read + written per second */
   double gb = 2.0 * (double)N * sizeof(float) * 1e-9;
   double ours = gb / time_median(ew_tg, &ec, 2, 9, 9, 0);
@@ -798,12 +805,8 @@ static void bench_all(int threads, int quick) {
   /* matmul 1024: up to 7 runs, at least 3, no more once 10 s of timed runs have passed; matmul 2048: up to 5 runs, at
    * least 1, no more once 30 s have passed; if the warm-up call alone took over 30 s it is the one sample (the naive
    * kernel takes one to two minutes a call) */
-  double skx1 = bench_matmul(1024, 3, 7, 10.0, threads), mm1_ours = rows[nrows - 1].value, skx2 = 0, mm2_ours = 0, torch_ms = 0, conv_ours = 0;
-  if (!quick) skx2 = bench_matmul(2048, 1, 5, 30.0, threads), mm2_ours = rows[nrows - 1].value;
-  if (!quick) {
-    int conv_row = nrows;  /* the conv2d row (its backward rows follow) */
-    torch_ms = bench_conv2d(threads), conv_ours = rows[conv_row].value;
-  }
+  double skx1 = bench_matmul(1024, 3, 7, 10.0, threads), skx2 = 0, torch_ms = 0;
+  if (!quick) skx2 = bench_matmul(2048, 1, 5, 30.0, threads), torch_ms = bench_conv2d(threads);
   add_row("compile time", "ms", bench_compile(9), "target", 15.0, 0);
   add_row("tiny realize", "us", bench_tiny(2000), "", 0, 0);
   add_row("tiny jit replay", "us", tiny_jit_replay_us(200), "", 0, 0);
@@ -812,10 +815,8 @@ static void bench_all(int threads, int quick) {
   if (!quick) bench_train_cnn(threads, 20), bench_eval_cnn(threads), bench_layers(threads);
   bench_exported_mlp(threads);
 
-  (void)mm1_ours, (void)mm2_ours, (void)conv_ours, (void)sum_ours;
   bench_beam(&ec, gb, quick, skx1, skx2, torch_ms, sum_ref_v);
-  tg_tensor_release(ec.x);
-  free(in), free(out);
+  ew_free(&ec);
 }
 
 /* BEAM=2, set through the C API: each kernel searched afresh (CACHELEVEL=0 keeps the BEAM cache off too); the first
@@ -844,20 +845,14 @@ static void bench_beam(ew_ctx* ec, double gb, int quick, double skx1, double skx
 
 /* TG_BENCH_ONLY="beam": the BEAM rows alone, with their references measured here */
 static void bench_beam_alone(int threads, int quick) {
-  const size_t N = 16u << 20;
-  float* in = malloc(N * sizeof(float));
-  for (size_t i = 0; i < N; i++) in[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
-  int64_t shape[1] = {(int64_t)N};
-  ew_ctx ec = {tg_tensor_from_data(in, N * sizeof(float), TG_FLOAT32, shape, 1, NULL), in, NULL, N, threads};
-  CHECK(ec.x && tg_tensor_realize(ec.x) == TG_OK);
-  double gb = (double)N * sizeof(float) * 1e-9, sum_ref_v = gb / time_median(sum_ref, &ec, 2, 9, 9, 0);
+  ew_ctx ec = ew_make(threads);
+  double gb = (double)ec.n * sizeof(float) * 1e-9, sum_ref_v = gb / time_median(sum_ref, &ec, 2, 9, 9, 0);
   int skx = __builtin_cpu_supports("avx512f");
   if (!skx) blas_best = "OpenBLAS";
   double skx1 = blas_ref(1024, 9, threads, skx ? "SkylakeX" : NULL), skx2 = quick ? 0 : blas_ref(2048, 5, threads, skx ? "SkylakeX" : NULL);
   double torch_ms = quick ? 0 : torch_reference("conv2d_torch", threads, "9", "2");
   bench_beam(&ec, gb, quick, skx1, skx2, torch_ms, sum_ref_v);
-  tg_tensor_release(ec.x);
-  free(in);
+  ew_free(&ec);
 }
 
 int main(int argc, char** argv) {

@@ -223,18 +223,22 @@ tg_tensor* tg_tensor_from_expr(const tg_expr* e, const char* const* names, const
     return api::wrap(Tensor(v, canonical_device(device)).cast(dt));
   });
 }
+// An expression's Variables bound beside it (the tensor's graph need not bind them) as BINDs in `inner`; its value at
+// those bindings
+static int64_t bind_beside(const UOpRef& u, const char* const* names, const int64_t* values, size_t n, const char* fn, UOps& inner) {
+  std::unordered_map<const UOp*, int64_t> vals;
+  bind_vars(u, names, values, n, fn, [&](const UOp* v, int64_t val) {
+    vals[v] = val, inner.push_back(bound_var(v, val));
+    return inner.back();
+  });
+  return sym_eval(u.get(), [&](const UOp* v) { return vals.at(v); });
+}
 tg_tensor* tg_tensor_shrink_expr(tg_tensor* t, int64_t axis, const tg_expr* e, const char* const* names, const int64_t* values, size_t n) {
   return api::make([&] {
     const Tensor& x = api::get(t, "shrink_expr");
     const UOpRef& u = Exprs::get(e, "shrink_expr", "e").u;
-    // its Variables bound beside it (the tensor's graph need not bind them), the size evaluated at their values
     UOps inner;
-    std::unordered_map<const UOp*, int64_t> vals;
-    bind_vars(u, names, values, n, "shrink_expr", [&](const UOp* v, int64_t val) {
-      vals[v] = val, inner.push_back(bound_var(v, val));
-      return inner.back();
-    });
-    int64_t value = sym_eval(u.get(), [&](const UOp* v) { return vals.at(v); });
+    int64_t value = bind_beside(u, names, values, n, "shrink_expr", inner);
     return api::wrap(x.shrink_var(axis, u, value, std::move(inner)));
   });
 }
@@ -244,12 +248,7 @@ tg_tensor* tg_tensor_shrink_at(tg_tensor* t, int64_t axis, const tg_expr* start,
     const Tensor& x = api::get(t, "shrink_at");
     const UOpRef& u = Exprs::get(start, "shrink_at", "start").u;
     UOps inner;
-    std::unordered_map<const UOp*, int64_t> vals;
-    bind_vars(u, names, values, n, "shrink_at", [&](const UOp* v, int64_t val) {
-      vals[v] = val, inner.push_back(bound_var(v, val));
-      return inner.back();
-    });
-    int64_t value = sym_eval(u.get(), [&](const UOp* v) { return vals.at(v); });
+    int64_t value = bind_beside(u, names, values, n, "shrink_at", inner);
     return api::wrap(x.shrink_at(axis, u, value, size, std::move(inner)));
   });
 }

@@ -89,7 +89,7 @@ struct ScheduleBuilder {
   void build(const UOp* n, int out);
   bool build_scatter(const UOp* owner, const UOp* n, int out);
   const UOp* in_place_scatter(const UOp* n);
-  void add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef ast, const std::string& name, bool check_in_place = true);
+  bool add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef ast, const std::string& name, bool check_in_place = true);
   static bool in_place_safe(const UOpRef& ast);
   void build_pending();
   bool order_kernels();  // false if the assigns make a cycle
@@ -550,9 +550,7 @@ void ScheduleBuilder::build(const UOp* n, int out) {
   }
   UOpRef v = kb.eval({n, idx, {}, false});
   UOpRef store = UOp::make(Ops::STORE, dtypes::void_, {dst, v});
-  size_t before = s.kernels.size();
-  add_kernel(n, kb, UOp::sink({store}), "");
-  if (s.kernels.size() == before) return build(n, out);  // an assign not safe in place: its value got a buffer
+  if (!add_kernel(n, kb, UOp::sink({store}), "")) return build(n, out);  // an assign not safe in place: its value got a buffer
   if (n->op == Ops::SCATTER) build_scatter(n, n, out);
 }
 
@@ -587,7 +585,7 @@ bool ScheduleBuilder::build_scatter(const UOp* owner, const UOp* n, int out) {
   }
   UOpRef at = kb.eval({pos, idx, {}, false})->cast(dtypes::index), v = kb.eval({val, idx, {}, false});
   if (owner != n && kb.read_of.count(out)) return false;
-  UOpRef dst = UOp::make(Ops::INDEX, n->dtype.ptr_to(size), {buf, at, (idx_const(-1) < at) & (at < idx_const(size))});
+  UOpRef dst = UOp::make(Ops::INDEX, buf->dtype, {buf, at, (idx_const(-1) < at) & (at < idx_const(size))});
   if (reduce != "replace") {
     UOpRef old = UOp::make(Ops::LOAD, n->dtype, {dst});
     bool b = dtypes::is_bool(n->dtype);
@@ -600,10 +598,7 @@ bool ScheduleBuilder::build_scatter(const UOp* owner, const UOp* n, int out) {
     st = UOp::make(Ops::END, dtypes::void_, std::move(rngs));
   }
   std::string name = "scatter_" + std::to_string(prod(pos->shape()));
-  if (owner != n) {
-    add_kernel(owner, kb, UOp::sink({st}), name, false);
-    return true;
-  }
+  if (owner != n) return add_kernel(owner, kb, UOp::sink({st}), name, false);
   size_t copy = producer.at(n);
   add_kernel(n, kb, UOp::sink({st}), name);
   after.emplace_back(producer.at(n), copy);
@@ -611,8 +606,8 @@ bool ScheduleBuilder::build_scatter(const UOp* owner, const UOp* n, int out) {
 }
 
 // Simplifies a kernel's AST, numbers the globals it still uses from 0 and appends it as the producer of n's buffer. An
-// assign whose value reads other elements of its target is not added: its value gets a buffer (build again).
-void ScheduleBuilder::add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef ast, const std::string& name, bool check_in_place) {
+// assign whose value reads other elements of its target is not added (false): its value gets a buffer (build again).
+bool ScheduleBuilder::add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef ast, const std::string& name, bool check_in_place) {
   // the reduces summed in closed form (a gather's) are gone before the kernel is named
   ast = collapse_reduces(graph_rewrite(ast, symbolic(), nullptr, false, "rangeify"));
   std::vector<std::pair<int64_t, int64_t>> reduce_ranges;  // (axis, size), named in the order they were made
@@ -637,7 +632,7 @@ void ScheduleBuilder::add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef a
   // in place, each element may read only its own old value: otherwise the value is computed into a buffer first
   if (check_in_place && n->op == Ops::ASSIGN && !in_place_safe(ast)) {
     TG_CHECK(split.insert(n->src[1].get()).second, TG_ERROR_INTERNAL, "schedule: can't make an assign safe in place");
-    return;
+    return false;
   }
   auto k = std::make_shared<ScheduleItem>();
   k->ast = ast, k->slots = used, k->name = name.empty() ? kernel_name(!reduce_sizes.empty(), n->shape(), reduce_sizes) : name;
@@ -645,6 +640,7 @@ void ScheduleBuilder::add_kernel(const UOp* n, const KernelBuilder& kb, UOpRef a
   reads.emplace_back();
   for (auto& [sl, node] : kb.read_of) reads.back().insert(node);
   s.kernels.push_back(std::move(k));
+  return true;
 }
 
 // the kernel's loads from its output buffer (global 0) all use the store's index, ungated

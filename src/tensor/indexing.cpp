@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "tensor/tensor.h"
+#include "uop/spec.h"
 
 namespace tg {
 
@@ -302,8 +303,7 @@ Tensor Tensor::put(const Tensor& pos, const Tensor& values, const std::string& r
   TG_CHECK(dtypes::is_int(pos.dtype()), TG_ERROR_DTYPE, "put: positions must be an int tensor, got " + pos.dtype().name());
   TG_CHECK(pos.device() == device() && values.device() == device(), TG_ERROR_DEVICE,
            "put: positions on " + pos.device() + " and values on " + values.device() + ", the tensor on " + device());
-  TG_CHECK(reduce == "replace" || reduce == "sum" || reduce == "prod" || reduce == "amax" || reduce == "amin", TG_ERROR_INVALID_ARGUMENT,
-           "put: unknown reduce '" + reduce + "' (replace, sum, prod, amax, amin)");
+  TG_CHECK(spec::scatter_reduce_known(reduce), TG_ERROR_INVALID_ARGUMENT, "put: unknown reduce '" + reduce + "' (replace, sum, prod, amax, amin)");
   for (const Tensor* t : {this, &pos, &values})
     TG_CHECK(t->uop()->sym().empty() || std::none_of(t->uop()->sym().begin(), t->uop()->sym().end(), [](const UOp* v) { return v; }),
              TG_ERROR_UNSUPPORTED, "put: a tensor with a symbolic dim (" + shape_str(t->shape()) + "); positions are of the plain layout");
@@ -326,7 +326,7 @@ Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& sr
     TG_CHECK(index.shape()[size_t(i)] <= src.shape()[size_t(i)] && (i == d || index.shape()[size_t(i)] <= shape()[size_t(i)]), TG_ERROR_SHAPE,
              "scatter_reduce: index " + shape_str(index.shape()) + " is larger than src " + shape_str(src.shape()) + " or self " + shape_str(shape()));
   TG_CHECK(src.dtype() == dtype(), TG_ERROR_DTYPE, "scatter_reduce: src is " + src.dtype().name() + ", the tensor " + dtype().name() + " (tinygrad casts neither)");
-  TG_CHECK(reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin" || reduce == "replace", TG_ERROR_INVALID_ARGUMENT,
+  TG_CHECK(reduce == "mean" || spec::scatter_reduce_known(reduce), TG_ERROR_INVALID_ARGUMENT,
            "scatter_reduce: unknown reduce '" + reduce + "' (sum, prod, mean, amax, amin)");
   int64_t n = shape()[size_t(d)];
   std::vector<std::pair<int64_t, int64_t>> b;

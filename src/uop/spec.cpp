@@ -125,7 +125,7 @@ void check_node(Ops op, DType dtype, const UOps& src, const Arg& arg) {
     case Ops::SCATTER: {
       nsrc(op, src, 3, 3);
       auto* r = std::get_if<std::string>(&arg);
-      if (!r || (*r != "replace" && *r != "sum" && *r != "prod" && *r != "amax" && *r != "amin")) bad(op, "arg must name a reduce, got " + arg_str(arg));
+      if (!r || !scatter_reduce_known(*r)) bad(op, "arg must name a reduce, got " + arg_str(arg));
       if (src[0]->dtype != dtype || src[2]->dtype != dtype) bad(op, "target and values must be " + dtype.name());
       if (!dtypes::is_int(src[1]->dtype)) bad(op, "positions must be ints, not " + src[1]->dtype.name());
       break;
@@ -133,6 +133,8 @@ void check_node(Ops op, DType dtype, const UOps& src, const Arg& arg) {
     default: break;
   }
 }
+
+bool scatter_reduce_known(const std::string& r) { return r == "replace" || r == "sum" || r == "prod" || r == "amax" || r == "amin"; }
 
 void verify(const UOpRef& root) {
   for (auto& u : root->toposort()) check_node(u->op, u->dtype, u->src, u->arg);

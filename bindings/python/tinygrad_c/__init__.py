@@ -1563,8 +1563,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     sym = [(i, p[1]) for i, p in enumerate(pairs) if len(p) == 2 and i < len(shape) and _symbolic_size(p[1]) and
            not isinstance(p[0], BoundExpr) and p[0] == 0 and not isinstance(shape[i], BoundExpr)]
     # (v, v + k) on a plain dim: a window at a symbolic offset (shrink_at), the same graph for every v
-    at = [(i, p[0], _window(p[0], p[1])) for i, p in enumerate(pairs) if len(p) == 2 and i < len(shape) and
-          not isinstance(shape[i], BoundExpr) and _window(p[0], p[1]) is not None]
+    at = [(i, p[0], k) for i, p in enumerate(pairs) if len(p) == 2 and i < len(shape) and not isinstance(shape[i], BoundExpr) and
+          (k := _window(p[0], p[1])) is not None]
     t = self._plain_where(lambda i, d: i < len(pairs) and len(pairs[i]) == 2 and (pairs[i][0] != 0 or pairs[i][1] != d))
     for i, b in sym: t, pairs = t._shrink_bound(i, b), pairs[:i] + ((0, int(b)),) + pairs[i + 1:]
     for i, b, k in at: t, pairs = t._shrink_at(i, b, k), pairs[:i] + ((0, k),) + pairs[i + 1:]
@@ -1805,8 +1805,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
         sym.append((d, ix.stop))
         new.append(slice(None))
       elif isinstance(ix, slice) and ix.step in (None, 1) and not isinstance(size, BoundExpr) and \
-           _window(ix.start, ix.stop) is not None:  # [v:v+k]: a window at a symbolic offset
-        at.append((d, ix.start, _window(ix.start, ix.stop)))
+           (k := _window(ix.start, ix.stop)) is not None:  # [v:v+k]: a window at a symbolic offset
+        at.append((d, ix.start, k))
         new.append(slice(None))
       else:
         new.append(ix)
