@@ -24,7 +24,7 @@ build: $(BUILD)/CMakeCache.txt
 
 # the library (shared and static) and the C examples: cmake and a C++20 compiler are all it needs
 LIB_TARGETS := tinygrad tinygrad_static example_hello example_mlp example_mlp_sgd example_train_fashion_mnist example_train_cnn example_classify \
-               example_export_fashion_mnist
+               example_export_fashion_mnist example_onnx_run example_onnx_classify
 lib: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target $(LIB_TARGETS)
 
@@ -50,6 +50,7 @@ run:
 # what every test needs, installed; then the build with its tests and benchmarks required, not just found
 test-build:
 	@sh scripts/deps.sh
+	@sh scripts/ort.sh $(BUILD)/ort
 	cmake -S . -B $(BUILD) $(if $(wildcard $(BUILD)/CMakeCache.txt),,$(GEN)) -DCMAKE_BUILD_TYPE=Release -DTG_BUILD_TESTS=ON -DTG_BUILD_BENCH=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
@@ -145,8 +146,9 @@ test-install:
 # over the library's static archive, each run single-process for FUZZ_RUNS inputs (default 10^6) from a copy of its
 # seed corpus in fuzz/corpus/; a crashing input is left in $(FUZZ_BUILD) (keep it in fuzz/regressions/ once fixed)
 FUZZ_BUILD ?= build-fuzz
+ONNX_NODE_DIR ?= /usr/share/libonnx-testdata/data/node
 FUZZ_RUNS ?= 1000000
-FUZZ_TARGETS := safetensors gguf
+FUZZ_TARGETS := safetensors gguf onnx
 FUZZ_FLAGS := -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc
 FUZZ_LIBS := -L/usr/lib/llvm-19/lib -Wl,-rpath,/usr/lib/llvm-19/lib -lLLVM-19 -lpthread -ldl
 fuzz: test-build
@@ -157,10 +159,14 @@ fuzz: test-build
 fuzz-files: test-build
 	@mkdir -p $(FUZZ_BUILD)
 	for t in $(FUZZ_TARGETS); do \
-	  clang++ $(FUZZ_FLAGS) fuzz/fuzz_$$t.cpp src/nn/state.cpp src/nn/gguf.cpp $(BUILD)/libtinygrad.a $(FUZZ_LIBS) -o $(FUZZ_BUILD)/fuzz_$$t || exit 1; \
+	  clang++ $(FUZZ_FLAGS) fuzz/fuzz_$$t.cpp src/nn/state.cpp src/nn/gguf.cpp src/onnx/proto.cpp src/onnx/onnx.cpp $(BUILD)/libtinygrad.a $(FUZZ_LIBS) \
+	    -o $(FUZZ_BUILD)/fuzz_$$t || exit 1; \
 	done
+	@# the ONNX seeds: the conformance suite's models (Debian's libonnx-testdata), every tenth one
+	@mkdir -p $(FUZZ_BUILD)/corpus_onnx && ls -d $(ONNX_NODE_DIR)/test_* | awk 'NR % 10 == 1' | while read t; do \
+	  cp $$t/model.onnx $(FUZZ_BUILD)/corpus_onnx/seed_$$(basename $$t).onnx; done
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && for t in $(FUZZ_TARGETS); do \
-	  mkdir -p $(FUZZ_BUILD)/corpus_$$t && cp fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus_$$t/ && \
+	  mkdir -p $(FUZZ_BUILD)/corpus_$$t && { [ ! -d fuzz/corpus/$$t ] || cp fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus_$$t/; } && \
 	  (cd $(FUZZ_BUILD) && XDG_CACHE_HOME="$$d" ASAN_OPTIONS=allocator_may_return_null=1 ./fuzz_$$t -runs=$(FUZZ_RUNS) -jobs=1 -workers=1 \
 	    -rss_limit_mb=4096 -malloc_limit_mb=512 -timeout=20 -print_final_stats=1 corpus_$$t) || exit 1; \
 	done
@@ -194,6 +200,7 @@ tsan:
 bench: test-build
 	$(BUILD)/bench_uop --benchmark_min_time=0.2
 	TG_BENCH_PYTHON=$(PYTHON) TG_BENCH_DIR=$(CURDIR)/bench $(BUILD)/bench_ops bench/results.json
+	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so TG_ORT_DIR=$(abspath $(BUILD))/ort/node_modules $(PYTHON) bench/bench_onnx.py bench/results.json
 	$(MAKE) --no-print-directory bench-cuda
 
 # the CUDA rows (bench/bench_cuda.py, against cuBLAS and a device copy through PyTorch's CUDA build) where a GPU is;

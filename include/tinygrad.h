@@ -131,6 +131,7 @@ typedef struct tg_uop tg_uop;       /* a read-only node of a graph: a tensor's, 
 typedef struct tg_module tg_module;       /* an nn module (a layer, or layers in sequence) holding its tensors */
 typedef struct tg_optimizer tg_optimizer; /* an optimizer over a set of parameter tensors */
 typedef struct tg_state tg_state;         /* an ordered set of named tensors: a state dict, a safetensors or GGUF file */
+typedef struct tg_onnx_model tg_onnx_model; /* an ONNX model loaded for running */
 
 /* ---- devices --------------------------------------------------------------------------------------------------- */
 /* Device names: "CPU" (kernels compiled in process by LLVM), "CPU:CLANG" (by the system C compiler), "CUDA", "CUDA:1",
@@ -1161,6 +1162,86 @@ TG_API tg_status tg_state_metadata_set(tg_state* s, const char* key, const char*
 TG_API tg_state* tg_state_retain(tg_state* s);
 /* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_state_release(tg_state* s);
+
+/* ---- onnx: models from other tools ----------------------------------------------------------------------------- */
+/* An ONNX model (opsets 1 to 17 of the ai.onnx domain; docs/onnx.md lists the operators) loaded for running: every node
+ * lowers to tensor ops, so a run is lazy tensor graphs that fuse and compile like any other, and its kernels land in the
+ * caches. Model files are untrusted input: a malformed file (truncated messages, lengths past the end, nesting more than
+ * 64 graphs deep, tensors whose data doesn't fit their shape, external data outside the model's directory) is
+ * TG_ERROR_IO naming the file and the problem; an operator, attribute or element type the library lacks is
+ * TG_ERROR_UNSUPPORTED naming the node and the missing piece, at load where it can be known then.
+ * Thread safety: a model may be used by one thread at a time. */
+typedef struct tg_onnx_options {
+  size_t struct_size;           /* sizeof(tg_onnx_options) as the caller knows it */
+  const char* device;           /* NULL: the default device */
+  const char* dims;             /* symbolic dims fixed to sizes, "batch=1,sequence=128" (NULL: none): inputs are checked
+                                 * against them and tg_onnx_input_info reports them as numbers */
+  const char* base_dir;         /* tg_onnx_load_buffer only: the directory external data is read from (NULL: refused) */
+} tg_onnx_options;
+/* The model at `path` (borrowed); its external data files are read relative to its directory and must stay inside it.
+ * Initializers are read into device buffers now. `opts` may be NULL (all defaults). A new reference. @nullable(opts) */
+TG_API tg_onnx_model* tg_onnx_load(const char* path, const tg_onnx_options* opts);
+/* The same from `nbytes` bytes at `data` (borrowed: the model keeps copies of what it needs). @nullable(opts) */
+TG_API tg_onnx_model* tg_onnx_load_buffer(const void* data, size_t nbytes, const tg_onnx_options* opts);
+/* The number of inputs a run takes (the graph's inputs that no initializer fills), or -1 on error. @errors(-1) */
+TG_API int64_t tg_onnx_input_count(const tg_onnx_model* m);
+/* The number of outputs a run gives, or -1 on error. @errors(-1) */
+TG_API int64_t tg_onnx_output_count(const tg_onnx_model* m);
+/* The name of input `i` (borrowed from the model, valid while it lives); NULL if i >= count. */
+TG_API const char* tg_onnx_input_name(const tg_onnx_model* m, size_t i);
+/* The name of output `i` (borrowed from the model, valid while it lives); NULL if i >= count. */
+TG_API const char* tg_onnx_output_name(const tg_onnx_model* m, size_t i);
+/* Input `i`'s declared dtype and shape: *ndim gets the rank, shape (caller-owned, `capacity` long) the dims, -1 for a
+ * symbolic or unknown dim (tg_onnx_input_dim_name names it). shape may be NULL with capacity 0 to ask for ndim; a
+ * capacity below ndim is TG_ERROR_INVALID_ARGUMENT with *ndim written. A model that declares no shape gives *ndim = -1;
+ * an element type without a tg_dtype (strings) is TG_ERROR_UNSUPPORTED. @nullable(dtype, shape, ndim) */
+TG_API tg_status tg_onnx_input_info(const tg_onnx_model* m, size_t i, tg_dtype* dtype, int64_t* shape, size_t capacity, int64_t* ndim);
+/* Output `i`'s declared dtype and shape, as tg_onnx_input_info. @nullable(dtype, shape, ndim) */
+TG_API tg_status tg_onnx_output_info(const tg_onnx_model* m, size_t i, tg_dtype* dtype, int64_t* shape, size_t capacity, int64_t* ndim);
+/* The name of dim `d` of input `i` where it is symbolic ("batch"), "" where it is a number or unknown (borrowed from the
+ * model, valid while it lives); NULL if i or d is out of range. */
+TG_API const char* tg_onnx_input_dim_name(const tg_onnx_model* m, size_t i, size_t d);
+/* The name of dim `d` of output `i`, as tg_onnx_input_dim_name. */
+TG_API const char* tg_onnx_output_dim_name(const tg_onnx_model* m, size_t i, size_t d);
+/* The model's ai.onnx opset version, or -1 on error. @errors(-1) */
+TG_API int64_t tg_onnx_opset(const tg_onnx_model* m);
+/* The producer the file names ("pytorch 1.13.1": producer_name and producer_version; "" if none). Borrowed from the
+ * model, valid while it lives; NULL on error. */
+TG_API const char* tg_onnx_producer(const tg_onnx_model* m);
+/* Run the model: `inputs` (borrowed, n_inputs = tg_onnx_input_count, in the model's order, on the model's device) are
+ * checked against the declared dtypes and shapes (a symbolic dim takes one size throughout a call) and `outputs`
+ * (caller-owned array of n_outputs = tg_onnx_output_count) receives new references to the realized outputs. A mismatch is
+ * TG_ERROR_INVALID_ARGUMENT / TG_ERROR_DTYPE / TG_ERROR_SHAPE / TG_ERROR_DEVICE naming the input; on error no output is
+ * written. Models whose inputs or outputs are sequences can't be run through this function (TG_ERROR_UNSUPPORTED). */
+TG_API tg_status tg_onnx_run(tg_onnx_model* m, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs);
+/* tg_onnx_run with the inputs given by name (names borrowed, each once, every input named): names[i] is inputs[i]'s.
+ * @len(names=n_inputs) */
+TG_API tg_status tg_onnx_run_named(tg_onnx_model* m, const char* const* names, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs,
+                                   size_t n_outputs);
+/* The tensor in a file holding one serialized TensorProto (the .pb files of ONNX's test data and of onnx_test_runner's
+ * test sets) on `device` (NULL: the default), realized. `path` is borrowed. A new reference. */
+TG_API tg_tensor* tg_onnx_load_tensor(const char* path, const char* device);
+/* What input `i` takes: 0 a tensor, 1 a sequence of tensors, 2 an optional tensor, 3 an optional sequence; -1 on error.
+ * @errors(-1) */
+TG_API int tg_onnx_input_kind(const tg_onnx_model* m, size_t i);
+/* What output `i` gives, as tg_onnx_input_kind. @errors(-1) */
+TG_API int tg_onnx_output_kind(const tg_onnx_model* m, size_t i);
+/* tg_onnx_run for models with sequence and optional inputs or outputs. Input i is the next in_lengths[i] tensors of
+ * `tensors` (borrowed, n_tensors in all): 1 for a tensor, any number for a sequence, -1 for an absent optional. Outputs are
+ * laid out the same way in `outputs` (caller-owned, `capacity` long; new references), each output's count (-1: absent)
+ * in out_lengths (caller-owned, n_outputs long). A capacity below what the outputs need is TG_ERROR_INVALID_ARGUMENT with
+ * out_lengths written and no tensor returned. @len(in_lengths=n_inputs) */
+TG_API tg_status tg_onnx_run_values(tg_onnx_model* m, tg_tensor* const* tensors, size_t n_tensors, const int64_t* in_lengths, size_t n_inputs,
+                                    tg_tensor** outputs, size_t capacity, int64_t* out_lengths, size_t n_outputs);
+/* The value in a file holding one serialized TensorProto (kind 0), SequenceProto (1) or OptionalProto (2 or 3), as
+ * tg_onnx_input_kind numbers kinds: its tensors into `out` (caller-owned, `capacity` long; new references, realized) and
+ * their count into *n (-1 for an empty optional). A capacity below the count is TG_ERROR_INVALID_ARGUMENT with *n
+ * written. `path` is borrowed; `device` NULL is the default device. @int(kind) */
+TG_API tg_status tg_onnx_load_value(const char* path, const char* device, int kind, tg_tensor** out, size_t capacity, int64_t* n);
+/* Another reference to the same model. */
+TG_API tg_onnx_model* tg_onnx_model_retain(tg_onnx_model* m);
+/* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
+TG_API void tg_onnx_model_release(tg_onnx_model* m);
 
 /* ---- looking inside a realize ----------------------------------------------------------------------------------- */
 /* What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,

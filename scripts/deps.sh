@@ -17,6 +17,11 @@ case "$group" in
     NEED="$NEED ninja-build clang llvm-19-dev pkg-config ccache libgtest-dev libbenchmark-dev libopenblas-dev libsqlite3-dev python3-numpy"
     NEED="$NEED python3-pytest python3-pytest-xdist python3-torch libclang-rt-14-dev zlib1g-dev dataset-fashion-mnist opencl-headers"
     NEED="$NEED ocl-icd-libopencl1 pocl-opencl-icd abigail-tools"
+    # ONNX: the conformance suite's node tests (model + expected outputs), the onnx package and torchvision's models for
+    # the tests that export models from PyTorch
+    NEED="$NEED libonnx-testdata python3-onnx python3-torchvision"
+    # ONNX Runtime, the reference, comes from the npm registry as onnxruntime-node (scripts/ort.sh): node runs it
+    command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || NEED="$NEED nodejs npm"
     # ARM: the cross compilers (with their C libraries; C++ for the library's aarch64 build) and qemu's user-mode emulators,
     # for the C export's checks and the library built for and run on aarch64
     NEED="$NEED gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross qemu-user"

@@ -64,6 +64,9 @@ SCALARS = {
     "tg_optimizer_options*": "f.optim_options_out",
     "const tg_optimizer_options*": "f.optim_options",
     "const tg_export_options*": "f.export_options",
+    "tg_onnx_model*": "f.onnx_model",
+    "const tg_onnx_model*": "f.onnx_model",
+    "const tg_onnx_options*": "f.onnx_options",
     # NULL or a DLManagedTensor the fuzzer built (the library takes it on success; the context frees it after a failure)
     "struct DLManagedTensor*": "f.dlpack",
 }
@@ -75,7 +78,7 @@ NAMED = {("void*", "userdata"): "f.userdata",
                                                        "embed_size", "input_size", "hidden_size")}}
 # in a function that takes ownership of its handle (…_release), the handle is handed over instead of lent
 OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr", "tg_uop*": "f.owned_uop", "tg_jit*": "f.owned_jit", "tg_plan*": "f.owned_plan", "tg_state*": "f.owned_state",
-         "tg_optimizer*": "f.owned_optimizer", "tg_module*": "f.owned_module"}
+         "tg_optimizer*": "f.owned_optimizer", "tg_module*": "f.owned_module", "tg_onnx_model*": "f.owned_onnx_model"}
 # pointer parameter(s) followed by their size_t count -> context generator (called with all the names)
 GROUPS = {
     ("const int64_t*",): "f.i64_array",
@@ -85,6 +88,7 @@ GROUPS = {
     ("char*",): "f.out_chars",
     ("tg_tensor* const*",): "f.tensor_array",
     ("const char* const*", "const int64_t*"): "f.bindings",
+    ("const char* const*", "tg_tensor* const*"): "f.named_tensors",
     ("const int64_t*", "const int64_t*"): "f.i64_arrays2",
     ("const tg_index*",): "f.index_array",
     ("tg_tensor**",): "f.out_tensor_array",
@@ -105,6 +109,7 @@ RETURNS = {
     "tg_state*": "f.ret_state",
     "tg_optimizer*": "f.ret_optimizer",
     "tg_module*": "f.ret_module",
+    "tg_onnx_model*": "f.ret_onnx_model",
     "struct DLManagedTensor*": "f.ret_dlpack",  # checked, read through and freed with its deleter
     "tg_status": "f.ret_status",
     "const char*": "f.ret_cstr",

@@ -68,6 +68,7 @@
 
 #include "tinygrad.h"
 #include "api/dlpack.h"
+#include "onnx_writer.h"
 
 extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
 
@@ -313,6 +314,11 @@ struct Arr {
   P p;
   size_t n;
 };
+struct Named {  // names with their tensors (tg_onnx_run_named)
+  const char* const* p0;
+  tg_tensor* const* p1;
+  size_t n;
+};
 struct Bind {
   const char* const* p0;
   const int64_t* p1;
@@ -532,6 +538,7 @@ struct FuzzCtx {
   HandlePool<tg_module> modules{tg_module_release, "module"};
   HandlePool<tg_state> states{tg_state_release, "state"};
   HandlePool<tg_optimizer> optimizers{tg_optimizer_release, "optimizer"};
+  HandlePool<tg_onnx_model> onnx_models{tg_onnx_model_release, "onnx_model"};
   // per pooled JIT: its function (index into kJitFns, -1 unknown), its userdata, and the inputs (shape, dtype) and output
   // count of its latest successful warm-up or capture, so a later call can ask for a replay that passes validation
   struct JitInfo {
@@ -916,6 +923,38 @@ struct FuzzCtx {
     });
   }
   tg_module* owned_module(const char* name) { return hand_over(modules, name); }
+  // ONNX models: the pool is seeded with a small one (y = x + x2, x and x2 of shape (batch, 3)) so runs get this far
+  tg_onnx_model* onnx_model(const char* name) {
+    if (onnx_models.live.empty() && pct(50)) {
+      using namespace onnx_writer;
+      Msg m = model(graph({node("Add", {"x", "x2"}, {"y"})}, {}, {value_info("x", 1, {-1, 3}), value_info("x2", 1, {-1, 3})},
+                          {value_info("y", 1, {-1, 3})}));
+      if (tg_onnx_model* h = tg_onnx_load_buffer(m.data(), m.size(), nullptr)) onnx_models.live.push_back(h);
+      else fail(std::string("the seed ONNX model does not load: ") + tg_last_error_message());
+      tg_clear_error();
+    }
+    return lend<tg_onnx_model>(onnx_models, name, [](tg_onnx_model* m) { return "onnx_model " + fmt_ptr(m); });
+  }
+  tg_onnx_model* owned_onnx_model(const char* name) { return hand_over(onnx_models, name); }
+  const tg_onnx_options* onnx_options(const char* name) {
+    if (pct(20)) return rec(name, Arg::Other, "NULL"), nullptr;
+    constexpr size_t full = sizeof(tg_onnx_options);
+    const char* dims = pick<const char*>({nullptr, nullptr, "batch=1", "batch=2,seq=3", "batch", "=1", "batch=-1", "batch=99999999999999999999", ""});
+    const char* dev = pick<const char*>({nullptr, nullptr, "CPU", "NOPE", ""});
+    const char* base = pick<const char*>({nullptr, nullptr, "/tmp", "/nonexistent", ""});
+    tg_onnx_options d{full, dev, dims, base};
+    d.struct_size = pick<size_t>({full, full, full, 0, 8, 16, full + 16, SIZE_MAX});
+    keep.emplace_back(std::max<size_t>(sizeof(size_t), d.struct_size == SIZE_MAX ? full + 64 : d.struct_size));
+    std::memcpy(keep.back().data(), &d, std::min(keep.back().size(), full));
+    rec(name, Arg::Other, "onnx_options{struct_size=" + std::to_string(d.struct_size) + "}");
+    return reinterpret_cast<const tg_onnx_options*>(keep.back().data());
+  }
+  void ret_onnx_model(tg_onnx_model* m) {
+    if (!m) return expect_error("returned NULL");
+    expect_no_error("returned an onnx model");
+    if (tg_onnx_input_count(m) < 0 || tg_onnx_output_count(m) < 0) fail("a returned onnx model has no input/output count");
+    pool_handle(onnx_models, m);
+  }
   Arr<tg_module* const*> module_array(const char* name, const char* count_name) {
     size_t n = count_for(4);
     if (n > 100) {  // only NULL: an array of live handles gives the library no way to see where it ends
@@ -1459,6 +1498,20 @@ struct FuzzCtx {
     return {nn ? nullptr : names, nv ? nullptr : values, n};
   }
 
+  Named named_tensors(const char* names_name, const char* inputs_name, const char* count_name) {
+    auto [ts, n] = tensor_array(inputs_name, count_name);
+    if (n > 100) return rec(names_name, Arg::Array, "NULL"), Named{nullptr, ts, n};
+    const char** names = buffer<const char*>(n);
+    std::string nt = "{";
+    for (size_t i = 0; i < n; i++) {
+      names[i] = pick<const char*>({"x", "x2", "x", "x2", "y", "", nullptr});
+      nt += (i ? "," : "") + (names[i] ? "\"" + std::string(names[i]) + "\"" : std::string("NULL"));
+    }
+    bool nn = n && pct(5);
+    rec(names_name, Arg::Array, nn ? "NULL" : nt + "}");
+    return {nn ? nullptr : names, ts, n};
+  }
+
   // ---- the call ----
   std::string describe() const {
     std::string s = std::string(call.fn) + "(";
@@ -1526,6 +1579,7 @@ struct FuzzCtx {
     if (handed_over_jit && !std::count(jits.begin(), jits.end(), handed_over_jit)) remember_dead(handed_over_jit);
     if (handed_over_plan && !std::count(plans.begin(), plans.end(), handed_over_plan)) remember_dead(handed_over_plan);
     states.settle();
+    onnx_models.settle();
     modules.settle();
     optimizers.settle();
     handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr, handed_over_uop = nullptr;
@@ -1909,6 +1963,7 @@ struct FuzzCtx {
     optimizers.clear();
     modules.clear();
     states.clear();
+    onnx_models.clear();
     pool.clear(), exprs.clear(), plans.clear();
     if (keep_jits) return;
     for (auto* j : jits) tg_jit_release(j), remember_dead(j);

@@ -1547,6 +1547,14 @@ public sealed partial class Tensor : IDisposable, IHandle {
   public static Tensor FromIdx(string path, string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_from_idx(path, device)));
   }
+
+  /// <summary>The tensor in a file holding one serialized TensorProto (the .pb files of ONNX's test data and of
+  /// onnx_test_runner's test sets) on `device` (NULL: the default), realized. `path` is borrowed. A new
+  /// reference. (tg_onnx_load_tensor)
+  /// </summary>
+  public static Tensor LoadTensor(string path, string device = null) {
+    return new Tensor(Native.Check(Native.tg_onnx_load_tensor(path, device)));
+  }
 }
 
 /// <summary>A tg_expr reference. Dispose releases it; one never disposed is released by its handle's finalizer.
@@ -2208,6 +2216,108 @@ public sealed partial class State : IDisposable, IHandle {
   }
 }
 
+/// <summary>A tg_onnx_model reference. Dispose releases it; one never disposed is released by its handle's finalizer.
+/// </summary>
+public sealed partial class OnnxModel : IDisposable, IHandle {
+  internal readonly OnnxModelHandle H;
+  internal OnnxModel(OnnxModelHandle h) { H = h; }
+  System.Runtime.InteropServices.SafeHandle IHandle.Handle => H;
+  public void Dispose() => H.Dispose();
+  /// <summary>True once disposed: any further use throws ObjectDisposedException.</summary>
+  public bool IsDisposed => H.IsClosed;
+
+  /// <summary>The model at `path` (borrowed); its external data files are read relative to its directory and must stay
+  /// inside it. Initializers are read into device buffers now. `opts` may be NULL (all defaults). A new
+  /// reference. (tg_onnx_load)
+  /// </summary>
+  public static unsafe OnnxModel Load(string path, OnnxOptions? opts = null) {
+    var opts_ = opts.GetValueOrDefault();
+    return new OnnxModel(Native.Check(Native.tg_onnx_load(path, opts.HasValue ? &opts_ : null)));
+  }
+
+  /// <summary>The number of inputs a run takes (the graph's inputs that no initializer fills), or -1 on error.
+  /// (tg_onnx_input_count)
+  /// </summary>
+  public long OnnxInputCount() {
+    var r = Native.tg_onnx_input_count(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>The number of outputs a run gives, or -1 on error. (tg_onnx_output_count)
+  /// </summary>
+  public long OnnxOutputCount() {
+    var r = Native.tg_onnx_output_count(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>The name of input `i` (borrowed from the model, valid while it lives); NULL if i &gt;= count.
+  /// (tg_onnx_input_name)
+  /// </summary>
+  public string OnnxInputName(long i) {
+    return Native.Str(Native.tg_onnx_input_name(H, Native.Size(i))) ?? throw Native.Fail();
+  }
+
+  /// <summary>The name of output `i` (borrowed from the model, valid while it lives); NULL if i &gt;= count.
+  /// (tg_onnx_output_name)
+  /// </summary>
+  public string OnnxOutputName(long i) {
+    return Native.Str(Native.tg_onnx_output_name(H, Native.Size(i))) ?? throw Native.Fail();
+  }
+
+  /// <summary>The name of dim `d` of input `i` where it is symbolic ("batch"), "" where it is a number or unknown
+  /// (borrowed from the model, valid while it lives); NULL if i or d is out of range. (tg_onnx_input_dim_name)
+  /// </summary>
+  public string OnnxInputDimName(long i, long d) {
+    return Native.Str(Native.tg_onnx_input_dim_name(H, Native.Size(i), Native.Size(d))) ?? throw Native.Fail();
+  }
+
+  /// <summary>The name of dim `d` of output `i`, as tg_onnx_input_dim_name. (tg_onnx_output_dim_name)
+  /// </summary>
+  public string OnnxOutputDimName(long i, long d) {
+    return Native.Str(Native.tg_onnx_output_dim_name(H, Native.Size(i), Native.Size(d))) ?? throw Native.Fail();
+  }
+
+  /// <summary>The model's ai.onnx opset version, or -1 on error. (tg_onnx_opset)
+  /// </summary>
+  public long OnnxOpset() {
+    var r = Native.tg_onnx_opset(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>The producer the file names ("pytorch 1.13.1": producer_name and producer_version; "" if none). Borrowed
+  /// from the model, valid while it lives; NULL on error. (tg_onnx_producer)
+  /// </summary>
+  public string OnnxProducer() {
+    return Native.Str(Native.tg_onnx_producer(H)) ?? throw Native.Fail();
+  }
+
+  /// <summary>What input `i` takes: 0 a tensor, 1 a sequence of tensors, 2 an optional tensor, 3 an optional sequence; -1
+  /// on error. (tg_onnx_input_kind)
+  /// </summary>
+  public int OnnxInputKind(long i) {
+    var r = Native.tg_onnx_input_kind(H, Native.Size(i));
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>What output `i` gives, as tg_onnx_input_kind. (tg_onnx_output_kind)
+  /// </summary>
+  public int OnnxOutputKind(long i) {
+    var r = Native.tg_onnx_output_kind(H, Native.Size(i));
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>Another reference to the same model. (tg_onnx_model_retain)
+  /// </summary>
+  public OnnxModel Retain() {
+    return new OnnxModel(Native.Check(Native.tg_onnx_model_retain(H)));
+  }
+}
+
 /// <summary>The library's functions that belong to no handle.</summary>
 public static partial class Tg {
   /// <summary>The library's version at run time, "MAJOR.MINOR.PATCH" (static storage). Compare with TG_VERSION_STRING.
@@ -2393,7 +2503,7 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (37; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (45; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
@@ -2430,4 +2540,12 @@ public static partial class Tg {
 //   tg_state_load_memory: a `bytes_in` parameter
 //   tg_state_info: a `array_out` parameter
 //   tg_state_release: takes a reference (Dispose does it)
+//   tg_onnx_load_buffer: a `bytes_in` parameter
+//   tg_onnx_input_info: a `array_out` parameter
+//   tg_onnx_output_info: a `array_out` parameter
+//   tg_onnx_run: `outputs` holds as many references as the caller asks for
+//   tg_onnx_run_named: `outputs` holds as many references as the caller asks for
+//   tg_onnx_run_values: `outputs` holds as many references as the caller asks for
+//   tg_onnx_load_value: `out` holds as many references as the caller asks for
+//   tg_onnx_model_release: takes a reference (Dispose does it)
 //   tg_plan_release: takes a reference (Dispose does it)

@@ -146,6 +146,24 @@ public unsafe partial struct OptimizerOptions {
   public static OptimizerOptions New() => new OptimizerOptions { StructSize = (UIntPtr)Marshal.SizeOf(typeof(OptimizerOptions)) };
 }
 
+/// <summary>An ONNX model (opsets 1 to 17 of the ai.onnx domain; docs/onnx.md lists the operators) loaded for running:
+/// every node lowers to tensor ops, so a run is lazy tensor graphs that fuse and compile like any other, and its
+/// kernels land in the caches. Model files are untrusted input: a malformed file (truncated messages, lengths
+/// past the end, nesting more than 64 graphs deep, tensors whose data doesn't fit their shape, external data
+/// outside the model's directory) is TG_ERROR_IO naming the file and the problem; an operator, attribute or
+/// element type the library lacks is TG_ERROR_UNSUPPORTED naming the node and the missing piece, at load where it
+/// can be known then. Thread safety: a model may be used by one thread at a time.
+/// </summary>
+[StructLayout(LayoutKind.Sequential)]
+public partial struct OnnxOptions {
+  public UIntPtr StructSize;
+  public IntPtr Device;
+  public IntPtr Dims;
+  public IntPtr BaseDir;
+  /// <summary>A value with StructSize set, as the library requires before it reads or writes one.</summary>
+  public static OnnxOptions New() => new OnnxOptions { StructSize = (UIntPtr)Marshal.SizeOf(typeof(OnnxOptions)) };
+}
+
 /// <summary>What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,
 /// buffers and, after running, its time.
 /// </summary>
@@ -273,6 +291,17 @@ public sealed class StateHandle : SafeHandle {
   internal static readonly StateHandle Null = new StateHandle();
   public override bool IsInvalid => handle == IntPtr.Zero;
   protected override bool ReleaseHandle() { Native.tg_state_release(handle); return true; }
+}
+
+/// <summary>An owned tg_onnx_model reference: released (tg_onnx_model_release) by Dispose or, if never disposed, by the
+/// finalizer.</summary>
+public sealed class OnnxModelHandle : SafeHandle {
+  public OnnxModelHandle() : base(IntPtr.Zero, true) {}
+  internal OnnxModelHandle(IntPtr h) : base(IntPtr.Zero, true) { SetHandle(h); }
+  // passed for a NULL argument: invalid, so never released
+  internal static readonly OnnxModelHandle Null = new OnnxModelHandle();
+  public override bool IsInvalid => handle == IntPtr.Zero;
+  protected override bool ReleaseHandle() { Native.tg_onnx_model_release(handle); return true; }
 }
 
 /// <summary>Every function of include/tinygrad.h as it is, with the C names; the safe layer is the classes in
@@ -1887,6 +1916,115 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_state_release(IntPtr s);
+
+  // ---- onnx: models from other tools
+  /// <summary>The model at `path` (borrowed); its external data files are read relative to its directory and must stay
+  /// inside it. Initializers are read into device buffers now. `opts` may be NULL (all defaults). A new
+  /// reference.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern OnnxModelHandle tg_onnx_load([MarshalAs(UnmanagedType.LPUTF8Str)] string path, OnnxOptions* opts);
+  /// <summary>The same from `nbytes` bytes at `data` (borrowed: the model keeps copies of what it needs).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern OnnxModelHandle tg_onnx_load_buffer(IntPtr data, UIntPtr nbytes, OnnxOptions* opts);
+  /// <summary>The number of inputs a run takes (the graph's inputs that no initializer fills), or -1 on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_onnx_input_count(OnnxModelHandle m);
+  /// <summary>The number of outputs a run gives, or -1 on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_onnx_output_count(OnnxModelHandle m);
+  /// <summary>The name of input `i` (borrowed from the model, valid while it lives); NULL if i &gt;= count.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern IntPtr tg_onnx_input_name(OnnxModelHandle m, UIntPtr i);
+  /// <summary>The name of output `i` (borrowed from the model, valid while it lives); NULL if i &gt;= count.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern IntPtr tg_onnx_output_name(OnnxModelHandle m, UIntPtr i);
+  /// <summary>Input `i`'s declared dtype and shape: *ndim gets the rank, shape (caller-owned, `capacity` long) the dims,
+  /// -1 for a symbolic or unknown dim (tg_onnx_input_dim_name names it). shape may be NULL with capacity 0 to ask
+  /// for ndim; a capacity below ndim is TG_ERROR_INVALID_ARGUMENT with *ndim written. A model that declares no
+  /// shape gives *ndim = -1; an element type without a tg_dtype (strings) is TG_ERROR_UNSUPPORTED.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_onnx_input_info(OnnxModelHandle m, UIntPtr i, DType* dtype, [Out] long[] shape, UIntPtr capacity, long* ndim);
+  /// <summary>Output `i`'s declared dtype and shape, as tg_onnx_input_info.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_onnx_output_info(OnnxModelHandle m, UIntPtr i, DType* dtype, [Out] long[] shape, UIntPtr capacity, long* ndim);
+  /// <summary>The name of dim `d` of input `i` where it is symbolic ("batch"), "" where it is a number or unknown
+  /// (borrowed from the model, valid while it lives); NULL if i or d is out of range.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern IntPtr tg_onnx_input_dim_name(OnnxModelHandle m, UIntPtr i, UIntPtr d);
+  /// <summary>The name of dim `d` of output `i`, as tg_onnx_input_dim_name.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern IntPtr tg_onnx_output_dim_name(OnnxModelHandle m, UIntPtr i, UIntPtr d);
+  /// <summary>The model's ai.onnx opset version, or -1 on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_onnx_opset(OnnxModelHandle m);
+  /// <summary>The producer the file names ("pytorch 1.13.1": producer_name and producer_version; "" if none). Borrowed
+  /// from the model, valid while it lives; NULL on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern IntPtr tg_onnx_producer(OnnxModelHandle m);
+  /// <summary>Run the model: `inputs` (borrowed, n_inputs = tg_onnx_input_count, in the model's order, on the model's
+  /// device) are checked against the declared dtypes and shapes (a symbolic dim takes one size throughout a call)
+  /// and `outputs` (caller-owned array of n_outputs = tg_onnx_output_count) receives new references to the
+  /// realized outputs. A mismatch is TG_ERROR_INVALID_ARGUMENT / TG_ERROR_DTYPE / TG_ERROR_SHAPE /
+  /// TG_ERROR_DEVICE naming the input; on error no output is written. Models whose inputs or outputs are
+  /// sequences can't be run through this function (TG_ERROR_UNSUPPORTED).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_onnx_run(OnnxModelHandle m, IntPtr[] inputs, UIntPtr n_inputs, [Out] IntPtr[] outputs, UIntPtr n_outputs);
+  /// <summary>tg_onnx_run with the inputs given by name (names borrowed, each once, every input named): names[i] is
+  /// inputs[i]'s.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_onnx_run_named(OnnxModelHandle m, [MarshalAs(UnmanagedType.LPArray, ArraySubType = UnmanagedType.LPUTF8Str)] string[] names, IntPtr[] inputs, UIntPtr n_inputs, [Out] IntPtr[] outputs, UIntPtr n_outputs);
+  /// <summary>The tensor in a file holding one serialized TensorProto (the .pb files of ONNX's test data and of
+  /// onnx_test_runner's test sets) on `device` (NULL: the default), realized. `path` is borrowed. A new
+  /// reference.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_onnx_load_tensor([MarshalAs(UnmanagedType.LPUTF8Str)] string path, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>What input `i` takes: 0 a tensor, 1 a sequence of tensors, 2 an optional tensor, 3 an optional sequence; -1
+  /// on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern int tg_onnx_input_kind(OnnxModelHandle m, UIntPtr i);
+  /// <summary>What output `i` gives, as tg_onnx_input_kind.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern int tg_onnx_output_kind(OnnxModelHandle m, UIntPtr i);
+  /// <summary>tg_onnx_run for models with sequence and optional inputs or outputs. Input i is the next in_lengths[i]
+  /// tensors of `tensors` (borrowed, n_tensors in all): 1 for a tensor, any number for a sequence, -1 for an
+  /// absent optional. Outputs are laid out the same way in `outputs` (caller-owned, `capacity` long; new
+  /// references), each output's count (-1: absent) in out_lengths (caller-owned, n_outputs long). A capacity
+  /// below what the outputs need is TG_ERROR_INVALID_ARGUMENT with out_lengths written and no tensor returned.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_onnx_run_values(OnnxModelHandle m, IntPtr[] tensors, UIntPtr n_tensors, long[] in_lengths, UIntPtr n_inputs, [Out] IntPtr[] outputs, UIntPtr capacity, [Out] long[] out_lengths, UIntPtr n_outputs);
+  /// <summary>The value in a file holding one serialized TensorProto (kind 0), SequenceProto (1) or OptionalProto (2 or
+  /// 3), as tg_onnx_input_kind numbers kinds: its tensors into `out` (caller-owned, `capacity` long; new
+  /// references, realized) and their count into *n (-1 for an empty optional). A capacity below the count is
+  /// TG_ERROR_INVALID_ARGUMENT with *n written. `path` is borrowed; `device` NULL is the default device.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_onnx_load_value([MarshalAs(UnmanagedType.LPUTF8Str)] string path, [MarshalAs(UnmanagedType.LPUTF8Str)] string device, int kind, [Out] IntPtr[] @out, UIntPtr capacity, out long n);
+  /// <summary>Another reference to the same model.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern OnnxModelHandle tg_onnx_model_retain(OnnxModelHandle m);
+  /// <summary>Drops the caller's reference; the object goes with the last one. NULL is a no-op.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern void tg_onnx_model_release(IntPtr m);
 
   // ---- looking inside a realize
   /// <summary>Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new

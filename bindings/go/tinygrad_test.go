@@ -368,6 +368,40 @@ func TestStateAndPlan(t *testing.T) {
 	}
 }
 
+// TestOnnx runs one of ONNX's conformance models (Debian's libonnx-testdata) through Model and compares with its
+// expected output.
+func TestOnnx(t *testing.T) {
+	defer guard(t)
+	dir := "/usr/share/libonnx-testdata/data/node/test_softmax_axis_1"
+	m := must(tg.LoadModel(dir + "/model.onnx"))
+	defer m.Close()
+	if in := must(m.Inputs()); fmt.Sprint(in) != "[x]" {
+		t.Fatalf("inputs %v", in)
+	}
+	x := must(tg.OnnxLoadTensor(dir+"/test_data_set_0/input_0.pb", ""))
+	defer x.Close()
+	want := must(tg.OnnxLoadTensor(dir+"/test_data_set_0/output_0.pb", ""))
+	defer want.Close()
+	for run := 0; run < 3; run++ { // the third run replays the capture
+		outs := must(m.Run(x))
+		got, exp := must(tg.ToSlice[float32](outs[0])), must(tg.ToSlice[float32](want))
+		for i := range exp {
+			if d := got[i] - exp[i]; d > 1e-5 || d < -1e-5 {
+				t.Fatalf("run %d element %d: %v, expected %v", run, i, got[i], exp[i])
+			}
+		}
+		for _, o := range outs {
+			o.Close()
+		}
+	}
+	if _, err := m.Run(); !errors.Is(err, tg.ErrInvalidArgument) {
+		t.Fatalf("a run without its input: %v", err)
+	}
+	if _, err := tg.LoadModel("/nonexistent.onnx"); !errors.Is(err, tg.ErrIO) {
+		t.Fatalf("a missing file: %v", err)
+	}
+}
+
 // TestMLP runs examples/mlp and compares its output with the C program's (examples/c/mlp_sgd.c).
 func TestMLP(t *testing.T) {
 	defer guard(t)

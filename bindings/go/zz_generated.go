@@ -1642,6 +1642,106 @@ static tg_state* tgw_state_retain(tg_state* s, tgw_err* tgw_e) {
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_onnx_model* tgw_onnx_load(const char* path, const tg_onnx_options* opts, tgw_err* tgw_e) {
+  tg_onnx_model* tgw_r = tg_onnx_load(path, opts);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_onnx_model* tgw_onnx_load_buffer(const void* data, size_t nbytes, const tg_onnx_options* opts, tgw_err* tgw_e) {
+  tg_onnx_model* tgw_r = tg_onnx_load_buffer(data, nbytes, opts);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_onnx_input_count(const tg_onnx_model* m, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_onnx_input_count(m);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_onnx_output_count(const tg_onnx_model* m, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_onnx_output_count(m);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static const char* tgw_onnx_input_name(const tg_onnx_model* m, size_t i, tgw_err* tgw_e) {
+  const char* tgw_r = tg_onnx_input_name(m, i);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static const char* tgw_onnx_output_name(const tg_onnx_model* m, size_t i, tgw_err* tgw_e) {
+  const char* tgw_r = tg_onnx_output_name(m, i);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_status tgw_onnx_input_info(const tg_onnx_model* m, size_t i, tg_dtype* dtype, int64_t* shape, size_t capacity, int64_t* ndim, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_onnx_input_info(m, i, dtype, shape, capacity, ndim);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_onnx_output_info(const tg_onnx_model* m, size_t i, tg_dtype* dtype, int64_t* shape, size_t capacity, int64_t* ndim, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_onnx_output_info(m, i, dtype, shape, capacity, ndim);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static const char* tgw_onnx_input_dim_name(const tg_onnx_model* m, size_t i, size_t d, tgw_err* tgw_e) {
+  const char* tgw_r = tg_onnx_input_dim_name(m, i, d);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static const char* tgw_onnx_output_dim_name(const tg_onnx_model* m, size_t i, size_t d, tgw_err* tgw_e) {
+  const char* tgw_r = tg_onnx_output_dim_name(m, i, d);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_onnx_opset(const tg_onnx_model* m, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_onnx_opset(m);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static const char* tgw_onnx_producer(const tg_onnx_model* m, tgw_err* tgw_e) {
+  const char* tgw_r = tg_onnx_producer(m);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_status tgw_onnx_run(tg_onnx_model* m, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_onnx_run(m, inputs, n_inputs, outputs, n_outputs);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_onnx_run_named(tg_onnx_model* m, const char* const* names, tg_tensor* const* inputs, size_t n_inputs, tg_tensor** outputs, size_t n_outputs, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_onnx_run_named(m, names, inputs, n_inputs, outputs, n_outputs);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_tensor* tgw_onnx_load_tensor(const char* path, const char* device, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_onnx_load_tensor(path, device);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int tgw_onnx_input_kind(const tg_onnx_model* m, size_t i, tgw_err* tgw_e) {
+  int tgw_r = tg_onnx_input_kind(m, i);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int tgw_onnx_output_kind(const tg_onnx_model* m, size_t i, tgw_err* tgw_e) {
+  int tgw_r = tg_onnx_output_kind(m, i);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_status tgw_onnx_run_values(tg_onnx_model* m, tg_tensor* const* tensors, size_t n_tensors, const int64_t* in_lengths, size_t n_inputs, tg_tensor** outputs, size_t capacity, int64_t* out_lengths, size_t n_outputs, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_onnx_run_values(m, tensors, n_tensors, in_lengths, n_inputs, outputs, capacity, out_lengths, n_outputs);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_onnx_load_value(const char* path, const char* device, int kind, tg_tensor** out, size_t capacity, int64_t* n, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_onnx_load_value(path, device, kind, out, capacity, n);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_onnx_model* tgw_onnx_model_retain(tg_onnx_model* m, tgw_err* tgw_e) {
+  tg_onnx_model* tgw_r = tg_onnx_model_retain(m);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_plan* tgw_plan_create(tg_tensor* const* tensors, size_t n, tgw_err* tgw_e) {
   tg_plan* tgw_r = tg_plan_create(tensors, n);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -2175,6 +2275,44 @@ func (s *State) Close() {
 	}
 }
 
+// OnnxModel owns one reference to a tg_onnx_model: an ONNX model loaded for running.
+// Close releases it; a finalizer releases it if Close was never called.
+// A OnnxModel may be used by one goroutine at a time.
+type OnnxModel struct {
+	p    *C.tg_onnx_model
+	done func() // Go state the C object refers to (a callback), freed by Close
+}
+
+func newOnnxModel(cp *C.tg_onnx_model) *OnnxModel {
+	if cp == nil {
+		return nil
+	}
+	o := &OnnxModel{p: cp}
+	runtime.SetFinalizer(o, (*OnnxModel).Close)
+	return o
+}
+
+func (o *OnnxModel) ptr() *C.tg_onnx_model {
+	if o == nil {
+		return nil
+	}
+	return o.p
+}
+
+// Close releases the reference (tg_onnx_model_release); later calls do nothing. A closed OnnxModel passed to a
+// function is reported as an error by the library.
+func (o *OnnxModel) Close() {
+	if o == nil || o.p == nil {
+		return
+	}
+	C.tg_onnx_model_release(o.p)
+	o.p = nil
+	runtime.SetFinalizer(o, nil)
+	if o.done != nil {
+		o.done()
+	}
+}
+
 // Index is tg_index.
 type Index struct {
 	Kind     IndexKind
@@ -2303,6 +2441,40 @@ func (x *OptimizerOptions) fromC(c *C.tg_optimizer_options) {
 	for i, v := range c.ns_coefficients[:c.n_ns_coefficients] {
 		x.NSCoefficients[i] = float64(v)
 	}
+}
+
+// OnnxOptions is tg_onnx_options. An ONNX model (opsets 1 to 17 of the ai.onnx domain; docs/onnx.md lists the
+// operators) loaded for running: every node lowers to tensor ops, so a run is lazy tensor graphs that fuse and
+// compile like any other, and its kernels land in the caches. Model files are untrusted input: a malformed file
+// (truncated messages, lengths past the end, nesting more than 64 graphs deep, tensors whose data doesn't fit
+// their shape, external data outside the model's directory) is TG_ERROR_IO naming the file and the problem; an
+// operator, attribute or element type the library lacks is TG_ERROR_UNSUPPORTED naming the node and the missing
+// piece, at load where it can be known then. Thread safety: a model may be used by one thread at a time.
+// Its struct_size field is filled in by the binding.
+type OnnxOptions struct {
+	Device  string
+	Dims    string
+	BaseDir string
+}
+
+func (x *OnnxOptions) toC(c *C.tg_onnx_options, frees *[]unsafe.Pointer) error {
+	c.struct_size = C.sizeof_tg_onnx_options
+	if x.Device != "" {
+		s := C.CString(x.Device)
+		*frees = append(*frees, unsafe.Pointer(s))
+		c.device = s
+	}
+	if x.Dims != "" {
+		s := C.CString(x.Dims)
+		*frees = append(*frees, unsafe.Pointer(s))
+		c.dims = s
+	}
+	if x.BaseDir != "" {
+		s := C.CString(x.BaseDir)
+		*frees = append(*frees, unsafe.Pointer(s))
+		c.base_dir = s
+	}
+	return nil
 }
 
 // KernelInfo is tg_kernel_info. What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per
@@ -7034,6 +7206,392 @@ func (s *State) Retain() (*State, error) {
 	return newState(ret), nil
 }
 
+// OnnxLoad is tg_onnx_load. The model at `path` (borrowed); its external data files are read relative to its
+// directory and must stay inside it. Initializers are read into device buffers now. `opts` may be NULL (all
+// defaults). A new reference.
+func OnnxLoad(path string, opts *OnnxOptions) (*OnnxModel, error) {
+	cvPath := C.CString(path)
+	defer C.free(unsafe.Pointer(cvPath))
+	var cvOpts *C.tg_onnx_options
+	var freescvOpts []unsafe.Pointer
+	defer freeAll(freescvOpts)
+	if opts != nil {
+		cvOpts = new(C.tg_onnx_options)
+		if err := opts.toC(cvOpts, &freescvOpts); err != nil {
+			return nil, err
+		}
+	}
+	var st C.tgw_err
+	ret := C.tgw_onnx_load(cvPath, cvOpts, &st)
+	runtime.KeepAlive(opts)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newOnnxModel(ret), nil
+}
+
+// OnnxLoadBuffer is tg_onnx_load_buffer. The same from `nbytes` bytes at `data` (borrowed: the model keeps
+// copies of what it needs).
+func OnnxLoadBuffer(data []byte, opts *OnnxOptions) (*OnnxModel, error) {
+	var cvOpts *C.tg_onnx_options
+	var freescvOpts []unsafe.Pointer
+	defer freeAll(freescvOpts)
+	if opts != nil {
+		cvOpts = new(C.tg_onnx_options)
+		if err := opts.toC(cvOpts, &freescvOpts); err != nil {
+			return nil, err
+		}
+	}
+	var st C.tgw_err
+	ret := C.tgw_onnx_load_buffer(ptr0(data), C.size_t(len(data)), cvOpts, &st)
+	runtime.KeepAlive(opts)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newOnnxModel(ret), nil
+}
+
+// OnnxInputCount is tg_onnx_input_count. The number of inputs a run takes (the graph's inputs that no
+// initializer fills), or -1 on error.
+func (m *OnnxModel) OnnxInputCount() (int64, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_input_count(m.ptr(), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int64(ret), nil
+}
+
+// OnnxOutputCount is tg_onnx_output_count. The number of outputs a run gives, or -1 on error.
+func (m *OnnxModel) OnnxOutputCount() (int64, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_output_count(m.ptr(), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int64(ret), nil
+}
+
+// OnnxInputName is tg_onnx_input_name. The name of input `i` (borrowed from the model, valid while it lives);
+// NULL if i >= count.
+func (m *OnnxModel) OnnxInputName(i int) (string, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_input_name(m.ptr(), C.size_t(i), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		return "", err
+	}
+	result := C.GoString(ret)
+	runtime.KeepAlive(m)
+	return result, nil
+}
+
+// OnnxOutputName is tg_onnx_output_name. The name of output `i` (borrowed from the model, valid while it lives);
+// NULL if i >= count.
+func (m *OnnxModel) OnnxOutputName(i int) (string, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_output_name(m.ptr(), C.size_t(i), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		return "", err
+	}
+	result := C.GoString(ret)
+	runtime.KeepAlive(m)
+	return result, nil
+}
+
+// OnnxInputInfo is tg_onnx_input_info. Input `i`'s declared dtype and shape: *ndim gets the rank, shape (caller-
+// owned, `capacity` long) the dims, -1 for a symbolic or unknown dim (tg_onnx_input_dim_name names it). shape
+// may be NULL with capacity 0 to ask for ndim; a capacity below ndim is TG_ERROR_INVALID_ARGUMENT with *ndim
+// written. A model that declares no shape gives *ndim = -1; an element type without a tg_dtype (strings) is
+// TG_ERROR_UNSUPPORTED.
+func (m *OnnxModel) OnnxInputInfo(i int, capacity int) (DType, []int64, int64, error) {
+	if capacity < 0 {
+		return 0, nil, 0, newError(ErrInvalidArgument, "tg_onnx_input_info: negative capacity")
+	}
+	var cvDType C.tg_dtype
+	cvShape := make([]C.int64_t, capacity)
+	var cvNdim C.int64_t
+	var st C.tgw_err
+	C.tgw_onnx_input_info(m.ptr(), C.size_t(i), &cvDType, (*C.int64_t)(ptr0(cvShape)), C.size_t(capacity), &cvNdim, &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		return 0, nil, 0, err
+	}
+	dtype := DType(cvDType)
+	shape := make([]int64, len(cvShape))
+	for i, v := range cvShape {
+		shape[i] = int64(v)
+	}
+	ndim := int64(cvNdim)
+	result := dtype
+	runtime.KeepAlive(m)
+	return result, shape, ndim, nil
+}
+
+// OnnxOutputInfo is tg_onnx_output_info. Output `i`'s declared dtype and shape, as tg_onnx_input_info.
+func (m *OnnxModel) OnnxOutputInfo(i int, capacity int) (DType, []int64, int64, error) {
+	if capacity < 0 {
+		return 0, nil, 0, newError(ErrInvalidArgument, "tg_onnx_output_info: negative capacity")
+	}
+	var cvDType C.tg_dtype
+	cvShape := make([]C.int64_t, capacity)
+	var cvNdim C.int64_t
+	var st C.tgw_err
+	C.tgw_onnx_output_info(m.ptr(), C.size_t(i), &cvDType, (*C.int64_t)(ptr0(cvShape)), C.size_t(capacity), &cvNdim, &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		return 0, nil, 0, err
+	}
+	dtype := DType(cvDType)
+	shape := make([]int64, len(cvShape))
+	for i, v := range cvShape {
+		shape[i] = int64(v)
+	}
+	ndim := int64(cvNdim)
+	result := dtype
+	runtime.KeepAlive(m)
+	return result, shape, ndim, nil
+}
+
+// OnnxInputDimName is tg_onnx_input_dim_name. The name of dim `d` of input `i` where it is symbolic ("batch"),
+// "" where it is a number or unknown (borrowed from the model, valid while it lives); NULL if i or d is out of
+// range.
+func (m *OnnxModel) OnnxInputDimName(i int, d int) (string, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_input_dim_name(m.ptr(), C.size_t(i), C.size_t(d), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		return "", err
+	}
+	result := C.GoString(ret)
+	runtime.KeepAlive(m)
+	return result, nil
+}
+
+// OnnxOutputDimName is tg_onnx_output_dim_name. The name of dim `d` of output `i`, as tg_onnx_input_dim_name.
+func (m *OnnxModel) OnnxOutputDimName(i int, d int) (string, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_output_dim_name(m.ptr(), C.size_t(i), C.size_t(d), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		return "", err
+	}
+	result := C.GoString(ret)
+	runtime.KeepAlive(m)
+	return result, nil
+}
+
+// OnnxOpset is tg_onnx_opset. The model's ai.onnx opset version, or -1 on error.
+func (m *OnnxModel) OnnxOpset() (int64, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_opset(m.ptr(), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int64(ret), nil
+}
+
+// OnnxProducer is tg_onnx_producer. The producer the file names ("pytorch 1.13.1": producer_name and
+// producer_version; "" if none). Borrowed from the model, valid while it lives; NULL on error.
+func (m *OnnxModel) OnnxProducer() (string, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_producer(m.ptr(), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		return "", err
+	}
+	result := C.GoString(ret)
+	runtime.KeepAlive(m)
+	return result, nil
+}
+
+// OnnxRun is tg_onnx_run. Run the model: `inputs` (borrowed, n_inputs = tg_onnx_input_count, in the model's
+// order, on the model's device) are checked against the declared dtypes and shapes (a symbolic dim takes one
+// size throughout a call) and `outputs` (caller-owned array of n_outputs = tg_onnx_output_count) receives new
+// references to the realized outputs. A mismatch is TG_ERROR_INVALID_ARGUMENT / TG_ERROR_DTYPE / TG_ERROR_SHAPE
+// / TG_ERROR_DEVICE naming the input; on error no output is written. Models whose inputs or outputs are
+// sequences can't be run through this function (TG_ERROR_UNSUPPORTED).
+func (m *OnnxModel) OnnxRun(inputs []*Tensor, nOutputs int) ([]*Tensor, error) {
+	if nOutputs < 0 {
+		return nil, newError(ErrInvalidArgument, "tg_onnx_run: negative n_outputs")
+	}
+	cvInputs := cTensors(inputs)
+	cvOutputs := make([]*C.tg_tensor, nOutputs)
+	var st C.tgw_err
+	C.tgw_onnx_run(m.ptr(), (**C.tg_tensor)(ptr0(cvInputs)), C.size_t(len(inputs)), (**C.tg_tensor)(ptr0(cvOutputs)), C.size_t(nOutputs), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		runtime.KeepAlive(inputs)
+		return nil, err
+	}
+	outputs := make([]*Tensor, 0, len(cvOutputs))
+	for _, p := range cvOutputs {
+		outputs = append(outputs, newTensor(p))
+	}
+	result := outputs
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(inputs)
+	return result, nil
+}
+
+// OnnxRunNamed is tg_onnx_run_named. tg_onnx_run with the inputs given by name (names borrowed, each once, every
+// input named): names[i] is inputs[i]'s.
+func (m *OnnxModel) OnnxRunNamed(names []string, inputs []*Tensor, nOutputs int) ([]*Tensor, error) {
+	if len(inputs) != len(names) {
+		return nil, newError(ErrInvalidArgument, "tg_onnx_run_named: inputs and names differ in length")
+	}
+	if nOutputs < 0 {
+		return nil, newError(ErrInvalidArgument, "tg_onnx_run_named: negative n_outputs")
+	}
+	cvNames := make([]*C.char, len(names))
+	for i, s := range names {
+		cvNames[i] = C.CString(s)
+		defer C.free(unsafe.Pointer(cvNames[i]))
+	}
+	cvInputs := cTensors(inputs)
+	cvOutputs := make([]*C.tg_tensor, nOutputs)
+	var st C.tgw_err
+	C.tgw_onnx_run_named(m.ptr(), (**C.char)(ptr0(cvNames)), (**C.tg_tensor)(ptr0(cvInputs)), C.size_t(len(names)), (**C.tg_tensor)(ptr0(cvOutputs)), C.size_t(nOutputs), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		runtime.KeepAlive(inputs)
+		return nil, err
+	}
+	outputs := make([]*Tensor, 0, len(cvOutputs))
+	for _, p := range cvOutputs {
+		outputs = append(outputs, newTensor(p))
+	}
+	result := outputs
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(inputs)
+	return result, nil
+}
+
+// OnnxLoadTensor is tg_onnx_load_tensor. The tensor in a file holding one serialized TensorProto (the .pb files
+// of ONNX's test data and of onnx_test_runner's test sets) on `device` (NULL: the default), realized. `path` is
+// borrowed. A new reference.
+func OnnxLoadTensor(path string, device string) (*Tensor, error) {
+	cvPath := C.CString(path)
+	defer C.free(unsafe.Pointer(cvPath))
+	var cvDevice *C.char
+	if device != "" {
+		cvDevice = C.CString(device)
+		defer C.free(unsafe.Pointer(cvDevice))
+	}
+	var st C.tgw_err
+	ret := C.tgw_onnx_load_tensor(cvPath, cvDevice, &st)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// OnnxInputKind is tg_onnx_input_kind. What input `i` takes: 0 a tensor, 1 a sequence of tensors, 2 an optional
+// tensor, 3 an optional sequence; -1 on error.
+func (m *OnnxModel) OnnxInputKind(i int) (int, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_input_kind(m.ptr(), C.size_t(i), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int(ret), nil
+}
+
+// OnnxOutputKind is tg_onnx_output_kind. What output `i` gives, as tg_onnx_input_kind.
+func (m *OnnxModel) OnnxOutputKind(i int) (int, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_output_kind(m.ptr(), C.size_t(i), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int(ret), nil
+}
+
+// OnnxRunValues is tg_onnx_run_values. tg_onnx_run for models with sequence and optional inputs or outputs.
+// Input i is the next in_lengths[i] tensors of `tensors` (borrowed, n_tensors in all): 1 for a tensor, any
+// number for a sequence, -1 for an absent optional. Outputs are laid out the same way in `outputs` (caller-
+// owned, `capacity` long; new references), each output's count (-1: absent) in out_lengths (caller-owned,
+// n_outputs long). A capacity below what the outputs need is TG_ERROR_INVALID_ARGUMENT with out_lengths written
+// and no tensor returned.
+func (m *OnnxModel) OnnxRunValues(tensors []*Tensor, inLengths []int64, capacity int, nOutputs int) ([]*Tensor, []int64, error) {
+	if capacity < 0 {
+		return nil, nil, newError(ErrInvalidArgument, "tg_onnx_run_values: negative capacity")
+	}
+	if nOutputs < 0 {
+		return nil, nil, newError(ErrInvalidArgument, "tg_onnx_run_values: negative n_outputs")
+	}
+	cvTensors := cTensors(tensors)
+	cvOutputs := make([]*C.tg_tensor, capacity)
+	cvOutLengths := make([]C.int64_t, nOutputs)
+	var st C.tgw_err
+	C.tgw_onnx_run_values(m.ptr(), (**C.tg_tensor)(ptr0(cvTensors)), C.size_t(len(tensors)), (*C.int64_t)(ptr0(inLengths)), C.size_t(len(inLengths)), (**C.tg_tensor)(ptr0(cvOutputs)), C.size_t(capacity), (*C.int64_t)(ptr0(cvOutLengths)), C.size_t(nOutputs), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(m)
+		runtime.KeepAlive(tensors)
+		return nil, nil, err
+	}
+	outputs := make([]*Tensor, 0, len(cvOutputs))
+	for _, p := range cvOutputs {
+		outputs = append(outputs, newTensor(p))
+	}
+	outLengths := make([]int64, len(cvOutLengths))
+	for i, v := range cvOutLengths {
+		outLengths[i] = int64(v)
+	}
+	result := outputs
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(tensors)
+	return result, outLengths, nil
+}
+
+// OnnxLoadValue is tg_onnx_load_value. The value in a file holding one serialized TensorProto (kind 0),
+// SequenceProto (1) or OptionalProto (2 or 3), as tg_onnx_input_kind numbers kinds: its tensors into `out`
+// (caller-owned, `capacity` long; new references, realized) and their count into *n (-1 for an empty optional).
+// A capacity below the count is TG_ERROR_INVALID_ARGUMENT with *n written. `path` is borrowed; `device` NULL is
+// the default device.
+func OnnxLoadValue(path string, device string, kind int32, capacity int) ([]*Tensor, int64, error) {
+	if capacity < 0 {
+		return nil, 0, newError(ErrInvalidArgument, "tg_onnx_load_value: negative capacity")
+	}
+	cvPath := C.CString(path)
+	defer C.free(unsafe.Pointer(cvPath))
+	var cvDevice *C.char
+	if device != "" {
+		cvDevice = C.CString(device)
+		defer C.free(unsafe.Pointer(cvDevice))
+	}
+	cvOut := make([]*C.tg_tensor, capacity)
+	var cvN C.int64_t
+	var st C.tgw_err
+	C.tgw_onnx_load_value(cvPath, cvDevice, C.int(kind), (**C.tg_tensor)(ptr0(cvOut)), C.size_t(capacity), &cvN, &st)
+	if err := check(&st); err != nil {
+		return nil, 0, err
+	}
+	out := make([]*Tensor, 0, len(cvOut))
+	for _, p := range cvOut {
+		out = append(out, newTensor(p))
+	}
+	n := int64(cvN)
+	return out, n, nil
+}
+
+// Retain is tg_onnx_model_retain. Another reference to the same model.
+func (m *OnnxModel) Retain() (*OnnxModel, error) {
+	var st C.tgw_err
+	ret := C.tgw_onnx_model_retain(m.ptr(), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newOnnxModel(ret), nil
+}
+
 // PlanCreate is tg_plan_create. Schedules `tensors` (borrowed, on one device) and compiles their kernels without
 // running them. A new reference.
 func PlanCreate(tensors []*Tensor) (*Plan, error) {
@@ -7212,4 +7770,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 352 // of 353 in the manifest
+const generatedFunctions = 373 // of 374 in the manifest

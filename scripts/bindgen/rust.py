@@ -13,7 +13,7 @@ KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "extern
             "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box",
             "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen"}
 TYPE_NAMES = {"tg_dtype": "DType", "tg_binop": "BinOp"}  # where CamelCase of the stem reads badly
-OWNER_PREFIX = {"tg_nn_": "tg_module", "tg_optim_": "tg_optimizer"}  # constructors named by their family, not their type
+OWNER_PREFIX = {"tg_nn_": "tg_module", "tg_optim_": "tg_optimizer", "tg_onnx_": "tg_onnx_model"}  # constructors named by their family, not their type
 DEBUG_BY_HAND = {"tg_tensor", "tg_expr"}  # their Debug shows contents (shape, text); the others show the pointer
 # Functions the safe crate writes by hand, with where: their shapes need a count query, a callback, borrowed struct
 # fields or typed element data, which no generic rule covers well.
@@ -35,6 +35,9 @@ HANDWRITTEN = {
      for f in ("tg_uop_dtype", "tg_uop_arg", "tg_uop_print", "tg_uop_shape")},
   **{f: "raw only (tinygrad_sys): new node references written into the caller's array"
      for f in ("tg_uop_srcs", "tg_uop_toposort", "tg_tensor_schedule")},
+  **{f: "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"
+     for f in ("tg_onnx_load", "tg_onnx_load_buffer", "tg_onnx_input_info", "tg_onnx_output_info", "tg_onnx_run", "tg_onnx_run_named",
+               "tg_onnx_run_values", "tg_onnx_load_value")},
 }
 
 

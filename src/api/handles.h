@@ -114,3 +114,11 @@ struct tg_state {
   tg::nn::StateDict sd;
   tg::nn::Metadata meta;
 };
+
+// onnx: a loaded model, with the strings the C API lends out
+#include "onnx/model.h"
+struct tg_onnx_model {
+  static constexpr const char* kind = "tg_onnx_model";
+  std::shared_ptr<tg::onnx::Model> m;
+  std::string producer;
+};

@@ -87,6 +87,7 @@ const TG_OPTIM_MUON = Int32(5)
 # tg_module: an nn module (a layer, or layers in sequence) holding its tensors; release: tg_module_release, retain: tg_module_retain
 # tg_optimizer: an optimizer over a set of parameter tensors; release: tg_optimizer_release, retain: tg_optimizer_retain
 # tg_state: an ordered set of named tensors: a state dict, a safetensors or GGUF file; release: tg_state_release, retain: tg_state_retain
+# tg_onnx_model: an ONNX model loaded for running; release: tg_onnx_model_release, retain: tg_onnx_model_retain
 
 # ---- callbacks: pass @cfunction pointers
 """A function to capture: reads `n_inputs` borrowed input tensors and writes `n_outputs` new references into `outputs` (caller-owned array). Returns TG_OK, or an error status (its message set through the library's calls or not at all); on an error it must write no references. `userdata` is what tg_jit_create was given.
@@ -137,6 +138,14 @@ struct tg_optimizer_options
   ns_steps::Int64
   n_ns_coefficients::Csize_t
   ns_coefficients::NTuple{8, Cdouble}
+end
+
+"""An ONNX model (opsets 1 to 17 of the ai.onnx domain; docs/onnx.md lists the operators) loaded for running: every node lowers to tensor ops, so a run is lazy tensor graphs that fuse and compile like any other, and its kernels land in the caches. Model files are untrusted input: a malformed file (truncated messages, lengths past the end, nesting more than 64 graphs deep, tensors whose data doesn't fit their shape, external data outside the model's directory) is TG_ERROR_IO naming the file and the problem; an operator, attribute or element type the library lacks is TG_ERROR_UNSUPPORTED naming the node and the missing piece, at load where it can be known then. Thread safety: a model may be used by one thread at a time."""
+struct tg_onnx_options
+  struct_size::Csize_t
+  device::Ptr{UInt8}
+  dims::Ptr{UInt8}
+  base_dir::Ptr{UInt8}
 end
 
 """What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source, buffers and, after running, its time."""
@@ -1796,6 +1805,111 @@ Drops the caller's reference; the object goes with the last one. NULL is a no-op
 """
 tg_state_release(s) = ccall((:tg_state_release, libtinygrad), Cvoid, (Ptr{Cvoid},), s)
 """
+The model at `path` (borrowed); its external data files are read relative to its directory and must stay
+inside it. Initializers are read into device buffers now. `opts` may be NULL (all defaults). A new reference.
+"""
+tg_onnx_load(path, opts) = ccall((:tg_onnx_load, libtinygrad), Ptr{Cvoid}, (Cstring, Ptr{tg_onnx_options}), path, opts)
+"""
+The same from `nbytes` bytes at `data` (borrowed: the model keeps copies of what it needs).
+"""
+tg_onnx_load_buffer(data, nbytes, opts) = ccall((:tg_onnx_load_buffer, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Csize_t, Ptr{tg_onnx_options}), data, nbytes, opts)
+"""
+The number of inputs a run takes (the graph's inputs that no initializer fills), or -1 on error.
+"""
+tg_onnx_input_count(m) = ccall((:tg_onnx_input_count, libtinygrad), Int64, (Ptr{Cvoid},), m)
+"""
+The number of outputs a run gives, or -1 on error.
+"""
+tg_onnx_output_count(m) = ccall((:tg_onnx_output_count, libtinygrad), Int64, (Ptr{Cvoid},), m)
+"""
+The name of input `i` (borrowed from the model, valid while it lives); NULL if i >= count.
+"""
+tg_onnx_input_name(m, i) = ccall((:tg_onnx_input_name, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid}, Csize_t), m, i)
+"""
+The name of output `i` (borrowed from the model, valid while it lives); NULL if i >= count.
+"""
+tg_onnx_output_name(m, i) = ccall((:tg_onnx_output_name, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid}, Csize_t), m, i)
+"""
+Input `i`'s declared dtype and shape: *ndim gets the rank, shape (caller-owned, `capacity` long) the dims, -1
+for a symbolic or unknown dim (tg_onnx_input_dim_name names it). shape may be NULL with capacity 0 to ask for
+ndim; a capacity below ndim is TG_ERROR_INVALID_ARGUMENT with *ndim written. A model that declares no shape
+gives *ndim = -1; an element type without a tg_dtype (strings) is TG_ERROR_UNSUPPORTED.
+"""
+tg_onnx_input_info(m, i, dtype, shape, capacity, ndim) = ccall((:tg_onnx_input_info, libtinygrad), Int32, (Ptr{Cvoid}, Csize_t, Ptr{Int32}, Ptr{Int64}, Csize_t, Ptr{Int64}), m, i, dtype, shape, capacity, ndim)
+"""
+Output `i`'s declared dtype and shape, as tg_onnx_input_info.
+"""
+tg_onnx_output_info(m, i, dtype, shape, capacity, ndim) = ccall((:tg_onnx_output_info, libtinygrad), Int32, (Ptr{Cvoid}, Csize_t, Ptr{Int32}, Ptr{Int64}, Csize_t, Ptr{Int64}), m, i, dtype, shape, capacity, ndim)
+"""
+The name of dim `d` of input `i` where it is symbolic ("batch"), "" where it is a number or unknown (borrowed
+from the model, valid while it lives); NULL if i or d is out of range.
+"""
+tg_onnx_input_dim_name(m, i, d) = ccall((:tg_onnx_input_dim_name, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid}, Csize_t, Csize_t), m, i, d)
+"""
+The name of dim `d` of output `i`, as tg_onnx_input_dim_name.
+"""
+tg_onnx_output_dim_name(m, i, d) = ccall((:tg_onnx_output_dim_name, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid}, Csize_t, Csize_t), m, i, d)
+"""
+The model's ai.onnx opset version, or -1 on error.
+"""
+tg_onnx_opset(m) = ccall((:tg_onnx_opset, libtinygrad), Int64, (Ptr{Cvoid},), m)
+"""
+The producer the file names ("pytorch 1.13.1": producer_name and producer_version; "" if none). Borrowed from
+the model, valid while it lives; NULL on error.
+"""
+tg_onnx_producer(m) = ccall((:tg_onnx_producer, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid},), m)
+"""
+Run the model: `inputs` (borrowed, n_inputs = tg_onnx_input_count, in the model's order, on the model's
+device) are checked against the declared dtypes and shapes (a symbolic dim takes one size throughout a call)
+and `outputs` (caller-owned array of n_outputs = tg_onnx_output_count) receives new references to the realized
+outputs. A mismatch is TG_ERROR_INVALID_ARGUMENT / TG_ERROR_DTYPE / TG_ERROR_SHAPE / TG_ERROR_DEVICE naming
+the input; on error no output is written. Models whose inputs or outputs are sequences can't be run through
+this function (TG_ERROR_UNSUPPORTED).
+"""
+tg_onnx_run(m, inputs, n_inputs, outputs, n_outputs) = ccall((:tg_onnx_run, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t), m, inputs, n_inputs, outputs, n_outputs)
+"""
+tg_onnx_run with the inputs given by name (names borrowed, each once, every input named): names[i] is
+inputs[i]'s.
+"""
+tg_onnx_run_named(m, names, inputs, n_inputs, outputs, n_outputs) = ccall((:tg_onnx_run_named, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{UInt8}}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t), m, names, inputs, n_inputs, outputs, n_outputs)
+"""
+The tensor in a file holding one serialized TensorProto (the .pb files of ONNX's test data and of
+onnx_test_runner's test sets) on `device` (NULL: the default), realized. `path` is borrowed. A new reference.
+"""
+tg_onnx_load_tensor(path, device) = ccall((:tg_onnx_load_tensor, libtinygrad), Ptr{Cvoid}, (Cstring, Ptr{UInt8}), path, device)
+"""
+What input `i` takes: 0 a tensor, 1 a sequence of tensors, 2 an optional tensor, 3 an optional sequence; -1 on
+error.
+"""
+tg_onnx_input_kind(m, i) = ccall((:tg_onnx_input_kind, libtinygrad), Cint, (Ptr{Cvoid}, Csize_t), m, i)
+"""
+What output `i` gives, as tg_onnx_input_kind.
+"""
+tg_onnx_output_kind(m, i) = ccall((:tg_onnx_output_kind, libtinygrad), Cint, (Ptr{Cvoid}, Csize_t), m, i)
+"""
+tg_onnx_run for models with sequence and optional inputs or outputs. Input i is the next in_lengths[i] tensors
+of `tensors` (borrowed, n_tensors in all): 1 for a tensor, any number for a sequence, -1 for an absent
+optional. Outputs are laid out the same way in `outputs` (caller-owned, `capacity` long; new references), each
+output's count (-1: absent) in out_lengths (caller-owned, n_outputs long). A capacity below what the outputs
+need is TG_ERROR_INVALID_ARGUMENT with out_lengths written and no tensor returned.
+"""
+tg_onnx_run_values(m, tensors, n_tensors, in_lengths, n_inputs, outputs, capacity, out_lengths, n_outputs) = ccall((:tg_onnx_run_values, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Int64}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Int64}, Csize_t), m, tensors, n_tensors, in_lengths, n_inputs, outputs, capacity, out_lengths, n_outputs)
+"""
+The value in a file holding one serialized TensorProto (kind 0), SequenceProto (1) or OptionalProto (2 or 3),
+as tg_onnx_input_kind numbers kinds: its tensors into `out` (caller-owned, `capacity` long; new references,
+realized) and their count into *n (-1 for an empty optional). A capacity below the count is
+TG_ERROR_INVALID_ARGUMENT with *n written. `path` is borrowed; `device` NULL is the default device.
+"""
+tg_onnx_load_value(path, device, kind, out, capacity, n) = ccall((:tg_onnx_load_value, libtinygrad), Int32, (Cstring, Ptr{UInt8}, Cint, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Int64}), path, device, kind, out, capacity, n)
+"""
+Another reference to the same model.
+"""
+tg_onnx_model_retain(m) = ccall((:tg_onnx_model_retain, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), m)
+"""
+Drops the caller's reference; the object goes with the last one. NULL is a no-op.
+"""
+tg_onnx_model_release(m) = ccall((:tg_onnx_model_release, libtinygrad), Cvoid, (Ptr{Cvoid},), m)
+"""
 Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new
 reference.
 """
@@ -1882,48 +1996,48 @@ export TG_INT64, TG_UINT64, TG_FLOAT16, TG_BFLOAT16, TG_FLOAT32, TG_FLOAT64, TG_
 export TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT, TG_INDEX_INVALID, TG_INDEX_INT, TG_INDEX_SLICE, TG_INDEX_NEWAXIS
 export TG_INDEX_ELLIPSIS, TG_INDEX_TENSOR, TG_OPTIM_INVALID, TG_OPTIM_SGD, TG_OPTIM_ADAM, TG_OPTIM_ADAMW
 export TG_OPTIM_LARS, TG_OPTIM_LAMB, TG_OPTIM_MUON, tg_jit_fn, tg_index, tg_export_options, tg_optimizer_options
-export tg_kernel_info, tg_counters, tg_version, tg_version_number, tg_last_error, tg_last_error_message
-export tg_clear_error, tg_status_name, tg_dtype_size, tg_dtype_name, tg_dtype_promote, tg_device_count
-export tg_device_name, tg_device_description, tg_device_open, tg_device_synchronize, tg_expr_variable, tg_expr_const
-export tg_expr_binary, tg_expr_simplify, tg_expr_render, tg_expr_eval, tg_expr_bounds, tg_expr_retain
-export tg_expr_release, tg_tensor_uop, tg_uop_op, tg_uop_dtype, tg_uop_arg, tg_uop_arg_number, tg_uop_shape
-export tg_uop_srcs, tg_uop_toposort, tg_uop_print, tg_uop_id, tg_tensor_schedule, tg_uop_retain, tg_uop_release
-export tg_tensor_from_data, tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones, tg_tensor_full, tg_tensor_arange
-export tg_tensor_eye, tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape, tg_tensor_dtype
-export tg_tensor_device, tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div, tg_tensor_idiv
-export tg_tensor_maximum, tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt, tg_tensor_ge
-export tg_tensor_eq, tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar
-export tg_tensor_div_scalar, tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast, tg_tensor_neg, tg_tensor_exp
-export tg_tensor_exp2, tg_tensor_log, tg_tensor_log2, tg_tensor_sqrt, tg_tensor_reciprocal, tg_tensor_sin
-export tg_tensor_cos, tg_tensor_abs, tg_tensor_relu, tg_tensor_sigmoid, tg_tensor_tanh, tg_tensor_rsqrt
-export tg_tensor_square, tg_tensor_tan, tg_tensor_asin, tg_tensor_acos, tg_tensor_atan, tg_tensor_sinh
-export tg_tensor_cosh, tg_tensor_asinh, tg_tensor_acosh, tg_tensor_atanh, tg_tensor_erf, tg_tensor_sign
-export tg_tensor_trunc, tg_tensor_floor, tg_tensor_ceil, tg_tensor_round, tg_tensor_isnan, tg_tensor_isinf
-export tg_tensor_isfinite, tg_tensor_logical_not, tg_tensor_relu6, tg_tensor_leaky_relu, tg_tensor_elu
-export tg_tensor_celu, tg_tensor_selu, tg_tensor_gelu, tg_tensor_quick_gelu, tg_tensor_silu, tg_tensor_mish
-export tg_tensor_hardsigmoid, tg_tensor_logsigmoid, tg_tensor_softplus, tg_tensor_softsign, tg_tensor_hardswish
-export tg_tensor_hardtanh, tg_tensor_clamp, tg_tensor_mod, tg_tensor_fmod, tg_tensor_bitwise_and
-export tg_tensor_bitwise_or, tg_tensor_bitwise_xor, tg_tensor_bitwise_not, tg_tensor_lshift, tg_tensor_rshift
-export tg_tensor_lshift_tensor, tg_tensor_rshift_tensor, tg_tensor_copysign, tg_tensor_logaddexp, tg_tensor_lerp
-export tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod, tg_tensor_max, tg_tensor_min, tg_tensor_mean, tg_tensor_std
-export tg_tensor_var, tg_tensor_std_mean, tg_tensor_var_mean, tg_tensor_all, tg_tensor_any, tg_tensor_logsumexp
-export tg_tensor_argmax, tg_tensor_argmin, tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin
-export tg_tensor_softmax, tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand
-export tg_tensor_pad, tg_tensor_pad_to, tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_shrink_expr
-export tg_tensor_shrink_at, tg_tensor_rebind, tg_tensor_shape_vars, tg_tensor_from_expr, tg_tensor_at_binding
-export tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze
-export tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll
-export tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_tril_tensor, tg_tensor_triu_tensor
-export tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk
-export tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort
-export tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero
-export tg_tensor_masked_select, tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone
-export tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd
-export tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate, tg_tensor_max_pool2d
-export tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose, tg_tensor_pool, tg_tensor_max_pool_indices
-export tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
-export tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa, tg_tensor_one_hot
-export tg_tensor_cross_entropy, tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss
+export tg_onnx_options, tg_kernel_info, tg_counters, tg_version, tg_version_number, tg_last_error
+export tg_last_error_message, tg_clear_error, tg_status_name, tg_dtype_size, tg_dtype_name, tg_dtype_promote
+export tg_device_count, tg_device_name, tg_device_description, tg_device_open, tg_device_synchronize
+export tg_expr_variable, tg_expr_const, tg_expr_binary, tg_expr_simplify, tg_expr_render, tg_expr_eval
+export tg_expr_bounds, tg_expr_retain, tg_expr_release, tg_tensor_uop, tg_uop_op, tg_uop_dtype, tg_uop_arg
+export tg_uop_arg_number, tg_uop_shape, tg_uop_srcs, tg_uop_toposort, tg_uop_print, tg_uop_id, tg_tensor_schedule
+export tg_uop_retain, tg_uop_release, tg_tensor_from_data, tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones
+export tg_tensor_full, tg_tensor_arange, tg_tensor_eye, tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel
+export tg_tensor_shape, tg_tensor_dtype, tg_tensor_device, tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul
+export tg_tensor_div, tg_tensor_idiv, tg_tensor_maximum, tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le
+export tg_tensor_gt, tg_tensor_ge, tg_tensor_eq, tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar
+export tg_tensor_mul_scalar, tg_tensor_div_scalar, tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast
+export tg_tensor_neg, tg_tensor_exp, tg_tensor_exp2, tg_tensor_log, tg_tensor_log2, tg_tensor_sqrt
+export tg_tensor_reciprocal, tg_tensor_sin, tg_tensor_cos, tg_tensor_abs, tg_tensor_relu, tg_tensor_sigmoid
+export tg_tensor_tanh, tg_tensor_rsqrt, tg_tensor_square, tg_tensor_tan, tg_tensor_asin, tg_tensor_acos
+export tg_tensor_atan, tg_tensor_sinh, tg_tensor_cosh, tg_tensor_asinh, tg_tensor_acosh, tg_tensor_atanh
+export tg_tensor_erf, tg_tensor_sign, tg_tensor_trunc, tg_tensor_floor, tg_tensor_ceil, tg_tensor_round
+export tg_tensor_isnan, tg_tensor_isinf, tg_tensor_isfinite, tg_tensor_logical_not, tg_tensor_relu6
+export tg_tensor_leaky_relu, tg_tensor_elu, tg_tensor_celu, tg_tensor_selu, tg_tensor_gelu, tg_tensor_quick_gelu
+export tg_tensor_silu, tg_tensor_mish, tg_tensor_hardsigmoid, tg_tensor_logsigmoid, tg_tensor_softplus
+export tg_tensor_softsign, tg_tensor_hardswish, tg_tensor_hardtanh, tg_tensor_clamp, tg_tensor_mod, tg_tensor_fmod
+export tg_tensor_bitwise_and, tg_tensor_bitwise_or, tg_tensor_bitwise_xor, tg_tensor_bitwise_not, tg_tensor_lshift
+export tg_tensor_rshift, tg_tensor_lshift_tensor, tg_tensor_rshift_tensor, tg_tensor_copysign, tg_tensor_logaddexp
+export tg_tensor_lerp, tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod, tg_tensor_max, tg_tensor_min, tg_tensor_mean
+export tg_tensor_std, tg_tensor_var, tg_tensor_std_mean, tg_tensor_var_mean, tg_tensor_all, tg_tensor_any
+export tg_tensor_logsumexp, tg_tensor_argmax, tg_tensor_argmin, tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax
+export tg_tensor_cummin, tg_tensor_softmax, tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute
+export tg_tensor_expand, tg_tensor_pad, tg_tensor_pad_to, tg_tensor_shrink, tg_tensor_shrink_var
+export tg_tensor_shrink_expr, tg_tensor_shrink_at, tg_tensor_rebind, tg_tensor_shape_vars, tg_tensor_from_expr
+export tg_tensor_at_binding, tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten
+export tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave
+export tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_tril_tensor
+export tg_tensor_triu_tensor, tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem
+export tg_tensor_split, tg_tensor_chunk, tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold
+export tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce
+export tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select, tg_tensor_nonzero_sized
+export tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot
+export tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd, tg_tensor_conv2d, tg_tensor_conv_transpose2d
+export tg_tensor_interpolate, tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose
+export tg_tensor_pool, tg_tensor_max_pool_indices, tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm
+export tg_tensor_dropout, tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa
+export tg_tensor_one_hot, tg_tensor_cross_entropy, tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss
 export tg_tensor_nll_loss_weighted, tg_tensor_binary_crossentropy, tg_tensor_binary_crossentropy_logits
 export tg_tensor_binary_crossentropy_logits_weighted, tg_tensor_gather, tg_tensor_assign, tg_manual_seed
 export tg_tensor_rand, tg_tensor_randn, tg_tensor_uniform, tg_tensor_normal, tg_tensor_randint
@@ -1945,8 +2059,12 @@ export tg_optimizer_step, tg_optimizer_schedule_step, tg_optimizer_params, tg_op
 export tg_optimizer_set_lr, tg_optimizer_retain, tg_optimizer_release, tg_state_load, tg_state_load_memory
 export tg_state_create, tg_state_count, tg_state_name, tg_state_info, tg_state_get, tg_state_set, tg_state_save
 export tg_state_metadata_count, tg_state_metadata_key, tg_state_metadata_value, tg_state_metadata_json
-export tg_state_metadata_set, tg_state_retain, tg_state_release, tg_plan_create, tg_plan_run, tg_plan_kernel_count
-export tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option, tg_option_push, tg_option_pop
-export tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
+export tg_state_metadata_set, tg_state_retain, tg_state_release, tg_onnx_load, tg_onnx_load_buffer
+export tg_onnx_input_count, tg_onnx_output_count, tg_onnx_input_name, tg_onnx_output_name, tg_onnx_input_info
+export tg_onnx_output_info, tg_onnx_input_dim_name, tg_onnx_output_dim_name, tg_onnx_opset, tg_onnx_producer
+export tg_onnx_run, tg_onnx_run_named, tg_onnx_load_tensor, tg_onnx_input_kind, tg_onnx_output_kind
+export tg_onnx_run_values, tg_onnx_load_value, tg_onnx_model_retain, tg_onnx_model_release, tg_plan_create
+export tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option
+export tg_get_option, tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
 
 end # module

@@ -418,6 +418,18 @@ state_save(s::State, path::AbstractString) = check(L.tg_state_save(s, cstr(path)
 state_metadata_count(s::State) = check_value(() -> L.tg_state_metadata_count(s), -1, false)
 # tg_state_metadata_set
 state_metadata_set(s::State, key::AbstractString, value::AbstractString) = check(L.tg_state_metadata_set(s, cstr(key), cstr(value)))
+# tg_onnx_input_count
+onnx_input_count(m::OnnxModel) = check_value(() -> L.tg_onnx_input_count(m), -1, false)
+# tg_onnx_output_count
+onnx_output_count(m::OnnxModel) = check_value(() -> L.tg_onnx_output_count(m), -1, false)
+# tg_onnx_opset
+onnx_opset(m::OnnxModel) = check_value(() -> L.tg_onnx_opset(m), -1, false)
+# tg_onnx_load_tensor
+onnx_load_tensor(path::AbstractString, device::Union{AbstractString, Nothing} = nothing) = adopt(Tensor, L.tg_onnx_load_tensor(cstr(path), cstr(device)))
+# tg_onnx_input_kind
+onnx_input_kind(m::OnnxModel, i::Integer) = check_value(() -> L.tg_onnx_input_kind(m, i), -1, false)
+# tg_onnx_output_kind
+onnx_output_kind(m::OnnxModel, i::Integer) = check_value(() -> L.tg_onnx_output_kind(m, i), -1, false)
 # tg_plan_run
 plan_run(plan::Plan) = check(L.tg_plan_run(plan))
 # tg_plan_kernel_count
@@ -429,7 +441,7 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 213 methods generated from 353 functions
+# 219 methods generated from 374 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous
 export contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count
@@ -441,9 +453,10 @@ export masked_select_sized, matmul, max_pool2d, mish, module_call, module_get, m
 export module_parameter_count, module_set, module_set_option, module_state, multinomial, ndim, ne, nll_loss
 export nll_loss_weighted, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding
 export nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell, nn_rmsnorm, nonzero, nonzero_sized, numel
-export one_hot, ones_like, optimizer_lr, optimizer_set_lr, optimizer_step, optimizer_zero_grad, option_pop
-export option_push, pad_to, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind
-export reciprocal, relu, relu6, repeat_interleave, requires_grad, rshift_tensor, rsqrt, scaled_dot_product_attention
+export one_hot, ones_like, onnx_input_count, onnx_input_kind, onnx_load_tensor, onnx_opset, onnx_output_count
+export onnx_output_kind, optimizer_lr, optimizer_set_lr, optimizer_step, optimizer_zero_grad, option_pop, option_push
+export pad_to, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind, reciprocal
+export relu, relu6, repeat_interleave, requires_grad, rshift_tensor, rsqrt, scaled_dot_product_attention
 export scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
 export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze
 export squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count, state_metadata_set

@@ -113,6 +113,16 @@ class tg_optimizer_options(ctypes.Structure):
   ]
 
 
+class tg_onnx_options(ctypes.Structure):
+  """struct tg_onnx_options, laid out as include/tinygrad.h declares it."""
+  _fields_ = [
+    ('struct_size', ctypes.c_size_t),
+    ('device', ctypes.c_char_p),
+    ('dims', ctypes.c_char_p),
+    ('base_dir', ctypes.c_char_p),
+  ]
+
+
 class tg_kernel_info(ctypes.Structure):
   """struct tg_kernel_info, laid out as include/tinygrad.h declares it."""
   _fields_ = [
@@ -484,6 +494,27 @@ SIGNATURES = {
   'tg_state_metadata_set': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]),
   'tg_state_retain': (ctypes.c_void_p, [ctypes.c_void_p]),
   'tg_state_release': (None, [ctypes.c_void_p]),
+  'tg_onnx_load': (ctypes.c_void_p, [ctypes.c_char_p, ctypes.POINTER(tg_onnx_options)]),
+  'tg_onnx_load_buffer': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(tg_onnx_options)]),
+  'tg_onnx_input_count': (ctypes.c_int64, [ctypes.c_void_p]),
+  'tg_onnx_output_count': (ctypes.c_int64, [ctypes.c_void_p]),
+  'tg_onnx_input_name': (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_size_t]),
+  'tg_onnx_output_name': (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_size_t]),
+  'tg_onnx_input_info': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]),
+  'tg_onnx_output_info': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]),
+  'tg_onnx_input_dim_name': (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]),
+  'tg_onnx_output_dim_name': (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]),
+  'tg_onnx_opset': (ctypes.c_int64, [ctypes.c_void_p]),
+  'tg_onnx_producer': (ctypes.c_char_p, [ctypes.c_void_p]),
+  'tg_onnx_run': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
+  'tg_onnx_run_named': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
+  'tg_onnx_load_tensor': (ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p]),
+  'tg_onnx_input_kind': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t]),
+  'tg_onnx_output_kind': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t]),
+  'tg_onnx_run_values': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t]),
+  'tg_onnx_load_value': (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]),
+  'tg_onnx_model_retain': (ctypes.c_void_p, [ctypes.c_void_p]),
+  'tg_onnx_model_release': (None, [ctypes.c_void_p]),
   'tg_plan_create': (ctypes.c_void_p, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
   'tg_plan_run': (ctypes.c_int, [ctypes.c_void_p]),
   'tg_plan_kernel_count': (ctypes.c_size_t, [ctypes.c_void_p]),
@@ -841,6 +872,27 @@ ERRORS = {
   'tg_state_metadata_set': 'status',
   'tg_state_retain': 'null',
   'tg_state_release': 'none',
+  'tg_onnx_load': 'null',
+  'tg_onnx_load_buffer': 'null',
+  'tg_onnx_input_count': ('value', -1, False),
+  'tg_onnx_output_count': ('value', -1, False),
+  'tg_onnx_input_name': 'null',
+  'tg_onnx_output_name': 'null',
+  'tg_onnx_input_info': 'status',
+  'tg_onnx_output_info': 'status',
+  'tg_onnx_input_dim_name': 'null',
+  'tg_onnx_output_dim_name': 'null',
+  'tg_onnx_opset': ('value', -1, False),
+  'tg_onnx_producer': 'null',
+  'tg_onnx_run': 'status',
+  'tg_onnx_run_named': 'status',
+  'tg_onnx_load_tensor': 'null',
+  'tg_onnx_input_kind': ('value', -1, False),
+  'tg_onnx_output_kind': ('value', -1, False),
+  'tg_onnx_run_values': 'status',
+  'tg_onnx_load_value': 'status',
+  'tg_onnx_model_retain': 'null',
+  'tg_onnx_model_release': 'none',
   'tg_plan_create': 'null',
   'tg_plan_run': 'status',
   'tg_plan_kernel_count': ('value', 0, True),

@@ -169,6 +169,13 @@ pub struct tg_state {
   _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
 
+/// Opaque `tg_onnx_model`: only ever behind a pointer (zero-sized, !Send, !Sync, !Unpin, as the nomicon suggests).
+#[repr(C)]
+pub struct tg_onnx_model {
+  _data: [u8; 0],
+  _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
 /// Opaque `DLManagedTensor`: only ever behind a pointer (zero-sized, !Send, !Sync, !Unpin, as the nomicon suggests).
 #[repr(C)]
 pub struct DLManagedTensor {
@@ -252,6 +259,31 @@ pub struct tg_optimizer_options {
   pub ns_coefficients: [f64; 8],
 }
 impl Default for tg_optimizer_options {
+  /// Zeroed, with struct_size set to this header's size.
+  fn default() -> Self {
+    // SAFETY: every field is an integer, a float or a raw pointer, for which all-zero bytes are valid.
+    let mut s: Self = unsafe { core::mem::zeroed() };
+    s.struct_size = core::mem::size_of::<Self>();
+    s
+  }
+}
+
+/// An ONNX model (opsets 1 to 17 of the ai.onnx domain; docs/onnx.md lists the operators) loaded for running:
+/// every node lowers to tensor ops, so a run is lazy tensor graphs that fuse and compile like any other, and its
+/// kernels land in the caches. Model files are untrusted input: a malformed file (truncated messages, lengths
+/// past the end, nesting more than 64 graphs deep, tensors whose data doesn't fit their shape, external data
+/// outside the model's directory) is TG_ERROR_IO naming the file and the problem; an operator, attribute or
+/// element type the library lacks is TG_ERROR_UNSUPPORTED naming the node and the missing piece, at load where it
+/// can be known then. Thread safety: a model may be used by one thread at a time.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct tg_onnx_options {
+  pub struct_size: usize,
+  pub device: *const c_char,
+  pub dims: *const c_char,
+  pub base_dir: *const c_char,
+}
+impl Default for tg_onnx_options {
   /// Zeroed, with struct_size set to this header's size.
   fn default() -> Self {
     // SAFETY: every field is an integer, a float or a raw pointer, for which all-zero bytes are valid.
@@ -1369,6 +1401,73 @@ unsafe extern "C" {
   pub fn tg_state_retain(s: *mut tg_state) -> *mut tg_state;
   /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_state_release(s: *mut tg_state);
+
+  // ---- onnx: models from other tools
+  /// The model at `path` (borrowed); its external data files are read relative to its directory and must stay
+  /// inside it. Initializers are read into device buffers now. `opts` may be NULL (all defaults). A new
+  /// reference.
+  pub fn tg_onnx_load(path: *const c_char, opts: *const tg_onnx_options) -> *mut tg_onnx_model;
+  /// The same from `nbytes` bytes at `data` (borrowed: the model keeps copies of what it needs).
+  pub fn tg_onnx_load_buffer(data: *const c_void, nbytes: usize, opts: *const tg_onnx_options) -> *mut tg_onnx_model;
+  /// The number of inputs a run takes (the graph's inputs that no initializer fills), or -1 on error.
+  pub fn tg_onnx_input_count(m: *const tg_onnx_model) -> i64;
+  /// The number of outputs a run gives, or -1 on error.
+  pub fn tg_onnx_output_count(m: *const tg_onnx_model) -> i64;
+  /// The name of input `i` (borrowed from the model, valid while it lives); NULL if i >= count.
+  pub fn tg_onnx_input_name(m: *const tg_onnx_model, i: usize) -> *const c_char;
+  /// The name of output `i` (borrowed from the model, valid while it lives); NULL if i >= count.
+  pub fn tg_onnx_output_name(m: *const tg_onnx_model, i: usize) -> *const c_char;
+  /// Input `i`'s declared dtype and shape: *ndim gets the rank, shape (caller-owned, `capacity` long) the dims,
+  /// -1 for a symbolic or unknown dim (tg_onnx_input_dim_name names it). shape may be NULL with capacity 0 to
+  /// ask for ndim; a capacity below ndim is TG_ERROR_INVALID_ARGUMENT with *ndim written. A model that declares
+  /// no shape gives *ndim = -1; an element type without a tg_dtype (strings) is TG_ERROR_UNSUPPORTED.
+  pub fn tg_onnx_input_info(m: *const tg_onnx_model, i: usize, dtype: *mut tg_dtype, shape: *mut i64, capacity: usize, ndim: *mut i64) -> tg_status;
+  /// Output `i`'s declared dtype and shape, as tg_onnx_input_info.
+  pub fn tg_onnx_output_info(m: *const tg_onnx_model, i: usize, dtype: *mut tg_dtype, shape: *mut i64, capacity: usize, ndim: *mut i64) -> tg_status;
+  /// The name of dim `d` of input `i` where it is symbolic ("batch"), "" where it is a number or unknown
+  /// (borrowed from the model, valid while it lives); NULL if i or d is out of range.
+  pub fn tg_onnx_input_dim_name(m: *const tg_onnx_model, i: usize, d: usize) -> *const c_char;
+  /// The name of dim `d` of output `i`, as tg_onnx_input_dim_name.
+  pub fn tg_onnx_output_dim_name(m: *const tg_onnx_model, i: usize, d: usize) -> *const c_char;
+  /// The model's ai.onnx opset version, or -1 on error.
+  pub fn tg_onnx_opset(m: *const tg_onnx_model) -> i64;
+  /// The producer the file names ("pytorch 1.13.1": producer_name and producer_version; "" if none). Borrowed
+  /// from the model, valid while it lives; NULL on error.
+  pub fn tg_onnx_producer(m: *const tg_onnx_model) -> *const c_char;
+  /// Run the model: `inputs` (borrowed, n_inputs = tg_onnx_input_count, in the model's order, on the model's
+  /// device) are checked against the declared dtypes and shapes (a symbolic dim takes one size throughout a
+  /// call) and `outputs` (caller-owned array of n_outputs = tg_onnx_output_count) receives new references to
+  /// the realized outputs. A mismatch is TG_ERROR_INVALID_ARGUMENT / TG_ERROR_DTYPE / TG_ERROR_SHAPE /
+  /// TG_ERROR_DEVICE naming the input; on error no output is written. Models whose inputs or outputs are
+  /// sequences can't be run through this function (TG_ERROR_UNSUPPORTED).
+  pub fn tg_onnx_run(m: *mut tg_onnx_model, inputs: *const *mut tg_tensor, n_inputs: usize, outputs: *mut *mut tg_tensor, n_outputs: usize) -> tg_status;
+  /// tg_onnx_run with the inputs given by name (names borrowed, each once, every input named): names[i] is
+  /// inputs[i]'s.
+  pub fn tg_onnx_run_named(m: *mut tg_onnx_model, names: *const *const c_char, inputs: *const *mut tg_tensor, n_inputs: usize, outputs: *mut *mut tg_tensor, n_outputs: usize) -> tg_status;
+  /// The tensor in a file holding one serialized TensorProto (the .pb files of ONNX's test data and of
+  /// onnx_test_runner's test sets) on `device` (NULL: the default), realized. `path` is borrowed. A new
+  /// reference.
+  pub fn tg_onnx_load_tensor(path: *const c_char, device: *const c_char) -> *mut tg_tensor;
+  /// What input `i` takes: 0 a tensor, 1 a sequence of tensors, 2 an optional tensor, 3 an optional sequence;
+  /// -1 on error.
+  pub fn tg_onnx_input_kind(m: *const tg_onnx_model, i: usize) -> c_int;
+  /// What output `i` gives, as tg_onnx_input_kind.
+  pub fn tg_onnx_output_kind(m: *const tg_onnx_model, i: usize) -> c_int;
+  /// tg_onnx_run for models with sequence and optional inputs or outputs. Input i is the next in_lengths[i]
+  /// tensors of `tensors` (borrowed, n_tensors in all): 1 for a tensor, any number for a sequence, -1 for an
+  /// absent optional. Outputs are laid out the same way in `outputs` (caller-owned, `capacity` long; new
+  /// references), each output's count (-1: absent) in out_lengths (caller-owned, n_outputs long). A capacity
+  /// below what the outputs need is TG_ERROR_INVALID_ARGUMENT with out_lengths written and no tensor returned.
+  pub fn tg_onnx_run_values(m: *mut tg_onnx_model, tensors: *const *mut tg_tensor, n_tensors: usize, in_lengths: *const i64, n_inputs: usize, outputs: *mut *mut tg_tensor, capacity: usize, out_lengths: *mut i64, n_outputs: usize) -> tg_status;
+  /// The value in a file holding one serialized TensorProto (kind 0), SequenceProto (1) or OptionalProto (2 or
+  /// 3), as tg_onnx_input_kind numbers kinds: its tensors into `out` (caller-owned, `capacity` long; new
+  /// references, realized) and their count into *n (-1 for an empty optional). A capacity below the count is
+  /// TG_ERROR_INVALID_ARGUMENT with *n written. `path` is borrowed; `device` NULL is the default device.
+  pub fn tg_onnx_load_value(path: *const c_char, device: *const c_char, kind: c_int, out: *mut *mut tg_tensor, capacity: usize, n: *mut i64) -> tg_status;
+  /// Another reference to the same model.
+  pub fn tg_onnx_model_retain(m: *mut tg_onnx_model) -> *mut tg_onnx_model;
+  /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
+  pub fn tg_onnx_model_release(m: *mut tg_onnx_model);
 
   // ---- looking inside a realize
   /// Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new

@@ -400,6 +400,38 @@ impl core::fmt::Debug for State {
   }
 }
 
+/// An ONNX model loaded for running.
+/// Owns one reference to a `tg_onnx_model`: dropping it calls `tg_onnx_model_release`, cloning it `tg_onnx_model_retain`.
+/// Send, not Sync: the header allows one thread at a time per handle, which is what Rust's ownership gives.
+#[repr(transparent)]
+pub struct OnnxModel(NonNull<sys::tg_onnx_model>);
+unsafe impl Send for OnnxModel {}
+impl Handle for OnnxModel {
+  type Raw = sys::tg_onnx_model;
+  fn as_ptr(&self) -> *mut Self::Raw {
+    self.0.as_ptr()
+  }
+  unsafe fn wrap(p: NonNull<Self::Raw>) -> Self {
+    Self(p)
+  }
+}
+impl Drop for OnnxModel {
+  fn drop(&mut self) {
+    unsafe { sys::tg_onnx_model_release(self.0.as_ptr()) }
+  }
+}
+impl Clone for OnnxModel {
+  fn clone(&self) -> Self {
+    // tg_onnx_model_retain fails only for a NULL or released handle, which a live OnnxModel is not.
+    Self(NonNull::new(unsafe { sys::tg_onnx_model_retain(self.0.as_ptr()) }).expect("tg_onnx_model_retain failed"))
+  }
+}
+impl core::fmt::Debug for OnnxModel {
+  fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    write!(f, "OnnxModel({:p})", self.0)
+  }
+}
+
 impl Status {
   /// `tg_status_name`: A constant name for a status code, e.g. "TG_ERROR_SHAPE".
   pub fn name(self) -> String {
@@ -2433,6 +2465,93 @@ impl State {
   }
 }
 
+impl OnnxModel {
+  /// `tg_onnx_input_count`: The number of inputs a run takes (the graph's inputs that no initializer fills), or
+  /// -1 on error.
+  pub fn input_count(m: &OnnxModel) -> Result<i64> {
+    let r = unsafe { sys::tg_onnx_input_count(m.as_ptr()) };
+    if r == -1 {
+      return Err(Error::last());
+    }
+    Ok(r)
+  }
+
+  /// `tg_onnx_output_count`: The number of outputs a run gives, or -1 on error.
+  pub fn output_count(m: &OnnxModel) -> Result<i64> {
+    let r = unsafe { sys::tg_onnx_output_count(m.as_ptr()) };
+    if r == -1 {
+      return Err(Error::last());
+    }
+    Ok(r)
+  }
+
+  /// `tg_onnx_input_name`: The name of input `i` (borrowed from the model, valid while it lives); NULL if i >=
+  /// count.
+  pub fn input_name(m: &OnnxModel, i: usize) -> Result<String> {
+    unsafe { string(sys::tg_onnx_input_name(m.as_ptr(), i)) }
+  }
+
+  /// `tg_onnx_output_name`: The name of output `i` (borrowed from the model, valid while it lives); NULL if i
+  /// >= count.
+  pub fn output_name(m: &OnnxModel, i: usize) -> Result<String> {
+    unsafe { string(sys::tg_onnx_output_name(m.as_ptr(), i)) }
+  }
+
+  /// `tg_onnx_input_dim_name`: The name of dim `d` of input `i` where it is symbolic ("batch"), "" where it is
+  /// a number or unknown (borrowed from the model, valid while it lives); NULL if i or d is out of range.
+  pub fn input_dim_name(m: &OnnxModel, i: usize, d: usize) -> Result<String> {
+    unsafe { string(sys::tg_onnx_input_dim_name(m.as_ptr(), i, d)) }
+  }
+
+  /// `tg_onnx_output_dim_name`: The name of dim `d` of output `i`, as tg_onnx_input_dim_name.
+  pub fn output_dim_name(m: &OnnxModel, i: usize, d: usize) -> Result<String> {
+    unsafe { string(sys::tg_onnx_output_dim_name(m.as_ptr(), i, d)) }
+  }
+
+  /// `tg_onnx_opset`: The model's ai.onnx opset version, or -1 on error.
+  pub fn opset(m: &OnnxModel) -> Result<i64> {
+    let r = unsafe { sys::tg_onnx_opset(m.as_ptr()) };
+    if r == -1 {
+      return Err(Error::last());
+    }
+    Ok(r)
+  }
+
+  /// `tg_onnx_producer`: The producer the file names ("pytorch 1.13.1": producer_name and producer_version; ""
+  /// if none). Borrowed from the model, valid while it lives; NULL on error.
+  pub fn producer(m: &OnnxModel) -> Result<String> {
+    unsafe { string(sys::tg_onnx_producer(m.as_ptr())) }
+  }
+
+  /// `tg_onnx_load_tensor`: The tensor in a file holding one serialized TensorProto (the .pb files of ONNX's
+  /// test data and of onnx_test_runner's test sets) on `device` (NULL: the default), realized. `path` is
+  /// borrowed. A new reference.
+  pub fn load_tensor(path: &str, device: Option<&str>) -> Result<Tensor> {
+    let path = cstring(path, "path")?;
+    let device = device.map(|s| cstring(s, "device")).transpose()?;
+    unsafe { Tensor::from_raw(sys::tg_onnx_load_tensor(path.as_ptr(), device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
+  }
+
+  /// `tg_onnx_input_kind`: What input `i` takes: 0 a tensor, 1 a sequence of tensors, 2 an optional tensor, 3
+  /// an optional sequence; -1 on error.
+  pub fn input_kind(m: &OnnxModel, i: usize) -> Result<c_int> {
+    let r = unsafe { sys::tg_onnx_input_kind(m.as_ptr(), i) };
+    if r == -1 {
+      return Err(Error::last());
+    }
+    Ok(r)
+  }
+
+  /// `tg_onnx_output_kind`: What output `i` gives, as tg_onnx_input_kind.
+  pub fn output_kind(m: &OnnxModel, i: usize) -> Result<c_int> {
+    let r = unsafe { sys::tg_onnx_output_kind(m.as_ptr(), i) };
+    if r == -1 {
+      return Err(Error::last());
+    }
+    Ok(r)
+  }
+}
+
 impl Plan {
   /// `tg_plan_create`: Schedules `tensors` (borrowed, on one device) and compiles their kernels without running
   /// them. A new reference.
@@ -2647,7 +2766,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 307 of the manifest's 353. The others, and where they are:
+/// Functions wrapped above: 318 of the manifest's 374. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2693,6 +2812,16 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_state_info", "State::info"),
   ("tg_state_retain", "Clone"),
   ("tg_state_release", "Drop"),
+  ("tg_onnx_load", "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"),
+  ("tg_onnx_load_buffer", "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"),
+  ("tg_onnx_input_info", "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"),
+  ("tg_onnx_output_info", "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"),
+  ("tg_onnx_run", "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"),
+  ("tg_onnx_run_named", "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"),
+  ("tg_onnx_run_values", "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"),
+  ("tg_onnx_load_value", "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"),
+  ("tg_onnx_model_retain", "Clone"),
+  ("tg_onnx_model_release", "Drop"),
   ("tg_plan_kernel", "Plan::kernel"),
   ("tg_plan_release", "Drop"),
 ];

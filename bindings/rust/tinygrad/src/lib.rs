@@ -21,6 +21,7 @@ mod error;
 mod ffi;
 mod jit;
 mod nn;
+mod onnx;
 mod tensor;
 
 pub use api::*;
@@ -28,6 +29,7 @@ pub use error::{Error, Result};
 pub use ffi::Handle;
 pub use jit::TinyJit;
 pub use nn::KernelInfo;
+pub use onnx::{load_tensor_proto, Model};
 pub use tensor::{Element, Index};
 pub use tinygrad_sys as sys;
 

@@ -356,3 +356,21 @@ fn jit_and_plans() -> Result<()> {
   assert_eq!(live_handles(), start);
   Ok(())
 }
+
+#[test]
+fn onnx_model_runs_a_conformance_test() -> Result<()> {
+  let _g = lock();
+  let dir = "/usr/share/libonnx-testdata/data/node/test_softmax_axis_1";
+  let m = Model::load(&format!("{dir}/model.onnx"), None)?;
+  assert_eq!(m.inputs()?, ["x"]);
+  assert_eq!(m.outputs()?.len(), 1);
+  let x = load_tensor_proto(&format!("{dir}/test_data_set_0/input_0.pb"), None)?;
+  let want = load_tensor_proto(&format!("{dir}/test_data_set_0/output_0.pb"), None)?.to_vec::<f32>()?;
+  for _ in 0..3 {
+    let got = m.run(&[&x])?[0].to_vec::<f32>()?;
+    assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-5));
+  }
+  assert_eq!(m.run(&[]).unwrap_err().status, Status::ErrorInvalidArgument);
+  assert_eq!(Model::load("/nonexistent.onnx", None).unwrap_err().status, Status::ErrorIo);
+  Ok(())
+}
