@@ -109,7 +109,7 @@ test-unit:
 
 # pytest workers (pytest-xdist), one per core
 test-python:
-	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) -m pytest -q -n $(JOBS) tests/python bindings/python
+	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so TG_ORT_DIR=$(abspath $(BUILD))/ort/node_modules $(PYTHON) -m pytest -q -n $(JOBS) tests/python bindings/python
 
 # the op suites again on the C renderer (DEV=CPU:CLANG: kernels compiled by the system C compiler); the suites that
 # compose those ops (autograd, nn, optimizers) ran on the CPU device already and add no new renderer paths
