@@ -214,7 +214,12 @@ void hand_coded_optimizations(Scheduler& k) {
     for (int ax : s.upcastable_dims()) {
       auto r = s.rngs()[size_t(ax)];
       bool ok = stride_in(index_of(st->src[0]), r) == 1 && s.full_shape()[size_t(ax)] % w == 0;
-      for (auto& b : loads(s)) ok &= stride_in(index_of(b), r) == 0 || stride_in(index_of(b), r) == 1;
+      // inputs contiguous or broadcast along it; under a reduce also a short stride (a strided convolution's window):
+      // gathered, but the register tile below reuses each one for a column of rows
+      for (auto& b : loads(s)) {
+        int64_t in = stride_in(index_of(b), r);
+        ok &= in == 0 || in == 1 || (reduce && in > 1 && in <= 4);
+      }
       if (ok) return ax;
     }
     return -1;
@@ -234,6 +239,23 @@ void hand_coded_optimizations(Scheduler& k) {
     }
   for (int64_t w = lanes / 2; w >= std::max<int64_t>(2, lanes / 4) && vec_axis < 0; w /= 2)
     if ((vec_axis = vector_axis(k, w)) >= 0) lanes = w;
+  // still none (a 14- or 7-wide image, a strided window): the contiguous output axis, merged with the one outside it
+  // where that keeps the inputs' index linear, padded (PADTO: gated lanes) to a multiple of the width, if that wastes
+  // at most a quarter of the work
+  if (vec_axis < 0 && reduce && lanes > 1)
+    for (int ax : k.upcastable_dims()) {
+      if (stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]) != 1) continue;
+      for (bool merge : {true, false})
+        for (int64_t w : {lanes, lanes / 2}) {
+          Scheduler m = k;
+          if (vec_axis >= 0 || w < 4 || (merge && (ax == 0 || !tg::attempt(m, Opt{OptOps::MERGE, ax - 1, 0})))) continue;
+          int pa = merge ? ax - 1 : ax;
+          int64_t sz = m.full_shape()[size_t(pa)], padded = (sz + w - 1) / w * w;
+          if (padded * 4 > sz * 5 || !tg::attempt(m, Opt{OptOps::PADTO, pa, w})) continue;
+          if ((vec_axis = vector_axis(m, w)) >= 0) k = std::move(m), lanes = w;
+        }
+      if (vec_axis >= 0) break;
+    }
   UOpRef vr = vec_axis >= 0 ? k.rngs()[size_t(vec_axis)] : UOpRef();
   if (vec_axis >= 0 && lanes > 1 && attempt(Opt{OptOps::UPCAST, vec_axis, lanes})) {
     // 2. a register tile when a reduce reuses its inputs: another output axis some input doesn't depend on (its loads

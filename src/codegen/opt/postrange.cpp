@@ -63,10 +63,18 @@ static UOpRef drop_mod_given_gate(const UOpRef& idx, const UOpRef& gate) {
     // every term of X appears in the index scaled by one factor f
     int64_t f = 0;
     std::vector<size_t> at;
+    // a term as (its variable part, its constant factor): y*448 is (y, 448), so it matches X's y*2 with factor 224
+    auto split = [](const UOpRef& u) -> std::pair<UOpRef, int64_t> {
+      if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST) return {u->src[0], u->src[1]->vmin()};
+      return {u, 1};
+    };
     for (auto& t : xs) {
+      auto [tv, tc] = split(t);
       for (size_t i = 0; i < terms.size(); i++) {
         if (used[i]) continue;
-        int64_t g = terms[i] == t ? 1 : terms[i]->op == Ops::MUL && terms[i]->src[0] == t && terms[i]->src[1]->op == Ops::CONST ? terms[i]->src[1]->vmin() : 0;
+        auto [iv, ic] = split(terms[i]);
+        int64_t g = terms[i] == t ? 1 : terms[i]->op == Ops::MUL && terms[i]->src[0] == t && terms[i]->src[1]->op == Ops::CONST ? terms[i]->src[1]->vmin()
+                  : iv == tv && tc > 0 && ic % tc == 0 ? ic / tc : 0;
         if (g && (f == 0 || g == f)) {
           f = g, at.push_back(i);
           break;
