@@ -237,11 +237,10 @@ void hand_coded_optimizations(Scheduler& k) {
         break;
       }
     }
-  for (int64_t w = lanes / 2; w >= std::max<int64_t>(2, lanes / 4) && vec_axis < 0; w /= 2)
-    if ((vec_axis = vector_axis(k, w)) >= 0) lanes = w;
+  if (vec_axis < 0 && lanes >= 4 && (vec_axis = vector_axis(k, lanes / 2)) >= 0) lanes /= 2;
   // still none (a 14- or 7-wide image, a strided window): the contiguous output axis, merged with the one outside it
-  // where that keeps the inputs' index linear, padded (PADTO: gated lanes) to a multiple of the width, if that wastes
-  // at most a quarter of the work
+  // where that keeps the inputs' index linear, padded (PADTO: gated lanes) to a multiple of the width, if that adds at
+  // most a third to the work: a full-width register tile over a few idle lanes beats a narrow one
   if (vec_axis < 0 && reduce && lanes > 1)
     for (int ax : k.upcastable_dims()) {
       if (stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]) != 1) continue;
@@ -251,11 +250,12 @@ void hand_coded_optimizations(Scheduler& k) {
           if (vec_axis >= 0 || w < 4 || (merge && (ax == 0 || !tg::attempt(m, Opt{OptOps::MERGE, ax - 1, 0})))) continue;
           int pa = merge ? ax - 1 : ax;
           int64_t sz = m.full_shape()[size_t(pa)], padded = (sz + w - 1) / w * w;
-          if (padded * 4 > sz * 5 || !tg::attempt(m, Opt{OptOps::PADTO, pa, w})) continue;
+          if (padded * 3 > sz * 4 || !tg::attempt(m, Opt{OptOps::PADTO, pa, w})) continue;
           if ((vec_axis = vector_axis(m, w)) >= 0) k = std::move(m), lanes = w;
         }
       if (vec_axis >= 0) break;
     }
+  if (vec_axis < 0 && lanes >= 8 && (vec_axis = vector_axis(k, lanes / 4)) >= 0) lanes /= 4;
   UOpRef vr = vec_axis >= 0 ? k.rngs()[size_t(vec_axis)] : UOpRef();
   if (vec_axis >= 0 && lanes > 1 && attempt(Opt{OptOps::UPCAST, vec_axis, lanes})) {
     // 2. a register tile when a reduce reuses its inputs: another output axis some input doesn't depend on (its loads
@@ -286,9 +286,11 @@ void hand_coded_optimizations(Scheduler& k) {
       // line, and pays for its mask where there is padding) makes vector loads dearer than broadcasts: 16 rows x 1
       // vector, half the vector loads per multiply-add
       bool window = false;
-      for (auto& b : loads(k))
+      for (auto& b : loads(k)) {
         if (lanes_r && stride_in(index_of(b), lanes_r) == 1)
           for (int ax : k.unrollable_dims()) window |= stride_in(index_of(b), k.rngs()[size_t(ax)]) == 1;
+        window |= lanes_r && stride_in(index_of(b), lanes_r) > 1;  // a strided window's gathers: dearer still
+      }
       int64_t rows = getenv_int("TG_TILE_ROWS", window ? 16 : 8);
       if (best >= 0)
         for (int64_t amt : {rows, int64_t(8), int64_t(6), int64_t(4), int64_t(3), int64_t(2)})
