@@ -387,3 +387,42 @@ int main(void) {{
                      env={**os.environ, "TSAN_OPTIONS": "halt_on_error=1 exitcode=66"})
   assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[:3000]}"
   assert "WARNING: ThreadSanitizer" not in r.stderr
+
+
+def onnx_jit(tmp_path):
+  """A small convnet exported from PyTorch as ONNX, loaded by the importer, its run captured by a TinyJit"""
+  import sys
+  import torch
+  sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+  from onnx_models import export
+  from tinygrad_c.nn.onnx import OnnxRunner
+  torch.manual_seed(5)
+  m = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                          torch.nn.Conv2d(8, 16, 3, stride=2), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(16 * 6 * 6, 10))
+  with torch.no_grad():
+    m[1].running_mean.uniform_(-0.1, 0.1), m[1].running_var.uniform_(0.5, 1.5)
+  (tmp_path / "net.onnx").write_bytes(export(m, (torch.randn(2, 1, 28, 28),), ["image"]))
+  runner = OnnxRunner(tmp_path / "net.onnx")
+
+  @TinyJit
+  def f(x): return runner({"image": x})[runner.graph_outputs[0]]
+
+  return f, m
+
+
+@pytest.mark.parametrize("target", ["generic", "aarch64", "armv7"])
+def test_onnx_model_exported(tmp_path, target):
+  # an ONNX model the importer loaded, exported as C: bit for bit on the host's scalar target, within float32 rounding
+  # under qemu on ARM, and PyTorch's outputs either way
+  if target in CROSS:
+    for tool in CROSS[target][:2]:
+      if not shutil.which(tool): pytest.fail(f"{tool} is missing: make deps installs the cross compilers and qemu-user")
+  import torch
+  f, m = onnx_jit(tmp_path)
+  ins = warm(f, [(2, 1, 28, 28)])
+  outs, ref, _, h = run_exported(tmp_path, f, "net", target, ins, 1)
+  if target == "generic": assert outs[0].tobytes() == ref[0].tobytes(), np.abs(outs[0] - ref[0]).max()
+  else: np.testing.assert_allclose(outs[0], ref[0], rtol=1e-5, atol=1e-5)
+  with torch.no_grad(): want = m.eval()(torch.from_numpy(ins[0])).numpy()
+  np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-5)
+  assert "#define net_OUT0_ELEMENTS 20" in h
