@@ -162,7 +162,9 @@ TEST(OnnxNodeTests, ConformanceSuite) {
     for (auto& [name, why] : results) f << name << "\t" << (why.empty() ? "ok" : why) << "\n";
   }
   printf("onnx node tests: %d of %zu pass\n", passed, tests.size());
-  if (!filter) EXPECT_GE(passed, kFloor) << "fewer ONNX node tests pass than the recorded count";
+  if (!filter) {
+    EXPECT_GE(passed, kFloor) << "fewer ONNX node tests pass than the recorded count";
+  }
 }
 
 }  // namespace
