@@ -223,6 +223,8 @@ TEST(OnnxHostile, Arguments) {
   EXPECT_EQ(tg_onnx_load("/nonexistent/model.onnx", nullptr), nullptr);
   EXPECT_EQ(tg_last_error(), TG_ERROR_IO);
   EXPECT_EQ(tg_onnx_load_tensor("/nonexistent/t.pb", nullptr), nullptr);
+  EXPECT_EQ(tg_onnx_load_buffer(bytes.data(), size_t(1) << 63, nullptr), nullptr);  // past protobuf's 2 GiB: not read at all
+  EXPECT_EQ(tg_last_error(), TG_ERROR_IO);
   for (const char* bad : {"batch", "batch=", "=3", "batch=x", "batch=1,", "batch=-1"}) {
     tg_onnx_options o{sizeof o, nullptr, bad, nullptr};
     EXPECT_EQ(tg_onnx_load_buffer(bytes.data(), bytes.size(), &o), nullptr) << bad;

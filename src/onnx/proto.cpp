@@ -262,7 +262,13 @@ std::shared_ptr<Graph> read_graph(Reader r) {
 
 }  // namespace
 
+// protobuf's limit: a message is at most 2 GiB (and `data + len` must not overflow)
+static void check_len(size_t len, const std::string& what) {
+  TG_CHECK(len <= (size_t(1) << 31), TG_ERROR_IO, strformat("onnx: %s: %zu bytes is more than protobuf's 2 GiB", what.c_str(), len));
+}
+
 ModelProto parse_model(const uint8_t* data, size_t len, const std::string& what) {
+  check_len(len, what);
   Reader r{data, data + len, what, "ModelProto", 0};
   ModelProto m;
   bool graph = false;
@@ -296,6 +302,7 @@ ModelProto parse_model(const uint8_t* data, size_t len, const std::string& what)
 }
 
 TensorProto parse_tensor(const uint8_t* data, size_t len, const std::string& what) {
+  check_len(len, what);
   return read_tensor(Reader{data, data + len, what, "TensorProto", 0});
 }
 
@@ -327,6 +334,7 @@ Value read_value(Reader r, ValueInfo::Kind kind, const std::string& device, int 
 }  // namespace
 
 Value parse_value_file(const uint8_t* data, size_t len, const std::string& what, ValueInfo::Kind kind, const std::string& device) {
+  check_len(len, what);
   const char* msg = kind == ValueInfo::Kind::Sequence ? "SequenceProto" : kind == ValueInfo::Kind::Optional ? "OptionalProto" : "TensorProto";
   return read_value(Reader{data, data + len, what, msg, 0}, kind, device, 0);
 }

@@ -37,7 +37,12 @@ int64_t sym_eval(const UOp* size, const std::function<int64_t(const UOp* var)>& 
     auto a = [&](size_t i) { return v.at(u->src[i].get()); };
     int64_t r = 0;
     switch (u->op) {
-      case Ops::CONST: r = int64_t(u->const_value()); break;
+      case Ops::CONST: {  // an int constant as it is (INT64_MAX as a double is out of int64's range)
+        auto i = std::get_if<int64_t>(&u->arg);
+        TG_CHECK(i, TG_ERROR_SHAPE, "the symbolic size " + size->render() + " has a constant that is not an integer");
+        r = *i;
+        break;
+      }
       case Ops::DEFINE_VAR:
         if ((r = val(u.get())) < 0) return -1;
         break;

@@ -417,6 +417,9 @@ Tensor Tensor::nonzero_sized(int64_t size, double fill_value) const {
   if (ndim() == 0) return Tensor::full({size, 0}, 0, dtypes::int32, device());
   std::vector<Tensor> coords;
   int64_t stride = numel();
+  // the coordinates are int32: a fill that isn't a finite value of it would be a silent wrap (or undefined)
+  TG_CHECK(std::isfinite(fill_value) && fill_value >= -2147483648.0 && fill_value <= 2147483647.0, TG_ERROR_INVALID_ARGUMENT,
+           strformat("nonzero: fill_value %g is not an int32 (the coordinates' dtype)", fill_value));
   Tensor fill(UOp::const_int(dtypes::int32, int64_t(fill_value)), device());
   for (auto s : shape()) {
     stride = s ? stride / s : 0;
