@@ -632,12 +632,9 @@ std::vector<Value> Model::run(const std::vector<Value>& in) {
   std::string key;
   std::vector<Tensor> ts;
   for (auto& v : in) key += shape_str(v.t->shape()) + v.t->dtype().name() + ";", ts.push_back(*v.t);
+  if (!jits_.count(key) && jits_.size() >= 16) jits_.clear();  // a model run at many shapes keeps the latest captures only
   auto& jit = jits_[key];
   if (!jit) {
-    if (jits_.size() > 16) {  // a model run at many shapes keeps the latest captures only
-      jits_.clear();
-      return run(in);
-    }
     jit = std::make_unique<TinyJit>([this](const std::vector<Tensor>& xs) {
       std::vector<Value> vs(xs.begin(), xs.end());
       std::vector<Tensor> outs;
