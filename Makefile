@@ -19,13 +19,17 @@ $(BUILD)/CMakeCache.txt:
 
 # everything the installed packages allow: the library and the C examples always, the tests and benchmarks when their
 # packages are there (CMakeLists.txt: TG_BUILD_TESTS, TG_BUILD_BENCH, TG_WITH_LLVM). Installs nothing.
+# VIZ's graph layout library comes from npm when npm is there (scripts/viz_deps.sh); without it the viewer draws no graphs
+VIZ_DEPS = @command -v npm >/dev/null 2>&1 && sh scripts/viz_deps.sh $(BUILD)/viz || echo "VIZ: npm not found, the viewer will draw no graphs"
 build: $(BUILD)/CMakeCache.txt
+	$(VIZ_DEPS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 # the library (shared and static) and the C examples: cmake and a C++20 compiler are all it needs
 LIB_TARGETS := tinygrad tinygrad_static example_hello example_mlp example_mlp_sgd example_train_fashion_mnist example_train_cnn example_classify \
                example_export_fashion_mnist example_onnx_run example_onnx_classify
 lib: $(BUILD)/CMakeCache.txt
+	$(VIZ_DEPS)
 	cmake --build $(BUILD) -j $(JOBS) --target $(LIB_TARGETS)
 
 # the main job: build the library, then train a classifier on Fashion-MNIST from C (examples/c/train_fashion_mnist.c),
@@ -51,6 +55,7 @@ run:
 test-build:
 	@sh scripts/deps.sh
 	@sh scripts/ort.sh $(BUILD)/ort
+	@sh scripts/viz_deps.sh $(BUILD)/viz
 	cmake -S . -B $(BUILD) $(if $(wildcard $(BUILD)/CMakeCache.txt),,$(GEN)) -DCMAKE_BUILD_TYPE=Release -DTG_BUILD_TESTS=ON -DTG_BUILD_BENCH=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
@@ -188,7 +193,7 @@ asan:
 # -fsanitize=thread -O1 in $(TSAN_BUILD), then the concurrency tests (tests/test_threads.cpp, the JIT hostile cases, the
 # older thread tests); any report fails the run (halt_on_error). Kernels run as uninstrumented JIT code (LLVM) or clang
 # objects, so TSan sees the library's own threads, locks and state; OpenCL (PoCL) is not used here.
-TSAN_TESTS := Threads.*:HostileJit.*:Jit.CallsFromSeveralThreadsAreSerialized:CApi.ErrorStateIsPerThreadAndStartsOk:UOp.MultithreadedInterningGivesOneNode
+TSAN_TESTS := Threads.*:HostileJit.*:Viz.ThreadsRecordWhileTheViewerReads:VizHttp.StopIsIdempotentAndRefuses:Jit.CallsFromSeveralThreadsAreSerialized:CApi.ErrorStateIsPerThreadAndStartsOk:UOp.MultithreadedInterningGivesOneNode
 tsan:
 	@sh scripts/deps.sh
 	cmake -S . -B $(TSAN_BUILD) $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTG_TSAN=ON -DTG_BUILD_BENCH=OFF

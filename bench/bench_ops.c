@@ -7,6 +7,7 @@
  *   tiny realize    : tg_tensor_realize of x+1 on 16 floats with every cache warm (no reference)
  *   tiny jit replay : one tg_jit_call of a captured x+1 on 16 floats, output released (no reference)
  *   jit step mlp    : a replayed training step, 784-128-10 MLP, batch 64, Adam-like updates (bench/jit_step.c)
+ *   tiny realize viz on, jit step mlp viz on: the two rows above while VIZ records, against them with it off
  *                     vs the same step in PyTorch (bench/mlp_torch.py)
  * Every reference runs with the thread count libtinygrad uses: $NUM_CPU_THREADS, else the cores this process may run
  * on (sched_getaffinity). OpenBLAS reads OPENBLAS_CORETYPE/OPENBLAS_NUM_THREADS when it loads, so each OpenBLAS core
@@ -561,12 +562,26 @@ static void bench_layers(int threads) {
 }
 
 /* ---- the JIT: a replayed training step against the same step in PyTorch ---- */
-static void bench_jit_mlp(int threads) {
+static double bench_jit_mlp(int threads) {
   double first = 0, last = 0;
   double ours = jit_step_mlp_us(300, &first, &last);
   if (!(last < first)) DIE("jit step mlp: the loss went from %g to %g: the replayed step does not train", first, last);
   settle();
   add_row("jit step mlp", "us", ours, "PyTorch", torch_reference("mlp_torch", threads, "300", NULL), 0);
+  return ours;
+}
+
+static double bench_tiny(int runs);
+
+/* ---- VIZ: the same two rows recording (tg_viz_enable), against the rows just measured with it off ---- */
+static void bench_viz(double tiny_off, double mlp_off) {
+  CHECK(tg_viz_enable(1) == TG_OK);
+  double tiny_on = bench_tiny(2000), first = 0, last = 0, mlp_on = jit_step_mlp_us(300, &first, &last);
+  CHECK(tg_viz_enable(0) == TG_OK && tg_viz_clear() == TG_OK);
+  char buf[64];
+  if (tg_viz_json("/api/index", buf, sizeof buf) < 100) DIE("viz: nothing was recorded");
+  add_row("tiny realize viz on", "us", tiny_on, "VIZ=0", tiny_off, 0);
+  add_row("jit step mlp viz on", "us", mlp_on, "VIZ=0", mlp_off, 0);
 }
 
 /* ---- training: examples/c/train_fashion_mnist against the same training in PyTorch, steps per second ---- */
@@ -808,9 +823,10 @@ static void bench_all(int threads, int quick) {
   double skx1 = bench_matmul(1024, 3, 7, 10.0, threads), skx2 = 0, torch_ms = 0;
   if (!quick) skx2 = bench_matmul(2048, 1, 5, 30.0, threads), torch_ms = bench_conv2d(threads);
   add_row("compile time", "ms", bench_compile(9), "target", 15.0, 0);
-  add_row("tiny realize", "us", bench_tiny(2000), "", 0, 0);
+  double tiny = bench_tiny(2000);
+  add_row("tiny realize", "us", tiny, "", 0, 0);
   add_row("tiny jit replay", "us", tiny_jit_replay_us(200), "", 0, 0);
-  bench_jit_mlp(threads);
+  bench_viz(tiny, bench_jit_mlp(threads));
   bench_train_fashion(threads, quick ? 500 : 6000);
   if (!quick) bench_train_cnn(threads, 20), bench_eval_cnn(threads), bench_layers(threads);
   bench_exported_mlp(threads);

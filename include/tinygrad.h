@@ -216,6 +216,37 @@ TG_API tg_uop* tg_uop_retain(tg_uop* u);
 /* Drops the caller's reference; NULL is a no-op. */
 TG_API void tg_uop_release(tg_uop* u);
 
+/* ---- VIZ: how graphs became kernels, in a browser ---------------------------------------------------------------- */
+/* The recorder keeps, for the last `capacity` realizes, every named graph rewrite (its input, each rule that fired and
+ * what it made, its output), every kernel compiled (AST, the Opt actions applied, each lowering stage, the linearized
+ * program, the source) and every launch and buffer allocation (a timeline and the memory in use). It is off unless
+ * VIZ=1 is in the environment (then the viewer is served when the process exits, until it is stopped) or
+ * tg_viz_enable turns it on. Off, it costs nothing measurable. The viewer is a web page the library serves on
+ * 127.0.0.1 only, or writes as a folder that opens from disk. docs/viz.md. */
+
+/* Start (nonzero) or stop (0) recording. What was recorded is kept until tg_viz_clear. */
+TG_API tg_status tg_viz_enable(int on);
+/* 1 while recording, else 0. @errors(none) */
+TG_API int tg_viz_enabled(void);
+/* Keep the last `realizes` realizes (and JIT replays) with their kernels and launches; at least 1 (default 64, or
+ * VIZ_CAPACITY). */
+TG_API tg_status tg_viz_set_capacity(size_t realizes);
+/* Forget everything recorded. */
+TG_API tg_status tg_viz_clear(void);
+/* Serve the viewer at http://127.0.0.1:port/ from a thread of the library, until tg_viz_stop or the process ends;
+ * port 0 picks a free one. The port bound goes to *bound_port (may be NULL). TG_ERROR_IO naming the port when it is
+ * taken. Serving again on another port moves the server. @int(port) @nullable(bound_port) */
+TG_API tg_status tg_viz_serve(int port, int* bound_port);
+/* Stop serving (nothing when not serving). */
+TG_API tg_status tg_viz_stop(void);
+/* Write the viewer with everything recorded into the folder `dir` (made if missing): open dir/index.html in a
+ * browser, no server needed. */
+TG_API tg_status tg_viz_dump(const char* dir);
+/* The viewer's data as the server answers it, for the route "/api/index", "/api/kernel/3", "/api/realize/0" or
+ * "/api/timeline" (JSON, docs/viz.md), without a server: into buf (NUL-terminated, truncated to size); returns the full
+ * length, or -1 with TG_ERROR_INVALID_ARGUMENT for a route the server would answer 404. @errors(-1) */
+TG_API int64_t tg_viz_json(const char* route, char* buf, size_t size);
+
 /* ---- tensors: creation ------------------------------------------------------------------------------------------ */
 /* `device` may be NULL for the default device ($DEV, else $DEVICE, else "CPU"). Devices: "CPU" (kernels compiled in the process
  * by LLVM) and "CPU:CLANG" (kernels compiled by the system C compiler). Shapes are `ndim` int64 sizes (>= 0) whose

@@ -7,7 +7,7 @@
 import collections, os, re, sys
 
 # top to bottom: a folder may include itself and any folder after it
-ORDER = ["api", "onnx", "nn", "tensor", "engine", "schedule", "codegen", "runtime", "renderer", "uop", "helpers"]
+ORDER = ["api", "onnx", "nn", "tensor", "engine", "schedule", "codegen", "runtime", "renderer", "viz", "uop", "helpers"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -29,6 +29,8 @@ case "$group" in
     # Rust toolchain is already installed (rustup's in ~/.cargo/bin counts)
     NEED="$NEED golang-go mono-mcs mono-runtime"
     command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || NEED="$NEED cargo"
+    # VIZ's browser test: Debian's chromium, driven headless by npm's puppeteer-core (scripts/viz_deps.sh)
+    NEED="$NEED chromium"
     WANT="" ;;
   *) echo "deps.sh: unknown group '$group' (all, run)" >&2; exit 2 ;;
 esac

@@ -43,6 +43,7 @@ SCALARS = {
     "const tg_uop*": "f.uop",
     "int64_t*": "f.out_i64",
     "double*": "f.out_f64",
+    "int*": "f.out_int",
     "const int64_t*": "f.in_i64",
     "tg_dtype*": "f.out_dtype",
     "tg_counters*": "f.counters",
@@ -72,6 +73,7 @@ SCALARS = {
 }
 # (C type, name) -> context generator, where the name says more than the type (a callback's userdata outlives the call)
 NAMED = {("void*", "userdata"): "f.userdata",
+         ("int", "port"): "f.port", ("const char*", "route"): "f.route",
          # module sizes: small, or values refused at once (a fuzzed Linear(2^31, 64) would fill gigabytes with random numbers)
          **{("int64_t", n): "f.module_size" for n in ("in_features", "out_features", "in_channels", "out_channels", "kernel_h", "kernel_w",
                                                        "kernel_size", "num_features", "dim", "num_groups", "num_channels", "vocab_size",

@@ -665,7 +665,7 @@ struct FuzzCtx {
     if (pct(8)) return rec(name, Arg::Str, "NULL"), nullptr;
     std::string s;
     if (n == "name" && pct(60)) s = pick<const char*>({"x", "y", "z", "i", "gidx0"});
-    else if (n == "path") {  // files only inside a directory of our own (tg_state_save writes them)
+    else if (n == "path" || n == "dir") {  // files only inside a directory of our own (tg_state_save, tg_viz_dump write them)
       if (state_dir.empty()) {
         char tmpl[] = "/tmp/tg_fuzz_state_XXXXXX";
         state_dir = mkdtemp(tmpl) ? tmpl : "/nonexistent-tg-fuzz";
@@ -976,6 +976,21 @@ struct FuzzCtx {
     return {p, n};
   }
   // sizes of a module: mostly small, sometimes ones refused at once
+  // tg_viz_serve's port: a free one (0), or one refused at once; never a fixed port another process may hold
+  int port(const char* name) {
+    int v = pick({0, 0, -1, 65536, INT_MIN, INT_MAX});
+    rec(name, Arg::Int, std::to_string(v)).i = v;
+    return v;
+  }
+  // tg_viz_json's route: the server's routes, good and bad
+  const char* route(const char* name) {
+    if (pct(8)) return rec(name, Arg::Str, "NULL"), nullptr;
+    strs.push_back(pick<std::string>({"/api/index", "/api/timeline", "/api/kernel/0", "/api/kernel/3", "/api/realize/1", "/api/kernel/-1",
+                                      "/api/kernel/99999999999", "/api/../index.html", "/", "", "/api/", std::string(5000, '/')}));
+    const std::string& k = strs.back();
+    rec(name, Arg::Str, "\"" + k.substr(0, 24) + "\"").p = k.c_str();
+    return k.c_str();
+  }
   int64_t module_size(const char* name) {
     int64_t v = pct(97) ? ri(-2, 24) : pick<int64_t>({0, -1, I64MIN, I64MAX, int64_t(1) << 62});
     rec(name, Arg::Int, std::to_string(v)).i = v;
@@ -1011,6 +1026,10 @@ struct FuzzCtx {
     int64_t* p = buffer<int64_t>(1);
     rec(name, Arg::Other, "&int64").p = p;
     return p;
+  }
+  int* out_int(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
+    return rec(name, Arg::Other, "&int"), buffer<int>(1);
   }
   double* out_f64(const char* name) {
     if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;

@@ -2406,6 +2406,60 @@ public static partial class Tg {
     Native.Check(Native.tg_device_synchronize(name));
   }
 
+  /// <summary>The recorder keeps, for the last `capacity` realizes, every named graph rewrite (its input, each rule that
+  /// fired and what it made, its output), every kernel compiled (AST, the Opt actions applied, each lowering
+  /// stage, the linearized program, the source) and every launch and buffer allocation (a timeline and the memory
+  /// in use). It is off unless VIZ=1 is in the environment (then the viewer is served when the process exits,
+  /// until it is stopped) or tg_viz_enable turns it on. Off, it costs nothing measurable. The viewer is a web
+  /// page the library serves on 127.0.0.1 only, or writes as a folder that opens from disk. docs/viz.md. Start
+  /// (nonzero) or stop (0) recording. What was recorded is kept until tg_viz_clear. (tg_viz_enable)
+  /// </summary>
+  public static void VizEnable(bool on) {
+    Native.Check(Native.tg_viz_enable(on ? 1 : 0));
+  }
+
+  /// <summary>1 while recording, else 0. (tg_viz_enabled)
+  /// </summary>
+  public static int VizEnabled() {
+    return Native.tg_viz_enabled();
+  }
+
+  /// <summary>Keep the last `realizes` realizes (and JIT replays) with their kernels and launches; at least 1 (default 64,
+  /// or VIZ_CAPACITY). (tg_viz_set_capacity)
+  /// </summary>
+  public static void VizSetCapacity(long realizes) {
+    Native.Check(Native.tg_viz_set_capacity(Native.Size(realizes)));
+  }
+
+  /// <summary>Forget everything recorded. (tg_viz_clear)
+  /// </summary>
+  public static void VizClear() {
+    Native.Check(Native.tg_viz_clear());
+  }
+
+  /// <summary>Serve the viewer at http://127.0.0.1:port/ from a thread of the library, until tg_viz_stop or the process
+  /// ends; port 0 picks a free one. The port bound goes to *bound_port (may be NULL). TG_ERROR_IO naming the port
+  /// when it is taken. Serving again on another port moves the server. (tg_viz_serve)
+  /// </summary>
+  public static unsafe int VizServe(int port) {
+    int boundPort_;
+    Native.Check(Native.tg_viz_serve(port, &boundPort_));
+    return boundPort_;
+  }
+
+  /// <summary>Stop serving (nothing when not serving). (tg_viz_stop)
+  /// </summary>
+  public static void VizStop() {
+    Native.Check(Native.tg_viz_stop());
+  }
+
+  /// <summary>Write the viewer with everything recorded into the folder `dir` (made if missing): open dir/index.html in a
+  /// browser, no server needed. (tg_viz_dump)
+  /// </summary>
+  public static void VizDump(string dir) {
+    Native.Check(Native.tg_viz_dump(dir));
+  }
+
   /// <summary>Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of how many random
   /// numbers were drawn on the device since it was set, so a program gives the same numbers on every run; they
   /// are generated inside the kernels that use them. A one-element counter buffer per device is read and advanced
@@ -2503,7 +2557,7 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (45; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (46; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
@@ -2517,6 +2571,7 @@ public static partial class Tg {
 //   tg_uop_print: a `chars_out` parameter
 //   tg_tensor_schedule: `out` holds as many references as the caller asks for
 //   tg_uop_release: takes a reference (Dispose does it)
+//   tg_viz_json: a `chars_out` parameter
 //   tg_tensor_from_data: a `bytes_in` parameter
 //   tg_tensor_shape: a `array_out` parameter
 //   tg_tensor_shape_vars: `out` holds as many references as the caller asks for

@@ -493,6 +493,52 @@ public static unsafe partial class Native {
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_uop_release(IntPtr u);
 
+  // ---- VIZ: how graphs became kernels, in a browser
+  /// <summary>The recorder keeps, for the last `capacity` realizes, every named graph rewrite (its input, each rule that
+  /// fired and what it made, its output), every kernel compiled (AST, the Opt actions applied, each lowering
+  /// stage, the linearized program, the source) and every launch and buffer allocation (a timeline and the memory
+  /// in use). It is off unless VIZ=1 is in the environment (then the viewer is served when the process exits,
+  /// until it is stopped) or tg_viz_enable turns it on. Off, it costs nothing measurable. The viewer is a web
+  /// page the library serves on 127.0.0.1 only, or writes as a folder that opens from disk. docs/viz.md. Start
+  /// (nonzero) or stop (0) recording. What was recorded is kept until tg_viz_clear.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_viz_enable(int on);
+  /// <summary>1 while recording, else 0.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern int tg_viz_enabled();
+  /// <summary>Keep the last `realizes` realizes (and JIT replays) with their kernels and launches; at least 1 (default 64,
+  /// or VIZ_CAPACITY).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_viz_set_capacity(UIntPtr realizes);
+  /// <summary>Forget everything recorded.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_viz_clear();
+  /// <summary>Serve the viewer at http://127.0.0.1:port/ from a thread of the library, until tg_viz_stop or the process
+  /// ends; port 0 picks a free one. The port bound goes to *bound_port (may be NULL). TG_ERROR_IO naming the port
+  /// when it is taken. Serving again on another port moves the server.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_viz_serve(int port, int* bound_port);
+  /// <summary>Stop serving (nothing when not serving).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_viz_stop();
+  /// <summary>Write the viewer with everything recorded into the folder `dir` (made if missing): open dir/index.html in a
+  /// browser, no server needed.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_viz_dump([MarshalAs(UnmanagedType.LPUTF8Str)] string dir);
+  /// <summary>The viewer's data as the server answers it, for the route "/api/index", "/api/kernel/3", "/api/realize/0" or
+  /// "/api/timeline" (JSON, docs/viz.md), without a server: into buf (NUL-terminated, truncated to size); returns
+  /// the full length, or -1 with TG_ERROR_INVALID_ARGUMENT for a route the server would answer 404.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_viz_json([MarshalAs(UnmanagedType.LPUTF8Str)] string route, [Out] byte[] buf, UIntPtr size);
+
   // ---- tensors: creation
   /// <summary>`device` may be NULL for the default device ($DEV, else $DEVICE, else "CPU"). Devices: "CPU" (kernels
   /// compiled in the process by LLVM) and "CPU:CLANG" (kernels compiled by the system C compiler). Shapes are

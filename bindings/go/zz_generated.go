@@ -156,6 +156,41 @@ static tg_uop* tgw_uop_retain(tg_uop* u, tgw_err* tgw_e) {
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_status tgw_viz_enable(int on, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_viz_enable(on);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_viz_set_capacity(size_t realizes, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_viz_set_capacity(realizes);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_viz_clear(tgw_err* tgw_e) {
+  tg_status tgw_r = tg_viz_clear();
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_viz_serve(int port, int* bound_port, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_viz_serve(port, bound_port);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_viz_stop(tgw_err* tgw_e) {
+  tg_status tgw_r = tg_viz_stop();
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_viz_dump(const char* dir, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_viz_dump(dir);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static int64_t tgw_viz_json(const char* route, char* buf, size_t size, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_viz_json(route, buf, size);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_from_data(const void* data, size_t nbytes, tg_dtype dtype, const int64_t* shape, size_t ndim, const char* device, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_from_data(data, nbytes, dtype, shape, ndim, device);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -2988,6 +3023,107 @@ func (u *Uop) Retain() (*Uop, error) {
 		return nil, err
 	}
 	return newUop(ret), nil
+}
+
+// VizEnable is tg_viz_enable. The recorder keeps, for the last `capacity` realizes, every named graph rewrite
+// (its input, each rule that fired and what it made, its output), every kernel compiled (AST, the Opt actions
+// applied, each lowering stage, the linearized program, the source) and every launch and buffer allocation (a
+// timeline and the memory in use). It is off unless VIZ=1 is in the environment (then the viewer is served when
+// the process exits, until it is stopped) or tg_viz_enable turns it on. Off, it costs nothing measurable. The
+// viewer is a web page the library serves on 127.0.0.1 only, or writes as a folder that opens from disk.
+// docs/viz.md. Start (nonzero) or stop (0) recording. What was recorded is kept until tg_viz_clear.
+func VizEnable(on bool) error {
+	var st C.tgw_err
+	C.tgw_viz_enable(cflag(on), &st)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// VizEnabled is tg_viz_enabled. 1 while recording, else 0.
+func VizEnabled() int {
+	ret := C.tg_viz_enabled()
+	return int(ret)
+}
+
+// VizSetCapacity is tg_viz_set_capacity. Keep the last `realizes` realizes (and JIT replays) with their kernels
+// and launches; at least 1 (default 64, or VIZ_CAPACITY).
+func VizSetCapacity(realizes int) error {
+	var st C.tgw_err
+	C.tgw_viz_set_capacity(C.size_t(realizes), &st)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// VizClear is tg_viz_clear. Forget everything recorded.
+func VizClear() error {
+	var st C.tgw_err
+	C.tgw_viz_clear(&st)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// VizServe is tg_viz_serve. Serve the viewer at http://127.0.0.1:port/ from a thread of the library, until
+// tg_viz_stop or the process ends; port 0 picks a free one. The port bound goes to *bound_port (may be NULL).
+// TG_ERROR_IO naming the port when it is taken. Serving again on another port moves the server.
+func VizServe(port int32) (int32, error) {
+	var cvBoundPort C.int
+	var st C.tgw_err
+	C.tgw_viz_serve(C.int(port), &cvBoundPort, &st)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	boundPort := int32(cvBoundPort)
+	return boundPort, nil
+}
+
+// VizStop is tg_viz_stop. Stop serving (nothing when not serving).
+func VizStop() error {
+	var st C.tgw_err
+	C.tgw_viz_stop(&st)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// VizDump is tg_viz_dump. Write the viewer with everything recorded into the folder `dir` (made if missing):
+// open dir/index.html in a browser, no server needed.
+func VizDump(dir string) error {
+	cvDir := C.CString(dir)
+	defer C.free(unsafe.Pointer(cvDir))
+	var st C.tgw_err
+	C.tgw_viz_dump(cvDir, &st)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// VizJSON is tg_viz_json. The viewer's data as the server answers it, for the route "/api/index",
+// "/api/kernel/3", "/api/realize/0" or "/api/timeline" (JSON, docs/viz.md), without a server: into buf (NUL-
+// terminated, truncated to size); returns the full length, or -1 with TG_ERROR_INVALID_ARGUMENT for a route the
+// server would answer 404.
+func VizJSON(route string) (string, error) {
+	cvRoute := C.CString(route)
+	defer C.free(unsafe.Pointer(cvRoute))
+	buf := make([]byte, 128)
+	for {
+		var st C.tgw_err
+		n := int(C.tgw_viz_json(cvRoute, (*C.char)(ptr0(buf)), C.size_t(len(buf)), &st))
+		if err := check(&st); err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		buf = make([]byte, n+1)
+	}
 }
 
 // FromData is tg_tensor_from_data. `device` may be NULL for the default device ($DEV, else $DEVICE, else "CPU").
@@ -7770,4 +7906,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 373 // of 374 in the manifest
+const generatedFunctions = 381 // of 382 in the manifest

@@ -38,7 +38,7 @@ UNEXPORTED = {
 HANDWRITTEN = {"tg_jit_create": "NewJit in jit.go: a Go func behind the tg_jit_fn callback"}
 GO_SCALAR = {"int32": "int32", "int64": "int64", "uint64": "uint64", "size": "int", "float64": "float64"}
 C_SCALAR = {"int32": "C.int", "int64": "C.int64_t", "uint64": "C.uint64_t", "size": "C.size_t", "float64": "C.double"}
-C_ELEM = {"int64_t": ("int64", "C.int64_t"), "double": ("float64", "C.double")}
+C_ELEM = {"int64_t": ("int64", "C.int64_t"), "double": ("float64", "C.double"), "int": ("int32", "C.int")}
 GO_TO_C = {"int32": "C.int", "int64": "C.int64_t", "uint64": "C.uint64_t", "int": "C.size_t", "float64": "C.double"}
 GO_KEYWORDS = {"break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough", "for", "func", "go",
                "goto", "if", "import", "interface", "map", "package", "range", "return", "select", "struct", "switch",

@@ -32,7 +32,7 @@ HANDWRITTEN = {
   "tg_tensor_clone": "raw only (tinygrad_sys): a method `clone` would shadow Clone (another reference to the tensor)",
   "tg_jit_export": "raw only (tinygrad_sys): the options struct is the caller's (docs/export.md)",
   **{f: "raw only (tinygrad_sys): text into the caller's buffer (a safe Uop type is not written yet)"
-     for f in ("tg_uop_dtype", "tg_uop_arg", "tg_uop_print", "tg_uop_shape")},
+     for f in ("tg_uop_dtype", "tg_uop_arg", "tg_uop_print", "tg_uop_shape", "tg_viz_json")},
   **{f: "raw only (tinygrad_sys): new node references written into the caller's array"
      for f in ("tg_uop_srcs", "tg_uop_toposort", "tg_tensor_schedule")},
   **{f: "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"

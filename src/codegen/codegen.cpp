@@ -6,6 +6,7 @@
 #include "codegen/late/late.h"
 #include "codegen/linearize.h"
 #include "codegen/opt/postrange.h"
+#include "uop/viz.h"
 
 namespace tg {
 
@@ -32,13 +33,18 @@ const std::vector<Stage>& late_stages() {
 }  // namespace
 
 ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts, LinearProgram* lp_out) {
+  size_t n_rw = viz::kernel_rewrites();
   Scheduler k = optimize(ast, ren, opts);
+  viz::stage("opts", ast, k.ast, n_rw, true);  // the actions applied, then the cleanup rewrites they ran
   ProgramSpec p;
   p.name = k.name(name), p.opts = k.applied_opts;
   if (DEBUG >= 3 && !p.opts.empty()) std::fprintf(stderr, "=== kernel %s opts: %s ===\n", p.name.c_str(), opts_str(p.opts).c_str());
   UOpRef a = k.ast;
   for (auto& st : late_stages()) {
+    UOpRef in = a;
+    n_rw = viz::kernel_rewrites();
     a = st.run(a, ren, p);
+    viz::stage(st.name, in, a, n_rw);
     if (DEBUG >= 6) std::fprintf(stderr, "=== %s: after stage '%s' ===\n%s", p.name.c_str(), st.name, a->str().c_str());
   }
   LinearProgram lp = linearize(a, p.name);
@@ -50,6 +56,11 @@ ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Render
     for (auto& d : dims)
       if (d) p.ops *= uint64_t(std::max<int64_t>(d->vmax(), 1));
   p.src = ren.render(lp);
+  if (viz::on()) {
+    std::vector<std::string> o;
+    for (auto& x : p.opts) o.push_back(x.str());
+    viz::kernel_program(p.name, p.src, std::move(o), p.ops, p.mem, ast, UOp::make(Ops::SINK, dtypes::void_, lp.uops));
+  }
   if (lp_out) *lp_out = std::move(lp);
   return p;
 }

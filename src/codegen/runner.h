@@ -1,5 +1,6 @@
 // A kernel made runnable on one device: the rendered program compiled and loaded, with how to launch it.
 #pragma once
+#include <atomic>
 #include <array>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@ struct CompiledRunner {
   size_t nbufs = 0;  // buffer parameters
   std::array<UOpRef, 3> global_size, local_size;  // a GPU launch's grid, as expressions of the variables (null: 1)
   uint64_t ops = 0, mem = 0;
+  mutable std::atomic<int> viz_id{-1};  // its VIZ record (made at its first launch while recording if not compiled then)
   LaunchDims dims(const int64_t* vals) const;  // the launch for these variable values
 };
 

@@ -7,6 +7,7 @@
 #include "renderer/renderer.h"
 #include "schedule/schedule.h"
 #include "schedule/graph.h"
+#include "uop/viz.h"
 
 namespace tg {
 
@@ -17,6 +18,12 @@ void count_kernel(const CompiledRunner& k, double seconds) {
   GlobalCounters::kernel_count++, GlobalCounters::global_ops += k.ops, GlobalCounters::global_mem += k.mem;
   for (double cur = GlobalCounters::time_sum_s.load(); !GlobalCounters::time_sum_s.compare_exchange_weak(cur, cur + seconds);) {
   }
+}
+
+void viz_launch(const CompiledRunner& k, const std::string& device, double st_us, double en_us) {
+  int id = k.viz_id.load(std::memory_order_relaxed);
+  if (id < 0 || !viz::kernel_kept(id)) k.viz_id = viz::kernel_seen(k.name, device, k.src, k.ast, k.ops, k.mem);
+  viz::launch(device, k.name, k.viz_id, st_us, en_us, k.mem, k.ops);
 }
 
 void ExecItem::run() {
@@ -162,8 +169,14 @@ static std::shared_ptr<const CompiledRunner> compile_item(const ScheduleItem& k,
   ProgramKey key{k.ast, dev.name(), BEAM >= 1 ? int(BEAM) : 0};
   if (auto p = cache->get(key)) return *p;
   std::vector<Opt> opts;
-  if (key.beam) opts = beam_opts(k.ast, k.name, dev, key.beam);
-  return cache->put(key, compile_program(k.ast, k.name, dev, key.beam ? &opts : nullptr));
+  if (key.beam) {
+    viz::Pause quiet;  // the candidates are timed, not kept
+    opts = beam_opts(k.ast, k.name, dev, key.beam);
+  }
+  viz::KernelScope rec;
+  auto prg = compile_program(k.ast, k.name, dev, key.beam ? &opts : nullptr);
+  prg->viz_id = rec.commit(dev.name());
+  return cache->put(key, std::move(prg));
 }
 
 Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& device) {
@@ -174,6 +187,7 @@ Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& devic
   // normalize: input buffers become PARAM slots, so graphs that differ only in their data share one schedule
   Normalized norm = normalize(roots);
   auto& inputs = norm.inputs;
+  if (viz::on()) viz::current_graph(norm.sink);
   auto sched = get_schedule(norm.sink, norm.specs);
   l.t_schedule = since(t0);
   l.assigns = std::move(norm.assigns);
@@ -227,10 +241,12 @@ void run_lowered(Lowered& l) {
       for (size_t i = 0; i < e.bufs.size(); i++)
         std::fprintf(stderr, "  %s buf%zu: %s[%lld] %s\n", k.name.c_str(), i, e.bufs[i]->dtype().name().c_str(), (long long)e.bufs[i]->size(),
                      i == 0 ? "(out)" : "(in)");
+    double st = viz::on() ? viz::now_us() : 0;
     auto t1 = Clock::now();
     e.run();
     dev.synchronize();  // each kernel timed (a jit replay is where GPU kernels run back to back)
     double dt = e.time_s = since(t1);
+    if (viz::on()) viz_launch(k, l.device, st, st + dt * 1e6);
     t_run += dt;
     count_kernel(k, dt);
     if (DEBUG >= 2)
@@ -247,6 +263,7 @@ void run_lowered(Lowered& l) {
 }
 
 std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device) {
+  viz::RealizeScope rec("realize");
   Lowered l = lower_realize(roots, device);
   run_lowered(l);
   return std::move(l.outputs);

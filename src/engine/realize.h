@@ -24,6 +24,8 @@ struct Normalized {
 };
 Normalized normalize(const std::vector<UOpRef>& roots);
 void count_kernel(const CompiledRunner& k, double seconds);  // GlobalCounters for one launch
+// VIZ: one launch of `k` on `device` from st_us to en_us (viz::now_us); call only while recording
+void viz_launch(const CompiledRunner& k, const std::string& device, double st_us, double en_us);
 // a kernel's variable values from the bound Variables (core_id is set at launch)
 std::vector<int64_t> var_values(const CompiledRunner& k, const std::unordered_map<std::string, int64_t>& var_vals);
 

@@ -4,6 +4,7 @@
 
 #include "helpers.h"
 #include "runtime/device.h"
+#include "uop/viz.h"
 
 namespace tg {
 
@@ -98,10 +99,16 @@ Buffer::~Buffer() {
   live_buffers--;
   if (!ptr_ || keep_) return;
   if (base_) dev_->allocator().release_view(ptr_);
-  else dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);
+  else {
+    dev_->allocator().free(ptr_, nbytes() ? nbytes() : 1);
+    if (viz::on()) viz::memory(device_, -int64_t(nbytes()));
+  }
 }
 void* Buffer::ptr() {
-  if (!ptr_) ptr_ = base_ ? dev_->allocator().view(base_->ptr(), offset_, nbytes() ? nbytes() : 1) : dev_->allocator().alloc(nbytes() ? nbytes() : 1);
+  if (ptr_) return ptr_;
+  if (base_) return ptr_ = dev_->allocator().view(base_->ptr(), offset_, nbytes() ? nbytes() : 1);
+  ptr_ = dev_->allocator().alloc(nbytes() ? nbytes() : 1);
+  if (viz::on()) viz::memory(device_, int64_t(nbytes()));
   return ptr_;
 }
 void Allocator::copyin(void* dst, size_t offset, const void* src, size_t n) { std::memcpy(static_cast<char*>(dst) + offset, src, n); }

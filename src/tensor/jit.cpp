@@ -1,4 +1,5 @@
 #include "tensor/jit.h"
+#include "uop/viz.h"
 
 #include <algorithm>
 #include <chrono>
@@ -243,9 +244,12 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs, const Var
   };
   bool one_device = !items_.empty() && std::all_of(item_dev_.begin(), item_dev_.end(), [&](Device* d) { return d == item_dev_[0]; });
   if (!graph_tried_ && one_device && DEBUG < 2 && getenv_int("JIT_GRAPH", 1) != 0) graph_tried_ = true, graph_ = item_dev_[0]->make_graph(launches());
+  viz::RealizeScope rec("jit replay");
   if (graph_ && DEBUG < 2) {
+    double st = viz::on() ? viz::now_us() : 0;
     graph_->replay(launches());
     item_dev_[0]->synchronize();
+    if (viz::on()) viz::launch(item_dev_[0]->name(), "graph of " + std::to_string(items_.size()) + " kernels", -1, st, viz::now_us(), 0, 0);
     for (auto& e : items_) count_kernel(*e.prg, 0);
     cnt_++;
     return outputs_of(inputs, in_bufs, vals);
@@ -258,12 +262,14 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs, const Var
     ExecItem& e = items_[i];
     Device* dev = item_dev_[i];
     bool timed = dev->host_memory() || DEBUG >= 2;
+    double st = viz::on() ? viz::now_us() : 0;
     auto t0 = Clock::now();
     e.launch();
     if (timed) dev->synchronize();
     else if (std::find(wait.begin(), wait.end(), dev) == wait.end()) wait.push_back(dev);
     double dt = timed ? std::chrono::duration<double>(Clock::now() - t0).count() : e.time_s;  // else its last timed run's
     if (timed) e.time_s = dt;
+    if (viz::on()) viz_launch(*e.prg, dev->name(), st, timed ? st + dt * 1e6 : viz::now_us());
     count_kernel(*e.prg, timed ? dt : 0);
     if (DEBUG >= 2) std::fprintf(stderr, "*** jit replay %-28s tm %10.2fus\n", e.prg->name.c_str(), dt * 1e6);
   }

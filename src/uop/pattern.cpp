@@ -8,8 +8,8 @@
 
 namespace tg {
 
-UPat::UPat(Ops op, std::vector<UPat> s, const char* n) : UPat({op}, std::move(s), n) {}
-UPat::UPat(std::initializer_list<Ops> o, std::vector<UPat> s, const char* n) : src(std::move(s)), name(n) {
+UPat::UPat(Ops op, std::vector<UPat> s, const char* n, Loc l) : UPat({op}, std::move(s), n, l) {}
+UPat::UPat(std::initializer_list<Ops> o, std::vector<UPat> s, const char* n, Loc l) : src(std::move(s)), name(n), file(l.file_name()), line(l.line()) {
   bool all_comm = o.size() > 0;
   for (Ops x : o) ops.set(size_t(x)), all_comm &= GroupOp::commutative(x);
   // commutative ops match their two sources in either order unless .ordered() is asked for
@@ -23,9 +23,33 @@ UPat UPat::with_value(double v) const { UPat p = *this; p.value = v; return p; }
 UPat UPat::ordered() const { UPat p = *this; if (p.mode == SrcMode::Permute) p.mode = SrcMode::Ordered; return p; }
 UPat UPat::any_len() const { UPat p = *this; p.prefix = true; return p; }
 UPat UPat::each(UPat e) const { UPat p = *this; p.src = {std::move(e)}; p.mode = SrcMode::Each; return p; }
+UPat UPat::at(Loc l) const { UPat p = *this; p.file = l.file_name(), p.line = l.line(); return p; }
 UPat UPat::alu(Ops op, std::vector<UPat> more) const {
   more.insert(more.begin(), *this);
-  return UPat(op, std::move(more));
+  UPat p(op, std::move(more));
+  p.file = file, p.line = line;
+  return p;
+}
+std::string UPat::str(int depth) const {
+  std::string s = name ? std::string(name) + ":" : "";
+  if (ops.none()) s += name ? "" : "*";
+  else {
+    std::string o;
+    for (int i = 0; i < kNumOps; i++)
+      if (ops.test(size_t(i))) o += (o.empty() ? "" : "|") + std::string(op_name(Ops(i)));
+    s += ops.count() > 1 ? "{" + o + "}" : o;
+  }
+  if (value) {
+    char b[32];
+    std::snprintf(b, sizeof b, " %g", *value);
+    s += b;
+  }
+  if (!dts.empty()) s += "." + dts[0].name() + (dts.size() > 1 ? "|.." : "");
+  if (src.empty()) return s;
+  if (depth <= 0) return s + "(..)";
+  s += "(";
+  for (size_t i = 0; i < src.size(); i++) s += (i ? ", " : "") + src[i].str(depth - 1);
+  return s + (prefix ? ", ..)" : mode == SrcMode::Each ? "...)" : ")");
 }
 UPat operator+(const UPat& a, const UPat& b) { return a.alu(Ops::ADD, {b}); }
 UPat operator*(const UPat& a, const UPat& b) { return a.alu(Ops::MUL, {b}); }
@@ -122,7 +146,23 @@ PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
 }
 
 static const bool track_stats = getenv_int("TRACK_MATCH_STATS", 0) > 0;
-UOpRef PatternMatcher::rewrite(const UOp* u, void* ctx) const {
+const std::shared_ptr<const viz::RuleLabels>& PatternMatcher::labels() const {
+  std::call_once(lazy_->once, [&] {
+    auto l = std::make_shared<viz::RuleLabels>();
+    for (size_t i = 0; i < rules_.size(); i++) {
+      const UPat& p = rules_[i].first;
+      l->label.push_back(name_ + " #" + std::to_string(i) + " " + p.str());
+      std::string f = p.file ? p.file : "";
+      if (auto at = f.rfind("src/"); at != std::string::npos) f = f.substr(at);
+      bool generic = f.empty() || f == "src/uop/pattern.h" || f == "src/uop/pattern.cpp";  // a helper's line says nothing
+      l->loc.push_back(generic ? "" : f + ":" + std::to_string(p.line));
+    }
+    lazy_->labels = std::move(l);
+  });
+  return lazy_->labels;
+}
+
+UOpRef PatternMatcher::rewrite(const UOp* u, void* ctx, uint32_t* fired) const {
   Match m{u, ctx, {}};
   for (uint32_t i : by_op_[size_t(u->op)]) {
     m.binds.clear();
@@ -130,6 +170,7 @@ UOpRef PatternMatcher::rewrite(const UOp* u, void* ctx) const {
     UOpRef r = rules_[i].second(m);
     if (r && r.get() != u) {
       if (track_stats || DEBUG >= 5) (*hits_)[i].fetch_add(1, std::memory_order_relaxed);
+      if (fired) *fired = i;
       return r;
     }
   }
@@ -152,6 +193,8 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, bo
   // a deep graph needs a deep stack, so the loop guard counts rewrites: rules that cycle keep rewriting the same nodes
   // while `replace` stops growing
   size_t rewrites = 0;
+  viz::Rewrite* rec = viz::on() ? viz::begin_rewrite(stage, root) : nullptr;
+  uint32_t fired = 0;
   while (!stack.empty()) {
     Item it = std::move(stack.back());
     stack.pop_back();
@@ -159,8 +202,9 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, bo
     if (it.stage == 0) {
       if (top_down) {
         UOpRef cur = it.new_n;
-        for (int n = 0; UOpRef x = pm.rewrite(cur.get(), ctx); n++) {
+        for (int n = 0; UOpRef x = pm.rewrite(cur.get(), ctx, &fired); n++) {
           TG_CHECK(n < 100000 && ++rewrites < 1000000 + 64 * replace.size(), TG_ERROR_INTERNAL, "graph_rewrite: rules rewrite in a loop (" + pm.name() + ")");
+          if (rec) viz::add_step(rec, cur.get(), x, pm.labels(), fired);
           cur = std::move(x);
         }
         if (auto f = replace.find(cur.get()); f != replace.end()) {
@@ -184,7 +228,8 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, bo
         new_src.push_back(r);
       }
       if (same) {
-        UOpRef x = top_down ? UOpRef() : pm.rewrite(nn, ctx);
+        UOpRef x = top_down ? UOpRef() : pm.rewrite(nn, ctx, &fired);
+        if (x && rec) viz::add_step(rec, nn, x, pm.labels(), fired);
         if (!x) {
           replace[it.n] = it.new_n;
           if (it.n != nn) keep.push_back(it.new_n);
@@ -204,6 +249,7 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, bo
     }
   }
   UOpRef out = replace.at(root.get());
+  if (rec) viz::end_rewrite(rec, out);
   if (stage && DEBUG >= 6) std::fprintf(stderr, "=== after %s ===\n%s", stage, out->str().c_str());
   if (SPEC >= 1) spec::verify(out);
   return out;

@@ -340,6 +340,50 @@ Drops the caller's reference; NULL is a no-op.
 """
 tg_uop_release(u) = ccall((:tg_uop_release, libtinygrad), Cvoid, (Ptr{Cvoid},), u)
 """
+The recorder keeps, for the last `capacity` realizes, every named graph rewrite (its input, each rule that
+fired and what it made, its output), every kernel compiled (AST, the Opt actions applied, each lowering stage,
+the linearized program, the source) and every launch and buffer allocation (a timeline and the memory in use).
+It is off unless VIZ=1 is in the environment (then the viewer is served when the process exits, until it is
+stopped) or tg_viz_enable turns it on. Off, it costs nothing measurable. The viewer is a web page the library
+serves on 127.0.0.1 only, or writes as a folder that opens from disk. docs/viz.md. Start (nonzero) or stop (0)
+recording. What was recorded is kept until tg_viz_clear.
+"""
+tg_viz_enable(on) = ccall((:tg_viz_enable, libtinygrad), Int32, (Cint,), on)
+"""
+1 while recording, else 0.
+"""
+tg_viz_enabled() = ccall((:tg_viz_enabled, libtinygrad), Cint, ())
+"""
+Keep the last `realizes` realizes (and JIT replays) with their kernels and launches; at least 1 (default 64,
+or VIZ_CAPACITY).
+"""
+tg_viz_set_capacity(realizes) = ccall((:tg_viz_set_capacity, libtinygrad), Int32, (Csize_t,), realizes)
+"""
+Forget everything recorded.
+"""
+tg_viz_clear() = ccall((:tg_viz_clear, libtinygrad), Int32, ())
+"""
+Serve the viewer at http://127.0.0.1:port/ from a thread of the library, until tg_viz_stop or the process
+ends; port 0 picks a free one. The port bound goes to *bound_port (may be NULL). TG_ERROR_IO naming the port
+when it is taken. Serving again on another port moves the server.
+"""
+tg_viz_serve(port, bound_port) = ccall((:tg_viz_serve, libtinygrad), Int32, (Cint, Ptr{Cint}), port, bound_port)
+"""
+Stop serving (nothing when not serving).
+"""
+tg_viz_stop() = ccall((:tg_viz_stop, libtinygrad), Int32, ())
+"""
+Write the viewer with everything recorded into the folder `dir` (made if missing): open dir/index.html in a
+browser, no server needed.
+"""
+tg_viz_dump(dir) = ccall((:tg_viz_dump, libtinygrad), Int32, (Cstring,), dir)
+"""
+The viewer's data as the server answers it, for the route "/api/index", "/api/kernel/3", "/api/realize/0" or
+"/api/timeline" (JSON, docs/viz.md), without a server: into buf (NUL-terminated, truncated to size); returns
+the full length, or -1 with TG_ERROR_INVALID_ARGUMENT for a route the server would answer 404.
+"""
+tg_viz_json(route, buf, size) = ccall((:tg_viz_json, libtinygrad), Int64, (Cstring, Ptr{UInt8}, Csize_t), route, buf, size)
+"""
 `device` may be NULL for the default device (\$DEV, else \$DEVICE, else "CPU"). Devices: "CPU" (kernels compiled
 in the process by LLVM) and "CPU:CLANG" (kernels compiled by the system C compiler). Shapes are `ndim` int64
 sizes (>= 0) whose nonzero sizes multiply, times the dtype size, to a number that fits in int64 (a 0 dim does
@@ -2002,7 +2046,8 @@ export tg_device_count, tg_device_name, tg_device_description, tg_device_open, t
 export tg_expr_variable, tg_expr_const, tg_expr_binary, tg_expr_simplify, tg_expr_render, tg_expr_eval
 export tg_expr_bounds, tg_expr_retain, tg_expr_release, tg_tensor_uop, tg_uop_op, tg_uop_dtype, tg_uop_arg
 export tg_uop_arg_number, tg_uop_shape, tg_uop_srcs, tg_uop_toposort, tg_uop_print, tg_uop_id, tg_tensor_schedule
-export tg_uop_retain, tg_uop_release, tg_tensor_from_data, tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones
+export tg_uop_retain, tg_uop_release, tg_viz_enable, tg_viz_enabled, tg_viz_set_capacity, tg_viz_clear, tg_viz_serve
+export tg_viz_stop, tg_viz_dump, tg_viz_json, tg_tensor_from_data, tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones
 export tg_tensor_full, tg_tensor_arange, tg_tensor_eye, tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel
 export tg_tensor_shape, tg_tensor_dtype, tg_tensor_device, tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul
 export tg_tensor_div, tg_tensor_idiv, tg_tensor_maximum, tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le

@@ -22,6 +22,16 @@ expr_simplify(e::SymExpr) = adopt(SymExpr, L.tg_expr_simplify(e))
 uop(t::Tensor) = adopt(Uop, L.tg_tensor_uop(t))
 # tg_uop_id
 uop_id(u::Uop) = check_value(() -> L.tg_uop_id(u), 0, false)
+# tg_viz_enable
+viz_enable(on::Bool) = check(L.tg_viz_enable(on))
+# tg_viz_set_capacity
+viz_set_capacity(realizes::Integer) = check(L.tg_viz_set_capacity(realizes))
+# tg_viz_clear
+viz_clear() = check(L.tg_viz_clear())
+# tg_viz_stop
+viz_stop() = check(L.tg_viz_stop())
+# tg_viz_dump
+viz_dump(dir::AbstractString) = check(L.tg_viz_dump(cstr(dir)))
 # tg_tensor_arange
 arange(start::Real, stop::Real, step::Real, dtype::Integer, device::Union{AbstractString, Nothing} = nothing) = adopt(Tensor, L.tg_tensor_arange(start, stop, step, dtype, cstr(device)))
 # tg_tensor_eye
@@ -441,7 +451,7 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 219 methods generated from 374 functions
+# 224 methods generated from 382 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous
 export contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count
@@ -460,5 +470,5 @@ export relu, relu6, repeat_interleave, requires_grad, rshift_tensor, rsqrt, scal
 export scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
 export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze
 export squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count, state_metadata_set
-export state_save, state_set, to, tril, tril_tensor, triu, triu_tensor, unfold, unsqueeze, uop, uop_id, where_
-export zeros_like
+export state_save, state_set, to, tril, tril_tensor, triu, triu_tensor, unfold, unsqueeze, uop, uop_id, viz_clear
+export viz_dump, viz_enable, viz_set_capacity, viz_stop, where_, zeros_like

@@ -457,6 +457,36 @@ unsafe extern "C" {
   /// Drops the caller's reference; NULL is a no-op.
   pub fn tg_uop_release(u: *mut tg_uop);
 
+  // ---- VIZ: how graphs became kernels, in a browser
+  /// The recorder keeps, for the last `capacity` realizes, every named graph rewrite (its input, each rule that
+  /// fired and what it made, its output), every kernel compiled (AST, the Opt actions applied, each lowering
+  /// stage, the linearized program, the source) and every launch and buffer allocation (a timeline and the
+  /// memory in use). It is off unless VIZ=1 is in the environment (then the viewer is served when the process
+  /// exits, until it is stopped) or tg_viz_enable turns it on. Off, it costs nothing measurable. The viewer is
+  /// a web page the library serves on 127.0.0.1 only, or writes as a folder that opens from disk. docs/viz.md.
+  /// Start (nonzero) or stop (0) recording. What was recorded is kept until tg_viz_clear.
+  pub fn tg_viz_enable(on: c_int) -> tg_status;
+  /// 1 while recording, else 0.
+  pub fn tg_viz_enabled() -> c_int;
+  /// Keep the last `realizes` realizes (and JIT replays) with their kernels and launches; at least 1 (default
+  /// 64, or VIZ_CAPACITY).
+  pub fn tg_viz_set_capacity(realizes: usize) -> tg_status;
+  /// Forget everything recorded.
+  pub fn tg_viz_clear() -> tg_status;
+  /// Serve the viewer at http://127.0.0.1:port/ from a thread of the library, until tg_viz_stop or the process
+  /// ends; port 0 picks a free one. The port bound goes to *bound_port (may be NULL). TG_ERROR_IO naming the
+  /// port when it is taken. Serving again on another port moves the server.
+  pub fn tg_viz_serve(port: c_int, bound_port: *mut c_int) -> tg_status;
+  /// Stop serving (nothing when not serving).
+  pub fn tg_viz_stop() -> tg_status;
+  /// Write the viewer with everything recorded into the folder `dir` (made if missing): open dir/index.html in
+  /// a browser, no server needed.
+  pub fn tg_viz_dump(dir: *const c_char) -> tg_status;
+  /// The viewer's data as the server answers it, for the route "/api/index", "/api/kernel/3", "/api/realize/0"
+  /// or "/api/timeline" (JSON, docs/viz.md), without a server: into buf (NUL-terminated, truncated to size);
+  /// returns the full length, or -1 with TG_ERROR_INVALID_ARGUMENT for a route the server would answer 404.
+  pub fn tg_viz_json(route: *const c_char, buf: *mut c_char, size: usize) -> i64;
+
   // ---- tensors: creation
   /// `device` may be NULL for the default device ($DEV, else $DEVICE, else "CPU"). Devices: "CPU" (kernels
   /// compiled in the process by LLVM) and "CPU:CLANG" (kernels compiled by the system C compiler). Shapes are

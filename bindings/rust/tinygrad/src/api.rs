@@ -2644,6 +2644,58 @@ pub fn device_synchronize(name: &str) -> Result<()> {
   check(unsafe { sys::tg_device_synchronize(name.as_ptr()) })
 }
 
+/// `tg_viz_enable`: The recorder keeps, for the last `capacity` realizes, every named graph rewrite (its
+/// input, each rule that fired and what it made, its output), every kernel compiled (AST, the Opt actions
+/// applied, each lowering stage, the linearized program, the source) and every launch and buffer allocation
+/// (a timeline and the memory in use). It is off unless VIZ=1 is in the environment (then the viewer is
+/// served when the process exits, until it is stopped) or tg_viz_enable turns it on. Off, it costs nothing
+/// measurable. The viewer is a web page the library serves on 127.0.0.1 only, or writes as a folder that
+/// opens from disk. docs/viz.md. Start (nonzero) or stop (0) recording. What was recorded is kept until
+/// tg_viz_clear.
+pub fn viz_enable(on: bool) -> Result<()> {
+  check(unsafe { sys::tg_viz_enable(on as c_int) })
+}
+
+/// `tg_viz_enabled`: 1 while recording, else 0.
+pub fn viz_enabled() -> c_int {
+  unsafe { sys::tg_viz_enabled() }
+}
+
+/// `tg_viz_set_capacity`: Keep the last `realizes` realizes (and JIT replays) with their kernels and
+/// launches; at least 1 (default 64, or VIZ_CAPACITY).
+pub fn viz_set_capacity(realizes: usize) -> Result<()> {
+  check(unsafe { sys::tg_viz_set_capacity(realizes) })
+}
+
+/// `tg_viz_clear`: Forget everything recorded.
+pub fn viz_clear() -> Result<()> {
+  check(unsafe { sys::tg_viz_clear() })
+}
+
+/// `tg_viz_serve`: Serve the viewer at http://127.0.0.1:port/ from a thread of the library, until tg_viz_stop
+/// or the process ends; port 0 picks a free one. The port bound goes to *bound_port (may be NULL).
+/// TG_ERROR_IO naming the port when it is taken. Serving again on another port moves the server.
+pub fn viz_serve(port: c_int) -> Result<c_int> {
+  let mut bound_port: c_int = Default::default();
+  let status = unsafe { sys::tg_viz_serve(port, &mut bound_port) };
+  if status != sys::TG_OK {
+    return Err(Error::last());
+  }
+  Ok(bound_port)
+}
+
+/// `tg_viz_stop`: Stop serving (nothing when not serving).
+pub fn viz_stop() -> Result<()> {
+  check(unsafe { sys::tg_viz_stop() })
+}
+
+/// `tg_viz_dump`: Write the viewer with everything recorded into the folder `dir` (made if missing): open
+/// dir/index.html in a browser, no server needed.
+pub fn viz_dump(dir: &str) -> Result<()> {
+  let dir = cstring(dir, "dir")?;
+  check(unsafe { sys::tg_viz_dump(dir.as_ptr()) })
+}
+
 /// `tg_manual_seed`: Counter-based (threefry2x32, as tinygrad): the numbers are a function of the seed and of
 /// how many random numbers were drawn on the device since it was set, so a program gives the same numbers on
 /// every run; they are generated inside the kernels that use them. A one-element counter buffer per device is
@@ -2766,7 +2818,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 318 of the manifest's 374. The others, and where they are:
+/// Functions wrapped above: 325 of the manifest's 382. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2783,6 +2835,7 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_tensor_schedule", "raw only (tinygrad_sys): new node references written into the caller's array"),
   ("tg_uop_retain", "Clone"),
   ("tg_uop_release", "Drop"),
+  ("tg_viz_json", "raw only (tinygrad_sys): text into the caller's buffer (a safe Uop type is not written yet)"),
   ("tg_tensor_from_data", "Tensor::from_slice / from_bytes"),
   ("tg_tensor_shape", "Tensor::shape"),
   ("tg_tensor_shape_vars", "raw only (tinygrad_sys): one optional Variable slot per dim"),
