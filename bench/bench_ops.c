@@ -859,6 +859,21 @@ static void bench_beam(ew_ctx* ec, double gb, int quick, double skx1, double skx
   CHECK(tg_set_option("BEAM", "0") == TG_OK);
 }
 
+/* TG_BENCH_ONLY="viz": tiny realize and jit step mlp with VIZ off and on, each measured 3 times alternately */
+static void bench_viz_alone(int threads) {
+  (void)threads;
+  double t_off[3], t_on[3], m_off[3], m_on[3], first = 0, last = 0;
+  for (int i = 0; i < 3; i++) {
+    t_off[i] = bench_tiny(2000), m_off[i] = jit_step_mlp_us(300, &first, &last);
+    CHECK(tg_viz_enable(1) == TG_OK);
+    t_on[i] = bench_tiny(2000), m_on[i] = jit_step_mlp_us(300, &first, &last);
+    CHECK(tg_viz_enable(0) == TG_OK && tg_viz_clear() == TG_OK);
+  }
+  add_row("tiny realize", "us", median(t_off, 3), "", 0, 0);
+  add_row("tiny realize viz on", "us", median(t_on, 3), "VIZ=0", median(t_off, 3), 0);
+  add_row("jit step mlp viz on", "us", median(m_on, 3), "VIZ=0", median(m_off, 3), 0);
+}
+
 /* TG_BENCH_ONLY="beam": the BEAM rows alone, with their references measured here */
 static void bench_beam_alone(int threads, int quick) {
   ew_ctx ec = ew_make(threads);
@@ -879,14 +894,15 @@ int main(int argc, char** argv) {
   int quick = getenv("TG_BENCH_QUICK") && atoi(getenv("TG_BENCH_QUICK")) > 0;
   printf("bench_ops: float32, %d threads for libtinygrad and every reference\n", threads);
   printf("%-16s %10s %-7s | %-18s %10s %-7s | %s\n", "benchmark", "libtinygrad", "", "reference", "", "", "ratio (higher is better for libtinygrad)");
-  /* TG_BENCH_ONLY="exported mlp", "cnn layers", "beam" or "conv": those rows alone (they need none of the others' set-up) */
+  /* TG_BENCH_ONLY="exported mlp", "cnn layers", "beam", "conv" or "viz": those rows alone (they need none of the others' set-up) */
   const char* only = getenv("TG_BENCH_ONLY");
   if (only && *only) {
     if (strcmp(only, "exported mlp") == 0) bench_exported_mlp(threads);
     else if (strcmp(only, "cnn layers") == 0) bench_eval_cnn(threads), bench_layers(threads);
     else if (strcmp(only, "beam") == 0) bench_beam_alone(threads, quick);
     else if (strcmp(only, "conv") == 0) bench_conv2d(threads);
-    else DIE("TG_BENCH_ONLY: '%s' is not a group that runs alone (\"exported mlp\", \"cnn layers\", \"beam\", \"conv\")", only);
+    else if (strcmp(only, "viz") == 0) bench_viz_alone(threads);
+    else DIE("TG_BENCH_ONLY: '%s' is not a group that runs alone (\"exported mlp\", \"cnn layers\", \"beam\", \"conv\", \"viz\")", only);
   } else {
     bench_all(threads, quick);
   }
