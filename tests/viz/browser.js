@@ -4,7 +4,7 @@
 //   node tests/viz/browser.js --url file:///path/to/dump/index.html --shots DIR
 // It loads the expected data itself (the /api routes, or data.js evaluated in a sandbox), drives Debian's chromium
 // with puppeteer-core (from $TG_VIZ_NODE_MODULES, installed by scripts/viz_deps.sh) and compares what the page draws.
-// One line per check; exit 1 on the first failure or after 60 s in all.
+// One line per check; exit 1 on the first failure or after 150 s in all (a loaded 2-core CI machine lays out slowly).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -12,7 +12,7 @@ const http = require('http');
 const vm = require('vm');
 const {fileURLToPath} = require('url');
 
-const TOTAL_MS = 60000, WAIT_MS = 15000, MAX_NODES = 2000;
+const TOTAL_MS = 150000, WAIT_MS = 15000, MAX_NODES = 2000;
 let browser = null;
 
 function fail(msg) {
