@@ -55,6 +55,7 @@ run:
 test-build:
 	@sh scripts/deps.sh
 	@sh scripts/ort.sh $(BUILD)/ort
+	@sh scripts/llama_deps.sh $(BUILD)/llama
 	@sh scripts/viz_deps.sh $(BUILD)/viz
 	cmake -S . -B $(BUILD) $(if $(wildcard $(BUILD)/CMakeCache.txt),,$(GEN)) -DCMAKE_BUILD_TYPE=Release -DTG_BUILD_TESTS=ON -DTG_BUILD_BENCH=ON
 	cmake --build $(BUILD) -j $(JOBS)

@@ -132,6 +132,7 @@ typedef struct tg_module tg_module;       /* an nn module (a layer, or layers in
 typedef struct tg_optimizer tg_optimizer; /* an optimizer over a set of parameter tensors */
 typedef struct tg_state tg_state;         /* an ordered set of named tensors: a state dict, a safetensors or GGUF file */
 typedef struct tg_onnx_model tg_onnx_model; /* an ONNX model loaded for running */
+typedef struct tg_llm tg_llm;       /* a language model from a GGUF file (tg_llm_*) */
 
 /* ---- devices --------------------------------------------------------------------------------------------------- */
 /* Device names: "CPU" (kernels compiled in process by LLVM), "CPU:CLANG" (by the system C compiler), "CUDA", "CUDA:1",
@@ -1273,6 +1274,44 @@ TG_API tg_status tg_onnx_load_value(const char* path, const char* device, int ki
 TG_API tg_onnx_model* tg_onnx_model_retain(tg_onnx_model* m);
 /* Drops the caller's reference; the object goes with the last one. NULL is a no-op. */
 TG_API void tg_onnx_model_release(tg_onnx_model* m);
+
+/* ---- llm: language models from GGUF files ---------------------------------------------------------------------- */
+/* The llama family from a GGUF file's metadata: `llama` (Llama 2/3, TinyLlama, Mistral) and `qwen2`. The weights stay
+ * in the file's quantized blocks (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K), read into device memory;
+ * each matmul dequantizes its blocks inside its kernel. A KV cache of `context` positions lives on the device: each
+ * tg_llm_eval feeds tokens at the current position and moves it on. docs/llm.md.
+ * Thread safety: a model may be used by one thread at a time. */
+typedef struct tg_llm_options {
+  size_t struct_size;  /* sizeof(tg_llm_options) as the caller knows it */
+  const char* device;  /* NULL: the default device */
+  int64_t context;     /* positions the KV cache holds; 0: the file's context length, at most 4096 */
+} tg_llm_options;
+/* The model at `path`: an unsupported architecture or rope scaling is TG_ERROR_UNSUPPORTED naming the metadata key; a
+ * missing key, a tensor missing or of the wrong shape for the metadata, TG_ERROR_IO naming it. A new reference.
+ * @nullable(opts) */
+TG_API tg_llm* tg_llm_load(const char* path, const tg_llm_options* opts);
+/* Feed the int32 or int64 token ids `tokens` (a 1-D tensor, 1 to context - position of them) at the current position,
+ * which moves on by their count; returns the last token's logits, a realized (vocab,) float32 tensor. A token outside
+ * the vocabulary or past the context is TG_ERROR_INVALID_ARGUMENT and leaves the position where it was. */
+TG_API tg_tensor* tg_llm_eval(tg_llm* m, const tg_tensor* tokens);
+/* Back to position 0 (the cache's old contents are overwritten as new tokens are fed). */
+TG_API tg_status tg_llm_reset(tg_llm* m);
+/* The current position (tokens fed since the last reset), the context and the vocabulary size; -1 on error. @errors(-1) */
+TG_API int64_t tg_llm_position(const tg_llm* m);
+/* @errors(-1) */
+TG_API int64_t tg_llm_context(const tg_llm* m);
+/* @errors(-1) */
+TG_API int64_t tg_llm_vocab_size(const tg_llm* m);
+/* The architecture's hyperparameters the model was built with, as JSON ({"arch": "llama", "n_layer": 22, ...}).
+ * @errors(-1) */
+TG_API int64_t tg_llm_config(const tg_llm* m, char* buf, size_t size);
+/* A metadata value of the file (GGUF key) as JSON text; -1 with TG_ERROR_INVALID_ARGUMENT when the file has no such
+ * key. @errors(-1) */
+TG_API int64_t tg_llm_metadata(const tg_llm* m, const char* key, char* buf, size_t size);
+/* Another reference to the same model. */
+TG_API tg_llm* tg_llm_retain(tg_llm* m);
+/* Drop a reference; the model (weights, KV cache) is freed with the last. NULL is ignored. */
+TG_API void tg_llm_release(tg_llm* m);
 
 /* ---- looking inside a realize ----------------------------------------------------------------------------------- */
 /* What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,

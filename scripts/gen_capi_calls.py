@@ -68,6 +68,9 @@ SCALARS = {
     "tg_onnx_model*": "f.onnx_model",
     "const tg_onnx_model*": "f.onnx_model",
     "const tg_onnx_options*": "f.onnx_options",
+    "tg_llm*": "f.llm",
+    "const tg_llm*": "f.llm",
+    "const tg_llm_options*": "f.llm_options",
     # NULL or a DLManagedTensor the fuzzer built (the library takes it on success; the context frees it after a failure)
     "struct DLManagedTensor*": "f.dlpack",
 }
@@ -80,7 +83,8 @@ NAMED = {("void*", "userdata"): "f.userdata",
                                                        "embed_size", "input_size", "hidden_size")}}
 # in a function that takes ownership of its handle (…_release), the handle is handed over instead of lent
 OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr", "tg_uop*": "f.owned_uop", "tg_jit*": "f.owned_jit", "tg_plan*": "f.owned_plan", "tg_state*": "f.owned_state",
-         "tg_optimizer*": "f.owned_optimizer", "tg_module*": "f.owned_module", "tg_onnx_model*": "f.owned_onnx_model"}
+         "tg_optimizer*": "f.owned_optimizer", "tg_module*": "f.owned_module", "tg_onnx_model*": "f.owned_onnx_model",
+         "tg_llm*": "f.owned_llm"}
 # pointer parameter(s) followed by their size_t count -> context generator (called with all the names)
 GROUPS = {
     ("const int64_t*",): "f.i64_array",
@@ -112,6 +116,7 @@ RETURNS = {
     "tg_optimizer*": "f.ret_optimizer",
     "tg_module*": "f.ret_module",
     "tg_onnx_model*": "f.ret_onnx_model",
+    "tg_llm*": "f.ret_llm",
     "struct DLManagedTensor*": "f.ret_dlpack",  # checked, read through and freed with its deleter
     "tg_status": "f.ret_status",
     "const char*": "f.ret_cstr",

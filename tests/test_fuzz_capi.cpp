@@ -539,6 +539,7 @@ struct FuzzCtx {
   HandlePool<tg_state> states{tg_state_release, "state"};
   HandlePool<tg_optimizer> optimizers{tg_optimizer_release, "optimizer"};
   HandlePool<tg_onnx_model> onnx_models{tg_onnx_model_release, "onnx_model"};
+  HandlePool<tg_llm> llms{tg_llm_release, "llm"};
   // per pooled JIT: its function (index into kJitFns, -1 unknown), its userdata, and the inputs (shape, dtype) and output
   // count of its latest successful warm-up or capture, so a later call can ask for a replay that passes validation
   struct JitInfo {
@@ -936,18 +937,40 @@ struct FuzzCtx {
     return lend<tg_onnx_model>(onnx_models, name, [](tg_onnx_model* m) { return "onnx_model " + fmt_ptr(m); });
   }
   tg_onnx_model* owned_onnx_model(const char* name) { return hand_over(onnx_models, name); }
-  const tg_onnx_options* onnx_options(const char* name) {
-    if (pct(20)) return rec(name, Arg::Other, "NULL"), nullptr;
-    constexpr size_t full = sizeof(tg_onnx_options);
-    const char* dims = pick<const char*>({nullptr, nullptr, "batch=1", "batch=2,seq=3", "batch", "=1", "batch=-1", "batch=99999999999999999999", ""});
-    const char* dev = pick<const char*>({nullptr, nullptr, "CPU", "NOPE", ""});
-    const char* base = pick<const char*>({nullptr, nullptr, "/tmp", "/nonexistent", ""});
-    tg_onnx_options d{full, dev, dims, base};
+  // An options struct (its first field struct_size) as a caller of any version might pass it: the full size mostly,
+  // else too small, larger than we know (the tail zero) or absurd; the bytes live in `keep` as long as the call needs them.
+  template <class S>
+  const S* sized(const char* name, S d, const char* what) {
+    constexpr size_t full = sizeof(S);
     d.struct_size = pick<size_t>({full, full, full, 0, 8, 16, full + 16, SIZE_MAX});
     keep.emplace_back(std::max<size_t>(sizeof(size_t), d.struct_size == SIZE_MAX ? full + 64 : d.struct_size));
     std::memcpy(keep.back().data(), &d, std::min(keep.back().size(), full));
-    rec(name, Arg::Other, "onnx_options{struct_size=" + std::to_string(d.struct_size) + "}");
-    return reinterpret_cast<const tg_onnx_options*>(keep.back().data());
+    rec(name, Arg::Other, std::string(what) + "{struct_size=" + std::to_string(d.struct_size) + "}");
+    return reinterpret_cast<const S*>(keep.back().data());
+  }
+  const tg_onnx_options* onnx_options(const char* name) {
+    if (pct(20)) return rec(name, Arg::Other, "NULL"), nullptr;
+    const char* dims = pick<const char*>({nullptr, nullptr, "batch=1", "batch=2,seq=3", "batch", "=1", "batch=-1", "batch=99999999999999999999", ""});
+    const char* dev = pick<const char*>({nullptr, nullptr, "CPU", "NOPE", ""});
+    const char* base = pick<const char*>({nullptr, nullptr, "/tmp", "/nonexistent", ""});
+    return sized(name, tg_onnx_options{sizeof(tg_onnx_options), dev, dims, base}, "onnx_options");
+  }
+  // no model file is at hand in the fuzzer: loads fail (the pool holds what a test gave it), handles are NULL or dead
+  tg_llm* llm(const char* name) {
+    return lend<tg_llm>(llms, name, [](tg_llm* m) { return "llm " + fmt_ptr(m); });
+  }
+  tg_llm* owned_llm(const char* name) { return hand_over(llms, name); }
+  const tg_llm_options* llm_options(const char* name) {
+    if (pct(20)) return rec(name, Arg::Other, "NULL"), nullptr;
+    const char* dev = pick<const char*>({nullptr, nullptr, "CPU", "NOPE", ""});
+    int64_t ctx = pick<int64_t>({0, 0, 16, -1, INT64_MAX, int64_t(1) << 30});
+    return sized(name, tg_llm_options{sizeof(tg_llm_options), dev, ctx}, "llm_options");
+  }
+  void ret_llm(tg_llm* m) {
+    if (!m) return expect_error("returned NULL");
+    expect_no_error("returned an llm");
+    if (tg_llm_vocab_size(m) < 1) fail("a returned llm has no vocabulary");
+    pool_handle(llms, m);
   }
   void ret_onnx_model(tg_onnx_model* m) {
     if (!m) return expect_error("returned NULL");
@@ -1083,7 +1106,6 @@ struct FuzzCtx {
   // a name that is or isn't a C identifier, for a known target or not
   const tg_export_options* export_options(const char* name) {
     if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
-    constexpr size_t full = sizeof(tg_export_options);
     if (state_dir.empty()) {
       char tmpl[] = "/tmp/tg_fuzz_state_XXXXXX";
       state_dir = mkdtemp(tmpl) ? tmpl : "/nonexistent-tg-fuzz";
@@ -1093,12 +1115,7 @@ struct FuzzCtx {
     strs.push_back(pick<std::string>({"model", "m1", "1bad", "a-b", "", std::string(100, 'n')}));
     const char* nm = pct(5) ? nullptr : strs.back().c_str();
     const char* target = pick<const char*>({nullptr, "generic", "native", "x86-64-v4", "aarch64", "armv7", "riscv", ""});
-    tg_export_options d{full, dir, nm, target};
-    d.struct_size = pick<size_t>({full, full, full, 0, 8, 16, full + 16, SIZE_MAX});
-    keep.emplace_back(std::max<size_t>(sizeof(size_t), d.struct_size == SIZE_MAX ? full + 64 : d.struct_size));
-    std::memcpy(keep.back().data(), &d, std::min(keep.back().size(), full));
-    rec(name, Arg::Other, "export_options{struct_size=" + std::to_string(d.struct_size) + "}");
-    return reinterpret_cast<const tg_export_options*>(keep.back().data());
+    return sized(name, tg_export_options{sizeof(tg_export_options), dir, nm, target}, "export_options");
   }
   tg_optimizer* optimizer(const char* name) {
     return lend<tg_optimizer>(optimizers, name, [](tg_optimizer* o) { return "optimizer " + fmt_ptr(o); });
@@ -1599,6 +1616,7 @@ struct FuzzCtx {
     if (handed_over_plan && !std::count(plans.begin(), plans.end(), handed_over_plan)) remember_dead(handed_over_plan);
     states.settle();
     onnx_models.settle();
+    llms.settle();
     modules.settle();
     optimizers.settle();
     handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr, handed_over_uop = nullptr;
@@ -1983,6 +2001,7 @@ struct FuzzCtx {
     modules.clear();
     states.clear();
     onnx_models.clear();
+    llms.clear();
     pool.clear(), exprs.clear(), plans.clear();
     if (keep_jits) return;
     for (auto* j : jits) tg_jit_release(j), remember_dead(j);

@@ -2318,6 +2318,72 @@ public sealed partial class OnnxModel : IDisposable, IHandle {
   }
 }
 
+/// <summary>A tg_llm reference. Dispose releases it; one never disposed is released by its handle's finalizer.
+/// </summary>
+public sealed partial class Llm : IDisposable, IHandle {
+  internal readonly LlmHandle H;
+  internal Llm(LlmHandle h) { H = h; }
+  System.Runtime.InteropServices.SafeHandle IHandle.Handle => H;
+  public void Dispose() => H.Dispose();
+  /// <summary>True once disposed: any further use throws ObjectDisposedException.</summary>
+  public bool IsDisposed => H.IsClosed;
+
+  /// <summary>The model at `path`: an unsupported architecture or rope scaling is TG_ERROR_UNSUPPORTED naming the metadata
+  /// key; a missing key, a tensor missing or of the wrong shape for the metadata, TG_ERROR_IO naming it. A new
+  /// reference. (tg_llm_load)
+  /// </summary>
+  public static unsafe Llm Load(string path, LlmOptions? opts = null) {
+    var opts_ = opts.GetValueOrDefault();
+    return new Llm(Native.Check(Native.tg_llm_load(path, opts.HasValue ? &opts_ : null)));
+  }
+
+  /// <summary>Feed the int32 or int64 token ids `tokens` (a 1-D tensor, 1 to context - position of them) at the current
+  /// position, which moves on by their count; returns the last token's logits, a realized (vocab,) float32
+  /// tensor. A token outside the vocabulary or past the context is TG_ERROR_INVALID_ARGUMENT and leaves the
+  /// position where it was. (tg_llm_eval)
+  /// </summary>
+  public Tensor Eval(Tensor tokens) {
+    return new Tensor(Native.Check(Native.tg_llm_eval(H, Native.Arg(tokens, nameof(tokens)).H)));
+  }
+
+  /// <summary>Back to position 0 (the cache's old contents are overwritten as new tokens are fed). (tg_llm_reset)
+  /// </summary>
+  public void Reset() {
+    Native.Check(Native.tg_llm_reset(H));
+  }
+
+  /// <summary>The current position (tokens fed since the last reset), the context and the vocabulary size; -1 on error.
+  /// (tg_llm_position)
+  /// </summary>
+  public long Position() {
+    var r = Native.tg_llm_position(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary> (tg_llm_context)
+  /// </summary>
+  public long Context() {
+    var r = Native.tg_llm_context(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary> (tg_llm_vocab_size)
+  /// </summary>
+  public long VocabSize() {
+    var r = Native.tg_llm_vocab_size(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>Another reference to the same model. (tg_llm_retain)
+  /// </summary>
+  public Llm Retain() {
+    return new Llm(Native.Check(Native.tg_llm_retain(H)));
+  }
+}
+
 /// <summary>The library's functions that belong to no handle.</summary>
 public static partial class Tg {
   /// <summary>The library's version at run time, "MAJOR.MINOR.PATCH" (static storage). Compare with TG_VERSION_STRING.
@@ -2557,7 +2623,7 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (46; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (49; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
@@ -2603,4 +2669,7 @@ public static partial class Tg {
 //   tg_onnx_run_values: `outputs` holds as many references as the caller asks for
 //   tg_onnx_load_value: `out` holds as many references as the caller asks for
 //   tg_onnx_model_release: takes a reference (Dispose does it)
+//   tg_llm_config: a `chars_out` parameter
+//   tg_llm_metadata: a `chars_out` parameter
+//   tg_llm_release: takes a reference (Dispose does it)
 //   tg_plan_release: takes a reference (Dispose does it)

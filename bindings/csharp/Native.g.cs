@@ -164,6 +164,21 @@ public partial struct OnnxOptions {
   public static OnnxOptions New() => new OnnxOptions { StructSize = (UIntPtr)Marshal.SizeOf(typeof(OnnxOptions)) };
 }
 
+/// <summary>The llama family from a GGUF file's metadata: `llama` (Llama 2/3, TinyLlama, Mistral) and `qwen2`. The weights
+/// stay in the file's quantized blocks (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K), read into
+/// device memory; each matmul dequantizes its blocks inside its kernel. A KV cache of `context` positions lives
+/// on the device: each tg_llm_eval feeds tokens at the current position and moves it on. docs/llm.md. Thread
+/// safety: a model may be used by one thread at a time.
+/// </summary>
+[StructLayout(LayoutKind.Sequential)]
+public partial struct LlmOptions {
+  public UIntPtr StructSize;
+  public IntPtr Device;
+  public long Context;
+  /// <summary>A value with StructSize set, as the library requires before it reads or writes one.</summary>
+  public static LlmOptions New() => new LlmOptions { StructSize = (UIntPtr)Marshal.SizeOf(typeof(LlmOptions)) };
+}
+
 /// <summary>What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,
 /// buffers and, after running, its time.
 /// </summary>
@@ -302,6 +317,17 @@ public sealed class OnnxModelHandle : SafeHandle {
   internal static readonly OnnxModelHandle Null = new OnnxModelHandle();
   public override bool IsInvalid => handle == IntPtr.Zero;
   protected override bool ReleaseHandle() { Native.tg_onnx_model_release(handle); return true; }
+}
+
+/// <summary>An owned tg_llm reference: released (tg_llm_release) by Dispose or, if never disposed, by the
+/// finalizer.</summary>
+public sealed class LlmHandle : SafeHandle {
+  public LlmHandle() : base(IntPtr.Zero, true) {}
+  internal LlmHandle(IntPtr h) : base(IntPtr.Zero, true) { SetHandle(h); }
+  // passed for a NULL argument: invalid, so never released
+  internal static readonly LlmHandle Null = new LlmHandle();
+  public override bool IsInvalid => handle == IntPtr.Zero;
+  protected override bool ReleaseHandle() { Native.tg_llm_release(handle); return true; }
 }
 
 /// <summary>Every function of include/tinygrad.h as it is, with the C names; the safe layer is the classes in
@@ -2071,6 +2097,51 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_onnx_model_release(IntPtr m);
+
+  // ---- llm: language models from GGUF files
+  /// <summary>The model at `path`: an unsupported architecture or rope scaling is TG_ERROR_UNSUPPORTED naming the metadata
+  /// key; a missing key, a tensor missing or of the wrong shape for the metadata, TG_ERROR_IO naming it. A new
+  /// reference.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern LlmHandle tg_llm_load([MarshalAs(UnmanagedType.LPUTF8Str)] string path, LlmOptions* opts);
+  /// <summary>Feed the int32 or int64 token ids `tokens` (a 1-D tensor, 1 to context - position of them) at the current
+  /// position, which moves on by their count; returns the last token's logits, a realized (vocab,) float32
+  /// tensor. A token outside the vocabulary or past the context is TG_ERROR_INVALID_ARGUMENT and leaves the
+  /// position where it was.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_llm_eval(LlmHandle m, TensorHandle tokens);
+  /// <summary>Back to position 0 (the cache's old contents are overwritten as new tokens are fed).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_llm_reset(LlmHandle m);
+  /// <summary>The current position (tokens fed since the last reset), the context and the vocabulary size; -1 on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_position(LlmHandle m);
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_context(LlmHandle m);
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_vocab_size(LlmHandle m);
+  /// <summary>The architecture's hyperparameters the model was built with, as JSON ({"arch": "llama", "n_layer": 22,
+  /// ...}).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_config(LlmHandle m, [Out] byte[] buf, UIntPtr size);
+  /// <summary>A metadata value of the file (GGUF key) as JSON text; -1 with TG_ERROR_INVALID_ARGUMENT when the file has no
+  /// such key.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_metadata(LlmHandle m, [MarshalAs(UnmanagedType.LPUTF8Str)] string key, [Out] byte[] buf, UIntPtr size);
+  /// <summary>Another reference to the same model.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern LlmHandle tg_llm_retain(LlmHandle m);
+  /// <summary>Drop a reference; the model (weights, KV cache) is freed with the last. NULL is ignored.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern void tg_llm_release(IntPtr m);
 
   // ---- looking inside a realize
   /// <summary>Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new

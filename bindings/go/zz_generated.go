@@ -1777,6 +1777,51 @@ static tg_onnx_model* tgw_onnx_model_retain(tg_onnx_model* m, tgw_err* tgw_e) {
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_llm* tgw_llm_load(const char* path, const tg_llm_options* opts, tgw_err* tgw_e) {
+  tg_llm* tgw_r = tg_llm_load(path, opts);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_llm_eval(tg_llm* m, const tg_tensor* tokens, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_llm_eval(m, tokens);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_status tgw_llm_reset(tg_llm* m, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_llm_reset(m);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static int64_t tgw_llm_position(const tg_llm* m, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_llm_position(m);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_llm_context(const tg_llm* m, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_llm_context(m);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_llm_vocab_size(const tg_llm* m, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_llm_vocab_size(m);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_llm_config(const tg_llm* m, char* buf, size_t size, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_llm_config(m, buf, size);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_llm_metadata(const tg_llm* m, const char* key, char* buf, size_t size, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_llm_metadata(m, key, buf, size);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_llm* tgw_llm_retain(tg_llm* m, tgw_err* tgw_e) {
+  tg_llm* tgw_r = tg_llm_retain(m);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_plan* tgw_plan_create(tg_tensor* const* tensors, size_t n, tgw_err* tgw_e) {
   tg_plan* tgw_r = tg_plan_create(tensors, n);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -2348,6 +2393,44 @@ func (o *OnnxModel) Close() {
 	}
 }
 
+// Llm owns one reference to a tg_llm: a language model from a GGUF file (tg_llm_*).
+// Close releases it; a finalizer releases it if Close was never called.
+// A Llm may be used by one goroutine at a time.
+type Llm struct {
+	p    *C.tg_llm
+	done func() // Go state the C object refers to (a callback), freed by Close
+}
+
+func newLlm(cp *C.tg_llm) *Llm {
+	if cp == nil {
+		return nil
+	}
+	l := &Llm{p: cp}
+	runtime.SetFinalizer(l, (*Llm).Close)
+	return l
+}
+
+func (l *Llm) ptr() *C.tg_llm {
+	if l == nil {
+		return nil
+	}
+	return l.p
+}
+
+// Close releases the reference (tg_llm_release); later calls do nothing. A closed Llm passed to a
+// function is reported as an error by the library.
+func (l *Llm) Close() {
+	if l == nil || l.p == nil {
+		return
+	}
+	C.tg_llm_release(l.p)
+	l.p = nil
+	runtime.SetFinalizer(l, nil)
+	if l.done != nil {
+		l.done()
+	}
+}
+
 // Index is tg_index.
 type Index struct {
 	Kind     IndexKind
@@ -2509,6 +2592,28 @@ func (x *OnnxOptions) toC(c *C.tg_onnx_options, frees *[]unsafe.Pointer) error {
 		*frees = append(*frees, unsafe.Pointer(s))
 		c.base_dir = s
 	}
+	return nil
+}
+
+// LlmOptions is tg_llm_options. The llama family from a GGUF file's metadata: `llama` (Llama 2/3, TinyLlama,
+// Mistral) and `qwen2`. The weights stay in the file's quantized blocks (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q4_K, Q5_K, Q6_K), read into device memory; each matmul dequantizes its blocks inside its kernel. A KV cache
+// of `context` positions lives on the device: each tg_llm_eval feeds tokens at the current position and moves it
+// on. docs/llm.md. Thread safety: a model may be used by one thread at a time.
+// Its struct_size field is filled in by the binding.
+type LlmOptions struct {
+	Device  string
+	Context int64
+}
+
+func (x *LlmOptions) toC(c *C.tg_llm_options, frees *[]unsafe.Pointer) error {
+	c.struct_size = C.sizeof_tg_llm_options
+	if x.Device != "" {
+		s := C.CString(x.Device)
+		*frees = append(*frees, unsafe.Pointer(s))
+		c.device = s
+	}
+	c.context = C.int64_t(x.Context)
 	return nil
 }
 
@@ -7728,6 +7833,139 @@ func (m *OnnxModel) Retain() (*OnnxModel, error) {
 	return newOnnxModel(ret), nil
 }
 
+// LlmLoad is tg_llm_load. The model at `path`: an unsupported architecture or rope scaling is
+// TG_ERROR_UNSUPPORTED naming the metadata key; a missing key, a tensor missing or of the wrong shape for the
+// metadata, TG_ERROR_IO naming it. A new reference.
+func LlmLoad(path string, opts *LlmOptions) (*Llm, error) {
+	cvPath := C.CString(path)
+	defer C.free(unsafe.Pointer(cvPath))
+	var cvOpts *C.tg_llm_options
+	var freescvOpts []unsafe.Pointer
+	defer freeAll(freescvOpts)
+	if opts != nil {
+		cvOpts = new(C.tg_llm_options)
+		if err := opts.toC(cvOpts, &freescvOpts); err != nil {
+			return nil, err
+		}
+	}
+	var st C.tgw_err
+	ret := C.tgw_llm_load(cvPath, cvOpts, &st)
+	runtime.KeepAlive(opts)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newLlm(ret), nil
+}
+
+// Eval is tg_llm_eval. Feed the int32 or int64 token ids `tokens` (a 1-D tensor, 1 to context - position of
+// them) at the current position, which moves on by their count; returns the last token's logits, a realized
+// (vocab,) float32 tensor. A token outside the vocabulary or past the context is TG_ERROR_INVALID_ARGUMENT and
+// leaves the position where it was.
+func (m *Llm) Eval(tokens *Tensor) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_llm_eval(m.ptr(), tokens.ptr(), &st)
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(tokens)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// Reset is tg_llm_reset. Back to position 0 (the cache's old contents are overwritten as new tokens are fed).
+func (m *Llm) Reset() error {
+	var st C.tgw_err
+	C.tgw_llm_reset(m.ptr(), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Position is tg_llm_position. The current position (tokens fed since the last reset), the context and the
+// vocabulary size; -1 on error.
+func (m *Llm) Position() (int64, error) {
+	var st C.tgw_err
+	ret := C.tgw_llm_position(m.ptr(), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int64(ret), nil
+}
+
+// Context is tg_llm_context.
+func (m *Llm) Context() (int64, error) {
+	var st C.tgw_err
+	ret := C.tgw_llm_context(m.ptr(), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int64(ret), nil
+}
+
+// VocabSize is tg_llm_vocab_size.
+func (m *Llm) VocabSize() (int64, error) {
+	var st C.tgw_err
+	ret := C.tgw_llm_vocab_size(m.ptr(), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int64(ret), nil
+}
+
+// Config is tg_llm_config. The architecture's hyperparameters the model was built with, as JSON ({"arch":
+// "llama", "n_layer": 22, ...}).
+func (m *Llm) Config() (string, error) {
+	buf := make([]byte, 128)
+	for {
+		var st C.tgw_err
+		n := int(C.tgw_llm_config(m.ptr(), (*C.char)(ptr0(buf)), C.size_t(len(buf)), &st))
+		runtime.KeepAlive(m)
+		if err := check(&st); err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		buf = make([]byte, n+1)
+	}
+}
+
+// Metadata is tg_llm_metadata. A metadata value of the file (GGUF key) as JSON text; -1 with
+// TG_ERROR_INVALID_ARGUMENT when the file has no such key.
+func (m *Llm) Metadata(key string) (string, error) {
+	cvKey := C.CString(key)
+	defer C.free(unsafe.Pointer(cvKey))
+	buf := make([]byte, 128)
+	for {
+		var st C.tgw_err
+		n := int(C.tgw_llm_metadata(m.ptr(), cvKey, (*C.char)(ptr0(buf)), C.size_t(len(buf)), &st))
+		runtime.KeepAlive(m)
+		if err := check(&st); err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		buf = make([]byte, n+1)
+	}
+}
+
+// Retain is tg_llm_retain. Another reference to the same model.
+func (m *Llm) Retain() (*Llm, error) {
+	var st C.tgw_err
+	ret := C.tgw_llm_retain(m.ptr(), &st)
+	runtime.KeepAlive(m)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newLlm(ret), nil
+}
+
 // PlanCreate is tg_plan_create. Schedules `tensors` (borrowed, on one device) and compiles their kernels without
 // running them. A new reference.
 func PlanCreate(tensors []*Tensor) (*Plan, error) {
@@ -7906,4 +8144,4 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-const generatedFunctions = 381 // of 382 in the manifest
+const generatedFunctions = 391 // of 392 in the manifest

@@ -122,3 +122,10 @@ struct tg_onnx_model {
   std::shared_ptr<tg::onnx::Model> m;
   std::string producer;
 };
+
+// llm: a language model from a GGUF file
+#include "nn/llm.h"
+struct tg_llm {
+  static constexpr const char* kind = "tg_llm";
+  std::shared_ptr<tg::nn::LlmModel> m;
+};

@@ -65,27 +65,41 @@ struct Reader {
   std::string str(const char* what, bool name = false) {
     uint64_t n = get<uint64_t>(what);
     const uint8_t* q = take(n, what);
-    if (!valid_utf8(q, size_t(n))) bad(strformat("%s is not UTF-8", what));
+    if (!valid_utf8(q, size_t(n))) bad(strformat("%s%s is not UTF-8", what, key.empty() ? "" : (" of key '" + key + "'").c_str()));
     std::string s(reinterpret_cast<const char*>(q), size_t(n));
     if (name && s.find('\0') != std::string::npos) bad(strformat("%s '%s' holds a NUL byte", what, s.c_str()));
     return s;
   }
   std::string key;  // the key whose value is being read, for errors
+  GGUFValue* typed = nullptr;  // where a top-level value's elements go
   // one metadata value of `type` as JSON; `text` gets strings unquoted
   void value(uint32_t type, int depth, std::string& json, std::string* text) {
-    auto num = [&](std::string s) { json += s; };
+    auto num = [&](std::string s, double v) {
+      json += s;
+      if (typed && depth <= 1) typed->nums.push_back(v);
+    };
+    auto get_num = [&]<class T>(T v) { return num(std::to_string(v), double(v)); };
     switch (type) {
-      case U8: return num(std::to_string(get<uint8_t>("a uint8")));
-      case I8: return num(std::to_string(get<int8_t>("an int8")));
-      case U16: return num(std::to_string(get<uint16_t>("a uint16")));
-      case I16: return num(std::to_string(get<int16_t>("an int16")));
-      case U32: return num(std::to_string(get<uint32_t>("a uint32")));
-      case I32: return num(std::to_string(get<int32_t>("an int32")));
-      case U64: return num(std::to_string(get<uint64_t>("a uint64")));
-      case I64: return num(std::to_string(get<int64_t>("an int64")));
-      case F32: return num(render_float(get<float>("a float32"), 9));
-      case F64: return num(render_float(get<double>("a float64"), 17));
-      case BOOL: return num(get<uint8_t>("a bool") ? "true" : "false");
+      case U8: return get_num(get<uint8_t>("a uint8"));
+      case I8: return get_num(get<int8_t>("an int8"));
+      case U16: return get_num(get<uint16_t>("a uint16"));
+      case I16: return get_num(get<int16_t>("an int16"));
+      case U32: return get_num(get<uint32_t>("a uint32"));
+      case I32: return get_num(get<int32_t>("an int32"));
+      case U64: return get_num(get<uint64_t>("a uint64"));
+      case I64: return get_num(get<int64_t>("an int64"));
+      case F32: {
+        float v = get<float>("a float32");
+        return num(render_float(v, 9), v);
+      }
+      case F64: {
+        double v = get<double>("a float64");
+        return num(render_float(v, 17), v);
+      }
+      case BOOL: {
+        bool v = get<uint8_t>("a bool");
+        return num(v ? "true" : "false", v);
+      }
       case STR: {
         std::string s = str("a string value");
         json += json_quote(s, "a string value");  // JSON escapes a NUL: an array's strings come back whole as JSON
@@ -93,6 +107,7 @@ struct Reader {
         // short without a word, so it is refused
         if (text && s.find('\0') != std::string::npos)
           bad(strformat("the string value of key '%s' holds a NUL byte at %zu (metadata values are C strings)", key.c_str(), s.find('\0')));
+        if (typed && depth <= 1) typed->strs.push_back(s);
         if (text) *text = std::move(s);
         return;
       }
@@ -103,6 +118,7 @@ struct Reader {
         uint64_t n = get<uint64_t>("an array's length");
         // every element takes at least kMinSize bytes: a count the file can't hold fails before any work
         if (n > left() / kMinSize[et]) bad(strformat("an array of %llu elements needs more than the %zu bytes left", (unsigned long long)n, left()));
+        if (typed && depth == 0) typed->elem_type = et;
         json += '[';
         for (uint64_t i = 0; i < n; i++) {
           if (i) json += ',';
@@ -195,11 +211,15 @@ GGUFFile gguf_parse(const Bytes& b) {
   uint64_t alignment = 32;
   for (uint64_t i = 0; i < n_kv; i++) {
     MetaEntry e;
+    r.key.clear();
     e.key = r.str("a key", true);
     if (!seen.insert(e.key).second) r.bad("duplicate key '" + e.key + "'");
     r.key = e.key;
     uint32_t type = r.get<uint32_t>("a value type");
     bool is_str = type == STR;
+    GGUFValue& tv = f.values[e.key];
+    tv.type = tv.elem_type = type;
+    r.typed = &tv;
     r.value(type, 0, e.json, &e.value);
     if (!is_str) e.value = e.json;
     if (e.key == "general.alignment") {
@@ -209,6 +229,7 @@ GGUFFile gguf_parse(const Bytes& b) {
     }
     f.kv.push_back(std::move(e));
   }
+  r.key.clear();
   seen.clear();
   for (uint64_t i = 0; i < n_tensors; i++) {
     GGUFTensorInfo ti;
@@ -259,6 +280,20 @@ Tensor gguf_tensor(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, 
   int64_t nb = int64_t(ti.nbytes) / gt->bytes;
   if (nb == 0) return Tensor::empty(shape, dtypes::float32, device);
   return dequantize(tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {nb, gt->bytes}, device), ti.type).reshape(shape);
+}
+
+Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, const std::string& device) {
+  const GGMLType* gt = ggml_type(ti.type);
+  uint64_t at = f.data_start + ti.offset;
+  if (gt->blk == 1) return tensor_from_bytes(b, at, ti.nbytes, gt->native, Shape(ti.dims.rbegin(), ti.dims.rend()), device);
+  return tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {int64_t(ti.nbytes) / gt->bytes, gt->bytes}, device);
+}
+Tensor gguf_dequantize(const Tensor& blocks, uint32_t type) { return dequantize(blocks, type); }
+bool gguf_block(uint32_t type, int64_t* elems, int64_t* bytes, const char** name) {
+  const GGMLType* gt = ggml_type(type);
+  if (!gt) return false;
+  *elems = gt->blk, *bytes = gt->bytes, *name = gt->name;
+  return true;
 }
 
 Loaded gguf_load(const Bytes& b, const std::string& device) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "nn/nn.h"
@@ -74,15 +75,38 @@ struct GGUFTensorInfo {
   uint64_t offset;   // from the data section's start
   uint64_t nbytes;
 };
+// A key/value's value with its GGUF type, for readers that need more than `kv`'s text (a tokenizer's vocab, scores and
+// merges): a scalar is one element, an array of strings or numbers its elements (an array of arrays has none). Numbers
+// are doubles, exact for every GGUF number type but 64-bit integers beyond 2^53.
+struct GGUFValue {
+  uint32_t type;       // GGUF's type number: 0-7 and 10-12 numbers and bool, 8 string, 9 array
+  uint32_t elem_type;  // an array's element type; `type` for a scalar
+  std::vector<std::string> strs;
+  std::vector<double> nums;
+};
 struct GGUFFile {
   Metadata kv;
+  std::unordered_map<std::string, GGUFValue> values;  // by key, the values of `kv` typed
   std::vector<GGUFTensorInfo> tensors;
   uint64_t data_start;  // file offset of the data section (aligned to general.alignment)
+  const GGUFValue* value(const std::string& key) const {
+    auto it = values.find(key);
+    return it == values.end() ? nullptr : &it->second;
+  }
 };
 GGUFFile gguf_parse(const Bytes& b);  // the header, every tensor checked to lie inside the file
 Tensor gguf_tensor(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, const std::string& device);
 Loaded gguf_load(const std::string& path, const std::string& device);
 Loaded gguf_load(const Bytes& b, const std::string& device);
+
+// A GGUF tensor as the file holds it, for kernels that read quantized blocks: a quantized type as uint8 blocks
+// (blocks, bytes per block), a native one as its dtype in the tensor's shape; copied into `device` memory.
+Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, const std::string& device);
+// (blocks, elements per block) float32 from (blocks, bytes per block) uint8 blocks of ggml type `type`: a lazy
+// expression, so a matmul over it reads the blocks and dequantizes in its kernel
+Tensor gguf_dequantize(const Tensor& blocks, uint32_t type);
+// elements and bytes per block of a ggml type (1 and the itemsize for a native type); false for a type we don't read
+bool gguf_block(uint32_t type, int64_t* elems, int64_t* bytes, const char** name);
 
 // safetensors or GGUF by the file's magic
 Loaded load(const std::string& path, const std::string& device);

@@ -16,7 +16,7 @@ M = json.loads((ROOT / "bindings" / "tinygrad_api.json").read_text(encoding="utf
 FUNCS = {f["name"]: f for f in M["functions"]}
 STRUCTS = {s["name"] for s in M["structs"]}
 VALUE = {"int32": "Cint", "int64": "Int64", "uint64": "UInt64", "size": "Csize_t", "float64": "Cdouble", "enum": "Int32"}
-ELEM = {"int64_t": "Int64", "tg_dtype": "Int32", "double": "Cdouble"}
+ELEM = {"int64_t": "Int64", "tg_dtype": "Int32", "double": "Cdouble", "int": "Cint"}
 
 
 def expected_param(p):

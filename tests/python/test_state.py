@@ -2,6 +2,8 @@
 supported ggml type, dequantized in numpy as ggml's reference code does."""
 import json
 import struct
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +11,9 @@ import torch
 
 from tinygrad_c import Tensor, TinygradError, dtypes
 from tinygrad_c.nn import state
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from gguf_writer import write_gguf  # noqa: E402  (test_llm.py imports it from here too)
 
 
 # ---- safetensors ----
@@ -115,36 +120,6 @@ def test_hostile_files_raise(tmp_path, mutate, problem):
 # ---- GGUF ----
 F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, BF16 = 0, 1, 2, 3, 6, 7, 8, 12, 13, 14, 30
 BLOCK = {Q4_0: (32, 18), Q4_1: (32, 20), Q5_0: (32, 22), Q5_1: (32, 24), Q8_0: (32, 34), Q4_K: (256, 144), Q5_K: (256, 176), Q6_K: (256, 210)}
-
-
-def gstr(s: str) -> bytes:
-  b = s.encode()
-  return struct.pack("<Q", len(b)) + b
-
-
-KV_FMT = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-
-
-def gval(typ, v) -> bytes:
-  if typ == 8: return gstr(v)
-  if typ == 9:
-    et, items = v
-    return struct.pack("<IQ", et, len(items)) + b"".join(gval(et, x) for x in items)
-  return struct.pack(KV_FMT[typ], v)
-
-
-def write_gguf(path, kv, tensors, alignment=32, version=3):
-  """GGUF per its spec: header, key/values, tensor infos (dims innermost first), padding, aligned tensor data."""
-  out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kv))
-  for k, typ, v in kv: out += gstr(k) + struct.pack("<I", typ) + gval(typ, v)
-  off, data = 0, b""
-  for name, shape, typ, raw in tensors:
-    out += gstr(name) + struct.pack("<I", len(shape)) + b"".join(struct.pack("<Q", d) for d in reversed(shape)) + struct.pack("<IQ", typ, off)
-    pad = (-len(raw)) % alignment
-    data += raw + b"\0" * pad
-    off += len(raw) + pad
-  out += b"\0" * ((-len(out)) % alignment)
-  path.write_bytes(out + data)
 
 
 def f16s(a): return np.asarray(a, dtype=np.float16).view(np.uint8).reshape(-1, 2)

@@ -11,6 +11,7 @@ import urllib.request
 
 import pytest
 
+import tinygrad_c
 from tinygrad_c import Tensor, TinyJit, nn, viz
 from tinygrad_c.nn.optim import Adam
 from tinygrad_c.nn.state import get_parameters
@@ -68,6 +69,7 @@ def test_training_step_is_recorded(recording):
     full = viz.data(f"/api/kernel/{k['id']}")
     assert full["src"] and full["name"] == k["name"]
     assert [w["name"] for w in full["rewrites"]] == [w["name"] for w in k["rewrites"]]
+    if full["rewrites"][0]["name"].startswith("ast (compiled before"): continue  # an earlier test compiled it: AST and source only
     assert full["rewrites"][0]["name"] == "ast" and full["rewrites"][-1]["name"] == "linearize"
     for w in full["rewrites"]:
       assert len(w["steps"]) >= 1 and w["steps"][0]["rule"] is None
@@ -144,6 +146,11 @@ def test_dump_and_serve(recording, tmp_path):
     viz.stop()
 
 
+# a child Python finds the binding where this one did
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(tinygrad_c.__file__)), os.environ.get("PYTHONPATH", "")]),
+             "TINYGRAD_LIB": tinygrad_c.library_path}
+
+
 def free_port():
   with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
@@ -153,7 +160,7 @@ def free_port():
 def test_viz_env_serves_at_exit():
   """VIZ=1 as tinygrad's guide has it: the script runs, then the viewer is served until the process is stopped."""
   port = free_port()
-  env = {**os.environ, "VIZ": "1", "VIZ_PORT": str(port)}
+  env = {**CHILD_ENV, "VIZ": "1", "VIZ_PORT": str(port)}
   code = "from tinygrad_c import Tensor; Tensor.arange(10).sum().realize(); print('done', flush=True)"
   p = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   try:
@@ -174,7 +181,7 @@ def test_viz_env_port_taken_is_an_error_not_a_hang():
     s.bind(("127.0.0.1", 0))
     s.listen(1)
     port = s.getsockname()[1]
-    env = {**os.environ, "VIZ": "1", "VIZ_PORT": str(port)}
+    env = {**CHILD_ENV, "VIZ": "1", "VIZ_PORT": str(port)}
     r = subprocess.run([sys.executable, "-c", "from tinygrad_c import Tensor; Tensor.ones(4).sum().realize()"], env=env, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0 and f"port {port}" in r.stderr and "in use" in r.stderr, r.stderr

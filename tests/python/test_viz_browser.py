@@ -9,7 +9,12 @@ import socket
 import subprocess
 import sys
 
+import tinygrad_c
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# a child Python finds the binding where this one did
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(tinygrad_c.__file__)), os.environ.get("PYTHONPATH", "")]),
+             "TINYGRAD_LIB": tinygrad_c.library_path}
 BUILD = pathlib.Path(os.environ.get("TINYGRAD_LIB", ROOT / "build" / "libtinygrad.so")).resolve().parent
 NODE_MODULES = pathlib.Path(os.environ.get("TG_VIZ_NODE_MODULES", BUILD / "viz" / "node_modules"))
 SHOTS = BUILD / "viz-shots"
@@ -52,7 +57,7 @@ def free_port():
 
 def test_viewer_served_at_exit():
   port = free_port()
-  env = {**os.environ, "VIZ": "1", "VIZ_PORT": str(port)}
+  env = {**CHILD_ENV, "VIZ": "1", "VIZ_PORT": str(port)}
   p = subprocess.Popen([sys.executable, "-c", TRAIN], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   try:
     assert p.stdout.readline().startswith("loss")
@@ -66,6 +71,6 @@ def test_viewer_served_at_exit():
 
 def test_viewer_from_a_dumped_folder(tmp_path):
   code = "from tinygrad_c import viz\nviz.enable()\n" + TRAIN + f"viz.dump({str(tmp_path / 'dump')!r})\n"
-  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+  r = subprocess.run([sys.executable, "-c", code], env=CHILD_ENV, capture_output=True, text=True, timeout=300)
   assert r.returncode == 0, r.stderr
   browser((tmp_path / "dump" / "index.html").as_uri(), SHOTS / "dump")

@@ -88,6 +88,7 @@ const TG_OPTIM_MUON = Int32(5)
 # tg_optimizer: an optimizer over a set of parameter tensors; release: tg_optimizer_release, retain: tg_optimizer_retain
 # tg_state: an ordered set of named tensors: a state dict, a safetensors or GGUF file; release: tg_state_release, retain: tg_state_retain
 # tg_onnx_model: an ONNX model loaded for running; release: tg_onnx_model_release, retain: tg_onnx_model_retain
+# tg_llm: a language model from a GGUF file (tg_llm_*); release: tg_llm_release, retain: tg_llm_retain
 
 # ---- callbacks: pass @cfunction pointers
 """A function to capture: reads `n_inputs` borrowed input tensors and writes `n_outputs` new references into `outputs` (caller-owned array). Returns TG_OK, or an error status (its message set through the library's calls or not at all); on an error it must write no references. `userdata` is what tg_jit_create was given.
@@ -146,6 +147,13 @@ struct tg_onnx_options
   device::Ptr{UInt8}
   dims::Ptr{UInt8}
   base_dir::Ptr{UInt8}
+end
+
+"""The llama family from a GGUF file's metadata: `llama` (Llama 2/3, TinyLlama, Mistral) and `qwen2`. The weights stay in the file's quantized blocks (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K), read into device memory; each matmul dequantizes its blocks inside its kernel. A KV cache of `context` positions lives on the device: each tg_llm_eval feeds tokens at the current position and moves it on. docs/llm.md. Thread safety: a model may be used by one thread at a time."""
+struct tg_llm_options
+  struct_size::Csize_t
+  device::Ptr{UInt8}
+  context::Int64
 end
 
 """What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source, buffers and, after running, its time."""
@@ -1954,6 +1962,46 @@ Drops the caller's reference; the object goes with the last one. NULL is a no-op
 """
 tg_onnx_model_release(m) = ccall((:tg_onnx_model_release, libtinygrad), Cvoid, (Ptr{Cvoid},), m)
 """
+The model at `path`: an unsupported architecture or rope scaling is TG_ERROR_UNSUPPORTED naming the metadata
+key; a missing key, a tensor missing or of the wrong shape for the metadata, TG_ERROR_IO naming it. A new
+reference.
+"""
+tg_llm_load(path, opts) = ccall((:tg_llm_load, libtinygrad), Ptr{Cvoid}, (Cstring, Ptr{tg_llm_options}), path, opts)
+"""
+Feed the int32 or int64 token ids `tokens` (a 1-D tensor, 1 to context - position of them) at the current
+position, which moves on by their count; returns the last token's logits, a realized (vocab,) float32 tensor.
+A token outside the vocabulary or past the context is TG_ERROR_INVALID_ARGUMENT and leaves the position where
+it was.
+"""
+tg_llm_eval(m, tokens) = ccall((:tg_llm_eval, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), m, tokens)
+"""
+Back to position 0 (the cache's old contents are overwritten as new tokens are fed).
+"""
+tg_llm_reset(m) = ccall((:tg_llm_reset, libtinygrad), Int32, (Ptr{Cvoid},), m)
+"""
+The current position (tokens fed since the last reset), the context and the vocabulary size; -1 on error.
+"""
+tg_llm_position(m) = ccall((:tg_llm_position, libtinygrad), Int64, (Ptr{Cvoid},), m)
+tg_llm_context(m) = ccall((:tg_llm_context, libtinygrad), Int64, (Ptr{Cvoid},), m)
+tg_llm_vocab_size(m) = ccall((:tg_llm_vocab_size, libtinygrad), Int64, (Ptr{Cvoid},), m)
+"""
+The architecture's hyperparameters the model was built with, as JSON ({"arch": "llama", "n_layer": 22, ...}).
+"""
+tg_llm_config(m, buf, size) = ccall((:tg_llm_config, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t), m, buf, size)
+"""
+A metadata value of the file (GGUF key) as JSON text; -1 with TG_ERROR_INVALID_ARGUMENT when the file has no
+such key.
+"""
+tg_llm_metadata(m, key, buf, size) = ccall((:tg_llm_metadata, libtinygrad), Int64, (Ptr{Cvoid}, Cstring, Ptr{UInt8}, Csize_t), m, key, buf, size)
+"""
+Another reference to the same model.
+"""
+tg_llm_retain(m) = ccall((:tg_llm_retain, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), m)
+"""
+Drop a reference; the model (weights, KV cache) is freed with the last. NULL is ignored.
+"""
+tg_llm_release(m) = ccall((:tg_llm_release, libtinygrad), Cvoid, (Ptr{Cvoid},), m)
+"""
 Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new
 reference.
 """
@@ -2040,7 +2088,7 @@ export TG_INT64, TG_UINT64, TG_FLOAT16, TG_BFLOAT16, TG_FLOAT32, TG_FLOAT64, TG_
 export TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT, TG_INDEX_INVALID, TG_INDEX_INT, TG_INDEX_SLICE, TG_INDEX_NEWAXIS
 export TG_INDEX_ELLIPSIS, TG_INDEX_TENSOR, TG_OPTIM_INVALID, TG_OPTIM_SGD, TG_OPTIM_ADAM, TG_OPTIM_ADAMW
 export TG_OPTIM_LARS, TG_OPTIM_LAMB, TG_OPTIM_MUON, tg_jit_fn, tg_index, tg_export_options, tg_optimizer_options
-export tg_onnx_options, tg_kernel_info, tg_counters, tg_version, tg_version_number, tg_last_error
+export tg_onnx_options, tg_llm_options, tg_kernel_info, tg_counters, tg_version, tg_version_number, tg_last_error
 export tg_last_error_message, tg_clear_error, tg_status_name, tg_dtype_size, tg_dtype_name, tg_dtype_promote
 export tg_device_count, tg_device_name, tg_device_description, tg_device_open, tg_device_synchronize
 export tg_expr_variable, tg_expr_const, tg_expr_binary, tg_expr_simplify, tg_expr_render, tg_expr_eval
@@ -2108,8 +2156,10 @@ export tg_state_metadata_set, tg_state_retain, tg_state_release, tg_onnx_load, t
 export tg_onnx_input_count, tg_onnx_output_count, tg_onnx_input_name, tg_onnx_output_name, tg_onnx_input_info
 export tg_onnx_output_info, tg_onnx_input_dim_name, tg_onnx_output_dim_name, tg_onnx_opset, tg_onnx_producer
 export tg_onnx_run, tg_onnx_run_named, tg_onnx_load_tensor, tg_onnx_input_kind, tg_onnx_output_kind
-export tg_onnx_run_values, tg_onnx_load_value, tg_onnx_model_retain, tg_onnx_model_release, tg_plan_create
-export tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option
-export tg_get_option, tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
+export tg_onnx_run_values, tg_onnx_load_value, tg_onnx_model_retain, tg_onnx_model_release, tg_llm_load, tg_llm_eval
+export tg_llm_reset, tg_llm_position, tg_llm_context, tg_llm_vocab_size, tg_llm_config, tg_llm_metadata
+export tg_llm_retain, tg_llm_release, tg_plan_create, tg_plan_run, tg_plan_kernel_count, tg_plan_kernel
+export tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option, tg_option_push, tg_option_pop, tg_counters_get
+export tg_counters_reset, tg_live_handles, libtinygrad
 
 end # module

@@ -123,6 +123,15 @@ class tg_onnx_options(ctypes.Structure):
   ]
 
 
+class tg_llm_options(ctypes.Structure):
+  """struct tg_llm_options, laid out as include/tinygrad.h declares it."""
+  _fields_ = [
+    ('struct_size', ctypes.c_size_t),
+    ('device', ctypes.c_char_p),
+    ('context', ctypes.c_int64),
+  ]
+
+
 class tg_kernel_info(ctypes.Structure):
   """struct tg_kernel_info, laid out as include/tinygrad.h declares it."""
   _fields_ = [
@@ -523,6 +532,16 @@ SIGNATURES = {
   'tg_onnx_load_value': (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64)]),
   'tg_onnx_model_retain': (ctypes.c_void_p, [ctypes.c_void_p]),
   'tg_onnx_model_release': (None, [ctypes.c_void_p]),
+  'tg_llm_load': (ctypes.c_void_p, [ctypes.c_char_p, ctypes.POINTER(tg_llm_options)]),
+  'tg_llm_eval': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_void_p]),
+  'tg_llm_reset': (ctypes.c_int, [ctypes.c_void_p]),
+  'tg_llm_position': (ctypes.c_int64, [ctypes.c_void_p]),
+  'tg_llm_context': (ctypes.c_int64, [ctypes.c_void_p]),
+  'tg_llm_vocab_size': (ctypes.c_int64, [ctypes.c_void_p]),
+  'tg_llm_config': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]),
+  'tg_llm_metadata': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+  'tg_llm_retain': (ctypes.c_void_p, [ctypes.c_void_p]),
+  'tg_llm_release': (None, [ctypes.c_void_p]),
   'tg_plan_create': (ctypes.c_void_p, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
   'tg_plan_run': (ctypes.c_int, [ctypes.c_void_p]),
   'tg_plan_kernel_count': (ctypes.c_size_t, [ctypes.c_void_p]),
@@ -909,6 +928,16 @@ ERRORS = {
   'tg_onnx_load_value': 'status',
   'tg_onnx_model_retain': 'null',
   'tg_onnx_model_release': 'none',
+  'tg_llm_load': 'null',
+  'tg_llm_eval': 'null',
+  'tg_llm_reset': 'status',
+  'tg_llm_position': ('value', -1, False),
+  'tg_llm_context': ('value', -1, False),
+  'tg_llm_vocab_size': ('value', -1, False),
+  'tg_llm_config': ('value', -1, False),
+  'tg_llm_metadata': ('value', -1, False),
+  'tg_llm_retain': 'null',
+  'tg_llm_release': 'none',
   'tg_plan_create': 'null',
   'tg_plan_run': 'status',
   'tg_plan_kernel_count': ('value', 0, True),

@@ -176,6 +176,13 @@ pub struct tg_onnx_model {
   _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
 
+/// Opaque `tg_llm`: only ever behind a pointer (zero-sized, !Send, !Sync, !Unpin, as the nomicon suggests).
+#[repr(C)]
+pub struct tg_llm {
+  _data: [u8; 0],
+  _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
 /// Opaque `DLManagedTensor`: only ever behind a pointer (zero-sized, !Send, !Sync, !Unpin, as the nomicon suggests).
 #[repr(C)]
 pub struct DLManagedTensor {
@@ -284,6 +291,28 @@ pub struct tg_onnx_options {
   pub base_dir: *const c_char,
 }
 impl Default for tg_onnx_options {
+  /// Zeroed, with struct_size set to this header's size.
+  fn default() -> Self {
+    // SAFETY: every field is an integer, a float or a raw pointer, for which all-zero bytes are valid.
+    let mut s: Self = unsafe { core::mem::zeroed() };
+    s.struct_size = core::mem::size_of::<Self>();
+    s
+  }
+}
+
+/// The llama family from a GGUF file's metadata: `llama` (Llama 2/3, TinyLlama, Mistral) and `qwen2`. The weights
+/// stay in the file's quantized blocks (F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K), read into
+/// device memory; each matmul dequantizes its blocks inside its kernel. A KV cache of `context` positions lives
+/// on the device: each tg_llm_eval feeds tokens at the current position and moves it on. docs/llm.md. Thread
+/// safety: a model may be used by one thread at a time.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct tg_llm_options {
+  pub struct_size: usize,
+  pub device: *const c_char,
+  pub context: i64,
+}
+impl Default for tg_llm_options {
   /// Zeroed, with struct_size set to this header's size.
   fn default() -> Self {
     // SAFETY: every field is an integer, a float or a raw pointer, for which all-zero bytes are valid.
@@ -1498,6 +1527,33 @@ unsafe extern "C" {
   pub fn tg_onnx_model_retain(m: *mut tg_onnx_model) -> *mut tg_onnx_model;
   /// Drops the caller's reference; the object goes with the last one. NULL is a no-op.
   pub fn tg_onnx_model_release(m: *mut tg_onnx_model);
+
+  // ---- llm: language models from GGUF files
+  /// The model at `path`: an unsupported architecture or rope scaling is TG_ERROR_UNSUPPORTED naming the
+  /// metadata key; a missing key, a tensor missing or of the wrong shape for the metadata, TG_ERROR_IO naming
+  /// it. A new reference.
+  pub fn tg_llm_load(path: *const c_char, opts: *const tg_llm_options) -> *mut tg_llm;
+  /// Feed the int32 or int64 token ids `tokens` (a 1-D tensor, 1 to context - position of them) at the current
+  /// position, which moves on by their count; returns the last token's logits, a realized (vocab,) float32
+  /// tensor. A token outside the vocabulary or past the context is TG_ERROR_INVALID_ARGUMENT and leaves the
+  /// position where it was.
+  pub fn tg_llm_eval(m: *mut tg_llm, tokens: *const tg_tensor) -> *mut tg_tensor;
+  /// Back to position 0 (the cache's old contents are overwritten as new tokens are fed).
+  pub fn tg_llm_reset(m: *mut tg_llm) -> tg_status;
+  /// The current position (tokens fed since the last reset), the context and the vocabulary size; -1 on error.
+  pub fn tg_llm_position(m: *const tg_llm) -> i64;
+  pub fn tg_llm_context(m: *const tg_llm) -> i64;
+  pub fn tg_llm_vocab_size(m: *const tg_llm) -> i64;
+  /// The architecture's hyperparameters the model was built with, as JSON ({"arch": "llama", "n_layer": 22,
+  /// ...}).
+  pub fn tg_llm_config(m: *const tg_llm, buf: *mut c_char, size: usize) -> i64;
+  /// A metadata value of the file (GGUF key) as JSON text; -1 with TG_ERROR_INVALID_ARGUMENT when the file has
+  /// no such key.
+  pub fn tg_llm_metadata(m: *const tg_llm, key: *const c_char, buf: *mut c_char, size: usize) -> i64;
+  /// Another reference to the same model.
+  pub fn tg_llm_retain(m: *mut tg_llm) -> *mut tg_llm;
+  /// Drop a reference; the model (weights, KV cache) is freed with the last. NULL is ignored.
+  pub fn tg_llm_release(m: *mut tg_llm);
 
   // ---- looking inside a realize
   /// Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new

@@ -432,6 +432,38 @@ impl core::fmt::Debug for OnnxModel {
   }
 }
 
+/// A language model from a GGUF file (tg_llm_*).
+/// Owns one reference to a `tg_llm`: dropping it calls `tg_llm_release`, cloning it `tg_llm_retain`.
+/// Send, not Sync: the header allows one thread at a time per handle, which is what Rust's ownership gives.
+#[repr(transparent)]
+pub struct Llm(NonNull<sys::tg_llm>);
+unsafe impl Send for Llm {}
+impl Handle for Llm {
+  type Raw = sys::tg_llm;
+  fn as_ptr(&self) -> *mut Self::Raw {
+    self.0.as_ptr()
+  }
+  unsafe fn wrap(p: NonNull<Self::Raw>) -> Self {
+    Self(p)
+  }
+}
+impl Drop for Llm {
+  fn drop(&mut self) {
+    unsafe { sys::tg_llm_release(self.0.as_ptr()) }
+  }
+}
+impl Clone for Llm {
+  fn clone(&self) -> Self {
+    // tg_llm_retain fails only for a NULL or released handle, which a live Llm is not.
+    Self(NonNull::new(unsafe { sys::tg_llm_retain(self.0.as_ptr()) }).expect("tg_llm_retain failed"))
+  }
+}
+impl core::fmt::Debug for Llm {
+  fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    write!(f, "Llm({:p})", self.0)
+  }
+}
+
 impl Status {
   /// `tg_status_name`: A constant name for a status code, e.g. "TG_ERROR_SHAPE".
   pub fn name(self) -> String {
@@ -2818,7 +2850,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 325 of the manifest's 382. The others, and where they are:
+/// Functions wrapped above: 325 of the manifest's 392. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2875,6 +2907,16 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_onnx_load_value", "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"),
   ("tg_onnx_model_retain", "Clone"),
   ("tg_onnx_model_release", "Drop"),
+  ("tg_llm_load", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_eval", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_reset", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_position", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_context", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_vocab_size", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_config", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_metadata", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_retain", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_release", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
   ("tg_plan_kernel", "Plan::kernel"),
   ("tg_plan_release", "Drop"),
 ];

@@ -1,0 +1,271 @@
+#include "nn/llm.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <unordered_map>
+
+#include "schedule/graph.h"
+#include "tensor/jit.h"
+
+namespace tg::nn {
+namespace {
+
+struct Meta {
+  const GGUFFile& f;
+  const std::string& file;
+  const MetaEntry* find(const std::string& key) const {
+    for (auto& e : f.kv)
+      if (e.key == key) return &e;
+    return nullptr;
+  }
+  std::string str(const std::string& key) const {
+    const MetaEntry* e = find(key);
+    TG_CHECK(e, TG_ERROR_IO, file + ": llm: the metadata has no '" + key + "'");
+    return e->value;
+  }
+  double num(const std::string& key, std::optional<double> dflt = std::nullopt) const {
+    const MetaEntry* e = find(key);
+    if (!e && dflt) return *dflt;
+    TG_CHECK(e, TG_ERROR_IO, file + ": llm: the metadata has no '" + key + "'");
+    char* end = nullptr;
+    double v = std::strtod(e->value.c_str(), &end);
+    TG_CHECK(!e->value.empty() && end && *end == 0 && std::isfinite(v), TG_ERROR_IO,
+             file + ": llm: '" + key + "' is " + e->value.substr(0, 40) + ", not a number");
+    return v;
+  }
+  int64_t count(const std::string& key, int64_t lo, int64_t hi, std::optional<int64_t> dflt = std::nullopt) const {
+    double v = num(key, dflt ? std::optional<double>(double(*dflt)) : std::nullopt);
+    TG_CHECK(v == std::floor(v) && v >= double(lo) && v <= double(hi), TG_ERROR_IO,
+             strformat("%s: llm: '%s' is %g, not a whole number in [%lld, %lld]", file.c_str(), key.c_str(), v, (long long)lo, (long long)hi));
+    return int64_t(v);
+  }
+};
+
+Tensor rms_norm(const Tensor& x, const Tensor& w, double eps) {
+  Tensor ms = x.square().mean({-1}, true);
+  return x.mul(ms.add(ms.scalar_like(eps)).rsqrt()).mul(w);
+}
+
+Tensor linear(const Tensor& x, const QWeight& w) { return x.matmul(w.dense().transpose()); }
+
+}  // namespace
+
+Tensor QWeight::dense() const {
+  if (raw.dtype() != dtypes::uint8 || raw.ndim() != 3) return raw.cast(dtypes::float32);
+  int64_t nbpr = raw.shape()[1], bytes = raw.shape()[2];
+  return gguf_dequantize(raw.reshape({rows * nbpr, bytes}), type).reshape({rows, cols});
+}
+
+Tensor QWeight::rows_of(const Tensor& idx) const {
+  Shape out = idx.shape();
+  int64_t n = idx.numel();
+  Tensor flat = idx.reshape({n});
+  out.push_back(cols);
+  if (raw.dtype() != dtypes::uint8 || raw.ndim() != 3) return raw.gather(0, flat.reshape({n, 1}).expand({n, cols})).cast(dtypes::float32).reshape(out);
+  int64_t nbpr = raw.shape()[1], bytes = raw.shape()[2];
+  Tensor bl = raw.gather(0, flat.reshape({n, 1, 1}).expand({n, nbpr, bytes}));
+  return gguf_dequantize(bl.reshape({n * nbpr, bytes}), type).reshape(out);
+}
+
+std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptions& opts) {
+  Bytes b = open_file(path, "llm_load");
+  GGUFFile f = gguf_parse(b);
+  Meta m{f, b.name};
+  auto model = std::shared_ptr<LlmModel>(new LlmModel());
+  LlmModel& M = *model;
+  M.device_ = opts.device;
+  LlmConfig& c = M.cfg_;
+  c.arch = m.str("general.architecture");
+  TG_CHECK(c.arch == "llama" || c.arch == "qwen2", TG_ERROR_UNSUPPORTED,
+           b.name + ": llm: general.architecture '" + c.arch.substr(0, 40) + "' is not supported (llama, qwen2)");
+  const std::string a = c.arch + ".";
+  constexpr int64_t kBig = int64_t(1) << 24;
+  c.n_layer = m.count(a + "block_count", 1, 1024);
+  c.dim = m.count(a + "embedding_length", 1, kBig);
+  c.ffn = m.count(a + "feed_forward_length", 1, kBig);
+  c.n_head = m.count(a + "attention.head_count", 1, 4096);
+  c.n_kv_head = m.count(a + "attention.head_count_kv", 1, c.n_head, c.n_head);
+  TG_CHECK(c.n_head % c.n_kv_head == 0, TG_ERROR_IO,
+           strformat("%s: llm: %lld heads don't split into groups of %lld KV heads", b.name.c_str(), (long long)c.n_head, (long long)c.n_kv_head));
+  c.head_dim = m.count(a + "attention.key_length", 1, kBig, c.dim / c.n_head);
+  TG_CHECK(m.count(a + "attention.value_length", 1, kBig, c.head_dim) == c.head_dim, TG_ERROR_UNSUPPORTED,
+           b.name + ": llm: " + a + "attention.value_length differs from the key length");
+  c.rope_dim = m.count(a + "rope.dimension_count", 2, c.head_dim, c.head_dim);
+  TG_CHECK(c.rope_dim % 2 == 0, TG_ERROR_IO, b.name + ": llm: " + a + "rope.dimension_count is odd");
+  c.eps = m.num(a + "attention.layer_norm_rms_epsilon");
+  TG_CHECK(c.eps > 0 && c.eps < 1, TG_ERROR_IO, b.name + ": llm: " + a + "attention.layer_norm_rms_epsilon is not in (0, 1)");
+  c.rope_base = m.num(a + "rope.freq_base", 10000.0);
+  TG_CHECK(c.rope_base > 1, TG_ERROR_IO, b.name + ": llm: " + a + "rope.freq_base is not above 1");
+  c.rope_neox = c.arch == "qwen2";
+  double rope_scale = 1.0;
+  if (const MetaEntry* st = m.find(a + "rope.scaling.type"); st && st->value != "none") {
+    TG_CHECK(st->value == "linear", TG_ERROR_UNSUPPORTED, b.name + ": llm: " + a + "rope.scaling.type '" + st->value.substr(0, 20) + "' is not supported (linear)");
+    rope_scale = m.num(a + "rope.scaling.factor");
+    TG_CHECK(rope_scale >= 1 && rope_scale < 1e6, TG_ERROR_IO, b.name + ": llm: " + a + "rope.scaling.factor is out of range");
+  }
+  int64_t file_ctx = m.count(a + "context_length", 1, kBig);
+  c.context = opts.context > 0 ? std::min(opts.context, file_ctx) : std::min<int64_t>(file_ctx, 4096);
+  for (auto& e : f.kv) M.meta_.push_back(e);
+
+  std::unordered_map<std::string, const GGUFTensorInfo*> by_name;
+  for (auto& ti : f.tensors) by_name[ti.name] = &ti;
+  auto info = [&](const std::string& name, bool required) -> const GGUFTensorInfo* {
+    auto it = by_name.find(name);
+    TG_CHECK(it != by_name.end() || !required, TG_ERROR_IO, b.name + ": llm: the file has no tensor '" + name + "'");
+    return it == by_name.end() ? nullptr : it->second;
+  };
+  auto weight = [&](const std::string& name, int64_t rows, int64_t cols) {
+    const GGUFTensorInfo* ti = info(name, true);
+    int64_t elems, bytes;
+    const char* tname;
+    TG_CHECK(gguf_block(ti->type, &elems, &bytes, &tname), TG_ERROR_UNSUPPORTED, strformat("%s: llm: tensor '%s' has ggml type %u, which isn't read",
+                                                                                            b.name.c_str(), name.c_str(), ti->type));
+    TG_CHECK(ti->dims.size() == 2 && ti->dims[0] == cols && (rows < 0 || ti->dims[1] == rows), TG_ERROR_IO,
+             strformat("%s: llm: tensor '%s' should be (%lld, %lld) by the metadata", b.name.c_str(), name.c_str(), (long long)rows, (long long)cols));
+    Tensor raw = gguf_raw(b, f, *ti, M.device_);
+    QWeight w{elems == 1 ? raw : raw.reshape({ti->dims[1], cols / elems, bytes}), ti->type, ti->dims[1], cols};
+    w.raw.realize();
+    return w;
+  };
+  auto vec = [&](const std::string& name, int64_t n, bool required) -> std::optional<Tensor> {
+    const GGUFTensorInfo* ti = info(name, required);
+    if (!ti) return std::nullopt;
+    TG_CHECK(ti->dims.size() == 1 && ti->dims[0] == n && (ti->type == 0 || ti->type == 1), TG_ERROR_IO,
+             strformat("%s: llm: tensor '%s' should be (%lld,) float32 or float16", b.name.c_str(), name.c_str(), (long long)n));
+    Tensor t = gguf_raw(b, f, *ti, M.device_).cast(dtypes::float32);
+    t.realize();
+    return t;
+  };
+  int64_t qdim = c.n_head * c.head_dim, kvdim = c.n_kv_head * c.head_dim;
+  M.embed_ = weight("token_embd.weight", -1, c.dim);
+  c.vocab = M.embed_->rows;
+  TG_CHECK(c.vocab >= 1, TG_ERROR_IO, b.name + ": llm: token_embd.weight has no rows");
+  M.output_ = info("output.weight", false) ? weight("output.weight", c.vocab, c.dim) : *M.embed_;  // tied when the file has none
+  M.output_norm_ = vec("output_norm.weight", c.dim, true);
+  for (int64_t i = 0; i < c.n_layer; i++) {
+    std::string p = "blk." + std::to_string(i) + ".";
+    auto cache = [&] {
+      Tensor t = Tensor::full({1, c.n_kv_head, c.context, c.head_dim}, 0.0, dtypes::float32, M.device_).contiguous();
+      t.realize();
+      return t;
+    };
+    M.layers_.push_back(Layer{weight(p + "attn_q.weight", qdim, c.dim), weight(p + "attn_k.weight", kvdim, c.dim), weight(p + "attn_v.weight", kvdim, c.dim),
+                              weight(p + "attn_output.weight", c.dim, qdim), weight(p + "ffn_gate.weight", c.ffn, c.dim),
+                              weight(p + "ffn_up.weight", c.ffn, c.dim), weight(p + "ffn_down.weight", c.dim, c.ffn),
+                              *vec(p + "attn_norm.weight", c.dim, true), *vec(p + "ffn_norm.weight", c.dim, true), cache(), cache(),
+                              vec(p + "attn_q.bias", qdim, false), vec(p + "attn_k.bias", kvdim, false), vec(p + "attn_v.bias", kvdim, false)});
+  }
+  // rope tables: angle(p, i) = p / scale * base^(-2i / rope_dim), computed in double on the host
+  int64_t half = c.rope_dim / 2;
+  std::vector<float> cs(size_t(c.context * half)), sn(cs.size());
+  for (int64_t p = 0; p < c.context; p++)
+    for (int64_t i = 0; i < half; i++) {
+      double ang = double(p) / rope_scale * std::pow(c.rope_base, -2.0 * double(i) / double(c.rope_dim));
+      cs[size_t(p * half + i)] = float(std::cos(ang)), sn[size_t(p * half + i)] = float(std::sin(ang));
+    }
+  M.start_pos_ = UOp::variable("start_pos", 0, c.context - 1);
+  M.rope_cos_ = Tensor::from_data(cs.data(), cs.size() * 4, dtypes::float32, {c.context, half}, M.device_);
+  M.rope_sin_ = Tensor::from_data(sn.data(), sn.size() * 4, dtypes::float32, {c.context, half}, M.device_);
+  return model;
+}
+
+Tensor LlmModel::window(const Tensor& t, int64_t axis, int64_t start, int64_t size, bool sym) const {
+  if (sym) return t.shrink_at(axis, start_pos_, start, size, {bound_var(start_pos_.get(), start)});
+  std::vector<std::pair<int64_t, int64_t>> b;
+  for (int64_t d : t.shape()) b.emplace_back(0, d);
+  b[size_t(axis)] = {start, start + size};
+  return t.shrink(b);
+}
+Tensor LlmModel::prefix(const Tensor& t, int64_t axis, int64_t size, bool sym) const {
+  if (sym) return t.shrink_var(axis, start_pos_ + UOp::const_int(start_pos_->dtype, size), pos_ + size, {bound_var(start_pos_.get(), pos_)});
+  std::vector<std::pair<int64_t, int64_t>> b;
+  for (int64_t d : t.shape()) b.emplace_back(0, d);
+  b[size_t(axis)] = {0, pos_ + size};
+  return t.shrink(b);
+}
+
+Tensor LlmModel::rope(const Tensor& x, int64_t sp, bool sym) const {
+  const Shape& s = x.shape();  // (1, heads, T, head dim)
+  int64_t T = s[2], rd = cfg_.rope_dim, half = rd / 2, hd = cfg_.head_dim;
+  Tensor cos = window(*rope_cos_, 0, sp, T, sym).reshape({1, 1, T, half});
+  Tensor sin = window(*rope_sin_, 0, sp, T, sym).reshape({1, 1, T, half});
+  Tensor xr = rd == hd ? x : x.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {0, rd}});
+  auto rotate = [&]() {
+    if (cfg_.rope_neox) {  // (x1, x2) halves -> (x1 cos - x2 sin, x2 cos + x1 sin)
+      Tensor x1 = xr.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {0, half}}), x2 = xr.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {half, rd}});
+      return Tensor::cat({x1.mul(cos).sub(x2.mul(sin)), x2.mul(cos).add(x1.mul(sin))}, -1);
+    }
+    // adjacent pairs (x[2i], x[2i+1]), as ggml's llama rope
+    Tensor p = xr.reshape({s[0], s[1], T, half, 2});
+    Tensor x0 = p.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {0, half}, {0, 1}}).reshape({s[0], s[1], T, half});
+    Tensor x1 = p.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {0, half}, {1, 2}}).reshape({s[0], s[1], T, half});
+    return Tensor::stack({x0.mul(cos).sub(x1.mul(sin)), x0.mul(sin).add(x1.mul(cos))}, -1).reshape({s[0], s[1], T, rd});
+  };
+  Tensor out = rotate();
+  return rd == hd ? out : Tensor::cat({out, x.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {rd, hd}})}, -1);
+}
+
+Tensor LlmModel::attention(Layer& l, const Tensor& x, int64_t sp, bool sym) {
+  const LlmConfig& c = cfg_;
+  int64_t T = x.shape()[1], H = c.n_head, KV = c.n_kv_head, hd = c.head_dim, L = sp + T;
+  Tensor q = linear(x, l.q), k = linear(x, l.k), v = linear(x, l.v);
+  if (l.q_bias) q = q.add(*l.q_bias);
+  if (l.k_bias) k = k.add(*l.k_bias);
+  if (l.v_bias) v = v.add(*l.v_bias);
+  q = rope(q.reshape({1, T, H, hd}).transpose(1, 2), sp, sym);
+  k = rope(k.reshape({1, T, KV, hd}).transpose(1, 2), sp, sym);
+  v = v.reshape({1, T, KV, hd}).transpose(1, 2);
+  window(l.k_cache, 2, sp, T, sym).assign(k);
+  window(l.v_cache, 2, sp, T, sym).assign(v);
+  auto heads = [&](const Tensor& cache) {  // (1, KV, L, hd) -> (1, H, L, hd): each KV head serves H/KV query heads
+    Tensor t = prefix(cache, 2, T, sym);
+    if (H == KV) return t;
+    Shape s5 = t.shape();  // a symbolic L keeps its Variable through the reshapes
+    return t.unsqueeze(2).expand({1, KV, H / KV, s5[2], hd}).reshape({1, H, s5[2], hd});
+  };
+  Tensor scores = q.matmul(heads(l.k_cache).transpose(2, 3)).mul(q.scalar_like(1.0 / std::sqrt(double(hd))));
+  if (T > 1) scores = scores.add(Tensor::full({T, L}, -INFINITY, dtypes::float32, device_).triu(sp + 1));
+  Tensor attn = scores.softmax(-1).matmul(heads(l.v_cache)).transpose(1, 2).reshape({1, T, H * hd});
+  return linear(attn, l.o);
+}
+
+Tensor LlmModel::forward(const Tensor& tokens, int64_t sp, bool sym) {
+  const LlmConfig& c = cfg_;
+  int64_t T = tokens.shape()[1];
+  Tensor x = embed_->rows_of(tokens.reshape({T})).reshape({1, T, c.dim});
+  for (auto& l : layers_) {
+    Tensor h = x.add(attention(l, rms_norm(x, l.attn_norm, c.eps), sp, sym));
+    Tensor f = rms_norm(h, l.ffn_norm, c.eps);
+    x = h.add(linear(linear(f, l.gate).silu().mul(linear(f, l.up)), l.down));
+    x.realize();
+  }
+  Tensor last = T == 1 ? x : x.shrink({{0, 1}, {T - 1, T}, {0, c.dim}});
+  return linear(rms_norm(last, *output_norm_, c.eps), *output_).reshape({c.vocab});
+}
+
+Tensor LlmModel::eval(const std::vector<int32_t>& tokens) {
+  TG_CHECK(!tokens.empty(), TG_ERROR_INVALID_ARGUMENT, "llm_eval: no tokens");
+  TG_CHECK(pos_ + int64_t(tokens.size()) <= cfg_.context, TG_ERROR_INVALID_ARGUMENT,
+           strformat("llm_eval: %zu tokens at position %lld pass the context of %lld", tokens.size(), (long long)pos_, (long long)cfg_.context));
+  for (size_t i = 0; i < tokens.size(); i++)
+    TG_CHECK(tokens[i] >= 0 && tokens[i] < cfg_.vocab, TG_ERROR_INVALID_ARGUMENT,
+             strformat("llm_eval: token %d (at %zu) is not in the vocabulary [0, %lld)", tokens[i], i, (long long)cfg_.vocab));
+  Tensor t = Tensor::from_data(tokens.data(), tokens.size() * sizeof(int32_t), dtypes::int32, {1, int64_t(tokens.size())}, device_);
+  if (tokens.size() > 1 || getenv_int("JIT", 1) == 0) {
+    Tensor logits = forward(t, pos_, false);
+    logits.realize();
+    pos_ += int64_t(tokens.size());
+    return logits;
+  }
+  // a decode step: the JIT's capture takes start_pos as a kernel argument, so every position replays it
+  if (!decode_) decode_ = std::make_unique<TinyJit>([this](const std::vector<Tensor>& in) { return std::vector<Tensor>{forward(in[0], pos_, true)}; });
+  Tensor out = (*decode_)({t}, {{"start_pos", pos_}})[0];
+  // the JIT's output buffer is rewritten by the next step: the caller's logits are a copy of their own
+  std::vector<float> host(size_t(cfg_.vocab));
+  out.to_data(host.data(), host.size() * sizeof(float));
+  pos_ += 1;
+  return Tensor::from_data(host.data(), host.size() * sizeof(float), dtypes::float32, {cfg_.vocab}, device_);
+}
+
+}  // namespace tg::nn

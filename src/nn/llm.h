@@ -1,0 +1,74 @@
+// Language models from GGUF files: the llama family (llama: Llama 2/3, TinyLlama, Mistral; qwen2) as tinygrad's
+// llm/model.py builds them, with the weights kept in the file's quantized blocks. Each matmul dequantizes its blocks
+// inside its kernel (the dequantization is a lazy expression the scheduler fuses into the reduce), so a quantized weight
+// never exists as float32 in memory. The KV cache is realized per layer and written by assign at the position.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/state.h"
+#include "tensor/jit.h"
+
+namespace tg::nn {
+
+struct LlmConfig {
+  std::string arch;  // "llama" or "qwen2"
+  int64_t n_layer = 0, dim = 0, n_head = 0, n_kv_head = 0, head_dim = 0, ffn = 0, vocab = 0, context = 0, rope_dim = 0;
+  double eps = 1e-5, rope_base = 10000.0;
+  bool rope_neox = false;  // rotate the two halves of a head (qwen2) instead of adjacent pairs (llama)
+};
+
+// A weight as the file holds it: quantized blocks (rows, blocks of a row, bytes of a block) uint8 or a native tensor.
+struct QWeight {
+  Tensor raw;
+  uint32_t type;
+  int64_t rows, cols;
+  Tensor dense() const;                // (rows, cols) float32, lazy
+  Tensor rows_of(const Tensor& idx) const;  // rows `idx` (int, any shape) dequantized: (..., cols) float32
+};
+
+struct LlmOptions {
+  std::string device;
+  int64_t context = 0;  // 0: the file's context length (capped at 4096)
+};
+
+class LlmModel {
+ public:
+  static std::shared_ptr<LlmModel> load(const std::string& path, const LlmOptions& opts);
+  const LlmConfig& config() const { return cfg_; }
+  const Metadata& metadata() const { return meta_; }
+  const std::string& device() const { return device_; }
+  int64_t position() const { return pos_; }
+  // Feeds `tokens` at the current position (which advances by their count) and returns the last token's logits
+  // (vocab,) float32, realized.
+  Tensor eval(const std::vector<int32_t>& tokens);
+  void reset() { pos_ = 0; }
+
+ private:
+  struct Layer {
+    QWeight q, k, v, o, gate, up, down;
+    Tensor attn_norm, ffn_norm;
+    Tensor k_cache, v_cache;                          // (1, kv heads, context, head dim) float32
+    std::optional<Tensor> q_bias, k_bias, v_bias;  // qwen2's
+  };
+  // `sym`: the position as the bound Variable start_pos (a decode step under the JIT), else a plain number
+  Tensor forward(const Tensor& tokens, int64_t start_pos, bool sym);
+  Tensor attention(Layer& l, const Tensor& x, int64_t start_pos, bool sym);
+  Tensor rope(const Tensor& x, int64_t start_pos, bool sym) const;  // (1, heads, T, head dim)
+  Tensor window(const Tensor& t, int64_t axis, int64_t start, int64_t size, bool sym) const;  // t[..., start:start+size, ...]
+  Tensor prefix(const Tensor& t, int64_t axis, int64_t size, bool sym) const;  // t[..., :start+size, ...]
+
+  LlmConfig cfg_;
+  Metadata meta_;
+  std::string device_;
+  std::optional<QWeight> embed_, output_;
+  std::optional<Tensor> output_norm_, rope_cos_, rope_sin_;  // rope tables (context, rope_dim / 2)
+  std::vector<Layer> layers_;
+  int64_t pos_ = 0;
+  UOpRef start_pos_;                  // the Variable start_pos in [0, context - 1]
+  std::unique_ptr<TinyJit> decode_;  // one token at a time: one capture serves every position
+};
+
+}  // namespace tg::nn

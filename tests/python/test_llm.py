@@ -1,0 +1,233 @@
+"""Language models from GGUF files (tg_llm_*) against a float64 numpy forward pass of the same model.
+
+The tests write their own GGUF files with random weights (no model can be downloaded here): a tiny llama (2 layers,
+dim 256, 4 heads, 2 KV heads) in F32, F16 and each quantized type, a qwen2 (QKV biases, rope over the halves), a model
+with tied embeddings. Quantized models are checked against the float64 forward of their own dequantized weights
+(ref_dequant: ggml's dequantize_row_* in numpy)."""
+import json
+
+import numpy as np
+import pytest
+
+from tinygrad_c import TinygradError
+from tinygrad_c.llm import LLM
+from test_state import BF16, F16, F32, Q4_0, Q4_K, Q6_K, Q8_0, BLOCK, make_blocks, ref_dequant, write_gguf, f16s
+
+U32, F32K, STR = 4, 6, 8
+SCALE_AT = {Q4_0: [0], Q8_0: [0], Q4_K: [0, 2], Q6_K: [208]}
+# the largest |scale| per type that keeps weights about 0.05: scale * largest quant magnitude
+AMP = {Q4_0: 0.05 / 8, Q8_0: 0.05 / 127, Q4_K: 0.05 / (63 * 15), Q6_K: 0.05 / (127 * 32)}
+
+
+def tiny_config(**kw):
+  c = dict(arch="llama", n_layer=2, dim=256, n_head=4, n_kv_head=2, ffn=512, vocab=300, context=64, eps=1e-5, rope_base=10000.0)
+  c.update(kw)
+  return c
+
+
+def weight(rng, rows, cols, typ):
+  """(float64 values the model computes with, raw bytes in the file)"""
+  if typ == F32:
+    w = rng.normal(0, 0.05, (rows, cols)).astype(np.float32)
+    return w.astype(np.float64), w.tobytes()
+  if typ == F16:
+    w = rng.normal(0, 0.05, (rows, cols)).astype(np.float16)
+    return w.astype(np.float64), w.tobytes()
+  elems, _ = BLOCK[typ]
+  b = make_blocks(typ, rows * cols // elems, rng)
+  for a in SCALE_AT[typ]: b[:, a:a + 2] = f16s(rng.uniform(-AMP[typ], AMP[typ], b.shape[0]).astype(np.float16))
+  return ref_dequant(typ, b).reshape(rows, cols).astype(np.float64), b.tobytes()
+
+
+def write_model(path, c, typ=F32, tied=False, seed=0):
+  """A GGUF of config c with random weights of type typ (norms F32); returns the float64 weights by name."""
+  kv, tensors, W = build_model(c, typ, tied, seed)
+  write_gguf(path, kv, tensors)
+  return W
+
+
+def build_model(c, typ=F32, tied=False, seed=0):
+  """(GGUF key/values, tensors, float64 weights by name) of config c"""
+  rng = np.random.default_rng(seed)
+  a, hd = c["arch"], c["dim"] // c["n_head"]
+  kv = [("general.architecture", STR, a), (f"{a}.block_count", U32, c["n_layer"]), (f"{a}.embedding_length", U32, c["dim"]),
+        (f"{a}.feed_forward_length", U32, c["ffn"]), (f"{a}.attention.head_count", U32, c["n_head"]),
+        (f"{a}.attention.head_count_kv", U32, c["n_kv_head"]), (f"{a}.context_length", U32, c["context"]),
+        (f"{a}.attention.layer_norm_rms_epsilon", F32K, c["eps"]), (f"{a}.rope.freq_base", F32K, c["rope_base"]),
+        ("general.name", STR, "tiny test model")]
+  W, tensors = {}, []
+  def add(name, rows, cols, t):
+    W[name], raw = weight(rng, rows, cols, t)
+    tensors.append((name, (rows, cols), t, raw))
+  def vec(name, n, scale=0.1, center=1.0):
+    v = (center + rng.normal(0, scale, n)).astype(np.float32)
+    W[name] = v.astype(np.float64)
+    tensors.append((name, (n,), F32, v.tobytes()))
+  add("token_embd.weight", c["vocab"], c["dim"], typ)
+  vec("output_norm.weight", c["dim"])
+  if not tied: add("output.weight", c["vocab"], c["dim"], typ)
+  for i in range(c["n_layer"]):
+    p = f"blk.{i}."
+    vec(p + "attn_norm.weight", c["dim"]), vec(p + "ffn_norm.weight", c["dim"])
+    add(p + "attn_q.weight", c["n_head"] * hd, c["dim"], typ)
+    add(p + "attn_k.weight", c["n_kv_head"] * hd, c["dim"], typ)
+    add(p + "attn_v.weight", c["n_kv_head"] * hd, c["dim"], typ)
+    add(p + "attn_output.weight", c["dim"], c["n_head"] * hd, typ)
+    add(p + "ffn_gate.weight", c["ffn"], c["dim"], typ)
+    add(p + "ffn_up.weight", c["ffn"], c["dim"], typ)
+    add(p + "ffn_down.weight", c["dim"], c["ffn"], typ)
+    if a == "qwen2":
+      for n, rows in (("attn_q.bias", c["n_head"] * hd), ("attn_k.bias", c["n_kv_head"] * hd), ("attn_v.bias", c["n_kv_head"] * hd)):
+        vec(p + n, rows, scale=0.5, center=0.0)
+  return kv, tensors, W
+
+
+class RefModel:
+  """The forward pass in float64 numpy, with its own KV cache."""
+  def __init__(self, c, W):
+    self.c, self.W, self.pos = c, W, 0
+    self.hd = c["dim"] // c["n_head"]
+    self.k = [np.zeros((c["n_kv_head"], c["context"], self.hd)) for _ in range(c["n_layer"])]
+    self.v = [np.zeros((c["n_kv_head"], c["context"], self.hd)) for _ in range(c["n_layer"])]
+
+  def norm(self, x, w): return x / np.sqrt((x * x).mean(-1, keepdims=True) + self.c["eps"]) * w
+
+  def rope(self, x, pos):  # x (heads, T, hd)
+    half = self.hd // 2
+    ang = pos[:, None] * self.c["rope_base"] ** (-2.0 * np.arange(half) / self.hd)
+    cos, sin = np.cos(ang), np.sin(ang)
+    if self.c["arch"] == "qwen2":
+      x1, x2 = x[..., :half], x[..., half:]
+      return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    out = np.empty_like(x)
+    out[..., 0::2], out[..., 1::2] = x0 * cos - x1 * sin, x0 * sin + x1 * cos
+    return out
+
+  def __call__(self, tokens):
+    c, W, hd, T = self.c, self.W, self.hd, len(tokens)
+    H, KV, sp = c["n_head"], c["n_kv_head"], self.pos
+    pos = np.arange(sp, sp + T, dtype=np.float64)
+    x = W["token_embd.weight"][tokens]
+    for i in range(c["n_layer"]):
+      p = f"blk.{i}."
+      h = self.norm(x, W[p + "attn_norm.weight"])
+      q, k, v = h @ W[p + "attn_q.weight"].T, h @ W[p + "attn_k.weight"].T, h @ W[p + "attn_v.weight"].T
+      if c["arch"] == "qwen2": q, k, v = q + W[p + "attn_q.bias"], k + W[p + "attn_k.bias"], v + W[p + "attn_v.bias"]
+      q = self.rope(q.reshape(T, H, hd).transpose(1, 0, 2), pos)
+      k = self.rope(k.reshape(T, KV, hd).transpose(1, 0, 2), pos)
+      self.k[i][:, sp:sp + T], self.v[i][:, sp:sp + T] = k, v.reshape(T, KV, hd).transpose(1, 0, 2)
+      L = sp + T
+      out = np.zeros((H, T, hd))
+      for hh in range(H):
+        kk, vv = self.k[i][hh // (H // KV), :L], self.v[i][hh // (H // KV), :L]
+        s = q[hh] @ kk.T / np.sqrt(hd)
+        s = s + np.triu(np.full((T, L), -np.inf), sp + 1)
+        s = np.exp(s - s.max(-1, keepdims=True))
+        out[hh] = (s / s.sum(-1, keepdims=True)) @ vv
+      x = x + out.transpose(1, 0, 2).reshape(T, H * hd) @ W[p + "attn_output.weight"].T
+      f = self.norm(x, W[p + "ffn_norm.weight"])
+      g = f @ W[p + "ffn_gate.weight"].T
+      x = x + ((g / (1 + np.exp(-g))) * (f @ W[p + "ffn_up.weight"].T)) @ W[p + "ffn_down.weight"].T
+    self.pos += T
+    out_w = W.get("output.weight", W["token_embd.weight"])
+    return self.norm(x[-1], W["output_norm.weight"]) @ out_w.T
+
+
+def run_both(path, c, W, steps, rtol):
+  m, ref = LLM(path), RefModel(c, W)
+  assert m.vocab_size == c["vocab"] and m.context == c["context"] and m.position == 0
+  for toks in steps:
+    got, want = m(toks).numpy(), ref(np.array(toks))
+    assert got.shape == (c["vocab"],)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err < rtol, (toks, err)
+    assert int(got.argmax()) == int(want.argmax()) or np.sort(want)[-1] - np.sort(want)[-2] < 1e-3 * np.abs(want).max()
+  assert m.position == sum(len(t) for t in steps)
+  return m
+
+
+STEPS = [[1, 17, 250, 3, 99], [42], [7], [299, 0, 5], [123]]
+
+
+@pytest.mark.parametrize("typ", [F32, F16, Q8_0, Q4_0, Q4_K, Q6_K])
+def test_llama_logits_match_float64(tmp_path, typ):
+  c = tiny_config()
+  W = write_model(tmp_path / "m.gguf", c, typ, seed=typ)
+  run_both(tmp_path / "m.gguf", c, W, STEPS, 1e-3)
+
+
+def test_qwen2_biases_and_half_rope(tmp_path):
+  c = tiny_config(arch="qwen2", rope_base=1000000.0)
+  W = write_model(tmp_path / "q.gguf", c, Q8_0, seed=5)
+  run_both(tmp_path / "q.gguf", c, W, STEPS, 1e-3)
+
+
+def test_tied_embeddings_and_reset(tmp_path):
+  c = tiny_config(n_kv_head=4)
+  W = write_model(tmp_path / "t.gguf", c, F32, tied=True, seed=7)
+  m = run_both(tmp_path / "t.gguf", c, W, STEPS[:2], 1e-3)
+  first = m([9, 8]).numpy()
+  m.reset()
+  assert m.position == 0
+  np.testing.assert_allclose(m([9, 8]).numpy(), RefModel(c, W)(np.array([9, 8])), rtol=1e-3, atol=1e-3 * np.abs(first).max())
+
+
+def test_config_and_metadata(tmp_path):
+  c = tiny_config()
+  write_model(tmp_path / "m.gguf", c)
+  m = LLM(tmp_path / "m.gguf", context=32)
+  cfg = m.config
+  assert cfg["arch"] == "llama" and cfg["n_layer"] == 2 and cfg["n_kv_head"] == 2 and cfg["head_dim"] == 64 and cfg["context"] == 32
+  assert m.metadata("general.name") == "tiny test model" and m.metadata("llama.block_count") == 2
+  with pytest.raises(KeyError): m.metadata("nope")
+
+
+def test_bad_tokens_and_context(tmp_path):
+  c = tiny_config(context=8)
+  write_model(tmp_path / "m.gguf", c)
+  m = LLM(tmp_path / "m.gguf")
+  with pytest.raises(TinygradError, match="not in the vocabulary"): m([1, 300])
+  with pytest.raises(TinygradError, match="not in the vocabulary"): m([-1])
+  assert m.position == 0
+  m([1] * 6)
+  with pytest.raises(TinygradError, match="context"): m([1] * 3)
+  assert m.position == 6
+  with pytest.raises(TinygradError, match="1-D"): m(__import__("tinygrad_c").Tensor([[1, 2]], dtype="int32"))
+
+
+@pytest.mark.parametrize("edit, status, problem", [
+  (lambda kv, t: ([(k, ty, "gpt-j" if k == "general.architecture" else v) for k, ty, v in kv], t), "TG_ERROR_UNSUPPORTED", "gpt-j"),
+  (lambda kv, t: ([x for x in kv if x[0] != "llama.block_count"], t), "TG_ERROR_IO", "llama.block_count"),
+  (lambda kv, t: (kv, [x for x in t if x[0] != "blk.1.ffn_up.weight"]), "TG_ERROR_IO", "blk.1.ffn_up.weight"),
+  (lambda kv, t: (kv, [(n, (s[0], s[1] // 2), ty, r[:len(r) // 2]) if n == "blk.0.attn_k.weight" else (n, s, ty, r) for n, s, ty, r in t]),
+   "TG_ERROR_IO", "blk.0.attn_k.weight"),
+  (lambda kv, t: ([(k, ty, 3 if k == "llama.attention.head_count_kv" else v) for k, ty, v in kv], t), "TG_ERROR_IO", "KV heads"),
+  (lambda kv, t: (kv + [("llama.rope.scaling.type", STR, "yarn")], t), "TG_ERROR_UNSUPPORTED", "rope.scaling.type"),
+])
+def test_bad_files_name_the_problem(tmp_path, edit, status, problem):
+  kv, t, _ = build_model(tiny_config(dim=64, ffn=128, vocab=40))
+  write_gguf(tmp_path / "bad.gguf", *edit(kv, t))
+  with pytest.raises(TinygradError, match=problem) as e: LLM(tmp_path / "bad.gguf")
+  assert e.value.status == status
+
+
+def test_decode_replays_one_capture_at_every_position(tmp_path):
+  """Decode steps run under TinyJit with start_pos a Variable: after the capture, a step schedules, lowers and compiles
+  nothing, and its logits still follow the float64 model position after position."""
+  from tinygrad_c import counters
+  c = tiny_config(n_layer=1)
+  W = write_model(tmp_path / "d.gguf", c, Q8_0, seed=11)
+  m, ref = LLM(tmp_path / "d.gguf"), RefModel(c, W)
+  rng = np.random.default_rng(3)
+  toks = [int(t) for t in rng.integers(0, c["vocab"], 24)]
+  np.testing.assert_allclose(m(toks[:4]).numpy(), ref(np.array(toks[:4])), rtol=0, atol=1e-3 * 50)
+  for i, t in enumerate(toks[4:]):
+    before = counters()
+    got, want = m([t]).numpy(), ref(np.array([t]))
+    after = counters()
+    assert np.abs(got - want).max() < 1e-3 * np.abs(want).max(), i
+    if i >= 2:  # the first call runs, the second captures, every later one replays
+      assert after["schedule_count"] == before["schedule_count"] and after["compile_count"] == before["compile_count"], i
+      assert after["lower_count"] == before["lower_count"], i
+  assert m.position == len(toks)
