@@ -161,6 +161,18 @@ TEST(Tokenizer, SentencePieceMergesByScoreWithByteFallback) {
   EXPECT_FALSE(t.is_eog(1 << 30));
 }
 
+// The flags a GGUF can set: no space before the text, an EOS after it
+TEST(Tokenizer, SentencePieceFlags) {
+  Spm v;
+  GGUFFile f = v.file();
+  f.values["tokenizer.ggml.add_space_prefix"] = boolean(false), f.values["tokenizer.ggml.add_eos_token"] = boolean(true);
+  Tokenizer t(f);
+  EXPECT_TRUE(t.add_eos());
+  EXPECT_EQ(t.encode("hello world", true, false), (std::vector<int32_t>{1, v.id("he"), v.id("ll"), v.id("o"), v.id(SP + "world"), 2}));
+  EXPECT_EQ(t.decode(t.encode("hello world", true, false), true), "hello world");
+  EXPECT_EQ(t.decode(t.encode(" hi", false, false)), " hi");  // no space to strip but the text's own
+}
+
 TEST(Tokenizer, SpecialTokensInText) {
   Spm v;
   Tokenizer t(v.file());
@@ -330,8 +342,16 @@ TEST(Tokenizer, AnyBytesEncode) {
   EXPECT_EQ(b.decode(b.encode("a\x80", false, false)), "a\xEF\xBF\xBD");
 }
 
-// Encoding is O(n log n): a megabyte of one merge-able character, of spaces, of special-token look-alikes, of special
-// tokens, each well within a second on a loaded machine (a quadratic step would take minutes)
+// Encoding is O(n log n): one merge-able character, spaces, special-token look-alikes and special tokens. Eight times
+// the text takes about eight times as long (a quadratic step would take 64 times); an optimized build encodes a megabyte
+// of each well within a second (2 s here: the tests share the cores)
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+constexpr size_t kBig = 1 << 20;
+constexpr double kLimit = 2.0;
+#else
+constexpr size_t kBig = 1 << 17;  // unoptimized or sanitized: only the growth is checked
+constexpr double kLimit = 1e9;
+#endif
 TEST(Tokenizer, LongInputsStayFast) {
   Spm sv;
   Bpe bv;
@@ -339,17 +359,22 @@ TEST(Tokenizer, LongInputsStayFast) {
   for (const char* m : {"a a", "aa aa", "Ġ Ġ", "ĠĠ ĠĠ"}) bv.merges.push_back(m);
   sv.add("aa", -1, NORMAL), sv.add("aaaa", -2, NORMAL);
   Tokenizer s(sv.file()), b(bv.file());
-  size_t mb = 1 << 20;
-  std::string eots;
-  while (eots.size() < mb) eots += "<|eot_id|>x<|eot_id<tool>";
-  for (const std::string& text : {std::string(mb, 'a'), std::string(mb, ' '), eots}) {
-    for (Tokenizer* t : {&s, &b}) {
-      auto t0 = std::chrono::steady_clock::now();
-      std::vector<int32_t> ids = t->encode(text, false, true);
-      double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      EXPECT_LT(sec, 5.0) << text.substr(0, 20);
-      EXPECT_GT(ids.size(), 0u);
+  auto repeat = [](const std::string& unit, size_t n) {
+    std::string out;
+    while (out.size() < n) out += unit;
+    return out.substr(0, n);
+  };
+  auto seconds = [](const Tokenizer& t, const std::string& text) {
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_GT(t.encode(text, false, true).size(), 0u);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (const char* unit : {"a", " ", "<|eot_id|>x<|eot_id<tool>"}) {
+    for (const Tokenizer* t : {&s, &b}) {
+      double small = seconds(*t, repeat(unit, kBig / 8)), big = seconds(*t, repeat(unit, kBig));
+      EXPECT_LT(big, 24 * small + 0.05) << unit << ": " << small << " s for an eighth";
+      EXPECT_LT(big, kLimit) << unit;
     }
   }
-  EXPECT_EQ(b.encode(std::string(mb, 'a'), false, false).size(), mb / 4);
+  EXPECT_EQ(b.encode(std::string(kBig, 'a'), false, false).size(), kBig / 4);
 }

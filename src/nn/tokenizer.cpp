@@ -78,14 +78,10 @@ size_t utf8_len(uint8_t b) { return "\1\1\1\1\1\1\1\1\1\1\1\1\2\2\3\4"[b >> 4]; 
 
 // GPT-2's byte-level alphabet: byte b stands as codepoint b where that prints, else as 256, 257, ... in byte order
 struct ByteAlphabet {
-  uint32_t cp[256];
   int16_t byte[324];  // codepoint -> byte, -1 outside the alphabet
   ByteAlphabet() {
     std::fill(std::begin(byte), std::end(byte), int16_t(-1));
-    for (uint32_t b = 0, n = 0; b < 256; b++) {
-      cp[b] = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae ? b : 256 + n++;
-      byte[cp[b]] = int16_t(b);
-    }
+    for (uint32_t b = 0, n = 0; b < 256; b++) byte[(b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae ? b : 256 + n++] = int16_t(b);
   }
 };
 const ByteAlphabet& alphabet() {
@@ -128,9 +124,10 @@ Chunks each_chunk(const Chunks& in, F scan) {
   return out;
 }
 bool other(uint8_t f) { return (f & ANY) && !(f & (SPACE | LETTER | NUMBER)); }  // [^\s\p{L}\p{N}]
-// 's|'t|'re|'ve|'m|'ll|'d at `pos` (a '): its length, 0 for none; `fold`: either case (llama3's (?i:...))
+// 's|'t|'re|'ve|'m|'ll|'d at `pos` (a '): its length, 0 for none. `fold`: either case, llama3's (?i:...), for which
+// ASCII is enough: no other codepoint lowercases to one of these letters (Unicode 15.1)
 size_t contraction(const Text& t, size_t pos, size_t end, bool fold) {
-  auto c = [&](size_t i) { return fold && t.cp[i] < 128 ? uint32_t(std::tolower(int(t.cp[i]))) : t.cp[i]; };
+  auto c = [&](size_t i) { return fold && t.cp[i] >= 'A' && t.cp[i] <= 'Z' ? t.cp[i] | 0x20 : t.cp[i]; };
   if (pos + 1 >= end) return 0;
   uint32_t a = c(pos + 1);
   if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
@@ -487,15 +484,16 @@ Tokenizer::Tokenizer(const GGUFFile& f, const std::string& name) {
   for (size_t i = 0; i < n; i++)
     if (attr_[i] & (CONTROL | USER_DEFINED | UNKNOWN)) special_.push_back(int32_t(i));
   std::stable_sort(special_.begin(), special_.end(), [&](int32_t a, int32_t b) { return text_[a].size() > text_[b].size(); });
-  trie_tok_.push_back(-1);
-  for (int32_t id : special_) {
+  trie_end_.push_back(-1);
+  for (size_t si = 0; si < special_.size(); si++) {
     int32_t node = 0;
-    for (char c : text_[id]) {
-      auto [it, added] = trie_.emplace(pair_key(node, uint8_t(c)), int32_t(trie_tok_.size()));
-      if (added) trie_tok_.push_back(-1);
+    first_byte_[uint8_t(text_[special_[si]][0])] = true;
+    for (char c : text_[special_[si]]) {
+      auto [it, added] = trie_.emplace(pair_key(node, uint8_t(c)), int32_t(trie_end_.size()));
+      if (added) trie_end_.push_back(-1);
       node = it->second;
     }
-    trie_tok_[node] = id;
+    trie_end_[node] = int32_t(si);
   }
 
   if (kind_ == Kind::BPE) {
@@ -517,7 +515,8 @@ Tokenizer::Tokenizer(const GGUFFile& f, const std::string& name) {
     for (size_t i = 0; i < n; i++)
       if (from_byte_level(text_[i], raw)) raw_ids_.emplace(raw, int32_t(i));
     for (int b = 0; b < 256; b++) {
-      auto it = raw_ids_.find(std::string_view(reinterpret_cast<const char*>(&b), 1));
+      char c = char(b);
+      auto it = raw_ids_.find(std::string_view(&c, 1));
       byte_sym_[b] = it == raw_ids_.end() ? -1 : it->second;
     }
   }
@@ -538,6 +537,8 @@ uint16_t Tokenizer::attr(int32_t token) const { return attr_[check(token)]; }
 bool Tokenizer::is_eog(int32_t token) const { return token >= 0 && token < n_vocab() && eog_[token]; }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  // symbols are indexed by int32 (as llama.cpp's are) and token counts are int32 at the C API
+  TG_CHECK(text.size() < (size_t(1) << 31), TG_ERROR_INVALID_ARGUMENT, strformat("tokenizer: a text of %zu bytes is over 2 GiB", text.size()));
   // the text as pieces of text and special tokens (llama.cpp's tokenizer_st_partition): each special token in turn,
   // longest first, splits every text piece where its text occurs. Only those that occur at all are run: one pass over
   // the text with the table of their texts finds them.
@@ -547,16 +548,19 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   };
   std::vector<Frag> frags;
   if (!text.empty()) frags.push_back({-1, 0, text.size()});
-  std::vector<bool> present(text_.size(), false);
-  for (size_t i = 0; i < text.size(); i++)
+  std::vector<bool> present(special_.size(), false);
+  for (size_t i = 0; i < text.size(); i++) {
+    if (!first_byte_[uint8_t(text[i])]) continue;
     for (size_t j = i, node = 0; j < text.size();) {
       auto it = trie_.find(pair_key(int32_t(node), uint8_t(text[j++])));
       if (it == trie_.end()) break;
       node = size_t(it->second);
-      if (trie_tok_[node] >= 0) present[trie_tok_[node]] = true;
+      if (trie_end_[node] >= 0) present[size_t(trie_end_[node])] = true;
     }
-  for (int32_t t : special_) {
-    if (!present[t] || (!parse_special && (attr_[t] & (CONTROL | UNKNOWN)))) continue;  // user-defined ones always split
+  }
+  for (size_t si = 0; si < special_.size(); si++) {
+    int32_t t = special_[si];
+    if (!present[si] || (!parse_special && (attr_[t] & (CONTROL | UNKNOWN)))) continue;  // user-defined ones always split
     const std::string& s = text_[t];
     std::vector<Frag> next;
     next.reserve(frags.size() + 2);
@@ -621,6 +625,7 @@ void Tokenizer::spm_encode(std::string_view s, std::vector<int32_t>& out) const 
   };
   auto key = [&](int32_t id, int32_t l) { return uint64_t(~order_[id]) << 32 | uint32_t(l); };
   std::vector<uint64_t> heap;
+  heap.reserve(sym.size());
   auto add = [&](int32_t l) {
     if (int32_t id = token_at(l); id >= 0) heap.push_back(key(id, l)), std::push_heap(heap.begin(), heap.end(), std::greater<>());
   };
@@ -688,6 +693,7 @@ void Tokenizer::bpe_word(std::string_view w, std::vector<int32_t>& out) const {
   // candidates as rank << 32 | left, so the smallest is the next merge (the leftmost among equal ranks). A candidate is
   // stale once either side has merged: then the pair at `left` is another pair, with another rank (ranks are unique).
   std::vector<uint64_t> heap;
+  heap.reserve(size_t(n));
   auto rank_at = [&](int32_t l) -> const Merge* {
     int32_t r = l >= 0 ? sym[l].next : -1;
     if (r < 0 || sym[l].id < 0 || sym[r].id < 0) return nullptr;

@@ -4,6 +4,7 @@
 // pre-tokenizer regex, chosen by tokenizer.ggml.pre, splits the text into). Control and user-defined tokens are found in
 // the text before either runs, as llama.cpp's parse_special does. The metadata comes from files off the internet: every
 // array is checked against the others and the vocab before use, and bad metadata is a tg::Error naming the key.
+// A Tokenizer doesn't change once built: encode and decode may run on several threads at once.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,13 +31,15 @@ class Tokenizer {
 
   // Token ids of UTF-8 `text` (invalid bytes read as U+FFFD, as llama.cpp reads them). add_special: the BOS/EOS tokens
   // the vocab asks for (tokenizer.ggml.add_bos_token / add_eos_token); parse_special: control tokens' texts in `text`
-  // become those tokens (user-defined tokens always do).
+  // become those tokens (user-defined tokens always do). TG_ERROR_INVALID_ARGUMENT for a text of 2 GiB or more.
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
   // One token's text (llama_token_to_piece): a byte token as its byte, U+2581 or the byte-level alphabet mapped back;
   // control and unknown tokens only when `special`. TG_ERROR_INVALID_ARGUMENT for an id outside the vocab.
   std::string decode(int32_t token, bool special = false) const;
   // The text of `tokens` as llama_detokenize gives it: remove_special drops a leading BOS and a trailing EOS the vocab
-  // adds; the space a SentencePiece vocab puts before the text is dropped; unparse_special is decode's `special`.
+  // adds; unparse_special is decode's `special`. The space a SentencePiece vocab puts before the text goes (unless the
+  // first token is a BOS), and the pre-tokenizers llama.cpp cleans up after (gpt-2, llama3, default, ...) lose the space
+  // before . , ! ? and 's 'm 're 've: not every text comes back as it went in, exactly as in llama.cpp.
   std::string decode(const std::vector<int32_t>& tokens, bool remove_special = false, bool unparse_special = false) const;
 
   Kind kind() const { return kind_; }
@@ -73,9 +76,11 @@ class Tokenizer {
   std::vector<std::string> piece_;  // token id -> its bytes when decoded with special (llama.cpp's token-to-piece cache)
   IdMap ids_;                       // text -> token id
   std::vector<int32_t> special_;    // control, user-defined and unknown tokens, longest text first
-  // a trie of the special tokens' texts: (node, byte) -> child node, and the token a node ends (-1 for none)
+  // a trie of the special tokens' texts: (node, byte) -> child node, the special_ index whose text a node ends (-1 for
+  // none), and the bytes those texts start with
   std::unordered_map<uint64_t, int32_t> trie_;
-  std::vector<int32_t> trie_tok_;
+  std::vector<int32_t> trie_end_;
+  bool first_byte_[256] = {};
   std::vector<bool> eog_;
   int32_t bos_ = -1, eos_ = -1, unk_ = -1;
   bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false, clean_spaces_ = false;

@@ -16,10 +16,15 @@ import gguf_vocab  # noqa: E402
 import llama_ref  # noqa: E402
 from gguf_writer import ARR, I32, STR, write_gguf  # noqa: E402
 
-PROBE = os.environ.get("TG_TOKENIZE_PROBE", os.path.join(ROOT, "build", "tg_tokenize_probe"))
+BUILD = os.path.dirname(os.path.abspath(os.environ.get("TINYGRAD_LIB", os.path.join(ROOT, "build", "libtinygrad.so"))))
+PROBE = os.environ.get("TG_TOKENIZE_PROBE", os.path.join(BUILD, "tg_tokenize_probe"))
 LLAMA_REF = os.path.join(ROOT, "tests", "tools", "llama_ref.py")
-pytestmark = [pytest.mark.skipif(not os.path.isfile(PROBE), reason=f"no tokenizer probe at {PROBE} (build the tg_tokenize_probe target)"),
-              pytest.mark.skipif(not llama_ref.available(), reason="no llama.cpp (scripts/llama_deps.sh build/llama)")]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _needs():  # make test-build builds the probe and installs llama.cpp (scripts/llama_deps.sh): neither may be missing
+  assert os.path.isfile(PROBE), f"no tokenizer probe at {PROBE} (build the tg_tokenize_probe target)"
+  assert llama_ref.available(), "no llama.cpp (scripts/llama_deps.sh build/llama)"
 
 CORPUS = open(gguf_vocab.CORPUS, "rb").read()
 # invalid UTF-8 llama.cpp reads without throwing (a codepoint above U+10FFFF would make it throw): stray continuation
@@ -56,10 +61,11 @@ def test_corpus_encodes_and_decodes_as_llama_cpp(vocabs, name):
   bad = [(k[0][:60], k[1:], bytes.fromhex(o["text"])[:60], bytes.fromhex(r["text"])[:60])
          for k, o, r in zip(keys, ours, ref) if o["text"] != r["text"]]
   assert not bad, f"{len(bad)} of {len(keys)} decoded texts differ: {bad[:3]}"
-  # decode(encode(x)) == x wherever llama.cpp's round-trips (the ids and texts being equal, that is all of them); the
-  # ones that don't: SentencePiece's dropped leading space after a BOS, gpt-2's clean-up of " ." and " 's", bad UTF-8
-  trips = [k for k, r in zip(keys, ref) if bytes.fromhex(r["text"]) == k[0] and k[1:] == (0, 0)]
-  assert len(trips) > len(TEXTS) // 2, f"only {len(trips)} of {len(TEXTS)} texts round-trip in llama.cpp"
+  # decode(encode(x)) == x wherever llama.cpp's round-trips (most texts; not: gpt-2's clean-up of " ." and " 's", a
+  # text starting with a space after SentencePiece's prefix space, bad UTF-8)
+  trips = [k[0] for k, r in zip(keys, ref) if k[1:] == (0, 0) and bytes.fromhex(r["text"]) == k[0]]
+  assert len(trips) > len(TEXTS) * 3 // 4, f"only {len(trips)} of {len(TEXTS)} texts round-trip in llama.cpp"
+  assert all(bytes.fromhex(o["text"]) == k[0] for k, o in zip(keys, ours) if k[0] in trips and k[1:] == (0, 0))
 
 
 @pytest.mark.parametrize("name", list(gguf_vocab.FILES))
