@@ -27,7 +27,7 @@ build: $(BUILD)/CMakeCache.txt
 
 # the library (shared and static) and the C examples: cmake and a C++20 compiler are all it needs
 LIB_TARGETS := tinygrad tinygrad_static example_hello example_mlp example_mlp_sgd example_train_fashion_mnist example_train_cnn example_classify \
-               example_export_fashion_mnist example_onnx_run example_onnx_classify
+               example_export_fashion_mnist example_onnx_run example_onnx_classify example_llm
 lib: $(BUILD)/CMakeCache.txt
 	$(VIZ_DEPS)
 	cmake --build $(BUILD) -j $(JOBS) --target $(LIB_TARGETS)

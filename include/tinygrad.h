@@ -1308,6 +1308,48 @@ TG_API int64_t tg_llm_config(const tg_llm* m, char* buf, size_t size);
 /* A metadata value of the file (GGUF key) as JSON text; -1 with TG_ERROR_INVALID_ARGUMENT when the file has no such
  * key. @errors(-1) */
 TG_API int64_t tg_llm_metadata(const tg_llm* m, const char* key, char* buf, size_t size);
+/* The file's tokenizer (tokenizer.ggml.*: SentencePiece-style "llama" or byte-level BPE "gpt2", equal to llama.cpp's).
+ * A model whose file has none gives TG_ERROR_UNSUPPORTED here. The token ids of the UTF-8 `text` as a 1-D int32 tensor:
+ * add_special adds the BOS/EOS the vocabulary asks for; parse_special turns control tokens' texts into those tokens. */
+TG_API tg_tensor* tg_llm_tokenize(const tg_llm* m, const char* text, int add_special, int parse_special);
+/* The text of `tokens` (a 1-D int32 or int64 tensor) as llama_detokenize gives it: remove_special drops a leading BOS
+ * and a trailing EOS; unparse_special writes control tokens' texts. Into buf (NUL-terminated, truncated to size); the
+ * full length. @errors(-1) */
+TG_API int64_t tg_llm_detokenize(const tg_llm* m, const tg_tensor* tokens, int remove_special, int unparse_special, char* buf, size_t size);
+/* One token's text, as a stream of tokens prints it (llama_token_to_piece; control tokens print nothing). @errors(-1) */
+TG_API int64_t tg_llm_token_piece(const tg_llm* m, int64_t token, char* buf, size_t size);
+/* The vocabulary's BOS and EOS tokens (-1: it has none, or an error), and whether `token` ends a generation (EOS, EOT,
+ * the end-of-turn tokens). @errors(-1) */
+TG_API int64_t tg_llm_bos(const tg_llm* m);
+/* @errors(-1) */
+TG_API int64_t tg_llm_eos(const tg_llm* m);
+/* 1 if `token` ends a generation, 0 if not, -1 on error. @errors(-1) */
+TG_API int tg_llm_is_eog(const tg_llm* m, int64_t token);
+
+/* How tg_llm_sample and tg_llm_generate pick a token. temperature <= 0 is greedy (the argmax); otherwise the top_k most
+ * likely tokens (0: 1024) are kept, of those the smallest set whose probability reaches top_p, and one is drawn at
+ * `temperature`. repeat_penalty != 1 scales the logits of the last repeat_last_n tokens of the history (divided when
+ * positive, multiplied when negative, as llama.cpp). `seed` seeds tg_llm_generate's draws. */
+typedef struct tg_llm_sampling {
+  size_t struct_size; /* sizeof(tg_llm_sampling) as the caller knows it */
+  double temperature; /* 0.8 */
+  int64_t top_k;      /* 40 */
+  double top_p;       /* 0.95 */
+  double repeat_penalty; /* 1.0: off */
+  int64_t repeat_last_n; /* 64 */
+  uint64_t seed;      /* 0 */
+} tg_llm_sampling;
+/* The defaults above into *out (set out->struct_size first). */
+TG_API tg_status tg_llm_sampling_default(tg_llm_sampling* out);
+/* A token drawn from `logits` (vocab,) on the device; `history` (1-D int tensor, may be NULL) feeds the repetition
+ * penalty, `s` NULL is the defaults. The token id, or -1 on error. @nullable(history, s) @errors(-1) */
+TG_API int64_t tg_llm_sample(tg_llm* m, const tg_tensor* logits, const tg_tensor* history, const tg_llm_sampling* s);
+/* Called with each generated token and its text (tg_llm_token_piece, borrowed for the call); nonzero stops. */
+typedef int (*tg_llm_token_fn)(void* userdata, int64_t token, const char* piece);
+/* Feeds `prompt` (1-D int tensor) at the current position, then samples up to max_tokens tokens, feeding each back:
+ * stops at an end-of-generation token (not passed on), when `fn` returns nonzero, or when the context is full. The
+ * number of tokens generated, or -1 on error. @nullable(s, fn, userdata) @errors(-1) */
+TG_API int64_t tg_llm_generate(tg_llm* m, const tg_tensor* prompt, int64_t max_tokens, const tg_llm_sampling* s, tg_llm_token_fn fn, void* userdata);
 /* Another reference to the same model. */
 TG_API tg_llm* tg_llm_retain(tg_llm* m);
 /* Drop a reference; the model (weights, KV cache) is freed with the last. NULL is ignored. */

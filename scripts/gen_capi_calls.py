@@ -71,6 +71,9 @@ SCALARS = {
     "tg_llm*": "f.llm",
     "const tg_llm*": "f.llm",
     "const tg_llm_options*": "f.llm_options",
+    "tg_llm_sampling*": "f.llm_sampling_out",
+    "const tg_llm_sampling*": "f.llm_sampling",
+    "tg_llm_token_fn": "f.llm_token_fn",
     # NULL or a DLManagedTensor the fuzzer built (the library takes it on success; the context frees it after a failure)
     "struct DLManagedTensor*": "f.dlpack",
 }

@@ -966,6 +966,27 @@ struct FuzzCtx {
     int64_t ctx = pick<int64_t>({0, 0, 16, -1, INT64_MAX, int64_t(1) << 30});
     return sized(name, tg_llm_options{sizeof(tg_llm_options), dev, ctx}, "llm_options");
   }
+  tg_llm_sampling* llm_sampling_out(const char* name) {
+    if (pct(10)) return rec(name, Arg::Other, "NULL"), nullptr;
+    keep.emplace_back(sizeof(tg_llm_sampling) + 16);
+    auto* p = reinterpret_cast<tg_llm_sampling*>(keep.back().data());
+    p->struct_size = pick<size_t>({sizeof(tg_llm_sampling), sizeof(tg_llm_sampling), 0, 8});
+    rec(name, Arg::Other, "&llm_sampling{struct_size=" + std::to_string(p->struct_size) + "}");
+    return p;
+  }
+  const tg_llm_sampling* llm_sampling(const char* name) {
+    if (pct(20)) return rec(name, Arg::Other, "NULL"), nullptr;
+    tg_llm_sampling d{sizeof(tg_llm_sampling), pick<double>({0.8, 0, -1, 1e30, std::nan("")}), pick<int64_t>({40, 0, -1, INT64_MAX}),
+                      pick<double>({0.95, 1, 0, std::nan("")}), pick<double>({1, 1.1, 0, -1}), pick<int64_t>({64, 0, -5}), u64("seed")};
+    return sized(name, d, "llm_sampling");
+  }
+  // generation's callback: never called here (no model loads in the fuzzer), so any pointer but NULL would do
+  static int llm_stop(void*, int64_t, const char*) { return 1; }
+  tg_llm_token_fn llm_token_fn(const char* name) {
+    bool null = pct(50);
+    rec(name, Arg::Other, null ? "NULL" : "llm_stop");
+    return null ? nullptr : &llm_stop;
+  }
   void ret_llm(tg_llm* m) {
     if (!m) return expect_error("returned NULL");
     expect_no_error("returned an llm");

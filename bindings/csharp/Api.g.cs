@@ -2377,6 +2377,58 @@ public sealed partial class Llm : IDisposable, IHandle {
     return r;
   }
 
+  /// <summary>The file's tokenizer (tokenizer.ggml.*: SentencePiece-style "llama" or byte-level BPE "gpt2", equal to
+  /// llama.cpp's). A model whose file has none gives TG_ERROR_UNSUPPORTED here. The token ids of the UTF-8 `text`
+  /// as a 1-D int32 tensor: add_special adds the BOS/EOS the vocabulary asks for; parse_special turns control
+  /// tokens' texts into those tokens. (tg_llm_tokenize)
+  /// </summary>
+  public Tensor Tokenize(string text, bool addSpecial, bool parseSpecial) {
+    return new Tensor(Native.Check(Native.tg_llm_tokenize(H, text, addSpecial ? 1 : 0, parseSpecial ? 1 : 0)));
+  }
+
+  /// <summary>The vocabulary's BOS and EOS tokens (-1: it has none, or an error), and whether `token` ends a generation
+  /// (EOS, EOT, the end-of-turn tokens). (tg_llm_bos)
+  /// </summary>
+  public long Bos() {
+    var r = Native.tg_llm_bos(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary> (tg_llm_eos)
+  /// </summary>
+  public long Eos() {
+    var r = Native.tg_llm_eos(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>1 if `token` ends a generation, 0 if not, -1 on error. (tg_llm_is_eog)
+  /// </summary>
+  public int IsEog(long token) {
+    var r = Native.tg_llm_is_eog(H, token);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>The defaults above into *out (set out-&gt;struct_size first). (tg_llm_sampling_default)
+  /// </summary>
+  public static LlmSampling SamplingDefault() {
+    var out_ = LlmSampling.New();
+    Native.Check(Native.tg_llm_sampling_default(ref out_));
+    return out_;
+  }
+
+  /// <summary>A token drawn from `logits` (vocab,) on the device; `history` (1-D int tensor, may be NULL) feeds the
+  /// repetition penalty, `s` NULL is the defaults. The token id, or -1 on error. (tg_llm_sample)
+  /// </summary>
+  public unsafe long Sample(Tensor logits, Tensor history = null, LlmSampling? s = null) {
+    var s_ = s.GetValueOrDefault();
+    var r = Native.tg_llm_sample(H, Native.Arg(logits, nameof(logits)).H, history?.H ?? TensorHandle.Null, s.HasValue ? &s_ : null);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
   /// <summary>Another reference to the same model. (tg_llm_retain)
   /// </summary>
   public Llm Retain() {
@@ -2623,7 +2675,7 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (49; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (52; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
@@ -2671,5 +2723,8 @@ public static partial class Tg {
 //   tg_onnx_model_release: takes a reference (Dispose does it)
 //   tg_llm_config: a `chars_out` parameter
 //   tg_llm_metadata: a `chars_out` parameter
+//   tg_llm_detokenize: a `chars_out` parameter
+//   tg_llm_token_piece: a `chars_out` parameter
+//   tg_llm_generate: a `callback` parameter
 //   tg_llm_release: takes a reference (Dispose does it)
 //   tg_plan_release: takes a reference (Dispose does it)

@@ -179,6 +179,24 @@ public partial struct LlmOptions {
   public static LlmOptions New() => new LlmOptions { StructSize = (UIntPtr)Marshal.SizeOf(typeof(LlmOptions)) };
 }
 
+/// <summary>How tg_llm_sample and tg_llm_generate pick a token. temperature &lt;= 0 is greedy (the argmax); otherwise the
+/// top_k most likely tokens (0: 1024) are kept, of those the smallest set whose probability reaches top_p, and
+/// one is drawn at `temperature`. repeat_penalty != 1 scales the logits of the last repeat_last_n tokens of the
+/// history (divided when positive, multiplied when negative, as llama.cpp). `seed` seeds tg_llm_generate's draws.
+/// </summary>
+[StructLayout(LayoutKind.Sequential)]
+public partial struct LlmSampling {
+  public UIntPtr StructSize;
+  public double Temperature;
+  public long TopK;
+  public double TopP;
+  public double RepeatPenalty;
+  public long RepeatLastN;
+  public ulong Seed;
+  /// <summary>A value with StructSize set, as the library requires before it reads or writes one.</summary>
+  public static LlmSampling New() => new LlmSampling { StructSize = (UIntPtr)Marshal.SizeOf(typeof(LlmSampling)) };
+}
+
 /// <summary>What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,
 /// buffers and, after running, its time.
 /// </summary>
@@ -219,6 +237,11 @@ public partial struct Counters {
 /// </summary>
 [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
 public delegate Status JitFn(IntPtr userdata, IntPtr inputs, UIntPtr n_inputs, IntPtr outputs, UIntPtr n_outputs);
+
+/// <summary>Called with each generated token and its text (tg_llm_token_piece, borrowed for the call); nonzero stops.
+/// </summary>
+[UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+public delegate int LlmTokenFn(IntPtr userdata, long token, IntPtr piece);
 
 /// <summary>An owned tg_tensor reference: released (tg_tensor_release) by Dispose or, if never disposed, by the
 /// finalizer.</summary>
@@ -2134,6 +2157,49 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern long tg_llm_metadata(LlmHandle m, [MarshalAs(UnmanagedType.LPUTF8Str)] string key, [Out] byte[] buf, UIntPtr size);
+  /// <summary>The file's tokenizer (tokenizer.ggml.*: SentencePiece-style "llama" or byte-level BPE "gpt2", equal to
+  /// llama.cpp's). A model whose file has none gives TG_ERROR_UNSUPPORTED here. The token ids of the UTF-8 `text`
+  /// as a 1-D int32 tensor: add_special adds the BOS/EOS the vocabulary asks for; parse_special turns control
+  /// tokens' texts into those tokens.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_llm_tokenize(LlmHandle m, [MarshalAs(UnmanagedType.LPUTF8Str)] string text, int add_special, int parse_special);
+  /// <summary>The text of `tokens` (a 1-D int32 or int64 tensor) as llama_detokenize gives it: remove_special drops a
+  /// leading BOS and a trailing EOS; unparse_special writes control tokens' texts. Into buf (NUL-terminated,
+  /// truncated to size); the full length.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_detokenize(LlmHandle m, TensorHandle tokens, int remove_special, int unparse_special, [Out] byte[] buf, UIntPtr size);
+  /// <summary>One token's text, as a stream of tokens prints it (llama_token_to_piece; control tokens print nothing).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_token_piece(LlmHandle m, long token, [Out] byte[] buf, UIntPtr size);
+  /// <summary>The vocabulary's BOS and EOS tokens (-1: it has none, or an error), and whether `token` ends a generation
+  /// (EOS, EOT, the end-of-turn tokens).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_bos(LlmHandle m);
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_eos(LlmHandle m);
+  /// <summary>1 if `token` ends a generation, 0 if not, -1 on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern int tg_llm_is_eog(LlmHandle m, long token);
+  /// <summary>The defaults above into *out (set out-&gt;struct_size first).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_llm_sampling_default(ref LlmSampling @out);
+  /// <summary>A token drawn from `logits` (vocab,) on the device; `history` (1-D int tensor, may be NULL) feeds the
+  /// repetition penalty, `s` NULL is the defaults. The token id, or -1 on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_sample(LlmHandle m, TensorHandle logits, TensorHandle history, LlmSampling* s);
+  /// <summary>Feeds `prompt` (1-D int tensor) at the current position, then samples up to max_tokens tokens, feeding each
+  /// back: stops at an end-of-generation token (not passed on), when `fn` returns nonzero, or when the context is
+  /// full. The number of tokens generated, or -1 on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_llm_generate(LlmHandle m, TensorHandle prompt, long max_tokens, LlmSampling* s, LlmTokenFn fn, IntPtr userdata);
   /// <summary>Another reference to the same model.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -37,7 +37,8 @@ HANDWRITTEN = {
      for f in ("tg_uop_srcs", "tg_uop_toposort", "tg_tensor_schedule")},
   **{f: "raw only (tinygrad_sys): a safe Llm type is not written yet"
      for f in ("tg_llm_load", "tg_llm_eval", "tg_llm_reset", "tg_llm_position", "tg_llm_context", "tg_llm_vocab_size", "tg_llm_config",
-               "tg_llm_metadata", "tg_llm_retain", "tg_llm_release")},
+               "tg_llm_metadata", "tg_llm_retain", "tg_llm_release", "tg_llm_tokenize", "tg_llm_detokenize", "tg_llm_token_piece", "tg_llm_bos",
+               "tg_llm_eos", "tg_llm_is_eog", "tg_llm_sampling_default", "tg_llm_sample", "tg_llm_generate")},
   **{f: "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"
      for f in ("tg_onnx_load", "tg_onnx_load_buffer", "tg_onnx_input_info", "tg_onnx_output_info", "tg_onnx_run", "tg_onnx_run_named",
                "tg_onnx_run_values", "tg_onnx_load_value")},

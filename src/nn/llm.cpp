@@ -107,6 +107,8 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
   int64_t file_ctx = m.count(a + "context_length", 1, kBig);
   c.context = opts.context > 0 ? std::min(opts.context, file_ctx) : std::min<int64_t>(file_ctx, 4096);
   for (auto& e : f.kv) M.meta_.push_back(e);
+  M.file_ = b.name;
+  if (m.find("tokenizer.ggml.model")) M.tok_.emplace(f, b.name);  // a bad vocabulary fails the load, by name
 
   std::unordered_map<std::string, const GGUFTensorInfo*> by_name;
   for (auto& ti : f.tensors) by_name[ti.name] = &ti;
@@ -242,6 +244,63 @@ Tensor LlmModel::forward(const Tensor& tokens, int64_t sp, bool sym) {
   }
   Tensor last = T == 1 ? x : x.shrink({{0, 1}, {T - 1, T}, {0, c.dim}});
   return linear(rms_norm(last, *output_norm_, c.eps), *output_).reshape({c.vocab});
+}
+
+const Tokenizer& LlmModel::tokenizer() const {
+  TG_CHECK(tok_, TG_ERROR_UNSUPPORTED, file_ + ": llm: the file has no tokenizer (tokenizer.ggml.model)");
+  return *tok_;
+}
+
+int32_t LlmModel::sample(const Tensor& logits, const Sampling& s, const std::vector<int32_t>& history) const {
+  int64_t V = cfg_.vocab;
+  TG_CHECK(logits.ndim() == 1 && logits.shape()[0] == V, TG_ERROR_SHAPE, strformat("llm_sample: logits must be (%lld,)", (long long)V));
+  TG_CHECK(std::isfinite(s.temperature) && std::isfinite(s.top_p) && std::isfinite(s.repeat_penalty) && s.top_k >= 0 && s.repeat_last_n >= 0 &&
+               s.repeat_penalty > 0,
+           TG_ERROR_INVALID_ARGUMENT, "llm_sample: a sampling setting is out of range (temperature, top_p finite; top_k, repeat_last_n >= 0; repeat_penalty > 0)");
+  Tensor l = logits.to(device_).cast(dtypes::float32);
+  size_t n = std::min<size_t>(history.size(), size_t(s.repeat_last_n));
+  if (s.repeat_penalty != 1.0 && n > 0) {
+    for (size_t i = history.size() - n; i < history.size(); i++)
+      TG_CHECK(history[i] >= 0 && history[i] < V, TG_ERROR_INVALID_ARGUMENT, strformat("llm_sample: history token %d is not in the vocabulary", history[i]));
+    Tensor h = Tensor::from_data(history.data() + (history.size() - n), n * sizeof(int32_t), dtypes::int32, {int64_t(n)}, device_);
+    Tensor seen = h.one_hot(V).sum({0}).gt(l.scalar_like(0));
+    Tensor pen = l.gt(l.scalar_like(0)).where(l.div(l.scalar_like(s.repeat_penalty)), l.mul(l.scalar_like(s.repeat_penalty)));
+    l = seen.where(pen, l);
+  }
+  Tensor pick = [&] {
+    if (s.temperature <= 0) return l.argmax(0);
+    int64_t k = std::min<int64_t>(s.top_k > 0 ? s.top_k : 1024, V);
+    auto [vals, idx] = l.topk(k);  // largest first
+    Tensor x = vals.div(vals.scalar_like(s.temperature));
+    if (s.top_p < 1.0) {  // keep a token while the tokens before it hold less than top_p: at least the first
+      Tensor p = x.softmax(0), before = p.cumsum(0).sub(p);
+      x = before.lt(p.scalar_like(s.top_p)).where(x, x.scalar_like(-INFINITY));
+    }
+    Tensor u = Tensor::rand({k}, dtypes::float32, device_).maximum(x.scalar_like(1e-20));
+    Tensor choice = x.add(u.log().neg().log().neg()).argmax(0);  // Gumbel-max: a draw from softmax(x)
+    return idx.mul(choice.one_hot(k).cast(idx.dtype())).sum();
+  }();
+  int64_t tok = 0;
+  Tensor t = pick.cast(dtypes::int64).to("CPU");
+  t.to_data(&tok, sizeof tok);
+  return int32_t(tok);
+}
+
+std::vector<int32_t> LlmModel::generate(const std::vector<int32_t>& prompt, int64_t max_tokens, const Sampling& s,
+                                        const std::function<bool(int32_t)>& on_token) {
+  TG_CHECK(max_tokens >= 0, TG_ERROR_INVALID_ARGUMENT, "llm_generate: max_tokens is negative");
+  Tensor::manual_seed(s.seed);
+  std::vector<int32_t> history = prompt, out;
+  Tensor logits = eval(prompt);
+  while (int64_t(out.size()) < max_tokens) {
+    int32_t tok = sample(logits, s, history);
+    if (tok_ && tok_->is_eog(tok)) break;
+    out.push_back(tok), history.push_back(tok);
+    if (on_token && !on_token(tok)) break;
+    if (pos_ >= cfg_.context || int64_t(out.size()) == max_tokens) break;
+    logits = eval({tok});
+  }
+  return out;
 }
 
 Tensor LlmModel::eval(const std::vector<int32_t>& tokens) {

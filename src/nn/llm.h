@@ -3,12 +3,14 @@
 // inside its kernel (the dequantization is a lazy expression the scheduler fuses into the reduce), so a quantized weight
 // never exists as float32 in memory. The KV cache is realized per layer and written by assign at the position.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "nn/state.h"
+#include "nn/tokenizer.h"
 #include "tensor/jit.h"
 
 namespace tg::nn {
@@ -29,6 +31,19 @@ struct QWeight {
   Tensor rows_of(const Tensor& idx) const;  // rows `idx` (int, any shape) dequantized: (..., cols) float32
 };
 
+// How a token is picked from logits (llama.cpp's common defaults). temperature <= 0 is greedy (argmax); otherwise the
+// `top_k` most likely tokens (0: 1024) are kept, of those the smallest set whose probability reaches `top_p`, and one is
+// drawn from them at `temperature` (Gumbel-max on the device). repeat_penalty != 1 scales the logits of the last
+// `repeat_last_n` tokens of the history (divided when positive, multiplied when negative, as llama.cpp).
+struct Sampling {
+  double temperature = 0.8;
+  int64_t top_k = 40;
+  double top_p = 0.95;
+  double repeat_penalty = 1.0;
+  int64_t repeat_last_n = 64;
+  uint64_t seed = 0;
+};
+
 struct LlmOptions {
   std::string device;
   int64_t context = 0;  // 0: the file's context length (capped at 4096)
@@ -45,6 +60,16 @@ class LlmModel {
   // (vocab,) float32, realized.
   Tensor eval(const std::vector<int32_t>& tokens);
   void reset() { pos_ = 0; }
+  // One token from `logits` (vocab,), computed on the device; `history` feeds the repetition penalty.
+  int32_t sample(const Tensor& logits, const Sampling& s, const std::vector<int32_t>& history) const;
+  // Feeds `prompt`, then samples up to max_tokens tokens, feeding each back; stops at an end-of-generation token (not
+  // passed on), when `on_token` returns false, or when the context is full. Seeds the random numbers with s.seed first.
+  // Returns the tokens generated (those passed to on_token).
+  std::vector<int32_t> generate(const std::vector<int32_t>& prompt, int64_t max_tokens, const Sampling& s,
+                                const std::function<bool(int32_t)>& on_token);
+  // the file's tokenizer; TG_ERROR_UNSUPPORTED naming the file when it has none
+  const Tokenizer& tokenizer() const;
+  bool has_tokenizer() const { return tok_.has_value(); }
 
  private:
   struct Layer {
@@ -68,7 +93,9 @@ class LlmModel {
   std::vector<Layer> layers_;
   int64_t pos_ = 0;
   UOpRef start_pos_;                  // the Variable start_pos in [0, context - 1]
-  std::unique_ptr<TinyJit> decode_;  // one token at a time: one capture serves every position
+  std::unique_ptr<TinyJit> decode_;
+  std::optional<Tokenizer> tok_;
+  std::string file_;  // one token at a time: one capture serves every position
 };
 
 }  // namespace tg::nn

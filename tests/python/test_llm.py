@@ -231,3 +231,102 @@ def test_decode_replays_one_capture_at_every_position(tmp_path):
       assert after["schedule_count"] == before["schedule_count"] and after["compile_count"] == before["compile_count"], i
       assert after["lower_count"] == before["lower_count"], i
   assert m.position == len(toks)
+
+
+# ---- the tokenizer and generation, on a model whose file carries a SentencePiece vocabulary ----
+import os, sys  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+import gguf_vocab  # noqa: E402
+
+
+def vocab_model(tmp_path, seed=21):
+  """A tiny llama with gguf_vocab's SentencePiece vocabulary (its BOS 1, EOS 2)"""
+  tok_kv = [e for e in gguf_vocab.spm_kv() if e[0].startswith("tokenizer.")]
+  c = tiny_config(vocab=len(gguf_vocab.spm_vocab()[0]), n_layer=1, context=128)
+  kv, tensors, W = build_model(c, Q8_0, seed=seed)
+  write_gguf(tmp_path / "v.gguf", kv + tok_kv, tensors)
+  return tmp_path / "v.gguf", c, W
+
+
+def test_end_to_end_tokenize_generate_detokenize(tmp_path):
+  """load, tokenize, generate 32 tokens greedily, detokenize: the tokens are the float64 model's argmax chain"""
+  path, c, W = vocab_model(tmp_path)
+  m = LLM(path)
+  assert m.bos == 1 and m.eos == 2 and m.is_eog(2) and not m.is_eog(5)
+  ids = m.tokenize("Hello world, this is a test.")
+  assert ids[0] == 1 and len(ids) > 3
+  # as llama_detokenize: the vocabulary's space prefix stays when the BOS before it is removed
+  assert m.detokenize(ids, remove_special=True).lstrip(" ") == "Hello world, this is a test."
+  pieces = []
+  out = m.generate(ids, 32, on_token=lambda t, p: pieces.append(p), temperature=0.0)
+  ref = RefModel(c, W)
+  logits, want = ref(np.array(ids)), []
+  for _ in range(32):
+    t = int(logits.argmax())
+    if t == 2: break
+    want.append(t)
+    logits = ref(np.array([t]))
+  assert out == want
+  assert "".join(pieces) == "".join(m.token_piece(t) for t in out)
+  assert m.position == len(ids) + len(out) - (len(out) == 32)  # the last token is returned, not fed
+  assert isinstance(m.detokenize(out), str)
+
+
+def test_sampling_is_seeded_and_stays_in_top_k(tmp_path):
+  path, c, _ = vocab_model(tmp_path, seed=22)
+  m = LLM(path)
+  ids = m.tokenize("The quick brown fox")
+  runs = []
+  for seed in (1, 1, 2):
+    m.reset()
+    runs.append(m.generate(ids, 12, temperature=1.5, top_k=5, top_p=1.0, seed=seed))
+  assert runs[0] == runs[1] and len(runs[0]) > 0
+  m.reset()
+  logits = m(ids)
+  top5 = set(np.argsort(logits.numpy())[-5:].tolist())
+  for s in range(20): assert m.sample(logits, temperature=2.0, top_k=5, top_p=1.0, seed=s) in top5
+  assert m.sample(logits, temperature=0.0) == int(logits.numpy().argmax())
+  assert m.sample(logits, temperature=1.0, top_k=1) == int(logits.numpy().argmax())
+  # a penalty on the best token makes the greedy pick another when it was positive
+  best = int(logits.numpy().argmax())
+  if logits.numpy()[best] > 0: assert m.sample(logits, [best], temperature=0.0, repeat_penalty=1e6) != best
+  with pytest.raises(TinygradError, match="out of range"): m.sample(logits, temperature=float("nan"))
+
+
+def test_generation_stops_when_asked(tmp_path):
+  path, _, _ = vocab_model(tmp_path, seed=23)
+  m = LLM(path)
+  seen = []
+  def stop_at_five(t, p):
+    seen.append(t)
+    return len(seen) >= 5
+  got = m.generate(m.tokenize("abc"), 50, on_token=stop_at_five, temperature=0.0)
+  assert len(got) == 5 and got == seen
+  with pytest.raises(ZeroDivisionError): m.generate(m.tokenize("abc"), 5, on_token=lambda t, p: 1 / 0)
+
+
+def test_a_model_without_a_tokenizer_says_so(tmp_path):
+  write_model(tmp_path / "n.gguf", tiny_config(dim=64, ffn=128, vocab=40))
+  m = LLM(tmp_path / "n.gguf")
+  with pytest.raises(TinygradError, match="no tokenizer") as e: m.tokenize("x")
+  assert e.value.status == "TG_ERROR_UNSUPPORTED"
+  assert len(m.generate([1, 2], 3, temperature=0.0)) == 3  # generation needs no tokenizer
+
+
+def test_example_llm_c_streams_the_same_tokens(tmp_path):
+  """examples/c/llm.c, greedy: it prints the prompt, the same text the binding's generate gives, and its speeds"""
+  import subprocess
+  import tinygrad_c
+  exe = os.path.join(os.path.dirname(tinygrad_c.library_path), "example_llm")
+  assert os.path.isfile(exe), f"{exe} is missing (the example_llm target)"
+  path, _, _ = vocab_model(tmp_path, seed=24)
+  m = LLM(path)
+  pieces = []
+  m.generate(m.tokenize("Once upon a time"), 12, on_token=lambda t, p: pieces.append(m.token_piece(t)), temperature=0.0)
+  r = subprocess.run([exe, "--model", str(path), "--prompt", "Once upon a time", "-n", "12", "--temp", "0"], capture_output=True, timeout=300)
+  assert r.returncode == 0, r.stderr
+  out = r.stdout.decode("utf-8", "replace")
+  assert out.startswith("Once upon a time" + "".join(pieces) + "\n\nllm: loaded in"), out
+  assert "tokens/s" in out
+  bad = subprocess.run([exe, "--model", str(tmp_path / "missing.gguf"), "--prompt", "x"], capture_output=True, timeout=60)
+  assert bad.returncode == 1 and b"missing.gguf" in bad.stderr

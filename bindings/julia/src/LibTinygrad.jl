@@ -96,6 +96,11 @@ const TG_OPTIM_MUON = Int32(5)
 As a @cfunction: `@cfunction(f, Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t,))`
 """
 const tg_jit_fn = Ptr{Cvoid}
+"""Called with each generated token and its text (tg_llm_token_piece, borrowed for the call); nonzero stops.
+
+As a @cfunction: `@cfunction(f, Cint, (Ptr{Cvoid}, Int64, Cstring,))`
+"""
+const tg_llm_token_fn = Ptr{Cvoid}
 
 # ---- externs: structs the header names only (passed as Ptr{Cvoid})
 # DLManagedTensor: Tensors shared with other libraries (numpy, PyTorch, JAX, CuPy) without copies, through DLPack's C A
@@ -154,6 +159,17 @@ struct tg_llm_options
   struct_size::Csize_t
   device::Ptr{UInt8}
   context::Int64
+end
+
+"""How tg_llm_sample and tg_llm_generate pick a token. temperature <= 0 is greedy (the argmax); otherwise the top_k most likely tokens (0: 1024) are kept, of those the smallest set whose probability reaches top_p, and one is drawn at `temperature`. repeat_penalty != 1 scales the logits of the last repeat_last_n tokens of the history (divided when positive, multiplied when negative, as llama.cpp). `seed` seeds tg_llm_generate's draws."""
+struct tg_llm_sampling
+  struct_size::Csize_t
+  temperature::Cdouble
+  top_k::Int64
+  top_p::Cdouble
+  repeat_penalty::Cdouble
+  repeat_last_n::Int64
+  seed::UInt64
 end
 
 """What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source, buffers and, after running, its time."""
@@ -1994,6 +2010,48 @@ such key.
 """
 tg_llm_metadata(m, key, buf, size) = ccall((:tg_llm_metadata, libtinygrad), Int64, (Ptr{Cvoid}, Cstring, Ptr{UInt8}, Csize_t), m, key, buf, size)
 """
+The file's tokenizer (tokenizer.ggml.*: SentencePiece-style "llama" or byte-level BPE "gpt2", equal to
+llama.cpp's). A model whose file has none gives TG_ERROR_UNSUPPORTED here. The token ids of the UTF-8 `text`
+as a 1-D int32 tensor: add_special adds the BOS/EOS the vocabulary asks for; parse_special turns control
+tokens' texts into those tokens.
+"""
+tg_llm_tokenize(m, text, add_special, parse_special) = ccall((:tg_llm_tokenize, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Cstring, Cint, Cint), m, text, add_special, parse_special)
+"""
+The text of `tokens` (a 1-D int32 or int64 tensor) as llama_detokenize gives it: remove_special drops a
+leading BOS and a trailing EOS; unparse_special writes control tokens' texts. Into buf (NUL-terminated,
+truncated to size); the full length.
+"""
+tg_llm_detokenize(m, tokens, remove_special, unparse_special, buf, size) = ccall((:tg_llm_detokenize, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{Cvoid}, Cint, Cint, Ptr{UInt8}, Csize_t), m, tokens, remove_special, unparse_special, buf, size)
+"""
+One token's text, as a stream of tokens prints it (llama_token_to_piece; control tokens print nothing).
+"""
+tg_llm_token_piece(m, token, buf, size) = ccall((:tg_llm_token_piece, libtinygrad), Int64, (Ptr{Cvoid}, Int64, Ptr{UInt8}, Csize_t), m, token, buf, size)
+"""
+The vocabulary's BOS and EOS tokens (-1: it has none, or an error), and whether `token` ends a generation
+(EOS, EOT, the end-of-turn tokens).
+"""
+tg_llm_bos(m) = ccall((:tg_llm_bos, libtinygrad), Int64, (Ptr{Cvoid},), m)
+tg_llm_eos(m) = ccall((:tg_llm_eos, libtinygrad), Int64, (Ptr{Cvoid},), m)
+"""
+1 if `token` ends a generation, 0 if not, -1 on error.
+"""
+tg_llm_is_eog(m, token) = ccall((:tg_llm_is_eog, libtinygrad), Cint, (Ptr{Cvoid}, Int64), m, token)
+"""
+The defaults above into *out (set out->struct_size first).
+"""
+tg_llm_sampling_default(out) = ccall((:tg_llm_sampling_default, libtinygrad), Int32, (Ptr{tg_llm_sampling},), out)
+"""
+A token drawn from `logits` (vocab,) on the device; `history` (1-D int tensor, may be NULL) feeds the
+repetition penalty, `s` NULL is the defaults. The token id, or -1 on error.
+"""
+tg_llm_sample(m, logits, history, s) = ccall((:tg_llm_sample, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{Cvoid}, Ptr{Cvoid}, Ptr{tg_llm_sampling}), m, logits, history, s)
+"""
+Feeds `prompt` (1-D int tensor) at the current position, then samples up to max_tokens tokens, feeding each
+back: stops at an end-of-generation token (not passed on), when `fn` returns nonzero, or when the context is
+full. The number of tokens generated, or -1 on error.
+"""
+tg_llm_generate(m, prompt, max_tokens, s, fn, userdata) = ccall((:tg_llm_generate, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{Cvoid}, Int64, Ptr{tg_llm_sampling}, Ptr{Cvoid}, Ptr{Cvoid}), m, prompt, max_tokens, s, fn, userdata)
+"""
 Another reference to the same model.
 """
 tg_llm_retain(m) = ccall((:tg_llm_retain, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), m)
@@ -2087,46 +2145,46 @@ export TG_ERROR_INTERNAL, TG_DTYPE_INVALID, TG_BOOL, TG_INT8, TG_UINT8, TG_INT16
 export TG_INT64, TG_UINT64, TG_FLOAT16, TG_BFLOAT16, TG_FLOAT32, TG_FLOAT64, TG_BINOP_INVALID, TG_ADD, TG_SUB, TG_MUL
 export TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT, TG_INDEX_INVALID, TG_INDEX_INT, TG_INDEX_SLICE, TG_INDEX_NEWAXIS
 export TG_INDEX_ELLIPSIS, TG_INDEX_TENSOR, TG_OPTIM_INVALID, TG_OPTIM_SGD, TG_OPTIM_ADAM, TG_OPTIM_ADAMW
-export TG_OPTIM_LARS, TG_OPTIM_LAMB, TG_OPTIM_MUON, tg_jit_fn, tg_index, tg_export_options, tg_optimizer_options
-export tg_onnx_options, tg_llm_options, tg_kernel_info, tg_counters, tg_version, tg_version_number, tg_last_error
-export tg_last_error_message, tg_clear_error, tg_status_name, tg_dtype_size, tg_dtype_name, tg_dtype_promote
-export tg_device_count, tg_device_name, tg_device_description, tg_device_open, tg_device_synchronize
-export tg_expr_variable, tg_expr_const, tg_expr_binary, tg_expr_simplify, tg_expr_render, tg_expr_eval
-export tg_expr_bounds, tg_expr_retain, tg_expr_release, tg_tensor_uop, tg_uop_op, tg_uop_dtype, tg_uop_arg
-export tg_uop_arg_number, tg_uop_shape, tg_uop_srcs, tg_uop_toposort, tg_uop_print, tg_uop_id, tg_tensor_schedule
-export tg_uop_retain, tg_uop_release, tg_viz_enable, tg_viz_enabled, tg_viz_set_capacity, tg_viz_clear, tg_viz_serve
-export tg_viz_stop, tg_viz_dump, tg_viz_json, tg_tensor_from_data, tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones
-export tg_tensor_full, tg_tensor_arange, tg_tensor_eye, tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel
-export tg_tensor_shape, tg_tensor_dtype, tg_tensor_device, tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul
-export tg_tensor_div, tg_tensor_idiv, tg_tensor_maximum, tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le
-export tg_tensor_gt, tg_tensor_ge, tg_tensor_eq, tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar
-export tg_tensor_mul_scalar, tg_tensor_div_scalar, tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast
-export tg_tensor_neg, tg_tensor_exp, tg_tensor_exp2, tg_tensor_log, tg_tensor_log2, tg_tensor_sqrt
-export tg_tensor_reciprocal, tg_tensor_sin, tg_tensor_cos, tg_tensor_abs, tg_tensor_relu, tg_tensor_sigmoid
-export tg_tensor_tanh, tg_tensor_rsqrt, tg_tensor_square, tg_tensor_tan, tg_tensor_asin, tg_tensor_acos
-export tg_tensor_atan, tg_tensor_sinh, tg_tensor_cosh, tg_tensor_asinh, tg_tensor_acosh, tg_tensor_atanh
-export tg_tensor_erf, tg_tensor_sign, tg_tensor_trunc, tg_tensor_floor, tg_tensor_ceil, tg_tensor_round
-export tg_tensor_isnan, tg_tensor_isinf, tg_tensor_isfinite, tg_tensor_logical_not, tg_tensor_relu6
-export tg_tensor_leaky_relu, tg_tensor_elu, tg_tensor_celu, tg_tensor_selu, tg_tensor_gelu, tg_tensor_quick_gelu
-export tg_tensor_silu, tg_tensor_mish, tg_tensor_hardsigmoid, tg_tensor_logsigmoid, tg_tensor_softplus
-export tg_tensor_softsign, tg_tensor_hardswish, tg_tensor_hardtanh, tg_tensor_clamp, tg_tensor_mod, tg_tensor_fmod
-export tg_tensor_bitwise_and, tg_tensor_bitwise_or, tg_tensor_bitwise_xor, tg_tensor_bitwise_not, tg_tensor_lshift
-export tg_tensor_rshift, tg_tensor_lshift_tensor, tg_tensor_rshift_tensor, tg_tensor_copysign, tg_tensor_logaddexp
-export tg_tensor_lerp, tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod, tg_tensor_max, tg_tensor_min, tg_tensor_mean
-export tg_tensor_std, tg_tensor_var, tg_tensor_std_mean, tg_tensor_var_mean, tg_tensor_all, tg_tensor_any
-export tg_tensor_logsumexp, tg_tensor_argmax, tg_tensor_argmin, tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax
-export tg_tensor_cummin, tg_tensor_softmax, tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute
-export tg_tensor_expand, tg_tensor_pad, tg_tensor_pad_to, tg_tensor_shrink, tg_tensor_shrink_var
-export tg_tensor_shrink_expr, tg_tensor_shrink_at, tg_tensor_rebind, tg_tensor_shape_vars, tg_tensor_from_expr
-export tg_tensor_at_binding, tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten
-export tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave
-export tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_tril_tensor
-export tg_tensor_triu_tensor, tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem
-export tg_tensor_split, tg_tensor_chunk, tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold
-export tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce
-export tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select, tg_tensor_nonzero_sized
-export tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot
-export tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd, tg_tensor_conv2d, tg_tensor_conv_transpose2d
+export TG_OPTIM_LARS, TG_OPTIM_LAMB, TG_OPTIM_MUON, tg_jit_fn, tg_llm_token_fn, tg_index, tg_export_options
+export tg_optimizer_options, tg_onnx_options, tg_llm_options, tg_llm_sampling, tg_kernel_info, tg_counters
+export tg_version, tg_version_number, tg_last_error, tg_last_error_message, tg_clear_error, tg_status_name
+export tg_dtype_size, tg_dtype_name, tg_dtype_promote, tg_device_count, tg_device_name, tg_device_description
+export tg_device_open, tg_device_synchronize, tg_expr_variable, tg_expr_const, tg_expr_binary, tg_expr_simplify
+export tg_expr_render, tg_expr_eval, tg_expr_bounds, tg_expr_retain, tg_expr_release, tg_tensor_uop, tg_uop_op
+export tg_uop_dtype, tg_uop_arg, tg_uop_arg_number, tg_uop_shape, tg_uop_srcs, tg_uop_toposort, tg_uop_print
+export tg_uop_id, tg_tensor_schedule, tg_uop_retain, tg_uop_release, tg_viz_enable, tg_viz_enabled
+export tg_viz_set_capacity, tg_viz_clear, tg_viz_serve, tg_viz_stop, tg_viz_dump, tg_viz_json, tg_tensor_from_data
+export tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones, tg_tensor_full, tg_tensor_arange, tg_tensor_eye
+export tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape, tg_tensor_dtype, tg_tensor_device
+export tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div, tg_tensor_idiv, tg_tensor_maximum
+export tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt, tg_tensor_ge, tg_tensor_eq
+export tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar, tg_tensor_div_scalar
+export tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast, tg_tensor_neg, tg_tensor_exp, tg_tensor_exp2
+export tg_tensor_log, tg_tensor_log2, tg_tensor_sqrt, tg_tensor_reciprocal, tg_tensor_sin, tg_tensor_cos
+export tg_tensor_abs, tg_tensor_relu, tg_tensor_sigmoid, tg_tensor_tanh, tg_tensor_rsqrt, tg_tensor_square
+export tg_tensor_tan, tg_tensor_asin, tg_tensor_acos, tg_tensor_atan, tg_tensor_sinh, tg_tensor_cosh, tg_tensor_asinh
+export tg_tensor_acosh, tg_tensor_atanh, tg_tensor_erf, tg_tensor_sign, tg_tensor_trunc, tg_tensor_floor
+export tg_tensor_ceil, tg_tensor_round, tg_tensor_isnan, tg_tensor_isinf, tg_tensor_isfinite, tg_tensor_logical_not
+export tg_tensor_relu6, tg_tensor_leaky_relu, tg_tensor_elu, tg_tensor_celu, tg_tensor_selu, tg_tensor_gelu
+export tg_tensor_quick_gelu, tg_tensor_silu, tg_tensor_mish, tg_tensor_hardsigmoid, tg_tensor_logsigmoid
+export tg_tensor_softplus, tg_tensor_softsign, tg_tensor_hardswish, tg_tensor_hardtanh, tg_tensor_clamp
+export tg_tensor_mod, tg_tensor_fmod, tg_tensor_bitwise_and, tg_tensor_bitwise_or, tg_tensor_bitwise_xor
+export tg_tensor_bitwise_not, tg_tensor_lshift, tg_tensor_rshift, tg_tensor_lshift_tensor, tg_tensor_rshift_tensor
+export tg_tensor_copysign, tg_tensor_logaddexp, tg_tensor_lerp, tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod
+export tg_tensor_max, tg_tensor_min, tg_tensor_mean, tg_tensor_std, tg_tensor_var, tg_tensor_std_mean
+export tg_tensor_var_mean, tg_tensor_all, tg_tensor_any, tg_tensor_logsumexp, tg_tensor_argmax, tg_tensor_argmin
+export tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin, tg_tensor_softmax
+export tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand, tg_tensor_pad, tg_tensor_pad_to
+export tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_shrink_expr, tg_tensor_shrink_at, tg_tensor_rebind
+export tg_tensor_shape_vars, tg_tensor_from_expr, tg_tensor_at_binding, tg_tensor_flip, tg_tensor_transpose
+export tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze
+export tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril
+export tg_tensor_triu, tg_tensor_tril_tensor, tg_tensor_triu_tensor, tg_tensor_pad_mode, tg_tensor_matmul
+export tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk, tg_tensor_meshgrid, tg_tensor_diag
+export tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk, tg_tensor_scatter
+export tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select
+export tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear
+export tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd, tg_tensor_conv2d, tg_tensor_conv_transpose2d
 export tg_tensor_interpolate, tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose
 export tg_tensor_pool, tg_tensor_max_pool_indices, tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm
 export tg_tensor_dropout, tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa
@@ -2158,8 +2216,9 @@ export tg_onnx_output_info, tg_onnx_input_dim_name, tg_onnx_output_dim_name, tg_
 export tg_onnx_run, tg_onnx_run_named, tg_onnx_load_tensor, tg_onnx_input_kind, tg_onnx_output_kind
 export tg_onnx_run_values, tg_onnx_load_value, tg_onnx_model_retain, tg_onnx_model_release, tg_llm_load, tg_llm_eval
 export tg_llm_reset, tg_llm_position, tg_llm_context, tg_llm_vocab_size, tg_llm_config, tg_llm_metadata
-export tg_llm_retain, tg_llm_release, tg_plan_create, tg_plan_run, tg_plan_kernel_count, tg_plan_kernel
-export tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option, tg_option_push, tg_option_pop, tg_counters_get
-export tg_counters_reset, tg_live_handles, libtinygrad
+export tg_llm_tokenize, tg_llm_detokenize, tg_llm_token_piece, tg_llm_bos, tg_llm_eos, tg_llm_is_eog
+export tg_llm_sampling_default, tg_llm_sample, tg_llm_generate, tg_llm_retain, tg_llm_release, tg_plan_create
+export tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option
+export tg_get_option, tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
 
 end # module

@@ -450,6 +450,14 @@ llm_position(m::Llm) = check_value(() -> L.tg_llm_position(m), -1, false)
 llm_context(m::Llm) = check_value(() -> L.tg_llm_context(m), -1, false)
 # tg_llm_vocab_size
 llm_vocab_size(m::Llm) = check_value(() -> L.tg_llm_vocab_size(m), -1, false)
+# tg_llm_tokenize
+llm_tokenize(m::Llm, text::AbstractString, add_special::Bool, parse_special::Bool) = adopt(Tensor, L.tg_llm_tokenize(m, cstr(text), add_special, parse_special))
+# tg_llm_bos
+llm_bos(m::Llm) = check_value(() -> L.tg_llm_bos(m), -1, false)
+# tg_llm_eos
+llm_eos(m::Llm) = check_value(() -> L.tg_llm_eos(m), -1, false)
+# tg_llm_is_eog
+llm_is_eog(m::Llm, token::Integer) = check_value(() -> L.tg_llm_is_eog(m, token), -1, false)
 # tg_plan_run
 plan_run(plan::Plan) = check(L.tg_plan_run(plan))
 # tg_plan_kernel_count
@@ -461,25 +469,25 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 229 methods generated from 392 functions
+# 233 methods generated from 401 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous
 export contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count
 export device_open, device_synchronize, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary
 export expr_const, expr_simplify, expr_variable, eye, flatten, from_idx, full_like, gather, ge, gelu, grad, gt
 export hardsigmoid, hardswish, hardtanh, isclose, jit_call_count, jit_plan, jit_reset, le, leaky_relu, lerp, linear
-export linspace, llm_context, llm_eval, llm_position, llm_reset, llm_vocab_size, log_softmax, logaddexp, logical_not
-export logsigmoid, lshift_tensor, lt, masked_fill, masked_select, masked_select_sized, matmul, max_pool2d, mish
-export module_call, module_get, module_load_state, module_parameter_count, module_set, module_set_option
-export module_state, multinomial, ndim, ne, nll_loss, nll_loss_weighted, nn_batchnorm, nn_conv1d, nn_conv2d
-export nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding, nn_function, nn_groupnorm, nn_instancenorm, nn_linear
-export nn_lstm_cell, nn_rmsnorm, nonzero, nonzero_sized, numel, one_hot, ones_like, onnx_input_count, onnx_input_kind
-export onnx_load_tensor, onnx_opset, onnx_output_count, onnx_output_kind, optimizer_lr, optimizer_set_lr
-export optimizer_step, optimizer_zero_grad, option_pop, option_push, pad_to, plan_kernel_count, plan_run, quick_gelu
-export rand_like, randn_like, randperm, realize, rebind, reciprocal, relu, relu6, repeat_interleave, requires_grad
-export rshift_tensor, rsqrt, scaled_dot_product_attention, scaled_dot_product_attention_gqa, scatter, scatter_reduce
-export selu, set_grad, set_option, set_requires_grad, shrink_var, sigmoid, silu, softmax, softplus, softsign
-export sparse_categorical_crossentropy, square, squeeze, squeeze_all, state_count, state_create, state_get
-export state_load, state_metadata_count, state_metadata_set, state_save, state_set, to, tril, tril_tensor, triu
-export triu_tensor, unfold, unsqueeze, uop, uop_id, viz_clear, viz_dump, viz_enable, viz_set_capacity, viz_stop
-export where_, zeros_like
+export linspace, llm_bos, llm_context, llm_eos, llm_eval, llm_is_eog, llm_position, llm_reset, llm_tokenize
+export llm_vocab_size, log_softmax, logaddexp, logical_not, logsigmoid, lshift_tensor, lt, masked_fill, masked_select
+export masked_select_sized, matmul, max_pool2d, mish, module_call, module_get, module_load_state
+export module_parameter_count, module_set, module_set_option, module_state, multinomial, ndim, ne, nll_loss
+export nll_loss_weighted, nn_batchnorm, nn_conv1d, nn_conv2d, nn_conv_transpose1d, nn_conv_transpose2d, nn_embedding
+export nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell, nn_rmsnorm, nonzero, nonzero_sized, numel
+export one_hot, ones_like, onnx_input_count, onnx_input_kind, onnx_load_tensor, onnx_opset, onnx_output_count
+export onnx_output_kind, optimizer_lr, optimizer_set_lr, optimizer_step, optimizer_zero_grad, option_pop, option_push
+export pad_to, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind, reciprocal
+export relu, relu6, repeat_interleave, requires_grad, rshift_tensor, rsqrt, scaled_dot_product_attention
+export scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
+export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze
+export squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count, state_metadata_set
+export state_save, state_set, to, tril, tril_tensor, triu, triu_tensor, unfold, unsqueeze, uop, uop_id, viz_clear
+export viz_dump, viz_enable, viz_set_capacity, viz_stop, where_, zeros_like

@@ -65,6 +65,7 @@ TG_OPTIM_LAMB = 4
 TG_OPTIM_MUON = 5
 
 tg_jit_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t)
+tg_llm_token_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p)
 
 
 class tg_index(ctypes.Structure):
@@ -129,6 +130,19 @@ class tg_llm_options(ctypes.Structure):
     ('struct_size', ctypes.c_size_t),
     ('device', ctypes.c_char_p),
     ('context', ctypes.c_int64),
+  ]
+
+
+class tg_llm_sampling(ctypes.Structure):
+  """struct tg_llm_sampling, laid out as include/tinygrad.h declares it."""
+  _fields_ = [
+    ('struct_size', ctypes.c_size_t),
+    ('temperature', ctypes.c_double),
+    ('top_k', ctypes.c_int64),
+    ('top_p', ctypes.c_double),
+    ('repeat_penalty', ctypes.c_double),
+    ('repeat_last_n', ctypes.c_int64),
+    ('seed', ctypes.c_uint64),
   ]
 
 
@@ -540,6 +554,15 @@ SIGNATURES = {
   'tg_llm_vocab_size': (ctypes.c_int64, [ctypes.c_void_p]),
   'tg_llm_config': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]),
   'tg_llm_metadata': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+  'tg_llm_tokenize': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]),
+  'tg_llm_detokenize': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
+  'tg_llm_token_piece': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]),
+  'tg_llm_bos': (ctypes.c_int64, [ctypes.c_void_p]),
+  'tg_llm_eos': (ctypes.c_int64, [ctypes.c_void_p]),
+  'tg_llm_is_eog': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64]),
+  'tg_llm_sampling_default': (ctypes.c_int, [ctypes.POINTER(tg_llm_sampling)]),
+  'tg_llm_sample': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(tg_llm_sampling)]),
+  'tg_llm_generate': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(tg_llm_sampling), tg_llm_token_fn, ctypes.c_void_p]),
   'tg_llm_retain': (ctypes.c_void_p, [ctypes.c_void_p]),
   'tg_llm_release': (None, [ctypes.c_void_p]),
   'tg_plan_create': (ctypes.c_void_p, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
@@ -936,6 +959,15 @@ ERRORS = {
   'tg_llm_vocab_size': ('value', -1, False),
   'tg_llm_config': ('value', -1, False),
   'tg_llm_metadata': ('value', -1, False),
+  'tg_llm_tokenize': 'null',
+  'tg_llm_detokenize': ('value', -1, False),
+  'tg_llm_token_piece': ('value', -1, False),
+  'tg_llm_bos': ('value', -1, False),
+  'tg_llm_eos': ('value', -1, False),
+  'tg_llm_is_eog': ('value', -1, False),
+  'tg_llm_sampling_default': 'status',
+  'tg_llm_sample': ('value', -1, False),
+  'tg_llm_generate': ('value', -1, False),
   'tg_llm_retain': 'null',
   'tg_llm_release': 'none',
   'tg_plan_create': 'null',

@@ -322,6 +322,31 @@ impl Default for tg_llm_options {
   }
 }
 
+/// How tg_llm_sample and tg_llm_generate pick a token. temperature <= 0 is greedy (the argmax); otherwise the
+/// top_k most likely tokens (0: 1024) are kept, of those the smallest set whose probability reaches top_p, and
+/// one is drawn at `temperature`. repeat_penalty != 1 scales the logits of the last repeat_last_n tokens of the
+/// history (divided when positive, multiplied when negative, as llama.cpp). `seed` seeds tg_llm_generate's draws.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct tg_llm_sampling {
+  pub struct_size: usize,
+  pub temperature: f64,
+  pub top_k: i64,
+  pub top_p: f64,
+  pub repeat_penalty: f64,
+  pub repeat_last_n: i64,
+  pub seed: u64,
+}
+impl Default for tg_llm_sampling {
+  /// Zeroed, with struct_size set to this header's size.
+  fn default() -> Self {
+    // SAFETY: every field is an integer, a float or a raw pointer, for which all-zero bytes are valid.
+    let mut s: Self = unsafe { core::mem::zeroed() };
+    s.struct_size = core::mem::size_of::<Self>();
+    s
+  }
+}
+
 /// What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,
 /// buffers and, after running, its time.
 #[repr(C)]
@@ -375,6 +400,10 @@ impl Default for tg_counters {
 /// or not at all); on an error it must write no references. `userdata` is what tg_jit_create was given.
 #[rustfmt::skip]
 pub type tg_jit_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, inputs: *const *mut tg_tensor, n_inputs: usize, outputs: *mut *mut tg_tensor, n_outputs: usize) -> tg_status>;
+
+/// Called with each generated token and its text (tg_llm_token_piece, borrowed for the call); nonzero stops.
+#[rustfmt::skip]
+pub type tg_llm_token_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, token: i64, piece: *const c_char) -> c_int>;
 
 #[rustfmt::skip] // one declaration a line, as generated
 unsafe extern "C" {
@@ -1550,6 +1579,32 @@ unsafe extern "C" {
   /// A metadata value of the file (GGUF key) as JSON text; -1 with TG_ERROR_INVALID_ARGUMENT when the file has
   /// no such key.
   pub fn tg_llm_metadata(m: *const tg_llm, key: *const c_char, buf: *mut c_char, size: usize) -> i64;
+  /// The file's tokenizer (tokenizer.ggml.*: SentencePiece-style "llama" or byte-level BPE "gpt2", equal to
+  /// llama.cpp's). A model whose file has none gives TG_ERROR_UNSUPPORTED here. The token ids of the UTF-8
+  /// `text` as a 1-D int32 tensor: add_special adds the BOS/EOS the vocabulary asks for; parse_special turns
+  /// control tokens' texts into those tokens.
+  pub fn tg_llm_tokenize(m: *const tg_llm, text: *const c_char, add_special: c_int, parse_special: c_int) -> *mut tg_tensor;
+  /// The text of `tokens` (a 1-D int32 or int64 tensor) as llama_detokenize gives it: remove_special drops a
+  /// leading BOS and a trailing EOS; unparse_special writes control tokens' texts. Into buf (NUL-terminated,
+  /// truncated to size); the full length.
+  pub fn tg_llm_detokenize(m: *const tg_llm, tokens: *const tg_tensor, remove_special: c_int, unparse_special: c_int, buf: *mut c_char, size: usize) -> i64;
+  /// One token's text, as a stream of tokens prints it (llama_token_to_piece; control tokens print nothing).
+  pub fn tg_llm_token_piece(m: *const tg_llm, token: i64, buf: *mut c_char, size: usize) -> i64;
+  /// The vocabulary's BOS and EOS tokens (-1: it has none, or an error), and whether `token` ends a generation
+  /// (EOS, EOT, the end-of-turn tokens).
+  pub fn tg_llm_bos(m: *const tg_llm) -> i64;
+  pub fn tg_llm_eos(m: *const tg_llm) -> i64;
+  /// 1 if `token` ends a generation, 0 if not, -1 on error.
+  pub fn tg_llm_is_eog(m: *const tg_llm, token: i64) -> c_int;
+  /// The defaults above into *out (set out->struct_size first).
+  pub fn tg_llm_sampling_default(out: *mut tg_llm_sampling) -> tg_status;
+  /// A token drawn from `logits` (vocab,) on the device; `history` (1-D int tensor, may be NULL) feeds the
+  /// repetition penalty, `s` NULL is the defaults. The token id, or -1 on error.
+  pub fn tg_llm_sample(m: *mut tg_llm, logits: *const tg_tensor, history: *const tg_tensor, s: *const tg_llm_sampling) -> i64;
+  /// Feeds `prompt` (1-D int tensor) at the current position, then samples up to max_tokens tokens, feeding
+  /// each back: stops at an end-of-generation token (not passed on), when `fn` returns nonzero, or when the
+  /// context is full. The number of tokens generated, or -1 on error.
+  pub fn tg_llm_generate(m: *mut tg_llm, prompt: *const tg_tensor, max_tokens: i64, s: *const tg_llm_sampling, fn_: tg_llm_token_fn, userdata: *mut c_void) -> i64;
   /// Another reference to the same model.
   pub fn tg_llm_retain(m: *mut tg_llm) -> *mut tg_llm;
   /// Drop a reference; the model (weights, KV cache) is freed with the last. NULL is ignored.

@@ -21,6 +21,12 @@ use tinygrad_sys as sys;
 /// (parenthesized: fixed by the class; blank: not used by it, 0).
 pub type OptimizerOptions = sys::tg_optimizer_options;
 
+/// How tg_llm_sample and tg_llm_generate pick a token. temperature <= 0 is greedy (the argmax); otherwise the
+/// top_k most likely tokens (0: 1024) are kept, of those the smallest set whose probability reaches top_p, and
+/// one is drawn at `temperature`. repeat_penalty != 1 scales the logits of the last repeat_last_n tokens of the
+/// history (divided when positive, multiplied when negative, as llama.cpp). `seed` seeds tg_llm_generate's draws.
+pub type LlmSampling = sys::tg_llm_sampling;
+
 /// Process-wide counters (tinygrad's GlobalCounters). A small struct that may grow: set struct_size first.
 pub type Counters = sys::tg_counters;
 
@@ -2850,7 +2856,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 325 of the manifest's 392. The others, and where they are:
+/// Functions wrapped above: 325 of the manifest's 401. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2915,6 +2921,15 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_llm_vocab_size", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
   ("tg_llm_config", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
   ("tg_llm_metadata", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_tokenize", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_detokenize", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_token_piece", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_bos", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_eos", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_is_eog", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_sampling_default", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_sample", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
+  ("tg_llm_generate", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
   ("tg_llm_retain", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
   ("tg_llm_release", "raw only (tinygrad_sys): a safe Llm type is not written yet"),
   ("tg_plan_kernel", "Plan::kernel"),
