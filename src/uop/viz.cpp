@@ -30,7 +30,6 @@ Store& store() {
   return *s;
 }
 
-thread_local RealizeScope* t_realize = nullptr;
 thread_local std::shared_ptr<Realize>* t_realize_rec = nullptr;
 thread_local std::shared_ptr<Kernel>* t_kernel = nullptr;
 thread_local bool t_paused = false;
@@ -92,22 +91,16 @@ RealizeScope::RealizeScope(const char* name) {
   }
   r_->name = std::string(name) + " " + std::to_string(r_->id);
   r_->t_us = now_us();
-  prev_ = t_realize, t_realize = this;
-  t_realize_rec = &r_;
+  prev_ = t_realize_rec, t_realize_rec = &r_;
 }
 RealizeScope::~RealizeScope() {
   if (!r_) return;
-  t_realize = prev_;
-  t_realize_rec = prev_ ? &prev_->r_ : nullptr;
+  t_realize_rec = prev_;
   commit_realize(std::move(r_));
-}
-void RealizeScope::set_graph(const UOpRef& g) {
-  if (r_) r_->graph = g;
 }
 void current_graph(const UOpRef& g) {
   if (t_realize_rec) (*t_realize_rec)->graph = g;
 }
-int RealizeScope::id() const { return r_ ? r_->id : -1; }
 
 KernelScope::KernelScope() {
   if (!on() || t_paused) return;

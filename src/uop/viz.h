@@ -86,12 +86,10 @@ class RealizeScope {
  public:
   explicit RealizeScope(const char* name);
   ~RealizeScope();
-  void set_graph(const UOpRef& g);
-  int id() const;
 
  private:
   std::shared_ptr<Realize> r_;
-  RealizeScope* prev_ = nullptr;
+  std::shared_ptr<Realize>* prev_ = nullptr;  // the enclosing scope's record (restored at the end)
 };
 void current_graph(const UOpRef& g);  // the tensor graph the current realize schedules
 
@@ -100,7 +98,6 @@ class KernelScope {
  public:
   KernelScope();
   ~KernelScope();
-  bool active() const { return k_ != nullptr; }
   int commit(const std::string& device);  // the kernel compiled: its id (-1 when off)
 
  private:

@@ -113,11 +113,6 @@ void stop() {
   if (s) s->stop();
 }
 
-int serving_port() {
-  std::lock_guard lk(g_mu);
-  return g_server ? g_server->port() : 0;
-}
-
 void dump(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;

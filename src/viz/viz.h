@@ -10,7 +10,6 @@ namespace tg::viz {
 // Throws tg::Error (TG_ERROR_IO) naming the port when it is taken.
 int serve(int port);
 void stop();
-int serving_port();  // 0 when not serving
 // Writes index.html, the scripts and data.js (the recorded data) into `dir`, created if missing.
 void dump(const std::string& dir);
 // The HTTP side as a function, for tests: status, content type and body for a GET of `path`.
