@@ -1,4 +1,5 @@
 // C API: language models from GGUF files (tg_llm_*).
+#include <algorithm>
 #include <cstddef>
 
 #include "api/handles.h"
@@ -26,8 +27,14 @@ std::vector<int32_t> ids_of(const tg_tensor* h, const char* fn, const char* what
   TG_ARG(t.ndim() == 1 && (t.dtype() == dtypes::int32 || t.dtype() == dtypes::int64),
          std::string(fn) + ": " + what + " must be a 1-D int32 or int64 tensor, not " + t.dtype().name() + " of rank " + std::to_string(t.ndim()));
   TG_ARG(t.numel() <= (int64_t(1) << 26), std::string(fn) + ": " + what + " has too many tokens");
+  // copied out in the tensor's own dtype: a cast would be a kernel at every decode step
   std::vector<int64_t> v(size_t(t.numel()));
-  if (!v.empty()) t.cast(dtypes::int64).to("CPU").to_data(v.data(), v.size() * sizeof(int64_t));
+  if (!v.empty() && t.dtype() == dtypes::int64) Tensor(t).to("CPU").to_data(v.data(), v.size() * sizeof(int64_t));
+  if (!v.empty() && t.dtype() == dtypes::int32) {
+    std::vector<int32_t> w(v.size());
+    Tensor(t).to("CPU").to_data(w.data(), w.size() * sizeof(int32_t));
+    std::copy(w.begin(), w.end(), v.begin());
+  }
   std::vector<int32_t> ids;
   for (size_t i = 0; i < v.size(); i++) {
     TG_ARG(v[i] >= 0 && v[i] < vocab, strformat("%s: %s[%zu] = %lld is not in the vocabulary [0, %lld)", fn, what, i, (long long)v[i], (long long)vocab));
@@ -56,15 +63,10 @@ tg_llm* tg_llm_load(const char* path, const tg_llm_options* opts) {
 tg_tensor* tg_llm_eval(tg_llm* m, const tg_tensor* tokens) {
   return api::make([&] {
     nn::LlmModel& md = model(m, "llm_eval");
-    const Tensor& t = api::get(tokens, "llm_eval", "tokens");
-    TG_ARG(t.ndim() == 1 && (t.dtype() == dtypes::int32 || t.dtype() == dtypes::int64),
-           "llm_eval: tokens must be a 1-D int32 or int64 tensor, not " + t.dtype().name() + " of rank " + std::to_string(t.ndim()));
-    TG_ARG(t.numel() >= 1 && t.numel() <= md.config().context, strformat("llm_eval: %lld tokens (1 to the context, %lld)", (long long)t.numel(),
-                                                                          (long long)md.config().context));
-    Tensor host = t.cast(dtypes::int32).to("CPU");
-    std::vector<int32_t> ids(size_t(t.numel()));
-    host.to_data(ids.data(), ids.size() * sizeof(int32_t));
-    return api::wrap(md.eval(ids));
+    int64_t n = api::get(tokens, "llm_eval", "tokens").numel();
+    TG_ARG(n >= 1 && n <= md.config().context, strformat("llm_eval: %lld tokens (1 to the context, %lld)", (long long)n, (long long)md.config().context));
+    // checked as int64 before narrowing: a huge id is an error, not another token
+    return api::wrap(md.eval(ids_of(tokens, "llm_eval", "tokens", md.config().vocab)));
   });
 }
 tg_status tg_llm_reset(tg_llm* m) {

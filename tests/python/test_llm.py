@@ -189,6 +189,8 @@ def test_bad_tokens_and_context(tmp_path):
   m = LLM(tmp_path / "m.gguf")
   with pytest.raises(TinygradError, match="not in the vocabulary"): m([1, 300])
   with pytest.raises(TinygradError, match="not in the vocabulary"): m([-1])
+  from tinygrad_c import Tensor
+  with pytest.raises(TinygradError, match="not in the vocabulary"): m(Tensor([(1 << 32) + 1], dtype="int64"))  # not token 1
   assert m.position == 0
   m([1] * 6)
   with pytest.raises(TinygradError, match="context"): m([1] * 3)
