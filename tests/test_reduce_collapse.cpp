@@ -233,5 +233,34 @@ TEST(ReduceCollapse, TensorGatherOfLargeTable) {
   for (size_t k = 0; k < got.size(); k++) ASSERT_NEAR(got[k], want[k], 1e-5) << k / D << " " << k % D;
 }
 
+// Tensor::gather (torch's gather along dim 0: a one_hot mask, int32 cast to bool, picking rows) collapses the same
+// way, for a float table and for the uint8 blocks of a quantized embedding, whose bytes are read by several loads each
+TEST(ReduceCollapse, GatherAlongDimOfLargeTable) {
+  constexpr int64_t N = 32000, D = 18, B = 3;
+  std::vector<uint8_t> q(size_t(N * D));
+  for (size_t k = 0; k < q.size(); k++) q[k] = uint8_t(k * 13 % 253);
+  std::vector<int32_t> idx{5, N - 1, 0};
+  Tensor Q = Tensor::from_data(q.data(), q.size(), dtypes::uint8, {N, D}, "CPU");
+  Tensor I = Tensor::from_data(idx.data(), idx.size() * sizeof(int32_t), dtypes::int32, {B, 1}, "CPU");
+  Tensor rows = Q.gather(0, I.expand({B, D}));
+  Tensor lo = rows.shrink({{0, B}, {0, 1}}).cast(dtypes::uint16), hi = rows.shrink({{0, B}, {1, 2}}).cast(dtypes::uint16);
+  Tensor both = lo.bitwise_or(hi.lshift(8)).cast(dtypes::float32).add(rows.shrink({{0, B}, {2, D}}).cast(dtypes::float32));
+  for (auto& t : {rows, both}) {  // `both` reads the gathered bytes at three offsets: the gather may be its own kernel
+    Plan p = plan({t});
+    ASSERT_LE(p.progs.size(), 2u);
+    for (auto& k : p.progs) {
+      EXPECT_EQ(k.name.find("32000"), std::string::npos) << k.name;
+      EXPECT_LT(k.ops, uint64_t(64 * B * D)) << "a loop over the indexed dim is left:\n" << k.src;
+    }
+    for (auto n : p.written) EXPECT_LE(n, B * D);
+  }
+  std::vector<float> got(size_t(B * (D - 2)));
+  both.to_data(got.data(), got.size() * sizeof(float));
+  for (int64_t b = 0; b < B; b++) {
+    const uint8_t* r = &q[size_t(idx[size_t(b)] * D)];
+    for (int64_t j = 0; j < D - 2; j++) ASSERT_EQ(got[size_t(b * (D - 2) + j)], float(r[0] | r[1] << 8) + float(r[2 + j])) << b << " " << j;
+  }
+}
+
 }  // namespace
 }  // namespace tg

@@ -132,6 +132,9 @@ const PatternMatcher& pm_reduce_collapse() {
          if (!is_int(m.root->dtype) || !is_int(x->dtype) || x->vmin() < -lim || x->vmax() > lim) return {};
          return double(x->vmin()) >= dtypes::min(m.root->dtype) && double(x->vmax()) <= dtypes::max(m.root->dtype) ? x->cast(m.root->dtype) : UOpRef();
        }},
+      // a bool through a number and back is itself (one_hot's int32 mask, cast to bool by gather)
+      {UPat(Ops::CAST, {UPat(Ops::CAST, {UPat::var("x", dtypes::bool_)})}),
+       [](const Match& m) -> UOpRef { return m.root->dtype == dtypes::bool_ ? m["x"] : UOpRef(); }},
       // a cast moves into the branches of a where with a constant one (the sum of a uint8 gather casts to uint32 first)
       {UPat(Ops::CAST, {UPat(Ops::WHERE, {UPat::var("s"), UPat::var("a"), UPat::var("b")})}), [](const Match& m) -> UOpRef {
          UOpRef a = m["a"], b = m["b"];

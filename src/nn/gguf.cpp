@@ -147,11 +147,16 @@ Tensor f16_at(const Tensor& blocks, int64_t a) {
   return lo.bitwise_or(hi.lshift(8)).bitcast(dtypes::float16).cast(dtypes::float32);
 }
 // tinygrad's q_to_uint8: each byte's 8/b fields of b bits; (..., n) -> (..., 8/b * n), field i of every byte before
-// field i+1 (ggml's order: low nibbles of a run of bytes, then their high nibbles)
+// field i+1 (ggml's order: low nibbles of a run of bytes, then their high nibbles). The bytes are expanded over a field
+// axis and shifted by b * field, an index-valued count: each field loads its bytes as one contiguous run, where a stack
+// of shifted copies would select between two masked loads per element, which no kernel vectorizes
 Tensor unpack(const Tensor& t, int b) {
-  std::vector<Tensor> fields;
-  for (int i = 0; i < 8 / b; i++) fields.push_back(t.rshift(i * b).bitwise_and(k(t, (1 << b) - 1)));
-  return Tensor::stack(fields, t.ndim() - 1).flatten(t.ndim() - 1);
+  int64_t n = 8 / b;
+  std::vector<int64_t> shape = t.shape(), ones(t.ndim() + 1, 1);
+  shape.insert(shape.end() - 1, n);
+  ones[t.ndim() - 1] = n;
+  Tensor shift = Tensor::arange(0, 8, b, t.dtype(), t.device()).reshape(ones);
+  return t.unsqueeze(-2).expand(shape).rshift(shift).bitwise_and(k(t, (1 << b) - 1)).flatten(t.ndim() - 1);
 }
 // (blocks, elements per block) float32
 Tensor dequantize(const Tensor& bl, uint32_t type) {

@@ -47,7 +47,18 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, double eps) {
   return x.mul(ms.add(ms.scalar_like(eps)).rsqrt()).mul(w);
 }
 
-Tensor linear(const Tensor& x, const QWeight& w) { return x.matmul(w.dense().transpose()); }
+// x (..., cols) by the rows of w. A quantized weight is summed block by block, (rows, blocks, elements per block): the
+// reduce keeps the block axis, so a block's scale and its bytes are addressed without dividing the column index
+Tensor linear(const Tensor& x, const QWeight& w) {
+  if (w.raw.dtype() != dtypes::uint8 || w.raw.ndim() != 3) return x.matmul(w.dense().transpose());
+  int64_t nb = w.raw.shape()[1], epb = w.cols / nb;
+  Shape xs = x.shape();
+  xs.back() = nb;
+  xs.push_back(epb);
+  xs.insert(xs.end() - 2, 1);
+  Tensor wb = gguf_dequantize(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type).reshape({w.rows, nb, epb});
+  return x.reshape(xs).mul(wb).sum({-2, -1});
+}
 
 }  // namespace
 
@@ -215,6 +226,8 @@ Tensor LlmModel::attention(Layer& l, const Tensor& x, int64_t sp, bool sym) {
   if (l.q_bias) q = q.add(*l.q_bias);
   if (l.k_bias) k = k.add(*l.k_bias);
   if (l.v_bias) v = v.add(*l.v_bias);
+  // realized before RoPE: its pairs read each row twice, and fused, every output would redo both rows' dot products
+  k = k.contiguous(), v = v.contiguous();
   q = rope(q.reshape({1, T, H, hd}).transpose(1, 2), sp, sym);
   k = rope(k.reshape({1, T, KV, hd}).transpose(1, 2), sp, sym);
   v = v.reshape({1, T, KV, hd}).transpose(1, 2);
