@@ -142,6 +142,7 @@ BINDING_SUITES := rust go csharp
 test-bindings:
 	@for b in $(BINDING_SUITES); do echo "== bindings/$$b"; TINYGRAD_BUILD=$(abspath $(BUILD)) sh bindings/$$b/test.sh || exit 1; done
 	TINYGRAD_BUILD=$(abspath $(BUILD)) sh tests/bindings/compare_mlp.sh
+	TINYGRAD_BUILD=$(abspath $(BUILD)) PYTHON=$(PYTHON) sh tests/bindings/compare_llm.sh
 
 test-install:
 	sh tests/install/test_install.sh $(BUILD)

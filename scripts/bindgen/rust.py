@@ -35,10 +35,9 @@ HANDWRITTEN = {
      for f in ("tg_uop_dtype", "tg_uop_arg", "tg_uop_print", "tg_uop_shape", "tg_viz_json")},
   **{f: "raw only (tinygrad_sys): new node references written into the caller's array"
      for f in ("tg_uop_srcs", "tg_uop_toposort", "tg_tensor_schedule")},
-  **{f: "raw only (tinygrad_sys): a safe Llm type is not written yet"
-     for f in ("tg_llm_load", "tg_llm_eval", "tg_llm_reset", "tg_llm_position", "tg_llm_context", "tg_llm_vocab_size", "tg_llm_config",
-               "tg_llm_metadata", "tg_llm_retain", "tg_llm_release", "tg_llm_tokenize", "tg_llm_detokenize", "tg_llm_token_piece", "tg_llm_bos",
-               "tg_llm_eos", "tg_llm_is_eog", "tg_llm_sampling_default", "tg_llm_sample", "tg_llm_generate")},
+  **{f"tg_llm_{n}": f"Llm::{n}" for n in ("load", "eval", "reset", "position", "context", "vocab_size", "config", "metadata", "tokenize",
+                                            "detokenize", "token_piece", "bos", "eos", "is_eog", "sample", "generate")},
+  "tg_llm_retain": "Clone for Llm", "tg_llm_release": "Drop for Llm", "tg_llm_sampling_default": "sampling_defaults",
   **{f: "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"
      for f in ("tg_onnx_load", "tg_onnx_load_buffer", "tg_onnx_input_info", "tg_onnx_output_info", "tg_onnx_run", "tg_onnx_run_named",
                "tg_onnx_run_values", "tg_onnx_load_value")},
