@@ -60,9 +60,12 @@ static void pack_vector_inputs(Scheduler& k, const UOpRef& lanes_r) {
     UOps ins = k.inputs();  // again after each PACK: it rewrites the AST
     if (i >= ins.size()) break;
     const UOpRef& ld = ins[i];
-    bool in_loop = false;
+    bool in_loop = false, shared = false;
     for (int ax : k.axes_of({AxisType::REDUCE})) in_loop |= depends_on(ld->src[0], k.rngs()[size_t(ax)]);
-    if (in_loop && stride_in(ld->src[0]->src[1], lanes_r) == 1) attempt(k, Opt{OptOps::PACK, int64_t(i), 0});
+    // a panel pays for its copy only when the register tile's other outputs read it too (a GEMV's weight rows
+    // are each read by one output: copying them doubles the traffic of a kernel bound by it)
+    for (int ax : k.axes_of({AxisType::UPCAST})) shared |= !depends_on(ld->src[0], k.rngs()[size_t(ax)]);
+    if (in_loop && shared && stride_in(ld->src[0]->src[1], lanes_r) == 1) attempt(k, Opt{OptOps::PACK, int64_t(i), 0});
   }
 }
 
@@ -82,13 +85,14 @@ static bool reduce_tile(Scheduler& k, const std::vector<int64_t>& rpath, int64_t
   int64_t regs = getenv_int("TG_TILE_REGS", k.ren->target().vector_bytes >= 64 ? 16 : 8);
   int64_t budget = regs * lanes / w;
   UOpRef first_reused;  // the load the first axis reuses: the second axis reuses another
+  std::vector<int64_t> first_path;  // and the second is another axis, not the rest of the first (a GEMV's rows)
   for (int round = 0; round < 2 && budget >= 2; round++) {
     int best = -1;
     int64_t best_amt = 0;
     UOpRef best_load;
     for (int ax : k.upcastable_dims()) {
       auto x = k.rngs()[size_t(ax)];
-      if (range_kind(x.get()) != AxisType::GLOBAL) continue;
+      if (range_kind(x.get()) != AxisType::GLOBAL || (round == 1 && split_from(x, first_path))) continue;
       UOpRef reused;
       bool used = false;
       for (auto& b : loads(k)) {
@@ -103,8 +107,10 @@ static bool reduce_tile(Scheduler& k, const std::vector<int64_t>& rpath, int64_t
           break;
         }
     }
-    if (best < 0 || !attempt(k, Opt{OptOps::UPCAST, best, best_amt})) break;
-    budget /= best_amt, first_reused = best_load;
+    if (best < 0) break;
+    auto path = range_path(k.rngs()[size_t(best)].get());
+    if (!attempt(k, Opt{OptOps::UPCAST, best, best_amt})) break;
+    budget /= best_amt, first_reused = best_load, first_path = path;
   }
   if (first_reused) pack_vector_inputs(k, lanes_r);  // PACK refuses a panel that no inner output loop would reuse
   return bool(first_reused);
