@@ -146,28 +146,31 @@ Tensor f16_at(const Tensor& blocks, int64_t a) {
   Tensor lo = cols(blocks, a, a + 1).cast(dtypes::uint16), hi = cols(blocks, a + 1, a + 2).cast(dtypes::uint16);
   return lo.bitwise_or(hi.lshift(8)).bitcast(dtypes::float16).cast(dtypes::float32);
 }
-// tinygrad's q_to_uint8: each byte's 8/b fields of b bits; (..., n) -> (..., 8/b * n), field i of every byte before
-// field i+1 (ggml's order: low nibbles of a run of bytes, then their high nibbles). The bytes are expanded over a field
-// axis and shifted by b * field, an index-valued count: each field loads its bytes as one contiguous run, where a stack
-// of shifted copies would select between two masked loads per element, which no kernel vectorizes
-Tensor unpack(const Tensor& t, int b) {
+// tinygrad's q_to_uint8, fields kept apart: each byte's 8/b fields of b bits, (..., n) -> (..., 8/b, n); flattened,
+// field i of every byte comes before field i+1 (ggml's order: low nibbles of a run of bytes, then their high nibbles).
+// The bytes are expanded over the field axis and shifted by b * field, an index-valued count: each field loads its
+// bytes as one contiguous run, where a stack of shifted copies would select between two masked loads per element
+Tensor fields(const Tensor& t, int b) {
   int64_t n = 8 / b;
   std::vector<int64_t> shape = t.shape(), ones(t.ndim() + 1, 1);
   shape.insert(shape.end() - 1, n);
   ones[t.ndim() - 1] = n;
   Tensor shift = Tensor::arange(0, 8, b, t.dtype(), t.device()).reshape(ones);
-  return t.unsqueeze(-2).expand(shape).rshift(shift).bitwise_and(k(t, (1 << b) - 1)).flatten(t.ndim() - 1);
+  return t.unsqueeze(-2).expand(shape).rshift(shift).bitwise_and(k(t, (1 << b) - 1));
 }
-// (blocks, elements per block) float32
+Tensor unpack(const Tensor& t, int b) { return fields(t, b).flatten(t.ndim() - 1); }
+// (blocks, ...) float32 in the block's own structure (Q4_0: 2 nibble fields x 16 bytes; Q4_K: 4 runs x 2 nibble
+// fields x 32 bytes; Q6_K: 2 halves x 4 runs x 2 scale groups x 16): flattened, the elements in order. A kernel that
+// sums over these axes addresses bytes and scales without dividing an element index
 Tensor dequantize(const Tensor& bl, uint32_t type) {
   int64_t nb = bl.shape()[0];
   Tensor d = f16_at(bl, 0);
   switch (type) {
     case 2: {  // Q4_0
-      Tensor q = unpack(cols(bl, 2, 18), 4).cast(dtypes::float32);
-      return q.sub(k(q, 8)).mul(d);
+      Tensor q = fields(cols(bl, 2, 18), 4).cast(dtypes::float32);
+      return q.sub(k(q, 8)).mul(d.unsqueeze(-1));
     }
-    case 3: return unpack(cols(bl, 4, 20), 4).cast(dtypes::float32).mul(d).add(f16_at(bl, 2));                                      // Q4_1
+    case 3: return fields(cols(bl, 4, 20), 4).cast(dtypes::float32).mul(d.unsqueeze(-1)).add(f16_at(bl, 2).unsqueeze(-1));  // Q4_1
     case 6:
     case 7: {  // Q5_0, Q5_1: a fifth bit per element from the 32-bit qh, bit j for element j
       int64_t qh_off = type == 6 ? 2 : 4;
@@ -177,23 +180,25 @@ Tensor dequantize(const Tensor& bl, uint32_t type) {
     }
     case 8: return cols(bl, 2, 34).bitcast(dtypes::int8).cast(dtypes::float32).mul(d);  // Q8_0
     case 12:
-    case 13: {  // Q4_K, Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins packed in 12 bytes
-      Tensor dd = d.unsqueeze(-1), dmin = f16_at(bl, 2).unsqueeze(-1), s = cols(bl, 4, 16);
+    case 13: {  // Q4_K, Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins packed in 12 bytes; sub-block 2r+f is field f
+      // of the r-th run of 32 bytes
+      Tensor dd = d.reshape({nb, 1, 1, 1}), dmin = f16_at(bl, 2).reshape({nb, 1, 1, 1}), s = cols(bl, 4, 16);
       Tensor s03 = cols(s, 0, 4), s47 = cols(s, 4, 8), s8b = cols(s, 8, 12);
       Tensor sc = Tensor::cat({s03.bitwise_and(k(s, 63)), s8b.bitwise_and(k(s, 15)).bitwise_or(s03.rshift(6).lshift(4))}, 1);
       Tensor mn = Tensor::cat({s47.bitwise_and(k(s, 63)), s8b.rshift(4).bitwise_or(s47.rshift(6).lshift(4))}, 1);
       int64_t qs_off = type == 13 ? 48 : 16;
-      Tensor qs = cols(bl, qs_off, qs_off + 128).reshape({nb, 4, 32});
-      Tensor q = Tensor::stack({qs.bitwise_and(k(qs, 15)), qs.rshift(4)}, 2).reshape({nb, 8, 32});
-      if (type == 13) q = q.bitwise_or(unpack(cols(bl, 16, 48), 1).reshape({nb, 8, 32}).lshift(4));
-      Tensor qf = q.cast(dtypes::float32);
-      return dd.mul(sc.unsqueeze(-1).cast(dtypes::float32)).mul(qf).sub(dmin.mul(mn.unsqueeze(-1).cast(dtypes::float32))).flatten(1);
+      Tensor q = fields(cols(bl, qs_off, qs_off + 128).reshape({nb, 4, 32}), 4);
+      if (type == 13) q = q.bitwise_or(fields(cols(bl, 16, 48), 1).reshape({nb, 4, 2, 32}).lshift(4));
+      auto sub = [&](const Tensor& t) { return t.reshape({nb, 4, 2, 1}).cast(dtypes::float32); };
+      return dd.mul(sub(sc)).mul(q.cast(dtypes::float32)).sub(dmin.mul(sub(mn)));
     }
-    case 14: {  // Q6_K: 4 low bits in ql, 2 high bits in qh, 16 int8 scales, d last
-      Tensor xl = unpack(cols(bl, 0, 128).reshape({nb, 2, 64}), 4), xh = unpack(cols(bl, 128, 192).reshape({nb, 2, 32}), 2).lshift(4);
-      Tensor scales = cols(bl, 192, 208).bitcast(dtypes::int8).cast(dtypes::float32).unsqueeze(-1).expand({nb, 16, 16}).reshape({nb, 256});
-      Tensor q = xl.bitwise_or(xh).bitcast(dtypes::int8).cast(dtypes::float32).sub(k(d, 32)).flatten(1);
-      return f16_at(bl, 208).mul(scales).mul(q);  // (d * scale) * q, in ggml's order
+    case 14: {  // Q6_K: 4 low bits in ql, 2 high bits in qh, 16 int8 scales, d last. In each half of 128, element 32l+i
+      // takes field l/2 of ql byte 32(l%2)+i, field l of qh byte i, and scale 8*half + 2l + i/16
+      Tensor xl = fields(cols(bl, 0, 128).reshape({nb, 2, 64}), 4).reshape({nb, 2, 4, 32});
+      Tensor xh = fields(cols(bl, 128, 192).reshape({nb, 2, 32}), 2).lshift(4);
+      Tensor q = xl.bitwise_or(xh).bitcast(dtypes::int8).cast(dtypes::float32).reshape({nb, 2, 4, 2, 16});
+      Tensor scales = cols(bl, 192, 208).bitcast(dtypes::int8).cast(dtypes::float32).reshape({nb, 2, 4, 2, 1});
+      return f16_at(bl, 208).reshape({nb, 1, 1, 1, 1}).mul(scales).mul(q.sub(k(q, 32)));  // (d * scale) * q, in ggml's order
     }
   }
   fail(TG_ERROR_INTERNAL, strformat("dequantize: no rule for ggml type %u", type));
@@ -293,7 +298,8 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
   if (gt->blk == 1) return tensor_from_bytes(b, at, ti.nbytes, gt->native, Shape(ti.dims.rbegin(), ti.dims.rend()), device);
   return tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {int64_t(ti.nbytes) / gt->bytes, gt->bytes}, device);
 }
-Tensor gguf_dequantize(const Tensor& blocks, uint32_t type) { return dequantize(blocks, type); }
+Tensor gguf_dequantize(const Tensor& blocks, uint32_t type) { return dequantize(blocks, type).flatten(1); }
+Tensor gguf_dequantize_blocked(const Tensor& blocks, uint32_t type) { return dequantize(blocks, type); }
 bool gguf_block(uint32_t type, int64_t* elems, int64_t* bytes, const char** name) {
   const GGMLType* gt = ggml_type(type);
   if (!gt) return false;

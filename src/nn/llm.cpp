@@ -47,17 +47,24 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, double eps) {
   return x.mul(ms.add(ms.scalar_like(eps)).rsqrt()).mul(w);
 }
 
-// x (..., cols) by the rows of w. A quantized weight is summed block by block, (rows, blocks, elements per block): the
-// reduce keeps the block axis, so a block's scale and its bytes are addressed without dividing the column index
+// x (..., cols) by the rows of w. A few rows of x (decoding) read the quantized blocks in the kernel, summed block by
+// block, (rows, blocks, elements per block): the reduce keeps the block axis, so a block's scale and bytes are
+// addressed without dividing the column index. Many rows (a prompt) reuse every weight many times: dequantized once
+// into a float buffer, the product is a plain matmul with its register tiles, not a dequantization per use
+constexpr int64_t kDenseRows = 16;
 Tensor linear(const Tensor& x, const QWeight& w) {
-  if (w.raw.dtype() != dtypes::uint8 || w.raw.ndim() != 3) return x.matmul(w.dense().transpose());
-  int64_t nb = w.raw.shape()[1], epb = w.cols / nb;
-  Shape xs = x.shape();
+  bool quantized = w.raw.dtype() == dtypes::uint8 && w.raw.ndim() == 3;
+  if (!quantized || x.numel() / w.cols >= kDenseRows) return x.matmul((quantized ? w.dense().contiguous() : w.dense()).transpose());
+  int64_t nb = w.raw.shape()[1];
+  Tensor wb = gguf_dequantize_blocked(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type);
+  Shape inner(wb.shape().begin() + 1, wb.shape().end()), ws{w.rows, nb}, xs = x.shape();
+  ws.insert(ws.end(), inner.begin(), inner.end());
   xs.back() = nb;
-  xs.push_back(epb);
-  xs.insert(xs.end() - 2, 1);
-  Tensor wb = gguf_dequantize(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type).reshape({w.rows, nb, epb});
-  return x.reshape(xs).mul(wb).sum({-2, -1});
+  xs.insert(xs.end() - 1, 1);
+  xs.insert(xs.end(), inner.begin(), inner.end());
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i <= int64_t(inner.size()); i++) axes.push_back(-1 - i);
+  return x.reshape(xs).mul(wb.reshape(ws)).sum(axes);
 }
 
 }  // namespace
@@ -98,7 +105,12 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
   c.n_head = m.count(a + "attention.head_count", 1, 4096);
   c.n_kv_head = m.count(a + "attention.head_count_kv", 1, c.n_head, c.n_head);
   TG_CHECK(c.n_head % c.n_kv_head == 0, TG_ERROR_IO,
-           strformat("%s: llm: %lld heads don't split into groups of %lld KV heads", b.name.c_str(), (long long)c.n_head, (long long)c.n_kv_head));
+           strformat("%s: llm: %sattention.head_count (%lld heads) doesn't split into groups of %sattention.head_count_kv (%lld KV heads)",
+                     b.name.c_str(), a.c_str(), (long long)c.n_head, a.c_str(), (long long)c.n_kv_head));
+  // without a key length, a head is embedding_length / head_count wide (llama.cpp's default), which must be whole
+  TG_CHECK(m.find(a + "attention.key_length") || c.dim % c.n_head == 0, TG_ERROR_IO,
+           strformat("%s: llm: %sembedding_length %lld doesn't split into %sattention.head_count %lld heads", b.name.c_str(), a.c_str(),
+                     (long long)c.dim, a.c_str(), (long long)c.n_head));
   c.head_dim = m.count(a + "attention.key_length", 1, kBig, c.dim / c.n_head);
   TG_CHECK(m.count(a + "attention.value_length", 1, kBig, c.head_dim) == c.head_dim, TG_ERROR_UNSUPPORTED,
            b.name + ": llm: " + a + "attention.value_length differs from the key length");
@@ -154,6 +166,10 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
   M.embed_ = weight("token_embd.weight", -1, c.dim);
   c.vocab = M.embed_->rows;
   TG_CHECK(c.vocab >= 1, TG_ERROR_IO, b.name + ": llm: token_embd.weight has no rows");
+  // the tokenizer's ids index the embedding's rows (llama.cpp refuses another count too)
+  TG_CHECK(!M.tok_ || M.tok_->n_vocab() == c.vocab, TG_ERROR_IO,
+           strformat("%s: llm: token_embd.weight has %lld rows for the %d tokens of tokenizer.ggml.tokens", b.name.c_str(), (long long)c.vocab,
+                     M.tok_ ? M.tok_->n_vocab() : 0));
   M.output_ = info("output.weight", false) ? weight("output.weight", c.vocab, c.dim) : *M.embed_;  // tied when the file has none
   M.output_norm_ = vec("output_norm.weight", c.dim, true);
   for (int64_t i = 0; i < c.n_layer; i++) {

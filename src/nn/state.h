@@ -105,6 +105,8 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
 // (blocks, elements per block) float32 from (blocks, bytes per block) uint8 blocks of ggml type `type`: a lazy
 // expression, so a matmul over it reads the blocks and dequantizes in its kernel
 Tensor gguf_dequantize(const Tensor& blocks, uint32_t type);
+// the same, each block in its own structure (blocks, ...): flattened, the elements in order (gguf.cpp names the axes)
+Tensor gguf_dequantize_blocked(const Tensor& blocks, uint32_t type);
 // elements and bytes per block of a ggml type (1 and the itemsize for a native type); false for a type we don't read
 bool gguf_block(uint32_t type, int64_t* elems, int64_t* bytes, const char** name);
 

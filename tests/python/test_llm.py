@@ -147,7 +147,8 @@ def run_both(path, c, W, steps, rtol):
   return m
 
 
-STEPS = [[1, 17, 250, 3, 99], [42], [7], [299, 0, 5], [123]]
+# a prompt of 20 rows takes the dequantized-matmul path (16 rows or more), the short ones the in-kernel blocks
+STEPS = [[1, 17, 250, 3, 99], [42], [7], [299, 0, 5], [123], [(37 * i + 11) % 300 for i in range(20)], [8]]
 
 
 @pytest.mark.parametrize("typ", [F32, F16, Q8_0, Q4_0, Q4_K, Q6_K])
