@@ -8,17 +8,13 @@
 
 namespace tg::viz {
 namespace {
-int env_int(const char* name, int dflt) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : dflt;
-}
 const auto t_start = std::chrono::steady_clock::now();
 constexpr size_t kMaxLaunches = 100000;  // per realize
 constexpr size_t kMaxMemEvents = 200000;
 
 struct Store {
   std::mutex mu;
-  size_t capacity = size_t(std::max(1, env_int("VIZ_CAPACITY", 64)));
+  size_t capacity = size_t(getenv_int("VIZ_CAPACITY", 64));  // checked: 1..2^20
   std::deque<std::shared_ptr<const Realize>> realizes;
   std::deque<MemEvent> memory;
   std::unordered_map<std::string, int64_t> in_use;
@@ -59,7 +55,7 @@ void commit_realize(std::shared_ptr<Realize> r) {
 }
 }  // namespace
 
-std::atomic<bool> g_on{env_int("VIZ", 0) >= 1};
+std::atomic<bool> g_on{getenv_int("VIZ", 0) >= 1};
 void enable(bool on) { g_on.store(on); }
 void set_exit_hook(void (*f)()) { g_exit_hook = f; }
 double now_us() { return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t_start).count(); }
