@@ -184,8 +184,13 @@ Tensor dequantize(const Tensor& bl, uint32_t type) {
       // of the r-th run of 32 bytes
       Tensor dd = d.reshape({nb, 1, 1, 1}), dmin = f16_at(bl, 2).reshape({nb, 1, 1, 1}), s = cols(bl, 4, 16);
       Tensor s03 = cols(s, 0, 4), s47 = cols(s, 4, 8), s8b = cols(s, 8, 12);
-      Tensor sc = Tensor::cat({s03.bitwise_and(k(s, 63)), s8b.bitwise_and(k(s, 15)).bitwise_or(s03.rshift(6).lshift(4))}, 1);
-      Tensor mn = Tensor::cat({s47.bitwise_and(k(s, 63)), s8b.rshift(4).bitwise_or(s47.rshift(6).lshift(4))}, 1);
+      // sub-blocks 0-3 and 4-7 as two rows of one (blocks, 2, 4) tensor, the row picked by an index-valued condition:
+      // every byte is loaded unconditionally (a cat would gate each half's loads by its padding)
+      Tensor upper = Tensor::arange(0, 2, 1, dtypes::int32, bl.device()).reshape({1, 2, 1}).eq(Tensor::full({1, 2, 1}, 1, dtypes::int32, bl.device()))
+                         .expand({nb, 2, 4});
+      auto halves = [&](const Tensor& lo, const Tensor& hi) { return upper.where(hi.unsqueeze(1).expand({nb, 2, 4}), lo.unsqueeze(1).expand({nb, 2, 4})).reshape({nb, 8}); };
+      Tensor sc = halves(s03.bitwise_and(k(s, 63)), s8b.bitwise_and(k(s, 15)).bitwise_or(s03.rshift(6).lshift(4)));
+      Tensor mn = halves(s47.bitwise_and(k(s, 63)), s8b.rshift(4).bitwise_or(s47.rshift(6).lshift(4)));
       int64_t qs_off = type == 13 ? 48 : 16;
       Tensor q = fields(cols(bl, qs_off, qs_off + 128).reshape({nb, 4, 32}), 4);
       if (type == 13) q = q.bitwise_or(fields(cols(bl, 16, 48), 1).reshape({nb, 4, 2, 32}).lshift(4));
