@@ -1285,6 +1285,8 @@ typedef struct tg_llm_options {
   size_t struct_size;  /* sizeof(tg_llm_options) as the caller knows it */
   const char* device;  /* NULL: the default device */
   int64_t context;     /* positions the KV cache holds; 0: the file's context length, at most 4096 */
+  int64_t threads;     /* CPU threads the model's kernels run on, at most NUM_CPU_THREADS; 0: all of them */
+  int64_t beam;        /* BEAM width for the kernels the model compiles (0..64); 0: the BEAM setting */
 } tg_llm_options;
 /* The model at `path`: an unsupported architecture or rope scaling is TG_ERROR_UNSUPPORTED naming the metadata key; a
  * missing key, a tensor missing or of the wrong shape for the metadata, TG_ERROR_IO naming it. A new reference.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "capi_handles.h"
+#include "runtime/threadpool.h"
 #include "subprocess.h"
 #include "tinygrad.h"
 
@@ -233,5 +235,38 @@ TEST(Threads, BeamCacheSharedByThreadsAndProcesses) {
     std::string out = tg::test::slurp(t.path + "/" + sz + ".out");
     EXPECT_NE(out.find("result="), std::string::npos) << out;
     EXPECT_EQ(out.find("not usable"), std::string::npos) << out;
+  }
+}
+
+// CpuThreadCap: a launch split into 8 core ids runs them all, on this thread alone under a cap of 1, and on at most
+// 2 threads under a cap of 2; the cap ends with its scope and nests
+namespace {
+std::mutex g_seen_mu;
+std::vector<std::thread::id> g_seen;
+void record_thread(void**, const int64_t* vars) {
+  std::lock_guard<std::mutex> lk(g_seen_mu);
+  g_seen.push_back(std::this_thread::get_id());
+  (void)vars;
+}
+size_t distinct_threads(int64_t cap) {
+  g_seen.clear();
+  int64_t vars[1] = {0};
+  {
+    tg::CpuThreadCap c(cap);
+    for (int i = 0; i < 50; i++) tg::launch(record_thread, nullptr, vars, 1, 8, 0);
+  }
+  EXPECT_EQ(g_seen.size(), 50u * 8u);
+  std::vector<std::thread::id> ids = g_seen;
+  std::sort(ids.begin(), ids.end());
+  return size_t(std::unique(ids.begin(), ids.end()) - ids.begin());
+}
+}  // namespace
+TEST(Threads, CpuThreadCapLimitsALaunch) {
+  EXPECT_EQ(distinct_threads(1), 1u);
+  EXPECT_EQ(g_seen[0], std::this_thread::get_id());
+  EXPECT_LE(distinct_threads(2), 2u);
+  {
+    tg::CpuThreadCap outer(2);
+    EXPECT_EQ(distinct_threads(1), 1u);  // the inner cap wins
   }
 }

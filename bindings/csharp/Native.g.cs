@@ -175,6 +175,8 @@ public partial struct LlmOptions {
   public UIntPtr StructSize;
   public IntPtr Device;
   public long Context;
+  public long Threads;
+  public long Beam;
   /// <summary>A value with StructSize set, as the library requires before it reads or writes one.</summary>
   public static LlmOptions New() => new LlmOptions { StructSize = (UIntPtr)Marshal.SizeOf(typeof(LlmOptions)) };
 }

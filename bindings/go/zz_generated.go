@@ -2644,6 +2644,8 @@ func (x *OnnxOptions) toC(c *C.tg_onnx_options, frees *[]unsafe.Pointer) error {
 type LlmOptions struct {
 	Device  string
 	Context int64
+	Threads int64
+	Beam    int64
 }
 
 func (x *LlmOptions) toC(c *C.tg_llm_options, frees *[]unsafe.Pointer) error {
@@ -2654,6 +2656,8 @@ func (x *LlmOptions) toC(c *C.tg_llm_options, frees *[]unsafe.Pointer) error {
 		c.device = s
 	}
 	c.context = C.int64_t(x.Context)
+	c.threads = C.int64_t(x.Threads)
+	c.beam = C.int64_t(x.Beam)
 	return nil
 }
 

@@ -18,6 +18,15 @@ nn::LlmOptions options(const tg_llm_options* o) {
     TG_ARG(o->struct_size >= offsetof(tg_llm_options, context) + sizeof(int64_t), strformat("llm_load: opts->struct_size %zu is too small", o->struct_size));
     TG_ARG(o->context >= 0 && o->context <= (int64_t(1) << 24), strformat("llm_load: opts->context %lld is not in [0, 2^24]", (long long)o->context));
     dev = o->device, r.context = o->context;
+    // fields a caller's older, shorter struct lacks keep their defaults
+    if (o->struct_size >= offsetof(tg_llm_options, threads) + sizeof(int64_t)) {
+      TG_ARG(o->threads >= 0 && o->threads <= 1024, strformat("llm_load: opts->threads %lld is not in [0, 1024]", (long long)o->threads));
+      r.threads = o->threads;
+    }
+    if (o->struct_size >= offsetof(tg_llm_options, beam) + sizeof(int64_t)) {
+      TG_ARG(o->beam >= 0 && o->beam <= 64, strformat("llm_load: opts->beam %lld is not in [0, 64]", (long long)o->beam));
+      r.beam = o->beam;
+    }
   }
   r.device = canonical_device(dev);
   return r;

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
+#include "runtime/threadpool.h"
 #include "schedule/graph.h"
 #include "tensor/jit.h"
 
@@ -93,6 +95,7 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
   auto model = std::shared_ptr<LlmModel>(new LlmModel());
   LlmModel& M = *model;
   M.device_ = opts.device;
+  M.threads_ = opts.threads, M.beam_ = opts.beam;
   LlmConfig& c = M.cfg_;
   c.arch = m.str("general.architecture");
   TG_CHECK(c.arch == "llama" || c.arch == "qwen2", TG_ERROR_UNSUPPORTED,
@@ -140,6 +143,11 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
     TG_CHECK(it != by_name.end() || !required, TG_ERROR_IO, b.name + ": llm: the file has no tensor '" + name + "'");
     return it == by_name.end() ? nullptr : it->second;
   };
+  auto shape = [](const GGUFTensorInfo& ti) {  // as the tensor's shape reads, outermost first
+    std::string s;
+    for (auto d = ti.dims.rbegin(); d != ti.dims.rend(); ++d) s += (s.empty() ? "" : ", ") + std::to_string(*d);
+    return "(" + s + (ti.dims.size() == 1 ? ",)" : ")");
+  };
   auto weight = [&](const std::string& name, int64_t rows, int64_t cols) {
     const GGUFTensorInfo* ti = info(name, true);
     int64_t elems, bytes;
@@ -147,7 +155,8 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
     TG_CHECK(gguf_block(ti->type, &elems, &bytes, &tname), TG_ERROR_UNSUPPORTED, strformat("%s: llm: tensor '%s' has ggml type %u, which isn't read",
                                                                                             b.name.c_str(), name.c_str(), ti->type));
     TG_CHECK(ti->dims.size() == 2 && ti->dims[0] == cols && (rows < 0 || ti->dims[1] == rows), TG_ERROR_IO,
-             strformat("%s: llm: tensor '%s' should be (%lld, %lld) by the metadata", b.name.c_str(), name.c_str(), (long long)rows, (long long)cols));
+             strformat("%s: llm: tensor '%s' is %s; by the metadata it should be (%s, %lld)", b.name.c_str(), name.c_str(), shape(*ti).c_str(),
+                       rows < 0 ? "rows" : std::to_string(rows).c_str(), (long long)cols));
     Tensor raw = gguf_raw(b, f, *ti, M.device_);
     QWeight w{elems == 1 ? raw : raw.reshape({ti->dims[1], cols / elems, bytes}), ti->type, ti->dims[1], cols};
     w.raw.realize();
@@ -157,7 +166,8 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
     const GGUFTensorInfo* ti = info(name, required);
     if (!ti) return std::nullopt;
     TG_CHECK(ti->dims.size() == 1 && ti->dims[0] == n && (ti->type == 0 || ti->type == 1), TG_ERROR_IO,
-             strformat("%s: llm: tensor '%s' should be (%lld,) float32 or float16", b.name.c_str(), name.c_str(), (long long)n));
+             strformat("%s: llm: tensor '%s' is %s of ggml type %u; it should be (%lld,) float32 or float16", b.name.c_str(), name.c_str(),
+                       shape(*ti).c_str(), ti->type, (long long)n));
     Tensor t = gguf_raw(b, f, *ti, M.device_).cast(dtypes::float32);
     t.realize();
     return t;
@@ -280,7 +290,17 @@ const Tokenizer& LlmModel::tokenizer() const {
   return *tok_;
 }
 
+// the model's thread count and BEAM width, for what runs and compiles while it lives
+struct LlmModel::Settings {
+  CpuThreadCap cap;
+  std::optional<Context> beam;
+  explicit Settings(const LlmModel& m) : cap(m.threads_) {
+    if (m.beam_ > 0) beam.emplace(std::initializer_list<std::pair<const char*, int64_t>>{{"BEAM", m.beam_}});
+  }
+};
+
 int32_t LlmModel::sample(const Tensor& logits, const Sampling& s, const std::vector<int32_t>& history) const {
+  Settings scope(*this);
   int64_t V = cfg_.vocab;
   TG_CHECK(logits.ndim() == 1 && logits.shape()[0] == V, TG_ERROR_SHAPE, strformat("llm_sample: logits must be (%lld,)", (long long)V));
   TG_CHECK(std::isfinite(s.temperature) && std::isfinite(s.top_p) && std::isfinite(s.repeat_penalty) && s.top_k >= 0 && s.repeat_last_n >= 0 &&
@@ -318,6 +338,7 @@ int32_t LlmModel::sample(const Tensor& logits, const Sampling& s, const std::vec
 std::vector<int32_t> LlmModel::generate(const std::vector<int32_t>& prompt, int64_t max_tokens, const Sampling& s,
                                         const std::function<bool(int32_t)>& on_token) {
   TG_CHECK(max_tokens >= 0, TG_ERROR_INVALID_ARGUMENT, "llm_generate: max_tokens is negative");
+  Settings scope(*this);
   Tensor::manual_seed(s.seed);
   std::vector<int32_t> history = prompt, out;
   Tensor logits = eval(prompt);
@@ -334,6 +355,7 @@ std::vector<int32_t> LlmModel::generate(const std::vector<int32_t>& prompt, int6
 
 Tensor LlmModel::eval(const std::vector<int32_t>& tokens) {
   TG_CHECK(!tokens.empty(), TG_ERROR_INVALID_ARGUMENT, "llm_eval: no tokens");
+  Settings scope(*this);
   TG_CHECK(pos_ + int64_t(tokens.size()) <= cfg_.context, TG_ERROR_INVALID_ARGUMENT,
            strformat("llm_eval: %zu tokens at position %lld pass the context of %lld", tokens.size(), (long long)pos_, (long long)cfg_.context));
   for (size_t i = 0; i < tokens.size(); i++)

@@ -47,6 +47,8 @@ struct Sampling {
 struct LlmOptions {
   std::string device;
   int64_t context = 0;  // 0: the file's context length (capped at 4096)
+  int64_t threads = 0;  // CPU threads its kernels run on; 0: every one (NUM_CPU_THREADS)
+  int64_t beam = 0;     // BEAM width for the kernels it compiles; 0: the BEAM setting
 };
 
 class LlmModel {
@@ -92,6 +94,8 @@ class LlmModel {
   std::optional<Tensor> output_norm_, rope_cos_, rope_sin_;  // rope tables (context, rope_dim / 2)
   std::vector<Layer> layers_;
   int64_t pos_ = 0;
+  int64_t threads_ = 0, beam_ = 0;
+  struct Settings;
   UOpRef start_pos_;                  // the Variable start_pos in [0, context - 1]
   std::unique_ptr<TinyJit> decode_;
   std::optional<Tokenizer> tok_;

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <memory>
 #include <condition_variable>
@@ -38,9 +39,12 @@ struct Job {
   int64_t n;
   int core_var;
   std::atomic<int64_t> next{0}, left;
+  std::atomic<int64_t> takers{0};
+  int64_t max_takers = INT64_MAX;  // a CpuThreadCap's: threads past it leave every core id to the others
   // allocates nothing on the workers (under an address-space limit a worker's first malloc may fail, and it can't
   // throw): a worker that can't get a buffer for the vars leaves its share to the others and the caller
   void take() noexcept {
+    if (takers.fetch_add(1) >= max_takers) return;
     int64_t small[32];
     std::unique_ptr<int64_t[]> big;
     int64_t* v = small;
@@ -99,10 +103,12 @@ class Pool {
   int workers() const { return started_; }
 
   // `caller_takes`: the calling thread runs core ids too (else it only waits: its stack is too small for kernels)
-  void run(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t n, int core_var, bool caller_takes = true) {
+  void run(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t n, int core_var, bool caller_takes = true,
+           int64_t max_takers = INT64_MAX) {
     std::lock_guard<std::mutex> one(launch_mu_);
     auto job = std::make_shared<Job>();
     job->entry = entry, job->bufs = bufs, job->vars.assign(vars, vars + nvars), job->n = n, job->core_var = core_var;
+    job->max_takers = max_takers;
     job->left.store(n);
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -136,6 +142,12 @@ class Pool {
 };
 }  // namespace
 
+namespace {
+thread_local int64_t t_thread_cap = 0;
+}
+CpuThreadCap::CpuThreadCap(int64_t n) : prev_(t_thread_cap) { t_thread_cap = n; }
+CpuThreadCap::~CpuThreadCap() { t_thread_cap = prev_; }
+
 void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t threads, int core_var) {
   auto pool = [] {  // made on first need: a process that never threads starts no workers
     static Pool* p = new Pool(std::max(1, num_cpu_threads() - 1));
@@ -147,18 +159,18 @@ void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nv
              "no CPU worker thread could start, and this thread's stack is too small to run kernels on (give it 1 MB or more)");
     std::vector<int64_t> v(vars, vars + nvars);
     if (core_var < 0) v.push_back(0), core_var = int(nvars);
-    return pool()->run(entry, bufs, v.data(), v.size(), std::max<int64_t>(threads, 1), core_var, false);
+    return pool()->run(entry, bufs, v.data(), v.size(), std::max<int64_t>(threads, 1), core_var, false, t_thread_cap > 0 ? t_thread_cap : INT64_MAX);
   }
-  if (threads <= 1 || core_var < 0) {
+  if (threads <= 1 || core_var < 0 || t_thread_cap == 1) {  // on this thread alone: every core id in turn
     if (core_var < 0) return entry(bufs, vars);
     int64_t small[16];  // a replayed kernel should not allocate
     std::vector<int64_t> big(nvars > 16 ? nvars : 0);
     int64_t* v = nvars > 16 ? big.data() : small;
     std::copy(vars, vars + nvars, v);
-    v[size_t(core_var)] = 0;
-    return entry(bufs, v);
+    for (int64_t i = 0; i < std::max<int64_t>(threads, 1); i++) v[size_t(core_var)] = i, entry(bufs, v);
+    return;
   }
-  pool()->run(entry, bufs, vars, nvars, threads, core_var);
+  pool()->run(entry, bufs, vars, nvars, threads, core_var, true, t_thread_cap > 0 ? t_thread_cap : INT64_MAX);
 }
 
 void CPUProgram::launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const {

@@ -10,4 +10,16 @@ int num_cpu_threads();  // $NUM_CPU_THREADS, or the cores this process may run o
 // Calls entry(bufs, vars) once for each core id in [0, threads), with vars[core_var] set to it; returns when all are
 // done. The calling thread takes part. threads <= 1 is a plain call.
 void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nvars, int64_t threads, int core_var);
+// While one lives, this thread's launches use at most `n` threads (the caller's included; 0: no cap): a kernel split
+// by THREAD for more cores runs its core ids on fewer. Nests; the innermost cap applies.
+class CpuThreadCap {
+ public:
+  explicit CpuThreadCap(int64_t n);
+  ~CpuThreadCap();
+  CpuThreadCap(const CpuThreadCap&) = delete;
+  CpuThreadCap& operator=(const CpuThreadCap&) = delete;
+
+ private:
+  int64_t prev_;
+};
 }  // namespace tg

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from tinygrad_c import TinygradError
+from tinygrad_c import InvalidArgumentError, TinygradError
 from tinygrad_c.llm import LLM
 from test_state import BF16, F16, F32, Q4_0, Q4_K, Q6_K, Q8_0, BLOCK, make_blocks, ref_dequant, write_gguf, f16s
 
@@ -333,3 +333,18 @@ def test_example_llm_c_streams_the_same_tokens(tmp_path):
   assert "tokens/s" in out
   bad = subprocess.run([exe, "--model", str(tmp_path / "missing.gguf"), "--prompt", "x"], capture_output=True, timeout=60)
   assert bad.returncode == 1 and b"missing.gguf" in bad.stderr
+
+
+def test_threads_and_beam_options(tmp_path):
+  """threads=1 runs every kernel on the calling thread, beam=1 compiles with BEAM: the same logits; bad values are
+  named errors"""
+  c = tiny_config(n_layer=1)
+  path = tmp_path / "o.gguf"
+  write_model(path, c, Q4_0, seed=3)
+  models = [LLM(path), LLM(path, threads=1), LLM(path, beam=1, threads=2)]
+  for toks in [[1, 2, 3], [4], [5]]:
+    outs = [m(toks).numpy() for m in models]
+    for o in outs[1:]: np.testing.assert_allclose(o, outs[0], rtol=0, atol=1e-5 * np.abs(outs[0]).max())
+  for bad, what in [(dict(threads=-1), "threads"), (dict(threads=1025), "threads"), (dict(beam=65), "beam"), (dict(beam=-2), "beam")]:
+    with pytest.raises(InvalidArgumentError, match=what):
+      LLM(path, **bad)

@@ -159,6 +159,8 @@ struct tg_llm_options
   struct_size::Csize_t
   device::Ptr{UInt8}
   context::Int64
+  threads::Int64
+  beam::Int64
 end
 
 """How tg_llm_sample and tg_llm_generate pick a token. temperature <= 0 is greedy (the argmax); otherwise the top_k most likely tokens (0: 1024) are kept, of those the smallest set whose probability reaches top_p, and one is drawn at `temperature`. repeat_penalty != 1 scales the logits of the last repeat_last_n tokens of the history (divided when positive, multiplied when negative, as llama.cpp). `seed` seeds tg_llm_generate's draws."""

@@ -130,6 +130,8 @@ class tg_llm_options(ctypes.Structure):
     ('struct_size', ctypes.c_size_t),
     ('device', ctypes.c_char_p),
     ('context', ctypes.c_int64),
+    ('threads', ctypes.c_int64),
+    ('beam', ctypes.c_int64),
   ]
 
 

@@ -26,8 +26,11 @@ class LLM(_Owned):
   _release, _retain = C.llm_release, C.llm_retain
   _no_copy = "the model and its KV cache live in the library; load it again for another"
 
-  def __init__(self, path: str | os.PathLike, device: Optional[str] = None, context: int = 0):
-    o = _capi.tg_llm_options(struct_size=ctypes.sizeof(_capi.tg_llm_options), device=_cstr(device, "device"), context=context)
+  def __init__(self, path: str | os.PathLike, device: Optional[str] = None, context: int = 0, threads: int = 0, beam: int = 0):
+    """context: KV cache positions (0: the file's, at most 4096); threads: CPU threads its kernels use (0: all); beam: the
+    BEAM width its kernels are compiled with (0: the BEAM setting)."""
+    o = _capi.tg_llm_options(struct_size=ctypes.sizeof(_capi.tg_llm_options), device=_cstr(device, "device"), context=context, threads=threads,
+                             beam=beam)
     self._h = _made(C.llm_load(_cstr(os.fspath(path), "path"), ctypes.byref(o)), "llm_load")
 
   def __call__(self, tokens: Sequence[int] | Tensor) -> Tensor:

@@ -311,6 +311,8 @@ pub struct tg_llm_options {
   pub struct_size: usize,
   pub device: *const c_char,
   pub context: i64,
+  pub threads: i64,
+  pub beam: i64,
 }
 impl Default for tg_llm_options {
   /// Zeroed, with struct_size set to this header's size.
