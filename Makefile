@@ -150,12 +150,14 @@ test-install:
 # the C API fuzzer alone (tests/test_fuzz_capi.cpp), for much longer than make test runs it: 2M calls by default
 # (TG_FUZZ_CALLS=N to change, TG_FUZZ_SEED=S for another sequence, TG_FUZZ_TRACE=1 to log every call)
 # then the libFuzzer targets for the file readers (fuzz/fuzz_*.cpp), built with clang and ASan+UBSan in $(FUZZ_BUILD)
-# over the library's static archive, each run single-process for FUZZ_RUNS inputs (default 10^6) from a copy of its
-# seed corpus in fuzz/corpus/; a crashing input is left in $(FUZZ_BUILD) (keep it in fuzz/regressions/ once fixed)
+# over the library's static archive, each run single-process for FUZZ_RUNS inputs (default 10^6; the language-model
+# target, which builds models and runs them, FUZZ_RUNS_LLM, default 10^5) from a copy of its seed corpus in
+# fuzz/corpus/; a crashing input is left in $(FUZZ_BUILD) (keep it in fuzz/regressions/ once fixed)
 FUZZ_BUILD ?= build-fuzz
 ONNX_NODE_DIR ?= /usr/share/libonnx-testdata/data/node
 FUZZ_RUNS ?= 1000000
-FUZZ_TARGETS := safetensors gguf onnx
+FUZZ_RUNS_LLM ?= 100000
+FUZZ_TARGETS := safetensors gguf onnx llm
 FUZZ_FLAGS := -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc
 FUZZ_LIBS := -L/usr/lib/llvm-19/lib -Wl,-rpath,/usr/lib/llvm-19/lib -lLLVM-19 -lpthread -ldl
 fuzz: test-build
@@ -166,15 +168,17 @@ fuzz: test-build
 fuzz-files: test-build
 	@mkdir -p $(FUZZ_BUILD)
 	for t in $(FUZZ_TARGETS); do \
-	  clang++ $(FUZZ_FLAGS) fuzz/fuzz_$$t.cpp src/nn/state.cpp src/nn/gguf.cpp src/onnx/proto.cpp src/onnx/onnx.cpp $(BUILD)/libtinygrad.a $(FUZZ_LIBS) \
+	  clang++ $(FUZZ_FLAGS) fuzz/fuzz_$$t.cpp src/nn/state.cpp src/nn/gguf.cpp src/onnx/proto.cpp src/onnx/onnx.cpp src/nn/llm.cpp src/nn/tokenizer.cpp \
+	    $(BUILD)/libtinygrad.a $(FUZZ_LIBS) \
 	    -o $(FUZZ_BUILD)/fuzz_$$t || exit 1; \
 	done
 	@# the ONNX seeds: the conformance suite's models (Debian's libonnx-testdata), every tenth one
 	@mkdir -p $(FUZZ_BUILD)/corpus_onnx && ls -d $(ONNX_NODE_DIR)/test_* | awk 'NR % 10 == 1' | while read t; do \
 	  cp $$t/model.onnx $(FUZZ_BUILD)/corpus_onnx/seed_$$(basename $$t).onnx; done
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && for t in $(FUZZ_TARGETS); do \
+	  runs=$(FUZZ_RUNS) && { [ $$t != llm ] || runs=$(FUZZ_RUNS_LLM); } && \
 	  mkdir -p $(FUZZ_BUILD)/corpus_$$t && { [ ! -d fuzz/corpus/$$t ] || cp fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus_$$t/; } && \
-	  (cd $(FUZZ_BUILD) && XDG_CACHE_HOME="$$d" ASAN_OPTIONS=allocator_may_return_null=1 ./fuzz_$$t -runs=$(FUZZ_RUNS) -jobs=1 -workers=1 \
+	  (cd $(FUZZ_BUILD) && XDG_CACHE_HOME="$$d" ASAN_OPTIONS=allocator_may_return_null=1 ./fuzz_$$t -runs=$$runs -jobs=1 -workers=1 \
 	    -rss_limit_mb=4096 -malloc_limit_mb=512 -timeout=20 -print_final_stats=1 corpus_$$t) || exit 1; \
 	done
 
@@ -208,6 +212,7 @@ bench: test-build
 	$(BUILD)/bench_uop --benchmark_min_time=0.2
 	TG_BENCH_PYTHON=$(PYTHON) TG_BENCH_DIR=$(CURDIR)/bench $(BUILD)/bench_ops bench/results.json
 	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so TG_ORT_DIR=$(abspath $(BUILD))/ort/node_modules $(PYTHON) bench/bench_onnx.py bench/results.json
+	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so TG_LLAMA_DIR=$(abspath $(BUILD))/llama/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64 $(PYTHON) bench/bench_llm.py bench/results.json
 	$(MAKE) --no-print-directory bench-cuda
 
 # the CUDA rows (bench/bench_cuda.py, against cuBLAS and a device copy through PyTorch's CUDA build) where a GPU is;
