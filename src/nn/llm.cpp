@@ -144,9 +144,7 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
     return it == by_name.end() ? nullptr : it->second;
   };
   auto shape = [](const GGUFTensorInfo& ti) {  // as the tensor's shape reads, outermost first
-    std::string s;
-    for (auto d = ti.dims.rbegin(); d != ti.dims.rend(); ++d) s += (s.empty() ? "" : ", ") + std::to_string(*d);
-    return "(" + s + (ti.dims.size() == 1 ? ",)" : ")");
+    return "(" + join_ints(Shape(ti.dims.rbegin(), ti.dims.rend()), ", ") + (ti.dims.size() == 1 ? ",)" : ")");
   };
   auto weight = [&](const std::string& name, int64_t rows, int64_t cols) {
     const GGUFTensorInfo* ti = info(name, true);

@@ -97,9 +97,9 @@ class LlmModel {
   int64_t threads_ = 0, beam_ = 0;
   struct Settings;
   UOpRef start_pos_;                  // the Variable start_pos in [0, context - 1]
-  std::unique_ptr<TinyJit> decode_;
+  std::unique_ptr<TinyJit> decode_;  // one token at a time: one capture serves every position
   std::optional<Tokenizer> tok_;
-  std::string file_;  // one token at a time: one capture serves every position
+  std::string file_;
 };
 
 }  // namespace tg::nn

@@ -4,10 +4,10 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <climits>
 #include <atomic>
 #include <memory>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -153,15 +153,16 @@ void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nv
     static Pool* p = new Pool(std::max(1, num_cpu_threads() - 1));
     return p;
   };
+  int64_t takers = t_thread_cap > 0 ? t_thread_cap : INT64_MAX;
   // every core id on the workers (a kernel without THREAD is core id 0 of 1), if any started
   if (small_stack()) {
     TG_CHECK(pool()->workers() > 0, TG_ERROR_RUNTIME,
              "no CPU worker thread could start, and this thread's stack is too small to run kernels on (give it 1 MB or more)");
     std::vector<int64_t> v(vars, vars + nvars);
     if (core_var < 0) v.push_back(0), core_var = int(nvars);
-    return pool()->run(entry, bufs, v.data(), v.size(), std::max<int64_t>(threads, 1), core_var, false, t_thread_cap > 0 ? t_thread_cap : INT64_MAX);
+    return pool()->run(entry, bufs, v.data(), v.size(), std::max<int64_t>(threads, 1), core_var, false, takers);
   }
-  if (threads <= 1 || core_var < 0 || t_thread_cap == 1) {  // on this thread alone: every core id in turn
+  if (threads <= 1 || core_var < 0 || takers == 1) {  // on this thread alone: every core id in turn
     if (core_var < 0) return entry(bufs, vars);
     int64_t small[16];  // a replayed kernel should not allocate
     std::vector<int64_t> big(nvars > 16 ? nvars : 0);
@@ -170,7 +171,7 @@ void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nv
     for (int64_t i = 0; i < std::max<int64_t>(threads, 1); i++) v[size_t(core_var)] = i, entry(bufs, v);
     return;
   }
-  pool()->run(entry, bufs, vars, nvars, threads, core_var, true, t_thread_cap > 0 ? t_thread_cap : INT64_MAX);
+  pool()->run(entry, bufs, vars, nvars, threads, core_var, true, takers);
 }
 
 void CPUProgram::launch(void** bufs, const int64_t* vars, size_t nvars, const LaunchDims& d) const {

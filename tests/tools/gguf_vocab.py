@@ -133,6 +133,16 @@ def byte_alphabet():
 GPT2_SPLIT = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+(?!\S)|\s+""")
 
 
+def bpe_tokens(alpha, merges):
+  """A byte-level BPE vocabulary's normal tokens: the alphabet's characters in code point order, then each merge's
+  join the first time it appears."""
+  tokens = [alpha[b] for b in sorted(alpha, key=lambda b: ord(alpha[b]))]
+  seen = set(tokens)
+  for a, b in merges:
+    if a + b not in seen: tokens.append(a + b), seen.add(a + b)
+  return tokens
+
+
 @functools.lru_cache(maxsize=None)
 def bpe_vocab(n_merges=2000):
   """(tokens, types, merges): the 256 byte-level characters, one token per learned merge, the special tokens."""
@@ -140,10 +150,7 @@ def bpe_vocab(n_merges=2000):
   words = Counter()
   for w in GPT2_SPLIT.findall(training_text(seed=1)): words[tuple(alpha[b] for b in w.encode())] += 1
   merges = learn_bpe(words, n_merges)
-  tokens = [alpha[b] for b in sorted(alpha, key=lambda b: ord(alpha[b]))]
-  seen = set(tokens)
-  for a, b in merges:
-    if a + b not in seen: tokens.append(a + b), seen.add(a + b)
+  tokens = bpe_tokens(alpha, merges)
   types = [NORMAL] * len(tokens)
   for t in BPE_SPECIAL: tokens.append(t), types.append(NORMAL if t == "<|im_end|>" else CONTROL)
   for t in USER_TOKENS: tokens.append(t), types.append(USER_DEFINED)

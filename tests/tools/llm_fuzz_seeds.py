@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_vocab import BYTE, CONTROL, NORMAL, SPACE, UNKNOWN, USER_DEFINED, USER_TOKENS, byte_alphabet, learn_bpe  # noqa: E402
+from gguf_vocab import BYTE, CONTROL, NORMAL, SPACE, UNKNOWN, USER_DEFINED, USER_TOKENS, bpe_tokens, byte_alphabet, learn_bpe  # noqa: E402
 from gguf_writer import ARR, BOOL, F32 as F32K, I32, STR, U32, gguf_bytes  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -58,10 +58,7 @@ def bpe_tokenizer(pre, n_merges=40, eos="<|endoftext|>", add_bos=None, chars=Non
       key = tuple(alpha[b] for b in w.encode())
       if key: words[key] = words.get(key, 0) + 1
   merges = learn_bpe(words, n_merges)
-  tokens = [alpha[b] for b in sorted(alpha, key=lambda b: ord(alpha[b]))]
-  seen = set(tokens)
-  for a, b in merges:
-    if a + b not in seen: tokens.append(a + b), seen.add(a + b)
+  tokens = bpe_tokens(alpha, merges)
   types = [NORMAL] * len(tokens)
   for t in ["<|begin_of_text|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|fim_prefix|>"]: tokens.append(t), types.append(CONTROL)
   for t in USER_TOKENS: tokens.append(t), types.append(USER_DEFINED)
