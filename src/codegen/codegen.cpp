@@ -26,6 +26,7 @@ const std::vector<Stage>& late_stages() {
       {"transcendentals", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return decompose_transcendentals(a, ren); }},
       {"devectorizer", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return devectorize(a, ren); }},
       {"reduce to accumulators", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return reduce_to_acc(a, ren); }},
+      {"fused multiply-adds", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return fuse_multiply_adds(a, ren); }},
       {"semantics", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return lower_semantics(a, ren); }},
   };
   return stages;

@@ -363,7 +363,9 @@ struct CRenderer {
       case Ops::SHR: return bin(">>");
       case Ops::NEG: return "(-" + r(s[0]) + ")";
       case Ops::WHERE: return "(" + r(s[0]) + "?" + r(s[1]) + ":" + r(s[2]) + ")";
-      case Ops::MULACC: return round16(d, "(" + r(s[0]) + "*" + r(s[1]) + "+" + r(s[2]) + ")");
+      case Ops::MULACC:  // fused, one rounding, for floats (Target::fma): C99's fma, lane by lane
+        if (dtypes::is_float(d)) return round16(d, fn(d, "fma") + "(" + r(s[0]) + "," + r(s[1]) + "," + r(s[2]) + ")");
+        return "(" + r(s[0]) + "*" + r(s[1]) + "+" + r(s[2]) + ")";
       case Ops::EXP2: return round16(d, fn(d, "exp2") + "(" + r(s[0]) + ")");
       case Ops::LOG2: return round16(d, fn(d, "log2") + "(" + r(s[0]) + ")");
       case Ops::SIN: return round16(d, fn(d, "sin") + "(" + r(s[0]) + ")");
@@ -501,7 +503,6 @@ bool CStyleRenderer::holds_vector(Ops op, DType dt) const {
     case Ops::SUB:
     case Ops::MUL:
     case Ops::NEG:
-    case Ops::MULACC:
     case Ops::LOAD:
     case Ops::STORE:
     case Ops::DEFINE_REG:
@@ -509,6 +510,7 @@ bool CStyleRenderer::holds_vector(Ops op, DType dt) const {
     case Ops::VECTORIZE:
     case Ops::GEP: return true;
     case Ops::FDIV: return dtypes::is_float(dt);
+    case Ops::MULACC: return !dtypes::is_float(dt);  // C's fma takes scalars
     case Ops::AND:
     case Ops::OR:
     case Ops::XOR: return dtypes::is_int(dt);

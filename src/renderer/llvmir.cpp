@@ -193,7 +193,7 @@ struct LLRenderer {
       case Ops::FDIV: r = bin("fdiv"); break;
       case Ops::NEG: r = emit("fneg " + t + " " + a[0]); break;
       case Ops::RECIPROCAL: r = emit("fdiv " + t + " " + splat(c, flit(c.scalar_of(), 1)) + ", " + a[0]); break;
-      case Ops::MULACC: r = emit("fadd " + t + " " + bin("fmul") + ", " + a[2]); break;  // two roundings: no contraction
+      case Ops::MULACC: r = call("fma", c, {a[0], a[1], a[2]}); break;  // one rounding (Target::fma)
       case Ops::EXP2: r = call("exp2", c, {a[0]}); break;
       case Ops::LOG2: r = call("log2", c, {a[0]}); break;
       case Ops::SIN: r = call("sin", c, {a[0]}); break;

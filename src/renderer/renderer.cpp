@@ -11,9 +11,14 @@ Target cpu_target(const std::string& device, int64_t threads) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   t.vector_bytes = __builtin_cpu_supports("avx512f") ? 64 : __builtin_cpu_supports("avx2") ? 32 : 16;
+  t.fma = __builtin_cpu_supports("fma");
 #else
   t.vector_bytes = 16;  // NEON, and a safe width elsewhere
+#if defined(__aarch64__)
+  t.fma = true;
 #endif
+#endif
+  t.fma = t.fma && getenv_int("TG_FMA", 1) != 0;  // TG_FMA=0: a multiply and an add round separately, as numpy's do
   return t;
 }
 

@@ -55,6 +55,9 @@ struct Target {
   int64_t local_threads_max = 0;  // work-items in one work-group (GPUs)
   int warp_size = 1;              // work-items that execute together (32 on NVIDIA)
   int vector_bytes = 16;  // the widest vector register: loads, stores and ALU vectors are sized to it
+  // a float a*b+c is one fused multiply-add (MULACC, one rounding) as tinygrad's CPU backends contract it: where the
+  // hardware has the instruction it doubles the arithmetic a core retires (a multiply and an add share the same ports)
+  bool fma = false;
   // OpenCL has none of its own: with EMULATE=CUDA it takes CUDA's, computed by each warp's work-items together
   // through local memory in mma.sync's layout, so the tensor core lowering runs on any OpenCL device
   std::vector<TensorCore> tensor_cores;

@@ -276,6 +276,9 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
   t.global_max = {std::max(o.threads, 1), 0, 0};
   if (vbytes > 0) t.vector_bytes = int(vbytes);
   if (vbytes < 0) vbytes = t.vector_bytes;
+  // a*b+c fused (C99's fma) where the library fuses it, so the host's outputs match bit for bit; armv7's NEON (VFPv3)
+  // has no fused multiply-add, and fmaf there would be a call into libm for every one
+  if (o.target == "armv7") t.fma = false;
   CStyleRenderer ren(t, Dialect::C, vbytes > 0);
   std::string head;
   std::map<std::string, std::string> typedefs, helpers;

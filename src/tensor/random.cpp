@@ -141,8 +141,11 @@ Tensor Tensor::linspace(double start, double stop, int64_t steps, DType dtype, c
   TG_CHECK(steps >= 0, TG_ERROR_SHAPE, "linspace: steps must be >= 0");
   TG_CHECK(std::isfinite(start) && std::isfinite(stop), TG_ERROR_INVALID_ARGUMENT, strformat("linspace: start %g and stop %g must be finite", start, stop));
   if (steps == 1) return Tensor::full({1}, start, dtype, device, "linspace");
-  Tensor i = Tensor::arange(0, double(steps), 1, dtypes::float64, device);
-  return i.mul(i.scalar_like((stop - start) / double(steps - 1))).add(i.scalar_like(start)).cast(dtype);
+  // the first half counts up from start, the second down from stop (as torch), so both ends are exact whether or not
+  // a*b+c rounds once (TG_FMA): an int linspace's last value truncates to stop, not to one short of it
+  Tensor i = Tensor::arange(0, double(steps), 1, dtypes::float64, device), step = i.scalar_like((stop - start) / double(steps - 1));
+  Tensor up = i.mul(step).add(i.scalar_like(start)), down = i.sub(i.scalar_like(double(steps - 1))).mul(step).add(i.scalar_like(stop));
+  return i.lt(i.scalar_like(double(steps / 2))).where(up, down).cast(dtype);
 }
 // fan_in = prod(shape[1:]) as tinygrad; glorot uses shape[0] + fan_in
 static double fan_in(const Shape& s) {

@@ -32,6 +32,8 @@ UOpRef split_lanes(const UOp* n, const Renderer& ren);
 // lane, and a sum of WMMAs accumulates in the instruction. A void REDUCE (a PACK's copy) becomes its loops.
 UOpRef reduce_to_acc(const UOpRef& ast, const Renderer& ren);
 double reduce_identity(Ops op, DType dt);
+// semantics.cpp: on a target with fused multiply-add (Target::fma), a float a*b+c becomes MULACC, one rounding.
+UOpRef fuse_multiply_adds(const UOpRef& ast, const Renderer& ren);
 // semantics.cpp: what every renderer means by an op, as rewrites: integer division defined everywhere, shifts in C's
 // widths, MAX that NaN wins. A renderer then only spells ops.
 UOpRef lower_semantics(const UOpRef& ast, const Renderer& ren);

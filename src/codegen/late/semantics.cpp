@@ -3,6 +3,8 @@
 // undefined, and x86 traps). Shifts take C's widths: left through uint64 (a signed left shift into the sign is undefined
 // in C), right of a narrow int through 32 bits, the amount in the shifted type. MAX selects, and NaN wins, like numpy's
 // maximum. What these make that the renderer can't hold as a vector becomes lanes.
+#include <optional>
+
 #include "codegen/late/late.h"
 
 namespace tg {
@@ -38,6 +40,38 @@ UOpRef nan_max(const UOp* u) {
   return (dtypes::is_float(u->dtype) ? pick->alu(Ops::OR, {a->ne(a)}) : pick)->where(a, b);
 }
 }  // namespace
+
+namespace {
+// the factors of a product, or of lanes of one (an unrolled reduce adds up a vector's lanes): fused as they are where
+// every lane is a scalar (plain C), so a kernel gives the same bits as vectors or as lanes
+std::optional<std::pair<UOpRef, UOpRef>> factors(const UOpRef& u) {
+  if (u->op == Ops::MUL) return std::pair{u->src[0], u->src[1]};
+  if (u->op == Ops::GEP && u->src[0]->op == Ops::MUL) {
+    auto lanes = u->arg_ints();
+    return std::pair{gep(u->src[0]->src[0], lanes), gep(u->src[0]->src[1], lanes)};
+  }
+  return std::nullopt;
+}
+// a*b+c, c+a*b, a*b-c and c-a*b as one MULACC (negation is exact); the first operand's product when both are
+UOpRef fuse(const UOp* u) {
+  Scalar s = u->dtype.scalar;
+  if (s != Scalar::Float32 && s != Scalar::Float64) return {};  // 16-bit floats round after each op, as torch's do
+  for (int i : {0, 1}) {
+    auto f = factors(u->src[i]);
+    if (!f) continue;
+    UOpRef c = u->src[1 - i], a = f->first;
+    if (u->op == Ops::SUB) (i == 0 ? c : a) = (i == 0 ? c : a)->alu(Ops::NEG);
+    return a->alu(Ops::MULACC, {f->second, c});
+  }
+  return {};
+}
+}  // namespace
+
+UOpRef fuse_multiply_adds(const UOpRef& ast, const Renderer& ren) {
+  if (!ren.target().fma) return ast;
+  static const PatternMatcher pm({{UPat({Ops::ADD, Ops::SUB}), [](const Match& m) { return fuse(m.root); }}}, "fma");
+  return graph_rewrite(ast, pm, nullptr, false, "fma");
+}
 
 UOpRef lower_semantics(const UOpRef& ast, const Renderer& ren) {
   static const PatternMatcher pm(

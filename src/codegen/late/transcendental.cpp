@@ -221,7 +221,9 @@ UOpRef xsin(const UOpRef& d) {
   UOpRef x = map_specials(d, 0, 0, 0, d), neg = x < 0.0, a = neg->where(-x, x), small = a < sw;
   Reduced cw = cody_waite(small->where(a, a->const_like(0.0))), ph = payne_hanek(a, lo_exp);
   UOpRef r = small->where(cw.r, ph.r), flip = small->where(cw.odd, ph.odd)->ne(neg);
-  UOpRef res = sin_poly(r) * flip->where(d->const_like(-1.0), d->const_like(1.0));
+  UOpRef res = sin_poly(r) * flip->where(d->const_like(-1.0), d->const_like(1.0)), one = d->const_like(1.0);
+  // near pi/2 the reduced argument's last-bit error carries into a result whose ulp is half of it: |sin| stays <= 1
+  res = one->lt(res)->where(one, res->lt(-one)->where(-one, res));
   // +-0 stay themselves (d + d^3 P(d^2) would round -0 to +0)
   return map_specials(d, NAN, NAN, NAN, x->ne(x->const_like(0.0))->where(res, x));
 }
