@@ -363,9 +363,20 @@ struct CRenderer {
       case Ops::SHR: return bin(">>");
       case Ops::NEG: return "(-" + r(s[0]) + ")";
       case Ops::WHERE: return "(" + r(s[0]) + "?" + r(s[1]) + ":" + r(s[2]) + ")";
-      case Ops::MULACC:  // fused, one rounding, for floats (Target::fma): C99's fma, lane by lane
-        if (dtypes::is_float(d)) return round16(d, fn(d, "fma") + "(" + r(s[0]) + "," + r(s[1]) + "," + r(s[2]) + ")");
-        return "(" + r(s[0]) + "*" + r(s[1]) + "+" + r(s[2]) + ")";
+      case Ops::MULACC: {  // fused, one rounding, for floats (Target::fma): C99's fma
+        std::string args = "(" + r(s[0]) + "," + r(s[1]) + "," + r(s[2]) + ")";
+        if (!dtypes::is_float(d)) return "(" + r(s[0]) + "*" + r(s[1]) + "+" + r(s[2]) + ")";
+        if (d.count == 1) return round16(d, fn(d, "fma") + args);
+        // a vector, in a helper: clang fuses a vector a*b+c that it may contract into vector FMAs (the kernels' targets
+        // have FMA); elsewhere (GCC) each lane's fmaf, which its SLP vectorizer joins where it can
+        std::string t = type(d), nm = "tg_fma_" + t.substr(3), lanes;
+        for (int i = 0; i < d.count; i++)
+          lanes += (i ? ", " : "") + strformat("%s(a[%d], b[%d], c[%d])", fn(d.scalar_of(), "fma").c_str(), i, i, i);
+        if (!helpers.count(nm))
+          helpers[nm] = "TG_FN " + t + " " + nm + "(" + t + " a, " + t + " b, " + t + " c) {\n#if defined(__clang__)\n#pragma clang fp contract(fast)\n" +
+                        "  return a * b + c;\n#else\n  return (" + t + "){" + lanes + "};\n#endif\n}\n";
+        return nm + args;
+      }
       case Ops::EXP2: return round16(d, fn(d, "exp2") + "(" + r(s[0]) + ")");
       case Ops::LOG2: return round16(d, fn(d, "log2") + "(" + r(s[0]) + ")");
       case Ops::SIN: return round16(d, fn(d, "sin") + "(" + r(s[0]) + ")");
@@ -503,6 +514,7 @@ bool CStyleRenderer::holds_vector(Ops op, DType dt) const {
     case Ops::SUB:
     case Ops::MUL:
     case Ops::NEG:
+    case Ops::MULACC:  // a float vector's through a helper (CRenderer, MULACC)
     case Ops::LOAD:
     case Ops::STORE:
     case Ops::DEFINE_REG:
@@ -510,7 +522,6 @@ bool CStyleRenderer::holds_vector(Ops op, DType dt) const {
     case Ops::VECTORIZE:
     case Ops::GEP: return true;
     case Ops::FDIV: return dtypes::is_float(dt);
-    case Ops::MULACC: return !dtypes::is_float(dt);  // C's fma takes scalars
     case Ops::AND:
     case Ops::OR:
     case Ops::XOR: return dtypes::is_int(dt);
