@@ -364,17 +364,19 @@ struct CRenderer {
       case Ops::NEG: return "(-" + r(s[0]) + ")";
       case Ops::WHERE: return "(" + r(s[0]) + "?" + r(s[1]) + ":" + r(s[2]) + ")";
       case Ops::MULACC: {  // fused, one rounding, for floats (Target::fma): C99's fma
-        std::string args = "(" + r(s[0]) + "," + r(s[1]) + "," + r(s[2]) + ")";
         if (!dtypes::is_float(d)) return "(" + r(s[0]) + "*" + r(s[1]) + "+" + r(s[2]) + ")";
+        std::string args = "(" + r(s[0]) + "," + r(s[1]) + "," + r(s[2]) + ")";
         if (d.count == 1) return round16(d, fn(d, "fma") + args);
         // a vector, in a helper: clang fuses a vector a*b+c that it may contract into vector FMAs (the kernels' targets
         // have FMA); elsewhere (GCC) each lane's fmaf, which its SLP vectorizer joins where it can
-        std::string t = type(d), nm = "tg_fma_" + t.substr(3), lanes;
-        for (int i = 0; i < d.count; i++)
-          lanes += (i ? ", " : "") + strformat("%s(a[%d], b[%d], c[%d])", fn(d.scalar_of(), "fma").c_str(), i, i, i);
-        if (!helpers.count(nm))
+        std::string t = type(d), nm = "tg_fma_" + t.substr(3);  // type(): "tg_float32x16"
+        if (!helpers.count(nm)) {
+          std::string lanes;
+          for (int i = 0; i < d.count; i++)
+            lanes += (i ? ", " : "") + strformat("%s(a[%d], b[%d], c[%d])", fn(d.scalar_of(), "fma").c_str(), i, i, i);
           helpers[nm] = "TG_FN " + t + " " + nm + "(" + t + " a, " + t + " b, " + t + " c) {\n#if defined(__clang__)\n#pragma clang fp contract(fast)\n" +
                         "  return a * b + c;\n#else\n  return (" + t + "){" + lanes + "};\n#endif\n}\n";
+        }
         return nm + args;
       }
       case Ops::EXP2: return round16(d, fn(d, "exp2") + "(" + r(s[0]) + ")");

@@ -39,9 +39,7 @@ UOpRef nan_max(const UOp* u) {
   UOpRef pick = b->lt(a);
   return (dtypes::is_float(u->dtype) ? pick->alu(Ops::OR, {a->ne(a)}) : pick)->where(a, b);
 }
-}  // namespace
 
-namespace {
 // the factors of a product, or of lanes of one (an unrolled reduce adds up a vector's lanes): fused as they are where
 // every lane is a scalar (plain C), so a kernel gives the same bits as vectors or as lanes
 std::optional<std::pair<UOpRef, UOpRef>> factors(const UOpRef& u) {
