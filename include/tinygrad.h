@@ -133,6 +133,7 @@ typedef struct tg_optimizer tg_optimizer; /* an optimizer over a set of paramete
 typedef struct tg_state tg_state;         /* an ordered set of named tensors: a state dict, a safetensors or GGUF file */
 typedef struct tg_onnx_model tg_onnx_model; /* an ONNX model loaded for running */
 typedef struct tg_llm tg_llm;       /* a language model from a GGUF file (tg_llm_*) */
+typedef struct tg_comm tg_comm;     /* a communicator: the processes of an MPI job, or a group of them (tg_comm_*) */
 
 /* ---- devices --------------------------------------------------------------------------------------------------- */
 /* Device names: "CPU" (kernels compiled in process by LLVM), "CPU:CLANG" (by the system C compiler), "CUDA", "CUDA:1",
@@ -1356,6 +1357,54 @@ TG_API int64_t tg_llm_generate(tg_llm* m, const tg_tensor* prompt, int64_t max_t
 TG_API tg_llm* tg_llm_retain(tg_llm* m);
 /* Drop a reference; the model (weights, KV cache) is freed with the last. NULL is ignored. */
 TG_API void tg_llm_release(tg_llm* m);
+
+/* ---- distributed: a communicator over MPI ---------------------------------------------------------------------- */
+/* Collectives and messages on tensors between the processes of an MPI job (mpirun -np N program). The library loads
+ * Open MPI's libmpi.so.40 at run time ($TG_MPI_LIB names another path): without it tg_comm_world fails with
+ * TG_ERROR_UNSUPPORTED, and the rest of the library is unaffected. MPI is initialized by the first tg_comm_world unless
+ * the program did it (then the program finalizes it; else the library does at exit). Every rank must make the same
+ * collective calls in the same order with tensors of the same shape and dtype: a mismatch is detected and fails with
+ * TG_ERROR_SHAPE on every rank. A call waits at most $TG_COMM_TIMEOUT seconds (default 300) for the other ranks: past
+ * that (a rank died, hangs, or made another call) it fails with TG_ERROR_RUNTIME, and the communicator can't be used
+ * again. Each call realizes its input and returns a new realized tensor on the input's device (device memory goes
+ * through host memory); inside a tg_jit function the call is captured with the kernels and replays in order. One thread
+ * at a time per communicator. See docs/distributed.md. */
+typedef enum tg_reduce {
+  TG_REDUCE_INVALID = -1,
+  TG_REDUCE_SUM = 0,
+  TG_REDUCE_PROD = 1,
+  TG_REDUCE_MAX = 2,
+  TG_REDUCE_MIN = 3,
+  TG_REDUCE_AVG = 4, /* the sum divided by the number of ranks; float dtypes only */
+  TG_REDUCE_MAX_ENUM = 0x7fffffff
+} tg_reduce;
+
+/* Every process of the job (MPI_COMM_WORLD). A process started without mpirun is a job of one. */
+TG_API tg_comm* tg_comm_world(void);
+/* The ranks that pass the same `color` (>= 0), ordered by `key`, then by rank: MPI_Comm_split. Every rank must call it. */
+TG_API tg_comm* tg_comm_split(tg_comm* comm, int64_t color, int64_t key);
+TG_API tg_comm* tg_comm_retain(tg_comm* comm);
+TG_API void tg_comm_release(tg_comm* comm);
+/* This process's rank in `comm`, and the number of ranks. @errors(-1) */
+TG_API int64_t tg_comm_rank(const tg_comm* comm);
+TG_API int64_t tg_comm_size(const tg_comm* comm);
+/* `t` combined elementwise over every rank. Every dtype; 16-bit floats are combined in float32 and rounded once; for
+ * bool, SUM and MAX are a logical or, PROD and MIN a logical and. */
+TG_API tg_tensor* tg_comm_allreduce(tg_comm* comm, tg_tensor* t, tg_reduce op);
+/* Every rank's `t` concatenated along dim 0 in rank order: (size * d0, ...); a 0-d `t` gives (size,). */
+TG_API tg_tensor* tg_comm_allgather(tg_comm* comm, tg_tensor* t);
+/* Rank `root`'s `t` on every rank; each rank passes a tensor of root's shape and dtype (its values are not read). */
+TG_API tg_tensor* tg_comm_broadcast(tg_comm* comm, tg_tensor* t, int64_t root);
+/* `t` to rank `dest` with `tag` in [0, 32767]; returns when the message is on its way (its buffer may be reused). */
+TG_API tg_status tg_comm_send(tg_comm* comm, tg_tensor* t, int64_t dest, int64_t tag);
+/* A message from rank `src` with `tag`, of exactly this shape and dtype (another size: TG_ERROR_SHAPE), on `device`. */
+TG_API tg_tensor* tg_comm_recv(tg_comm* comm, const int64_t* shape, size_t ndim, tg_dtype dtype, int64_t src, int64_t tag, const char* device);
+/* Data-parallel training: the gradient of each of `params` replaced by its average over the ranks (one allreduce per
+ * dtype, the gradients flattened into one buffer), between tg_tensor_backward and the optimizer step. Parameters
+ * without a gradient are skipped; every rank must have gradients on the same ones. */
+TG_API tg_status tg_comm_average_gradients(tg_comm* comm, tg_tensor* const* params, size_t n);
+/* Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank. */
+TG_API tg_status tg_comm_broadcast_tensors(tg_comm* comm, tg_tensor* const* tensors, size_t n, int64_t root);
 
 /* ---- looking inside a realize ----------------------------------------------------------------------------------- */
 /* What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,

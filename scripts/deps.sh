@@ -31,6 +31,8 @@ case "$group" in
     command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || NEED="$NEED cargo"
     # VIZ's browser test: Debian's chromium, driven headless by npm's puppeteer-core (scripts/viz_deps.sh)
     NEED="$NEED chromium"
+    # the communicator's tests: Open MPI's mpirun and libmpi.so.40 (the library dlopens it; mpi.h is not used)
+    NEED="$NEED openmpi-bin libopenmpi-dev"
     WANT="" ;;
   *) echo "deps.sh: unknown group '$group' (all, run)" >&2; exit 2 ;;
 esac

@@ -2436,6 +2436,107 @@ public sealed partial class Llm : IDisposable, IHandle {
   }
 }
 
+/// <summary>A tg_comm reference. Dispose releases it; one never disposed is released by its handle's finalizer.
+/// </summary>
+public sealed partial class Comm : IDisposable, IHandle {
+  internal readonly CommHandle H;
+  internal Comm(CommHandle h) { H = h; }
+  System.Runtime.InteropServices.SafeHandle IHandle.Handle => H;
+  public void Dispose() => H.Dispose();
+  /// <summary>True once disposed: any further use throws ObjectDisposedException.</summary>
+  public bool IsDisposed => H.IsClosed;
+
+  /// <summary>Every process of the job (MPI_COMM_WORLD). A process started without mpirun is a job of one. (tg_comm_world)
+  /// </summary>
+  public static Comm World() {
+    return new Comm(Native.Check(Native.tg_comm_world()));
+  }
+
+  /// <summary>The ranks that pass the same `color` (&gt;= 0), ordered by `key`, then by rank: MPI_Comm_split. Every rank
+  /// must call it. (tg_comm_split)
+  /// </summary>
+  public Comm Split(long color, long key) {
+    return new Comm(Native.Check(Native.tg_comm_split(H, color, key)));
+  }
+
+  /// <summary> (tg_comm_retain)
+  /// </summary>
+  public Comm Retain() {
+    return new Comm(Native.Check(Native.tg_comm_retain(H)));
+  }
+
+  /// <summary>This process's rank in `comm`, and the number of ranks. (tg_comm_rank)
+  /// </summary>
+  public long Rank() {
+    var r = Native.tg_comm_rank(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary> (tg_comm_size)
+  /// </summary>
+  public long Size() {
+    var r = Native.tg_comm_size(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>`t` combined elementwise over every rank. Every dtype; 16-bit floats are combined in float32 and rounded
+  /// once; for bool, SUM and MAX are a logical or, PROD and MIN a logical and. (tg_comm_allreduce)
+  /// </summary>
+  public Tensor Allreduce(Tensor t, Reduce op) {
+    return new Tensor(Native.Check(Native.tg_comm_allreduce(H, Native.Arg(t, nameof(t)).H, op)));
+  }
+
+  /// <summary>Every rank's `t` concatenated along dim 0 in rank order: (size * d0, ...); a 0-d `t` gives (size,).
+  /// (tg_comm_allgather)
+  /// </summary>
+  public Tensor Allgather(Tensor t) {
+    return new Tensor(Native.Check(Native.tg_comm_allgather(H, Native.Arg(t, nameof(t)).H)));
+  }
+
+  /// <summary>Rank `root`'s `t` on every rank; each rank passes a tensor of root's shape and dtype (its values are not
+  /// read). (tg_comm_broadcast)
+  /// </summary>
+  public Tensor Broadcast(Tensor t, long root) {
+    return new Tensor(Native.Check(Native.tg_comm_broadcast(H, Native.Arg(t, nameof(t)).H, root)));
+  }
+
+  /// <summary>`t` to rank `dest` with `tag` in [0, 32767]; returns when the message is on its way (its buffer may be
+  /// reused). (tg_comm_send)
+  /// </summary>
+  public void Send(Tensor t, long dest, long tag) {
+    Native.Check(Native.tg_comm_send(H, Native.Arg(t, nameof(t)).H, dest, tag));
+  }
+
+  /// <summary>A message from rank `src` with `tag`, of exactly this shape and dtype (another size: TG_ERROR_SHAPE), on
+  /// `device`. (tg_comm_recv)
+  /// </summary>
+  public Tensor Recv(long[] shape, DType dtype, long src, long tag, string device = null) {
+    return new Tensor(Native.Check(Native.tg_comm_recv(H, shape, (UIntPtr)(shape?.Length ?? 0), dtype, src, tag, device)));
+  }
+
+  /// <summary>Data-parallel training: the gradient of each of `params` replaced by its average over the ranks (one
+  /// allreduce per dtype, the gradients flattened into one buffer), between tg_tensor_backward and the optimizer
+  /// step. Parameters without a gradient are skipped; every rank must have gradients on the same ones.
+  /// (tg_comm_average_gradients)
+  /// </summary>
+  public void AverageGradients(params Tensor[] @params) {
+    using (var params_ = new HandleArray(@params)) {
+      Native.Check(Native.tg_comm_average_gradients(H, params_.Ptrs, (UIntPtr)(@params?.Length ?? 0)));
+    }
+  }
+
+  /// <summary>Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank.
+  /// (tg_comm_broadcast_tensors)
+  /// </summary>
+  public void BroadcastTensors(Tensor[] tensors, long root) {
+    using (var tensors_ = new HandleArray(tensors)) {
+      Native.Check(Native.tg_comm_broadcast_tensors(H, tensors_.Ptrs, (UIntPtr)(tensors?.Length ?? 0), root));
+    }
+  }
+}
+
 /// <summary>The library's functions that belong to no handle.</summary>
 public static partial class Tg {
   /// <summary>The library's version at run time, "MAJOR.MINOR.PATCH" (static storage). Compare with TG_VERSION_STRING.
@@ -2675,7 +2776,7 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (52; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (53; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
@@ -2727,4 +2828,5 @@ public static partial class Tg {
 //   tg_llm_token_piece: a `chars_out` parameter
 //   tg_llm_generate: a `callback` parameter
 //   tg_llm_release: takes a reference (Dispose does it)
+//   tg_comm_release: takes a reference (Dispose does it)
 //   tg_plan_release: takes a reference (Dispose does it)

@@ -84,6 +84,27 @@ public enum OptimizerKind : int {
   Muon = 5,
 }
 
+/// <summary>Collectives and messages on tensors between the processes of an MPI job (mpirun -np N program). The library
+/// loads Open MPI's libmpi.so.40 at run time ($TG_MPI_LIB names another path): without it tg_comm_world fails
+/// with TG_ERROR_UNSUPPORTED, and the rest of the library is unaffected. MPI is initialized by the first
+/// tg_comm_world unless the program did it (then the program finalizes it; else the library does at exit). Every
+/// rank must make the same collective calls in the same order with tensors of the same shape and dtype: a
+/// mismatch is detected and fails with TG_ERROR_SHAPE on every rank. A call waits at most $TG_COMM_TIMEOUT
+/// seconds (default 300) for the other ranks: past that (a rank died, hangs, or made another call) it fails with
+/// TG_ERROR_RUNTIME, and the communicator can't be used again. Each call realizes its input and returns a new
+/// realized tensor on the input's device (device memory goes through host memory); inside a tg_jit function the
+/// call is captured with the kernels and replays in order. One thread at a time per communicator. See
+/// docs/distributed.md.
+/// </summary>
+public enum Reduce : int {
+  Invalid = -1,
+  Sum = 0,
+  Prod = 1,
+  Max = 2,
+  Min = 3,
+  Avg = 4,  // the sum divided by the number of ranks; float dtypes only
+}
+
 [StructLayout(LayoutKind.Sequential)]
 public partial struct TensorIndex {
   public IndexKind Kind;
@@ -353,6 +374,17 @@ public sealed class LlmHandle : SafeHandle {
   internal static readonly LlmHandle Null = new LlmHandle();
   public override bool IsInvalid => handle == IntPtr.Zero;
   protected override bool ReleaseHandle() { Native.tg_llm_release(handle); return true; }
+}
+
+/// <summary>An owned tg_comm reference: released (tg_comm_release) by Dispose or, if never disposed, by the
+/// finalizer.</summary>
+public sealed class CommHandle : SafeHandle {
+  public CommHandle() : base(IntPtr.Zero, true) {}
+  internal CommHandle(IntPtr h) : base(IntPtr.Zero, true) { SetHandle(h); }
+  // passed for a NULL argument: invalid, so never released
+  internal static readonly CommHandle Null = new CommHandle();
+  public override bool IsInvalid => handle == IntPtr.Zero;
+  protected override bool ReleaseHandle() { Native.tg_comm_release(handle); return true; }
 }
 
 /// <summary>Every function of include/tinygrad.h as it is, with the C names; the safe layer is the classes in
@@ -2210,6 +2242,61 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern void tg_llm_release(IntPtr m);
+
+  // ---- distributed: a communicator over MPI
+  /// <summary>Every process of the job (MPI_COMM_WORLD). A process started without mpirun is a job of one.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern CommHandle tg_comm_world();
+  /// <summary>The ranks that pass the same `color` (&gt;= 0), ordered by `key`, then by rank: MPI_Comm_split. Every rank
+  /// must call it.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern CommHandle tg_comm_split(CommHandle comm, long color, long key);
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern CommHandle tg_comm_retain(CommHandle comm);
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern void tg_comm_release(IntPtr comm);
+  /// <summary>This process's rank in `comm`, and the number of ranks.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_comm_rank(CommHandle comm);
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_comm_size(CommHandle comm);
+  /// <summary>`t` combined elementwise over every rank. Every dtype; 16-bit floats are combined in float32 and rounded
+  /// once; for bool, SUM and MAX are a logical or, PROD and MIN a logical and.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_comm_allreduce(CommHandle comm, TensorHandle t, Reduce op);
+  /// <summary>Every rank's `t` concatenated along dim 0 in rank order: (size * d0, ...); a 0-d `t` gives (size,).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_comm_allgather(CommHandle comm, TensorHandle t);
+  /// <summary>Rank `root`'s `t` on every rank; each rank passes a tensor of root's shape and dtype (its values are not
+  /// read).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_comm_broadcast(CommHandle comm, TensorHandle t, long root);
+  /// <summary>`t` to rank `dest` with `tag` in [0, 32767]; returns when the message is on its way (its buffer may be
+  /// reused).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_comm_send(CommHandle comm, TensorHandle t, long dest, long tag);
+  /// <summary>A message from rank `src` with `tag`, of exactly this shape and dtype (another size: TG_ERROR_SHAPE), on
+  /// `device`.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_comm_recv(CommHandle comm, long[] shape, UIntPtr ndim, DType dtype, long src, long tag, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>Data-parallel training: the gradient of each of `params` replaced by its average over the ranks (one
+  /// allreduce per dtype, the gradients flattened into one buffer), between tg_tensor_backward and the optimizer
+  /// step. Parameters without a gradient are skipped; every rank must have gradients on the same ones.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_comm_average_gradients(CommHandle comm, IntPtr[] @params, UIntPtr n);
+  /// <summary>Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_comm_broadcast_tensors(CommHandle comm, IntPtr[] tensors, UIntPtr n, long root);
 
   // ---- looking inside a realize
   /// <summary>Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new

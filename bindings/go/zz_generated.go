@@ -1862,6 +1862,66 @@ static tg_llm* tgw_llm_retain(tg_llm* m, tgw_err* tgw_e) {
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_comm* tgw_comm_world(tgw_err* tgw_e) {
+  tg_comm* tgw_r = tg_comm_world();
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_comm* tgw_comm_split(tg_comm* comm, int64_t color, int64_t key, tgw_err* tgw_e) {
+  tg_comm* tgw_r = tg_comm_split(comm, color, key);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_comm* tgw_comm_retain(tg_comm* comm, tgw_err* tgw_e) {
+  tg_comm* tgw_r = tg_comm_retain(comm);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_comm_rank(const tg_comm* comm, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_comm_rank(comm);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_comm_size(const tg_comm* comm, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_comm_size(comm);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_comm_allreduce(tg_comm* comm, tg_tensor* t, tg_reduce op, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_comm_allreduce(comm, t, op);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_comm_allgather(tg_comm* comm, tg_tensor* t, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_comm_allgather(comm, t);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_comm_broadcast(tg_comm* comm, tg_tensor* t, int64_t root, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_comm_broadcast(comm, t, root);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_status tgw_comm_send(tg_comm* comm, tg_tensor* t, int64_t dest, int64_t tag, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_comm_send(comm, t, dest, tag);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_tensor* tgw_comm_recv(tg_comm* comm, const int64_t* shape, size_t ndim, tg_dtype dtype, int64_t src, int64_t tag, const char* device, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_comm_recv(comm, shape, ndim, dtype, src, tag, device);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_status tgw_comm_average_gradients(tg_comm* comm, tg_tensor* const* params, size_t n, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_comm_average_gradients(comm, params, n);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_comm_broadcast_tensors(tg_comm* comm, tg_tensor* const* tensors, size_t n, int64_t root, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_comm_broadcast_tensors(comm, tensors, n, root);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
 static tg_plan* tgw_plan_create(tg_tensor* const* tensors, size_t n, tgw_err* tgw_e) {
   tg_plan* tgw_r = tg_plan_create(tensors, n);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -2073,6 +2133,29 @@ const (
 	OptimizerKindLARS    OptimizerKind = 3
 	OptimizerKindLAMB    OptimizerKind = 4
 	OptimizerKindMuon    OptimizerKind = 5
+)
+
+// Reduce is tg_reduce. Collectives and messages on tensors between the processes of an MPI job (mpirun -np N
+// program). The library loads Open MPI's libmpi.so.40 at run time ($TG_MPI_LIB names another path): without it
+// tg_comm_world fails with TG_ERROR_UNSUPPORTED, and the rest of the library is unaffected. MPI is initialized
+// by the first tg_comm_world unless the program did it (then the program finalizes it; else the library does at
+// exit). Every rank must make the same collective calls in the same order with tensors of the same shape and
+// dtype: a mismatch is detected and fails with TG_ERROR_SHAPE on every rank. A call waits at most
+// $TG_COMM_TIMEOUT seconds (default 300) for the other ranks: past that (a rank died, hangs, or made another
+// call) it fails with TG_ERROR_RUNTIME, and the communicator can't be used again. Each call realizes its input
+// and returns a new realized tensor on the input's device (device memory goes through host memory); inside a
+// tg_jit function the call is captured with the kernels and replays in order. One thread at a time per
+// communicator. See docs/distributed.md.
+type Reduce int32
+
+// Values of tg_reduce.
+const (
+	ReduceInvalid Reduce = -1
+	ReduceSum     Reduce = 0
+	ReduceProd    Reduce = 1
+	ReduceMax     Reduce = 2
+	ReduceMin     Reduce = 3
+	ReduceAvg     Reduce = 4 // the sum divided by the number of ranks; float dtypes only
 )
 
 // Tensor owns one reference to a tg_tensor: a lazy tensor.
@@ -2468,6 +2551,44 @@ func (l *Llm) Close() {
 	runtime.SetFinalizer(l, nil)
 	if l.done != nil {
 		l.done()
+	}
+}
+
+// Comm owns one reference to a tg_comm: a communicator: the processes of an MPI job, or a group of them (tg_comm_*).
+// Close releases it; a finalizer releases it if Close was never called.
+// A Comm may be used by one goroutine at a time.
+type Comm struct {
+	p    *C.tg_comm
+	done func() // Go state the C object refers to (a callback), freed by Close
+}
+
+func newComm(cp *C.tg_comm) *Comm {
+	if cp == nil {
+		return nil
+	}
+	c := &Comm{p: cp}
+	runtime.SetFinalizer(c, (*Comm).Close)
+	return c
+}
+
+func (c *Comm) ptr() *C.tg_comm {
+	if c == nil {
+		return nil
+	}
+	return c.p
+}
+
+// Close releases the reference (tg_comm_release); later calls do nothing. A closed Comm passed to a
+// function is reported as an error by the library.
+func (c *Comm) Close() {
+	if c == nil || c.p == nil {
+		return
+	}
+	C.tg_comm_release(c.p)
+	c.p = nil
+	runtime.SetFinalizer(c, nil)
+	if c.done != nil {
+		c.done()
 	}
 }
 
@@ -8171,6 +8292,161 @@ func (m *Llm) Retain() (*Llm, error) {
 	return newLlm(ret), nil
 }
 
+// CommWorld is tg_comm_world. Every process of the job (MPI_COMM_WORLD). A process started without mpirun is a
+// job of one.
+func CommWorld() (*Comm, error) {
+	var st C.tgw_err
+	ret := C.tgw_comm_world(&st)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newComm(ret), nil
+}
+
+// Split is tg_comm_split. The ranks that pass the same `color` (>= 0), ordered by `key`, then by rank:
+// MPI_Comm_split. Every rank must call it.
+func (comm *Comm) Split(color int64, key int64) (*Comm, error) {
+	var st C.tgw_err
+	ret := C.tgw_comm_split(comm.ptr(), C.int64_t(color), C.int64_t(key), &st)
+	runtime.KeepAlive(comm)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newComm(ret), nil
+}
+
+// Retain is tg_comm_retain.
+func (comm *Comm) Retain() (*Comm, error) {
+	var st C.tgw_err
+	ret := C.tgw_comm_retain(comm.ptr(), &st)
+	runtime.KeepAlive(comm)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newComm(ret), nil
+}
+
+// Rank is tg_comm_rank. This process's rank in `comm`, and the number of ranks.
+func (comm *Comm) Rank() (int64, error) {
+	var st C.tgw_err
+	ret := C.tgw_comm_rank(comm.ptr(), &st)
+	runtime.KeepAlive(comm)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int64(ret), nil
+}
+
+// Size is tg_comm_size.
+func (comm *Comm) Size() (int64, error) {
+	var st C.tgw_err
+	ret := C.tgw_comm_size(comm.ptr(), &st)
+	runtime.KeepAlive(comm)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int64(ret), nil
+}
+
+// Allreduce is tg_comm_allreduce. `t` combined elementwise over every rank. Every dtype; 16-bit floats are
+// combined in float32 and rounded once; for bool, SUM and MAX are a logical or, PROD and MIN a logical and.
+func (comm *Comm) Allreduce(t *Tensor, op Reduce) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_comm_allreduce(comm.ptr(), t.ptr(), C.tg_reduce(op), &st)
+	runtime.KeepAlive(comm)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// Allgather is tg_comm_allgather. Every rank's `t` concatenated along dim 0 in rank order: (size * d0, ...); a
+// 0-d `t` gives (size,).
+func (comm *Comm) Allgather(t *Tensor) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_comm_allgather(comm.ptr(), t.ptr(), &st)
+	runtime.KeepAlive(comm)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// Broadcast is tg_comm_broadcast. Rank `root`'s `t` on every rank; each rank passes a tensor of root's shape and
+// dtype (its values are not read).
+func (comm *Comm) Broadcast(t *Tensor, root int64) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_comm_broadcast(comm.ptr(), t.ptr(), C.int64_t(root), &st)
+	runtime.KeepAlive(comm)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// Send is tg_comm_send. `t` to rank `dest` with `tag` in [0, 32767]; returns when the message is on its way (its
+// buffer may be reused).
+func (comm *Comm) Send(t *Tensor, dest int64, tag int64) error {
+	var st C.tgw_err
+	C.tgw_comm_send(comm.ptr(), t.ptr(), C.int64_t(dest), C.int64_t(tag), &st)
+	runtime.KeepAlive(comm)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Recv is tg_comm_recv. A message from rank `src` with `tag`, of exactly this shape and dtype (another size:
+// TG_ERROR_SHAPE), on `device`.
+func (comm *Comm) Recv(shape []int64, dtype DType, src int64, tag int64, device string) (*Tensor, error) {
+	var cvDevice *C.char
+	if device != "" {
+		cvDevice = C.CString(device)
+		defer C.free(unsafe.Pointer(cvDevice))
+	}
+	var st C.tgw_err
+	ret := C.tgw_comm_recv(comm.ptr(), (*C.int64_t)(ptr0(shape)), C.size_t(len(shape)), C.tg_dtype(dtype), C.int64_t(src), C.int64_t(tag), cvDevice, &st)
+	runtime.KeepAlive(comm)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// AverageGradients is tg_comm_average_gradients. Data-parallel training: the gradient of each of `params`
+// replaced by its average over the ranks (one allreduce per dtype, the gradients flattened into one buffer),
+// between tg_tensor_backward and the optimizer step. Parameters without a gradient are skipped; every rank must
+// have gradients on the same ones.
+func (comm *Comm) AverageGradients(params []*Tensor) error {
+	cvParams := cTensors(params)
+	var st C.tgw_err
+	C.tgw_comm_average_gradients(comm.ptr(), (**C.tg_tensor)(ptr0(cvParams)), C.size_t(len(params)), &st)
+	runtime.KeepAlive(comm)
+	runtime.KeepAlive(params)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
+// BroadcastTensors is tg_comm_broadcast_tensors. Each of `tensors` assigned rank `root`'s values and realized:
+// the same initial weights on every rank.
+func (comm *Comm) BroadcastTensors(tensors []*Tensor, root int64) error {
+	cvTensors := cTensors(tensors)
+	var st C.tgw_err
+	C.tgw_comm_broadcast_tensors(comm.ptr(), (**C.tg_tensor)(ptr0(cvTensors)), C.size_t(len(tensors)), C.int64_t(root), &st)
+	runtime.KeepAlive(comm)
+	runtime.KeepAlive(tensors)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
+}
+
 // PlanCreate is tg_plan_create. Schedules `tensors` (borrowed, on one device) and compiles their kernels without
 // running them. A new reference.
 func PlanCreate(tensors []*Tensor) (*Plan, error) {
@@ -8350,4 +8626,4 @@ func LiveHandles() int64 {
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
 // tg_llm_generate is wrapped by hand: not in Go yet: a Go func behind tg_llm_token_fn needs a cgo trampoline (use LlmSample in a loop).
-const generatedFunctions = 399 // of 401 in the manifest
+const generatedFunctions = 412 // of 414 in the manifest

@@ -19,7 +19,7 @@ KEYWORDS = {"baremodule", "begin", "break", "catch", "const", "continue", "do", 
 # the Julia types of the handles (Tinygrad.jl defines them); Module and Expr would shadow Base's
 JULIA_TYPE = {"tg_tensor": "Tensor", "tg_expr": "SymExpr", "tg_module": "Layer", "tg_optimizer": "Optimizer",
               "tg_state": "State", "tg_plan": "Plan", "tg_jit": "Jit", "tg_uop": "Uop",
-              "tg_onnx_model": "OnnxModel", "tg_llm": "Llm"}
+              "tg_onnx_model": "OnnxModel", "tg_llm": "Llm", "tg_comm": "Comm"}
 # tensor functions that are Base operators or functions of the same meaning in Julia (div is Julia's integer division)
 BASE_AS = {"add": ":+", "sub": ":-", "mul": ":*", "div": ":/", "pow": ":^", "add_scalar": ":+", "sub_scalar": ":-",
            "mul_scalar": ":*", "div_scalar": ":/", "pow_scalar": ":^", "neg": ":-", "idiv": "div", "maximum": "max",

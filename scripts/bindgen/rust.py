@@ -38,6 +38,9 @@ HANDWRITTEN = {
   **{f"tg_llm_{n}": f"Llm::{n}" for n in ("load", "eval", "reset", "position", "context", "vocab_size", "config", "metadata", "tokenize",
                                             "detokenize", "token_piece", "bos", "eos", "is_eog", "sample", "generate")},
   "tg_llm_retain": "Clone for Llm", "tg_llm_release": "Drop for Llm", "tg_llm_sampling_default": "sampling_defaults",
+  **{f: "raw only (tinygrad_sys): a safe Comm type is not written yet"
+     for f in ("tg_comm_world", "tg_comm_split", "tg_comm_retain", "tg_comm_release", "tg_comm_rank", "tg_comm_size", "tg_comm_allreduce",
+               "tg_comm_allgather", "tg_comm_broadcast", "tg_comm_send", "tg_comm_recv", "tg_comm_average_gradients", "tg_comm_broadcast_tensors")},
   **{f: "raw only (tinygrad_sys): a safe ONNX Model type is not written yet"
      for f in ("tg_onnx_load", "tg_onnx_load_buffer", "tg_onnx_input_info", "tg_onnx_output_info", "tg_onnx_run", "tg_onnx_run_named",
                "tg_onnx_run_values", "tg_onnx_load_value")},

@@ -105,6 +105,7 @@ tg_tensor* wrap(Tensor t);  // a new handle (reference count 1)
 inline Tensor& get(const tg_tensor* h, const char* fn, const char* arg = "tensor") { return Handles<tg_tensor>::get(h, fn, arg).t; }
 // a C array of n int64s (dims, axes); NULL with n > 0 and more than 64 entries are TG_ERROR_INVALID_ARGUMENT naming `what`
 std::vector<int64_t> ints(const int64_t* p, size_t n, const char* fn, const char* what);
+DType dtype_arg(tg_dtype d, const char* fn);  // a caller's tg_dtype; any other int is TG_ERROR_DTYPE naming `fn`
 }  // namespace tg::api
 
 // nn.state: a tg_state is an ordered set of named tensors and the metadata of the file it came from.
@@ -128,4 +129,11 @@ struct tg_onnx_model {
 struct tg_llm {
   static constexpr const char* kind = "tg_llm";
   std::shared_ptr<tg::nn::LlmModel> m;
+};
+
+// distributed: a communicator
+#include "tensor/comm.h"
+struct tg_comm {
+  static constexpr const char* kind = "tg_comm";
+  std::shared_ptr<tg::Communicator> c;
 };

@@ -14,16 +14,17 @@ std::vector<int64_t> ints(const int64_t* p, size_t n, const char* fn, const char
   TG_ARG(n <= 64, strformat("%s: %zu %s is too many", fn, n, what));
   return std::vector<int64_t>(p, p + n);
 }
+DType dtype_arg(tg_dtype d, const char* fn) {
+  TG_CHECK(unsigned(d) <= TG_FLOAT64, TG_ERROR_DTYPE, strformat("%s: unknown dtype %d", fn, int(d)));
+  return dtypes::all()[size_t(d)];
+}
 }  // namespace tg::api
 using tg::api::get;
 using tg::api::wrap;
 using tg::api::ints;
 
 namespace {
-DType dt_of(tg_dtype d, const char* fn) {
-  TG_CHECK(unsigned(d) <= TG_FLOAT64, TG_ERROR_DTYPE, strformat("%s: unknown dtype %d", fn, int(d)));
-  return dtypes::all()[size_t(d)];
-}
+DType dt_of(tg_dtype d, const char* fn) { return api::dtype_arg(d, fn); }
 std::vector<std::pair<int64_t, int64_t>> pairs(const int64_t* p, size_t n, const char* fn) {
   TG_ARG(n <= 64, strformat("%s: %zu pairs is too many", fn, n));  // before 2*n can wrap
   auto v = ints(p, 2 * n, fn, "pairs");

@@ -20,6 +20,7 @@ struct CompiledRunner {
   size_t nbufs = 0;  // buffer parameters
   std::array<UOpRef, 3> global_size, local_size;  // a GPU launch's grid, as expressions of the variables (null: 1)
   uint64_t ops = 0, mem = 0;
+  bool host = false;  // a step the host runs between kernels (a collective over MPI): no AST, no source, no device graph
   mutable std::atomic<int> viz_id{-1};  // its VIZ record (made at its first launch while recording if not compiled then)
   LaunchDims dims(const int64_t* vals) const;  // the launch for these variable values
 };

@@ -1,10 +1,12 @@
 #include "engine/realize.h"
 
 #include <chrono>
+#include <mutex>
 #include <unordered_set>
 
 #include "codegen/opt/beam.h"
 #include "renderer/renderer.h"
+#include "runtime/mpi.h"
 #include "schedule/schedule.h"
 #include "schedule/graph.h"
 #include "uop/viz.h"
@@ -32,7 +34,20 @@ void ExecItem::run() {
   vals.resize(prg->vars.size());
   launch();
 }
-void ExecItem::launch() { prg->prog->launch(ptrs.data(), vals.data(), vals.size(), prg->dims(vals.data())); }
+void ExecItem::launch() {
+  if (!prg->host) return prg->prog->launch(ptrs.data(), vals.data(), vals.size(), prg->dims(vals.data()));
+  try {
+    prg->prog->launch(ptrs.data(), nullptr, 0, LaunchDims{});
+  } catch (const mpi::Timeout& t) {
+    // MPI may still write these buffers (the request is pending): they stay allocated for the rest of the process
+    static auto* kept = new std::vector<std::shared_ptr<Buffer>>();
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lk(mu);
+    kept->insert(kept->end(), bufs.begin(), bufs.end());
+    fail(TG_ERROR_RUNTIME, t.message);
+  }
+}
+
 
 // A computed root with Variable dims is stored at the Variables' largest values: its value is the view of the bound part.
 static UOpRef rebind(const UOpRef& stored, const UOpRef& root, const std::unordered_map<std::string, int64_t>& var_vals) {
@@ -231,6 +246,19 @@ Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& devic
 
 CaptureScope::CaptureScope() : prev(g_capture) { g_capture = this; }
 CaptureScope::~CaptureScope() { g_capture = prev; }
+
+void run_host_step(const std::string& name, std::function<void(void** bufs)> fn, std::vector<std::shared_ptr<Buffer>> bufs) {
+  auto prog = std::make_shared<HostProgram>();
+  prog->name = name, prog->fn = std::move(fn);
+  auto k = std::make_shared<CompiledRunner>();
+  k->name = name, k->prog = std::move(prog), k->host = true, k->nbufs = bufs.size();
+  ExecItem e{std::move(k), std::move(bufs)};
+  auto t0 = std::chrono::steady_clock::now();
+  e.run();
+  e.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (DEBUG >= 2) std::fprintf(stderr, "*** HOST %-28s tm %10.2fus\n", name.c_str(), e.time_s * 1e6);
+  if (g_capture) g_capture->items.push_back(std::move(e));
+}
 
 void run_lowered(Lowered& l) {
   Device& dev = get_device(l.device);

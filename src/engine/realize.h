@@ -63,6 +63,15 @@ Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& devic
 void run_lowered(Lowered& l);
 std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device);
 
+// A step the host runs between kernels, on the buffers' handles (bufs[0] the output where it has one): a collective over
+// MPI. It runs as an ExecItem, so a capturing JIT records it in order with the kernels and every replay runs it again.
+struct HostProgram : Program {
+  std::function<void(void** bufs)> fn;
+  void launch(void** bufs, const int64_t*, size_t, const LaunchDims&) const override { fn(bufs); }
+};
+// runs `fn` as an item named `name` on `bufs` now, and appends it to this thread's capture if one is on
+void run_host_step(const std::string& name, std::function<void(void** bufs)> fn, std::vector<std::shared_ptr<Buffer>> bufs);
+
 // While one is set on a thread, every realize on that thread appends the items it ran (TinyJit's capture).
 struct CaptureScope {
   std::vector<ExecItem> items;

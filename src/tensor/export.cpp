@@ -209,6 +209,8 @@ TinyJit::ExportInfo TinyJit::export_c(const ExportOptions& o) {
       }
   int64_t vbytes = target_vector_bytes(o.target);
   for (auto& e : items_)
+    TG_CHECK(!e.prg->host, TG_ERROR_UNSUPPORTED, "export: the capture runs " + e.prg->name + " on the host between kernels (a collective); an export can't");
+  for (auto& e : items_)
     TG_CHECK(get_device(e.bufs[0]->device()).host_memory() && e.prg->ast, TG_ERROR_UNSUPPORTED,
              "export: kernel " + e.prg->name + " runs on " + e.bufs[0]->device() + "; export captures made on the CPU");
 

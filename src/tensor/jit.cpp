@@ -242,7 +242,9 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs, const Var
     for (auto& e : items_) g.push_back({e.prg->prog.get(), e.ptrs.data(), e.vals.data(), e.vals.size(), e.prg->dims(e.vals.data())});
     return g;
   };
-  bool one_device = !items_.empty() && std::all_of(item_dev_.begin(), item_dev_.end(), [&](Device* d) { return d == item_dev_[0]; });
+  // a host step (a collective) between the kernels keeps them out of a device graph
+  bool one_device = !items_.empty() && std::all_of(item_dev_.begin(), item_dev_.end(), [&](Device* d) { return d == item_dev_[0]; }) &&
+                    std::none_of(items_.begin(), items_.end(), [](const ExecItem& e) { return e.prg->host; });
   if (!graph_tried_ && one_device && DEBUG < 2 && getenv_int("JIT_GRAPH", 1) != 0) graph_tried_ = true, graph_ = item_dev_[0]->make_graph(launches());
   viz::RealizeScope rec("jit replay");
   if (graph_ && DEBUG < 2) {
@@ -261,7 +263,7 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs, const Var
   for (size_t i = 0; i < items_.size(); i++) {
     ExecItem& e = items_[i];
     Device* dev = item_dev_[i];
-    bool timed = dev->host_memory() || DEBUG >= 2;
+    bool timed = dev->host_memory() || DEBUG >= 2 || e.prg->host;
     double st = viz::on() ? viz::now_us() : 0;
     auto t0 = Clock::now();
     e.launch();
@@ -269,8 +271,9 @@ std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs, const Var
     else if (std::find(wait.begin(), wait.end(), dev) == wait.end()) wait.push_back(dev);
     double dt = timed ? std::chrono::duration<double>(Clock::now() - t0).count() : e.time_s;  // else its last timed run's
     if (timed) e.time_s = dt;
-    if (viz::on()) viz_launch(*e.prg, dev->name(), st, timed ? st + dt * 1e6 : viz::now_us());
-    count_kernel(*e.prg, timed ? dt : 0);
+    if (viz::on() && e.prg->host) viz::launch(dev->name(), e.prg->name, -1, st, st + dt * 1e6, 0, 0);
+    else if (viz::on()) viz_launch(*e.prg, dev->name(), st, timed ? st + dt * 1e6 : viz::now_us());
+    if (!e.prg->host) count_kernel(*e.prg, timed ? dt : 0);
     if (DEBUG >= 2) std::fprintf(stderr, "*** jit replay %-28s tm %10.2fus\n", e.prg->name.c_str(), dt * 1e6);
   }
   for (Device* d : wait) d->synchronize();

@@ -78,6 +78,15 @@ const TG_OPTIM_LARS = Int32(3)
 const TG_OPTIM_LAMB = Int32(4)
 const TG_OPTIM_MUON = Int32(5)
 
+# ---- enum tg_reduce: Collectives and messages on tensors between the processes of an MPI job (mpirun -np N program). The library 
+const tg_reduce = Int32
+const TG_REDUCE_INVALID = Int32(-1)
+const TG_REDUCE_SUM = Int32(0)
+const TG_REDUCE_PROD = Int32(1)
+const TG_REDUCE_MAX = Int32(2)
+const TG_REDUCE_MIN = Int32(3)
+const TG_REDUCE_AVG = Int32(4)  # the sum divided by the number of ranks; float dtypes only
+
 # ---- handles: opaque pointers (Ptr{Cvoid}), each a new reference to release with its *_release
 # tg_tensor: a lazy tensor; release: tg_tensor_release, retain: tg_tensor_retain
 # tg_expr: a symbolic integer expression (index arithmetic, shapes); release: tg_expr_release, retain: tg_expr_retain
@@ -89,6 +98,7 @@ const TG_OPTIM_MUON = Int32(5)
 # tg_state: an ordered set of named tensors: a state dict, a safetensors or GGUF file; release: tg_state_release, retain: tg_state_retain
 # tg_onnx_model: an ONNX model loaded for running; release: tg_onnx_model_release, retain: tg_onnx_model_retain
 # tg_llm: a language model from a GGUF file (tg_llm_*); release: tg_llm_release, retain: tg_llm_retain
+# tg_comm: a communicator: the processes of an MPI job, or a group of them (tg_comm_*); release: tg_comm_release, retain: tg_comm_retain
 
 # ---- callbacks: pass @cfunction pointers
 """A function to capture: reads `n_inputs` borrowed input tensors and writes `n_outputs` new references into `outputs` (caller-owned array). Returns TG_OK, or an error status (its message set through the library's calls or not at all); on an error it must write no references. `userdata` is what tg_jit_create was given.
@@ -2062,6 +2072,67 @@ Drop a reference; the model (weights, KV cache) is freed with the last. NULL is 
 """
 tg_llm_release(m) = ccall((:tg_llm_release, libtinygrad), Cvoid, (Ptr{Cvoid},), m)
 """
+Every process of the job (MPI_COMM_WORLD). A process started without mpirun is a job of one.
+"""
+tg_comm_world() = ccall((:tg_comm_world, libtinygrad), Ptr{Cvoid}, ())
+"""
+The ranks that pass the same `color` (>= 0), ordered by `key`, then by rank: MPI_Comm_split. Every rank must
+call it.
+"""
+tg_comm_split(comm, color, key) = ccall((:tg_comm_split, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Int64, Int64), comm, color, key)
+"""
+The ranks that pass the same `color` (>= 0), ordered by `key`, then by rank: MPI_Comm_split. Every rank must
+call it.
+"""
+tg_comm_retain(comm) = ccall((:tg_comm_retain, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid},), comm)
+"""
+The ranks that pass the same `color` (>= 0), ordered by `key`, then by rank: MPI_Comm_split. Every rank must
+call it.
+"""
+tg_comm_release(comm) = ccall((:tg_comm_release, libtinygrad), Cvoid, (Ptr{Cvoid},), comm)
+"""
+This process's rank in `comm`, and the number of ranks.
+"""
+tg_comm_rank(comm) = ccall((:tg_comm_rank, libtinygrad), Int64, (Ptr{Cvoid},), comm)
+"""
+This process's rank in `comm`, and the number of ranks.
+"""
+tg_comm_size(comm) = ccall((:tg_comm_size, libtinygrad), Int64, (Ptr{Cvoid},), comm)
+"""
+`t` combined elementwise over every rank. Every dtype; 16-bit floats are combined in float32 and rounded once;
+for bool, SUM and MAX are a logical or, PROD and MIN a logical and.
+"""
+tg_comm_allreduce(comm, t, op) = ccall((:tg_comm_allreduce, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Int32), comm, t, op)
+"""
+Every rank's `t` concatenated along dim 0 in rank order: (size * d0, ...); a 0-d `t` gives (size,).
+"""
+tg_comm_allgather(comm, t) = ccall((:tg_comm_allgather, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), comm, t)
+"""
+Rank `root`'s `t` on every rank; each rank passes a tensor of root's shape and dtype (its values are not
+read).
+"""
+tg_comm_broadcast(comm, t, root) = ccall((:tg_comm_broadcast, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Int64), comm, t, root)
+"""
+`t` to rank `dest` with `tag` in [0, 32767]; returns when the message is on its way (its buffer may be
+reused).
+"""
+tg_comm_send(comm, t, dest, tag) = ccall((:tg_comm_send, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Cvoid}, Int64, Int64), comm, t, dest, tag)
+"""
+A message from rank `src` with `tag`, of exactly this shape and dtype (another size: TG_ERROR_SHAPE), on
+`device`.
+"""
+tg_comm_recv(comm, shape, ndim, dtype, src, tag, device) = ccall((:tg_comm_recv, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Int32, Int64, Int64, Ptr{UInt8}), comm, shape, ndim, dtype, src, tag, device)
+"""
+Data-parallel training: the gradient of each of `params` replaced by its average over the ranks (one allreduce
+per dtype, the gradients flattened into one buffer), between tg_tensor_backward and the optimizer step.
+Parameters without a gradient are skipped; every rank must have gradients on the same ones.
+"""
+tg_comm_average_gradients(comm, params, n) = ccall((:tg_comm_average_gradients, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t), comm, params, n)
+"""
+Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank.
+"""
+tg_comm_broadcast_tensors(comm, tensors, n, root) = ccall((:tg_comm_broadcast_tensors, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Int64), comm, tensors, n, root)
+"""
 Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new
 reference.
 """
@@ -2140,25 +2211,26 @@ tg_live_handles() = ccall((:tg_live_handles, libtinygrad), Int64, ())
 
 # every name above, so `using .LibTinygrad` sees them
 export TG_VERSION_MAJOR, TG_VERSION_MINOR, TG_VERSION_PATCH, TG_VERSION_STRING, TG_VERSION_NUMBER
-export TG_OPTIM_MAX_NS_COEFFICIENTS, tg_status, tg_dtype, tg_binop, tg_index_kind, tg_optimizer_kind
+export TG_OPTIM_MAX_NS_COEFFICIENTS, tg_status, tg_dtype, tg_binop, tg_index_kind, tg_optimizer_kind, tg_reduce
 export TG_STATUS_INVALID, TG_OK, TG_ERROR_INVALID_ARGUMENT, TG_ERROR_SHAPE, TG_ERROR_DTYPE, TG_ERROR_DEVICE
 export TG_ERROR_OUT_OF_MEMORY, TG_ERROR_COMPILE, TG_ERROR_RUNTIME, TG_ERROR_IO, TG_ERROR_UNSUPPORTED, TG_ERROR_SPEC
 export TG_ERROR_INTERNAL, TG_DTYPE_INVALID, TG_BOOL, TG_INT8, TG_UINT8, TG_INT16, TG_UINT16, TG_INT32, TG_UINT32
 export TG_INT64, TG_UINT64, TG_FLOAT16, TG_BFLOAT16, TG_FLOAT32, TG_FLOAT64, TG_BINOP_INVALID, TG_ADD, TG_SUB, TG_MUL
 export TG_IDIV, TG_MOD, TG_MAX, TG_MIN, TG_LT, TG_INDEX_INVALID, TG_INDEX_INT, TG_INDEX_SLICE, TG_INDEX_NEWAXIS
 export TG_INDEX_ELLIPSIS, TG_INDEX_TENSOR, TG_OPTIM_INVALID, TG_OPTIM_SGD, TG_OPTIM_ADAM, TG_OPTIM_ADAMW
-export TG_OPTIM_LARS, TG_OPTIM_LAMB, TG_OPTIM_MUON, tg_jit_fn, tg_llm_token_fn, tg_index, tg_export_options
-export tg_optimizer_options, tg_onnx_options, tg_llm_options, tg_llm_sampling, tg_kernel_info, tg_counters
-export tg_version, tg_version_number, tg_last_error, tg_last_error_message, tg_clear_error, tg_status_name
-export tg_dtype_size, tg_dtype_name, tg_dtype_promote, tg_device_count, tg_device_name, tg_device_description
-export tg_device_open, tg_device_synchronize, tg_expr_variable, tg_expr_const, tg_expr_binary, tg_expr_simplify
-export tg_expr_render, tg_expr_eval, tg_expr_bounds, tg_expr_retain, tg_expr_release, tg_tensor_uop, tg_uop_op
-export tg_uop_dtype, tg_uop_arg, tg_uop_arg_number, tg_uop_shape, tg_uop_srcs, tg_uop_toposort, tg_uop_print
-export tg_uop_id, tg_tensor_schedule, tg_uop_retain, tg_uop_release, tg_viz_enable, tg_viz_enabled
-export tg_viz_set_capacity, tg_viz_clear, tg_viz_serve, tg_viz_stop, tg_viz_dump, tg_viz_json, tg_tensor_from_data
-export tg_tensor_empty, tg_tensor_zeros, tg_tensor_ones, tg_tensor_full, tg_tensor_arange, tg_tensor_eye
-export tg_tensor_linspace, tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape, tg_tensor_dtype, tg_tensor_device
-export tg_tensor_to, tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div, tg_tensor_idiv, tg_tensor_maximum
+export TG_OPTIM_LARS, TG_OPTIM_LAMB, TG_OPTIM_MUON, TG_REDUCE_INVALID, TG_REDUCE_SUM, TG_REDUCE_PROD, TG_REDUCE_MAX
+export TG_REDUCE_MIN, TG_REDUCE_AVG, tg_jit_fn, tg_llm_token_fn, tg_index, tg_export_options, tg_optimizer_options
+export tg_onnx_options, tg_llm_options, tg_llm_sampling, tg_kernel_info, tg_counters, tg_version, tg_version_number
+export tg_last_error, tg_last_error_message, tg_clear_error, tg_status_name, tg_dtype_size, tg_dtype_name
+export tg_dtype_promote, tg_device_count, tg_device_name, tg_device_description, tg_device_open
+export tg_device_synchronize, tg_expr_variable, tg_expr_const, tg_expr_binary, tg_expr_simplify, tg_expr_render
+export tg_expr_eval, tg_expr_bounds, tg_expr_retain, tg_expr_release, tg_tensor_uop, tg_uop_op, tg_uop_dtype
+export tg_uop_arg, tg_uop_arg_number, tg_uop_shape, tg_uop_srcs, tg_uop_toposort, tg_uop_print, tg_uop_id
+export tg_tensor_schedule, tg_uop_retain, tg_uop_release, tg_viz_enable, tg_viz_enabled, tg_viz_set_capacity
+export tg_viz_clear, tg_viz_serve, tg_viz_stop, tg_viz_dump, tg_viz_json, tg_tensor_from_data, tg_tensor_empty
+export tg_tensor_zeros, tg_tensor_ones, tg_tensor_full, tg_tensor_arange, tg_tensor_eye, tg_tensor_linspace
+export tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape, tg_tensor_dtype, tg_tensor_device, tg_tensor_to
+export tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div, tg_tensor_idiv, tg_tensor_maximum
 export tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt, tg_tensor_ge, tg_tensor_eq
 export tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar, tg_tensor_div_scalar
 export tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast, tg_tensor_neg, tg_tensor_exp, tg_tensor_exp2
@@ -2219,8 +2291,11 @@ export tg_onnx_run, tg_onnx_run_named, tg_onnx_load_tensor, tg_onnx_input_kind, 
 export tg_onnx_run_values, tg_onnx_load_value, tg_onnx_model_retain, tg_onnx_model_release, tg_llm_load, tg_llm_eval
 export tg_llm_reset, tg_llm_position, tg_llm_context, tg_llm_vocab_size, tg_llm_config, tg_llm_metadata
 export tg_llm_tokenize, tg_llm_detokenize, tg_llm_token_piece, tg_llm_bos, tg_llm_eos, tg_llm_is_eog
-export tg_llm_sampling_default, tg_llm_sample, tg_llm_generate, tg_llm_retain, tg_llm_release, tg_plan_create
-export tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option
-export tg_get_option, tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
+export tg_llm_sampling_default, tg_llm_sample, tg_llm_generate, tg_llm_retain, tg_llm_release, tg_comm_world
+export tg_comm_split, tg_comm_retain, tg_comm_release, tg_comm_rank, tg_comm_size, tg_comm_allreduce
+export tg_comm_allgather, tg_comm_broadcast, tg_comm_send, tg_comm_recv, tg_comm_average_gradients
+export tg_comm_broadcast_tensors, tg_plan_create, tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory
+export tg_plan_release, tg_set_option, tg_get_option, tg_option_push, tg_option_pop, tg_counters_get
+export tg_counters_reset, tg_live_handles, libtinygrad
 
 end # module

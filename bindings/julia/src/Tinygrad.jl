@@ -2,7 +2,7 @@
     Tinygrad
 
 tinygrad's lazy tensors from Julia, over libtinygrad's C API (LibTinygrad, generated). Handles (Tensor, Layer,
-Optimizer, State, SymExpr, Plan, Jit, Uop, OnnxModel) are mutable structs whose finalizer releases their reference; `release!(h)` does it
+Optimizer, State, SymExpr, Plan, Jit, Uop, OnnxModel, Llm, Comm) are mutable structs whose finalizer releases their reference; `release!(h)` does it
 now (the mlp example does, to count live handles). Every failing call throws a TinygradError with the C status, its
 name (`code`, "TG_ERROR_SHAPE") and the library's message.
 
@@ -16,7 +16,7 @@ include("LibTinygrad.jl")
 using .LibTinygrad
 const L = LibTinygrad
 
-export Tensor, Layer, Optimizer, State, SymExpr, Plan, Jit, Uop, OnnxModel, TinygradError, release!, shape, dtype, item, full,
+export Tensor, Layer, Optimizer, State, SymExpr, Plan, Jit, Uop, OnnxModel, Llm, Comm, TinygradError, release!, shape, dtype, item, full,
        Linear, Sequential, parameters, options, SGD, Adam, AdamW, LARS, LAMB, Muon, schedule_step, mean, variable,
        live_handles, manual_seed, version, state_names
 
@@ -49,7 +49,7 @@ cstring(p::Ptr{UInt8}) = p == C_NULL ? throw(last_error()) : unsafe_string(p)
 # ---- handles -----------------------------------------------------------------------------------------------------------
 for (T, rel) in ((:Tensor, :tg_tensor_release), (:SymExpr, :tg_expr_release), (:Layer, :tg_module_release),
                  (:Optimizer, :tg_optimizer_release), (:State, :tg_state_release), (:Plan, :tg_plan_release),
-                 (:Uop, :tg_uop_release), (:OnnxModel, :tg_onnx_model_release))
+                 (:Uop, :tg_uop_release), (:OnnxModel, :tg_onnx_model_release), (:Llm, :tg_llm_release), (:Comm, :tg_comm_release))
   @eval begin
     mutable struct $T
       ptr::Ptr{Cvoid}

@@ -458,6 +458,22 @@ llm_bos(m::Llm) = check_value(() -> L.tg_llm_bos(m), -1, false)
 llm_eos(m::Llm) = check_value(() -> L.tg_llm_eos(m), -1, false)
 # tg_llm_is_eog
 llm_is_eog(m::Llm, token::Integer) = check_value(() -> L.tg_llm_is_eog(m, token), -1, false)
+# tg_comm_world
+comm_world() = adopt(Comm, L.tg_comm_world())
+# tg_comm_split
+comm_split(comm::Comm, color::Integer, key::Integer) = adopt(Comm, L.tg_comm_split(comm, color, key))
+# tg_comm_rank
+comm_rank(comm::Comm) = check_value(() -> L.tg_comm_rank(comm), -1, false)
+# tg_comm_size
+comm_size(comm::Comm) = check_value(() -> L.tg_comm_size(comm), -1, false)
+# tg_comm_allreduce
+comm_allreduce(comm::Comm, t::Tensor, op::Integer) = adopt(Tensor, L.tg_comm_allreduce(comm, t, op))
+# tg_comm_allgather
+comm_allgather(comm::Comm, t::Tensor) = adopt(Tensor, L.tg_comm_allgather(comm, t))
+# tg_comm_broadcast
+comm_broadcast(comm::Comm, t::Tensor, root::Integer) = adopt(Tensor, L.tg_comm_broadcast(comm, t, root))
+# tg_comm_send
+comm_send(comm::Comm, t::Tensor, dest::Integer, tag::Integer) = check(L.tg_comm_send(comm, t, dest, tag))
 # tg_plan_run
 plan_run(plan::Plan) = check(L.tg_plan_run(plan))
 # tg_plan_kernel_count
@@ -469,9 +485,10 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 233 methods generated from 401 functions
+# 241 methods generated from 414 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
-export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, contiguous
+export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, comm_allgather
+export comm_allreduce, comm_broadcast, comm_rank, comm_send, comm_size, comm_split, comm_world, contiguous
 export contiguous_backward, conv2d, conv_transpose2d, cross_entropy, cummax, cummin, detach, device_count
 export device_open, device_synchronize, diag, diagonal, dot, dropout, dtype_size, elu, eq, erf, expr_binary
 export expr_const, expr_simplify, expr_variable, eye, flatten, from_idx, full_like, gather, ge, gelu, grad, gt

@@ -63,6 +63,13 @@ TG_OPTIM_ADAMW = 2
 TG_OPTIM_LARS = 3
 TG_OPTIM_LAMB = 4
 TG_OPTIM_MUON = 5
+# tg_reduce
+TG_REDUCE_INVALID = -1
+TG_REDUCE_SUM = 0
+TG_REDUCE_PROD = 1
+TG_REDUCE_MAX = 2
+TG_REDUCE_MIN = 3
+TG_REDUCE_AVG = 4
 
 tg_jit_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t)
 tg_llm_token_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p)
@@ -567,6 +574,19 @@ SIGNATURES = {
   'tg_llm_generate': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(tg_llm_sampling), tg_llm_token_fn, ctypes.c_void_p]),
   'tg_llm_retain': (ctypes.c_void_p, [ctypes.c_void_p]),
   'tg_llm_release': (None, [ctypes.c_void_p]),
+  'tg_comm_world': (ctypes.c_void_p, []),
+  'tg_comm_split': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]),
+  'tg_comm_retain': (ctypes.c_void_p, [ctypes.c_void_p]),
+  'tg_comm_release': (None, [ctypes.c_void_p]),
+  'tg_comm_rank': (ctypes.c_int64, [ctypes.c_void_p]),
+  'tg_comm_size': (ctypes.c_int64, [ctypes.c_void_p]),
+  'tg_comm_allreduce': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]),
+  'tg_comm_allgather': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_void_p]),
+  'tg_comm_broadcast': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]),
+  'tg_comm_send': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]),
+  'tg_comm_recv': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p]),
+  'tg_comm_average_gradients': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
+  'tg_comm_broadcast_tensors': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_int64]),
   'tg_plan_create': (ctypes.c_void_p, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
   'tg_plan_run': (ctypes.c_int, [ctypes.c_void_p]),
   'tg_plan_kernel_count': (ctypes.c_size_t, [ctypes.c_void_p]),
@@ -972,6 +992,19 @@ ERRORS = {
   'tg_llm_generate': ('value', -1, False),
   'tg_llm_retain': 'null',
   'tg_llm_release': 'none',
+  'tg_comm_world': 'null',
+  'tg_comm_split': 'null',
+  'tg_comm_retain': 'null',
+  'tg_comm_release': 'none',
+  'tg_comm_rank': ('value', -1, False),
+  'tg_comm_size': ('value', -1, False),
+  'tg_comm_allreduce': 'null',
+  'tg_comm_allgather': 'null',
+  'tg_comm_broadcast': 'null',
+  'tg_comm_send': 'status',
+  'tg_comm_recv': 'null',
+  'tg_comm_average_gradients': 'status',
+  'tg_comm_broadcast_tensors': 'status',
   'tg_plan_create': 'null',
   'tg_plan_run': 'status',
   'tg_plan_kernel_count': ('value', 0, True),

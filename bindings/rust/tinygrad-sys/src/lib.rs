@@ -113,6 +113,27 @@ pub const TG_OPTIM_LARS: tg_optimizer_kind = 3;
 pub const TG_OPTIM_LAMB: tg_optimizer_kind = 4;
 pub const TG_OPTIM_MUON: tg_optimizer_kind = 5;
 
+/// Collectives and messages on tensors between the processes of an MPI job (mpirun -np N program). The library
+/// loads Open MPI's libmpi.so.40 at run time ($TG_MPI_LIB names another path): without it tg_comm_world fails
+/// with TG_ERROR_UNSUPPORTED, and the rest of the library is unaffected. MPI is initialized by the first
+/// tg_comm_world unless the program did it (then the program finalizes it; else the library does at exit). Every
+/// rank must make the same collective calls in the same order with tensors of the same shape and dtype: a
+/// mismatch is detected and fails with TG_ERROR_SHAPE on every rank. A call waits at most $TG_COMM_TIMEOUT
+/// seconds (default 300) for the other ranks: past that (a rank died, hangs, or made another call) it fails with
+/// TG_ERROR_RUNTIME, and the communicator can't be used again. Each call realizes its input and returns a new
+/// realized tensor on the input's device (device memory goes through host memory); inside a tg_jit function the
+/// call is captured with the kernels and replays in order. One thread at a time per communicator. See
+/// docs/distributed.md.
+/// A C enum: 32 bits, and any value may cross the ABI, so it is an integer here.
+pub type tg_reduce = i32;
+pub const TG_REDUCE_INVALID: tg_reduce = -1;
+pub const TG_REDUCE_SUM: tg_reduce = 0;
+pub const TG_REDUCE_PROD: tg_reduce = 1;
+pub const TG_REDUCE_MAX: tg_reduce = 2;
+pub const TG_REDUCE_MIN: tg_reduce = 3;
+/// the sum divided by the number of ranks; float dtypes only
+pub const TG_REDUCE_AVG: tg_reduce = 4;
+
 /// Opaque `tg_tensor`: only ever behind a pointer (zero-sized, !Send, !Sync, !Unpin, as the nomicon suggests).
 #[repr(C)]
 pub struct tg_tensor {
@@ -179,6 +200,13 @@ pub struct tg_onnx_model {
 /// Opaque `tg_llm`: only ever behind a pointer (zero-sized, !Send, !Sync, !Unpin, as the nomicon suggests).
 #[repr(C)]
 pub struct tg_llm {
+  _data: [u8; 0],
+  _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+/// Opaque `tg_comm`: only ever behind a pointer (zero-sized, !Send, !Sync, !Unpin, as the nomicon suggests).
+#[repr(C)]
+pub struct tg_comm {
   _data: [u8; 0],
   _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
@@ -1611,6 +1639,44 @@ unsafe extern "C" {
   pub fn tg_llm_retain(m: *mut tg_llm) -> *mut tg_llm;
   /// Drop a reference; the model (weights, KV cache) is freed with the last. NULL is ignored.
   pub fn tg_llm_release(m: *mut tg_llm);
+
+  // ---- distributed: a communicator over MPI
+  /// Every process of the job (MPI_COMM_WORLD). A process started without mpirun is a job of one.
+  pub fn tg_comm_world() -> *mut tg_comm;
+  /// The ranks that pass the same `color` (>= 0), ordered by `key`, then by rank: MPI_Comm_split. Every rank
+  /// must call it.
+  pub fn tg_comm_split(comm: *mut tg_comm, color: i64, key: i64) -> *mut tg_comm;
+  /// Of its group: The ranks that pass the same `color` (>= 0), ordered by `key`, then by rank: MPI_Comm_split.
+  /// Every rank must call it.
+  pub fn tg_comm_retain(comm: *mut tg_comm) -> *mut tg_comm;
+  /// Of its group: The ranks that pass the same `color` (>= 0), ordered by `key`, then by rank: MPI_Comm_split.
+  /// Every rank must call it.
+  pub fn tg_comm_release(comm: *mut tg_comm);
+  /// This process's rank in `comm`, and the number of ranks.
+  pub fn tg_comm_rank(comm: *const tg_comm) -> i64;
+  /// Of its group: This process's rank in `comm`, and the number of ranks.
+  pub fn tg_comm_size(comm: *const tg_comm) -> i64;
+  /// `t` combined elementwise over every rank. Every dtype; 16-bit floats are combined in float32 and rounded
+  /// once; for bool, SUM and MAX are a logical or, PROD and MIN a logical and.
+  pub fn tg_comm_allreduce(comm: *mut tg_comm, t: *mut tg_tensor, op: tg_reduce) -> *mut tg_tensor;
+  /// Every rank's `t` concatenated along dim 0 in rank order: (size * d0, ...); a 0-d `t` gives (size,).
+  pub fn tg_comm_allgather(comm: *mut tg_comm, t: *mut tg_tensor) -> *mut tg_tensor;
+  /// Rank `root`'s `t` on every rank; each rank passes a tensor of root's shape and dtype (its values are not
+  /// read).
+  pub fn tg_comm_broadcast(comm: *mut tg_comm, t: *mut tg_tensor, root: i64) -> *mut tg_tensor;
+  /// `t` to rank `dest` with `tag` in [0, 32767]; returns when the message is on its way (its buffer may be
+  /// reused).
+  pub fn tg_comm_send(comm: *mut tg_comm, t: *mut tg_tensor, dest: i64, tag: i64) -> tg_status;
+  /// A message from rank `src` with `tag`, of exactly this shape and dtype (another size: TG_ERROR_SHAPE), on
+  /// `device`.
+  pub fn tg_comm_recv(comm: *mut tg_comm, shape: *const i64, ndim: usize, dtype: tg_dtype, src: i64, tag: i64, device: *const c_char) -> *mut tg_tensor;
+  /// Data-parallel training: the gradient of each of `params` replaced by its average over the ranks (one
+  /// allreduce per dtype, the gradients flattened into one buffer), between tg_tensor_backward and the
+  /// optimizer step. Parameters without a gradient are skipped; every rank must have gradients on the same
+  /// ones.
+  pub fn tg_comm_average_gradients(comm: *mut tg_comm, params: *const *mut tg_tensor, n: usize) -> tg_status;
+  /// Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank.
+  pub fn tg_comm_broadcast_tensors(comm: *mut tg_comm, tensors: *const *mut tg_tensor, n: usize, root: i64) -> tg_status;
 
   // ---- looking inside a realize
   /// Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new

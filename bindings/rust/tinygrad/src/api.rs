@@ -172,6 +172,36 @@ impl OptimizerKind {
   }
 }
 
+/// Collectives and messages on tensors between the processes of an MPI job (mpirun -np N program). The library
+/// loads Open MPI's libmpi.so.40 at run time ($TG_MPI_LIB names another path): without it tg_comm_world fails
+/// with TG_ERROR_UNSUPPORTED, and the rest of the library is unaffected. MPI is initialized by the first
+/// tg_comm_world unless the program did it (then the program finalizes it; else the library does at exit). Every
+/// rank must make the same collective calls in the same order with tensors of the same shape and dtype: a
+/// mismatch is detected and fails with TG_ERROR_SHAPE on every rank. A call waits at most $TG_COMM_TIMEOUT
+/// seconds (default 300) for the other ranks: past that (a rank died, hangs, or made another call) it fails with
+/// TG_ERROR_RUNTIME, and the communicator can't be used again. Each call realizes its input and returns a new
+/// realized tensor on the input's device (device memory goes through host memory); inside a tg_jit function the
+/// call is captured with the kernels and replays in order. One thread at a time per communicator. See
+/// docs/distributed.md.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reduce {
+  Sum = sys::TG_REDUCE_SUM,
+  Prod = sys::TG_REDUCE_PROD,
+  Max = sys::TG_REDUCE_MAX,
+  Min = sys::TG_REDUCE_MIN,
+  /// the sum divided by the number of ranks; float dtypes only
+  Avg = sys::TG_REDUCE_AVG,
+}
+impl Reduce {
+  /// Every value, in declaration order.
+  pub const ALL: [Self; 5] = [Self::Sum, Self::Prod, Self::Max, Self::Min, Self::Avg];
+  /// The variant of a C value; None for values this header does not name.
+  pub fn from_raw(v: i32) -> Option<Self> {
+    Self::ALL.into_iter().find(|x| *x as i32 == v)
+  }
+}
+
 /// A lazy tensor.
 /// Owns one reference to a `tg_tensor`: dropping it calls `tg_tensor_release`, cloning it `tg_tensor_retain`.
 /// Send, not Sync: the header allows one thread at a time per handle, which is what Rust's ownership gives.
@@ -467,6 +497,38 @@ impl Clone for Llm {
 impl core::fmt::Debug for Llm {
   fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
     write!(f, "Llm({:p})", self.0)
+  }
+}
+
+/// A communicator: the processes of an MPI job, or a group of them (tg_comm_*).
+/// Owns one reference to a `tg_comm`: dropping it calls `tg_comm_release`, cloning it `tg_comm_retain`.
+/// Send, not Sync: the header allows one thread at a time per handle, which is what Rust's ownership gives.
+#[repr(transparent)]
+pub struct Comm(NonNull<sys::tg_comm>);
+unsafe impl Send for Comm {}
+impl Handle for Comm {
+  type Raw = sys::tg_comm;
+  fn as_ptr(&self) -> *mut Self::Raw {
+    self.0.as_ptr()
+  }
+  unsafe fn wrap(p: NonNull<Self::Raw>) -> Self {
+    Self(p)
+  }
+}
+impl Drop for Comm {
+  fn drop(&mut self) {
+    unsafe { sys::tg_comm_release(self.0.as_ptr()) }
+  }
+}
+impl Clone for Comm {
+  fn clone(&self) -> Self {
+    // tg_comm_retain fails only for a NULL or released handle, which a live Comm is not.
+    Self(NonNull::new(unsafe { sys::tg_comm_retain(self.0.as_ptr()) }).expect("tg_comm_retain failed"))
+  }
+}
+impl core::fmt::Debug for Comm {
+  fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    write!(f, "Comm({:p})", self.0)
   }
 }
 
@@ -2856,7 +2918,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 325 of the manifest's 401. The others, and where they are:
+/// Functions wrapped above: 325 of the manifest's 414. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -2932,6 +2994,19 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_llm_generate", "Llm::generate"),
   ("tg_llm_retain", "Clone for Llm"),
   ("tg_llm_release", "Drop for Llm"),
+  ("tg_comm_world", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_split", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_retain", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_release", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_rank", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_size", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_allreduce", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_allgather", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_broadcast", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_send", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_recv", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_average_gradients", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_comm_broadcast_tensors", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
   ("tg_plan_kernel", "Plan::kernel"),
   ("tg_plan_release", "Drop"),
 ];

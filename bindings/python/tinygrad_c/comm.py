@@ -1,0 +1,89 @@
+"""Collectives and messages on tensors between the processes of an MPI job (tg_comm_*, docs/distributed.md).
+
+  from tinygrad_c.comm import Comm
+  comm = Comm.world()                       # every process of `mpirun -np N python3 train.py`
+  total = comm.allreduce(t)                 # op: "sum", "prod", "max", "min", "avg"
+  rows = comm.allgather(t)                  # every rank's t, concatenated along dim 0
+  w = comm.broadcast(t, root=0)
+  comm.send(t, dest=1, tag=0); t = comm.recv((4, 4), dtypes.float32, src=0, tag=0)
+  comm.average_gradients(params)            # data parallel: after backward, before the optimizer step
+
+Each call realizes its input and returns a new realized tensor; inside a TinyJit it is captured with the kernels and
+replays in order. Open MPI's libmpi.so.40 is loaded at run time: without it Comm.world() raises TG_ERROR_UNSUPPORTED.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Optional, Sequence
+
+from . import C, Tensor, _Owned, _enc, _i64, _i64s, _made, _ok, _raise_last, to_dtype
+
+__all__ = ["Comm"]
+
+_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4, "mean": 4}
+
+
+def _handles(ts: Sequence[Tensor], what: str):
+  ts = list(ts)
+  for i, t in enumerate(ts):
+    if not isinstance(t, Tensor): raise TypeError(f"{what}[{i}] must be a Tensor, got {type(t).__name__}")
+  return (ctypes.c_void_p * max(len(ts), 1))(*[t._h for t in ts]), len(ts)
+
+
+class Comm(_Owned):
+  """A communicator: the ranks of an MPI job (Comm.world()) or a group of them (split). One thread at a time."""
+  __slots__ = ("_h",)
+  _release, _retain = C.comm_release, C.comm_retain
+
+  def __init__(self, handle: int):
+    self._h = handle
+
+  @classmethod
+  def world(cls) -> "Comm":
+    """Every process of the job (MPI_COMM_WORLD); MPI is initialized on first use. Without mpirun: a job of one."""
+    return cls(_made(C.comm_world(), "comm_world"))
+
+  def split(self, color: int, key: int = 0) -> "Comm":
+    """The ranks passing the same color (>= 0), ordered by key then rank; every rank must call it."""
+    return Comm(_made(C.comm_split(self._h, _i64(color, "color"), _i64(key, "key")), "comm_split"))
+
+  def _count(self, fn, what: str) -> int:
+    n = fn(self._h)
+    if n < 0: _raise_last(what)
+    return n
+
+  @property
+  def rank(self) -> int: return self._count(C.comm_rank, "comm_rank")
+
+  @property
+  def size(self) -> int: return self._count(C.comm_size, "comm_size")
+
+  def allreduce(self, t: Tensor, op: str = "sum") -> Tensor:
+    if op not in _OPS: raise ValueError(f"allreduce: op must be one of {', '.join(_OPS)}, got {op!r}")
+    return Tensor._wrap(C.comm_allreduce(self._h, t._h, _OPS[op]), "comm_allreduce")
+
+  def allgather(self, t: Tensor) -> Tensor:
+    return Tensor._wrap(C.comm_allgather(self._h, t._h), "comm_allgather")
+
+  def broadcast(self, t: Tensor, root: int = 0) -> Tensor:
+    return Tensor._wrap(C.comm_broadcast(self._h, t._h, _i64(root, "root")), "comm_broadcast")
+
+  def send(self, t: Tensor, dest: int, tag: int = 0) -> None:
+    _ok(C.comm_send(self._h, t._h, _i64(dest, "dest"), _i64(tag, "tag")), "comm_send")
+
+  def recv(self, shape, dtype, src: int, tag: int = 0, device: Optional[str] = None) -> Tensor:
+    shape = tuple(_i64(d, "shape dim") for d in ((shape,) if isinstance(shape, int) else shape))
+    return Tensor._wrap(C.comm_recv(self._h, _i64s(shape, "shape dim"), len(shape), to_dtype(dtype).value, _i64(src, "src"),
+                                    _i64(tag, "tag"), _enc(device)), "comm_recv")
+
+  def average_gradients(self, params: Sequence[Tensor]) -> None:
+    """Each parameter's .grad replaced by its average over the ranks (one allreduce per dtype)."""
+    arr, n = _handles(params, "params")
+    _ok(C.comm_average_gradients(self._h, arr, n), "comm_average_gradients")
+
+  def broadcast_tensors(self, tensors: Sequence[Tensor], root: int = 0) -> None:
+    """Each tensor assigned rank root's values (the same initial weights everywhere), realized."""
+    arr, n = _handles(tensors, "tensors")
+    _ok(C.comm_broadcast_tensors(self._h, arr, n, _i64(root, "root")), "comm_broadcast_tensors")
+
+  def __repr__(self) -> str: return f"<Comm rank {self.rank} of {self.size}>"

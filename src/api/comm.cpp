@@ -1,0 +1,73 @@
+// C API: the communicator (tg_comm_*), collectives and messages on tensors over MPI.
+#include "api/handles.h"
+
+using namespace tg;
+
+namespace {
+using Comms = api::Handles<tg_comm>;
+Communicator& comm(const tg_comm* c, const char* fn) { return *Comms::get(c, fn).c; }
+std::vector<Tensor> tensor_list(tg_tensor* const* ts, size_t n, const char* fn, const char* what) {
+  TG_ARG(ts || n == 0, strformat("%s: %s is NULL with n = %zu", fn, what, n));
+  TG_ARG(n <= (size_t(1) << 20), strformat("%s: %zu tensors is too many", fn, n));
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < n; i++) out.push_back(api::get(ts[i], fn, strformat("%s[%zu]", what, i).c_str()));
+  return out;
+}
+}  // namespace
+
+extern "C" {
+
+tg_comm* tg_comm_world(void) {
+  return api::make([] { return Comms::add(new tg_comm{Communicator::world()}); });
+}
+tg_comm* tg_comm_split(tg_comm* c, int64_t color, int64_t key) {
+  return api::make([&] { return Comms::add(new tg_comm{comm(c, "comm_split").split(color, key)}); });
+}
+tg_comm* tg_comm_retain(tg_comm* c) {
+  return api::make([&] { return Comms::retain(c, "comm_retain"); });
+}
+void tg_comm_release(tg_comm* c) { Comms::release(c, "comm_release"); }
+
+int64_t tg_comm_rank(const tg_comm* c) {
+  int64_t r = -1;
+  api::call([&] { r = comm(c, "comm_rank").rank(); });
+  return r;
+}
+int64_t tg_comm_size(const tg_comm* c) {
+  int64_t r = -1;
+  api::call([&] { r = comm(c, "comm_size").size(); });
+  return r;
+}
+
+tg_tensor* tg_comm_allreduce(tg_comm* c, tg_tensor* t, tg_reduce op) {
+  return api::make([&] {
+    Communicator& m = comm(c, "comm_allreduce");
+    const Tensor& x = api::get(t, "comm_allreduce");
+    TG_ARG(unsigned(op) <= TG_REDUCE_AVG, strformat("comm_allreduce: unknown op %d", int(op)));
+    return api::wrap(m.allreduce(x, Communicator::Op(op)));
+  });
+}
+tg_tensor* tg_comm_allgather(tg_comm* c, tg_tensor* t) {
+  return api::make([&] { return api::wrap(comm(c, "comm_allgather").allgather(api::get(t, "comm_allgather"))); });
+}
+tg_tensor* tg_comm_broadcast(tg_comm* c, tg_tensor* t, int64_t root) {
+  return api::make([&] { return api::wrap(comm(c, "comm_broadcast").broadcast(api::get(t, "comm_broadcast"), root)); });
+}
+tg_status tg_comm_send(tg_comm* c, tg_tensor* t, int64_t dest, int64_t tag) {
+  return api::call([&] { comm(c, "comm_send").send(api::get(t, "comm_send"), dest, tag); });
+}
+tg_tensor* tg_comm_recv(tg_comm* c, const int64_t* shape, size_t ndim, tg_dtype dtype, int64_t src, int64_t tag, const char* device) {
+  return api::make([&] {
+    Communicator& m = comm(c, "comm_recv");
+    Shape s = api::ints(shape, ndim, "comm_recv", "shape");
+    return api::wrap(m.recv(s, api::dtype_arg(dtype, "comm_recv"), src, tag, canonical_device(device)));
+  });
+}
+tg_status tg_comm_average_gradients(tg_comm* c, tg_tensor* const* params, size_t n) {
+  return api::call([&] { comm(c, "comm_average_gradients").average_gradients(tensor_list(params, n, "comm_average_gradients", "params")); });
+}
+tg_status tg_comm_broadcast_tensors(tg_comm* c, tg_tensor* const* ts, size_t n, int64_t root) {
+  return api::call([&] { comm(c, "comm_broadcast_tensors").broadcast_tensors(tensor_list(ts, n, "comm_broadcast_tensors", "tensors"), root); });
+}
+
+}  // extern "C"
