@@ -2516,10 +2516,10 @@ public sealed partial class Comm : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_comm_recv(H, shape, (UIntPtr)(shape?.Length ?? 0), dtype, src, tag, device)));
   }
 
-  /// <summary>Data-parallel training: the gradient of each of `params` replaced by its average over the ranks (one
-  /// allreduce per dtype, the gradients flattened into one buffer), between tg_tensor_backward and the optimizer
-  /// step. Parameters without a gradient are skipped; every rank must have gradients on the same ones.
-  /// (tg_comm_average_gradients)
+  /// <summary>Data-parallel training: the gradient of each of `params` replaced by its average over the ranks, between
+  /// tg_tensor_backward and the optimizer step: the gradients are computed (one schedule), allreduced in place of
+  /// their buffers in one step, and the division fuses into the optimizer's update. Parameters without a gradient
+  /// are skipped; every rank must have gradients on the same ones. (tg_comm_average_gradients)
   /// </summary>
   public void AverageGradients(params Tensor[] @params) {
     using (var params_ = new HandleArray(@params)) {

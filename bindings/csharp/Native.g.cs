@@ -2287,9 +2287,10 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_comm_recv(CommHandle comm, long[] shape, UIntPtr ndim, DType dtype, long src, long tag, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
-  /// <summary>Data-parallel training: the gradient of each of `params` replaced by its average over the ranks (one
-  /// allreduce per dtype, the gradients flattened into one buffer), between tg_tensor_backward and the optimizer
-  /// step. Parameters without a gradient are skipped; every rank must have gradients on the same ones.
+  /// <summary>Data-parallel training: the gradient of each of `params` replaced by its average over the ranks, between
+  /// tg_tensor_backward and the optimizer step: the gradients are computed (one schedule), allreduced in place of
+  /// their buffers in one step, and the division fuses into the optimizer's update. Parameters without a gradient
+  /// are skipped; every rank must have gradients on the same ones.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_comm_average_gradients(CommHandle comm, IntPtr[] @params, UIntPtr n);

@@ -8418,9 +8418,10 @@ func (comm *Comm) Recv(shape []int64, dtype DType, src int64, tag int64, device 
 }
 
 // AverageGradients is tg_comm_average_gradients. Data-parallel training: the gradient of each of `params`
-// replaced by its average over the ranks (one allreduce per dtype, the gradients flattened into one buffer),
-// between tg_tensor_backward and the optimizer step. Parameters without a gradient are skipped; every rank must
-// have gradients on the same ones.
+// replaced by its average over the ranks, between tg_tensor_backward and the optimizer step: the gradients are
+// computed (one schedule), allreduced in place of their buffers in one step, and the division fuses into the
+// optimizer's update. Parameters without a gradient are skipped; every rank must have gradients on the same
+// ones.
 func (comm *Comm) AverageGradients(params []*Tensor) error {
 	cvParams := cTensors(params)
 	var st C.tgw_err

@@ -5,10 +5,17 @@
  * replays its kernels. Then the 10,000 test images are classified, the accuracy printed as the last line, and the
  * weights saved as fashion_mnist.safetensors for examples/c/classify.c.
  *
- * usage: train_fashion_mnist [steps] [data dir] [output file]
- *   (defaults: 6000 steps, /usr/share/datasets/fashion-mnist (also when given as ""), fashion_mnist.safetensors) */
+ * With --ddp it trains data-parallel under mpirun (docs/distributed.md): every rank draws the same batch of 128 indices
+ * and takes its share of it, the gradients are averaged over the ranks (tg_comm_average_gradients) before the Adam step
+ * inside the captured step, and the printed loss is the whole batch's. Rank 0 prints, evaluates and saves.
+ *   mpirun -np 2 train_fashion_mnist --ddp
+ *
+ * usage: train_fashion_mnist [--ddp] [--log-every N] [steps] [data dir] [output file]
+ *   (defaults: 6000 steps, /usr/share/datasets/fashion-mnist (also when given as ""), fashion_mnist.safetensors; the loss
+ *   printed every 100 steps) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <tinygrad.h>
 #include <unistd.h>
@@ -34,6 +41,10 @@ static double now_s(void) {
 typedef struct {
   tg_module* model;
   tg_optimizer* opt;
+  tg_comm* comm; /* NULL: one process */
+  tg_tensor* params[8];
+  size_t np;
+  int64_t rank, size;
 } trainer;
 
 /* One training step, captured by the JIT: inputs are the training images (N, 784) float and labels (N,); the output is
@@ -42,15 +53,24 @@ static tg_status train_step(void* userdata, tg_tensor* const* in, size_t n_in, t
   trainer* tr = userdata;
   int64_t bs = BATCH, n_train = tg_tensor_numel(in[1]);
   (void)n_in, (void)n_out;
-  tg_tensor *samples = NULL, *xb = NULL, *yb = NULL, *logits = NULL, *loss = NULL;
+  tg_tensor *all = NULL, *samples = NULL, *xb = NULL, *yb = NULL, *logits = NULL, *loss = NULL;
   tg_status st = TG_ERROR_INTERNAL;
   if (tg_optimizer_zero_grad(tr->opt) != TG_OK) return tg_last_error();
-  if (!(samples = tg_tensor_randint(&bs, 1, 0, n_train, TG_INT32, NULL))) goto done;
+  /* every rank draws the same BATCH indices (the same seed) and trains on its share */
+  if (!(all = tg_tensor_randint(&bs, 1, 0, n_train, TG_INT32, NULL))) goto done;
+  int64_t share = BATCH / tr->size, bounds[2] = {tr->rank * share, (tr->rank + 1) * share};
+  if (!(samples = tg_tensor_shrink(all, bounds, 1))) goto done;
   tg_index idx = {.kind = TG_INDEX_TENSOR, .tensor = samples};
   if (!(xb = tg_tensor_getitem(in[0], &idx, 1)) || !(yb = tg_tensor_getitem(in[1], &idx, 1))) goto done;
   if (!(logits = tg_module_call(tr->model, xb))) goto done;
   if (!(loss = tg_tensor_sparse_categorical_crossentropy(logits, yb, -1, 0.0, 1))) goto done;
   if (tg_tensor_backward(loss) != TG_OK) goto done;
+  if (tr->comm) { /* data parallel: the gradients averaged over the ranks, the loss too (the whole batch's) */
+    if (tg_comm_average_gradients(tr->comm, tr->params, tr->np) != TG_OK) goto done;
+    tg_tensor* avg = tg_comm_allreduce(tr->comm, loss, TG_REDUCE_AVG);
+    if (!avg) goto done;
+    tg_tensor_release(loss), loss = avg;
+  }
   /* the updates, assigned in place lazily: the JIT realizes them with the loss, so the references can go */
   tg_tensor* upd[64];
   int64_t n_upd = tg_optimizer_schedule_step(tr->opt, upd, 64);
@@ -60,16 +80,34 @@ static tg_status train_step(void* userdata, tg_tensor* const* in, size_t n_in, t
   st = TG_OK;
 done:
   if (st != TG_OK) st = tg_last_error();
-  tg_tensor_release(samples), tg_tensor_release(xb), tg_tensor_release(yb), tg_tensor_release(logits), tg_tensor_release(loss);
+  tg_tensor_release(all), tg_tensor_release(samples), tg_tensor_release(xb), tg_tensor_release(yb), tg_tensor_release(logits), tg_tensor_release(loss);
   return st;
 }
 
 int main(int argc, char** argv) {
-  int steps = argc > 1 && *argv[1] ? atoi(argv[1]) : 6000;
-  const char* dir = argc > 2 && *argv[2] ? argv[2] : NULL;
-  const char* out_path = argc > 3 ? argv[3] : "fashion_mnist.safetensors";
+  int ddp = 0, log_every = 100, npos = 0;
+  const char* pos[3] = {NULL, NULL, NULL};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--ddp")) ddp = 1;
+    else if (!strcmp(argv[i], "--log-every") && i + 1 < argc) log_every = atoi(argv[++i]);
+    else if (npos < 3) pos[npos++] = argv[i];
+  }
+  int steps = pos[0] && *pos[0] ? atoi(pos[0]) : 6000;
+  const char* dir = pos[1] && *pos[1] ? pos[1] : NULL;
+  const char* out_path = pos[2] ? pos[2] : "fashion_mnist.safetensors";
+  if (log_every < 1) log_every = 1;
   double t0 = now_s();
   tg_manual_seed(42);
+  trainer tr = {.rank = 0, .size = 1};
+  if (ddp) {
+    TRY(tr.comm = tg_comm_world());
+    tr.rank = tg_comm_rank(tr.comm), tr.size = tg_comm_size(tr.comm);
+    if (BATCH % tr.size) {
+      fprintf(stderr, "--ddp: %lld ranks do not divide the batch of %d\n", (long long)tr.size, BATCH);
+      return 1;
+    }
+  }
+  if (tr.rank != 0) freopen("/dev/null", "w", stdout); /* rank 0 reports */
 
   /* the data: images as float (N, 784) in [0, 1], realized once; labels as they come (uint8) */
   tg_tensor *xtr_u8, *ytr, *xte_u8, *yte;
@@ -80,15 +118,15 @@ int main(int argc, char** argv) {
   int64_t n_train = tg_tensor_numel(ytr), n_test = tg_tensor_numel(yte);
   printf("Fashion-MNIST: %lld training and %lld test images (%.2f s to load)\n", (long long)n_train, (long long)n_test, now_s() - t0);
 
-  trainer tr = {fashion_model(), NULL};
-  TRY(tr.model);
-  size_t np = tg_module_parameter_count(tr.model);
-  tg_tensor* params[8];
-  TRY(np <= 8 && tg_module_parameters(tr.model, params, np) == TG_OK);
+  TRY(tr.model = fashion_model());
+  tr.np = tg_module_parameter_count(tr.model);
+  TRY(tr.np <= 8 && tg_module_parameters(tr.model, tr.params, tr.np) == TG_OK);
+  /* the same initial weights on every rank (the same seed gives them too; this makes it so whatever the seeds) */
+  if (tr.comm) TRY(tg_comm_broadcast_tensors(tr.comm, tr.params, tr.np, 0) == TG_OK);
   tg_optimizer_options o = {.struct_size = sizeof o};
   TRY(tg_optimizer_options_default(TG_OPTIM_ADAM, &o) == TG_OK);
-  TRY(tr.opt = tg_optim_adam(params, np, &o));
-  for (size_t i = 0; i < np; i++) tg_tensor_release(params[i]);
+  TRY(tr.opt = tg_optim_adam(tr.params, tr.np, &o));
+  if (tr.comm) printf("data parallel: %lld ranks, %d images of each batch per rank\n", (long long)tr.size, BATCH / (int)tr.size);
 
   /* train: TRAINING=1 as tinygrad's Tensor.train() */
   TRY(tg_set_option("TRAINING", "1") == TG_OK);
@@ -100,12 +138,12 @@ int main(int argc, char** argv) {
   for (int i = 0; i < steps; i++) {
     tg_tensor* loss = NULL;
     TRY(tg_jit_call(jit, inputs, 2, &loss, 1) == TG_OK);
-    if (i % 100 == 99 || i == steps - 1) { /* reading the loss waits for the step: only now and then */
+    if (i % log_every == log_every - 1 || i == steps - 1) { /* reading the loss waits for the step: only now and then */
       float l = 0;
       TRY(tg_tensor_to_data(loss, &l, sizeof l) == TG_OK);
       loss_avg = l;
       double dt = now_s() - t_train;
-      printf("%sstep %5d/%d  loss %.4f  %.0f steps/s", tty ? "\r" : "", i + 1, steps, loss_avg, (i + 1) / dt);
+      printf("%sstep %5d/%d  loss %.7f  %.0f steps/s", tty ? "\r" : "", i + 1, steps, loss_avg, (i + 1) / dt);
       if (!tty || i == steps - 1) printf("\n");
       fflush(stdout);
     }
@@ -115,7 +153,9 @@ int main(int argc, char** argv) {
   TRY(tg_set_option("TRAINING", "0") == TG_OK);
   printf("trained %d steps of batch %d in %.2f s (%.0f steps/s)\n", steps, BATCH, train_s, steps / train_s);
 
-  /* save, then evaluate on the test set */
+  /* save, then evaluate on the test set: rank 0 */
+  if (tr.rank != 0) steps = -1;
+  if (steps < 0) goto release;
   tg_state* st = tg_module_state(tr.model);
   TRY(st && tg_state_save(st, out_path) == TG_OK);
   tg_state_release(st);
@@ -125,6 +165,9 @@ int main(int argc, char** argv) {
   printf("wall time %.2f s\n", now_s() - t0);
   printf("test accuracy: %.4f\n", acc);
 
+release:
+  for (size_t i = 0; i < tr.np; i++) tg_tensor_release(tr.params[i]);
+  tg_comm_release(tr.comm);
   tg_jit_release(jit), tg_optimizer_release(tr.opt), tg_module_release(tr.model);
   tg_tensor_release(xtr_u8), tg_tensor_release(xte_u8), tg_tensor_release(xtr), tg_tensor_release(xte);
   tg_tensor_release(ytr), tg_tensor_release(yte);

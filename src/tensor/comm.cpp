@@ -90,28 +90,61 @@ std::shared_ptr<Communicator> Communicator::split(int64_t color, int64_t key) {
   return std::make_shared<Communicator>(mpi::split(c_, int(color), int(key)));
 }
 
-Tensor Communicator::allreduce(const Tensor& t, Op op) {
-  DType dt = t.dtype();
-  // MPI has no 16-bit floats: combined in float32 and rounded once at the end
-  if (!mpi::has_type(dt)) return allreduce(t.cast(dtypes::float32), op).cast(dt);
-  if (op == Op::Avg) {
-    TG_CHECK(dtypes::is_float(dt), TG_ERROR_DTYPE, "allreduce: avg of " + dt.name() + " (avg is for floats: sum, then divide)");
-    return allreduce(t, Op::Sum).div(t.scalar_like(double(size_)));
+Tensor Communicator::allreduce(const Tensor& t, Op op) { return allreduce(std::vector<Tensor>{t}, op)[0]; }
+
+std::vector<Tensor> Communicator::allreduce(const std::vector<Tensor>& ts, Op op) {
+  // MPI has no 16-bit floats: they are combined in float32 and rounded once at the end
+  std::vector<Tensor> in;
+  for (auto& t : ts) {
+    TG_CHECK(op != Op::Avg || dtypes::is_float(t.dtype()), TG_ERROR_DTYPE,
+             "allreduce: avg of " + t.dtype().name() + " (avg is for floats: sum, then divide)");
+    in.push_back(mpi::has_type(t.dtype()) ? t : t.cast(dtypes::float32));
   }
-  auto in = input_buffer(t, "allreduce");
-  auto out = std::make_shared<Buffer>(t.device(), dt, t.numel());
-  int64_t n = t.numel(), sig = signature("allreduce", dt, n, int64_t(op));
-  std::string name = strformat("allreduce_%s_%s_%lld", op_name(op), dt.name().c_str(), (long long)n), dev = t.device();
+  // every input realized in one schedule (the kernels that compute them fused as they would be without the allreduce)
+  std::vector<Tensor> held;
+  for (auto& t : in) {
+    TG_CHECK(t.uop()->sym().empty(), TG_ERROR_UNSUPPORTED, "allreduce: a tensor with Variable dims; bind it first");
+    held.push_back(t.contiguous());
+  }
+  std::vector<Tensor*> ptrs;
+  for (auto& t : held) ptrs.push_back(&t);
+  Tensor::realize_all(ptrs);
+  struct Part {
+    int64_t n;
+    DType dt;
+  };
+  std::vector<Part> parts;
+  std::vector<std::shared_ptr<Buffer>> bufs;  // the outputs, then the inputs
+  int64_t sig = signature("allreduce", dtypes::void_, int64_t(in.size()), int64_t(op));
+  for (auto& t : in) {
+    parts.push_back({t.numel(), t.dtype()});
+    bufs.push_back(std::make_shared<Buffer>(t.device(), t.dtype(), t.numel()));
+    sig = signature("allreduce", t.dtype(), t.numel(), sig);
+  }
+  for (size_t i = 0; i < in.size(); i++) bufs.push_back(input_buffer(held[i], "allreduce"));
+  std::string name = strformat("allreduce_%s_%s_%lld", op_name(op), in[0].dtype().name().c_str(), (long long)in[0].numel());
+  if (in.size() > 1) name = strformat("allreduce_%s_%zu_tensors", op_name(op), in.size());
+  std::string dev = in[0].device();
+  for (auto& t : in) TG_CHECK(t.device() == dev, TG_ERROR_DEVICE, "allreduce: tensors on " + dev + " and " + t.device());
   auto self = shared_from_this();
-  run_host_step(name, [self, dev, n, dt, op, sig](void** p) {
-    check_same(self->c_, sig, "allreduce", dt, n);
+  run_host_step(name, [self, dev, parts, op, sig](void** p) {
+    check_same(self->c_, sig, "allreduce", parts[0].dt, parts[0].n);
     Device& d = get_device(dev);
-    size_t nb = size_t(n) * size_t(dt.itemsize());
-    HostBytes hi(d, p[1], nb, true), ho(d, p[0], nb, false);
-    mpi::allreduce(self->c_, hi.p, ho.p, n, dt, red(op));
-    ho.done();
-  }, {out, in});
-  return on_buffer(out, t.shape(), t.device());
+    size_t k = parts.size();
+    for (size_t i = 0; i < k; i++) {
+      size_t nb = size_t(parts[i].n) * size_t(parts[i].dt.itemsize());
+      HostBytes hi(d, p[k + i], nb, true), ho(d, p[i], nb, false);
+      mpi::allreduce(self->c_, hi.p, ho.p, parts[i].n, parts[i].dt, red(op));
+      ho.done();
+    }
+  }, bufs);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < in.size(); i++) {
+    Tensor r = on_buffer(bufs[i], ts[i].shape(), dev);
+    if (op == Op::Avg) r = r.div(r.scalar_like(double(size_)));
+    out.push_back(r.dtype() == ts[i].dtype() ? r : r.cast(ts[i].dtype()));
+  }
+  return out;
 }
 
 Tensor Communicator::allgather(const Tensor& t) {
@@ -197,23 +230,18 @@ Tensor Communicator::recv(const Shape& shape, DType dtype, int64_t src, int64_t 
 }
 
 void Communicator::average_gradients(const std::vector<Tensor>& params) {
-  std::map<int, std::vector<size_t>> by_dtype;  // ordered: every rank makes its allreduces in the same order
+  // one host step for all of them: each gradient computed by its own kernels into its own buffer (a concatenation would
+  // fuse the backward matmuls into a copy kernel), then allreduced there; the division fuses into the optimizer's update
+  std::vector<size_t> idx;
+  std::vector<Tensor> grads;
   for (size_t i = 0; i < params.size(); i++)
     if (auto g = params[i].grad()) {
       TG_CHECK(dtypes::is_float(g->dtype()), TG_ERROR_DTYPE, strformat("average_gradients: params[%zu]'s gradient is %s", i, g->dtype().name().c_str()));
-      by_dtype[int(g->dtype().scalar)].push_back(i);
+      idx.push_back(i), grads.push_back(*g);
     }
-  for (auto& [_, idx] : by_dtype) {
-    std::vector<Tensor> flat;
-    for (size_t i : idx) flat.push_back(params[i].grad()->reshape({params[i].numel()}));
-    Tensor avg = allreduce(flat.size() == 1 ? flat[0] : Tensor::cat(flat, 0), Op::Avg);
-    int64_t off = 0;
-    for (size_t i : idx) {
-      int64_t n = params[i].numel();
-      Tensor(params[i]).set_grad(avg.shrink({{off, off + n}}).reshape(params[i].shape()));
-      off += n;
-    }
-  }
+  std::vector<Tensor> avg = grads.empty() ? std::vector<Tensor>{} : allreduce(grads, Op::Avg);
+  if (grads.empty()) check_same(c_, signature("average_gradients", dtypes::void_, 0, 0), "average_gradients", dtypes::void_, 0);
+  for (size_t k = 0; k < idx.size(); k++) Tensor(params[idx[k]]).set_grad(avg[k]);
 }
 
 void Communicator::broadcast_tensors(const std::vector<Tensor>& ts, int64_t root) {

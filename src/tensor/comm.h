@@ -29,6 +29,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // t combined over every rank (the same shape and dtype on each); 16-bit floats are combined in float32. bool: sum and
   // max are a logical or, prod and min a logical and.
   Tensor allreduce(const Tensor& t, Op op);
+  // each of ts combined over every rank, in one host step (one agreement check for all): realized together first
+  std::vector<Tensor> allreduce(const std::vector<Tensor>& ts, Op op);
   // every rank's t (the same shape on each) concatenated along dim 0 in rank order; a 0-d t gives a (size,) tensor
   Tensor allgather(const Tensor& t);
   // root's t on every rank (each passes a tensor of root's shape and dtype; its values are not read)
@@ -36,8 +38,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void send(const Tensor& t, int64_t dest, int64_t tag);
   // a message of exactly `shape` and `dtype` from rank src with tag `tag`
   Tensor recv(const Shape& shape, DType dtype, int64_t src, int64_t tag, const std::string& device);
-  // data-parallel training: every parameter's gradient replaced by its average over the ranks, in one allreduce per
-  // dtype (the gradients flattened into one buffer). Parameters without a gradient are skipped, on every rank alike.
+  // data-parallel training: every parameter's gradient replaced by its average over the ranks (one host step for all).
+  // Parameters without a gradient are skipped; every rank must have gradients on the same ones.
   void average_gradients(const std::vector<Tensor>& params);
   // every tensor assigned root's values, realized (the same initial weights on every rank)
   void broadcast_tensors(const std::vector<Tensor>& ts, int64_t root);

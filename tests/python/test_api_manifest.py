@@ -28,7 +28,7 @@ def test_manifest_covers_the_header():
       if isinstance(p.get("length"), str):  # a length names a size_t argument of the same function
         assert any(q["name"] == p["length"] and q["kind"] == "length" for q in f["params"]), (f["name"], p)
   handles = {h["name"]: h for h in MANIFEST["handles"]}
-  assert set(handles) == {"tg_tensor", "tg_expr", "tg_jit", "tg_plan", "tg_module", "tg_optimizer", "tg_state", "tg_uop", "tg_onnx_model", "tg_llm"}
+  assert set(handles) == {"tg_tensor", "tg_expr", "tg_jit", "tg_plan", "tg_module", "tg_optimizer", "tg_state", "tg_uop", "tg_onnx_model", "tg_llm", "tg_comm"}
   assert all(h["release"] for h in handles.values())
 
 

@@ -2123,9 +2123,10 @@ A message from rank `src` with `tag`, of exactly this shape and dtype (another s
 """
 tg_comm_recv(comm, shape, ndim, dtype, src, tag, device) = ccall((:tg_comm_recv, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Int32, Int64, Int64, Ptr{UInt8}), comm, shape, ndim, dtype, src, tag, device)
 """
-Data-parallel training: the gradient of each of `params` replaced by its average over the ranks (one allreduce
-per dtype, the gradients flattened into one buffer), between tg_tensor_backward and the optimizer step.
-Parameters without a gradient are skipped; every rank must have gradients on the same ones.
+Data-parallel training: the gradient of each of `params` replaced by its average over the ranks, between
+tg_tensor_backward and the optimizer step: the gradients are computed (one schedule), allreduced in place of
+their buffers in one step, and the division fuses into the optimizer's update. Parameters without a gradient
+are skipped; every rank must have gradients on the same ones.
 """
 tg_comm_average_gradients(comm, params, n) = ccall((:tg_comm_average_gradients, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t), comm, params, n)
 """

@@ -1670,10 +1670,10 @@ unsafe extern "C" {
   /// A message from rank `src` with `tag`, of exactly this shape and dtype (another size: TG_ERROR_SHAPE), on
   /// `device`.
   pub fn tg_comm_recv(comm: *mut tg_comm, shape: *const i64, ndim: usize, dtype: tg_dtype, src: i64, tag: i64, device: *const c_char) -> *mut tg_tensor;
-  /// Data-parallel training: the gradient of each of `params` replaced by its average over the ranks (one
-  /// allreduce per dtype, the gradients flattened into one buffer), between tg_tensor_backward and the
-  /// optimizer step. Parameters without a gradient are skipped; every rank must have gradients on the same
-  /// ones.
+  /// Data-parallel training: the gradient of each of `params` replaced by its average over the ranks, between
+  /// tg_tensor_backward and the optimizer step: the gradients are computed (one schedule), allreduced in place
+  /// of their buffers in one step, and the division fuses into the optimizer's update. Parameters without a
+  /// gradient are skipped; every rank must have gradients on the same ones.
   pub fn tg_comm_average_gradients(comm: *mut tg_comm, params: *const *mut tg_tensor, n: usize) -> tg_status;
   /// Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank.
   pub fn tg_comm_broadcast_tensors(comm: *mut tg_comm, tensors: *const *mut tg_tensor, n: usize, root: i64) -> tg_status;
