@@ -1400,10 +1400,12 @@ TG_API tg_status tg_comm_send(tg_comm* comm, tg_tensor* t, int64_t dest, int64_t
 /* A message from rank `src` with `tag`, of exactly this shape and dtype (another size: TG_ERROR_SHAPE), on `device`. */
 TG_API tg_tensor* tg_comm_recv(tg_comm* comm, const int64_t* shape, size_t ndim, tg_dtype dtype, int64_t src, int64_t tag, const char* device);
 /* Data-parallel training: the gradient of each of `params` replaced by its average over the ranks, between
- * tg_tensor_backward and the optimizer step: the gradients are computed (one schedule), allreduced in place of their
- * buffers in one step, and the division fuses into the optimizer's update. Parameters without a gradient are skipped;
- * every rank must have gradients on the same ones. */
-TG_API tg_status tg_comm_average_gradients(tg_comm* comm, tg_tensor* const* params, size_t n);
+ * tg_tensor_backward and the optimizer step. The gradients and the `n_also` tensors of `also` (the loss) are computed in
+ * one schedule, so the forward pass they share runs once, and allreduced in one step; out[i] receives the average of
+ * also[i] (a new reference). The division fuses into the optimizer's update. Parameters without a gradient are
+ * skipped; every rank must have gradients on the same ones. @nullable(also, out) @len(out=n_also) */
+TG_API tg_status tg_comm_average_gradients(tg_comm* comm, tg_tensor* const* params, size_t n, tg_tensor* const* also, size_t n_also,
+                                           tg_tensor** out);
 /* Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank. */
 TG_API tg_status tg_comm_broadcast_tensors(tg_comm* comm, tg_tensor* const* tensors, size_t n, int64_t root);
 

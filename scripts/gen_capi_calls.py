@@ -33,6 +33,7 @@ SCALARS = {
     "double": "f.f64",
     "tg_dtype": "f.dtype",
     "tg_binop": "f.binop",
+    "tg_reduce": "f.reduce_op",
     "tg_status": "f.status",
     "const char*": "f.str",
     "tg_tensor*": "f.tensor",
@@ -70,6 +71,8 @@ SCALARS = {
     "const tg_onnx_options*": "f.onnx_options",
     "tg_llm*": "f.llm",
     "const tg_llm*": "f.llm",
+    "tg_comm*": "f.comm",
+    "const tg_comm*": "f.comm",
     "const tg_llm_options*": "f.llm_options",
     "tg_llm_sampling*": "f.llm_sampling_out",
     "const tg_llm_sampling*": "f.llm_sampling",
@@ -87,7 +90,7 @@ NAMED = {("void*", "userdata"): "f.userdata",
 # in a function that takes ownership of its handle (…_release), the handle is handed over instead of lent
 OWNED = {"tg_tensor*": "f.owned_tensor", "tg_expr*": "f.owned_expr", "tg_uop*": "f.owned_uop", "tg_jit*": "f.owned_jit", "tg_plan*": "f.owned_plan", "tg_state*": "f.owned_state",
          "tg_optimizer*": "f.owned_optimizer", "tg_module*": "f.owned_module", "tg_onnx_model*": "f.owned_onnx_model",
-         "tg_llm*": "f.owned_llm"}
+         "tg_llm*": "f.owned_llm", "tg_comm*": "f.owned_comm"}
 # pointer parameter(s) followed by their size_t count -> context generator (called with all the names)
 GROUPS = {
     ("const int64_t*",): "f.i64_array",
@@ -120,6 +123,7 @@ RETURNS = {
     "tg_module*": "f.ret_module",
     "tg_onnx_model*": "f.ret_onnx_model",
     "tg_llm*": "f.ret_llm",
+    "tg_comm*": "f.ret_comm",
     "struct DLManagedTensor*": "f.ret_dlpack",  # checked, read through and freed with its deleter
     "tg_status": "f.ret_status",
     "const char*": "f.ret_cstr",

@@ -540,6 +540,7 @@ struct FuzzCtx {
   HandlePool<tg_optimizer> optimizers{tg_optimizer_release, "optimizer"};
   HandlePool<tg_onnx_model> onnx_models{tg_onnx_model_release, "onnx_model"};
   HandlePool<tg_llm> llms{tg_llm_release, "llm"};
+  HandlePool<tg_comm> comms{tg_comm_release, "comm"};
   // per pooled JIT: its function (index into kJitFns, -1 unknown), its userdata, and the inputs (shape, dtype) and output
   // count of its latest successful warm-up or capture, so a later call can ask for a replay that passes validation
   struct JitInfo {
@@ -960,6 +961,24 @@ struct FuzzCtx {
     return lend<tg_llm>(llms, name, [](tg_llm* m) { return "llm " + fmt_ptr(m); });
   }
   tg_llm* owned_llm(const char* name) { return hand_over(llms, name); }
+  // MPI is kept away from the fuzzer (TG_MPI_LIB names no library, see the test): tg_comm_world fails cleanly, and
+  // every other tg_comm_* call sees NULL or dead handles. The communicator's real paths run under mpirun
+  // (tests/python/test_mpi.py).
+  tg_comm* comm(const char* name) {
+    return lend<tg_comm>(comms, name, [](tg_comm* c) { return "comm " + fmt_ptr(c); });
+  }
+  tg_comm* owned_comm(const char* name) { return hand_over(comms, name); }
+  void ret_comm(tg_comm* c) {
+    if (!c) return expect_error("returned NULL");
+    expect_no_error("returned a comm");
+    if (tg_comm_size(c) < 1) fail("a returned comm has no ranks");
+    pool_handle(comms, c);
+  }
+  tg_reduce reduce_op(const char* name) {
+    int v = pct(85) ? int(r(5)) : pick({-1, 5, 1000, INT_MIN, INT_MAX});
+    rec(name, Arg::Int, "reduce " + std::to_string(v)).i = v;
+    return tg_reduce(v);
+  }
   const tg_llm_options* llm_options(const char* name) {
     if (pct(20)) return rec(name, Arg::Other, "NULL"), nullptr;
     const char* dev = pick<const char*>({nullptr, nullptr, "CPU", "NOPE", ""});
@@ -1638,6 +1657,7 @@ struct FuzzCtx {
     states.settle();
     onnx_models.settle();
     llms.settle();
+    comms.settle();
     modules.settle();
     optimizers.settle();
     handed_over = nullptr, handed_over_expr = nullptr, handed_over_jit = nullptr, handed_over_plan = nullptr, handed_over_uop = nullptr;
@@ -2023,6 +2043,7 @@ struct FuzzCtx {
     states.clear();
     onnx_models.clear();
     llms.clear();
+    comms.clear();
     pool.clear(), exprs.clear(), plans.clear();
     if (keep_jits) return;
     for (auto* j : jits) tg_jit_release(j), remember_dead(j);
@@ -2124,6 +2145,7 @@ TEST(FuzzCApi, EveryFunctionWithRandomAndBoundaryArguments) {
   ASSERT_FALSE(cheap.empty());
 
   CrashReporter crash_reporter;
+  ::setenv("TG_MPI_LIB", "/nonexistent/libmpi-for-the-fuzzer.so", 1);  // no MPI in this process (FuzzCtx::comm)
   FuzzCtx f(seed);
   std::vector<uint64_t> per_fn(nfns, 0);
   uint64_t realize_calls = 0;

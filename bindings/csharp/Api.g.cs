@@ -2517,13 +2517,18 @@ public sealed partial class Comm : IDisposable, IHandle {
   }
 
   /// <summary>Data-parallel training: the gradient of each of `params` replaced by its average over the ranks, between
-  /// tg_tensor_backward and the optimizer step: the gradients are computed (one schedule), allreduced in place of
-  /// their buffers in one step, and the division fuses into the optimizer's update. Parameters without a gradient
-  /// are skipped; every rank must have gradients on the same ones. (tg_comm_average_gradients)
+  /// tg_tensor_backward and the optimizer step. The gradients and the `n_also` tensors of `also` (the loss) are
+  /// computed in one schedule, so the forward pass they share runs once, and allreduced in one step; out[i]
+  /// receives the average of also[i] (a new reference). The division fuses into the optimizer's update.
+  /// Parameters without a gradient are skipped; every rank must have gradients on the same ones.
+  /// (tg_comm_average_gradients)
   /// </summary>
-  public void AverageGradients(params Tensor[] @params) {
-    using (var params_ = new HandleArray(@params)) {
-      Native.Check(Native.tg_comm_average_gradients(H, params_.Ptrs, (UIntPtr)(@params?.Length ?? 0)));
+  public Tensor[] AverageGradients(Tensor[] @params, params Tensor[] also) {
+    var out_ = new IntPtr[(also?.Length ?? 0)];
+    using (var params_ = new HandleArray(@params))
+    using (var also_ = new HandleArray(also)) {
+      Native.Check(Native.tg_comm_average_gradients(H, params_.Ptrs, (UIntPtr)(@params?.Length ?? 0), also_.Ptrs, (UIntPtr)(also?.Length ?? 0), out_));
+      return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
     }
   }
 

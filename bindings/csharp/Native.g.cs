@@ -2288,12 +2288,13 @@ public static unsafe partial class Native {
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_comm_recv(CommHandle comm, long[] shape, UIntPtr ndim, DType dtype, long src, long tag, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
   /// <summary>Data-parallel training: the gradient of each of `params` replaced by its average over the ranks, between
-  /// tg_tensor_backward and the optimizer step: the gradients are computed (one schedule), allreduced in place of
-  /// their buffers in one step, and the division fuses into the optimizer's update. Parameters without a gradient
-  /// are skipped; every rank must have gradients on the same ones.
+  /// tg_tensor_backward and the optimizer step. The gradients and the `n_also` tensors of `also` (the loss) are
+  /// computed in one schedule, so the forward pass they share runs once, and allreduced in one step; out[i]
+  /// receives the average of also[i] (a new reference). The division fuses into the optimizer's update.
+  /// Parameters without a gradient are skipped; every rank must have gradients on the same ones.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-  public static extern Status tg_comm_average_gradients(CommHandle comm, IntPtr[] @params, UIntPtr n);
+  public static extern Status tg_comm_average_gradients(CommHandle comm, IntPtr[] @params, UIntPtr n, IntPtr[] also, UIntPtr n_also, [Out] IntPtr[] @out);
   /// <summary>Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

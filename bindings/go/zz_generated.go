@@ -1912,8 +1912,8 @@ static tg_tensor* tgw_comm_recv(tg_comm* comm, const int64_t* shape, size_t ndim
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
-static tg_status tgw_comm_average_gradients(tg_comm* comm, tg_tensor* const* params, size_t n, tgw_err* tgw_e) {
-  tg_status tgw_r = tg_comm_average_gradients(comm, params, n);
+static tg_status tgw_comm_average_gradients(tg_comm* comm, tg_tensor* const* params, size_t n, tg_tensor* const* also, size_t n_also, tg_tensor** out, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_comm_average_gradients(comm, params, n, also, n_also, out);
   if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
   return tgw_r;
 }
@@ -8418,20 +8418,32 @@ func (comm *Comm) Recv(shape []int64, dtype DType, src int64, tag int64, device 
 }
 
 // AverageGradients is tg_comm_average_gradients. Data-parallel training: the gradient of each of `params`
-// replaced by its average over the ranks, between tg_tensor_backward and the optimizer step: the gradients are
-// computed (one schedule), allreduced in place of their buffers in one step, and the division fuses into the
-// optimizer's update. Parameters without a gradient are skipped; every rank must have gradients on the same
-// ones.
-func (comm *Comm) AverageGradients(params []*Tensor) error {
+// replaced by its average over the ranks, between tg_tensor_backward and the optimizer step. The gradients and
+// the `n_also` tensors of `also` (the loss) are computed in one schedule, so the forward pass they share runs
+// once, and allreduced in one step; out[i] receives the average of also[i] (a new reference). The division fuses
+// into the optimizer's update. Parameters without a gradient are skipped; every rank must have gradients on the
+// same ones.
+func (comm *Comm) AverageGradients(params []*Tensor, also []*Tensor) ([]*Tensor, error) {
 	cvParams := cTensors(params)
+	cvAlso := cTensors(also)
+	cvOut := make([]*C.tg_tensor, len(also))
 	var st C.tgw_err
-	C.tgw_comm_average_gradients(comm.ptr(), (**C.tg_tensor)(ptr0(cvParams)), C.size_t(len(params)), &st)
+	C.tgw_comm_average_gradients(comm.ptr(), (**C.tg_tensor)(ptr0(cvParams)), C.size_t(len(params)), (**C.tg_tensor)(ptr0(cvAlso)), C.size_t(len(also)), (**C.tg_tensor)(ptr0(cvOut)), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(comm)
+		runtime.KeepAlive(params)
+		runtime.KeepAlive(also)
+		return nil, err
+	}
+	out := make([]*Tensor, 0, len(cvOut))
+	for _, p := range cvOut {
+		out = append(out, newTensor(p))
+	}
+	result := out
 	runtime.KeepAlive(comm)
 	runtime.KeepAlive(params)
-	if err := check(&st); err != nil {
-		return err
-	}
-	return nil
+	runtime.KeepAlive(also)
+	return result, nil
 }
 
 // BroadcastTensors is tg_comm_broadcast_tensors. Each of `tensors` assigned rank `root`'s values and realized:

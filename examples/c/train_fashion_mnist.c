@@ -10,9 +10,9 @@
  * inside the captured step, and the printed loss is the whole batch's. Rank 0 prints, evaluates and saves.
  *   mpirun -np 2 train_fashion_mnist --ddp
  *
- * usage: train_fashion_mnist [--ddp] [--log-every N] [steps] [data dir] [output file]
+ * usage: train_fashion_mnist [--ddp] [--batch N] [--log-every N] [steps] [data dir] [output file]
  *   (defaults: 6000 steps, /usr/share/datasets/fashion-mnist (also when given as ""), fashion_mnist.safetensors; the loss
- *   printed every 100 steps) */
+ *   printed every 100 steps, batch 128) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +22,7 @@
 
 #include "fashion_mnist_model.h"
 
-enum { BATCH = 128 };
+static int64_t batch_size = 128; /* --batch: images per step, over all ranks */
 
 #define TRY(x)                                                                                              \
   do {                                                                                                      \
@@ -51,14 +51,14 @@ typedef struct {
  * the loss. The optimizer's updates are assigns, which the JIT realizes with the loss and replays. */
 static tg_status train_step(void* userdata, tg_tensor* const* in, size_t n_in, tg_tensor** out, size_t n_out) {
   trainer* tr = userdata;
-  int64_t bs = BATCH, n_train = tg_tensor_numel(in[1]);
+  int64_t bs = batch_size, n_train = tg_tensor_numel(in[1]);
   (void)n_in, (void)n_out;
   tg_tensor *all = NULL, *samples = NULL, *xb = NULL, *yb = NULL, *logits = NULL, *loss = NULL;
   tg_status st = TG_ERROR_INTERNAL;
   if (tg_optimizer_zero_grad(tr->opt) != TG_OK) return tg_last_error();
-  /* every rank draws the same BATCH indices (the same seed) and trains on its share */
+  /* every rank draws the same batch_size indices (the same seed) and trains on its share */
   if (!(all = tg_tensor_randint(&bs, 1, 0, n_train, TG_INT32, NULL))) goto done;
-  int64_t share = BATCH / tr->size, bounds[2] = {tr->rank * share, (tr->rank + 1) * share};
+  int64_t share = batch_size / tr->size, bounds[2] = {tr->rank * share, (tr->rank + 1) * share};
   if (!(samples = tg_tensor_shrink(all, bounds, 1))) goto done;
   tg_index idx = {.kind = TG_INDEX_TENSOR, .tensor = samples};
   if (!(xb = tg_tensor_getitem(in[0], &idx, 1)) || !(yb = tg_tensor_getitem(in[1], &idx, 1))) goto done;
@@ -66,9 +66,8 @@ static tg_status train_step(void* userdata, tg_tensor* const* in, size_t n_in, t
   if (!(loss = tg_tensor_sparse_categorical_crossentropy(logits, yb, -1, 0.0, 1))) goto done;
   if (tg_tensor_backward(loss) != TG_OK) goto done;
   if (tr->comm) { /* data parallel: the gradients averaged over the ranks, the loss too (the whole batch's) */
-    if (tg_comm_average_gradients(tr->comm, tr->params, tr->np) != TG_OK) goto done;
-    tg_tensor* avg = tg_comm_allreduce(tr->comm, loss, TG_REDUCE_AVG);
-    if (!avg) goto done;
+    tg_tensor* avg = NULL; /* the loss in the same step: the forward pass they share runs once */
+    if (tg_comm_average_gradients(tr->comm, tr->params, tr->np, &loss, 1, &avg) != TG_OK) goto done;
     tg_tensor_release(loss), loss = avg;
   }
   /* the updates, assigned in place lazily: the JIT realizes them with the loss, so the references can go */
@@ -80,7 +79,8 @@ static tg_status train_step(void* userdata, tg_tensor* const* in, size_t n_in, t
   st = TG_OK;
 done:
   if (st != TG_OK) st = tg_last_error();
-  tg_tensor_release(all), tg_tensor_release(samples), tg_tensor_release(xb), tg_tensor_release(yb), tg_tensor_release(logits), tg_tensor_release(loss);
+  tg_tensor_release(all), tg_tensor_release(samples), tg_tensor_release(xb), tg_tensor_release(yb);
+  tg_tensor_release(logits), tg_tensor_release(loss);
   return st;
 }
 
@@ -90,20 +90,25 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--ddp")) ddp = 1;
     else if (!strcmp(argv[i], "--log-every") && i + 1 < argc) log_every = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch_size = atoll(argv[++i]);
     else if (npos < 3) pos[npos++] = argv[i];
   }
   int steps = pos[0] && *pos[0] ? atoi(pos[0]) : 6000;
   const char* dir = pos[1] && *pos[1] ? pos[1] : NULL;
   const char* out_path = pos[2] ? pos[2] : "fashion_mnist.safetensors";
   if (log_every < 1) log_every = 1;
+  if (batch_size < 1 || batch_size > 60000) {
+    fprintf(stderr, "--batch %lld is not in [1, 60000]\n", (long long)batch_size);
+    return 1;
+  }
   double t0 = now_s();
   tg_manual_seed(42);
   trainer tr = {.rank = 0, .size = 1};
   if (ddp) {
     TRY(tr.comm = tg_comm_world());
     tr.rank = tg_comm_rank(tr.comm), tr.size = tg_comm_size(tr.comm);
-    if (BATCH % tr.size) {
-      fprintf(stderr, "--ddp: %lld ranks do not divide the batch of %d\n", (long long)tr.size, BATCH);
+    if (batch_size % tr.size) {
+      fprintf(stderr, "--ddp: %lld ranks do not divide the batch of %lld\n", (long long)tr.size, (long long)batch_size);
       return 1;
     }
   }
@@ -126,7 +131,7 @@ int main(int argc, char** argv) {
   tg_optimizer_options o = {.struct_size = sizeof o};
   TRY(tg_optimizer_options_default(TG_OPTIM_ADAM, &o) == TG_OK);
   TRY(tr.opt = tg_optim_adam(tr.params, tr.np, &o));
-  if (tr.comm) printf("data parallel: %lld ranks, %d images of each batch per rank\n", (long long)tr.size, BATCH / (int)tr.size);
+  if (tr.comm) printf("data parallel: %lld ranks, %lld images of each batch per rank\n", (long long)tr.size, (long long)(batch_size / tr.size));
 
   /* train: TRAINING=1 as tinygrad's Tensor.train() */
   TRY(tg_set_option("TRAINING", "1") == TG_OK);
@@ -151,7 +156,7 @@ int main(int argc, char** argv) {
   }
   double train_s = now_s() - t_train;
   TRY(tg_set_option("TRAINING", "0") == TG_OK);
-  printf("trained %d steps of batch %d in %.2f s (%.0f steps/s)\n", steps, BATCH, train_s, steps / train_s);
+  printf("trained %d steps of batch %lld in %.2f s (%.0f steps/s)\n", steps, (long long)batch_size, train_s, steps / train_s);
 
   /* save, then evaluate on the test set: rank 0 */
   if (tr.rank != 0) steps = -1;

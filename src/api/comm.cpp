@@ -63,8 +63,16 @@ tg_tensor* tg_comm_recv(tg_comm* c, const int64_t* shape, size_t ndim, tg_dtype 
     return api::wrap(m.recv(s, api::dtype_arg(dtype, "comm_recv"), src, tag, canonical_device(device)));
   });
 }
-tg_status tg_comm_average_gradients(tg_comm* c, tg_tensor* const* params, size_t n) {
-  return api::call([&] { comm(c, "comm_average_gradients").average_gradients(tensor_list(params, n, "comm_average_gradients", "params")); });
+tg_status tg_comm_average_gradients(tg_comm* c, tg_tensor* const* params, size_t n, tg_tensor* const* also, size_t n_also, tg_tensor** out) {
+  return api::call([&] {
+    Communicator& m = comm(c, "comm_average_gradients");
+    auto ps = tensor_list(params, n, "comm_average_gradients", "params"), as = tensor_list(also, n_also, "comm_average_gradients", "also");
+    TG_ARG(out || n_also == 0, "comm_average_gradients: out is NULL with n_also > 0");
+    std::vector<Tensor> avg = m.average_gradients(ps, as);
+    std::vector<tg_tensor*> made;  // all handles made before any is written
+    for (auto& t : avg) made.push_back(api::wrap(std::move(t)));
+    std::copy(made.begin(), made.end(), out);
+  });
 }
 tg_status tg_comm_broadcast_tensors(tg_comm* c, tg_tensor* const* ts, size_t n, int64_t root) {
   return api::call([&] { comm(c, "comm_broadcast_tensors").broadcast_tensors(tensor_list(ts, n, "comm_broadcast_tensors", "tensors"), root); });

@@ -1,6 +1,8 @@
 // MPI: Open MPI's libmpi.so.40, dlopen'ed on first use (so the library loads and builds without it), and the collectives
-// the communicator (tensor/comm.cpp) runs on raw host memory. Every wait polls a non-blocking call against a deadline, so
-// a rank that died or stopped calling makes the others fail with TG_ERROR_RUNTIME instead of waiting forever.
+// the communicator (tensor/comm.cpp) runs on raw host memory. Waits for the other ranks poll a non-blocking call against
+// a deadline (same_on_all, which every collective begins with, and send/recv), so a rank that died, hangs or made
+// another call makes the others fail with TG_ERROR_RUNTIME instead of waiting forever; the data of a collective then
+// moves with MPI's blocking call, the fastest.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,7 +32,7 @@ struct Timeout {
   std::string message;
 };
 
-// every rank's `count` elements at in combined into out (in == out: in place)
+// every rank's `count` elements at in combined into out (in == out: in place); after same_on_all
 void allreduce(Comm c, const void* in, void* out, int64_t count, DType dt, Red op);
 // every rank's `count` elements at in, in rank order, into out (size * count elements)
 void allgather(Comm c, const void* in, void* out, int64_t count, DType dt);

@@ -19,7 +19,8 @@ std::shared_ptr<Buffer> input_buffer(const Tensor& t, const char* what) {
   c.realize();
   const UOp* b = c.uop().get();
   if (b->op == Ops::RESHAPE) b = b->src[0].get();
-  TG_CHECK(b->op == Ops::BUFFER && buffer_of(b)->size() == t.numel(), TG_ERROR_INTERNAL, std::string(what) + ": the realized input is not one buffer");
+  TG_CHECK(b->op == Ops::BUFFER && buffer_of(b)->size() == t.numel(), TG_ERROR_INTERNAL,
+           std::string(what) + ": the realized input is not one buffer");
   return buffer_of(b);
 }
 Tensor on_buffer(std::shared_ptr<Buffer> b, const Shape& shape, const std::string& device) {
@@ -223,25 +224,31 @@ Tensor Communicator::recv(const Shape& shape, DType dtype, int64_t src, int64_t 
     HostBytes ho(get_device(device), p[0], size_t(n) * size_t(dtype.itemsize()), false);
     int64_t got = mpi::recv(self->c_, ho.p, n, dtype, int(src), int(tag));
     TG_CHECK(got == n, TG_ERROR_SHAPE,
-             strformat("recv: %lld elements of %s arrived from rank %lld, %lld were expected", (long long)got, dtype.name().c_str(), (long long)src, (long long)n));
+             strformat("recv: %lld elements of %s arrived from rank %lld, %lld were expected", (long long)got, dtype.name().c_str(),
+                       (long long)src, (long long)n));
     ho.done();
   }, {out});
   return on_buffer(out, shape, device);
 }
 
-void Communicator::average_gradients(const std::vector<Tensor>& params) {
+std::vector<Tensor> Communicator::average_gradients(const std::vector<Tensor>& params, const std::vector<Tensor>& also) {
   // one host step for all of them: each gradient computed by its own kernels into its own buffer (a concatenation would
   // fuse the backward matmuls into a copy kernel), then allreduced there; the division fuses into the optimizer's update
   std::vector<size_t> idx;
   std::vector<Tensor> grads;
   for (size_t i = 0; i < params.size(); i++)
     if (auto g = params[i].grad()) {
-      TG_CHECK(dtypes::is_float(g->dtype()), TG_ERROR_DTYPE, strformat("average_gradients: params[%zu]'s gradient is %s", i, g->dtype().name().c_str()));
+      TG_CHECK(dtypes::is_float(g->dtype()), TG_ERROR_DTYPE,
+               strformat("average_gradients: params[%zu]'s gradient is %s", i, g->dtype().name().c_str()));
       idx.push_back(i), grads.push_back(*g);
     }
+  for (size_t i = 0; i < also.size(); i++)
+    TG_CHECK(dtypes::is_float(also[i].dtype()), TG_ERROR_DTYPE, strformat("average_gradients: also[%zu] is %s", i, also[i].dtype().name().c_str()));
+  grads.insert(grads.end(), also.begin(), also.end());
   std::vector<Tensor> avg = grads.empty() ? std::vector<Tensor>{} : allreduce(grads, Op::Avg);
   if (grads.empty()) check_same(c_, signature("average_gradients", dtypes::void_, 0, 0), "average_gradients", dtypes::void_, 0);
   for (size_t k = 0; k < idx.size(); k++) Tensor(params[idx[k]]).set_grad(avg[k]);
+  return std::vector<Tensor>(avg.begin() + std::ptrdiff_t(idx.size()), avg.end());
 }
 
 void Communicator::broadcast_tensors(const std::vector<Tensor>& ts, int64_t root) {

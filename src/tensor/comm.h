@@ -40,7 +40,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Tensor recv(const Shape& shape, DType dtype, int64_t src, int64_t tag, const std::string& device);
   // data-parallel training: every parameter's gradient replaced by its average over the ranks (one host step for all).
   // Parameters without a gradient are skipped; every rank must have gradients on the same ones.
-  void average_gradients(const std::vector<Tensor>& params);
+  // `also` (a loss) is computed in the same schedule and averaged in the same step: its averages are returned
+  std::vector<Tensor> average_gradients(const std::vector<Tensor>& params, const std::vector<Tensor>& also = {});
   // every tensor assigned root's values, realized (the same initial weights on every rank)
   void broadcast_tensors(const std::vector<Tensor>& ts, int64_t root);
 

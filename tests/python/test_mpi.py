@@ -27,8 +27,9 @@ def _mpirun():
 
 
 def mpirun(n, *cmd, env=None, timeout=300):
-  e = dict(os.environ, TINYGRAD_LIB=str(LIB), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl_vader_single_copy_mechanism="none",
-           **(env or {}))
+  # root may run mpirun here (CI); single-copy shared memory needs ptrace rights a container may not grant
+  e = dict(os.environ, TINYGRAD_LIB=str(LIB), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_btl_vader_single_copy_mechanism="none", **(env or {}))
   t0 = time.monotonic()
   r = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(n), *map(str, cmd)], capture_output=True, text=True,
                      timeout=timeout, env=e)

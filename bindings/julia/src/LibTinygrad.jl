@@ -2124,11 +2124,12 @@ A message from rank `src` with `tag`, of exactly this shape and dtype (another s
 tg_comm_recv(comm, shape, ndim, dtype, src, tag, device) = ccall((:tg_comm_recv, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Int64}, Csize_t, Int32, Int64, Int64, Ptr{UInt8}), comm, shape, ndim, dtype, src, tag, device)
 """
 Data-parallel training: the gradient of each of `params` replaced by its average over the ranks, between
-tg_tensor_backward and the optimizer step: the gradients are computed (one schedule), allreduced in place of
-their buffers in one step, and the division fuses into the optimizer's update. Parameters without a gradient
-are skipped; every rank must have gradients on the same ones.
+tg_tensor_backward and the optimizer step. The gradients and the `n_also` tensors of `also` (the loss) are
+computed in one schedule, so the forward pass they share runs once, and allreduced in one step; out[i]
+receives the average of also[i] (a new reference). The division fuses into the optimizer's update. Parameters
+without a gradient are skipped; every rank must have gradients on the same ones.
 """
-tg_comm_average_gradients(comm, params, n) = ccall((:tg_comm_average_gradients, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t), comm, params, n)
+tg_comm_average_gradients(comm, params, n, also, n_also, out) = ccall((:tg_comm_average_gradients, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}, Csize_t, Ptr{Ptr{Cvoid}}), comm, params, n, also, n_also, out)
 """
 Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank.
 """

@@ -585,7 +585,7 @@ SIGNATURES = {
   'tg_comm_broadcast': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]),
   'tg_comm_send': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]),
   'tg_comm_recv': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p]),
-  'tg_comm_average_gradients': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
+  'tg_comm_average_gradients': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
   'tg_comm_broadcast_tensors': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_int64]),
   'tg_plan_create': (ctypes.c_void_p, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
   'tg_plan_run': (ctypes.c_int, [ctypes.c_void_p]),

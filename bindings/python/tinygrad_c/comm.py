@@ -6,7 +6,7 @@
   rows = comm.allgather(t)                  # every rank's t, concatenated along dim 0
   w = comm.broadcast(t, root=0)
   comm.send(t, dest=1, tag=0); t = comm.recv((4, 4), dtypes.float32, src=0, tag=0)
-  comm.average_gradients(params)            # data parallel: after backward, before the optimizer step
+  loss, = comm.average_gradients(params, also=[loss])   # data parallel: after backward, before the optimizer step
 
 Each call realizes its input and returns a new realized tensor; inside a TinyJit it is captured with the kernels and
 replays in order. Open MPI's libmpi.so.40 is loaded at run time: without it Comm.world() raises TG_ERROR_UNSUPPORTED.
@@ -76,10 +76,14 @@ class Comm(_Owned):
     return Tensor._wrap(C.comm_recv(self._h, _i64s(shape, "shape dim"), len(shape), to_dtype(dtype).value, _i64(src, "src"),
                                     _i64(tag, "tag"), _enc(device)), "comm_recv")
 
-  def average_gradients(self, params: Sequence[Tensor]) -> None:
-    """Each parameter's .grad replaced by its average over the ranks (one allreduce per dtype)."""
+  def average_gradients(self, params: Sequence[Tensor], also: Sequence[Tensor] = ()) -> list:
+    """Each parameter's .grad replaced by its average over the ranks, in one step; `also` (a loss) is computed with the
+    gradients (the forward pass once) and averaged in the same step: its averages are returned."""
     arr, n = _handles(params, "params")
-    _ok(C.comm_average_gradients(self._h, arr, n), "comm_average_gradients")
+    also_arr, n_also = _handles(also, "also")
+    out = (ctypes.c_void_p * max(n_also, 1))()
+    _ok(C.comm_average_gradients(self._h, arr, n, also_arr, n_also, out), "comm_average_gradients")
+    return [Tensor._wrap(out[i], "comm_average_gradients") for i in range(n_also)]
 
   def broadcast_tensors(self, tensors: Sequence[Tensor], root: int = 0) -> None:
     """Each tensor assigned rank root's values (the same initial weights everywhere), realized."""

@@ -1671,10 +1671,11 @@ unsafe extern "C" {
   /// `device`.
   pub fn tg_comm_recv(comm: *mut tg_comm, shape: *const i64, ndim: usize, dtype: tg_dtype, src: i64, tag: i64, device: *const c_char) -> *mut tg_tensor;
   /// Data-parallel training: the gradient of each of `params` replaced by its average over the ranks, between
-  /// tg_tensor_backward and the optimizer step: the gradients are computed (one schedule), allreduced in place
-  /// of their buffers in one step, and the division fuses into the optimizer's update. Parameters without a
-  /// gradient are skipped; every rank must have gradients on the same ones.
-  pub fn tg_comm_average_gradients(comm: *mut tg_comm, params: *const *mut tg_tensor, n: usize) -> tg_status;
+  /// tg_tensor_backward and the optimizer step. The gradients and the `n_also` tensors of `also` (the loss) are
+  /// computed in one schedule, so the forward pass they share runs once, and allreduced in one step; out[i]
+  /// receives the average of also[i] (a new reference). The division fuses into the optimizer's update.
+  /// Parameters without a gradient are skipped; every rank must have gradients on the same ones.
+  pub fn tg_comm_average_gradients(comm: *mut tg_comm, params: *const *mut tg_tensor, n: usize, also: *const *mut tg_tensor, n_also: usize, out: *mut *mut tg_tensor) -> tg_status;
   /// Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank.
   pub fn tg_comm_broadcast_tensors(comm: *mut tg_comm, tensors: *const *mut tg_tensor, n: usize, root: i64) -> tg_status;
 
