@@ -164,6 +164,8 @@ void wait(const Api& a, Comm c, Handle& req, const char* what) {
 void check_usable(Comm c, const char* what) {
   TG_CHECK(c, TG_ERROR_INVALID_ARGUMENT, std::string("MPI: ") + what + " on a null communicator");
   std::lock_guard<std::mutex> lk(mu);
+  int done = 0;  // the program finalized MPI itself: no call may follow
+  TG_CHECK(api().MPI_Finalized(&done) == 0 && !done, TG_ERROR_RUNTIME, std::string("MPI: ") + what + ": MPI is already finalized");
   TG_CHECK(!broken->count(c), TG_ERROR_RUNTIME,
            std::string("MPI: ") + what + ": an earlier call on this communicator timed out; it can't be used again");
 }

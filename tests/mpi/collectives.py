@@ -95,6 +95,21 @@ if N > 1:
   if R == 0: comm.send(Tensor.ones(3), 1, tag=9)
   if R == 1: expect_error("recv of a smaller message", "TG_ERROR_SHAPE", lambda: comm.recv((5,), dtypes.float32, 0, tag=9))
 
+# a device whose memory is not the host's (OpenCL, PoCL here): the bytes go through host memory and come back on it
+try:
+  from tinygrad_c import Device
+  Device.open("CL")
+  cl = True
+except TinygradError:
+  cl = False
+if cl:
+  x = Tensor(np.arange(10, dtype=np.float32) * (R + 1), device="CL")
+  y = comm.allreduce(x * 2, "max")
+  assert y.device == "CL", y.device
+  check("allreduce on CL", y.numpy(), np.arange(10, dtype=np.float64) * 2 * N, dtypes.float32)
+  check("allgather on CL", comm.allgather(x).numpy(), np.concatenate([np.arange(10.0) * (k + 1) for k in range(N)]), dtypes.float32)
+  check("broadcast on CL", comm.broadcast(x, root=N - 1).numpy(), np.arange(10.0) * N, dtypes.float32)
+
 # split: even and odd ranks
 sub = comm.split(R % 2, R)
 members = [k for k in range(N) if k % 2 == R % 2]
@@ -115,6 +130,15 @@ for i in range(4):
   if i >= 2 and GlobalCounters.schedule_count != before:
     print(f"rank {R}: jit replay {i} scheduled", flush=True)
     sys.exit(1)
+
+# an input allreduced as it is (no kernel before the step): each replay reads that call's buffer
+@TinyJit
+def direct(x: Tensor) -> Tensor:
+  return comm.allreduce(x, "min")
+
+for i in range(4):
+  x = Tensor(np.full((3,), float(10 * R + i), dtype=np.float32)).realize()
+  check(f"jit of an input {i}", direct(x).numpy(), np.full((3,), float(i)), dtypes.float32)
 
 # data parallel: each rank's gradient on its share of a batch, averaged, equals the whole batch's gradient
 Tensor.manual_seed(3)
