@@ -153,29 +153,37 @@ class ClangCompiler : public Compiler {
 class CPUDevice : public Device {
  public:
   CPUDevice(std::string name, std::unique_ptr<Renderer> ren, std::unique_ptr<Compiler> comp)
-      : Device(std::move(name)), ren_(std::move(ren)), comp_(std::move(comp)) {}
+      : Device(std::move(name)), ren_(std::move(ren)), comp_(std::move(comp)) {
+    // CPU and CPU:CLANG share one allocator (a buffer is the same memory to both); a virtual CPU:n has its own, as
+    // another device would
+    if (this->name().rfind("CPU:", 0) == 0 && this->name() != "CPU:CLANG") own_ = std::make_unique<CPUAllocator>();
+  }
   Allocator& allocator() override {
     static CPUAllocator* a = new CPUAllocator();  // one host memory for both CPU devices
-    return *a;
+    return own_ ? *own_ : *a;
   }
   Compiler& compiler() override { return *comp_; }
   bool host_memory() const override { return true; }
   const Renderer& renderer() override { return *ren_; }
   std::string description() const override {
-    return dynamic_cast<ClangCompiler*>(comp_.get()) ? "host CPU, C compiler " + getenv_str("TG_CC", "clang") : "host CPU, LLVM JIT";
+    std::string d = dynamic_cast<ClangCompiler*>(comp_.get()) ? "host CPU, C compiler " + getenv_str("TG_CC", "clang") : "host CPU, LLVM JIT";
+    return own_ ? d + " (virtual device " + name() + ")" : d;
   }
 
  private:
+  std::unique_ptr<CPUAllocator> own_;
   std::unique_ptr<Renderer> ren_;
   std::unique_ptr<Compiler> comp_;
 };
 
 Device* open_cpu_device(const std::string& name) {
+  if (name != "CPU:CLANG") {  // CPU, and the virtual CPU:1, CPU:2, ... compile as CPU does
 #ifdef TG_NO_LLVM
-  if (name == "CPU") return new CPUDevice("CPU", std::make_unique<CStyleRenderer>(cpu_target("CPU", num_cpu_threads())), std::make_unique<ClangCompiler>());
+    return new CPUDevice(name, std::make_unique<CStyleRenderer>(cpu_target(name, num_cpu_threads())), std::make_unique<ClangCompiler>());
 #else
-  if (name == "CPU") return new CPUDevice("CPU", std::make_unique<LLVMRenderer>(cpu_target("CPU", num_cpu_threads())), make_llvm_compiler());
+    return new CPUDevice(name, std::make_unique<LLVMRenderer>(cpu_target(name, num_cpu_threads())), make_llvm_compiler());
 #endif
+  }
   return new CPUDevice("CPU:CLANG", std::make_unique<CStyleRenderer>(cpu_target("CPU:CLANG", num_cpu_threads())), std::make_unique<ClangCompiler>());
 }
 

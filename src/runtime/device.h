@@ -138,7 +138,8 @@ class Device {
   std::string name_;
 };
 
-// The registry: "CPU" (the LLVM JIT), "CPU:CLANG" (the system C compiler), "CUDA[:n]" (driver API + NVRTC), "CL[:n]"
+// The registry: "CPU" (the LLVM JIT), "CPU:1".."CPU:1023" (virtual CPU devices: CPU's compiler and cores, each its own
+// allocator), "CPU:CLANG" (the system C compiler), "CUDA[:n]" (driver API + NVRTC), "CL[:n]"
 // (an OpenCL ICD). GPU drivers are dlopen'ed on first use. Throws TG_ERROR_DEVICE for unknown or unavailable devices,
 // saying why (no driver, no such device number).
 Device& get_device(const std::string& name);

@@ -48,6 +48,12 @@ Device& get_device(const std::string& name) {
   if (auto it = devices->find(name); it != devices->end()) return *it->second;
   Device* d = nullptr;
   if (name == "CPU" || name == "CPU:CLANG") d = open_cpu_device(name);
+  // virtual CPU devices (tinygrad's CPU:1, CPU:2, ...): each its own allocator, the same cores and compiler as CPU
+  if (name.rfind("CPU:", 0) == 0 && name != "CPU:CLANG") {
+    int n = device_number(name, "CPU");
+    TG_CHECK(n >= 1 && n <= 1023, TG_ERROR_DEVICE, "unknown device '" + name + "': CPU devices are CPU, CPU:1 ... CPU:1023 and CPU:CLANG");
+    d = open_cpu_device(name);
+  }
   for (const char* kind : {"CUDA", "CL"}) {
     std::string k = kind;
     if (name != k && name.rfind(k + ":", 0) != 0) continue;
@@ -57,7 +63,7 @@ Device& get_device(const std::string& name) {
   }
   if (!d && (name == "AMD" || name == "METAL" || name == "QCOM" || name == "WEBGPU"))
     fail(TG_ERROR_DEVICE, "device '" + name + "' is not available in this build (available: CPU, CPU:CLANG, CUDA, CL)");
-  TG_CHECK(d, TG_ERROR_DEVICE, "unknown device '" + name + "' (devices: CPU, CPU:CLANG, CUDA[:n], CL[:n])");
+  TG_CHECK(d, TG_ERROR_DEVICE, "unknown device '" + name + "' (devices: CPU, CPU:n, CPU:CLANG, CUDA[:n], CL[:n])");
   (*devices)[name] = d;
   return *d;
 }

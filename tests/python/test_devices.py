@@ -1,12 +1,12 @@
-# GPU devices beside the CPU: copies between devices for every dtype, a training step on each GPU device present
-# against the same step on the CPU, device errors. The whole op/autograd/nn suite also runs on each device present
+# Devices beside the CPU (the GPUs present, and the virtual CPU:1, which has its own allocator): copies between devices
+# for every dtype, a training step on each against the same step on the CPU, device errors. The whole op/autograd/nn suite also runs on each device present
 # (make test runs tests/python again with DEV=CL); these tests are the ones that need two devices at once.
 import numpy as np
 import pytest
 
 from tinygrad_c import Device, Tensor, TinygradError, dtypes
 
-GPUS = ["CL", "CUDA"]
+GPUS = ["CL", "CUDA", "CPU:1"]
 
 
 def _open_or_skip(dev: str):
@@ -125,6 +125,20 @@ def test_device_errors():
   assert names[:2] == ["CPU", "CPU:CLANG"]
   for n in names: Device.open(n)  # every listed device opens
   assert Device.canonicalize("gpu") == "CL" if "CL" in names else True
+
+
+def test_virtual_cpu_devices():
+  # tinygrad's CPU:1, CPU:2, ...: distinct devices (an op needs its tensors on one), the same compiler and cores
+  a = Tensor(np.arange(6, dtype=np.float32), device="CPU:2")
+  b = a.to("CPU:3")
+  assert (a.device, b.device) == ("CPU:2", "CPU:3")
+  np.testing.assert_equal((b * 2).numpy(), np.arange(6) * 2)
+  assert Tensor([1.0], device="cpu:0").device == "CPU"
+  with pytest.raises(TinygradError, match="different devices"):
+    a + b
+  for bad in ("CPU:1024", "CPU:x", "CPU:-1"):
+    with pytest.raises(TinygradError, match="CPU:1 ... CPU:1023"):
+      Device.open(bad)
 
 
 def test_every_listed_device_has_a_description():
