@@ -6,13 +6,6 @@ using namespace tg;
 namespace {
 using Comms = api::Handles<tg_comm>;
 Communicator& comm(const tg_comm* c, const char* fn) { return *Comms::get(c, fn).c; }
-std::vector<Tensor> tensor_list(tg_tensor* const* ts, size_t n, const char* fn, const char* what) {
-  TG_ARG(ts || n == 0, strformat("%s: %s is NULL with n = %zu", fn, what, n));
-  TG_ARG(n <= (size_t(1) << 20), strformat("%s: %zu tensors is too many", fn, n));
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < n; i++) out.push_back(api::get(ts[i], fn, strformat("%s[%zu]", what, i).c_str()));
-  return out;
-}
 }  // namespace
 
 extern "C" {
@@ -66,16 +59,13 @@ tg_tensor* tg_comm_recv(tg_comm* c, const int64_t* shape, size_t ndim, tg_dtype 
 tg_status tg_comm_average_gradients(tg_comm* c, tg_tensor* const* params, size_t n, tg_tensor* const* also, size_t n_also, tg_tensor** out) {
   return api::call([&] {
     Communicator& m = comm(c, "comm_average_gradients");
-    auto ps = tensor_list(params, n, "comm_average_gradients", "params"), as = tensor_list(also, n_also, "comm_average_gradients", "also");
-    TG_ARG(out || n_also == 0, "comm_average_gradients: out is NULL with n_also > 0");
-    std::vector<Tensor> avg = m.average_gradients(ps, as);
-    std::vector<tg_tensor*> made;  // all handles made before any is written
-    for (auto& t : avg) made.push_back(api::wrap(std::move(t)));
-    std::copy(made.begin(), made.end(), out);
+    auto ps = api::tensors(params, n, "comm_average_gradients", "params"), as = api::tensors(also, n_also, "comm_average_gradients", "also");
+    TG_ARG(out || n_also == 0, "comm_average_gradients: out is NULL with n_also > 0");  // before the collective
+    api::write_out(m.average_gradients(ps, as), out, "comm_average_gradients");
   });
 }
 tg_status tg_comm_broadcast_tensors(tg_comm* c, tg_tensor* const* ts, size_t n, int64_t root) {
-  return api::call([&] { comm(c, "comm_broadcast_tensors").broadcast_tensors(tensor_list(ts, n, "comm_broadcast_tensors", "tensors"), root); });
+  return api::call([&] { comm(c, "comm_broadcast_tensors").broadcast_tensors(api::tensors(ts, n, "comm_broadcast_tensors"), root); });
 }
 
 }  // extern "C"

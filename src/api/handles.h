@@ -106,6 +106,10 @@ inline Tensor& get(const tg_tensor* h, const char* fn, const char* arg = "tensor
 // a C array of n int64s (dims, axes); NULL with n > 0 and more than 64 entries are TG_ERROR_INVALID_ARGUMENT naming `what`
 std::vector<int64_t> ints(const int64_t* p, size_t n, const char* fn, const char* what);
 DType dtype_arg(tg_dtype d, const char* fn);  // a caller's tg_dtype; any other int is TG_ERROR_DTYPE naming `fn`
+// a caller's array of n tensor handles, called `what` in errors (NULL with n > 0, a dead handle, more than 2^20)
+std::vector<Tensor> tensors(tg_tensor* const* ts, size_t n, const char* fn, const char* what = "tensors");
+// the tensors of a multi-result function into out[0..]: new handles, all made before any is written
+void write_out(std::vector<Tensor> ts, tg_tensor** out, const char* fn);
 }  // namespace tg::api
 
 // nn.state: a tg_state is an ordered set of named tensors and the metadata of the file it came from.

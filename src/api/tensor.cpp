@@ -51,21 +51,25 @@ std::vector<Index> indices(const tg_index* idx, size_t n, const char* fn) {
   }
   return out;
 }
-// the tensors of a multi-result function into out[0..]: all or none
+}  // namespace
+
+namespace tg::api {
 void write_out(std::vector<Tensor> ts, tg_tensor** out, const char* fn) {
   TG_ARG(out || ts.empty(), std::string(fn) + ": out is NULL");
   std::vector<tg_tensor*> made;
   for (auto& t : ts) made.push_back(wrap(std::move(t)));
   std::copy(made.begin(), made.end(), out);
 }
-std::vector<Tensor> tensors(tg_tensor* const* ts, size_t n, const char* fn) {
-  TG_ARG(ts || n == 0, std::string(fn) + ": tensors is NULL with a nonzero count");
+std::vector<Tensor> tensors(tg_tensor* const* ts, size_t n, const char* fn, const char* what) {
+  TG_ARG(ts || n == 0, strformat("%s: %s is NULL with a nonzero count", fn, what));
   TG_ARG(n <= (size_t(1) << 20), strformat("%s: %zu tensors is too many", fn, n));
   std::vector<Tensor> v;
-  for (size_t i = 0; i < n; i++) v.push_back(get(ts[i], fn, strformat("tensors[%zu]", i).c_str()));
+  for (size_t i = 0; i < n; i++) v.push_back(get(ts[i], fn, strformat("%s[%zu]", what, i).c_str()));
   return v;
 }
-}  // namespace
+}  // namespace tg::api
+using tg::api::tensors;
+using tg::api::write_out;
 
 #define TG_T(name, body) \
   tg_tensor* tg_tensor_##name { return api::make([&]() -> tg_tensor* { body }); }

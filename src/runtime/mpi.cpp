@@ -45,7 +45,6 @@ struct Api {
   Handle lor = nullptr, land = nullptr;         // bool's sum/max and prod/min
   Handle type[int(Scalar::Void)]{};             // by scalar kind; null: none
   std::string error;
-  bool we_initialized = false;
 };
 
 std::mutex mu;  // MPI is initialized for one thread at a time (MPI_THREAD_SERIALIZED): every call is made under this
@@ -137,25 +136,24 @@ Handle dtype_of(const Api& a, DType dt) {
   return t;
 }
 
-// waits for `req` until the deadline, making progress; the lock is held only while MPI is called
-void wait(const Api& a, Comm c, Handle& req, const char* what) {
+// waits for `req` until the deadline, making progress; the lock is held only while MPI is called. `status`: where the
+// completed request's MPI_Status goes (null: ignored); `waiting_for` completes the timeout's message.
+void wait(const Api& a, Comm c, Handle& req, const std::string& what, void* status = nullptr,
+          const char* waiting_for = "the other ranks: one died, hangs, or did not make the same call") {
   auto start = std::chrono::steady_clock::now();
   auto deadline = start + std::chrono::duration<double>(timeout_s());
   for (uint64_t i = 0;; i++) {
     int done = 0;
     {
       std::lock_guard<std::mutex> lk(mu);
-      check(a, a.MPI_Test(&req, &done, nullptr), what);
+      check(a, a.MPI_Test(&req, &done, status), what.c_str());
     }
     if (done) return;
-    if ((i & 255) == 255) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::lock_guard<std::mutex> lk(mu);
-        broken->insert(c);
-        throw Timeout{strformat("MPI: %s waited %.0f s (TG_COMM_TIMEOUT) for the other ranks: one died, hangs, or did not make the same call; "
-                                "this communicator can't be used again",
-                                what, timeout_s())};
-      }
+    if ((i & 255) == 255 && std::chrono::steady_clock::now() > deadline) {
+      std::lock_guard<std::mutex> lk(mu);
+      broken->insert(c);
+      throw Timeout{strformat("MPI: %s waited %.0f s (TG_COMM_TIMEOUT) for %s; this communicator can't be used again", what.c_str(), timeout_s(),
+                              waiting_for)};
     }
     pause(start, i);
   }
@@ -210,7 +208,6 @@ Comm world() {
     if (!init) {
       int provided = 0;
       check(a, a.MPI_Init_thread(nullptr, nullptr, 2 /* MPI_THREAD_SERIALIZED */, &provided), "MPI_Init_thread");
-      const_cast<Api&>(a).we_initialized = true;
       ::on_exit(finish_at_exit, nullptr);
     }
     // errors come back as codes (and become tg_status errors) instead of aborting every rank
@@ -299,26 +296,7 @@ int64_t recv(Comm c, void* buf, int64_t count, DType dt, int src, int tag) {
   }
   // the status tells how much arrived; Open MPI's MPI_Status is 24 bytes, this is room to spare
   alignas(16) char status[64] = {0};
-  auto start = std::chrono::steady_clock::now();
-  auto deadline = start + std::chrono::duration<double>(timeout_s());
-  for (uint64_t i = 0;; i++) {
-    int done = 0;
-    {
-      std::lock_guard<std::mutex> lk(mu);
-      check(a, a.MPI_Test(&req, &done, status), "recv");
-    }
-    if (done) break;
-    if ((i & 255) == 255) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::lock_guard<std::mutex> lk(mu);
-        broken->insert(c);
-        throw Timeout{strformat("MPI: recv from rank %d waited %.0f s (TG_COMM_TIMEOUT) for a message with tag %d; "
-                                "this communicator can't be used again",
-                                src, timeout_s(), tag)};
-      }
-    }
-    pause(start, i);
-  }
+  wait(a, c, req, strformat("recv from rank %d", src), status, strformat("a message with tag %d", tag).c_str());
   int n = 0;
   std::lock_guard<std::mutex> lk(mu);
   check(a, a.MPI_Get_count(status, t, &n), "MPI_Get_count");
