@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <cstring>
 #include <ctime>
 #include <iterator>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -323,12 +326,41 @@ BeamDB& beam_db() {
   return *c;
 }
 
+// a lock's mutex and its file, opened on first use and kept open (-1: none)
+struct NamedLock {
+  std::mutex mu;
+  int fd = -1;
+};
+NamedLock& named_lock(const std::string& name) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<NamedLock>> locks;
+  std::lock_guard<std::mutex> lk(mu);
+  auto& l = locks[name];
+  if (!l) {
+    l = std::make_unique<NamedLock>();
+    std::string err, d = cache_dir("locks", err);
+    if (!d.empty()) l->fd = ::open((d + "/" + name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  }
+  return *l;
+}
 }  // namespace
 
 std::optional<std::string> beam_cache_get(const std::string& what) {
   return IGNORE_BEAM_CACHE ? std::nullopt : beam_db().get(hash_key(what));
 }
 void beam_cache_put(const std::string& what, const std::string& opts) { beam_db().put(hash_key(what), opts); }
+
+// the mutex first: flock is per open file, so this process's threads would all pass it together
+UserLock::UserLock(const std::string& name) {
+  NamedLock& l = named_lock(name);
+  lk_ = std::unique_lock<std::mutex>(l.mu);
+  fd_ = l.fd;
+  while (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+  }
+}
+UserLock::~UserLock() {
+  if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+}
 
 [[noreturn]] void compile_failed(const std::string& name, const std::string& compiler, const std::string& log, const std::string& src) {
   fail(TG_ERROR_COMPILE, "compiling kernel " + name + " with " + compiler + " failed:\n" + log + "\n--- source ---\n" + src);

@@ -3,6 +3,7 @@
 // are off with CACHELEVEL=0. Code is only loaded from a directory this user owns and nobody else can write; a cache that
 // can't be used is reported once on stderr and the process goes on without it.
 #pragma once
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -12,5 +13,20 @@ namespace tg {
 // identity as text (AST, device, target, width), stored as a 128-bit hash; get finds nothing under IGNORE_BEAM_CACHE=1.
 std::optional<std::string> beam_cache_get(const std::string& what);
 void beam_cache_put(const std::string& what, const std::string& opts);
+
+// Held while a driver works on files it shares between this user's processes without locking them itself (PoCL's kernel
+// cache): a mutex for this process's threads and an flock on <user cache dir>/tinygrad/locks/<name>. Only the mutex
+// when that directory can't be used. A process that dies holding it lets go (flock).
+class UserLock {
+ public:
+  explicit UserLock(const std::string& name);
+  ~UserLock();
+  UserLock(const UserLock&) = delete;
+  UserLock& operator=(const UserLock&) = delete;
+
+ private:
+  std::unique_lock<std::mutex> lk_;
+  int fd_;
+};
 
 }  // namespace tg

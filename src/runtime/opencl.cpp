@@ -7,11 +7,16 @@
 #define TG_HAVE_CL_HEADERS 1
 #endif
 
+#include <chrono>
+#include <cstring>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "helpers.h"
 #include "renderer/cstyle.h"
 #include "runtime/device.h"
+#include "runtime/diskcache.h"
 #include "runtime/dynlib.h"
 
 namespace tg {
@@ -187,13 +192,67 @@ class CLProgram : public Program {
   mutable std::mutex mu_;
 };
 
+// PoCL before 6.0 deletes a file of its kernel cache before writing it again (PoCL issue #1480). A program built while
+// another process builds the same one can then serialize an empty entry, and loading that binary aborts inside PoCL.
+// The header is read as PoCL 3-5 write it (format versions 9-12): a damaged binary is built again, never cached or loaded.
+bool pocl_binary_damaged(const std::string& b) {
+  if (b.size() < 8 || std::memcmp(b.data(), "poclbin", 8) != 0) return false;  // another driver's format
+  size_t at = 8;
+  auto read = [&](size_t n, uint64_t& v) {  // little-endian fields, as PoCL stores them
+    if (n > b.size() - at) return false;
+    v = 0;
+    for (size_t i = 0; i < n; i++) v |= uint64_t(uint8_t(b[at + i])) << (8 * i);
+    at += n;
+    return true;
+  };
+  uint64_t device = 0, version = 0, kernels = 0, flags = 0, roots = 0, len = 0;
+  if (!read(8, device) || !read(4, version) || !read(4, kernels) || !read(8, flags) || !read(4, roots)) return true;
+  if (version < 9 || version > 12) return false;  // a layout not known here: PoCL checks it
+  if (41 > b.size() - at) return true;             // the program's build hash: SHA-1 in hex and a NUL
+  at += 41;
+  if ((flags & 2) && !read(8, len)) return true;  // the size of program-scope variables (format 10 on)
+  for (uint64_t i = 0; i < roots; i++) {
+    if (!read(8, len) || len == 0 || len > b.size() - at) return true;
+    at += size_t(len);
+  }
+  return false;
+}
+
 // OpenCL C -> the driver's binary for the device -> a program and its kernel
 class CLCompiler : public Compiler {
  public:
-  CLCompiler(cl_context ctx, cl_device_id dev, cl_command_queue q, const std::string& ident) : Compiler("opencl " + ident), ctx_(ctx), dev_(dev), q_(q) {}
+  CLCompiler(cl_context ctx, cl_device_id dev, cl_command_queue q, const std::string& ident)
+      : Compiler("opencl " + ident), ctx_(ctx), dev_(dev), q_(q), pocl_(ident.find("PoCL") != std::string::npos) {}
 
  protected:
   std::string build(const std::string& name, const std::string& src) override {
+    std::optional<UserLock> lk;
+    if (pocl_) lk.emplace("pocl");
+    for (int attempt = 0;; attempt++) {  // a damaged PoCL binary is a race with another process: built again once it settles
+      std::string bin = build_once(name, src);
+      if (!pocl_binary_damaged(bin)) return bin;
+      TG_CHECK(attempt < 8, TG_ERROR_COMPILE, "building kernel " + name + ": the OpenCL driver (PoCL) keeps returning a damaged binary");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 << std::min(attempt, 5)));
+    }
+  }
+  std::shared_ptr<Program> load(const std::string& name, const std::string& bin) override {
+    TG_CHECK(!pocl_binary_damaged(bin), TG_ERROR_COMPILE, "loading kernel " + name + ": a damaged PoCL binary");
+    std::optional<UserLock> lk;
+    if (pocl_) lk.emplace("pocl");  // the program is unpacked into PoCL's cache, rewriting what other processes may be reading
+    const CL& a = cl();
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(bin.data());
+    size_t n = bin.size();
+    cl_int st = CL_SUCCESS, e = CL_SUCCESS;
+    cl_program p = a.clCreateProgramWithBinary(ctx_, 1, &dev_, &n, &b, &st, &e);
+    if (e == CL_SUCCESS) e = st != CL_SUCCESS ? st : a.clBuildProgram(p, 1, &dev_, "", nullptr, nullptr);
+    cl_kernel k = e == CL_SUCCESS ? a.clCreateKernel(p, name.c_str(), &e) : nullptr;
+    if (e != CL_SUCCESS && p) a.clReleaseProgram(p);
+    check(e, TG_ERROR_COMPILE, "loading kernel " + name);
+    return std::make_shared<CLProgram>(p, k, q_);
+  }
+
+ private:
+  std::string build_once(const std::string& name, const std::string& src) {
     const CL& a = cl();
     const char* s = src.c_str();
     size_t n = src.size();
@@ -216,23 +275,10 @@ class CLCompiler : public Compiler {
     check(e, TG_ERROR_COMPILE, "reading the binary of " + name);
     return bin;
   }
-  std::shared_ptr<Program> load(const std::string& name, const std::string& bin) override {
-    const CL& a = cl();
-    const unsigned char* b = reinterpret_cast<const unsigned char*>(bin.data());
-    size_t n = bin.size();
-    cl_int st = CL_SUCCESS, e = CL_SUCCESS;
-    cl_program p = a.clCreateProgramWithBinary(ctx_, 1, &dev_, &n, &b, &st, &e);
-    if (e == CL_SUCCESS) e = st != CL_SUCCESS ? st : a.clBuildProgram(p, 1, &dev_, "", nullptr, nullptr);
-    cl_kernel k = e == CL_SUCCESS ? a.clCreateKernel(p, name.c_str(), &e) : nullptr;
-    if (e != CL_SUCCESS && p) a.clReleaseProgram(p);
-    check(e, TG_ERROR_COMPILE, "loading kernel " + name);
-    return std::make_shared<CLProgram>(p, k, q_);
-  }
-
- private:
   cl_context ctx_;
   cl_device_id dev_;
   cl_command_queue q_;
+  bool pocl_;  // its kernel cache is shared by this user's processes, unlocked: builds and loads hold UserLock("pocl")
 };
 
 class CLDevice : public Device {
