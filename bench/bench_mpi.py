@@ -6,6 +6,10 @@
   the machine's 2 cores) against one process training batch 64 on 1 thread: the step time's excess in %; ratio = the
   one process's step time / the data-parallel one (1.0: no overhead).
 
+- allreduce 16MB 4 devices: tg_tensor_allreduce (ring) of 16 MB of float32 on CPU, CPU:1, CPU:2, CPU:3 in one process,
+  captured by TinyJit (warm replays), against a 16 MB memcpy (numpy copyto) on the same machine; GB/s = 16 MB / median
+  time; ratio = ours / memcpy.
+
 usage: bench_mpi.py results.json   (rows replace those of the same name)"""
 import json
 import os
@@ -57,9 +61,41 @@ def main(out_path):
                "reference": "one process, batch 64, 1 thread (2 ranks x 64, 1 thread each)", "reference_value": round(s / STEPS * 1e3, 3),
                "ratio": round(s / d, 3)})
   print(f"ddp step: {d / STEPS * 1e3:.3f} ms on 2 ranks x 64, {s / STEPS * 1e3:.3f} ms alone at 64: overhead {(d / s - 1) * 100:.1f}%", flush=True)
+  rows.append(devices_row())
   old = json.load(open(out_path)) if os.path.exists(out_path) else []
   names = {r["name"] for r in rows}
   json.dump([r for r in old if r["name"] not in names] + rows, open(out_path, "w"), indent=1)
+
+
+def devices_row():
+  import time
+  import numpy as np
+  sys.path.insert(0, str(ROOT / "bindings" / "python"))
+  from tinygrad_c import Tensor, TinyJit
+  from tinygrad_c.comm import allreduce_devices
+  n, devs = (16 << 20) // 4, ["CPU", "CPU:1", "CPU:2", "CPU:3"]
+  ts = [Tensor(np.full(n, k, np.float32), device=d).realize() for k, d in enumerate(devs)]
+  step = TinyJit(lambda *xs: [o.realize() for o in allreduce_devices(xs)])
+  src, dst = np.ones(n, np.float32), np.empty(n, np.float32)
+
+  def timed(f, reps=20):
+    f(), f(), f()  # capture, then warm
+    times = []
+    for _ in range(reps):
+      t0 = time.perf_counter()
+      f()
+      times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+  ours, ref = [], []
+  for _ in range(3):  # alternating, the median of medians
+    ours.append(timed(lambda: step(*ts)))
+    ref.append(timed(lambda: np.copyto(dst, src)))
+  assert (step(*ts)[2].numpy() == 6).all()
+  gb = (16 << 20) / 1e9
+  o, r = statistics.median(ours), statistics.median(ref)
+  print(f"allreduce 16MB 4 devices: {gb / o:.2f} GB/s (ring, {o * 1e3:.2f} ms), memcpy {gb / r:.2f} GB/s", flush=True)
+  return {"name": "allreduce 16MB 4 devices", "value": round(gb / o, 3), "unit": "GB/s",
+          "reference": "a 16 MB memcpy (numpy copyto) in the same process", "reference_value": round(gb / r, 3), "ratio": round(r / o, 3)}
 
 
 if __name__ == "__main__":

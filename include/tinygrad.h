@@ -829,7 +829,7 @@ TG_API tg_tensor* tg_tensor_contiguous_backward(tg_tensor* t);
 TG_API tg_tensor* tg_tensor_contiguous(tg_tensor* t);
 /* Run every kernel `t` needs; afterwards `t` refers to its computed buffer. */
 TG_API tg_status tg_tensor_realize(tg_tensor* t);
-/* Realize `n` tensors together (one schedule, shared work is done once). */
+/* Realize `n` tensors together (one schedule per device, shared work is done once). */
 TG_API tg_status tg_tensor_realize_many(tg_tensor* const* ts, size_t n);
 /* Realize and copy the row-major contents into `out`; nbytes must equal numel * dtype size. */
 TG_API tg_status tg_tensor_to_data(tg_tensor* t, void* out, size_t nbytes);
@@ -1409,6 +1409,15 @@ TG_API tg_status tg_comm_average_gradients(tg_comm* comm, tg_tensor* const* para
 /* Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank. */
 TG_API tg_status tg_comm_broadcast_tensors(tg_comm* comm, tg_tensor* const* tensors, size_t n, int64_t root);
 
+/* ---- distributed: between the devices of one process ----------------------------------------------------------- */
+/* `tensors[0..n)` (one shape and dtype, each on a different device: "CPU", "CPU:1", "CL", ...) combined elementwise by
+ * `op`; out[i] gets the result on tensors[i]'s device, the same bits on each (new handles; out has n slots). Ring
+ * (reduce-scatter, then all-gather: 2n(n-1) copies of a 1/n part) for n > 2 and more than RING_ALLREDUCE_THRESHOLD
+ * (256000) elements, or with option RING=2; else naive (each device copies the others' tensors: n(n-1) copies); RING=0
+ * is always naive. Copies between devices and the kernels that combine run now, and a tg_jit function captures and
+ * replays them. Dtypes and ops as tg_comm_allreduce (AVG divides by n). See docs/distributed.md. @len(out=n) */
+TG_API tg_status tg_tensor_allreduce(tg_tensor* const* tensors, size_t n, tg_reduce op, tg_tensor** out);
+
 /* ---- looking inside a realize ----------------------------------------------------------------------------------- */
 /* What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,
  * buffers and, after running, its time. */
@@ -1477,6 +1486,8 @@ typedef struct tg_counters {
   uint64_t compile_count;  /* kernels compiled (not found in a cache) */
   uint64_t schedule_count; /* schedules made (not found in the schedule cache) */
   uint64_t lower_count;    /* realizes lowered to kernel launches (a JIT replay lowers nothing) */
+  uint64_t copy_count;     /* copies between devices (tg_tensor_to, tg_tensor_allreduce), JIT replays included */
+  uint64_t copy_bytes;     /* the bytes those copies moved */
 } tg_counters;
 /* The counters into *out (set out->struct_size first; a caller built against a smaller struct gets its prefix). */
 TG_API tg_status tg_counters_get(tg_counters* out);

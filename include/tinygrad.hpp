@@ -773,6 +773,15 @@ inline void realize(const std::vector<Tensor>& ts) {
   detail::check(tg_tensor_realize_many(r.data(), r.size()));
 }
 inline Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) { return cond.where(x, y); }
+// One tensor per device of this process combined elementwise (tg_tensor_allreduce); one result per input, on its device.
+inline std::vector<Tensor> allreduce(const std::vector<Tensor>& ts, tg_reduce op = TG_REDUCE_SUM) {
+  auto r = Tensor::raws(ts);
+  std::vector<tg_tensor*> out(ts.size());
+  detail::check(tg_tensor_allreduce(r.data(), r.size(), op, out.data()));
+  std::vector<Tensor> res;
+  for (tg_tensor* t : out) res.push_back(Tensor::adopt(t));
+  return res;
+}
 
 // operators; a double operand is tinygrad's Python scalar (Tensor::scalar_like)
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }

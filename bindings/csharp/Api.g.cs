@@ -1526,7 +1526,7 @@ public sealed partial class Tensor : IDisposable, IHandle {
     Native.Check(Native.tg_tensor_realize(H));
   }
 
-  /// <summary>Realize `n` tensors together (one schedule, shared work is done once). (tg_tensor_realize_many)
+  /// <summary>Realize `n` tensors together (one schedule per device, shared work is done once). (tg_tensor_realize_many)
   /// </summary>
   public static void RealizeMany(params Tensor[] ts) {
     using (var ts_ = new HandleArray(ts)) {
@@ -1554,6 +1554,22 @@ public sealed partial class Tensor : IDisposable, IHandle {
   /// </summary>
   public static Tensor LoadTensor(string path, string device = null) {
     return new Tensor(Native.Check(Native.tg_onnx_load_tensor(path, device)));
+  }
+
+  /// <summary>`tensors[0..n)` (one shape and dtype, each on a different device: "CPU", "CPU:1", "CL", ...) combined
+  /// elementwise by `op`; out[i] gets the result on tensors[i]'s device, the same bits on each (new handles; out
+  /// has n slots). Ring (reduce-scatter, then all-gather: 2n(n-1) copies of a 1/n part) for n &gt; 2 and more
+  /// than RING_ALLREDUCE_THRESHOLD (256000) elements, or with option RING=2; else naive (each device copies the
+  /// others' tensors: n(n-1) copies); RING=0 is always naive. Copies between devices and the kernels that combine
+  /// run now, and a tg_jit function captures and replays them. Dtypes and ops as tg_comm_allreduce (AVG divides
+  /// by n). See docs/distributed.md. (tg_tensor_allreduce)
+  /// </summary>
+  public static Tensor[] Allreduce(Tensor[] tensors, Reduce op) {
+    var out_ = new IntPtr[(tensors?.Length ?? 0)];
+    using (var tensors_ = new HandleArray(tensors)) {
+      Native.Check(Native.tg_tensor_allreduce(tensors_.Ptrs, (UIntPtr)(tensors?.Length ?? 0), op, out_));
+      return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
+    }
   }
 }
 

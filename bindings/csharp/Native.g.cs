@@ -250,6 +250,8 @@ public partial struct Counters {
   public ulong CompileCount;
   public ulong ScheduleCount;
   public ulong LowerCount;
+  public ulong CopyCount;
+  public ulong CopyBytes;
   /// <summary>A value with StructSize set, as the library requires before it reads or writes one.</summary>
   public static Counters New() => new Counters { StructSize = (UIntPtr)Marshal.SizeOf(typeof(Counters)) };
 }
@@ -1592,7 +1594,7 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_realize(TensorHandle t);
-  /// <summary>Realize `n` tensors together (one schedule, shared work is done once).
+  /// <summary>Realize `n` tensors together (one schedule per device, shared work is done once).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_realize_many(IntPtr[] ts, UIntPtr n);
@@ -2299,6 +2301,18 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_comm_broadcast_tensors(CommHandle comm, IntPtr[] tensors, UIntPtr n, long root);
+
+  // ---- distributed: between the devices of one process
+  /// <summary>`tensors[0..n)` (one shape and dtype, each on a different device: "CPU", "CPU:1", "CL", ...) combined
+  /// elementwise by `op`; out[i] gets the result on tensors[i]'s device, the same bits on each (new handles; out
+  /// has n slots). Ring (reduce-scatter, then all-gather: 2n(n-1) copies of a 1/n part) for n &gt; 2 and more
+  /// than RING_ALLREDUCE_THRESHOLD (256000) elements, or with option RING=2; else naive (each device copies the
+  /// others' tensors: n(n-1) copies); RING=0 is always naive. Copies between devices and the kernels that combine
+  /// run now, and a tg_jit function captures and replays them. Dtypes and ops as tg_comm_allreduce (AVG divides
+  /// by n). See docs/distributed.md.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_tensor_allreduce(IntPtr[] tensors, UIntPtr n, Reduce op, [Out] IntPtr[] @out);
 
   // ---- looking inside a realize
   /// <summary>Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new

@@ -1922,6 +1922,11 @@ static tg_status tgw_comm_broadcast_tensors(tg_comm* comm, tg_tensor* const* ten
   if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
   return tgw_r;
 }
+static tg_status tgw_tensor_allreduce(tg_tensor* const* tensors, size_t n, tg_reduce op, tg_tensor** out, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_tensor_allreduce(tensors, n, op, out);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
 static tg_plan* tgw_plan_create(tg_tensor* const* tensors, size_t n, tgw_err* tgw_e) {
   tg_plan* tgw_r = tg_plan_create(tensors, n);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -2854,6 +2859,8 @@ type Counters struct {
 	CompileCount  uint64
 	ScheduleCount uint64
 	LowerCount    uint64
+	CopyCount     uint64
+	CopyBytes     uint64
 }
 
 func (x *Counters) fromC(c *C.tg_counters) {
@@ -2864,6 +2871,8 @@ func (x *Counters) fromC(c *C.tg_counters) {
 	x.CompileCount = uint64(c.compile_count)
 	x.ScheduleCount = uint64(c.schedule_count)
 	x.LowerCount = uint64(c.lower_count)
+	x.CopyCount = uint64(c.copy_count)
+	x.CopyBytes = uint64(c.copy_bytes)
 }
 
 // Version is tg_version. The library's version at run time, "MAJOR.MINOR.PATCH" (static storage). Compare with
@@ -6421,7 +6430,8 @@ func (t *Tensor) Realize() error {
 	return nil
 }
 
-// RealizeMany is tg_tensor_realize_many. Realize `n` tensors together (one schedule, shared work is done once).
+// RealizeMany is tg_tensor_realize_many. Realize `n` tensors together (one schedule per device, shared work is
+// done once).
 func RealizeMany(ts []*Tensor) error {
 	cvTs := cTensors(ts)
 	var st C.tgw_err
@@ -8460,6 +8470,31 @@ func (comm *Comm) BroadcastTensors(tensors []*Tensor, root int64) error {
 	return nil
 }
 
+// Allreduce is tg_tensor_allreduce. `tensors[0..n)` (one shape and dtype, each on a different device: "CPU",
+// "CPU:1", "CL", ...) combined elementwise by `op`; out[i] gets the result on tensors[i]'s device, the same bits
+// on each (new handles; out has n slots). Ring (reduce-scatter, then all-gather: 2n(n-1) copies of a 1/n part)
+// for n > 2 and more than RING_ALLREDUCE_THRESHOLD (256000) elements, or with option RING=2; else naive (each
+// device copies the others' tensors: n(n-1) copies); RING=0 is always naive. Copies between devices and the
+// kernels that combine run now, and a tg_jit function captures and replays them. Dtypes and ops as
+// tg_comm_allreduce (AVG divides by n). See docs/distributed.md.
+func Allreduce(tensors []*Tensor, op Reduce) ([]*Tensor, error) {
+	cvTensors := cTensors(tensors)
+	cvOut := make([]*C.tg_tensor, len(tensors))
+	var st C.tgw_err
+	C.tgw_tensor_allreduce((**C.tg_tensor)(ptr0(cvTensors)), C.size_t(len(tensors)), C.tg_reduce(op), (**C.tg_tensor)(ptr0(cvOut)), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(tensors)
+		return nil, err
+	}
+	out := make([]*Tensor, 0, len(cvOut))
+	for _, p := range cvOut {
+		out = append(out, newTensor(p))
+	}
+	result := out
+	runtime.KeepAlive(tensors)
+	return result, nil
+}
+
 // PlanCreate is tg_plan_create. Schedules `tensors` (borrowed, on one device) and compiles their kernels without
 // running them. A new reference.
 func PlanCreate(tensors []*Tensor) (*Plan, error) {
@@ -8639,4 +8674,4 @@ func LiveHandles() int64 {
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
 // tg_llm_generate is wrapped by hand: not in Go yet: a Go func behind tg_llm_token_fn needs a cgo trampoline (use LlmSample in a loop).
-const generatedFunctions = 412 // of 414 in the manifest
+const generatedFunctions = 413 // of 415 in the manifest

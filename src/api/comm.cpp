@@ -1,4 +1,5 @@
-// C API: the communicator (tg_comm_*), collectives and messages on tensors over MPI.
+// C API: the communicator (tg_comm_*), collectives and messages on tensors over MPI; tg_tensor_allreduce between the
+// devices of one process.
 #include "api/handles.h"
 
 using namespace tg;
@@ -66,6 +67,15 @@ tg_status tg_comm_average_gradients(tg_comm* c, tg_tensor* const* params, size_t
 }
 tg_status tg_comm_broadcast_tensors(tg_comm* c, tg_tensor* const* ts, size_t n, int64_t root) {
   return api::call([&] { comm(c, "comm_broadcast_tensors").broadcast_tensors(api::tensors(ts, n, "comm_broadcast_tensors"), root); });
+}
+
+tg_status tg_tensor_allreduce(tg_tensor* const* ts, size_t n, tg_reduce op, tg_tensor** out) {
+  return api::call([&] {
+    auto xs = api::tensors(ts, n, "tensor_allreduce");
+    TG_ARG(out, "tensor_allreduce: out is NULL");
+    TG_ARG(unsigned(op) <= TG_REDUCE_AVG, strformat("tensor_allreduce: unknown op %d", int(op)));
+    api::write_out(allreduce_devices(xs, ReduceOp(op)), out, "tensor_allreduce");
+  });
 }
 
 }  // extern "C"

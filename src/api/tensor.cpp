@@ -542,7 +542,6 @@ tg_status tg_tensor_realize_many(tg_tensor* const* ts, size_t n) {
     TG_ARG(ts || n == 0, "realize_many: tensors is NULL");
     std::vector<Tensor*> v;
     for (size_t i = 0; i < n; i++) v.push_back(&get(ts[i], "realize_many", strformat("tensors[%zu]", i).c_str()));
-    TG_ARG(v.empty() || std::all_of(v.begin(), v.end(), [&](Tensor* x) { return x->device() == v[0]->device(); }), "realize_many: tensors are on different devices");
     Tensor::realize_all(v);
   });
 }
@@ -563,6 +562,7 @@ tg_status tg_counters_get(tg_counters* out) {
     c.kernel_count = GlobalCounters::kernel_count, c.global_ops = GlobalCounters::global_ops, c.global_mem = GlobalCounters::global_mem;
     c.time_sum_s = GlobalCounters::time_sum_s, c.compile_count = GlobalCounters::compile_count;
     c.schedule_count = GlobalCounters::schedule_count, c.lower_count = GlobalCounters::lower_count;
+    c.copy_count = GlobalCounters::copy_count, c.copy_bytes = GlobalCounters::copy_bytes;
     size_t n = std::min(out->struct_size, sizeof c);  // a caller built against an older, smaller struct gets its prefix
     std::memcpy(out, &c, n);
     out->struct_size = n;

@@ -260,6 +260,17 @@ void run_host_step(const std::string& name, std::function<void(void** bufs)> fn,
   if (g_capture) g_capture->items.push_back(std::move(e));
 }
 
+void copy_step(std::shared_ptr<Buffer> dst, std::shared_ptr<Buffer> src, size_t doff, size_t soff, size_t n) {
+  if (n == SIZE_MAX) n = src->nbytes();
+  TG_CHECK(soff <= src->nbytes() && n <= src->nbytes() - soff && doff <= dst->nbytes() && n <= dst->nbytes() - doff, TG_ERROR_INTERNAL,
+           strformat("copy: bytes [%zu, %zu) of %zu into [%zu, ...) of %zu", soff, soff + n, src->nbytes(), doff, dst->nbytes()));
+  Device &dd = dst->dev(), &sd = src->dev();
+  run_host_step("copy " + sd.name() + " -> " + dd.name(), [&dd, &sd, doff, soff, n](void** p) {
+    copy_between(dd, p[0], doff, sd, p[1], soff, n);
+    if (&dd != &sd) GlobalCounters::copy_count++, GlobalCounters::copy_bytes += n;
+  }, {std::move(dst), std::move(src)});
+}
+
 void run_lowered(Lowered& l) {
   Device& dev = get_device(l.device);
   double t_run = 0;

@@ -2,6 +2,7 @@
 // compiled program, its buffers, its variable values), plans the intermediate buffers' memory, then runs the items.
 // The list of items is what TinyJit captures and replays, and what tg_plan shows a C caller.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <unordered_map>
 #include <string>
@@ -64,13 +65,17 @@ void run_lowered(Lowered& l);
 std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device);
 
 // A step the host runs between kernels, on the buffers' handles (bufs[0] the output where it has one): a collective over
-// MPI. It runs as an ExecItem, so a capturing JIT records it in order with the kernels and every replay runs it again.
+// MPI, a copy between devices. It runs as an ExecItem, so a capturing JIT records it in order with the kernels and every replay runs it again.
 struct HostProgram : Program {
   std::function<void(void** bufs)> fn;
   void launch(void** bufs, const int64_t*, size_t, const LaunchDims&) const override { fn(bufs); }
 };
 // runs `fn` as an item named `name` on `bufs` now, and appends it to this thread's capture if one is on
 void run_host_step(const std::string& name, std::function<void(void** bufs)> fn, std::vector<std::shared_ptr<Buffer>> bufs);
+// n bytes of src from byte soff to dst from byte doff (any two devices; the whole of src into dst by default) as a host
+// step: a TinyJit replays the copy with the buffers of that call. A copy between two devices is counted in
+// GlobalCounters::copy_count and copy_bytes, replays too.
+void copy_step(std::shared_ptr<Buffer> dst, std::shared_ptr<Buffer> src, size_t doff = 0, size_t soff = 0, size_t n = SIZE_MAX);
 
 // While one is set on a thread, every realize on that thread appends the items it ran (TinyJit's capture).
 struct CaptureScope {

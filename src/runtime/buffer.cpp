@@ -132,21 +132,26 @@ void Buffer::copyout(void* dst, size_t n) {
 }
 void Buffer::copy_from(Buffer& src) {
   TG_CHECK(src.nbytes() == nbytes(), TG_ERROR_INTERNAL, strformat("copy: %zu bytes into a buffer of %zu", src.nbytes(), nbytes()));
-  if (!nbytes()) return;
-  if (&src.dev_->allocator() == &dev_->allocator()) {  // one memory (both CPU devices share theirs)
-    src.dev_->synchronize();
-    if (dev_->allocator().copy(ptr(), src.ptr(), nbytes())) return;
-  }
-  if (src.dev_->host_memory()) return copyin(src.ptr(), nbytes());
-  if (dev_->host_memory()) return src.copyout(ptr(), nbytes());
-  std::vector<char> host(nbytes());
-  src.copyout(host.data(), host.size());
-  copyin(host.data(), host.size());
+  if (nbytes()) copy_between(*dev_, ptr(), 0, *src.dev_, src.ptr(), 0, nbytes());
+}
+
+void copy_between(Device& dd, void* dst, size_t doff, Device& sd, void* src, size_t soff, size_t n) {
+  if (!n) return;
+  sd.synchronize();  // the kernel writing src
+  if (&dd != &sd) dd.synchronize();  // a kernel still reading dst's old contents
+  if (!doff && !soff && &sd.allocator() == &dd.allocator() && dd.allocator().copy(dst, src, n)) return;  // a GPU's own memory
+  if (sd.host_memory()) return dd.allocator().copyin(dst, doff, static_cast<char*>(src) + soff, n);
+  if (dd.host_memory()) return sd.allocator().copyout(static_cast<char*>(dst) + doff, src, soff, n);
+  std::vector<char> host(n);
+  sd.allocator().copyout(host.data(), src, soff, n);
+  dd.allocator().copyin(dst, doff, host.data(), n);
 }
 
 std::atomic<uint64_t> GlobalCounters::kernel_count{0}, GlobalCounters::global_ops{0}, GlobalCounters::global_mem{0}, GlobalCounters::compile_count{0},
-    GlobalCounters::schedule_count{0}, GlobalCounters::lower_count{0};
+    GlobalCounters::copy_count{0}, GlobalCounters::copy_bytes{0}, GlobalCounters::schedule_count{0}, GlobalCounters::lower_count{0};
 std::atomic<double> GlobalCounters::time_sum_s{0};
-void GlobalCounters::reset() { kernel_count = 0, global_ops = 0, global_mem = 0, compile_count = 0, schedule_count = 0, lower_count = 0, time_sum_s = 0; }
+void GlobalCounters::reset() {
+  kernel_count = 0, global_ops = 0, global_mem = 0, compile_count = 0, copy_count = 0, copy_bytes = 0, schedule_count = 0, lower_count = 0, time_sum_s = 0;
+}
 
 }  // namespace tg

@@ -28,9 +28,29 @@ extern char** environ;
 
 namespace tg {
 
+// A memcpy of megabytes split over the CPU worker threads: one thread copies well short of the memory's bandwidth.
+static void parallel_memcpy(void* dst, const void* src, size_t n) {
+  int64_t threads = std::min<int64_t>(num_cpu_threads(), int64_t(n >> 20));
+  if (threads <= 1) return (void)std::memcpy(dst, src, n);
+  struct Job {
+    char* d;
+    const char* s;
+    size_t n, per;
+  } job{static_cast<char*>(dst), static_cast<const char*>(src), n, (n / size_t(threads) + 63) / 64 * 64};
+  void* bufs[1] = {&job};
+  int64_t vars[1] = {0};
+  launch([](void** b, const int64_t* v) {
+    auto& j = *static_cast<Job*>(b[0]);
+    size_t at = j.per * size_t(v[0]);
+    if (at < j.n) std::memcpy(j.d + at, j.s + at, std::min(j.per, j.n - at));
+  }, bufs, vars, 1, threads, 0);
+}
+
 class CPUAllocator : public Allocator {
   void* raw_alloc(size_t n) override { return std::aligned_alloc(64, (n + 63) / 64 * 64); }
   void raw_free(void* p, size_t) override { std::free(p); }
+  void copyin(void* dst, size_t offset, const void* src, size_t n) override { parallel_memcpy(static_cast<char*>(dst) + offset, src, n); }
+  void copyout(void* dst, const void* src, size_t offset, size_t n) override { parallel_memcpy(dst, static_cast<const char*>(src) + offset, n); }
 };
 
 static std::vector<std::string> split_words(const std::string& s) {

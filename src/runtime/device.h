@@ -180,6 +180,7 @@ class Buffer {
   void copyout(void* dst, size_t nbytes, size_t offset);  // a part: bytes [offset, offset + nbytes)
   // this buffer's bytes <- src's (same size in bytes, any devices): on the device where it can, else through the host
   void copy_from(Buffer& src);
+  Device& dev() const { return *dev_; }
 
  private:
   std::string device_;
@@ -192,9 +193,14 @@ class Buffer {
   std::shared_ptr<const void> keep_;  // what owns adopted memory
 };
 
+// n bytes from byte soff of handle `src` (device sd) to byte doff of handle `dst` (device dd), both devices synchronized
+// first: inside one allocator's memory where it can copy, else through the host (staged when neither is host memory)
+void copy_between(Device& dd, void* dst, size_t doff, Device& sd, void* src, size_t soff, size_t n);
+
 // counters (tinygrad's GlobalCounters)
 struct GlobalCounters {
   static std::atomic<uint64_t> kernel_count, global_ops, global_mem, compile_count;
+  static std::atomic<uint64_t> copy_count, copy_bytes;  // copies between devices run as items (Tensor::to, allreduce)
   static std::atomic<uint64_t> schedule_count, lower_count;  // schedules made (cache misses); realizes lowered to ExecItems
   static std::atomic<double> time_sum_s;
   static void reset();

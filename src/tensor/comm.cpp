@@ -12,22 +12,6 @@
 namespace tg {
 namespace {
 
-// the buffer holding t's elements in order, realized now (a kernel first if t is a view or not computed yet)
-std::shared_ptr<Buffer> input_buffer(const Tensor& t, const char* what) {
-  TG_CHECK(t.uop()->sym().empty(), TG_ERROR_UNSUPPORTED, std::string(what) + ": a tensor with Variable dims; bind it first");
-  Tensor c = t.contiguous();
-  c.realize();
-  const UOp* b = c.uop().get();
-  if (b->op == Ops::RESHAPE) b = b->src[0].get();
-  TG_CHECK(b->op == Ops::BUFFER && buffer_of(b)->size() == t.numel(), TG_ERROR_INTERNAL,
-           std::string(what) + ": the realized input is not one buffer");
-  return buffer_of(b);
-}
-Tensor on_buffer(std::shared_ptr<Buffer> b, const Shape& shape, const std::string& device) {
-  UOpRef u = buffer_uop(std::move(b));
-  return Tensor(u->shape() == shape ? u : UOp::make(Ops::RESHAPE, u->dtype, {u}, std::vector<int64_t>(shape)), device);
-}
-
 // A device's bytes as host memory for MPI: the memory itself on a host-memory device, else a staged copy (read in
 // first for an input, written back by `done` for an output)
 struct HostBytes {
@@ -57,10 +41,6 @@ mpi::Red red(Communicator::Op op) {
     case Communicator::Op::Min: return mpi::Red::Min;
     default: return mpi::Red::Sum;
   }
-}
-const char* op_name(Communicator::Op op) {
-  static const char* names[] = {"sum", "prod", "max", "min", "avg"};
-  return names[int(op)];
 }
 
 // what every rank must agree on for a collective, as one positive number
@@ -122,9 +102,9 @@ std::vector<Tensor> Communicator::allreduce(const std::vector<Tensor>& ts, Op op
     bufs.push_back(std::make_shared<Buffer>(t.device(), t.dtype(), t.numel()));
     sig = signature("allreduce", t.dtype(), t.numel(), sig);
   }
-  for (size_t i = 0; i < in.size(); i++) bufs.push_back(input_buffer(held[i], "allreduce"));
-  std::string name = strformat("allreduce_%s_%s_%lld", op_name(op), in[0].dtype().name().c_str(), (long long)in[0].numel());
-  if (in.size() > 1) name = strformat("allreduce_%s_%zu_tensors", op_name(op), in.size());
+  for (size_t i = 0; i < in.size(); i++) bufs.push_back(held[i].contiguous_buffer("allreduce"));
+  std::string name = strformat("allreduce_%s_%s_%lld", reduce_op_name(op), in[0].dtype().name().c_str(), (long long)in[0].numel());
+  if (in.size() > 1) name = strformat("allreduce_%s_%zu_tensors", reduce_op_name(op), in.size());
   std::string dev = in[0].device();
   for (auto& t : in) TG_CHECK(t.device() == dev, TG_ERROR_DEVICE, "allreduce: tensors on " + dev + " and " + t.device());
   auto self = shared_from_this();
@@ -141,7 +121,7 @@ std::vector<Tensor> Communicator::allreduce(const std::vector<Tensor>& ts, Op op
   }, bufs);
   std::vector<Tensor> out;
   for (size_t i = 0; i < in.size(); i++) {
-    Tensor r = on_buffer(bufs[i], ts[i].shape(), dev);
+    Tensor r = Tensor::on_buffer(bufs[i], ts[i].shape());
     if (op == Op::Avg) r = r.div(r.scalar_like(double(size_)));
     out.push_back(r.dtype() == ts[i].dtype() ? r : r.cast(ts[i].dtype()));
   }
@@ -151,7 +131,7 @@ std::vector<Tensor> Communicator::allreduce(const std::vector<Tensor>& ts, Op op
 Tensor Communicator::allgather(const Tensor& t) {
   DType dt = t.dtype();
   if (!mpi::has_type(dt)) return allgather(t.bitcast(dtypes::uint16)).bitcast(dt);  // bits travel as they are
-  auto in = input_buffer(t, "allgather");
+  auto in = t.contiguous_buffer("allgather");
   int64_t n = t.numel(), sig = signature("allgather", dt, n, 0);
   Shape shape = t.shape();
   if (shape.empty()) shape = {size_};
@@ -167,14 +147,14 @@ Tensor Communicator::allgather(const Tensor& t) {
     mpi::allgather(self->c_, hi.p, ho.p, n, dt);
     ho.done();
   }, {out, in});
-  return on_buffer(out, shape, t.device());
+  return Tensor::on_buffer(out, shape);
 }
 
 Tensor Communicator::broadcast(const Tensor& t, int64_t root) {
   TG_CHECK(root >= 0 && root < size_, TG_ERROR_INVALID_ARGUMENT, strformat("broadcast: root %lld is not a rank of %d", (long long)root, size_));
   DType dt = t.dtype();
   if (!mpi::has_type(dt)) return broadcast(t.bitcast(dtypes::uint16), root).bitcast(dt);
-  auto in = input_buffer(t, "broadcast");
+  auto in = t.contiguous_buffer("broadcast");
   auto out = std::make_shared<Buffer>(t.device(), dt, t.numel());
   int64_t n = t.numel(), sig = signature("broadcast", dt, n, root);
   std::string dev = t.device();
@@ -191,7 +171,7 @@ Tensor Communicator::broadcast(const Tensor& t, int64_t root) {
     mpi::broadcast(self->c_, ho.p, n, dt, int(root));
     ho.done();
   }, {out, in});
-  return on_buffer(out, t.shape(), t.device());
+  return Tensor::on_buffer(out, t.shape());
 }
 
 void Communicator::send(const Tensor& t, int64_t dest, int64_t tag) {
@@ -200,7 +180,7 @@ void Communicator::send(const Tensor& t, int64_t dest, int64_t tag) {
   TG_CHECK(tag >= 0 && tag <= 32767, TG_ERROR_INVALID_ARGUMENT, strformat("send: tag %lld is not in [0, 32767]", (long long)tag));
   DType dt = t.dtype();
   if (!mpi::has_type(dt)) return send(t.bitcast(dtypes::uint16), dest, tag);
-  auto in = input_buffer(t, "send");
+  auto in = t.contiguous_buffer("send");
   int64_t n = t.numel();
   std::string dev = t.device();
   auto self = shared_from_this();
@@ -228,7 +208,7 @@ Tensor Communicator::recv(const Shape& shape, DType dtype, int64_t src, int64_t 
                        (long long)src, (long long)n));
     ho.done();
   }, {out});
-  return on_buffer(out, shape, device);
+  return Tensor::on_buffer(out, shape);
 }
 
 std::vector<Tensor> Communicator::average_gradients(const std::vector<Tensor>& params, const std::vector<Tensor>& also) {

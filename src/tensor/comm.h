@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "runtime/mpi.h"
+#include "tensor/multi.h"
 #include "tensor/tensor.h"
 
 namespace tg {
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
  public:
-  enum class Op { Sum, Prod, Max, Min, Avg };  // Avg: the sum divided by the size, for float dtypes
+  using Op = ReduceOp;  // Avg: the sum divided by the size, for float dtypes
   // every process of the job (MPI_COMM_WORLD); MPI is initialized on first use
   static std::shared_ptr<Communicator> world();
   explicit Communicator(mpi::Comm c);

@@ -594,10 +594,20 @@ Tensor& Tensor::realize() {
   return *this;
 }
 void Tensor::realize_all(const std::vector<Tensor*>& ts) {
-  std::vector<UOpRef> roots;
-  for (auto* t : ts) roots.push_back(t->s_->uop);
-  std::vector<UOpRef> outs = realize_uops(roots, ts.empty() ? std::string("CPU") : ts[0]->s_->device);
-  for (size_t i = 0; i < ts.size(); i++) ts[i]->became(outs[i]);
+  // one schedule per device, in the order the devices first appear
+  std::vector<std::pair<std::string, std::vector<Tensor*>>> groups;
+  for (auto* t : ts) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](auto& x) { return x.first == t->s_->device; });
+    if (g == groups.end()) g = groups.insert(groups.end(), {t->s_->device, {}});
+    g->second.push_back(t);
+  }
+  if (groups.empty()) groups.push_back({"CPU", {}});
+  for (auto& [dev, group] : groups) {
+    std::vector<UOpRef> roots;
+    for (auto* t : group) roots.push_back(t->s_->uop);
+    std::vector<UOpRef> outs = realize_uops(roots, dev);
+    for (size_t i = 0; i < group.size(); i++) group[i]->became(outs[i]);
+  }
 }
 void Tensor::to_data(void* out, size_t nbytes) {
   size_t need = size_t(numel()) * size_t(dtype().itemsize());
@@ -634,15 +644,24 @@ void Tensor::to_data(void* out, size_t nbytes) {
 Tensor Tensor::to(const std::string& dev) const {
   get_device(dev);
   if (dev == device()) return *this;
-  TG_CHECK(uop()->sym().empty(), TG_ERROR_UNSUPPORTED, "to: a tensor with Variable dims can't change device; bind it first");
+  auto dst = std::make_shared<Buffer>(dev, dtype(), numel());
+  copy_step(dst, contiguous_buffer("to"));
+  return on_buffer(std::move(dst), shape());
+}
+
+std::shared_ptr<Buffer> Tensor::contiguous_buffer(const char* what) const {
+  TG_CHECK(uop()->sym().empty(), TG_ERROR_UNSUPPORTED, std::string(what) + ": a tensor with Variable dims; bind it first");
   Tensor c = contiguous();
   c.realize();
-  const UOp* b = c.s_->uop.get();
+  const UOp* b = c.uop().get();
   if (b->op == Ops::RESHAPE) b = b->src[0].get();
-  TG_CHECK(b->op == Ops::BUFFER, TG_ERROR_INTERNAL, "to: realized tensor is not a buffer");
-  auto dst = std::make_shared<Buffer>(dev, dtype(), numel());
-  dst->copy_from(*buffer_of(b));
-  return Tensor(view_as(buffer_uop(std::move(dst)), shape()), dev);
+  TG_CHECK(b->op == Ops::BUFFER && buffer_of(b)->size() == numel(), TG_ERROR_INTERNAL, std::string(what) + ": the realized tensor is not one buffer");
+  return buffer_of(b);
+}
+
+Tensor Tensor::on_buffer(std::shared_ptr<Buffer> b, const Shape& shape) {
+  std::string dev = b->device();
+  return Tensor(view_as(buffer_uop(std::move(b)), shape), dev);
 }
 
 

@@ -347,8 +347,13 @@ class Tensor {
   static void realize_all(const std::vector<Tensor*>& ts);
   void to_data(void* out, size_t nbytes);
   // A copy on `device` (a canonical name), realized now: on the device where both share it, else through the host.
-  // The copy starts a new graph: gradients don't flow back across it.
+  // The copy is an item a TinyJit captures (engine copy_step). It starts a new graph: gradients don't flow back across it.
   Tensor to(const std::string& device) const;
+  // the buffer holding the elements in order, realized now (a kernel first when this is a view or not yet computed);
+  // `what` names the caller in the error for a tensor with Variable dims
+  std::shared_ptr<Buffer> contiguous_buffer(const char* what) const;
+  // a tensor of `shape` (b's size elements) over buffer b, on b's device
+  static Tensor on_buffer(std::shared_ptr<Buffer> b, const Shape& shape);
 
  private:
   Tensor alu(Ops op, const Tensor& o) const;  // broadcast, promote, apply

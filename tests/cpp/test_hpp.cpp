@@ -157,6 +157,20 @@ TEST_F(Hpp, ReductionsAndMovement) {
   EXPECT_EQ(top_i.to_vector<int32_t>(), (I{0, 2}));
 }
 
+TEST_F(Hpp, AllreduceBetweenDevices) {
+  std::vector<Tensor> ts;
+  const char* devs[] = {"CPU", "CPU:1", "CPU:2"};
+  for (int k = 0; k < 3; k++) ts.push_back(Tensor::from_vector({1.f * k, 2.f * k, 3.f * k}, {3}, devs[k]));
+  auto out = allreduce(ts);
+  ASSERT_EQ(out.size(), 3u);
+  for (int k = 0; k < 3; k++) {
+    EXPECT_EQ(out[size_t(k)].device(), devs[k]);
+    EXPECT_EQ(out[size_t(k)].to_vector<float>(), (F{3, 6, 9}));
+  }
+  EXPECT_EQ(allreduce(ts, TG_REDUCE_MAX)[0].to_vector<float>(), (F{2, 4, 6}));
+  EXPECT_THROW(allreduce({ts[0], ts[0]}), Error);
+}
+
 TEST_F(Hpp, QrAndSvd) {
   // [[3, 0], [4, 5]]: Q @ R and U @ diag(S) @ Vh give it back; its singular values are sqrt(45) and sqrt(5)
   Tensor a = Tensor::from_vector({3.f, 0.f, 4.f, 5.f}, {2, 2});

@@ -155,7 +155,8 @@ def test_python_protocols():
 def test_counters():
   tg.reset_counters()
   before = tg.counters()
-  assert set(before) == {"kernel_count", "global_ops", "global_mem", "time_sum_s", "compile_count", "schedule_count", "lower_count"}
+  assert set(before) == {"kernel_count", "global_ops", "global_mem", "time_sum_s", "compile_count", "schedule_count", "lower_count",
+                         "copy_count", "copy_bytes"}
   (Tensor(rand(rng_for("cnt"), (7, 3), F32)) * 3.25 + 1).realize()
   assert tg.counters()["kernel_count"] >= before["kernel_count"] + 1
 

@@ -207,6 +207,8 @@ struct tg_counters
   compile_count::UInt64
   schedule_count::UInt64
   lower_count::UInt64
+  copy_count::UInt64
+  copy_bytes::UInt64
 end
 
 # ---- functions
@@ -1451,7 +1453,7 @@ Run every kernel `t` needs; afterwards `t` refers to its computed buffer.
 """
 tg_tensor_realize(t) = ccall((:tg_tensor_realize, libtinygrad), Int32, (Ptr{Cvoid},), t)
 """
-Realize `n` tensors together (one schedule, shared work is done once).
+Realize `n` tensors together (one schedule per device, shared work is done once).
 """
 tg_tensor_realize_many(ts, n) = ccall((:tg_tensor_realize_many, libtinygrad), Int32, (Ptr{Ptr{Cvoid}}, Csize_t), ts, n)
 """
@@ -2135,6 +2137,16 @@ Each of `tensors` assigned rank `root`'s values and realized: the same initial w
 """
 tg_comm_broadcast_tensors(comm, tensors, n, root) = ccall((:tg_comm_broadcast_tensors, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Ptr{Cvoid}}, Csize_t, Int64), comm, tensors, n, root)
 """
+`tensors[0..n)` (one shape and dtype, each on a different device: "CPU", "CPU:1", "CL", ...) combined
+elementwise by `op`; out[i] gets the result on tensors[i]'s device, the same bits on each (new handles; out
+has n slots). Ring (reduce-scatter, then all-gather: 2n(n-1) copies of a 1/n part) for n > 2 and more than
+RING_ALLREDUCE_THRESHOLD (256000) elements, or with option RING=2; else naive (each device copies the others'
+tensors: n(n-1) copies); RING=0 is always naive. Copies between devices and the kernels that combine run now,
+and a tg_jit function captures and replays them. Dtypes and ops as tg_comm_allreduce (AVG divides by n). See
+docs/distributed.md.
+"""
+tg_tensor_allreduce(tensors, n, op, out) = ccall((:tg_tensor_allreduce, libtinygrad), Int32, (Ptr{Ptr{Cvoid}}, Csize_t, Int32, Ptr{Ptr{Cvoid}}), tensors, n, op, out)
+"""
 Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new
 reference.
 """
@@ -2296,8 +2308,8 @@ export tg_llm_tokenize, tg_llm_detokenize, tg_llm_token_piece, tg_llm_bos, tg_ll
 export tg_llm_sampling_default, tg_llm_sample, tg_llm_generate, tg_llm_retain, tg_llm_release, tg_comm_world
 export tg_comm_split, tg_comm_retain, tg_comm_release, tg_comm_rank, tg_comm_size, tg_comm_allreduce
 export tg_comm_allgather, tg_comm_broadcast, tg_comm_send, tg_comm_recv, tg_comm_average_gradients
-export tg_comm_broadcast_tensors, tg_plan_create, tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory
-export tg_plan_release, tg_set_option, tg_get_option, tg_option_push, tg_option_pop, tg_counters_get
-export tg_counters_reset, tg_live_handles, libtinygrad
+export tg_comm_broadcast_tensors, tg_tensor_allreduce, tg_plan_create, tg_plan_run, tg_plan_kernel_count
+export tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option, tg_option_push, tg_option_pop
+export tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
 
 end # module

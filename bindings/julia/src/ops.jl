@@ -485,7 +485,7 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 241 methods generated from 414 functions
+# 241 methods generated from 415 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, comm_allgather
 export comm_allreduce, comm_broadcast, comm_rank, comm_send, comm_size, comm_split, comm_world, contiguous

@@ -2980,8 +2980,8 @@ def live_handles() -> int:
 
 def counters() -> dict:
   """tinygrad's GlobalCounters: kernel_count, global_ops, global_mem, time_sum_s, compile_count, schedule_count (schedules
-  made, not found in the schedule cache) and lower_count (realizes lowered to kernel launches; a JIT replay lowers none).
-  A library older than a field leaves it 0."""
+  made, not found in the schedule cache), lower_count (realizes lowered to kernel launches; a JIT replay lowers none),
+  copy_count and copy_bytes (copies between devices). A library older than a field leaves it 0."""
   c = _Counters(struct_size=ctypes.sizeof(_Counters))
   _ok(C.counters_get(ctypes.byref(c)), "counters_get")
   return {name: getattr(c, name) for name, _ in _Counters._fields_ if name != "struct_size"}
@@ -3000,7 +3000,8 @@ class _GlobalCountersMeta(type):
 
 class GlobalCounters(metaclass=_GlobalCountersMeta):
   """tinygrad's GlobalCounters over the library's process-wide counters: GlobalCounters.kernel_count, global_ops,
-  global_mem, time_sum_s (and compile_count, schedule_count, lower_count), read live; GlobalCounters.reset()."""
+  global_mem, time_sum_s (and compile_count, schedule_count, lower_count, copy_count, copy_bytes), read live;
+  GlobalCounters.reset()."""
   @staticmethod
   def reset() -> None: C.counters_reset()
 

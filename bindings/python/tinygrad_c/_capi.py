@@ -181,6 +181,8 @@ class tg_counters(ctypes.Structure):
     ('compile_count', ctypes.c_uint64),
     ('schedule_count', ctypes.c_uint64),
     ('lower_count', ctypes.c_uint64),
+    ('copy_count', ctypes.c_uint64),
+    ('copy_bytes', ctypes.c_uint64),
   ]
 
 
@@ -587,6 +589,7 @@ SIGNATURES = {
   'tg_comm_recv': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p]),
   'tg_comm_average_gradients': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
   'tg_comm_broadcast_tensors': (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_int64]),
+  'tg_tensor_allreduce': (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
   'tg_plan_create': (ctypes.c_void_p, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
   'tg_plan_run': (ctypes.c_int, [ctypes.c_void_p]),
   'tg_plan_kernel_count': (ctypes.c_size_t, [ctypes.c_void_p]),
@@ -1005,6 +1008,7 @@ ERRORS = {
   'tg_comm_recv': 'null',
   'tg_comm_average_gradients': 'status',
   'tg_comm_broadcast_tensors': 'status',
+  'tg_tensor_allreduce': 'status',
   'tg_plan_create': 'null',
   'tg_plan_run': 'status',
   'tg_plan_kernel_count': ('value', 0, True),

@@ -10,6 +10,8 @@
 
 Each call realizes its input and returns a new realized tensor; inside a TinyJit it is captured with the kernels and
 replays in order. Open MPI's libmpi.so.40 is loaded at run time: without it Comm.world() raises TG_ERROR_UNSUPPORTED.
+
+Between the devices of one process (no MPI): allreduce_devices([a, b, c, d], "sum") -> one result per input's device.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Optional, Sequence
 
 from . import C, Tensor, _Owned, _enc, _i64, _i64s, _made, _ok, _raise_last, to_dtype
 
-__all__ = ["Comm"]
+__all__ = ["Comm", "allreduce_devices"]
 
 _OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4, "mean": 4}
 
@@ -91,3 +93,15 @@ class Comm(_Owned):
     _ok(C.comm_broadcast_tensors(self._h, arr, n, _i64(root, "root")), "comm_broadcast_tensors")
 
   def __repr__(self) -> str: return f"<Comm rank {self.rank} of {self.size}>"
+
+
+def allreduce_devices(tensors: Sequence[Tensor], op: str = "sum") -> list:
+  """`tensors` (one shape and dtype, each on a different device of this process: "CPU", "CPU:1", "CL", ...) combined
+  elementwise; one result per input, on its device, the same bits on each (tg_tensor_allreduce). A ring allreduce for
+  more than 2 devices and more than RING_ALLREDUCE_THRESHOLD elements (or Context(RING=2)), else each device copies
+  the others' tensors (RING=0: always). Copies and kernels run now; inside a TinyJit they replay."""
+  if op not in _OPS: raise ValueError(f"allreduce_devices: op must be one of {', '.join(_OPS)}, got {op!r}")
+  arr, n = _handles(tensors, "tensors")
+  out = (ctypes.c_void_p * max(n, 1))()
+  _ok(C.tensor_allreduce(arr, n, _OPS[op], out), "tensor_allreduce")
+  return [Tensor._wrap(out[i], "tensor_allreduce") for i in range(n)]

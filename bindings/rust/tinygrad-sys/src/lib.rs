@@ -414,6 +414,8 @@ pub struct tg_counters {
   pub compile_count: u64,
   pub schedule_count: u64,
   pub lower_count: u64,
+  pub copy_count: u64,
+  pub copy_bytes: u64,
 }
 impl Default for tg_counters {
   /// Zeroed, with struct_size set to this header's size.
@@ -1212,7 +1214,7 @@ unsafe extern "C" {
   pub fn tg_tensor_contiguous(t: *mut tg_tensor) -> *mut tg_tensor;
   /// Run every kernel `t` needs; afterwards `t` refers to its computed buffer.
   pub fn tg_tensor_realize(t: *mut tg_tensor) -> tg_status;
-  /// Realize `n` tensors together (one schedule, shared work is done once).
+  /// Realize `n` tensors together (one schedule per device, shared work is done once).
   pub fn tg_tensor_realize_many(ts: *const *mut tg_tensor, n: usize) -> tg_status;
   /// Realize and copy the row-major contents into `out`; nbytes must equal numel * dtype size.
   pub fn tg_tensor_to_data(t: *mut tg_tensor, out: *mut c_void, nbytes: usize) -> tg_status;
@@ -1678,6 +1680,16 @@ unsafe extern "C" {
   pub fn tg_comm_average_gradients(comm: *mut tg_comm, params: *const *mut tg_tensor, n: usize, also: *const *mut tg_tensor, n_also: usize, out: *mut *mut tg_tensor) -> tg_status;
   /// Each of `tensors` assigned rank `root`'s values and realized: the same initial weights on every rank.
   pub fn tg_comm_broadcast_tensors(comm: *mut tg_comm, tensors: *const *mut tg_tensor, n: usize, root: i64) -> tg_status;
+
+  // ---- distributed: between the devices of one process
+  /// `tensors[0..n)` (one shape and dtype, each on a different device: "CPU", "CPU:1", "CL", ...) combined
+  /// elementwise by `op`; out[i] gets the result on tensors[i]'s device, the same bits on each (new handles;
+  /// out has n slots). Ring (reduce-scatter, then all-gather: 2n(n-1) copies of a 1/n part) for n > 2 and more
+  /// than RING_ALLREDUCE_THRESHOLD (256000) elements, or with option RING=2; else naive (each device copies the
+  /// others' tensors: n(n-1) copies); RING=0 is always naive. Copies between devices and the kernels that
+  /// combine run now, and a tg_jit function captures and replays them. Dtypes and ops as tg_comm_allreduce (AVG
+  /// divides by n). See docs/distributed.md.
+  pub fn tg_tensor_allreduce(tensors: *const *mut tg_tensor, n: usize, op: tg_reduce, out: *mut *mut tg_tensor) -> tg_status;
 
   // ---- looking inside a realize
   /// Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new

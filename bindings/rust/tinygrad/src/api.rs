@@ -2091,7 +2091,8 @@ impl Tensor {
     check(unsafe { sys::tg_tensor_realize(self.as_ptr()) })
   }
 
-  /// `tg_tensor_realize_many`: Realize `n` tensors together (one schedule, shared work is done once).
+  /// `tg_tensor_realize_many`: Realize `n` tensors together (one schedule per device, shared work is done
+  /// once).
   pub fn realize_many(ts: &[impl Borrow<Tensor>]) -> Result<()> {
     let ts = raw_ptrs(ts);
     let n = ts.len();
@@ -2105,6 +2106,26 @@ impl Tensor {
     let path = cstring(path, "path")?;
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_from_idx(path.as_ptr(), device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
+  }
+
+  /// `tg_tensor_allreduce`: `tensors[0..n)` (one shape and dtype, each on a different device: "CPU", "CPU:1",
+  /// "CL", ...) combined elementwise by `op`; out[i] gets the result on tensors[i]'s device, the same bits on
+  /// each (new handles; out has n slots). Ring (reduce-scatter, then all-gather: 2n(n-1) copies of a 1/n part)
+  /// for n > 2 and more than RING_ALLREDUCE_THRESHOLD (256000) elements, or with option RING=2; else naive
+  /// (each device copies the others' tensors: n(n-1) copies); RING=0 is always naive. Copies between devices
+  /// and the kernels that combine run now, and a tg_jit function captures and replays them. Dtypes and ops as
+  /// tg_comm_allreduce (AVG divides by n). See docs/distributed.md.
+  pub fn allreduce(tensors: &[impl Borrow<Tensor>], op: Reduce) -> Result<Vec<Tensor>> {
+    let tensors = raw_ptrs(tensors);
+    let n = tensors.len();
+    let mut out = vec![core::ptr::null_mut(); tensors.len()];
+    let status = unsafe { sys::tg_tensor_allreduce(tensors.as_ptr(), n, op as i32, out.as_mut_ptr()) };
+    if status != sys::TG_OK {
+      let e = Error::last();
+      release::<Tensor>(&out);
+      return Err(e);
+    }
+    take_all::<Tensor>(out)
   }
 }
 
@@ -2918,7 +2939,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 325 of the manifest's 414. The others, and where they are:
+/// Functions wrapped above: 326 of the manifest's 415. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
