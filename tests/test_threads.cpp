@@ -116,6 +116,33 @@ std::vector<float> train(int seed, int steps) {
 }
 }  // namespace
 
+// 4 threads, each an allreduce over its own 3 virtual CPU devices (ring and naive, copies of more than 1 MB split over
+// the worker threads): each thread gets its own sums on each of its devices
+TEST(Threads, AllreducesBetweenDevicesOnManyThreads) {
+  const int64_t n = 300000;
+  run_threads(4, [&](int id) {
+    std::vector<std::string> devs;
+    for (int k = 0; k < 3; k++) devs.push_back("CPU:" + std::to_string(1 + 3 * id + k));
+    for (int ring = 0; ring < 2; ring++) {
+      ASSERT_EQ(tg_option_push("RING", ring ? "2" : "0"), TG_OK);
+      std::vector<T> in;
+      for (int k = 0; k < 3; k++) in.push_back(from(std::vector<float>(size_t(n), float(id * 10 + k)), {n}, devs[size_t(k)].c_str()));
+      tg_tensor* raw[3] = {in[0].p, in[1].p, in[2].p};
+      tg_tensor* out[3] = {};
+      ASSERT_EQ(tg_tensor_allreduce(raw, 3, TG_REDUCE_SUM, out), TG_OK) << tg_last_error_message();
+      for (int k = 0; k < 3; k++) {
+        T o(out[k]);
+        EXPECT_STREQ(tg_tensor_device(o), devs[size_t(k)].c_str());
+        std::vector<float> got(static_cast<size_t>(n));
+        ASSERT_EQ(tg_tensor_to_data(o, got.data(), got.size() * sizeof(float)), TG_OK);
+        EXPECT_EQ(got.front(), float(30 * id + 3));
+        EXPECT_EQ(got.back(), float(30 * id + 3));
+      }
+      ASSERT_EQ(tg_option_pop(), TG_OK);
+    }
+  });
+}
+
 // 8 threads each train their own model; each gets the losses a single-threaded run with its seed gets, bit for bit
 TEST(Threads, EightModelsTrainSideBySide) {
   Training training;
