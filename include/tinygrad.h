@@ -287,9 +287,9 @@ TG_API tg_status tg_tensor_shape(const tg_tensor* t, int64_t* out, size_t capaci
 TG_API tg_status tg_tensor_dtype(const tg_tensor* t, tg_dtype* out);
 /* The device name ("CPU"); valid while `t` is alive. NULL on error. */
 TG_API const char* tg_tensor_device(const tg_tensor* t);
-/* A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now, on the device when
- * both tensors live there, else through host memory. The copy starts a new graph: gradients don't flow back into t.
- * TG_ERROR_DEVICE names an unknown or unavailable device. */
+/* A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now (through host memory
+ * between two GPUs). The copy starts a new graph: gradients don't flow back into t. Inside a tg_jit function the copy
+ * is captured and runs again at every replay. TG_ERROR_DEVICE names an unknown or unavailable device. */
 TG_API tg_tensor* tg_tensor_to(tg_tensor* t, const char* device);
 
 /* ---- tensors: elementwise --------------------------------------------------------------------------------------- */

@@ -97,9 +97,10 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return Native.Str(Native.tg_tensor_device(H)) ?? throw Native.Fail();
   }
 
-  /// <summary>A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now, on the
-  /// device when both tensors live there, else through host memory. The copy starts a new graph: gradients don't
-  /// flow back into t. TG_ERROR_DEVICE names an unknown or unavailable device. (tg_tensor_to)
+  /// <summary>A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now (through
+  /// host memory between two GPUs). The copy starts a new graph: gradients don't flow back into t. Inside a
+  /// tg_jit function the copy is captured and runs again at every replay. TG_ERROR_DEVICE names an unknown or
+  /// unavailable device. (tg_tensor_to)
   /// </summary>
   public Tensor To(string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_to(H, device)));

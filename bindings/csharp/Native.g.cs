@@ -687,9 +687,10 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern IntPtr tg_tensor_device(TensorHandle t);
-  /// <summary>A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now, on the
-  /// device when both tensors live there, else through host memory. The copy starts a new graph: gradients don't
-  /// flow back into t. TG_ERROR_DEVICE names an unknown or unavailable device.
+  /// <summary>A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now (through
+  /// host memory between two GPUs). The copy starts a new graph: gradients don't flow back into t. Inside a
+  /// tg_jit function the copy is captured and runs again at every replay. TG_ERROR_DEVICE names an unknown or
+  /// unavailable device.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_to(TensorHandle t, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);

@@ -3642,8 +3642,9 @@ func (t *Tensor) Device() (string, error) {
 }
 
 // To is tg_tensor_to. A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and
-// copied now, on the device when both tensors live there, else through host memory. The copy starts a new graph:
-// gradients don't flow back into t. TG_ERROR_DEVICE names an unknown or unavailable device.
+// copied now (through host memory between two GPUs). The copy starts a new graph: gradients don't flow back into
+// t. Inside a tg_jit function the copy is captured and runs again at every replay. TG_ERROR_DEVICE names an
+// unknown or unavailable device.
 func (t *Tensor) To(device string) (*Tensor, error) {
 	var cvDevice *C.char
 	if device != "" {

@@ -346,7 +346,7 @@ class Tensor {
   Tensor& realize();
   static void realize_all(const std::vector<Tensor*>& ts);
   void to_data(void* out, size_t nbytes);
-  // A copy on `device` (a canonical name), realized now: on the device where both share it, else through the host.
+  // A copy on `device` (a canonical name), realized now (copy_between: through the host between two GPUs).
   // The copy is an item a TinyJit captures (engine copy_step). It starts a new graph: gradients don't flow back across it.
   Tensor to(const std::string& device) const;
   // the buffer holding the elements in order, realized now (a kernel first when this is a view or not yet computed);

@@ -481,9 +481,10 @@ The device name ("CPU"); valid while `t` is alive. NULL on error.
 """
 tg_tensor_device(t) = ccall((:tg_tensor_device, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid},), t)
 """
-A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now, on the device
-when both tensors live there, else through host memory. The copy starts a new graph: gradients don't flow back
-into t. TG_ERROR_DEVICE names an unknown or unavailable device.
+A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now (through host
+memory between two GPUs). The copy starts a new graph: gradients don't flow back into t. Inside a tg_jit
+function the copy is captured and runs again at every replay. TG_ERROR_DEVICE names an unknown or unavailable
+device.
 """
 tg_tensor_to(t, device) = ccall((:tg_tensor_to, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{UInt8}), t, device)
 """

@@ -614,9 +614,10 @@ unsafe extern "C" {
   pub fn tg_tensor_dtype(t: *const tg_tensor, out: *mut tg_dtype) -> tg_status;
   /// The device name ("CPU"); valid while `t` is alive. NULL on error.
   pub fn tg_tensor_device(t: *const tg_tensor) -> *const c_char;
-  /// A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now, on the
-  /// device when both tensors live there, else through host memory. The copy starts a new graph: gradients
-  /// don't flow back into t. TG_ERROR_DEVICE names an unknown or unavailable device.
+  /// A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now (through
+  /// host memory between two GPUs). The copy starts a new graph: gradients don't flow back into t. Inside a
+  /// tg_jit function the copy is captured and runs again at every replay. TG_ERROR_DEVICE names an unknown or
+  /// unavailable device.
   pub fn tg_tensor_to(t: *mut tg_tensor, device: *const c_char) -> *mut tg_tensor;
 
   // ---- tensors: elementwise

@@ -709,8 +709,9 @@ impl Tensor {
   }
 
   /// `tg_tensor_to`: A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and
-  /// copied now, on the device when both tensors live there, else through host memory. The copy starts a new
-  /// graph: gradients don't flow back into t. TG_ERROR_DEVICE names an unknown or unavailable device.
+  /// copied now (through host memory between two GPUs). The copy starts a new graph: gradients don't flow back
+  /// into t. Inside a tg_jit function the copy is captured and runs again at every replay. TG_ERROR_DEVICE
+  /// names an unknown or unavailable device.
   pub fn to(&self, device: Option<&str>) -> Result<Tensor> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_to(self.as_ptr(), device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
