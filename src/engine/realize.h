@@ -65,7 +65,8 @@ void run_lowered(Lowered& l);
 std::vector<UOpRef> realize_uops(const std::vector<UOpRef>& roots, const std::string& device);
 
 // A step the host runs between kernels, on the buffers' handles (bufs[0] the output where it has one): a collective over
-// MPI, a copy between devices. It runs as an ExecItem, so a capturing JIT records it in order with the kernels and every replay runs it again.
+// MPI, a copy between devices. It runs as an ExecItem, so a capturing JIT records it in order with the kernels and every
+// replay runs it again.
 struct HostProgram : Program {
   std::function<void(void** bufs)> fn;
   void launch(void** bufs, const int64_t*, size_t, const LaunchDims&) const override { fn(bufs); }

@@ -151,7 +151,8 @@ std::atomic<uint64_t> GlobalCounters::kernel_count{0}, GlobalCounters::global_op
     GlobalCounters::copy_count{0}, GlobalCounters::copy_bytes{0}, GlobalCounters::schedule_count{0}, GlobalCounters::lower_count{0};
 std::atomic<double> GlobalCounters::time_sum_s{0};
 void GlobalCounters::reset() {
-  kernel_count = 0, global_ops = 0, global_mem = 0, compile_count = 0, copy_count = 0, copy_bytes = 0, schedule_count = 0, lower_count = 0, time_sum_s = 0;
+  kernel_count = 0, global_ops = 0, global_mem = 0, compile_count = 0, copy_count = 0, copy_bytes = 0;
+  schedule_count = 0, lower_count = 0, time_sum_s = 0;
 }
 
 }  // namespace tg

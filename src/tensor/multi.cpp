@@ -48,7 +48,8 @@ std::vector<Tensor> allreduce_devices(const std::vector<Tensor>& ts, ReduceOp op
   std::set<std::string> devs;
   for (size_t i = 0; i < n; i++) {
     const Tensor& t = ts[i];
-    TG_CHECK(t.dtype() == t0.dtype(), TG_ERROR_DTYPE, strformat("allreduce: tensor %zu is %s, tensor 0 %s", i, t.dtype().name().c_str(), t0.dtype().name().c_str()));
+    TG_CHECK(t.dtype() == t0.dtype(), TG_ERROR_DTYPE,
+             strformat("allreduce: tensor %zu is %s, tensor 0 %s", i, t.dtype().name().c_str(), t0.dtype().name().c_str()));
     TG_CHECK(t.shape() == t0.shape(), TG_ERROR_SHAPE,
              strformat("allreduce: tensor %zu has shape %s, tensor 0 %s", i, sym_shape_str(t).c_str(), sym_shape_str(t0).c_str()));
     TG_CHECK(devs.insert(t.device()).second, TG_ERROR_DEVICE, strformat("allreduce: two tensors on %s (one per device)", t.device().c_str()));
@@ -58,10 +59,8 @@ std::vector<Tensor> allreduce_devices(const std::vector<Tensor>& ts, ReduceOp op
   DType wide = dt == dtypes::float16 || dt == dtypes::bfloat16 ? dtypes::float32 : dt;
   int64_t numel = t0.numel();
   // every input one flat buffer on its device, in the dtype it is combined in (a kernel first where it is a view or lazy)
-  std::vector<Tensor> held;
-  for (auto& t : ts) held.push_back((wide == dt ? t : t.cast(wide)).contiguous());
   std::vector<std::shared_ptr<Buffer>> flat;
-  for (auto& t : held) flat.push_back(t.contiguous_buffer("allreduce"));
+  for (auto& t : ts) flat.push_back((wide == dt ? t : t.cast(wide)).contiguous_buffer("allreduce"));
 
   auto on = [](const std::shared_ptr<Buffer>& b) { return Tensor::on_buffer(b, {b->size()}); };
   bool ring = n > 1 && numel > 0 && (RING >= 2 || (n > 2 && numel > RING_ALLREDUCE_THRESHOLD && RING >= 1));

@@ -1,6 +1,7 @@
 # Devices beside the CPU (the GPUs present, and the virtual CPU:1, which has its own allocator): copies between devices
-# for every dtype, a training step on each against the same step on the CPU, device errors. The whole op/autograd/nn suite also runs on each device present
-# (make test runs tests/python again with DEV=CL); these tests are the ones that need two devices at once.
+# for every dtype, a training step on each against the same step on the CPU, device errors, processes sharing a driver's
+# cache. The whole op/autograd/nn suite also runs on each device present (make test runs tests/python again with
+# DEV=CL); these tests are the ones that need two devices or processes at once.
 import numpy as np
 import pytest
 
