@@ -51,6 +51,9 @@ const std::vector<Kernel>& kernels() {
       {"conv2d weight grad", [] { return conv_grad(1, {2, 4, 8, 8}); }},
       {"conv2d input grad", [] { return conv_grad(0, {2, 4, 8, 8}); }},
       {"conv2d weight grad 12x12", [] { return conv_grad(1, {2, 4, 12, 12}); }},
+      // a 10-wide input gradient (one 16-lane vector, padded) and a 20-wide image (two 16-lane vectors, padded to 32)
+      {"conv2d input grad 10x10", [] { return conv_grad(0, {2, 4, 10, 10}); }},
+      {"conv2d 20 wide", [] { return randt({2, 4, 22, 22}, 15).conv2d(randt({8, 4, 3, 3}, 16), std::nullopt, 1, {1, 1}, {1, 1}, {0, 0}); }},
   };
   return ks;
 }
@@ -144,6 +147,36 @@ TEST(Opt, HeuristicsVectorizeAConvolutionAcrossImageRows) {
   auto fs = s.full_shape();
   for (int ax : s.axes_of({tg::AxisType::REDUCE})) red.push_back(fs[size_t(ax)]);
   EXPECT_EQ(red, (std::vector<int64_t>{3, 3, 4})) << opts;
+}
+
+// Rows shorter than, or not a multiple of, the vector width are padded (gated lanes) to full vectors: a 6-wide row of a
+// weight gradient's reduce to 8 lanes (6-lane groups straddled the registers: 7x slower), a 10-wide input gradient to
+// one 16-lane vector (it had no vector axis: 38x slower), a 20-wide image to two (three 8-lane ones: 1.3x slower)
+TEST(Opt, HeuristicsPadShortRowsToFullVectors) {
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  if (cpu.target().vector_bytes < 64) GTEST_SKIP() << "the host's vectors are narrower than 16 floats";
+  auto has = [](const std::vector<Opt>& opts, OptOps op, int64_t arg) {
+    return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op && o.arg == arg; });
+  };
+  struct Want {
+    const char* name;
+    Tensor t;
+    OptOps vec;
+    int64_t lanes;
+  };
+  Want cases[] = {{"weight grad, 6-wide rows", conv_grad(1, {2, 4, 8, 8}), OptOps::UNROLL, 8},
+                  {"input grad, 10-wide rows", conv_grad(0, {2, 4, 10, 10}), OptOps::UPCAST, 16},
+                  {"conv, 20-wide rows",
+                   randt({2, 4, 22, 22}, 15).conv2d(randt({8, 4, 3, 3}, 16), std::nullopt, 1, {1, 1}, {1, 1}, {0, 0}), OptOps::UPCAST, 16}};
+  for (auto& w : cases) {
+    Case c(w.t);
+    tg::Scheduler s = tg::optimize(c.last(), cpu, nullptr);
+    std::string opts = tg::opts_str(s.applied_opts);
+    EXPECT_TRUE(has(s.applied_opts, OptOps::PADTO, w.lanes)) << w.name << ": " << opts;
+    EXPECT_TRUE(has(s.applied_opts, w.vec, w.lanes)) << w.name << ": " << opts;
+    std::vector<float> base = c.run({}), got = c.run(s.applied_opts);
+    for (size_t i = 0; i < got.size(); i++) ASSERT_NEAR(got[i], base[i], 1e-5 + 1e-5 * std::fabs(base[i])) << w.name << " [" << i << "] " << opts;
+  }
 }
 
 // A matmul's B is packed: the heuristics' tile reads B's panel from one contiguous scratch block per column block, and

@@ -769,7 +769,7 @@ static int64_t reduce_work(const UOp* r, const Inputs& inputs) {
 
 // A reduce of many elements into few outputs runs as two kernels (tinygrad's split_reduceop): the first reduces a
 // contiguous stretch into each of up to 256 partial results, which gives the first kernel output rows to spread over
-// cores and vector lanes; the second reduces the partials.
+// cores and vector lanes; the second reduces the partials (along their first axis, where tinygrad has them last).
 static UOpRef split_reduceop(const UOp* r, const Inputs& inputs) {
   const UOpRef& x = r->src[0];
   if (!x->has_shape() || !r->has_shape() || !std::holds_alternative<std::monostate>(r->tag) || !x->sym().empty()) return {};
@@ -786,14 +786,17 @@ static UOpRef split_reduceop(const UOp* r, const Inputs& inputs) {
       Shape sp(xs.begin(), xs.begin() + long(i));
       sp.push_back(d), sp.push_back(xs[i] / d);
       sp.insert(sp.end(), xs.begin() + long(i) + 1, xs.end());
-      std::vector<int64_t> perm;
+      // the partial results' axis goes first: the first kernel's outermost loop (and its threads) walks the stretches, so
+      // the inputs one stretch reads stay in cache while its outputs are computed (a conv's weight gradient reads its
+      // image and output gradient once per output tile: over all 512 images they spill the cache, over 8 they don't)
+      std::vector<int64_t> perm{int64_t(i)}, rarg{arg[0]};
       for (int64_t j = 0; j < int64_t(sp.size()); j++)
         if (j != int64_t(i)) perm.push_back(j);
-      perm.push_back(int64_t(i));
+      for (size_t a = 1; a < arg.size(); a++) rarg.push_back(arg[a] + 1);
       UOpRef v = UOp::make(Ops::PERMUTE, x->dtype, {UOp::make(Ops::RESHAPE, x->dtype, {x}, sp)}, perm);
       // both halves are tagged: a split reduce is not split again
-      UOpRef first = UOp::make(Ops::CONTIGUOUS, x->dtype, {UOp::make(Ops::REDUCE_AXIS, x->dtype, {v}, arg, int64_t(1))});
-      UOpRef second = UOp::make(Ops::REDUCE_AXIS, x->dtype, {first}, std::vector<int64_t>{arg[0], int64_t(xs.size())}, int64_t(1));
+      UOpRef first = UOp::make(Ops::CONTIGUOUS, x->dtype, {UOp::make(Ops::REDUCE_AXIS, x->dtype, {v}, rarg, int64_t(1))});
+      UOpRef second = UOp::make(Ops::REDUCE_AXIS, x->dtype, {first}, std::vector<int64_t>{arg[0], 0}, int64_t(1));
       return UOp::make(Ops::RESHAPE, x->dtype, {second}, r->shape());
     }
   }

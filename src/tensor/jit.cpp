@@ -15,11 +15,12 @@ const UOp* whole_buffer(const UOp* u) {
     for (size_t i = 0; i < u->shape().size(); i++)
       if (u->arg_ints()[2 * i] != 0 || (!u->sym()[i] && u->arg_ints()[2 * i + 1] != u->src[0]->shape()[i])) return nullptr;
     u = u->src[0].get();
-    if (u->op == Ops::RESHAPE) u = u->src[0].get();
+    while (u->op == Ops::RESHAPE) u = u->src[0].get();
     return u->op == Ops::BUFFER ? u : nullptr;
   }
   if (!is_buffer_view(u, prod(u->shape()))) return nullptr;
-  return u->op == Ops::RESHAPE ? u->src[0].get() : u;
+  while (u->op == Ops::RESHAPE) u = u->src[0].get();
+  return u;
 }
 static const UOp* input_buffer(const Tensor& t) { return whole_buffer(t.uop().get()); }
 // every input as its own realized buffer: views and lazy graphs are made contiguous and realized together

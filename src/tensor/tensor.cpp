@@ -573,7 +573,7 @@ Tensor Tensor::matmul(const Tensor& w) const {
 }
 
 bool is_buffer_view(const UOp* u, int64_t numel) {
-  if (u->op == Ops::RESHAPE) u = u->src[0].get();
+  while (u->op == Ops::RESHAPE) u = u->src[0].get();  // reshapes of reshapes (mnist's (N, 1, 28, 28) of (N, 28, 28))
   return u->op == Ops::BUFFER && std::get<int64_t>(u->arg) == numel;
 }
 static thread_local std::vector<std::weak_ptr<TensorState>>* g_assign_log = nullptr;
@@ -625,7 +625,7 @@ void Tensor::to_data(void* out, size_t nbytes) {
       seen_big |= shape()[i] != 1 || v->sym()[i] != nullptr;
     }
     const UOp* b = prefix ? v->src[0].get() : nullptr;
-    if (b && b->op == Ops::RESHAPE) b = b->src[0].get();
+    while (b && b->op == Ops::RESHAPE) b = b->src[0].get();
     if (b && b->op == Ops::BUFFER) {
       if (nbytes) buffer_of(b)->copyout(out, nbytes, 0);
       return;
@@ -635,7 +635,7 @@ void Tensor::to_data(void* out, size_t nbytes) {
   Tensor c = sym ? Tensor(at_binding(uop()), device()).contiguous() : contiguous();
   c.realize();
   const UOp* b = c.s_->uop.get();
-  if (b->op == Ops::RESHAPE) b = b->src[0].get();
+  while (b->op == Ops::RESHAPE) b = b->src[0].get();
   TG_CHECK(b->op == Ops::BUFFER, TG_ERROR_INTERNAL, "to_data: realized tensor is not a buffer");
   if (nbytes) buffer_of(b)->copyout(out, nbytes);
   if (!sym && s_->uop != c.s_->uop && !is_buffer_view(s_->uop.get(), numel())) became(c.s_->uop);  // keep the computed result
@@ -654,7 +654,7 @@ std::shared_ptr<Buffer> Tensor::contiguous_buffer(const char* what) const {
   Tensor c = contiguous();
   c.realize();
   const UOp* b = c.uop().get();
-  if (b->op == Ops::RESHAPE) b = b->src[0].get();
+  while (b->op == Ops::RESHAPE) b = b->src[0].get();
   TG_CHECK(b->op == Ops::BUFFER && buffer_of(b)->size() == numel(), TG_ERROR_INTERNAL, std::string(what) + ": the realized tensor is not one buffer");
   return buffer_of(b);
 }

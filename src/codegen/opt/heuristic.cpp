@@ -243,10 +243,25 @@ void hand_coded_optimizations(Scheduler& k) {
         break;
       }
     }
+  // a row of 20 or 24 (a 5x5 convolution's 24- or 28-wide image) padded to 32 lanes: two full-width vectors with
+  // 62-75% of their lanes busy beat three or five of half the width (1.25-1.3x faster forward and backward)
+  static const int64_t wide = getenv_int("TG_PAD_WIDE", 160);
+  if (wide && vec_axis < 0 && reduce && lanes > 1)
+    for (int ax : k.upcastable_dims()) {
+      if (stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]) != 1) continue;
+      Scheduler m = k;
+      int64_t sz = m.full_shape()[size_t(ax)], padded = (sz + lanes - 1) / lanes * lanes;
+      if (padded * 100 > sz * wide || !tg::attempt(m, Opt{OptOps::PADTO, ax, lanes})) continue;
+      if ((vec_axis = vector_axis(m, lanes)) >= 0) {
+        k = std::move(m);
+        break;
+      }
+    }
   if (vec_axis < 0 && lanes >= 4 && (vec_axis = vector_axis(k, lanes / 2)) >= 0) lanes /= 2;
   // still none (a 14- or 7-wide image, a strided window): the contiguous output axis, merged with the one outside it
   // where that keeps the inputs' index linear, padded (PADTO: gated lanes) to a multiple of the width, if that adds at
-  // most a third to the work: a full-width register tile over a few idle lanes beats a narrow one
+  // most a third to the work, or if a row fits one vector with more than half its lanes busy (a 10-wide image in 16
+  // lanes): a full-width register tile over a few idle lanes beats a narrow one, and both beat no vector axis
   if (vec_axis < 0 && reduce && lanes > 1)
     for (int ax : k.upcastable_dims()) {
       if (stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]) != 1) continue;
@@ -256,7 +271,7 @@ void hand_coded_optimizations(Scheduler& k) {
           if (vec_axis >= 0 || w < 4 || (merge && (ax == 0 || !tg::attempt(m, Opt{OptOps::MERGE, ax - 1, 0})))) continue;
           int pa = merge ? ax - 1 : ax;
           int64_t sz = m.full_shape()[size_t(pa)], padded = (sz + w - 1) / w * w;
-          if (padded * 3 > sz * 4 || !tg::attempt(m, Opt{OptOps::PADTO, pa, w})) continue;
+          if ((padded * 3 > sz * 4 && !(w == lanes && sz <= w && sz * 2 > w)) || !tg::attempt(m, Opt{OptOps::PADTO, pa, w})) continue;
           if ((vec_axis = vector_axis(m, w)) >= 0) k = std::move(m), lanes = w;
         }
       if (vec_axis >= 0) break;
@@ -334,7 +349,14 @@ void hand_coded_optimizations(Scheduler& k) {
       int64_t sz = k.full_shape()[size_t(un.back())], w = lanes;
       auto rpath = range_path(r.get());
       while (w > 4 && sz % w != 0) w /= 2;
-      if (sz % w != 0 && sz <= lanes && sz > 2) w = sz;  // a short run (a 6x6 image's rows): one vector of all of it
+      // a short run (a 6x6 image's rows): one vector of all of it, padded (gated lanes) to a power of two, since 6-lane
+      // groups of a register tile straddle the registers and every broadcast becomes a cross-register shuffle
+      if (sz % w != 0 && sz <= lanes && sz > 2) {
+        w = 4;
+        while (w < sz) w *= 2;
+        if (!attempt(Opt{OptOps::PADTO, un.back(), w})) w = sz;
+        sz = w;
+      }
       if (contiguous && sz % w == 0 && attempt(Opt{OptOps::UNROLL, int64_t(un.size() - 1), w})) {
         // no input to reuse (a plain sum): several accumulators instead
         if (!reduce_tile(k, rpath, w, lanes) && w == lanes) attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), 4});
