@@ -53,7 +53,7 @@ const std::vector<Kernel>& kernels() {
       {"conv2d weight grad 12x12", [] { return conv_grad(1, {2, 4, 12, 12}); }},
       // a 10-wide input gradient (one 16-lane vector, padded) and a 20-wide image (two 16-lane vectors, padded to 32)
       {"conv2d input grad 10x10", [] { return conv_grad(0, {2, 4, 10, 10}); }},
-      {"conv2d 20 wide", [] { return randt({2, 4, 22, 22}, 15).conv2d(randt({8, 4, 3, 3}, 16), std::nullopt, 1, {1, 1}, {1, 1}, {0, 0}); }},
+      {"conv2d 20 wide", [] { return randt({2, 8, 22, 22}, 15).conv2d(randt({8, 8, 3, 3}, 16), std::nullopt, 1, {1, 1}, {1, 1}, {0, 0}); }},
   };
   return ks;
 }
@@ -151,7 +151,8 @@ TEST(Opt, HeuristicsVectorizeAConvolutionAcrossImageRows) {
 
 // Rows shorter than, or not a multiple of, the vector width are padded (gated lanes) to full vectors: a 6-wide row of a
 // weight gradient's reduce to 8 lanes (6-lane groups straddled the registers: 7x slower), a 10-wide input gradient to
-// one 16-lane vector (it had no vector axis: 38x slower), a 20-wide image to two (three 8-lane ones: 1.3x slower)
+// one 16-lane vector (it had no vector axis: 38x slower), a 20-wide image to two where the reduce has 64 or more
+// multiply-adds per output (three 8-lane ones: 1.3x slower)
 TEST(Opt, HeuristicsPadShortRowsToFullVectors) {
   const tg::Renderer& cpu = tg::get_device("CPU").renderer();
   if (cpu.target().vector_bytes < 64) GTEST_SKIP() << "the host's vectors are narrower than 16 floats";
@@ -167,7 +168,7 @@ TEST(Opt, HeuristicsPadShortRowsToFullVectors) {
   Want cases[] = {{"weight grad, 6-wide rows", conv_grad(1, {2, 4, 8, 8}), OptOps::UNROLL, 8},
                   {"input grad, 10-wide rows", conv_grad(0, {2, 4, 10, 10}), OptOps::UPCAST, 16},
                   {"conv, 20-wide rows",
-                   randt({2, 4, 22, 22}, 15).conv2d(randt({8, 4, 3, 3}, 16), std::nullopt, 1, {1, 1}, {1, 1}, {0, 0}), OptOps::UPCAST, 16}};
+                   randt({2, 8, 22, 22}, 15).conv2d(randt({8, 8, 3, 3}, 16), std::nullopt, 1, {1, 1}, {1, 1}, {0, 0}), OptOps::UPCAST, 16}};
   for (auto& w : cases) {
     Case c(w.t);
     tg::Scheduler s = tg::optimize(c.last(), cpu, nullptr);

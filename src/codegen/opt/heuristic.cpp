@@ -243,38 +243,48 @@ void hand_coded_optimizations(Scheduler& k) {
         break;
       }
     }
-  // a row of 20 or 24 (a 5x5 convolution's 24- or 28-wide image) padded to 32 lanes: two full-width vectors with
-  // 62-75% of their lanes busy beat three or five of half the width (1.25-1.3x faster forward and backward)
-  static const int64_t wide = getenv_int("TG_PAD_WIDE", 160);
-  if (wide && vec_axis < 0 && reduce && lanes > 1)
+  // the contiguous output axis padded (PADTO: gated lanes) to a multiple of w, merged first with the axis outside it where
+  // that keeps the inputs' index linear; pays(size, padded size, merged) says whether the idle lanes are worth it
+  auto pad_axis = [&](int64_t w, auto pays) {
     for (int ax : k.upcastable_dims()) {
       if (stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]) != 1) continue;
-      Scheduler m = k;
-      int64_t sz = m.full_shape()[size_t(ax)], padded = (sz + lanes - 1) / lanes * lanes;
-      if (padded * 100 > sz * wide || !tg::attempt(m, Opt{OptOps::PADTO, ax, lanes})) continue;
-      if ((vec_axis = vector_axis(m, lanes)) >= 0) {
-        k = std::move(m);
-        break;
+      for (bool merge : {true, false}) {
+        Scheduler m = k;
+        if (merge && (ax == 0 || !tg::attempt(m, Opt{OptOps::MERGE, ax - 1, 0}))) continue;
+        int pa = merge ? ax - 1 : ax;
+        int64_t sz = m.full_shape()[size_t(pa)], padded = (sz + w - 1) / w * w;
+        if (!pays(sz, padded, merge) || !tg::attempt(m, Opt{OptOps::PADTO, pa, w})) continue;
+        if (int v = vector_axis(m, w); v >= 0) {
+          k = std::move(m);
+          return v;
+        }
       }
     }
+    return -1;
+  };
+  int64_t reduce_work = 1;
+  for (int ax : k.axes_of({AxisType::REDUCE})) reduce_work *= k.full_shape()[size_t(ax)];
+  // full-width vectors, padded: merged rows if that adds at most a third; else, for a reduce with work enough per output
+  // to be bound by its multiply-adds, a row of 20 or 24 (a 5x5 convolution's 24- or 28-wide image) in two 16-lane vectors
+  // (62-75% busy) beats three or five of half the width: 1.25-1.3x faster forward and backward. (A depthwise or 1-channel
+  // conv, bound by memory, does better with half-width vectors that waste nothing.)
+  static const int64_t wide = getenv_int("TG_PAD_WIDE", 160);
+  if (vec_axis < 0 && reduce && lanes > 1 && wide)
+    vec_axis = pad_axis(lanes, [&](int64_t sz, int64_t padded, bool merge) {
+      return merge ? padded * 3 <= sz * 4 : reduce_work >= 64 && padded * 100 <= sz * wide;
+    });
   if (vec_axis < 0 && lanes >= 4 && (vec_axis = vector_axis(k, lanes / 2)) >= 0) lanes /= 2;
-  // still none (a 14- or 7-wide image, a strided window): the contiguous output axis, merged with the one outside it
-  // where that keeps the inputs' index linear, padded (PADTO: gated lanes) to a multiple of the width, if that adds at
-  // most a third to the work, or if a row fits one vector with more than half its lanes busy (a 10-wide image in 16
-  // lanes): a full-width register tile over a few idle lanes beats a narrow one, and both beat no vector axis
+  // still none (a 14- or 7-wide image, a strided window): padded to the full or half width if that adds at most a third
+  // to the work, or to one full-width vector if a row fills more than half of it (a 10-wide image in 16 lanes): a
+  // full-width register tile over a few idle lanes beats a narrow one, and both beat no vector axis
   if (vec_axis < 0 && reduce && lanes > 1)
-    for (int ax : k.upcastable_dims()) {
-      if (stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]) != 1) continue;
-      for (bool merge : {true, false})
-        for (int64_t w : {lanes, lanes / 2}) {
-          Scheduler m = k;
-          if (vec_axis >= 0 || w < 4 || (merge && (ax == 0 || !tg::attempt(m, Opt{OptOps::MERGE, ax - 1, 0})))) continue;
-          int pa = merge ? ax - 1 : ax;
-          int64_t sz = m.full_shape()[size_t(pa)], padded = (sz + w - 1) / w * w;
-          if ((padded * 3 > sz * 4 && !(w == lanes && sz <= w && sz * 2 > w)) || !tg::attempt(m, Opt{OptOps::PADTO, pa, w})) continue;
-          if ((vec_axis = vector_axis(m, w)) >= 0) k = std::move(m), lanes = w;
-        }
-      if (vec_axis >= 0) break;
+    for (int64_t w : {lanes, lanes / 2}) {
+      if (w < 4 || (vec_axis = pad_axis(w, [&](int64_t sz, int64_t padded, bool) {
+                      return padded * 3 <= sz * 4 || (w == lanes && sz <= w && sz * 2 > w);
+                    })) < 0)
+        continue;
+      lanes = w;
+      break;
     }
   if (vec_axis < 0 && lanes >= 8 && (vec_axis = vector_axis(k, lanes / 4)) >= 0) lanes /= 4;
   UOpRef vr = vec_axis >= 0 ? k.rngs()[size_t(vec_axis)] : UOpRef();
