@@ -773,7 +773,7 @@ static int64_t reduce_work(const UOp* r, const Inputs& inputs) {
 static UOpRef split_reduceop(const UOp* r, const Inputs& inputs) {
   const UOpRef& x = r->src[0];
   if (!x->has_shape() || !r->has_shape() || !std::holds_alternative<std::monostate>(r->tag) || !x->sym().empty()) return {};
-  static const int64_t threshold = getenv_int("REDUCEOP_SPLIT_THRESHOLD", 32768), split_size = getenv_int("REDUCEOP_SPLIT_SIZE", 22);
+  static const int64_t threshold = getenv_int("REDUCEOP_SPLIT_THRESHOLD", 16384), split_size = getenv_int("REDUCEOP_SPLIT_SIZE", 22);
   if (!getenv_int("SPLIT_REDUCEOP", 1)) return {};
   const Shape& xs = x->shape();
   int64_t in = prod(xs), out = prod(r->shape());
