@@ -361,7 +361,7 @@ void hand_coded_optimizations(Scheduler& k) {
       while (w > 4 && sz % w != 0) w /= 2;
       // a short run (a 6x6 image's rows): one vector of all of it, padded (gated lanes) to a power of two, since 6-lane
       // groups of a register tile straddle the registers and every broadcast becomes a cross-register shuffle
-      if (sz % w != 0 && sz <= lanes && sz > 2) {
+      if (contiguous && sz % w != 0 && sz <= lanes && sz > 2) {
         w = 4;
         while (w < sz) w *= 2;
         if (!attempt(Opt{OptOps::PADTO, un.back(), w})) w = sz;
