@@ -117,10 +117,10 @@ double deep_add_chain(int64_t n) {
   EXPECT_EQ(tg_tensor_to_data(c, &out, 4), TG_OK) << tg_last_error_message();
   return out;
 }
-// A kernel's packed panel (PACK) lives on the stack of the thread running it: a 2048 x 32 panel of B is the 256 KB
-// limit, as large as this thread's whole stack. A caller with a small stack leaves the launch to the workers.
+// A kernel's packed panel (PACK) lives on the stack of the thread running it: an 8192 x 32 panel of B is the 1 MB
+// limit, four times this thread's whole stack. A caller with a small stack leaves the launch to the workers.
 TEST(Hardening, PackedMatmulOnASmallStackThread) {
-  const int64_t m = 16, k = 2048, n = 64;
+  const int64_t m = 16, k = 8192, n = 64;
   std::vector<float> a(size_t(m * k)), b(size_t(k * n));
   for (size_t i = 0; i < a.size(); i++) a[i] = float(int(i % 7) - 3) * 0.25f;
   for (size_t i = 0; i < b.size(); i++) b[i] = float(int(i % 5) - 2) * 0.5f;

@@ -63,7 +63,7 @@ struct Job {
 // Kernels may keep up to kPackMaxBytes (a PACK's panels) and their registers' spills on the stack. The workers get
 // 8 MB stacks; a caller whose own stack is small (a musl thread's 128 KB, some runtimes' fibers) leaves the whole launch
 // to them rather than risk overflowing it.
-constexpr size_t kWorkerStack = size_t(8) << 20, kCallerStackMin = size_t(1) << 20;
+constexpr size_t kWorkerStack = size_t(8) << 20, kCallerStackMin = size_t(4) << 20;
 bool small_stack() {
   thread_local const bool small = [] {
     pthread_attr_t a;
@@ -159,7 +159,7 @@ void launch(CPUProgram::Entry entry, void** bufs, const int64_t* vars, size_t nv
   // every core id on the workers (a kernel without THREAD is core id 0 of 1), if any started
   if (small_stack()) {
     TG_CHECK(pool()->workers() > 0, TG_ERROR_RUNTIME,
-             "no CPU worker thread could start, and this thread's stack is too small to run kernels on (give it 1 MB or more)");
+             "no CPU worker thread could start, and this thread's stack is too small to run kernels on (give it 4 MB or more)");
     std::vector<int64_t> v(vars, vars + nvars);
     if (core_var < 0) v.push_back(0), core_var = int(nvars);
     return pool()->run(entry, bufs, v.data(), v.size(), std::max<int64_t>(threads, 1), core_var, false, takers);

@@ -62,8 +62,9 @@ inline constexpr int64_t kWarpPath = int64_t(1) << 30;
 // PACK marks a LOAD with this tag; lower_packs (codegen/late) copies what it reads into a scratch array
 inline constexpr int64_t kPackTag = 1;
 inline bool is_packed(const UOpRef& load) { return std::holds_alternative<int64_t>(load->tag) && std::get<int64_t>(load->tag) == kPackTag; }
-// a panel lives on the stack of the thread running the kernel (8 MB on Linux)
-inline constexpr int64_t kPackMaxBytes = 256 << 10;
+// a panel lives on the stack of the thread running the kernel (8 MB on Linux). A core's L2 holds it: a matmul over
+// K = 5632 (an LLM's FFN down projection) needs a 5632 x 32 panel of B, 720 KB; unpacked, its rows are 8 KB apart
+inline constexpr int64_t kPackMaxBytes = 1024 << 10;
 
 // whether `r` (a RANGE) is in `u`'s graph; the RANGEs in it
 bool depends_on(const UOpRef& u, const UOpRef& r);
