@@ -420,3 +420,77 @@ func TestMLP(t *testing.T) {
 		t.Fatalf("unexpected output %q", got)
 	}
 }
+
+// tinyLlm writes tests/bindings/llm_ids.py's tiny model (2 layers, Q8_0, a SentencePiece vocabulary) into dir.
+func tinyLlm(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	py := os.Getenv("PYTHON")
+	if py == "" {
+		py = "/usr/bin/python3"
+	}
+	cmd := exec.Command(py, must(filepath.Abs("../../tests/bindings/llm_ids.py")), "write", path)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("writing the model: %v", err)
+	}
+	return path
+}
+
+// TestLlm: Generate against a loop of EvalIDs and greedy Sample, stopping from the callback, a panic in it, the
+// tokenizer's round trip, and errors.
+func TestLlm(t *testing.T) {
+	defer guard(t)
+	m := must(tg.LoadLlm(tinyLlm(t), "", 0))
+	defer m.Close()
+	prompt := must(m.TokenizeIDs("Once upon a time", true, false))
+	// SentencePiece's space prefix stays, as llama.cpp's llama_detokenize keeps it
+	if text := must(m.DetokenizeIDs(prompt, true, false)); text != " Once upon a time" {
+		t.Fatalf("round trip: %q", text)
+	}
+	greedy := tg.GreedySampling()
+	var pieces []string
+	got := must(m.Generate(prompt, 12, &greedy, func(_ int32, piece string) bool { pieces = append(pieces, piece); return false }))
+	if len(got) != 12 || len(pieces) != 12 {
+		t.Fatalf("generated %d tokens, %d pieces", len(got), len(pieces))
+	}
+	must(0, m.Reset())
+	var want []int32
+	logits := must(m.EvalIDs(prompt))
+	for len(want) < 12 {
+		tok := must(m.Sample(logits, nil, &greedy))
+		logits.Close()
+		want = append(want, int32(tok))
+		logits = must(m.EvalIDs([]int32{int32(tok)}))
+	}
+	logits.Close()
+	eq(t, got, want)
+	if text := must(m.DetokenizeIDs(got, false, false)); text != strings.Join(pieces, "") {
+		t.Fatalf("pieces %q, detokenized %q", strings.Join(pieces, ""), text)
+	}
+
+	must(0, m.Reset())
+	n := 0
+	if stopped := must(m.Generate(prompt, 12, &greedy, func(int32, string) bool { n++; return n == 3 })); len(stopped) != 3 {
+		t.Fatalf("stopped after %d tokens, not 3", len(stopped))
+	}
+	must(0, m.Reset())
+	func() {
+		defer func() {
+			if r := recover(); r != "from the callback" {
+				t.Fatalf("recovered %v", r)
+			}
+		}()
+		m.Generate(prompt, 12, &greedy, func(int32, string) bool { panic("from the callback") })
+		t.Fatal("the callback's panic was not raised")
+	}()
+	must(0, m.Reset())
+	if again := must(m.Generate(prompt, 12, &greedy, nil)); fmt.Sprint(again) != fmt.Sprint(want) {
+		t.Fatalf("after a panic: %v, want %v", again, want)
+	}
+	if _, err := m.EvalIDs([]int32{1 << 30}); !errors.Is(err, tg.ErrInvalidArgument) {
+		t.Fatalf("a token outside the vocabulary: %v", err)
+	}
+	if _, err := tg.LoadLlm("/nonexistent.gguf", "", 0); !errors.Is(err, tg.ErrIO) {
+		t.Fatalf("a missing file: %v", err)
+	}
+}

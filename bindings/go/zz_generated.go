@@ -8674,5 +8674,5 @@ func LiveHandles() int64 {
 }
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
-// tg_llm_generate is wrapped by hand: not in Go yet: a Go func behind tg_llm_token_fn needs a cgo trampoline (use LlmSample in a loop).
+// tg_llm_generate is wrapped by hand: Llm.Generate in llm.go: a Go func behind the tg_llm_token_fn callback.
 const generatedFunctions = 413 // of 415 in the manifest

@@ -34,9 +34,9 @@ UNEXPORTED = {
   "tg_state_info": "Info() asks ndim first",
   "tg_jit_call": "Call() returns the Go function's own error when it failed",
 }
-# Not wrapped here; hand-written in bindings/go/jit.go (a Go func as a C callback needs an exported trampoline).
+# Not wrapped here; hand-written in bindings/go (a Go func as a C callback needs an exported trampoline).
 HANDWRITTEN = {"tg_jit_create": "NewJit in jit.go: a Go func behind the tg_jit_fn callback",
-               "tg_llm_generate": "not in Go yet: a Go func behind tg_llm_token_fn needs a cgo trampoline (use LlmSample in a loop)"}
+               "tg_llm_generate": "Llm.Generate in llm.go: a Go func behind the tg_llm_token_fn callback"}
 GO_SCALAR = {"int32": "int32", "int64": "int64", "uint64": "uint64", "size": "int", "float64": "float64"}
 C_SCALAR = {"int32": "C.int", "int64": "C.int64_t", "uint64": "C.uint64_t", "size": "C.size_t", "float64": "C.double"}
 C_ELEM = {"int64_t": ("int64", "C.int64_t"), "double": ("float64", "C.double"), "int": ("int32", "C.int")}
