@@ -573,7 +573,9 @@ Tensor Tensor::matmul(const Tensor& w) const {
 }
 
 bool is_buffer_view(const UOp* u, int64_t numel) {
-  while (u->op == Ops::RESHAPE) u = u->src[0].get();  // reshapes of reshapes (mnist's (N, 1, 28, 28) of (N, 28, 28))
+  // reshapes of reshapes (mnist's (N, 1, 28, 28) of (N, 28, 28)). Tensor::reshape keeps the chain: autograd reaches a
+  // tensor's gradient through its own UOp, which a reshape folded onto its source's source would skip
+  while (u->op == Ops::RESHAPE) u = u->src[0].get();
   return u->op == Ops::BUFFER && std::get<int64_t>(u->arg) == numel;
 }
 static thread_local std::vector<std::weak_ptr<TensorState>>* g_assign_log = nullptr;
