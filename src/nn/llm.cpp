@@ -272,8 +272,10 @@ Tensor LlmModel::attention(Layer& l, const Tensor& x, int64_t sp, bool sym) {
   // a prompt's keys are transposed first, (1, KV, hd, L), so the score matmul vectorizes along the keys
   Tensor kt = T > 1 ? kc.transpose(2, 3).contiguous() : kc.transpose(2, 3);
   Tensor scores = q.reshape({1, KV, G * T, hd}).matmul(kt).mul(q.scalar_like(1.0 / std::sqrt(double(hd))));
-  if (T > 1)
-    scores = scores.reshape({1, KV, G, T, L}).add(Tensor::full({T, L}, -INFINITY, dtypes::float32, device_).triu(sp + 1)).reshape({1, KV, G * T, L}).contiguous();
+  if (T > 1) {
+    Tensor mask = Tensor::full({T, L}, -INFINITY, dtypes::float32, device_).triu(sp + 1);
+    scores = scores.reshape({1, KV, G, T, L}).add(mask).reshape({1, KV, G * T, L}).contiguous();
+  }
   // a prompt's scores (masked), probabilities and their product with V are realized: fused, each output would redo the
   // softmax's exps, and the product would be computed straight into the transposed layout the output projection reads
   Tensor probs = scores.softmax(-1);
