@@ -210,7 +210,8 @@ tsan:
 # bench_ops sets the OpenBLAS core type and thread count of each reference itself (each in its own child process)
 bench: test-build
 	$(BUILD)/bench_uop --benchmark_min_time=0.2
-	TG_BENCH_PYTHON=$(PYTHON) TG_BENCH_DIR=$(CURDIR)/bench $(BUILD)/bench_ops bench/results.json
+	TG_BENCH_PYTHON=$(PYTHON) TG_BENCH_DIR=$(CURDIR)/bench $(BUILD)/bench_ops $(BUILD)/bench_ops.json
+	$(PYTHON) bench/merge_rows.py bench/results.json $(BUILD)/bench_ops.json
 	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so TG_ORT_DIR=$(abspath $(BUILD))/ort/node_modules $(PYTHON) bench/bench_onnx.py bench/results.json
 	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so TG_LLAMA_DIR=$(abspath $(BUILD))/llama/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64 $(PYTHON) bench/bench_llm.py bench/results.json
 	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) bench/bench_mpi.py bench/results.json
@@ -222,7 +223,7 @@ BENCH_PYTHON ?= $(PYTHON)
 bench-cuda: test-build
 	@if TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(BENCH_PYTHON) -c "import sys; sys.path.insert(0, 'bindings/python'); import tinygrad_c as t; t.Device.open('CUDA')" 2>/dev/null; then \
 	  TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(BENCH_PYTHON) bench/bench_cuda.py bench/results_cuda.json && \
-	  $(PYTHON) -c "import json; r = json.load(open('bench/results.json')) if __import__('os').path.exists('bench/results.json') else []; c = json.load(open('bench/results_cuda.json')); names = {x['name'] for x in c}; json.dump([x for x in r if x['name'] not in names] + c, open('bench/results.json', 'w'), indent=1)"; \
+	  $(PYTHON) bench/merge_rows.py bench/results.json bench/results_cuda.json; \
 	else echo "bench-cuda: no CUDA device here, the cuda rows are skipped"; fi
 
 install: build
