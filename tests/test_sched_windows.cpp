@@ -197,3 +197,51 @@ TEST(SchedWindows, PoolsAfterLongMovementChainsPlanNoWindow) {
 }
 
 }  // namespace
+
+namespace {
+// kernels of the schedule that realizes `y` whose AST compares values (a max's backward: which window element is the
+// max)
+int comparing_kernels(const std::vector<Tensor>& ys) {
+  std::vector<tg::UOpRef> roots;
+  for (auto& y : ys) roots.push_back(y.uop());
+  int count = 0;
+  for (auto& e : tg::lower_realize(roots, "CPU").items) {
+    bool cmp = false;
+    if (e.prg->ast)
+      for (auto& u : e.prg->ast->toposort()) cmp |= tg::GroupOp::comparison(u->op);
+    count += cmp;
+  }
+  return count;
+}
+}  // namespace
+
+// A max-pool's input gradient (compare each window element with its max, route the gradient there) is realized once:
+// BatchNorm's backward reads it in several reductions, each of which recomputed it before (beautiful_mnist's step,
+// 237 -> 217 ms of kernels)
+TEST(SchedWindows, MaxPoolGradientIsComputedOnceForSeveralReductions) {
+  Tensor x = tf(randf(8 * 4 * 12 * 12, 5), {8, 4, 12, 12}).realize(), r = tf(randf(8 * 4 * 6 * 6, 6), {8, 4, 6, 6}).realize();
+  Tensor g = x.max_pool2d({2, 2}).mul(r).sum().gradient({x})[0];
+  Tensor sum = g.sum({0, 2, 3}), sum_x = g.mul(x).sum({0, 2, 3});
+  // the count of each window's maxima (ties share the gradient), and the gradient: nothing else compares
+  EXPECT_EQ(comparing_kernels({sum, sum_x}), 2);
+  // the values: each window's max element gets r, the others 0
+  std::vector<float> xv = read(x), rv = read(r), got = read(Tensor::cat({sum, sum_x}));
+  std::vector<double> s(4), sx(4);
+  for (int64_t n = 0; n < 8; n++)
+    for (int64_t c = 0; c < 4; c++)
+      for (int64_t i = 0; i < 6; i++)
+        for (int64_t j = 0; j < 6; j++) {
+          int64_t best = -1;
+          for (int64_t di = 0; di < 2; di++)
+            for (int64_t dj = 0; dj < 2; dj++) {
+              int64_t at = ((n * 4 + c) * 12 + 2 * i + di) * 12 + 2 * j + dj;
+              if (best < 0 || xv[size_t(at)] > xv[size_t(best)]) best = at;
+            }
+          double gr = rv[size_t(((n * 4 + c) * 6 + i) * 6 + j)];
+          s[size_t(c)] += gr, sx[size_t(c)] += gr * xv[size_t(best)];
+        }
+  for (size_t c = 0; c < 4; c++) {
+    EXPECT_NEAR(got[c], s[c], 1e-4) << c;
+    EXPECT_NEAR(got[4 + c], sx[c], 1e-4) << c;
+  }
+}

@@ -227,7 +227,9 @@ Tensor Tensor::pool_nd(PoolKind kind, Shape k, Shape stride, Shape dilation, Pad
   };
   if (kind == PoolKind::Max) {
     double lowest = dtypes::is_float(dtype()) ? -INFINITY : dtypes::min(dtype());
-    return pad(lead(pads), PadMode::Constant, lowest).pool(k, stride, dilation).max(axes);
+    // the input's gradient realized once: BatchNorm's backward (and a conv's) reads it in several reductions, each of
+    // which would redo the window comparisons
+    return contiguous_backward().pad(lead(pads), PadMode::Constant, lowest).pool(k, stride, dilation).max(axes);
   }
   auto windows = [&](const Tensor& t, const PadPairs& p) { return t.pad(lead(p), PadMode::Constant).pool(k, stride, dilation); };
   if (!count_include_pad) return windows(*this, pads).sum(axes).div(windows(full_like(1), pads).sum(axes));
