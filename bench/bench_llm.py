@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+import merge_rows  # bench/, this script's directory
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 RUNS = int(os.environ.get("TG_BENCH_LLM_RUNS", "10"))
@@ -158,9 +160,7 @@ def main(out_path):
   for name, ours, ref, limit in table:
     print(f"{name:<36}{ours:>10.2f}{ref:>11.2f}{ours / ref:>8.2f}" + (f"{limit:>10.2f}{ours / limit:>10.2f}" if limit else ""))
   if SMOKE: return
-  old = json.load(open(out_path)) if os.path.exists(out_path) else []
-  names = {r["name"] for r in rows}
-  json.dump([r for r in old if r["name"] not in names] + rows, open(out_path, "w"), indent=1)
+  merge_rows.merge(out_path, rows)
 
 
 if __name__ == "__main__":

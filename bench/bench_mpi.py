@@ -11,7 +11,6 @@
   time; ratio = ours / memcpy.
 
 usage: bench_mpi.py results.json   (rows replace those of the same name)"""
-import json
 import os
 import re
 import shutil
@@ -19,6 +18,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+import merge_rows  # bench/, this script's directory
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("TINYGRAD_LIB", ROOT / "build" / "libtinygrad.so")).resolve().parent
@@ -62,9 +63,7 @@ def main(out_path):
                "ratio": round(s / d, 3)})
   print(f"ddp step: {d / STEPS * 1e3:.3f} ms on 2 ranks x 64, {s / STEPS * 1e3:.3f} ms alone at 64: overhead {(d / s - 1) * 100:.1f}%", flush=True)
   rows.append(devices_row())
-  old = json.load(open(out_path)) if os.path.exists(out_path) else []
-  names = {r["name"] for r in rows}
-  json.dump([r for r in old if r["name"] not in names] + rows, open(out_path, "w"), indent=1)
+  merge_rows.merge(out_path, rows)
 
 
 def devices_row():

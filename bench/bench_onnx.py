@@ -5,12 +5,13 @@ each side in a process of its own. Value: median latency in ms of RUNS runs afte
 ours (higher is better for us). `onnx load resnet18`: ms from the file to the first output, ours with an empty kernel
 cache against ORT's session creation and first run; `... warm`: ours again with the kernels cached.
 usage: bench_onnx.py results.json   (rows replace those of the same name)"""
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+
+import merge_rows  # bench/, this script's directory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
@@ -83,9 +84,7 @@ def main(out_path):
           rows.append(row("onnx load resnet18", first, "ms", load))
           rows.append(row("onnx load resnet18 warm", warm, "ms", load))
           print(f"onnx load resnet18: ours {first:.0f} ms cold, {warm:.0f} ms warm, ONNX Runtime {load:.0f} ms", flush=True)
-  old = json.load(open(out_path)) if os.path.exists(out_path) else []
-  names = {r["name"] for r in rows}
-  json.dump([r for r in old if r["name"] not in names] + rows, open(out_path, "w"), indent=1)
+  merge_rows.merge(out_path, rows)
 
 
 if __name__ == "__main__":
