@@ -196,10 +196,7 @@ TEST(SchedWindows, PoolsAfterLongMovementChainsPlanNoWindow) {
   }
 }
 
-}  // namespace
-
-namespace {
-// kernels of the schedule that realizes `y` whose AST compares values (a max's backward: which window element is the
+// kernels of the schedule that realizes `ys` whose AST compares values (a max's backward: which window element is the
 // max)
 int comparing_kernels(const std::vector<Tensor>& ys) {
   std::vector<tg::UOpRef> roots;
@@ -213,7 +210,6 @@ int comparing_kernels(const std::vector<Tensor>& ys) {
   }
   return count;
 }
-}  // namespace
 
 // A max-pool's input gradient (compare each window element with its max, route the gradient there) is realized once:
 // BatchNorm's backward reads it in several reductions, each of which recomputed it before (beautiful_mnist's step,
@@ -245,3 +241,5 @@ TEST(SchedWindows, MaxPoolGradientIsComputedOnceForSeveralReductions) {
     EXPECT_NEAR(got[4 + c], sx[c], 1e-4) << c;
   }
 }
+
+}  // namespace

@@ -256,10 +256,12 @@ Tensor LlmModel::attention(Layer& l, const Tensor& x, int64_t sp, bool sym) {
   if (l.v_bias) v = v.add(*l.v_bias);
   // realized before RoPE: its pairs read each row twice, and fused, every output would redo both rows' dot products
   k = k.contiguous(), v = v.contiguous();
-  // with many rows, q too, and again after RoPE: fused, the score kernel would redo q's rotation for every key
-  if (T > 1) q = q.contiguous();
-  q = rope(q.reshape({1, T, H, hd}).transpose(1, 2), sp, sym);
-  if (T > 1) q = q.contiguous();
+  // a prompt's intermediates are realized once where the next reduce would redo them for every output: q before RoPE
+  // (as k) and after it (the score kernel would rotate q again for every key), the keys transposed (the score matmul
+  // then vectorizes along them), the masked scores and the probabilities (the softmax's exps), and their product with
+  // V (else computed straight into the transposed layout the output projection reads)
+  auto prompt_once = [T](const Tensor& t) { return T > 1 ? t.contiguous() : t; };
+  q = prompt_once(rope(prompt_once(q).reshape({1, T, H, hd}).transpose(1, 2), sp, sym));
   k = rope(k.reshape({1, T, KV, hd}).transpose(1, 2), sp, sym);
   v = v.reshape({1, T, KV, hd}).transpose(1, 2);
   window(l.k_cache, 2, sp, T, sym).assign(k);
@@ -269,27 +271,22 @@ Tensor LlmModel::attention(Layer& l, const Tensor& x, int64_t sp, bool sym) {
   // the product with V ran 12x slower)
   int64_t G = H / KV;
   Tensor kc = prefix(l.k_cache, 2, T, sym), vc = prefix(l.v_cache, 2, T, sym);
-  // a prompt's keys are transposed first, (1, KV, hd, L), so the score matmul vectorizes along the keys
-  Tensor kt = T > 1 ? kc.transpose(2, 3).contiguous() : kc.transpose(2, 3);
-  Tensor scores = q.reshape({1, KV, G * T, hd}).matmul(kt).mul(q.scalar_like(1.0 / std::sqrt(double(hd))));
+  Tensor scores = q.reshape({1, KV, G * T, hd}).matmul(prompt_once(kc.transpose(2, 3))).mul(q.scalar_like(1.0 / std::sqrt(double(hd))));
   if (T > 1) {
     Tensor mask = Tensor::full({T, L}, -INFINITY, dtypes::float32, device_).triu(sp + 1);
-    scores = scores.reshape({1, KV, G, T, L}).add(mask).reshape({1, KV, G * T, L}).contiguous();
+    scores = prompt_once(scores.reshape({1, KV, G, T, L}).add(mask).reshape({1, KV, G * T, L}));
   }
-  // a prompt's scores (masked), probabilities and their product with V are realized: fused, each output would redo the
-  // softmax's exps, and the product would be computed straight into the transposed layout the output projection reads
-  Tensor probs = scores.softmax(-1);
-  if (T > 1) probs = probs.contiguous();
-  Tensor attn = probs.matmul(vc);
-  if (T > 1) attn = attn.contiguous();
+  Tensor attn = prompt_once(prompt_once(scores.softmax(-1)).matmul(vc));
   return linear(attn.reshape({1, H, T, hd}).transpose(1, 2).reshape({1, T, H * hd}), l.o);
 }
 
 Tensor LlmModel::forward(const Tensor& tokens, int64_t sp, bool sym) {
   const LlmConfig& c = cfg_;
   int64_t T = tokens.shape()[1];
-  // realized: the first layer reads it from memory as every later one reads its input
-  Tensor x = embed_->rows_of(tokens.reshape({T})).reshape({1, T, c.dim}).contiguous();
+  // a prompt's embedding is realized: the first layer reads it from memory as every later one reads its input (with the
+  // gather fused in, its FFN down projection got a 30x slower kernel)
+  Tensor x = embed_->rows_of(tokens.reshape({T})).reshape({1, T, c.dim});
+  if (T > 1) x = x.contiguous();
   for (auto& l : layers_) {
     Tensor h = x.add(attention(l, rms_norm(x, l.attn_norm, c.eps), sp, sym));
     Tensor f = rms_norm(h, l.ffn_norm, c.eps);
