@@ -23,6 +23,7 @@ const std::vector<Stage>& late_stages() {
       {"group reduces", [](const UOpRef& a, const Renderer&, ProgramSpec&) { return lower_group_reduces(a); }},
       {"gpudims", [](const UOpRef& a, const Renderer& ren, ProgramSpec& p) { return add_gpudims(a, ren.target(), p.global_size, p.local_size); }},
       {"expander", [](const UOpRef& a, const Renderer&, ProgramSpec&) { return expand(a); }},
+      {"dot products", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return fuse_dot_products(a, ren); }},
       {"transcendentals", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return decompose_transcendentals(a, ren); }},
       {"devectorizer", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return devectorize(a, ren); }},
       {"reduce to accumulators", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return reduce_to_acc(a, ren); }},

@@ -141,20 +141,28 @@ uint64_t checked_mul(uint64_t a, uint64_t b, const Reader& r, const std::string&
 // ---- dequantization: Tensor ops over (blocks, bytes per block) uint8 ----
 Tensor cols(const Tensor& t, int64_t a, int64_t b) { return t.shrink({{0, t.shape()[0]}, {a, b}}); }
 Tensor k(const Tensor& t, double v) { return t.scalar_like(v); }
-// the little-endian float16 at byte `a` of every block, as float32 (blocks, 1)
-Tensor f16_at(const Tensor& blocks, int64_t a) {
+// the little-endian float16 at byte `a` of every block (blocks, 1); f16_at: as float32
+Tensor half_at(const Tensor& blocks, int64_t a) {
   Tensor lo = cols(blocks, a, a + 1).cast(dtypes::uint16), hi = cols(blocks, a + 1, a + 2).cast(dtypes::uint16);
-  return lo.bitwise_or(hi.lshift(8)).bitcast(dtypes::float16).cast(dtypes::float32);
+  return lo.bitwise_or(hi.lshift(8)).bitcast(dtypes::float16);
 }
+Tensor f16_at(const Tensor& blocks, int64_t a) { return half_at(blocks, a).cast(dtypes::float32); }
 // tinygrad's q_to_uint8, fields kept apart: each byte's 8/b fields of b bits, (..., n) -> (..., 8/b, n); flattened,
 // field i of every byte comes before field i+1 (ggml's order: low nibbles of a run of bytes, then their high nibbles).
 // The bytes are expanded over the field axis and shifted by b * field, an index-valued count: each field loads its
-// bytes as one contiguous run, where a stack of shifted copies would select between two masked loads per element
+// bytes as one contiguous run, where a stack of shifted copies would select between two masked loads per element.
+// Nibbles pick, by an index-valued condition, between the byte shifted by 4 and the byte masked: one load again, and
+// two uniform shifts, where a vector of bytes shifted lane by lane has no x86 instruction (LLVM widens to 16 bits and
+// packs back: a Q4_0 decode kernel ran 1.35x slower)
 Tensor fields(const Tensor& t, int b) {
   int64_t n = 8 / b;
   std::vector<int64_t> shape = t.shape(), ones(t.ndim() + 1, 1);
   shape.insert(shape.end() - 1, n);
   ones[t.ndim() - 1] = n;
+  if (b == 4) {
+    Tensor hi = Tensor::arange(0, 2, 1, dtypes::int32, t.device()).reshape(ones).eq(Tensor::full(ones, 1, dtypes::int32, t.device()));
+    return hi.where(t.rshift(k(t, 4)).unsqueeze(-2), t.bitwise_and(k(t, 15)).unsqueeze(-2));
+  }
   Tensor shift = Tensor::arange(0, 8, b, t.dtype(), t.device()).reshape(ones);
   return t.unsqueeze(-2).expand(shape).rshift(shift).bitwise_and(k(t, (1 << b) - 1));
 }
@@ -302,6 +310,20 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
   uint64_t at = f.data_start + ti.offset;
   if (gt->blk == 1) return tensor_from_bytes(b, at, ti.nbytes, gt->native, Shape(ti.dims.rbegin(), ti.dims.rend()), device);
   return tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {int64_t(ti.nbytes) / gt->bytes, gt->bytes}, device);
+}
+bool gguf_int8_form(uint32_t type, int64_t* offset) {
+  if (type != 2 && type != 8) return false;
+  *offset = type == 2 ? 8 : 128;
+  return true;
+}
+Tensor gguf_codes(const Tensor& bl, uint32_t type) {
+  if (type == 2) return fields(cols(bl, 2, 18), 4).flatten(1);
+  TG_CHECK(type == 8, TG_ERROR_INTERNAL, strformat("gguf_codes: ggml type %u has no integer form", type));
+  return cols(bl, 2, 34).bitwise_xor(k(bl, 128));  // int8 q as the uint8 q + 128
+}
+Tensor gguf_scales(const Tensor& bl, uint32_t type) {
+  (void)type;  // both keep it in their first two bytes
+  return half_at(bl, 0).reshape({bl.shape()[0]});
 }
 Tensor gguf_dequantize(const Tensor& blocks, uint32_t type) { return dequantize(blocks, type).flatten(1); }
 Tensor gguf_dequantize_blocked(const Tensor& blocks, uint32_t type) { return dequantize(blocks, type); }

@@ -12,13 +12,16 @@ Target cpu_target(const std::string& device, int64_t threads) {
   __builtin_cpu_init();
   t.vector_bytes = __builtin_cpu_supports("avx512f") ? 64 : __builtin_cpu_supports("avx2") ? 32 : 16;
   t.fma = __builtin_cpu_supports("fma");
+  bool vnni512 = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+  t.dot4_bytes = vnni512 ? 64 : __builtin_cpu_supports("avxvnni") ? 32 : 0;
 #else
   t.vector_bytes = 16;  // NEON, and a safe width elsewhere
 #if defined(__aarch64__)
   t.fma = true;
 #endif
 #endif
-  t.fma = t.fma && getenv_int("TG_FMA", 1) != 0;  // TG_FMA=0: a multiply and an add round separately, as numpy's do
+  t.fma = t.fma && getenv_int("TG_FMA", 1) != 0;
+  if (!getenv_int("TG_DOT4", 1)) t.dot4_bytes = 0;  // TG_DOT4=0: byte dot products as integer multiply-adds  // TG_FMA=0: a multiply and an add round separately, as numpy's do
   return t;
 }
 

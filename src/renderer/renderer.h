@@ -58,6 +58,9 @@ struct Target {
   // a float a*b+c is one fused multiply-add (MULACC, one rounding) as tinygrad's CPU backends contract it: where the
   // hardware has the instruction it doubles the arithmetic a core retires (a multiply and an add share the same ports)
   bool fma = false;
+  // the widest vector (bytes) of x86's VNNI vpdpbusd: each int32 lane plus the 4 products of its bytes of a uint8 and an
+  // int8 vector (DOT4), 64 multiply-adds in one instruction where float needs 16 and a conversion of each byte; 0: none
+  int dot4_bytes = 0;
   // OpenCL has none of its own: with EMULATE=CUDA it takes CUDA's, computed by each warp's work-items together
   // through local memory in mma.sync's layout, so the tensor core lowering runs on any OpenCL device
   std::vector<TensorCore> tensor_cores;
@@ -70,8 +73,9 @@ class Renderer {
   virtual std::string render(const LinearProgram& lp) const = 0;
   // whether a vector value of `dt` made by `op` is rendered as a vector; the devectorizer splits the rest into lanes
   virtual bool holds_vector(Ops op, DType dt) const = 0;
-  // whether `op` on `dt` (scalar or vector) is rendered as is; late lowering decomposes the rest (EXP2/LOG2/SIN)
-  virtual bool native_op(Ops op, DType dt) const { return true; }
+  // whether `op` on `dt` (scalar or vector) is rendered as is; late lowering decomposes the rest (EXP2/LOG2/SIN) and
+  // makes a target instruction (DOT4) only where it is
+  virtual bool native_op(Ops op, DType dt) const { return op != Ops::DOT4; }
 };
 
 // the host CPU as a target; `threads`: the cores THREAD may spread a kernel over (the runtime device counts them)

@@ -852,7 +852,13 @@ std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const Inp
     std::vector<const UOp*> more;
     auto s = schedule_once(sink, inputs, split_assigns, shared, more);
     if (!more.empty() && tries < 8) {
-      shared.insert(more.begin(), more.end());
+      // the outermost first: a reduce inside another one that gets a buffer is computed by that kernel alone (a
+      // quantized matmul's per-block sums, in a matmul whose output two kernels read); if still shared, the next try says
+      std::unordered_set<const UOp*> inside;
+      for (const UOp* r : more)
+        for (auto& u : r->src[0]->toposort()) inside.insert(u.get());
+      for (const UOp* r : more)
+        if (!inside.count(r)) shared.insert(r);
       continue;
     }
     if (s) return s;

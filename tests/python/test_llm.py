@@ -55,7 +55,8 @@ def build_model(c, typ=F32, tied=False, seed=0):
         (f"{a}.attention.head_count_kv", U32, c["n_kv_head"]), (f"{a}.context_length", U32, c["context"]),
         (f"{a}.attention.layer_norm_rms_epsilon", F32K, c["eps"]), (f"{a}.rope.freq_base", F32K, c["rope_base"]),
         ("general.name", STR, "tiny test model")]
-  W, tensors = {}, []
+  W, tensors = Weights(), []
+  W.typ = typ
   def add(name, rows, cols, t):
     W[name], raw = weight(rng, rows, cols, t)
     tensors.append((name, (rows, cols), t, raw))
@@ -82,10 +83,26 @@ def build_model(c, typ=F32, tied=False, seed=0):
   return kv, tensors, W
 
 
+class Weights(dict):
+  """float64 weights by name; .typ: the ggml type the file holds them in"""
+  typ = F32
+
+
+def q8_rows(x):
+  """x as the library's decode matmuls take it for Q4_0 and Q8_0 weights (as llama.cpp does): each block of 32 of a row
+  rounded to int8 steps of max|x| / 127, the steps computed in float32"""
+  xb = x.astype(np.float32).reshape(x.shape[0], -1, 32)
+  amax = np.abs(xb).max(-1, keepdims=True)
+  inv = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, 1), 0).astype(np.float32)
+  return (np.round(xb * inv) * (amax / np.float32(127))).astype(np.float64).reshape(x.shape)
+
+
 class RefModel:
-  """The forward pass in float64 numpy, with its own KV cache."""
+  """The forward pass in float64 numpy, with its own KV cache. With Q4_0 and Q8_0 weights, a matmul of fewer than 16
+  rows (the library's in-kernel path) first rounds its input as q8_rows does."""
   def __init__(self, c, W):
     self.c, self.W, self.pos = c, W, 0
+    self.q8 = getattr(W, "typ", F32) in (Q4_0, Q8_0)
     self.hd = c["dim"] // c["n_head"]
     self.k = [np.zeros((c["n_kv_head"], c["context"], self.hd)) for _ in range(c["n_layer"])]
     self.v = [np.zeros((c["n_kv_head"], c["context"], self.hd)) for _ in range(c["n_layer"])]
@@ -112,7 +129,7 @@ class RefModel:
     for i in range(c["n_layer"]):
       p = f"blk.{i}."
       h = self.norm(x, W[p + "attn_norm.weight"])
-      q, k, v = h @ W[p + "attn_q.weight"].T, h @ W[p + "attn_k.weight"].T, h @ W[p + "attn_v.weight"].T
+      q, k, v = self.mm(h, p + "attn_q.weight"), self.mm(h, p + "attn_k.weight"), self.mm(h, p + "attn_v.weight")
       if c["arch"] == "qwen2": q, k, v = q + W[p + "attn_q.bias"], k + W[p + "attn_k.bias"], v + W[p + "attn_v.bias"]
       q = self.rope(q.reshape(T, H, hd).transpose(1, 0, 2), pos)
       k = self.rope(k.reshape(T, KV, hd).transpose(1, 0, 2), pos)
@@ -125,13 +142,15 @@ class RefModel:
         s = s + np.triu(np.full((T, L), -np.inf), sp + 1)
         s = np.exp(s - s.max(-1, keepdims=True))
         out[hh] = (s / s.sum(-1, keepdims=True)) @ vv
-      x = x + out.transpose(1, 0, 2).reshape(T, H * hd) @ W[p + "attn_output.weight"].T
+      x = x + self.mm(out.transpose(1, 0, 2).reshape(T, H * hd), p + "attn_output.weight")
       f = self.norm(x, W[p + "ffn_norm.weight"])
-      g = f @ W[p + "ffn_gate.weight"].T
-      x = x + ((g / (1 + np.exp(-g))) * (f @ W[p + "ffn_up.weight"].T)) @ W[p + "ffn_down.weight"].T
+      g = self.mm(f, p + "ffn_gate.weight")
+      x = x + self.mm((g / (1 + np.exp(-g))) * self.mm(f, p + "ffn_up.weight"), p + "ffn_down.weight")
     self.pos += T
-    out_w = W.get("output.weight", W["token_embd.weight"])
-    return self.norm(x[-1], W["output_norm.weight"]) @ out_w.T
+    return self.mm(self.norm(x[-1:], W["output_norm.weight"]), "output.weight" if "output.weight" in W else "token_embd.weight")[0]
+
+  def mm(self, x, name):
+    return (q8_rows(x) if self.q8 and x.shape[0] < 16 else x) @ self.W[name].T
 
 
 def run_both(path, c, W, steps, rtol):

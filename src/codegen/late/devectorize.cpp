@@ -1,5 +1,6 @@
 // The devectorizer.
 #include <algorithm>
+#include <unordered_map>
 
 #include "codegen/late/late.h"
 #include "uop/symbolic.h"
@@ -80,15 +81,22 @@ struct Devec {
     const UOpRef& v = n->src[0];
     if (v->op != Ops::VECTORIZE) return {};
     DType t = n->dtype.scalar_of();
+    // a lane that repeats another's address (each of a byte's two nibbles) reads that lane's value: left in, the
+    // repeat would cut every run of consecutive addresses after one lane
     std::vector<Access> acc;
-    for (size_t l = 0; l < v->src.size(); l++) acc.push_back(access_of(v->src[l], l));
-    UOps lanes(acc.size());
+    std::vector<size_t> first(v->src.size());
+    std::unordered_map<const UOp*, size_t> seen;
+    for (size_t l = 0; l < v->src.size(); l++)
+      if (auto [it, fresh] = seen.emplace(v->src[l].get(), l); fresh) acc.push_back(access_of(v->src[l], l)), first[l] = l;
+      else first[l] = it->second;
+    UOps lanes(v->src.size());
     for (auto& r : runs(acc, width(t), masked(t))) {
       UOps src{index_at(r)};
       src.insert(src.end(), n->src.begin() + 1, n->src.end());  // what orders the load (a BARRIER) stays
       UOpRef ld = UOp::make(Ops::LOAD, t.vec(int(r.size())), src);
       for (size_t k = 0; k < r.size(); k++) lanes[r[k].lane] = lane_of(ld, int64_t(k));
     }
+    for (size_t l = 0; l < lanes.size(); l++) lanes[l] = lanes[first[l]];
     return vectorize(lanes);
   }
   UOpRef stores(const UOp* n) const {

@@ -20,6 +20,9 @@ UOpRef add_gpudims(const UOpRef& ast, const Target& t, std::array<UOpRef, 3>& gl
 // lane so that loads and stores fold into vector memory operations; an UNROLLed reduce keeps one accumulator lane per
 // unrolled element and combines them after its loop.
 UOpRef expand(const UOpRef& ast);
+// dot.cpp: on a target with DOT4 (Renderer::native_op), four int32 products of uint8 and int8 lanes added into each lane
+// (an unrolled reduce of a quantized matmul) become one DOT4.
+UOpRef fuse_dot_products(const UOpRef& ast, const Renderer& ren);
 // transcendental.cpp: EXP2, LOG2 and SIN on floats the renderer has no native form of (Renderer::native_op) become
 // polynomials over plain ALU ops, lane-wise (16-bit floats through float32), accurate to a few ulp.
 UOpRef decompose_transcendentals(const UOpRef& ast, const Renderer& ren);

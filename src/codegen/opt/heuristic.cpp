@@ -116,6 +116,22 @@ static bool reduce_tile(Scheduler& k, const std::vector<int64_t>& rpath, int64_t
   return bool(first_reused);
 }
 
+// An input bigger than a core's L2 that every output axis indexes, so no output reuses what another read: it streams
+// from memory (a GEMV's weights). A register tile of rows gains nothing from it and splits its one sequential stream
+// into several, which the prefetchers follow worse (a decode GEMV over 37 MB ran 2x slower with 8 rows per tile than
+// with 1, read row by row)
+static bool streamed(const Scheduler& k) {
+  auto axes = k.axes_of({AxisType::GLOBAL});
+  for (auto& b : loads(k)) {
+    DType buf = b->src[0]->dtype;
+    if (buf.addrspace != AddrSpace::Global || buf.size < 0 || buf.size * buf.base().itemsize() < (int64_t(1) << 20)) continue;
+    bool all = true;
+    for (int ax : axes) all &= k.full_shape()[size_t(ax)] == 1 || depends_on(b->src[1], k.rngs()[size_t(ax)]);
+    if (all) return true;
+  }
+  return false;
+}
+
 // GPUs (tinygrad's heuristics for targets with local memory): a reduce to few outputs grouped across a work-group, else
 // a register tile for a reduce that reuses its inputs, then up to 128 work-items per work-group (at most 32 along an axis but the innermost, which gpudims puts on x, so
 // neighbouring work-items touch neighbouring memory), then 4 outputs per work-item of an elementwise kernel.
@@ -367,9 +383,21 @@ void hand_coded_optimizations(Scheduler& k) {
         if (!attempt(Opt{OptOps::PADTO, un.back(), w})) w = sz;
         sz = w;
       }
+      // a run shorter than a register that an input continues along the next axis out (a quantized block's groups of 4
+      // bytes, 8 groups to a block): that axis unrolled too, up to 32 elements, so the block's bytes are one vector load
+      int64_t next = 1;
+      if (un.size() >= 2 && w == sz && sz < lanes) {
+        auto r2 = k.rngs()[size_t(un[un.size() - 2])];
+        int64_t sz2 = k.full_shape()[size_t(un[un.size() - 2])];
+        for (auto& b : loads(k))
+          if (stride_in(index_of(b), r) == 1 && stride_in(index_of(b), r2) == sz && sz * sz2 <= 32) next = sz2;
+      }
       if (contiguous && sz % w == 0 && attempt(Opt{OptOps::UNROLL, int64_t(un.size() - 1), w})) {
-        // no input to reuse (a plain sum): several accumulators instead
-        if (!reduce_tile(k, rpath, w, lanes) && w == lanes) attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), 4});
+        if (next > 1) attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), next});
+        // no input to reuse (a plain sum), or one streamed: several accumulators instead, for the add latency
+        if ((streamed(k) || !reduce_tile(k, rpath, w, lanes)) && (w == lanes || next > 1))
+          for (int64_t a : {w == lanes ? int64_t(4) : int64_t(2), int64_t(2)})
+            if (attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), a})) break;
       }
     }
   }
