@@ -167,6 +167,18 @@ Tensor fields(const Tensor& t, int b) {
   return t.unsqueeze(-2).expand(shape).rshift(shift).bitwise_and(k(t, (1 << b) - 1));
 }
 Tensor unpack(const Tensor& t, int b) { return fields(t, b).flatten(t.ndim() - 1); }
+// Q4_K's and Q5_K's 8 6-bit scales and mins packed in bytes 4-16 of each block, (blocks, 8) uint8 each
+std::pair<Tensor, Tensor> k_scales_mins(const Tensor& bl) {
+  int64_t nb = bl.shape()[0];
+  Tensor s = cols(bl, 4, 16), s03 = cols(s, 0, 4), s47 = cols(s, 4, 8), s8b = cols(s, 8, 12);
+  // sub-blocks 0-3 and 4-7 as two rows of one (blocks, 2, 4) tensor, the row picked by an index-valued condition:
+  // every byte is loaded unconditionally (a cat would gate each half's loads by its padding)
+  Tensor upper = Tensor::arange(0, 2, 1, dtypes::int32, bl.device()).reshape({1, 2, 1}).eq(Tensor::full({1, 2, 1}, 1, dtypes::int32, bl.device()))
+                     .expand({nb, 2, 4});
+  auto halves = [&](const Tensor& lo, const Tensor& hi) { return upper.where(hi.unsqueeze(1).expand({nb, 2, 4}), lo.unsqueeze(1).expand({nb, 2, 4})).reshape({nb, 8}); };
+  return {halves(s03.bitwise_and(k(s, 63)), s8b.bitwise_and(k(s, 15)).bitwise_or(s03.rshift(6).lshift(4))),
+          halves(s47.bitwise_and(k(s, 63)), s8b.rshift(4).bitwise_or(s47.rshift(6).lshift(4)))};
+}
 // (blocks, ...) float32 in the block's own structure (Q4_0: 2 nibble fields x 16 bytes; Q4_K: 4 runs x 2 nibble
 // fields x 32 bytes; Q6_K: 2 halves x 4 runs x 2 scale groups x 16): flattened, the elements in order. A kernel that
 // sums over these axes addresses bytes and scales without dividing an element index
@@ -190,15 +202,8 @@ Tensor dequantize(const Tensor& bl, uint32_t type) {
     case 12:
     case 13: {  // Q4_K, Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins packed in 12 bytes; sub-block 2r+f is field f
       // of the r-th run of 32 bytes
-      Tensor dd = d.reshape({nb, 1, 1, 1}), dmin = f16_at(bl, 2).reshape({nb, 1, 1, 1}), s = cols(bl, 4, 16);
-      Tensor s03 = cols(s, 0, 4), s47 = cols(s, 4, 8), s8b = cols(s, 8, 12);
-      // sub-blocks 0-3 and 4-7 as two rows of one (blocks, 2, 4) tensor, the row picked by an index-valued condition:
-      // every byte is loaded unconditionally (a cat would gate each half's loads by its padding)
-      Tensor upper = Tensor::arange(0, 2, 1, dtypes::int32, bl.device()).reshape({1, 2, 1}).eq(Tensor::full({1, 2, 1}, 1, dtypes::int32, bl.device()))
-                         .expand({nb, 2, 4});
-      auto halves = [&](const Tensor& lo, const Tensor& hi) { return upper.where(hi.unsqueeze(1).expand({nb, 2, 4}), lo.unsqueeze(1).expand({nb, 2, 4})).reshape({nb, 8}); };
-      Tensor sc = halves(s03.bitwise_and(k(s, 63)), s8b.bitwise_and(k(s, 15)).bitwise_or(s03.rshift(6).lshift(4)));
-      Tensor mn = halves(s47.bitwise_and(k(s, 63)), s8b.rshift(4).bitwise_or(s47.rshift(6).lshift(4)));
+      Tensor dd = d.reshape({nb, 1, 1, 1}), dmin = f16_at(bl, 2).reshape({nb, 1, 1, 1});
+      auto [sc, mn] = k_scales_mins(bl);
       int64_t qs_off = type == 13 ? 48 : 16;
       Tensor q = fields(cols(bl, qs_off, qs_off + 128).reshape({nb, 4, 32}), 4);
       if (type == 13) q = q.bitwise_or(fields(cols(bl, 16, 48), 1).reshape({nb, 4, 2, 32}).lshift(4));
@@ -311,19 +316,22 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
   if (gt->blk == 1) return tensor_from_bytes(b, at, ti.nbytes, gt->native, Shape(ti.dims.rbegin(), ti.dims.rend()), device);
   return tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {int64_t(ti.nbytes) / gt->bytes, gt->bytes}, device);
 }
-bool gguf_int8_form(uint32_t type, int64_t* offset) {
-  if (type != 2 && type != 8) return false;
-  *offset = type == 2 ? 8 : 128;
-  return true;
-}
-Tensor gguf_codes(const Tensor& bl, uint32_t type) {
-  if (type == 2) return fields(cols(bl, 2, 18), 4).flatten(1);
-  TG_CHECK(type == 8, TG_ERROR_INTERNAL, strformat("gguf_codes: ggml type %u has no integer form", type));
-  return cols(bl, 2, 34).bitwise_xor(k(bl, 128));  // int8 q as the uint8 q + 128
-}
-Tensor gguf_scales(const Tensor& bl, uint32_t type) {
-  (void)type;  // both keep it in their first two bytes
-  return half_at(bl, 0).reshape({bl.shape()[0]});
+std::optional<GGUFIntForm> gguf_int8_form(const Tensor& bl, uint32_t type) {
+  int64_t nb = bl.shape()[0];
+  switch (type) {
+    case 2:    // Q4_0: d * (q - 8), q the nibbles
+    case 8: {  // Q8_0: d * q, q int8: as uint8 q + 128, offset 128
+      Tensor codes = type == 2 ? fields(cols(bl, 2, 18), 4).reshape({nb, 1, 32}) : cols(bl, 2, 34).bitwise_xor(k(bl, 128)).reshape({nb, 1, 32});
+      Tensor d = f16_at(bl, 0);
+      return GGUFIntForm{codes, d, d.mul(k(d, type == 2 ? 8 : 128))};
+    }
+    case 12: {  // Q4_K: d * sc * q - dmin * mn per sub-block
+      auto [sc, mn] = k_scales_mins(bl);
+      Tensor codes = fields(cols(bl, 16, 144).reshape({nb, 4, 32}), 4).reshape({nb, 8, 32});
+      return GGUFIntForm{codes, f16_at(bl, 0).mul(sc.cast(dtypes::float32)), f16_at(bl, 2).mul(mn.cast(dtypes::float32))};
+    }
+  }
+  return std::nullopt;
 }
 Tensor gguf_dequantize(const Tensor& blocks, uint32_t type) { return dequantize(blocks, type).flatten(1); }
 Tensor gguf_dequantize_blocked(const Tensor& blocks, uint32_t type) { return dequantize(blocks, type); }

@@ -56,27 +56,26 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, double eps) {
 // is written transposed, (cols, rows): a matmul whose right side runs along its output columns vectorizes its loads and
 // its register tile over them (5x faster here than reading the file's row-major weights along the reduce)
 constexpr int64_t kDenseRows = 16;
-// A few rows of x by the blocks of a type with an integer form, as llama.cpp does it: x quantized per block of 32 as
-// int8 (ggml's q8_0: scale max|x| / 127, values rounded), each block's dot product summed in int32 over the weight's
-// uint8 codes (groups of 4 bytes: one DOT4 where the CPU has VNNI), then scaled. The codes' offset is taken as offset *
-// the sum of x's int8 values, per group, so the kernel's float accumulators keep a lane per group of 4: a block is 8
+// A few rows of x by the blocks of a type with an integer form (gguf_int8_form), as llama.cpp does it: x quantized per
+// 32 as int8 (ggml's q8_0: step max|x| / 127, values rounded), each sub-block's dot product summed in int32 over the
+// weight's uint8 codes (groups of 4 bytes: one DOT4 where the CPU has VNNI), then scaled. The min is taken as min * the
+// sum of x's int8 values per group, so the kernel's float accumulators keep a lane per group of 4: a sub-block is 8
 // int32 lanes converted and multiply-added, with no sum across lanes until the row's end
-Tensor linear_int8(const Tensor& x, const QWeight& w, int64_t offset) {
-  int64_t nb = w.cols / 32, T = x.numel() / w.cols;
-  Tensor xb = x.reshape({T, nb, 32});
+Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
+  // (T, rows, blocks of a row, sub-blocks, groups, bytes): a block's sub-blocks as an axis of their own, which the
+  // heuristics unroll, so Q4_K's packed scales are unpacked once per block and not per sub-block
+  int64_t subs = f.codes.shape()[1], nb = w.cols / (32 * subs), T = x.numel() / w.cols;
+  Tensor xb = x.reshape({T, 1, nb, subs, 32});
   Tensor amax = xb.abs().max({-1}, true);
   Tensor inv = amax.gt(amax.scalar_like(0)).where(amax.scalar_like(127).div(amax), amax.scalar_like(0));
-  Tensor xq = xb.mul(inv).round().cast(dtypes::int8).contiguous();
-  Tensor corr = xq.cast(dtypes::int32).reshape({T, 1, nb, 8, 4}).sum({-1}).cast(dtypes::float32);
-  corr = corr.mul(corr.scalar_like(double(offset))).contiguous();
-  Tensor codes = gguf_codes(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type).reshape({1, w.rows, nb, 8, 4});
-  Tensor dot = codes.cast(dtypes::int32).mul(xq.reshape({T, 1, nb, 8, 4}).cast(dtypes::int32)).sum({-1});  // (T, rows, nb, 8)
+  Tensor xq = xb.mul(inv).round().cast(dtypes::int8).contiguous().reshape({T, 1, nb, subs, 8, 4});
+  Tensor sx = xq.cast(dtypes::int32).sum({-1}).cast(dtypes::float32).contiguous();
   Tensor dx = amax.div(amax.scalar_like(127)).contiguous();
-  Tensor wd = gguf_scales(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type).cast(dtypes::float32);
-  Tensor scale = wd.reshape({1, w.rows, nb, 1}).mul(dx.reshape({T, 1, nb, 1}));
+  Tensor dot = f.codes.reshape({1, w.rows, nb, subs, 8, 4}).cast(dtypes::int32).mul(xq.cast(dtypes::int32)).sum({-1});
+  Tensor scale = f.scale.reshape({1, w.rows, nb, subs, 1}).mul(dx), min = f.min.reshape({1, w.rows, nb, subs, 1}).mul(dx);
   Shape out = x.shape();
   out.back() = w.rows;
-  return dot.cast(dtypes::float32).sub(corr).mul(scale).sum({-1, -2}).reshape(out);
+  return dot.cast(dtypes::float32).mul(scale).sub(sx.mul(min)).sum({-1, -2, -3}).reshape(out);
 }
 
 Tensor linear(const Tensor& x, const QWeight& w) {
@@ -84,7 +83,7 @@ Tensor linear(const Tensor& x, const QWeight& w) {
   // its input realized too: an elementwise producer fused into the matmul (a norm, SwiGLU) would be redone per tile
   if (x.numel() / w.cols >= kDenseRows) return x.contiguous().matmul(w.dense().transpose().contiguous());
   if (!quantized) return x.matmul(w.dense().transpose());
-  if (int64_t offset; gguf_int8_form(w.type, &offset)) return linear_int8(x, w, offset);
+  if (auto f = gguf_int8_form(w.raw.reshape({w.rows * w.raw.shape()[1], w.raw.shape()[2]}), w.type)) return linear_int8(x, w, *f);
   int64_t nb = w.raw.shape()[1];
   Tensor wb = gguf_dequantize_blocked(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type);
   Shape inner(wb.shape().begin() + 1, wb.shape().end()), ws{w.rows, nb}, xs = x.shape();

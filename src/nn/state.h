@@ -3,6 +3,7 @@
 // the problem), never a crash.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -107,12 +108,14 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
 Tensor gguf_dequantize(const Tensor& blocks, uint32_t type);
 // the same, each block in its own structure (blocks, ...): flattened, the elements in order (gguf.cpp names the axes)
 Tensor gguf_dequantize_blocked(const Tensor& blocks, uint32_t type);
-// The integer form of the types whose value is scale * (code - offset) over blocks of 32 (Q4_0, Q8_0): the codes (blocks,
-// 32) uint8 in element order, the scales (blocks,) float16 and the offset (8, 128). A dot product with int8 activations
-// then sums code * x in int32 (a byte dot product) and takes offset * sum(x) once per block. False for other types.
-bool gguf_int8_form(uint32_t type, int64_t* offset);
-Tensor gguf_codes(const Tensor& blocks, uint32_t type);
-Tensor gguf_scales(const Tensor& blocks, uint32_t type);
+// The integer form of the types whose values are, over sub-blocks of 32, scale * code - min with uint8 codes (Q4_0 and
+// Q8_0, the offset folded into min; Q4_K): codes (blocks, subs, 32) in element order, scale and min (blocks, subs)
+// float32, lazy expressions of the blocks. A dot product with int8 activations sums code * x in int32 (a byte dot
+// product) and takes min * sum(x) once per sub-block. Null for the other types.
+struct GGUFIntForm {
+  Tensor codes, scale, min;
+};
+std::optional<GGUFIntForm> gguf_int8_form(const Tensor& blocks, uint32_t type);
 // elements and bytes per block of a ggml type (1 and the itemsize for a native type); false for a type we don't read
 bool gguf_block(uint32_t type, int64_t* elems, int64_t* bytes, const char** name);
 

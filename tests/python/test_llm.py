@@ -89,7 +89,7 @@ class Weights(dict):
 
 
 def q8_rows(x):
-  """x as the library's decode matmuls take it for Q4_0 and Q8_0 weights (as llama.cpp does): each block of 32 of a row
+  """x as the library's decode matmuls take it for Q4_0, Q8_0 and Q4_K weights (as llama.cpp does): each block of 32 of a row
   rounded to int8 steps of max|x| / 127, the steps computed in float32"""
   xb = x.astype(np.float32).reshape(x.shape[0], -1, 32)
   amax = np.abs(xb).max(-1, keepdims=True)
@@ -97,12 +97,20 @@ def q8_rows(x):
   return (np.round(xb * inv) * (amax / np.float32(127))).astype(np.float64).reshape(x.shape)
 
 
+def tolerance(W, rtol):
+  """rtol, or for weights whose decode matmuls round activations to int8, 5 * rtol. Those agree with the reference to
+  about 2e-7, except where ours (float32) and the reference (float64) hold an activation on either side of a half
+  step: that element rounds one step apart, about 1e-3 of the logits, and in the KV cache it stays for the later steps
+  (qwen2's biased keys, Q4_K: up to 4.2e-3 over 4 seeds). Without the int8 rounding the gap is 4e-3 to 2e-2."""
+  return rtol * 5 if getattr(W, "typ", F32) in (Q4_0, Q8_0, Q4_K) else rtol
+
+
 class RefModel:
-  """The forward pass in float64 numpy, with its own KV cache. With Q4_0 and Q8_0 weights, a matmul of fewer than 16
+  """The forward pass in float64 numpy, with its own KV cache. With Q4_0, Q8_0 and Q4_K weights, a matmul of fewer than 16
   rows (the library's in-kernel path) first rounds its input as q8_rows does."""
   def __init__(self, c, W):
     self.c, self.W, self.pos = c, W, 0
-    self.q8 = getattr(W, "typ", F32) in (Q4_0, Q8_0)
+    self.q8 = getattr(W, "typ", F32) in (Q4_0, Q8_0, Q4_K)
     self.hd = c["dim"] // c["n_head"]
     self.k = [np.zeros((c["n_kv_head"], c["context"], self.hd)) for _ in range(c["n_layer"])]
     self.v = [np.zeros((c["n_kv_head"], c["context"], self.hd)) for _ in range(c["n_layer"])]
@@ -160,7 +168,7 @@ def run_both(path, c, W, steps, rtol):
     got, want = m(toks).numpy(), ref(np.array(toks))
     assert got.shape == (c["vocab"],)
     err = np.abs(got - want).max() / np.abs(want).max()
-    assert err < rtol, (toks, err)
+    assert err < tolerance(W, rtol), (toks, err)
     assert int(got.argmax()) == int(want.argmax()) or np.sort(want)[-1] - np.sort(want)[-2] < 1e-3 * np.abs(want).max()
   assert m.position == sum(len(t) for t in steps)
   return m

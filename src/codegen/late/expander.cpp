@@ -113,13 +113,21 @@ struct Expander {
       for (auto a : ax) p = p * sizes[size_t(a)] + digit[size_t(std::find(order.begin(), order.end(), a) - order.begin())];
       pos[size_t(l)] = p;
     }
-    UOpRef acc;
-    for (int64_t r = 0; r < nred; r++) {
-      std::vector<int64_t> lanes;
+    // the unrolled lanes of each output, r-major: part r is lanes [r * nout, (r + 1) * nout)
+    std::vector<int64_t> lanes;
+    for (int64_t r = 0; r < nred; r++)
       for (int64_t o = 0; o < nout; o++) lanes.push_back(pos[size_t(o * nred + r)]);
-      UOpRef part = gep(v, lanes);
-      acc = acc ? acc->alu(rop, {part}) : part;
-    }
+    UOpRef cur = gep(v, lanes), acc;
+    auto part = [&](const UOpRef& x, int64_t from, int64_t n) {
+      std::vector<int64_t> l(size_t(n * nout));
+      for (int64_t i = 0; i < n * nout; i++) l[size_t(i)] = from * nout + i;
+      return gep(x, l);
+    };
+    // accumulators after their loop are added as a tree of vector ops, halves at a time (a GEMV's 64 lanes: 6 adds, not
+    // a chain of 63, which took longer than the loop for a row of 2048); inside a loop (no accumulator: the groups of 4
+    // a DOT4 takes) they stay a chain, in lane order
+    for (int64_t m = nred; !loops.empty() && m > 2 && m % 2 == 0; m /= 2) cur = part(cur, 0, m / 2)->alu(rop, {part(cur, m / 2, m / 2)}), nred = m / 2;
+    for (int64_t r = 0; r < nred; r++) acc = acc ? acc->alu(rop, {part(cur, r, 1)}) : part(cur, r, 1);
     return wrap(acc, out);
   }
 

@@ -394,10 +394,15 @@ void hand_coded_optimizations(Scheduler& k) {
       }
       if (contiguous && sz % w == 0 && attempt(Opt{OptOps::UNROLL, int64_t(un.size() - 1), w})) {
         if (next > 1) attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), next});
-        // no input to reuse (a plain sum), or one streamed: several accumulators instead, for the add latency
-        if ((streamed(k) || !reduce_tile(k, rpath, w, lanes)) && (w == lanes || next > 1))
-          for (int64_t a : {w == lanes ? int64_t(4) : int64_t(2), int64_t(2)})
-            if (attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), a})) break;
+        // no input to reuse (a plain sum), or one streamed: several accumulators instead, for the add latency. A short
+        // axis (a Q4_K block's 8 sub-blocks) is unrolled whole: what its elements share (their packed scales) is then
+        // unpacked once per block, as constant lanes
+        if ((streamed(k) || !reduce_tile(k, rpath, w, lanes)) && (w == lanes || next > 1)) {
+          auto un2 = k.unrollable_dims();
+          int64_t sz2 = un2.empty() ? 0 : k.full_shape()[size_t(un2.back())], whole = next > 1 && sz2 <= 8 ? sz2 : 0;
+          for (int64_t a : {whole, w == lanes ? int64_t(4) : int64_t(2), int64_t(2)})
+            if (a > 1 && attempt(Opt{OptOps::UNROLL, int64_t(un2.size() - 1), a})) break;
+        }
       }
     }
   }
