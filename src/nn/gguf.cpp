@@ -316,14 +316,18 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
   if (gt->blk == 1) return tensor_from_bytes(b, at, ti.nbytes, gt->native, Shape(ti.dims.rbegin(), ti.dims.rend()), device);
   return tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {int64_t(ti.nbytes) / gt->bytes, gt->bytes}, device);
 }
-std::optional<GGUFIntForm> gguf_int8_form(const Tensor& bl, uint32_t type) {
+std::optional<GGUFIntForm> gguf_int8_form(const Tensor& bl, uint32_t type, const Tensor* halves) {
   int64_t nb = bl.shape()[0];
+  auto f16_at = [&](const Tensor& b, int64_t a) {
+    return halves ? cols(*halves, a / 2, a / 2 + 1).bitcast(dtypes::float16).cast(dtypes::float32) : tg::nn::f16_at(b, a);
+  };
   switch (type) {
     case 2:    // Q4_0: d * (q - 8), q the nibbles
     case 8: {  // Q8_0: d * q, q int8: as uint8 q + 128, offset 128
       Tensor codes = type == 2 ? fields(cols(bl, 2, 18), 4).reshape({nb, 1, 32}) : cols(bl, 2, 34).bitwise_xor(k(bl, 128)).reshape({nb, 1, 32});
       Tensor d = f16_at(bl, 0);
-      return GGUFIntForm{codes, d, d.mul(k(d, type == 2 ? 8 : 128))};
+      int64_t offset = type == 2 ? 8 : 128;
+      return GGUFIntForm{codes, d, d.mul(k(d, double(offset))), offset};
     }
     case 12: {  // Q4_K: d * sc * q - dmin * mn per sub-block
       auto [sc, mn] = k_scales_mins(bl);

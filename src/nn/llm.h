@@ -27,6 +27,9 @@ struct QWeight {
   Tensor raw;
   uint32_t type;
   int64_t rows, cols;
+  // the same memory as uint16 (rows * blocks, bytes / 2), for the types with an integer form: their float16 scales
+  // are read as one 16-bit load each (two byte loads put together cost a decode GEMV 4 of its 20 instructions a step)
+  std::optional<Tensor> halves;
   Tensor dense() const;                // (rows, cols) float32, lazy
   Tensor rows_of(const Tensor& idx) const;  // rows `idx` (int, any shape) dequantized: (..., cols) float32
 };

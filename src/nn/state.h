@@ -114,8 +114,11 @@ Tensor gguf_dequantize_blocked(const Tensor& blocks, uint32_t type);
 // product) and takes min * sum(x) once per sub-block. Null for the other types.
 struct GGUFIntForm {
   Tensor codes, scale, min;
+  int64_t offset = 0;  // Q4_0's 8 and Q8_0's 128: min is offset * scale, so a sum can take (dot - offset * sum(x)) * scale
 };
-std::optional<GGUFIntForm> gguf_int8_form(const Tensor& blocks, uint32_t type);
+// `halves`, if given: the same blocks as uint16 (blocks, bytes / 2), a view of their memory, from which the float16
+// scales are read as 16-bit loads (else each is two byte loads put together)
+std::optional<GGUFIntForm> gguf_int8_form(const Tensor& blocks, uint32_t type, const Tensor* halves = nullptr);
 // elements and bytes per block of a ggml type (1 and the itemsize for a native type); false for a type we don't read
 bool gguf_block(uint32_t type, int64_t* elems, int64_t* bytes, const char** name);
 
