@@ -289,8 +289,14 @@ Tensor LlmModel::attention(Layer& l, const Tensor& x, int64_t sp, bool sym) {
   if (l.q_bias) q = q.add(*l.q_bias);
   if (l.k_bias) k = k.add(*l.k_bias);
   if (l.v_bias) v = v.add(*l.v_bias);
-  // realized before RoPE: its pairs read each row twice, and fused, every output would redo both rows' dot products
+  // realized before RoPE: its pairs read each row twice, and fused, every output would redo both rows' dot products.
+  // Realized together with q, and before the cache's assigns (each realizes at once, being a view of the cache): on
+  // their own, each would compute the norm and the int8 rounding of x again
   k = k.contiguous(), v = v.contiguous();
+  if (T == 1) {
+    q = q.contiguous();
+    Tensor::realize_all({&q, &k, &v});
+  }
   // a prompt's intermediates are realized once where the next reduce would redo them for every output: q before RoPE
   // (as k) and after it (the score kernel would rotate q again for every key), the keys transposed (the score matmul
   // then vectorizes along them), the masked scores and the probabilities (the softmax's exps), and their product with
