@@ -54,6 +54,7 @@ const std::vector<Kernel>& kernels() {
       // a 10-wide input gradient (one 16-lane vector, padded) and a 20-wide image (two 16-lane vectors, padded to 32)
       {"conv2d input grad 10x10", [] { return conv_grad(0, {2, 4, 10, 10}); }},
       {"conv2d 20 wide", [] { return randt({2, 8, 22, 22}, 15).conv2d(randt({8, 8, 3, 3}, 16), std::nullopt, 1, {1, 1}, {1, 1}, {0, 0}); }},
+      {"transpose", [] { return randt({48, 64}, 17).transpose().add(randt({64, 48}, 18)); }},
   };
   return ks;
 }
@@ -208,6 +209,24 @@ std::string refusal(const tg::UOpRef& ast, const tg::Renderer& ren, const std::v
     return e.what();
   }
   return "";
+}
+
+// A transposed copy tiles both axes, the output's contiguous one and the input's: vector loads along the input's rows
+// and vector stores along the output's, the lanes exchanged in registers, not an element loaded and stored at a time
+TEST(Opt, HeuristicsTileATranspose) {
+  Case c(randt({64, 96}, 23).transpose().contiguous());
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  tg::Scheduler s = tg::optimize(c.last(), cpu, nullptr);
+  int64_t lanes = std::min<int64_t>(16, cpu.target().vector_bytes / 4);
+  std::vector<Opt> upcasts;
+  for (auto& o : s.applied_opts)
+    if (o.op == OptOps::UPCAST) upcasts.push_back(o);
+  ASSERT_EQ(upcasts.size(), 2u) << tg::opts_str(s.applied_opts);
+  auto prog = tg::get_program(c.last(), "k", cpu, nullptr);
+  std::string vec = "<" + std::to_string(lanes) + " x float>";
+  EXPECT_NE(prog.src.find("load " + vec), std::string::npos) << prog.src;
+  EXPECT_NE(prog.src.find("store " + vec), std::string::npos) << prog.src;
+  EXPECT_EQ(c.run(s.applied_opts), c.run({}));
 }
 
 TEST(Opt, IllegalActionsAreRefusedWithAReason) {

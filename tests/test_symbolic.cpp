@@ -204,6 +204,10 @@ const Case kCases[] = {
     {"(w%7)*3+(w//7)*21", [](auto& v) { return (v.w % 7) * 3 + (v.w / 7) * 21; }, [](auto& v) { return v.w * 3; }},
     {"x%4+(x//4)*4-x", [](auto& v) { return v.x % 4 + (v.x / 4) * 4 - v.x; }, [](auto&) { return I(0); }},
     {"n%4+(n//4)*4", [](auto& v) { return v.n % 4 + (v.n / 4) * 4; }, [](auto& v) { return v.n; }},
+    // a rest smaller than the factor that divides the divisor: a flattened 2-d position divided by a row multiple
+    {"(x*4+y)//32", [](auto& v) { return (v.x * 4 + v.y) / 32; }, [](auto& v) { return v.x / 8; }},
+    {"(x*4+y)%32", [](auto& v) { return (v.x * 4 + v.y) % 32; }, [](auto& v) { return (v.x % 8) * 4 + v.y; }},
+    {"(x*8+z+1)//16 kept", [](auto& v) { return (v.x * 8 + v.z + 1) / 16; }, [](auto& v) { return (v.x * 8 + v.z + 1) / 16; }},
     // comparisons folded by range and normalized
     {"x<16", [](auto& v) { return v.x < 16; }, [](auto&) { return B(true); }},
     {"x<0", [](auto& v) { return v.x < 0; }, [](auto&) { return B(false); }},

@@ -81,10 +81,24 @@ Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
   return v.sum({-1, -2, -3}).reshape(out);
 }
 
+// the weight dequantized into a float buffer, transposed, (cols, rows): written from the blocks' own structure, (blocks
+// of a row, ..., rows), so an axis of the kernel runs along each block's bytes and the heuristics tile it with the rows
+Tensor dense_t(const QWeight& w) {
+  if (w.raw.dtype() != dtypes::uint8 || w.raw.ndim() != 3) return w.dense().transpose().contiguous();
+  int64_t nb = w.raw.shape()[1];
+  Tensor bl = gguf_dequantize_blocked(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type);
+  Shape s{w.rows, nb};
+  s.insert(s.end(), bl.shape().begin() + 1, bl.shape().end());
+  std::vector<int64_t> perm;
+  for (int64_t i = 1; i < int64_t(s.size()); i++) perm.push_back(i);
+  perm.push_back(0);
+  return bl.reshape(s).permute(perm).contiguous().reshape({w.cols, w.rows});
+}
+
 Tensor linear(const Tensor& x, const QWeight& w) {
   bool quantized = w.raw.dtype() == dtypes::uint8 && w.raw.ndim() == 3;
   // its input realized too: an elementwise producer fused into the matmul (a norm, SwiGLU) would be redone per tile
-  if (x.numel() / w.cols >= kDenseRows) return x.contiguous().matmul(w.dense().transpose().contiguous());
+  if (x.numel() / w.cols >= kDenseRows) return x.contiguous().matmul(dense_t(w));
   if (!quantized) return x.matmul(w.dense().transpose());
   Tensor blocks = w.raw.reshape({w.rows * w.raw.shape()[1], w.raw.shape()[2]});
   if (auto f = gguf_int8_form(blocks, w.type, w.halves ? &*w.halves : nullptr)) return linear_int8(x, w, *f);
@@ -314,8 +328,10 @@ Tensor LlmModel::attention(Layer& l, const Tensor& x, int64_t sp, bool sym) {
   Tensor kc = prefix(l.k_cache, 2, T, sym), vc = prefix(l.v_cache, 2, T, sym);
   Tensor scores = q.reshape({1, KV, G * T, hd}).matmul(prompt_once(kc.transpose(2, 3))).mul(q.scalar_like(1.0 / std::sqrt(double(hd))));
   if (T > 1) {
-    Tensor mask = Tensor::full({T, L}, -INFINITY, dtypes::float32, device_).triu(sp + 1);
-    scores = prompt_once(scores.reshape({1, KV, G, T, L}).add(mask).reshape({1, KV, G * T, L}));
+    // the mask is added by the softmax's kernels, not by the score matmul: broadcast over the stacked heads, it would
+    // cost the matmul its register tile (14 -> 3 ms a layer for a 512-token prompt)
+    Tensor mask = Tensor::full({T, L}, -INFINITY, dtypes::float32, device_).triu(sp + 1).contiguous();
+    scores = prompt_once(scores).reshape({1, KV, G, T, L}).add(mask).reshape({1, KV, G * T, L});
   }
   Tensor attn = prompt_once(prompt_once(scores.softmax(-1)).matmul(vc));
   return linear(attn.reshape({1, H, T, hd}).transpose(1, 2).reshape({1, T, H * hd}), l.o);

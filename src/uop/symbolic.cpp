@@ -143,6 +143,34 @@ static UOpRef divmod_split(const UOpRef& x, int64_t c, bool is_mod) {
   return build_sum(x.get(), q, kq) + r / cint(r, c);
 }
 
+// x >= 0 as g*y + r with 0 <= r < g for a g dividing c (the terms whose factor g divides, and the rest): x//c ==
+// y//(c/g) and x%c == (y%(c/g))*g + r, so ((a*512 + b)//262144 with 0 <= b < 512 is a//512: an index that no
+// longer depends on b, which a flattened reshape makes of a 2-d position)
+static UOpRef divmod_small_rest(const UOpRef& x, int64_t c, bool is_mod) {
+  if (x->vmin() < 0 || x->op != Ops::ADD) return {};
+  Terms t = collect_terms(x.get());
+  int64_t best = 1;
+  for (auto& [b, f] : t.terms) {
+    int64_t g = std::gcd(c, f);
+    if (g <= best || g == c) continue;
+    // the rest: the constant's remainder and the terms g doesn't divide, each nonnegative; y >= 0 follows from x >= 0
+    __int128 hi = t.k - floordiv(t.k, g) * g;
+    bool ok = true;
+    for (auto& [b2, f2] : t.terms)
+      if (f2 % g != 0) {
+        if (f2 < 0 || b2->vmin() < 0) ok = false;
+        else hi += __int128(f2) * b2->vmax();
+      }
+    if (ok && hi < g) best = g;
+  }
+  if (best == 1) return {};
+  std::vector<std::pair<UOpRef, int64_t>> q, rem;
+  for (auto& [b, f] : t.terms) (f % best == 0 ? q : rem).emplace_back(b, f % best == 0 ? f / best : f);
+  int64_t kq = floordiv(t.k, best), kr = t.k - kq * best;
+  UOpRef y = build_sum(x.get(), q, kq), r = build_sum(x.get(), rem, kr), cc = cint(y, c / best);
+  return is_mod ? (y % cc) * cint(y, best) + r : y / cc;
+}
+
 static UOpRef fold_divmod(const Match& m) {
   UOpRef x = m["x"], cu = m["c"];
   int64_t c = ci(cu);
@@ -167,6 +195,7 @@ static UOpRef fold_divmod(const Match& m) {
   for (auto& [b, f] : t.terms) g = std::gcd(g, f);
   if (g > 1)
     if (UOpRef y = x->divides(g)) return is_mod ? (y % cint(y, c / g)) * cint(y, g) : y / cint(y, c / g);
+  if (UOpRef v = divmod_small_rest(x, c, is_mod)) return v;
   return divmod_split(x, c, is_mod);
 }
 

@@ -425,6 +425,31 @@ void hand_coded_optimizations(Scheduler& k) {
     }
   }
 
+  // 3c. an elementwise transpose (no axis contiguous in both the output and the inputs: a dequantized weight written
+  // transposed, a transposed copy): a tile of the output's contiguous axis and an input's, so the loads and the stores
+  // are both vectors, the lanes exchanged in registers (an element per byte gathered and stored alone, a Q4_0 weight's
+  // transposed dequantization ran at 9 GB/s)
+  if (!reduce && vec_axis < 0 && lanes > 1) {
+    int out_ax = -1, in_ax = -1;
+    for (int ax : k.upcastable_dims()) {
+      auto r = k.rngs()[size_t(ax)];
+      if (stride_in(index_of(store->src[0]), r) == 1 && k.full_shape()[size_t(ax)] % lanes == 0) out_ax = ax;
+      for (auto& b : loads(k))
+        if (stride_in(index_of(b), r) == 1 && stride_in(index_of(store->src[0]), r) != 1 && k.full_shape()[size_t(ax)] % 8 == 0) in_ax = ax;
+    }
+    if (out_ax >= 0 && in_ax >= 0) {
+      auto in_path = range_path(k.rngs()[size_t(in_ax)].get());
+      if (attempt(Opt{OptOps::UPCAST, out_ax, lanes})) {
+        auto rngs = k.rngs();
+        for (size_t ax = 0; ax < rngs.size(); ax++)
+          if (range_path(rngs[ax].get()) == in_path) {
+            attempt(Opt{OptOps::UPCAST, int64_t(ax), std::min<int64_t>(16, k.full_shape()[ax] % 16 == 0 ? 16 : 8)});
+            break;
+          }
+      }
+    }
+  }
+
   // 5. THREAD across the cores, on the outermost output axis that divides, when there is work enough
   if (t.has_threads && t.global_max[0] > 1) {
     int64_t work = 1;
