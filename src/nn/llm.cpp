@@ -204,11 +204,14 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
     QWeight w{elems == 1 ? raw : raw.reshape({ti->dims[1], cols / elems, bytes}), ti->type, ti->dims[1], cols};
     w.raw.realize();
     if (elems > 1 && bytes % 2 == 0 && gguf_int8_form(raw, ti->type)) {
+      // only where the blocks are a whole buffer (reshapes of it): a view inside a larger one starts elsewhere
       const UOp* u = w.raw.uop().get();
-      while (u->op != Ops::BUFFER && !u->src.empty()) u = u->src[0].get();
-      const std::shared_ptr<Buffer>& base = buffer_of(u);
-      auto view = std::make_shared<Buffer>(base, 0, dtypes::uint16, int64_t(base->nbytes() / 2));
-      w.halves = Tensor(buffer_uop(std::move(view)), M.device_).reshape({raw.shape()[0], bytes / 2});
+      while (u->op == Ops::RESHAPE) u = u->src[0].get();
+      if (u->op == Ops::BUFFER && buffer_of(u)->nbytes() == ti->nbytes) {
+        const std::shared_ptr<Buffer>& base = buffer_of(u);
+        auto view = std::make_shared<Buffer>(base, 0, dtypes::uint16, int64_t(base->nbytes() / 2));
+        w.halves = Tensor(buffer_uop(std::move(view)), M.device_).reshape({raw.shape()[0], bytes / 2});
+      }
     }
 
     return w;
