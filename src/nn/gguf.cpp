@@ -334,6 +334,12 @@ std::optional<GGUFIntForm> gguf_int8_form(const Tensor& bl, uint32_t type, const
       Tensor codes = fields(cols(bl, 16, 144).reshape({nb, 4, 32}), 4).reshape({nb, 8, 32});
       return GGUFIntForm{codes, f16_at(bl, 0).mul(sc.cast(dtypes::float32)), f16_at(bl, 2).mul(mn.cast(dtypes::float32))};
     }
+    case 14: {  // Q6_K: d * sc * (q - 32), q 6 bits (4 in ql, 2 in qh), an int8 scale per 16 elements
+      Tensor xl = fields(cols(bl, 0, 128).reshape({nb, 2, 64}), 4).reshape({nb, 2, 4, 32});
+      Tensor xh = fields(cols(bl, 128, 192).reshape({nb, 2, 32}), 2).lshift(k(bl, 4));
+      Tensor scale = f16_at(bl, 208).mul(cols(bl, 192, 208).bitcast(dtypes::int8).cast(dtypes::float32));
+      return GGUFIntForm{xl.bitwise_or(xh).reshape({nb, 8, 32}), scale, scale.mul(k(scale, 32)), 32, 2};
+    }
   }
   return std::nullopt;
 }

@@ -73,12 +73,22 @@ Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
   sx = (f.offset ? sx.mul(sx.scalar_like(double(f.offset))) : sx).contiguous();
   Tensor dx = amax.div(amax.scalar_like(127)).contiguous();
   Tensor dot = f.codes.reshape({1, w.rows, nb, subs, 8, 4}).cast(dtypes::int32).mul(xq.cast(dtypes::int32)).sum({-1});
-  Tensor scale = f.scale.reshape({1, w.rows, nb, subs, 1}).mul(dx), min = f.min.reshape({1, w.rows, nb, subs, 1}).mul(dx);
+  Tensor scale = f.scale.reshape({1, w.rows, nb, subs, f.groups}), min = f.min.reshape({1, w.rows, nb, subs, f.groups});
+  Tensor fdot = dot.cast(dtypes::float32);
+  if (f.groups > 1) {  // a scale per 8 / groups lanes (Q6_K's 16 elements: 4 lanes)
+    fdot = fdot.reshape({T, w.rows, nb, subs, f.groups, 8 / f.groups}), sx = sx.reshape({T, 1, nb, subs, f.groups, 8 / f.groups});
+    dx = dx.unsqueeze(-1), scale = scale.unsqueeze(-1), min = min.unsqueeze(-1);
+  } else {
+    scale = scale.reshape({1, w.rows, nb, subs, 1}), min = min.reshape({1, w.rows, nb, subs, 1});
+  }
+  scale = scale.mul(dx), min = min.mul(dx);
   Shape out = x.shape();
   out.back() = w.rows;
   // with an offset, (dot - offset * sum(x)) * scale: a subtraction and one multiply-add per 8 lanes, the min unused
-  Tensor v = f.offset ? dot.cast(dtypes::float32).sub(sx).mul(scale) : dot.cast(dtypes::float32).mul(scale).sub(sx.mul(min));
-  return v.sum({-1, -2, -3}).reshape(out);
+  Tensor v = f.offset ? fdot.sub(sx).mul(scale) : fdot.mul(scale).sub(sx.mul(min));
+  std::vector<int64_t> axes{-1, -2, -3};
+  if (f.groups > 1) axes.push_back(-4);
+  return v.sum(axes).reshape(out);
 }
 
 // the weight dequantized into a float buffer, transposed, (cols, rows): written from the blocks' own structure, (blocks

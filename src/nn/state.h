@@ -108,13 +108,14 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
 Tensor gguf_dequantize(const Tensor& blocks, uint32_t type);
 // the same, each block in its own structure (blocks, ...): flattened, the elements in order (gguf.cpp names the axes)
 Tensor gguf_dequantize_blocked(const Tensor& blocks, uint32_t type);
-// The integer form of the types whose values are, over sub-blocks of 32, scale * code - min with uint8 codes (Q4_0 and
-// Q8_0, the offset folded into min; Q4_K): codes (blocks, subs, 32) in element order, scale and min (blocks, subs)
-// float32, lazy expressions of the blocks. A dot product with int8 activations sums code * x in int32 (a byte dot
+// The integer form of the types whose values are, over sub-blocks of 32 (or 16), scale * code - min with uint8 codes
+// (Q4_0, Q8_0, Q6_K, the offset folded into min; Q4_K): codes (blocks, subs, 32) in element order, scale and min
+// (blocks, subs * groups) float32, lazy expressions of the blocks. A dot product with int8 activations sums code * x in int32 (a byte dot
 // product) and takes min * sum(x) once per sub-block. Null for the other types.
 struct GGUFIntForm {
   Tensor codes, scale, min;
-  int64_t offset = 0;  // Q4_0's 8 and Q8_0's 128: min is offset * scale, so a sum can take (dot - offset * sum(x)) * scale
+  int64_t offset = 0;  // Q4_0's 8, Q8_0's 128, Q6_K's 32: min is offset * scale, so a sum takes (dot - offset * sum(x)) * scale
+  int64_t groups = 1;  // scales per sub-block of 32 (Q6_K's are per 16: 2), so scale and min are (blocks, subs * groups)
 };
 // `halves`, if given: the same blocks as uint16 (blocks, bytes / 2), a view of their memory, from which the float16
 // scales are read as 16-bit loads (else each is two byte loads put together)
