@@ -443,7 +443,7 @@ void hand_coded_optimizations(Scheduler& k) {
         auto rngs = k.rngs();
         for (size_t ax = 0; ax < rngs.size(); ax++)
           if (range_path(rngs[ax].get()) == in_path) {
-            attempt(Opt{OptOps::UPCAST, int64_t(ax), std::min<int64_t>(16, k.full_shape()[ax] % 16 == 0 ? 16 : 8)});
+            attempt(Opt{OptOps::UPCAST, int64_t(ax), k.full_shape()[ax] % 16 == 0 ? int64_t(16) : int64_t(8)});
             break;
           }
       }
