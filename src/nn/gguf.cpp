@@ -141,12 +141,11 @@ uint64_t checked_mul(uint64_t a, uint64_t b, const Reader& r, const std::string&
 // ---- dequantization: Tensor ops over (blocks, bytes per block) uint8 ----
 Tensor cols(const Tensor& t, int64_t a, int64_t b) { return t.shrink({{0, t.shape()[0]}, {a, b}}); }
 Tensor k(const Tensor& t, double v) { return t.scalar_like(v); }
-// the little-endian float16 at byte `a` of every block (blocks, 1); f16_at: as float32
-Tensor half_at(const Tensor& blocks, int64_t a) {
+// the little-endian float16 at byte `a` of every block, as float32 (blocks, 1)
+Tensor f16_at(const Tensor& blocks, int64_t a) {
   Tensor lo = cols(blocks, a, a + 1).cast(dtypes::uint16), hi = cols(blocks, a + 1, a + 2).cast(dtypes::uint16);
-  return lo.bitwise_or(hi.lshift(8)).bitcast(dtypes::float16);
+  return lo.bitwise_or(hi.lshift(8)).bitcast(dtypes::float16).cast(dtypes::float32);
 }
-Tensor f16_at(const Tensor& blocks, int64_t a) { return half_at(blocks, a).cast(dtypes::float32); }
 // tinygrad's q_to_uint8, fields kept apart: each byte's 8/b fields of b bits, (..., n) -> (..., 8/b, n); flattened,
 // field i of every byte comes before field i+1 (ggml's order: low nibbles of a run of bytes, then their high nibbles).
 // The bytes are expanded over the field axis and shifted by b * field, an index-valued count: each field loads its
@@ -316,28 +315,30 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
   if (gt->blk == 1) return tensor_from_bytes(b, at, ti.nbytes, gt->native, Shape(ti.dims.rbegin(), ti.dims.rend()), device);
   return tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {int64_t(ti.nbytes) / gt->bytes, gt->bytes}, device);
 }
+bool gguf_has_int8_form(uint32_t type) { return type == 2 || type == 8 || type == 12 || type == 14; }
 std::optional<GGUFIntForm> gguf_int8_form(const Tensor& bl, uint32_t type, const Tensor* halves) {
+  if (!gguf_has_int8_form(type)) return std::nullopt;
   int64_t nb = bl.shape()[0];
-  auto f16_at = [&](const Tensor& b, int64_t a) {
-    return halves ? cols(*halves, a / 2, a / 2 + 1).bitcast(dtypes::float16).cast(dtypes::float32) : tg::nn::f16_at(b, a);
+  auto scale_at = [&](int64_t a) {  // the float16 at byte a, through the 16-bit view where there is one
+    return halves ? cols(*halves, a / 2, a / 2 + 1).bitcast(dtypes::float16).cast(dtypes::float32) : f16_at(bl, a);
   };
   switch (type) {
     case 2:    // Q4_0: d * (q - 8), q the nibbles
     case 8: {  // Q8_0: d * q, q int8: as uint8 q + 128, offset 128
       Tensor codes = type == 2 ? fields(cols(bl, 2, 18), 4).reshape({nb, 1, 32}) : cols(bl, 2, 34).bitwise_xor(k(bl, 128)).reshape({nb, 1, 32});
-      Tensor d = f16_at(bl, 0);
+      Tensor d = scale_at(0);
       int64_t offset = type == 2 ? 8 : 128;
       return GGUFIntForm{codes, d, d.mul(k(d, double(offset))), offset};
     }
     case 12: {  // Q4_K: d * sc * q - dmin * mn per sub-block
       auto [sc, mn] = k_scales_mins(bl);
       Tensor codes = fields(cols(bl, 16, 144).reshape({nb, 4, 32}), 4).reshape({nb, 8, 32});
-      return GGUFIntForm{codes, f16_at(bl, 0).mul(sc.cast(dtypes::float32)), f16_at(bl, 2).mul(mn.cast(dtypes::float32))};
+      return GGUFIntForm{codes, scale_at(0).mul(sc.cast(dtypes::float32)), scale_at(2).mul(mn.cast(dtypes::float32))};
     }
     case 14: {  // Q6_K: d * sc * (q - 32), q 6 bits (4 in ql, 2 in qh), an int8 scale per 16 elements
       Tensor xl = fields(cols(bl, 0, 128).reshape({nb, 2, 64}), 4).reshape({nb, 2, 4, 32});
       Tensor xh = fields(cols(bl, 128, 192).reshape({nb, 2, 32}), 2).lshift(k(bl, 4));
-      Tensor scale = f16_at(bl, 208).mul(cols(bl, 192, 208).bitcast(dtypes::int8).cast(dtypes::float32));
+      Tensor scale = scale_at(208).mul(cols(bl, 192, 208).bitcast(dtypes::int8).cast(dtypes::float32));
       return GGUFIntForm{xl.bitwise_or(xh).reshape({nb, 8, 32}), scale, scale.mul(k(scale, 32)), 32, 2};
     }
   }

@@ -78,8 +78,6 @@ Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
   if (f.groups > 1) {  // a scale per 8 / groups lanes (Q6_K's 16 elements: 4 lanes)
     fdot = fdot.reshape({T, w.rows, nb, subs, f.groups, 8 / f.groups}), sx = sx.reshape({T, 1, nb, subs, f.groups, 8 / f.groups});
     dx = dx.unsqueeze(-1), scale = scale.unsqueeze(-1), min = min.unsqueeze(-1);
-  } else {
-    scale = scale.reshape({1, w.rows, nb, subs, 1}), min = min.reshape({1, w.rows, nb, subs, 1});
   }
   scale = scale.mul(dx), min = min.mul(dx);
   Shape out = x.shape();
@@ -110,10 +108,10 @@ Tensor linear(const Tensor& x, const QWeight& w) {
   // its input realized too: an elementwise producer fused into the matmul (a norm, SwiGLU) would be redone per tile
   if (x.numel() / w.cols >= kDenseRows) return x.contiguous().matmul(dense_t(w));
   if (!quantized) return x.matmul(w.dense().transpose());
-  Tensor blocks = w.raw.reshape({w.rows * w.raw.shape()[1], w.raw.shape()[2]});
-  if (auto f = gguf_int8_form(blocks, w.type, w.halves ? &*w.halves : nullptr)) return linear_int8(x, w, *f);
   int64_t nb = w.raw.shape()[1];
-  Tensor wb = gguf_dequantize_blocked(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type);
+  Tensor blocks = w.raw.reshape({w.rows * nb, w.raw.shape()[2]});
+  if (auto f = gguf_int8_form(blocks, w.type, w.halves ? &*w.halves : nullptr)) return linear_int8(x, w, *f);
+  Tensor wb = gguf_dequantize_blocked(blocks, w.type);
   Shape inner(wb.shape().begin() + 1, wb.shape().end()), ws{w.rows, nb}, xs = x.shape();
   ws.insert(ws.end(), inner.begin(), inner.end());
   xs.back() = nb;
@@ -213,7 +211,7 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
     Tensor raw = gguf_raw(b, f, *ti, M.device_);
     QWeight w{elems == 1 ? raw : raw.reshape({ti->dims[1], cols / elems, bytes}), ti->type, ti->dims[1], cols};
     w.raw.realize();
-    if (elems > 1 && bytes % 2 == 0 && gguf_int8_form(raw, ti->type)) {
+    if (elems > 1 && bytes % 2 == 0 && gguf_has_int8_form(ti->type)) {
       // only where the blocks are a whole buffer (reshapes of it): a view inside a larger one starts elsewhere
       const UOp* u = w.raw.uop().get();
       while (u->op == Ops::RESHAPE) u = u->src[0].get();
@@ -223,7 +221,6 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
         w.halves = Tensor(buffer_uop(std::move(view)), M.device_).reshape({raw.shape()[0], bytes / 2});
       }
     }
-
     return w;
   };
   auto vec = [&](const std::string& name, int64_t n, bool required) -> std::optional<Tensor> {

@@ -120,6 +120,7 @@ struct GGUFIntForm {
 // `halves`, if given: the same blocks as uint16 (blocks, bytes / 2), a view of their memory, from which the float16
 // scales are read as 16-bit loads (else each is two byte loads put together)
 std::optional<GGUFIntForm> gguf_int8_form(const Tensor& blocks, uint32_t type, const Tensor* halves = nullptr);
+bool gguf_has_int8_form(uint32_t type);  // whether gguf_int8_form gives one, without building it
 // elements and bytes per block of a ggml type (1 and the itemsize for a native type); false for a type we don't read
 bool gguf_block(uint32_t type, int64_t* elems, int64_t* bytes, const char** name);
 

@@ -20,8 +20,8 @@ Target cpu_target(const std::string& device, int64_t threads) {
   t.fma = true;
 #endif
 #endif
-  t.fma = t.fma && getenv_int("TG_FMA", 1) != 0;
-  if (!getenv_int("TG_DOT4", 1)) t.dot4_bytes = 0;  // TG_DOT4=0: byte dot products as integer multiply-adds  // TG_FMA=0: a multiply and an add round separately, as numpy's do
+  t.fma = t.fma && getenv_int("TG_FMA", 1) != 0;  // TG_FMA=0: a multiply and an add round separately, as numpy's do
+  if (!getenv_int("TG_DOT4", 1)) t.dot4_bytes = 0;  // TG_DOT4=0: byte dot products as integer multiply-adds
   return t;
 }
 

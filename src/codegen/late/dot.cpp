@@ -18,13 +18,14 @@ std::optional<std::pair<UOpRef, bool>> bytes_of(const UOpRef& u) {
   return std::pair{b, c->src[0]->dtype.scalar == Scalar::Int8};
 }
 
-// the leaves of a tree of int32 ADDs under `u`, left to right (at most `cap` of them, else none)
-bool add_leaves(const UOpRef& u, UOps& out, size_t cap) {
+// the leaves of a tree of int32 ADDs under `u`, left to right (at most `cap` of them, else none). A tree of `cap`
+// leaves is at most `cap` - 1 deep, so a longer chain of adds stops the walk there
+bool add_leaves(const UOpRef& u, UOps& out, size_t cap, size_t depth = 0) {
   if (u->op != Ops::ADD) {
     out.push_back(u);
     return out.size() <= cap;
   }
-  return add_leaves(u->src[0], out, cap) && add_leaves(u->src[1], out, cap);
+  return depth + 1 < cap && add_leaves(u->src[0], out, cap, depth + 1) && add_leaves(u->src[1], out, cap, depth + 1);
 }
 
 UOpRef dot4(const UOp* root) {
