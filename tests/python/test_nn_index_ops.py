@@ -295,6 +295,19 @@ def test_topk(shape, k, dim, largest):
   with pytest.raises(TinygradError): Tensor(np.zeros(shape, np.float32)).topk(shape[dim] + 1, dim)
 
 
+@pytest.mark.parametrize("shape,k,dim,largest", [((32000,), 40, 0, True), ((3, 5000), 7, 1, False), ((5000, 2), 100, 0, True)], ids=str)
+def test_topk_of_a_long_dim_in_chunks_is_the_stable_sorts_first_k(shape, k, dim, largest):
+  # a long dim takes the k first of each chunk, then of those: the same values and indices as a stable sort's first k,
+  # ties (repeated values, -inf, NaN) included, and the padding of the last chunk never chosen
+  rng = np.random.default_rng(5)
+  x = rng.standard_normal(shape).astype(np.float32)
+  for v, n in ((1.0, 60), (np.nan, 5), (-np.inf, 5)): x.flat[rng.integers(0, x.size, n)] = v
+  v, i = Tensor(x).topk(k, dim, largest)
+  tv, ti = torch.sort(torch.tensor(x), stable=True, dim=dim, descending=largest)
+  np.testing.assert_array_equal(v.numpy(), tv.narrow(dim, 0, k).numpy())
+  np.testing.assert_array_equal(i.numpy(), ti.narrow(dim, 0, k).numpy())
+
+
 @pytest.mark.parametrize("dim,idx_shape", [(0, (3, 4)), (0, (6, 5)), (1, (4, 3)), (-1, (2, 8)), (1, (4, 1))], ids=str)
 def test_gather(dim, idx_shape):
   rng = _rng()
