@@ -21,10 +21,11 @@ const ContextVar DEBUG{"DEBUG", 0, 0, 7}, JIT{"JIT", 1, 0, 2}, SPEC{"SPEC", 0, 0
     IGNORE_BEAM_CACHE{"IGNORE_BEAM_CACHE", 0, 0, 1}, JITBEAM{"JITBEAM", 0, 0, 64}, BEAM_DEBUG{"BEAM_DEBUG", 0, 0, 2},
     BEAM_UPCAST_MAX{"BEAM_UPCAST_MAX", 256, 1, 4096}, BEAM_LOCAL_MAX{"BEAM_LOCAL_MAX", 1024, 1, 4096}, BEAM_UOPS_MAX{"BEAM_UOPS_MAX", 3000, 0, 1e6},
     BEAM_MIN_PROGRESS{"BEAM_MIN_PROGRESS", 0.01, 0, 1e6}, BEAM_TIMEOUT_SEC{"BEAM_TIMEOUT_SEC", 10, 0, 3600}, TRAINING{"TRAINING", 0, 0, 1},
-    RING{"RING", 1, 0, 2}, RING_ALLREDUCE_THRESHOLD{"RING_ALLREDUCE_THRESHOLD", 256000, 0, 4e18};
+    RING{"RING", 1, 0, 2}, RING_ALLREDUCE_THRESHOLD{"RING_ALLREDUCE_THRESHOLD", 256000, 0, 4e18},
+    WINO{"WINO", -1, -1, 1};
 static const ContextVar* const kOptions[] = {&DEBUG, &JIT, &SPEC, &NOOPT, &BEAM, &CACHELEVEL, &IGNORE_BEAM_CACHE, &JITBEAM, &BEAM_DEBUG,
                                              &BEAM_UPCAST_MAX, &BEAM_LOCAL_MAX, &BEAM_UOPS_MAX, &BEAM_MIN_PROGRESS, &BEAM_TIMEOUT_SEC, &TRAINING,
-                                             &RING, &RING_ALLREDUCE_THRESHOLD};
+                                             &RING, &RING_ALLREDUCE_THRESHOLD, &WINO};
 
 // One check for a setting's text, from tg_set_option or the environment: a plain decimal number (no hex, inf, nan or
 // surrounding spaces, which strtod would take) in [lo, hi]; `integer` also refuses a fraction or an exponent.

@@ -46,7 +46,7 @@ struct ContextVar {
   operator int64_t() const { return get(); }
 };
 extern const ContextVar DEBUG, SPEC, NOOPT, BEAM, JIT, CACHELEVEL, IGNORE_BEAM_CACHE, JITBEAM, BEAM_DEBUG, BEAM_UPCAST_MAX, BEAM_LOCAL_MAX, BEAM_UOPS_MAX,
-    BEAM_MIN_PROGRESS, BEAM_TIMEOUT_SEC, TRAINING, RING, RING_ALLREDUCE_THRESHOLD;
+    BEAM_MIN_PROGRESS, BEAM_TIMEOUT_SEC, TRAINING, RING, RING_ALLREDUCE_THRESHOLD, WINO;
 // The options tg_set_option/tg_get_option know (the ContextVars above); nullptr for any other name.
 const ContextVar* find_option(std::string_view name);
 // tg_set_option: `value` is a number in the option's range (TG_ERROR_INVALID_ARGUMENT naming the option otherwise);

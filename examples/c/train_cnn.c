@@ -3,13 +3,16 @@
  * The model: conv 5x5 32, ReLU, conv 5x5 32, ReLU, BatchNorm, max-pool 2x2, conv 3x3 64, ReLU, conv 3x3 64, ReLU,
  * BatchNorm, max-pool 2x2, flatten, Linear 576 -> 10. Adam on random batches of 512 (indices drawn by randint inside the
  * step), under a TinyJit: the second step is captured and every later one replays its kernels. The images go in as
- * they come (uint8, 0..255), as in tinygrad's example. The last line is the test accuracy over the 10,000 test images.
+ * they come (uint8, 0..255), as in tinygrad's example. The recipe adds three things to that example's (Adam at 1e-3,
+ * about 0.90 here after 1000 steps, over-fitting by then): each image mirrored at random, label smoothing 0.1, and the
+ * lr decayed from 2e-3 to 0 along a cosine. The last line is the test accuracy over the 10,000 test images.
  *
  * With 0 steps it only evaluates the untrained model, three times after a warm-up: the eval's seconds (the median) and
  * the peak memory the planner gives its kernels, all 10,000 images in one graph (tinygrad's get_test_acc).
  *
  * usage: train_cnn [steps] [data dir] [batch]   (defaults: 1000 steps, /usr/share/datasets/fashion-mnist, 512) */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 #include <tinygrad.h>
@@ -19,6 +22,7 @@
 
 enum { NLAYERS = 14 };
 static int64_t batch = 512;
+static const double kLr = 2e-3, kSmoothing = 0.1; /* Adam's peak lr, decayed along a cosine to 0; label smoothing */
 
 #define TRY(x)                                                                                              \
   do {                                                                                                      \
@@ -54,6 +58,16 @@ typedef struct {
   tg_optimizer* opt;
 } trainer;
 
+/* x with each image mirrored left to right at random (p = 1/2), inside the step: garments are symmetric enough that a
+ * mirrored one is another sample of its class. Takes x's reference: the result, or NULL with the error set. */
+static tg_tensor* flip_half(tg_tensor* x) {
+  int64_t sh[4] = {tg_tensor_numel(x) / (28 * 28), 1, 1, 1}, ax = 3;
+  tg_tensor *u = tg_tensor_rand(sh, 4, TG_FLOAT32, NULL), *half = u ? tg_tensor_full_like(u, 0.5) : NULL;
+  tg_tensor *c = half ? tg_tensor_lt(u, half) : NULL, *f = c ? tg_tensor_flip(x, &ax, 1) : NULL, *out = f ? tg_tensor_where(c, f, x) : NULL;
+  tg_tensor_release(u), tg_tensor_release(half), tg_tensor_release(c), tg_tensor_release(f), tg_tensor_release(x);
+  return out;
+}
+
 /* One step, captured by the JIT: inputs are the training images (N, 1, 28, 28) and labels (N,); the output the loss.
  * The optimizer's updates (and BatchNorm's running statistics) are assigns the JIT realizes with the loss. */
 static tg_status train_step(void* userdata, tg_tensor* const* in, size_t n_in, tg_tensor** out, size_t n_out) {
@@ -66,8 +80,9 @@ static tg_status train_step(void* userdata, tg_tensor* const* in, size_t n_in, t
   if (!(samples = tg_tensor_randint(&bs, 1, 0, n_train, TG_INT32, NULL))) goto done;
   tg_index idx = {.kind = TG_INDEX_TENSOR, .tensor = samples};
   if (!(xb = tg_tensor_getitem(in[0], &idx, 1)) || !(yb = tg_tensor_getitem(in[1], &idx, 1))) goto done;
+  if (!(xb = flip_half(xb))) goto done;
   if (!(logits = tg_module_call(tr->model, xb))) goto done;
-  if (!(loss = tg_tensor_sparse_categorical_crossentropy(logits, yb, -1, 0.0, 1))) goto done;
+  if (!(loss = tg_tensor_sparse_categorical_crossentropy(logits, yb, -1, kSmoothing, 1))) goto done;
   if (tg_tensor_backward(loss) != TG_OK) goto done;
   tg_tensor* upd[64];
   int64_t n_upd = tg_optimizer_schedule_step(tr->opt, upd, 64);
@@ -148,6 +163,7 @@ int main(int argc, char** argv) {
   double t_train = now_s(), t_replay = 0;
   for (int i = 0; i < steps; i++) {
     if (i == 2) t_replay = now_s(); /* steps 1 and 2 run and capture: the rest replay */
+    TRY(tg_optimizer_set_lr(tr.opt, kLr * 0.5 * (1 + cos(3.141592653589793 * i / steps))) == TG_OK); /* cosine decay to 0 */
     tg_tensor* loss = NULL;
     TRY(tg_jit_call(jit, inputs, 2, &loss, 1) == TG_OK);
     if (i % 10 == 9 || i == steps - 1) { /* reading the loss waits for the step: only now and then */
