@@ -2,10 +2,14 @@
 // windows made of movement ops only, so a convolution is one fused multiply-reduce), normalization, attention, losses.
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <numeric>
+#include <unordered_map>
 
+#include "engine/realize.h"
 #include "tensor/tensor.h"
 
 namespace tg {
@@ -141,6 +145,7 @@ bool Tensor::use_winograd(const Tensor& w, const Shape& stride, const Shape& dil
   for (size_t j = 0; j < n; j++)
     if (w.shape()[2 + j] != 3 || stride[j] != 1 || dilation[j] != 1 || padding[j].first < 0 || padding[j].second < 0) return false;
   if (WINO == 1) return true;
+  if (BEAM >= 1) return winograd_faster(w, stride, dilation, padding);
   // The direct conv runs near the CPU's peak for few channels or small images, where the transforms' memory traffic and
   // the tiles' padding cost more than the products saved. Measured on 2-d float32 convs (2 threads, AVX-512): 128
   // channels at 56x56 3.2x faster, 256 at 28x28 1.7x, 128 at 28x28 1.7x, 96 at 28x28 1.4x; 64 channels at any size,
@@ -150,6 +155,54 @@ bool Tensor::use_winograd(const Tensor& w, const Shape& stride, const Shape& dil
   for (size_t j = 0; j < n; j++)
     if (shape()[2 + j] + padding[j].first + padding[j].second - 2 < 24) return false;
   return true;
+}
+
+// Under BEAM: both forms timed once per process for each conv's shapes, dtype, padding and device (their kernels
+// searched by BEAM as they are lowered, then the median of 3 runs after a warm-up), and the faster kept. The probes are realized
+// inside a CaptureScope of their own, so a TinyJit capturing around this conv does not record them; their inputs are
+// an arange, so the user's random stream is untouched.
+bool Tensor::winograd_faster(const Tensor& w, const Shape& stride, const Shape& dilation, const PadPairs& padding) const {
+  std::string key = device() + " " + dtype().name() + " " + shape_str(shape()) + " " + shape_str(w.shape());
+  for (auto [b, a] : padding) key += strformat(" %lld,%lld", (long long)b, (long long)a);
+  static std::mutex mu;
+  static auto* chosen = new std::unordered_map<std::string, bool>();  // never destroyed: read until the process ends
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = chosen->find(key); it != chosen->end()) return it->second;
+  }
+  int64_t groups = shape()[1] / w.shape()[1];
+  double best[2];
+  {
+    CaptureScope trial;
+    auto probe = [&](const Tensor& like) {
+      Tensor r = Tensor::arange(0, double(tg::prod(like.shape())), 1, dtypes::float32, device());
+      return r.mul(r.full_like(1e-6)).cast(like.dtype()).reshape(like.shape()).realize();
+    };
+    Tensor xs = probe(*this), ws = probe(w);
+    // the kernels alone, lowered once and run again as a replay runs them (a realize's scheduling and its fresh
+    // intermediates' first touch would weigh on Winograd's six kernels more than on the direct one)
+    auto kernel_time = [&](const Tensor& y) {
+      Lowered l = lower_realize({y.uop()}, device());
+      Device& dev = get_device(device());
+      std::vector<double> ts;
+      for (int i = 0; i < 4; i++) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (auto& e : l.items) e.run();
+        dev.synchronize();
+        if (i > 0) ts.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(ts.begin(), ts.end());
+      return ts[1];
+    };
+    {
+      Context direct({{"WINO", 0}});
+      best[0] = kernel_time(xs.conv(ws, std::nullopt, groups, stride, dilation, padding));
+    }
+    best[1] = kernel_time(xs.conv_winograd(ws, groups, padding));
+  }
+  if (DEBUG >= 2) std::fprintf(stderr, "conv %s: direct %.3f ms, Winograd %.3f ms\n", key.c_str(), best[0] * 1e3, best[1] * 1e3);
+  std::lock_guard<std::mutex> lock(mu);
+  return chosen->emplace(key, best[1] < 0.95 * best[0]).first->second;  // a tie keeps the direct sum (its rounding is tighter)
 }
 
 // A 3x3 (3, 3x3x3) stride-1 convolution by Winograd F(4, 3): each 6^n input tile and each kernel are transformed, the

@@ -92,3 +92,16 @@ def test_winograd_training_step_replays_under_jit():
   (l1, w1), (l0, w_direct) = train(1), train(0)
   np.testing.assert_allclose(l1, l0, rtol=1e-4)
   np.testing.assert_allclose(w1, w_direct, **TOL)
+
+
+def test_beam_times_both_forms_once_per_shape():
+  # under BEAM (WINO unset) the two forms are timed once for these shapes and the faster kept: the same choice, and so
+  # the same kernels, at every later call; the values either way within the tolerance
+  x, w = Tensor(rnd(1, 8, 12, 12, seed=7)), Tensor(rnd(8, 8, 3, 3, seed=8))
+  want = F.conv2d(torch.tensor(x.numpy()), torch.tensor(w.numpy()), padding=1).numpy()
+  with Context(BEAM=1):
+    x.conv2d(w, padding=1).realize()  # the timing (its two probe inputs are realized too)
+    second = kernels(x, w, padding=1)
+    assert second in (1, 6)
+    assert kernels(x, w, padding=1) == second
+    np.testing.assert_allclose(x.conv2d(w, padding=1).numpy(), want, **TOL)
