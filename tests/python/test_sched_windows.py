@@ -38,3 +38,31 @@ def test_mnist_model_on_a_view_matches_contiguous_input(view):
   b = Tensor.randint(n, 28, 28, high=255, dtype=dtypes.uint8).realize()
   want = run(layers, VIEWS[view](b, n).contiguous().realize()).numpy()
   np.testing.assert_allclose(run(layers, VIEWS[view](b, n)).numpy(), want, rtol=1e-4, atol=1e-3)
+
+
+def test_conv_reads_its_input_realized():
+  # an elementwise producer (a residual add and ReLU) is realized before the conv's windows read it, not recomputed at
+  # every tap and tile of output channels: two kernels, the conv's reading one buffer; a reduce's output with its ReLU is
+  # that reduce's epilogue (still two kernels for two convs); a plain buffer costs no copy
+  import torch
+  import torch.nn.functional as F
+  from tinygrad_c import GlobalCounters
+  rng = np.random.default_rng(0)
+  a, b = (rng.standard_normal((2, 8, 14, 14)).astype(np.float32) for _ in range(2))
+  w1, w2 = (rng.standard_normal((8, 8, 3, 3)).astype(np.float32) * 0.2 for _ in range(2))
+  ta, tb, tw1, tw2 = (Tensor(v).realize() for v in (a, b, w1, w2))
+
+  def count(f):
+    before = GlobalCounters.kernel_count
+    out = f().realize()
+    return GlobalCounters.kernel_count - before, out.numpy()
+
+  n, got = count(lambda: (ta + tb).relu().conv2d(tw1, stride=2, padding=1))
+  assert n == 2
+  np.testing.assert_allclose(got, F.conv2d((torch.tensor(a) + torch.tensor(b)).relu(), torch.tensor(w1), stride=2, padding=1).numpy(),
+                             atol=1e-4, rtol=1e-4)
+  n, got = count(lambda: ta.conv2d(tw1, padding=1).relu().conv2d(tw2, padding=1))
+  assert n == 2
+  np.testing.assert_allclose(got, F.conv2d(F.conv2d(torch.tensor(a), torch.tensor(w1), padding=1).relu(), torch.tensor(w2), padding=1).numpy(),
+                             atol=1e-4, rtol=1e-4)
+  assert count(lambda: ta.conv2d(tw1, padding=1))[0] == 1
