@@ -23,7 +23,7 @@ from . import Context, GlobalCounters, get_option
 
 __all__ = ["getenv", "colored", "ansistrip", "ansilen", "tqdm", "trange", "Timing", "prod", "dedup", "argfix", "argsort", "all_same",
            "all_int", "flatten", "fully_flatten", "make_tuple", "round_up", "ceildiv", "partition", "unwrap", "merge_dicts",
-           "Context", "ContextVar", "GlobalCounters", "fetch", "DEBUG", "BEAM", "NOOPT", "JIT", "TRAINING", "CI", "OSX", "WIN"]
+           "Context", "ContextVar", "GlobalCounters", "fetch", "DEBUG", "BEAM", "NOOPT", "JIT", "TRAINING", "WINO", "CI", "OSX", "WIN"]
 
 T = TypeVar("T")
 
@@ -113,7 +113,7 @@ class ContextVar:
   def __repr__(self): return f"ContextVar({self.key}={self.value})"
 
 
-DEBUG, BEAM, NOOPT, JIT, TRAINING = (ContextVar(k) for k in ("DEBUG", "BEAM", "NOOPT", "JIT", "TRAINING"))
+DEBUG, BEAM, NOOPT, JIT, TRAINING, WINO = (ContextVar(k) for k in ("DEBUG", "BEAM", "NOOPT", "JIT", "TRAINING", "WINO"))
 
 
 class Timing(contextlib.ContextDecorator):
