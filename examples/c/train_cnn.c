@@ -58,10 +58,10 @@ typedef struct {
   tg_optimizer* opt;
 } trainer;
 
-/* x with each image mirrored left to right at random (p = 1/2), inside the step: garments are symmetric enough that a
- * mirrored one is another sample of its class. Takes x's reference: the result, or NULL with the error set. */
-static tg_tensor* flip_half(tg_tensor* x) {
-  int64_t sh[4] = {tg_tensor_numel(x) / (28 * 28), 1, 1, 1}, ax = 3;
+/* x (n images) with each image mirrored left to right at random (p = 1/2), inside the step: garments are symmetric
+ * enough that a mirrored one is another sample of its class. Takes x's reference: the result, or NULL with the error set. */
+static tg_tensor* flip_half(tg_tensor* x, int64_t n) {
+  int64_t sh[4] = {n, 1, 1, 1}, ax = 3;
   tg_tensor *u = tg_tensor_rand(sh, 4, TG_FLOAT32, NULL), *half = u ? tg_tensor_full_like(u, 0.5) : NULL;
   tg_tensor *c = half ? tg_tensor_lt(u, half) : NULL, *f = c ? tg_tensor_flip(x, &ax, 1) : NULL, *m = f ? tg_tensor_where(c, f, x) : NULL;
   /* realized: the first conv's kernels (forward and weight gradient) then read a plain buffer, not a gather through a
@@ -83,7 +83,7 @@ static tg_status train_step(void* userdata, tg_tensor* const* in, size_t n_in, t
   if (!(samples = tg_tensor_randint(&bs, 1, 0, n_train, TG_INT32, NULL))) goto done;
   tg_index idx = {.kind = TG_INDEX_TENSOR, .tensor = samples};
   if (!(xb = tg_tensor_getitem(in[0], &idx, 1)) || !(yb = tg_tensor_getitem(in[1], &idx, 1))) goto done;
-  if (!(xb = flip_half(xb))) goto done;
+  if (!(xb = flip_half(xb, bs))) goto done;
   if (!(logits = tg_module_call(tr->model, xb))) goto done;
   if (!(loss = tg_tensor_sparse_categorical_crossentropy(logits, yb, -1, kSmoothing, 1))) goto done;
   if (tg_tensor_backward(loss) != TG_OK) goto done;

@@ -138,19 +138,18 @@ Tensor wino_matrix(const double (&m)[R][C], size_t n, DType dt, const std::strin
 }
 }  // namespace
 
-bool Tensor::use_winograd(const Tensor& w, const Shape& stride, const Shape& dilation, const PadPairs& padding) const {
+bool Tensor::use_winograd(const Tensor& w, int64_t groups, const Shape& stride, const Shape& dilation, const PadPairs& padding) const {
   size_t n = size_t(w.ndim()) - 2;
   if (WINO == 0 || n < 1 || n > 3 || !dtypes::is_float(dtype()) || !dtypes::is_float(w.dtype()) || !uop()->sym().empty() || !w.uop()->sym().empty())
     return false;
   for (size_t j = 0; j < n; j++)
     if (w.shape()[2 + j] != 3 || stride[j] != 1 || dilation[j] != 1 || padding[j].first < 0 || padding[j].second < 0) return false;
   if (WINO == 1) return true;
-  if (BEAM >= 1) return winograd_faster(w, stride, dilation, padding);
+  if (BEAM >= 1) return winograd_faster(w, groups, stride, dilation, padding);
   // The direct conv runs near the CPU's peak for few channels or small images, where the transforms' memory traffic and
   // the tiles' padding cost more than the products saved. Measured on 2-d float32 convs (2 threads, AVX-512): 128
   // channels at 56x56 3.2x faster, 256 at 28x28 1.7x, 128 at 28x28 1.7x, 96 at 28x28 1.4x; 64 channels at any size,
   // 128 at 14x14, 256 at 14x14 and 512 at 7x7 slower (0.25-0.8x).
-  int64_t groups = std::max<int64_t>(1, shape()[1] / std::max<int64_t>(1, w.shape()[1]));
   if (n != 2 || dtype() != dtypes::float32 || w.dtype() != dtypes::float32 || w.shape()[1] < 96 || w.shape()[0] / groups < 96) return false;
   for (size_t j = 0; j < n; j++)
     if (shape()[2 + j] + padding[j].first + padding[j].second - 2 < 24) return false;
@@ -161,7 +160,7 @@ bool Tensor::use_winograd(const Tensor& w, const Shape& stride, const Shape& dil
 // searched by BEAM as they are lowered, then the median of 3 runs after a warm-up), and the faster kept. The probes are realized
 // inside a CaptureScope of their own, so a TinyJit capturing around this conv does not record them; their inputs are
 // an arange, so the user's random stream is untouched.
-bool Tensor::winograd_faster(const Tensor& w, const Shape& stride, const Shape& dilation, const PadPairs& padding) const {
+bool Tensor::winograd_faster(const Tensor& w, int64_t groups, const Shape& stride, const Shape& dilation, const PadPairs& padding) const {
   std::string key = device() + " " + dtype().name() + " " + shape_str(shape()) + " " + shape_str(w.shape());
   for (auto [b, a] : padding) key += strformat(" %lld,%lld", (long long)b, (long long)a);
   static std::mutex mu;
@@ -170,7 +169,6 @@ bool Tensor::winograd_faster(const Tensor& w, const Shape& stride, const Shape& 
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = chosen->find(key); it != chosen->end()) return it->second;
   }
-  int64_t groups = shape()[1] / w.shape()[1];
   double best[2];
   {
     CaptureScope trial;
@@ -263,15 +261,15 @@ Tensor Tensor::conv(const Tensor& w, const std::optional<Tensor>& bias, int64_t 
   int64_t gc;
   TG_CHECK(groups > 0 && cout % groups == 0 && !__builtin_mul_overflow(groups, cin, &gc) && gc == cin_, TG_ERROR_SHAPE,
            strformat("conv: input channels %lld don't match weight %s with %lld groups", (long long)cin_, shape_str(w.shape()).c_str(), (long long)groups));
-  Shape hw(w.shape().begin() + 2, w.shape().end());
-  PadPairs pads{{0, 0}, {0, 0}};
-  pads.insert(pads.end(), padding.begin(), padding.end());
   // the input realized first (a no-op for a buffer, and for a reduce only its kernel's epilogue): every element is read
   // once per tap and per tile of output channels, so an unrealized producer (the last block's residual add and ReLU)
   // would be recomputed at each read, its loads gathered twice over (ResNet-18's kernels 27.0 -> 19.4 ms on 2 threads;
   // a stride-2 conv 3.0 -> 1.15 ms)
   if (Tensor xin = contiguous(); xin.uop() != uop()) return xin.conv(w, bias, groups, stride, dilation, padding);
-  if (use_winograd(w, stride, dilation, padding)) return conv_finish(conv_winograd(w, groups, padding), w, bias, groups, stride, dilation, padding);
+  if (use_winograd(w, groups, stride, dilation, padding)) return conv_finish(conv_winograd(w, groups, padding), w, bias, groups, stride, dilation, padding);
+  Shape hw(w.shape().begin() + 2, w.shape().end());
+  PadPairs pads{{0, 0}, {0, 0}};
+  pads.insert(pads.end(), padding.begin(), padding.end());
   Tensor x = pad(pads, PadMode::Constant).pool(hw, stride, dilation);  // (bs, cin_, o..., k...); negative pads crop
   Shape oyx(x.shape().begin() + 2, x.shape().begin() + 2 + long(nsp));
   int64_t rcout = cout / groups;

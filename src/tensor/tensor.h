@@ -294,15 +294,15 @@ class Tensor {
   Tensor conv(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, PadPairs padding) const;
   Tensor conv_transpose(const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, Shape stride, Shape dilation, PadPairs padding,
                         Shape output_padding) const;
-  // the gradients (d input, d weight) of conv(w, groups, stride, dilation, padding) = *this for an incoming gradient g:
-  // a transposed convolution and a reduce over the batch and the output positions, both forward-conv-shaped kernels
   // Winograd F(4, 3) for 3-tap stride-1 convolutions (WINO: -1 when it pays, by a rule or under BEAM by timing both; 1 always; 0 never)
-  bool use_winograd(const Tensor& w, const Shape& stride, const Shape& dilation, const PadPairs& padding) const;
+  bool use_winograd(const Tensor& w, int64_t groups, const Shape& stride, const Shape& dilation, const PadPairs& padding) const;
   Tensor conv_winograd(const Tensor& w, int64_t groups, const PadPairs& padding) const;
-  bool winograd_faster(const Tensor& w, const Shape& stride, const Shape& dilation, const PadPairs& padding) const;
+  bool winograd_faster(const Tensor& w, int64_t groups, const Shape& stride, const Shape& dilation, const PadPairs& padding) const;
   // the conv's result as a node whose gradient is conv_backward, plus the bias
   Tensor conv_finish(Tensor ret, const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, const Shape& stride, const Shape& dilation,
                      const PadPairs& padding) const;
+  // the gradients (d input, d weight) of conv(w, groups, stride, dilation, padding) = *this for an incoming gradient g:
+  // a transposed convolution and a reduce over the batch and the output positions, both forward-conv-shaped kernels
   static std::pair<Tensor, Tensor> conv_backward(const Tensor& g, const Tensor& x, const Tensor& w, const std::vector<int64_t>& arg);
   enum class PoolKind { Max, Avg };
   // stride empty: the kernel; padding empty: none
