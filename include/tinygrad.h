@@ -1418,6 +1418,30 @@ TG_API tg_status tg_comm_broadcast_tensors(tg_comm* comm, tg_tensor* const* tens
  * replays them. Dtypes and ops as tg_comm_allreduce (AVG divides by n). See docs/distributed.md. @len(out=n) */
 TG_API tg_status tg_tensor_allreduce(tg_tensor* const* tensors, size_t n, tg_reduce op, tg_tensor** out);
 
+/* ---- distributed: tensors sharded over the devices of one process ---------------------------------------------- */
+/* A new tensor holding t's values spread over `devices[0..n)` ("CPU", "CPU:1", ... "CL", "CUDA:1"; each named once):
+ * split along `axis` into ceil(size / n) pieces in device order (the last ones smaller or empty), or, with axis -1, a
+ * whole copy on each. Its device (tg_tensor_device) is the names joined by ',' ("CPU,CPU:1"), and any tensor op takes
+ * it with other tensors on the same devices: ops on matching shards run on each device, a reduce over the split axis
+ * is an allreduce, a view that moves elements between shards gathers the whole first, a whole copy meeting a shard is
+ * cut to it. tg_tensor_to(t, "CPU") gathers it on one device; a device name with ',' in tg_tensor_to, tg_tensor_zeros
+ * and the other makers replicates. The copies run now (as tg_tensor_to) and start a new graph: gradients reach the
+ * sharded tensor, not t. A sharded t is gathered first. See docs/distributed.md. */
+TG_API tg_tensor* tg_tensor_shard(tg_tensor* t, const char* const* devices, size_t n, int64_t axis);
+/* t (of like's shape) split as `like` is: its devices, its axis and each shard's bounds. */
+TG_API tg_tensor* tg_tensor_shard_like(tg_tensor* t, tg_tensor* like);
+/* How many devices t is on (1 for a tensor on one device), or -1 on error. @errors(-1) */
+TG_API int64_t tg_tensor_device_count(const tg_tensor* t);
+/* The name of t's device i (static storage), i < tg_tensor_device_count(t). NULL on error. */
+TG_API const char* tg_tensor_device_at(const tg_tensor* t, size_t i);
+/* The axis t is split along into *out, or -1 when each device holds the whole (and for a tensor on one device). */
+TG_API tg_status tg_tensor_shard_axis(const tg_tensor* t, int64_t* out);
+/* Each device's [start, end) along the split axis into out[2i], out[2i + 1] (the whole axis 0 when not split);
+ * `capacity` is out's length and must be >= 2 * tg_tensor_device_count(t). */
+TG_API tg_status tg_tensor_shard_bounds(const tg_tensor* t, int64_t* out, size_t capacity);
+/* t's part on its device i as a tensor on that device (t is realized first; a view of the shard's buffer, no copy). */
+TG_API tg_tensor* tg_tensor_shard_get(tg_tensor* t, size_t i);
+
 /* ---- looking inside a realize ----------------------------------------------------------------------------------- */
 /* What realizing a set of tensors runs (what DEBUG=2..4 prints), as data: per kernel its name, generated source,
  * buffers and, after running, its time. */

@@ -101,6 +101,7 @@ GROUPS = {
     ("tg_tensor* const*",): "f.tensor_array",
     ("const char* const*", "const int64_t*"): "f.bindings",
     ("const char* const*", "tg_tensor* const*"): "f.named_tensors",
+    ("const char* const*",): "f.device_names",
     ("const int64_t*", "const int64_t*"): "f.i64_arrays2",
     ("const tg_index*",): "f.index_array",
     ("tg_tensor**",): "f.out_tensor_array",

@@ -674,7 +674,7 @@ struct FuzzCtx {
       }
       s = state_dir + pick<const char*>({"/a.safetensors", "/a.safetensors", "/b.gguf", "/missing/c.safetensors", "", "/"});
     }
-    else s = pick<std::string>({"", "CPU", "cpu:0", "NOPE", std::string(10000, 'D'), "cpu", "CPU:0", "CPU:1", "CUDA", "x"});
+    else s = pick<std::string>({"", "CPU", "cpu:0", "NOPE", std::string(10000, 'D'), "cpu", "CPU:0", "CPU:1", "CUDA", "x", "CPU,CPU:1", "CPU,CPU"});
     strs.push_back(std::move(s));
     const std::string& k = strs.back();
     rec(name, Arg::Str, k.size() > 20 ? "\"" + k.substr(0, 8) + "...\" (" + std::to_string(k.size()) + " chars)" : "\"" + k + "\"").p = k.c_str();
@@ -1572,6 +1572,22 @@ struct FuzzCtx {
     rec(values_name, Arg::Array, nv ? "NULL" : vt + "}");
     rec(count_name, Arg::Size, std::to_string(n)).n = n;
     return {nn ? nullptr : names, nv ? nullptr : values, n};
+  }
+
+  // device names (tg_tensor_shard): a few, valid, repeated or bad, or a count that is too large
+  Arr<const char* const*> device_names(const char* names_name, const char* count_name) {
+    size_t n = pct(90) ? size_t(r(5)) : pick<size_t>({SIZE_MAX, 5000});
+    if (n > 100) return rec(names_name, Arg::Array, "NULL"), rec(count_name, Arg::Size, std::to_string(n)).n = n, Arr<const char* const*>{nullptr, n};
+    const char** names = buffer<const char*>(n);
+    std::string nt = "{";
+    for (size_t i = 0; i < n; i++) {
+      names[i] = pick<const char*>({"CPU", "CPU:1", "CPU:2", "cpu:3", "CPU:1", "NOPE", "CPU,CPU:1", "", nullptr});
+      nt += (i ? "," : "") + (names[i] ? "\"" + std::string(names[i]) + "\"" : std::string("NULL"));
+    }
+    bool nn = n && pct(5);
+    rec(names_name, Arg::Array, nn ? "NULL" : nt + "}");
+    rec(count_name, Arg::Size, std::to_string(n)).n = n;
+    return {nn ? nullptr : names, n};
   }
 
   Named named_tensors(const char* names_name, const char* inputs_name, const char* count_name) {

@@ -1572,6 +1572,58 @@ public sealed partial class Tensor : IDisposable, IHandle {
       return Array.ConvertAll(out_, x_ => new Tensor(new TensorHandle(x_)));
     }
   }
+
+  /// <summary>A new tensor holding t's values spread over `devices[0..n)` ("CPU", "CPU:1", ... "CL", "CUDA:1"; each named
+  /// once): split along `axis` into ceil(size / n) pieces in device order (the last ones smaller or empty), or,
+  /// with axis -1, a whole copy on each. Its device (tg_tensor_device) is the names joined by ',' ("CPU,CPU:1"),
+  /// and any tensor op takes it with other tensors on the same devices: ops on matching shards run on each
+  /// device, a reduce over the split axis is an allreduce, a view that moves elements between shards gathers the
+  /// whole first, a whole copy meeting a shard is cut to it. tg_tensor_to(t, "CPU") gathers it on one device; a
+  /// device name with ',' in tg_tensor_to, tg_tensor_zeros and the other makers replicates. The copies run now
+  /// (as tg_tensor_to) and start a new graph: gradients reach the sharded tensor, not t. A sharded t is gathered
+  /// first. See docs/distributed.md. (tg_tensor_shard)
+  /// </summary>
+  public Tensor Shard(string[] devices, long axis) {
+    return new Tensor(Native.Check(Native.tg_tensor_shard(H, devices, (UIntPtr)(devices?.Length ?? 0), axis)));
+  }
+
+  /// <summary>t (of like's shape) split as `like` is: its devices, its axis and each shard's bounds.
+  /// (tg_tensor_shard_like)
+  /// </summary>
+  public Tensor ShardLike(Tensor like) {
+    return new Tensor(Native.Check(Native.tg_tensor_shard_like(H, Native.Arg(like, nameof(like)).H)));
+  }
+
+  /// <summary>How many devices t is on (1 for a tensor on one device), or -1 on error. (tg_tensor_device_count)
+  /// </summary>
+  public long DeviceCount() {
+    var r = Native.tg_tensor_device_count(H);
+    if (r == -1) throw Native.Fail();
+    return r;
+  }
+
+  /// <summary>The name of t's device i (static storage), i &lt; tg_tensor_device_count(t). NULL on error.
+  /// (tg_tensor_device_at)
+  /// </summary>
+  public string DeviceAt(long i) {
+    return Native.Str(Native.tg_tensor_device_at(H, Native.Size(i))) ?? throw Native.Fail();
+  }
+
+  /// <summary>The axis t is split along into *out, or -1 when each device holds the whole (and for a tensor on one
+  /// device). (tg_tensor_shard_axis)
+  /// </summary>
+  public long ShardAxis() {
+    long out_;
+    Native.Check(Native.tg_tensor_shard_axis(H, out out_));
+    return out_;
+  }
+
+  /// <summary>t's part on its device i as a tensor on that device (t is realized first; a view of the shard's buffer, no
+  /// copy). (tg_tensor_shard_get)
+  /// </summary>
+  public Tensor ShardGet(long i) {
+    return new Tensor(Native.Check(Native.tg_tensor_shard_get(H, Native.Size(i))));
+  }
 }
 
 /// <summary>A tg_expr reference. Dispose releases it; one never disposed is released by its handle's finalizer.
@@ -2798,7 +2850,7 @@ public static partial class Tg {
 }
 }
 
-// Not generated here (53; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
+// Not generated here (54; Tinygrad.cs wraps those a C# user needs, *_release is Dispose):
 //   tg_last_error: TinygradException carries the error
 //   tg_last_error_message: TinygradException carries the error
 //   tg_clear_error: TinygradException carries the error
@@ -2851,4 +2903,5 @@ public static partial class Tg {
 //   tg_llm_generate: a `callback` parameter
 //   tg_llm_release: takes a reference (Dispose does it)
 //   tg_comm_release: takes a reference (Dispose does it)
+//   tg_tensor_shard_bounds: a `array_out` parameter
 //   tg_plan_release: takes a reference (Dispose does it)

@@ -2315,6 +2315,47 @@ public static unsafe partial class Native {
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_allreduce(IntPtr[] tensors, UIntPtr n, Reduce op, [Out] IntPtr[] @out);
 
+  // ---- distributed: tensors sharded over the devices of one process
+  /// <summary>A new tensor holding t's values spread over `devices[0..n)` ("CPU", "CPU:1", ... "CL", "CUDA:1"; each named
+  /// once): split along `axis` into ceil(size / n) pieces in device order (the last ones smaller or empty), or,
+  /// with axis -1, a whole copy on each. Its device (tg_tensor_device) is the names joined by ',' ("CPU,CPU:1"),
+  /// and any tensor op takes it with other tensors on the same devices: ops on matching shards run on each
+  /// device, a reduce over the split axis is an allreduce, a view that moves elements between shards gathers the
+  /// whole first, a whole copy meeting a shard is cut to it. tg_tensor_to(t, "CPU") gathers it on one device; a
+  /// device name with ',' in tg_tensor_to, tg_tensor_zeros and the other makers replicates. The copies run now
+  /// (as tg_tensor_to) and start a new graph: gradients reach the sharded tensor, not t. A sharded t is gathered
+  /// first. See docs/distributed.md.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_shard(TensorHandle t, [MarshalAs(UnmanagedType.LPArray, ArraySubType = UnmanagedType.LPUTF8Str)] string[] devices, UIntPtr n, long axis);
+  /// <summary>t (of like's shape) split as `like` is: its devices, its axis and each shard's bounds.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_shard_like(TensorHandle t, TensorHandle like);
+  /// <summary>How many devices t is on (1 for a tensor on one device), or -1 on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern long tg_tensor_device_count(TensorHandle t);
+  /// <summary>The name of t's device i (static storage), i &lt; tg_tensor_device_count(t). NULL on error.
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern IntPtr tg_tensor_device_at(TensorHandle t, UIntPtr i);
+  /// <summary>The axis t is split along into *out, or -1 when each device holds the whole (and for a tensor on one
+  /// device).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_tensor_shard_axis(TensorHandle t, out long @out);
+  /// <summary>Each device's [start, end) along the split axis into out[2i], out[2i + 1] (the whole axis 0 when not split);
+  /// `capacity` is out's length and must be &gt;= 2 * tg_tensor_device_count(t).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_tensor_shard_bounds(TensorHandle t, [Out] long[] @out, UIntPtr capacity);
+  /// <summary>t's part on its device i as a tensor on that device (t is realized first; a view of the shard's buffer, no
+  /// copy).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern TensorHandle tg_tensor_shard_get(TensorHandle t, UIntPtr i);
+
   // ---- looking inside a realize
   /// <summary>Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new
   /// reference.

@@ -1927,6 +1927,41 @@ static tg_status tgw_tensor_allreduce(tg_tensor* const* tensors, size_t n, tg_re
   if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
   return tgw_r;
 }
+static tg_tensor* tgw_tensor_shard(tg_tensor* t, const char* const* devices, size_t n, int64_t axis, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_shard(t, devices, n, axis);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_shard_like(tg_tensor* t, tg_tensor* like, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_shard_like(t, like);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static int64_t tgw_tensor_device_count(const tg_tensor* t, tgw_err* tgw_e) {
+  int64_t tgw_r = tg_tensor_device_count(t);
+  if (tgw_r == -1) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static const char* tgw_tensor_device_at(const tg_tensor* t, size_t i, tgw_err* tgw_e) {
+  const char* tgw_r = tg_tensor_device_at(t, i);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
+static tg_status tgw_tensor_shard_axis(const tg_tensor* t, int64_t* out, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_tensor_shard_axis(t, out);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_status tgw_tensor_shard_bounds(const tg_tensor* t, int64_t* out, size_t capacity, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_tensor_shard_bounds(t, out, capacity);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
+static tg_tensor* tgw_tensor_shard_get(tg_tensor* t, size_t i, tgw_err* tgw_e) {
+  tg_tensor* tgw_r = tg_tensor_shard_get(t, i);
+  if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
+  return tgw_r;
+}
 static tg_plan* tgw_plan_create(tg_tensor* const* tensors, size_t n, tgw_err* tgw_e) {
   tg_plan* tgw_r = tg_plan_create(tensors, n);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -8496,6 +8531,119 @@ func Allreduce(tensors []*Tensor, op Reduce) ([]*Tensor, error) {
 	return result, nil
 }
 
+// Shard is tg_tensor_shard. A new tensor holding t's values spread over `devices[0..n)` ("CPU", "CPU:1", ...
+// "CL", "CUDA:1"; each named once): split along `axis` into ceil(size / n) pieces in device order (the last ones
+// smaller or empty), or, with axis -1, a whole copy on each. Its device (tg_tensor_device) is the names joined
+// by ',' ("CPU,CPU:1"), and any tensor op takes it with other tensors on the same devices: ops on matching
+// shards run on each device, a reduce over the split axis is an allreduce, a view that moves elements between
+// shards gathers the whole first, a whole copy meeting a shard is cut to it. tg_tensor_to(t, "CPU") gathers it
+// on one device; a device name with ',' in tg_tensor_to, tg_tensor_zeros and the other makers replicates. The
+// copies run now (as tg_tensor_to) and start a new graph: gradients reach the sharded tensor, not t. A sharded t
+// is gathered first. See docs/distributed.md.
+func (t *Tensor) Shard(devices []string, axis int64) (*Tensor, error) {
+	cvDevices := make([]*C.char, len(devices))
+	for i, s := range devices {
+		cvDevices[i] = C.CString(s)
+		defer C.free(unsafe.Pointer(cvDevices[i]))
+	}
+	var st C.tgw_err
+	ret := C.tgw_tensor_shard(t.ptr(), (**C.char)(ptr0(cvDevices)), C.size_t(len(devices)), C.int64_t(axis), &st)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// ShardLike is tg_tensor_shard_like. t (of like's shape) split as `like` is: its devices, its axis and each
+// shard's bounds.
+func (t *Tensor) ShardLike(like *Tensor) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_shard_like(t.ptr(), like.ptr(), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(like)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
+// DeviceCount is tg_tensor_device_count. How many devices t is on (1 for a tensor on one device), or -1 on
+// error.
+func (t *Tensor) DeviceCount() (int64, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_device_count(t.ptr(), &st)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return 0, err
+	}
+	return int64(ret), nil
+}
+
+// DeviceAt is tg_tensor_device_at. The name of t's device i (static storage), i < tg_tensor_device_count(t).
+// NULL on error.
+func (t *Tensor) DeviceAt(i int) (string, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_device_at(t.ptr(), C.size_t(i), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
+		return "", err
+	}
+	result := C.GoString(ret)
+	runtime.KeepAlive(t)
+	return result, nil
+}
+
+// ShardAxis is tg_tensor_shard_axis. The axis t is split along into *out, or -1 when each device holds the whole
+// (and for a tensor on one device).
+func (t *Tensor) ShardAxis() (int64, error) {
+	var cvOut C.int64_t
+	var st C.tgw_err
+	C.tgw_tensor_shard_axis(t.ptr(), &cvOut, &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
+		return 0, err
+	}
+	out := int64(cvOut)
+	result := out
+	runtime.KeepAlive(t)
+	return result, nil
+}
+
+// ShardBounds is tg_tensor_shard_bounds. Each device's [start, end) along the split axis into out[2i], out[2i +
+// 1] (the whole axis 0 when not split); `capacity` is out's length and must be >= 2 * tg_tensor_device_count(t).
+func (t *Tensor) ShardBounds(capacity int) ([]int64, error) {
+	if capacity < 0 {
+		return nil, newError(ErrInvalidArgument, "tg_tensor_shard_bounds: negative capacity")
+	}
+	cvOut := make([]C.int64_t, capacity)
+	var st C.tgw_err
+	C.tgw_tensor_shard_bounds(t.ptr(), (*C.int64_t)(ptr0(cvOut)), C.size_t(capacity), &st)
+	if err := check(&st); err != nil {
+		runtime.KeepAlive(t)
+		return nil, err
+	}
+	out := make([]int64, len(cvOut))
+	for i, v := range cvOut {
+		out[i] = int64(v)
+	}
+	result := out
+	runtime.KeepAlive(t)
+	return result, nil
+}
+
+// ShardGet is tg_tensor_shard_get. t's part on its device i as a tensor on that device (t is realized first; a
+// view of the shard's buffer, no copy).
+func (t *Tensor) ShardGet(i int) (*Tensor, error) {
+	var st C.tgw_err
+	ret := C.tgw_tensor_shard_get(t.ptr(), C.size_t(i), &st)
+	runtime.KeepAlive(t)
+	if err := check(&st); err != nil {
+		return nil, err
+	}
+	return newTensor(ret), nil
+}
+
 // PlanCreate is tg_plan_create. Schedules `tensors` (borrowed, on one device) and compiles their kernels without
 // running them. A new reference.
 func PlanCreate(tensors []*Tensor) (*Plan, error) {
@@ -8675,4 +8823,4 @@ func LiveHandles() int64 {
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
 // tg_llm_generate is wrapped by hand: Llm.Generate in llm.go: a Go func behind the tg_llm_token_fn callback.
-const generatedFunctions = 413 // of 415 in the manifest
+const generatedFunctions = 420 // of 422 in the manifest

@@ -29,6 +29,7 @@ HANDWRITTEN = {
   "tg_tensor_from_dlpack": "raw only (tinygrad_sys): DLPack structs are the caller's",
   "tg_tensor_to_dlpack": "raw only (tinygrad_sys): DLPack structs are the caller's",
   "tg_tensor_shape_vars": "raw only (tinygrad_sys): one optional Variable slot per dim",
+  "tg_tensor_shard_bounds": "raw only (tinygrad_sys): two slots per device (tg_tensor_device_count)",
   "tg_tensor_clone": "raw only (tinygrad_sys): a method `clone` would shadow Clone (another reference to the tensor)",
   "tg_jit_export": "raw only (tinygrad_sys): the options struct is the caller's (docs/export.md)",
   **{f: "raw only (tinygrad_sys): text into the caller's buffer (a safe Uop type is not written yet)"

@@ -2,6 +2,11 @@
 // devices of one process.
 #include "api/handles.h"
 
+#include <mutex>
+#include <set>
+
+#include "tensor/multi.h"
+
 using namespace tg;
 
 namespace {
@@ -76,6 +81,63 @@ tg_status tg_tensor_allreduce(tg_tensor* const* ts, size_t n, tg_reduce op, tg_t
     TG_ARG(unsigned(op) <= TG_REDUCE_AVG, strformat("tensor_allreduce: unknown op %d", int(op)));
     api::write_out(allreduce_devices(xs, ReduceOp(op)), out, "tensor_allreduce");
   });
+}
+
+tg_tensor* tg_tensor_shard(tg_tensor* t, const char* const* devices, size_t n, int64_t axis) {
+  return api::make([&]() -> tg_tensor* {
+    const Tensor& x = api::get(t, "tensor_shard");
+    TG_ARG(devices || n == 0, "tensor_shard: devices is NULL");
+    TG_ARG(n <= 4096, strformat("tensor_shard: %zu devices is too many", n));
+    std::vector<std::string> devs;
+    for (size_t i = 0; i < n; i++) {
+      TG_ARG(devices[i], strformat("tensor_shard: devices[%zu] is NULL", i));
+      devs.push_back(devices[i]);
+    }
+    TG_CHECK(axis >= -1, TG_ERROR_SHAPE, strformat("tensor_shard: axis %lld (a dim, or -1 for a whole copy on each device)", (long long)axis));
+    return api::wrap(shard(x, devs, axis < 0 ? std::nullopt : std::optional<int64_t>(axis)));
+  });
+}
+tg_tensor* tg_tensor_shard_like(tg_tensor* t, tg_tensor* like) {
+  return api::make([&]() -> tg_tensor* { return api::wrap(shard_like(api::get(t, "tensor_shard_like", "t"), api::get(like, "tensor_shard_like", "like"))); });
+}
+int64_t tg_tensor_device_count(const tg_tensor* t) {
+  int64_t r = -1;
+  api::call([&] { r = int64_t(split_devices(api::get(t, "tensor_device_count").device()).size()); });
+  return r;
+}
+const char* tg_tensor_device_at(const tg_tensor* t, size_t i) {
+  const char* r = nullptr;
+  api::call([&] {
+    auto devs = split_devices(api::get(t, "tensor_device_at").device());
+    TG_ARG(i < devs.size(), strformat("tensor_device_at: device %zu of a tensor on %zu", i, devs.size()));
+    // device names are few: kept for the process, so the pointer stays valid
+    static std::mutex mu;
+    static std::set<std::string> names;
+    std::lock_guard<std::mutex> lk(mu);
+    r = names.insert(devs[i]).first->c_str();
+  });
+  return r;
+}
+tg_status tg_tensor_shard_axis(const tg_tensor* t, int64_t* out) {
+  return api::call([&] {
+    const Tensor& x = api::get(t, "tensor_shard_axis");
+    TG_ARG(out, "tensor_shard_axis: out is NULL");
+    *out = multi_axis(x);
+  });
+}
+tg_status tg_tensor_shard_bounds(const tg_tensor* t, int64_t* out, size_t capacity) {
+  return api::call([&] {
+    const Tensor& x = api::get(t, "tensor_shard_bounds");
+    std::vector<std::pair<int64_t, int64_t>> b;
+    if (is_multi_device(x.device())) b = multi_bounds(x);
+    else b = {{0, x.ndim() ? x.shape()[0] : 1}};
+    TG_ARG(out, "tensor_shard_bounds: out is NULL");
+    TG_ARG(capacity >= 2 * b.size(), strformat("tensor_shard_bounds: capacity %zu, the tensor needs %zu", capacity, 2 * b.size()));
+    for (size_t i = 0; i < b.size(); i++) out[2 * i] = b[i].first, out[2 * i + 1] = b[i].second;
+  });
+}
+tg_tensor* tg_tensor_shard_get(tg_tensor* t, size_t i) {
+  return api::make([&]() -> tg_tensor* { return api::wrap(multi_shard(api::get(t, "tensor_shard_get"), i)); });
 }
 
 }  // extern "C"

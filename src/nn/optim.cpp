@@ -1,6 +1,8 @@
 // tinygrad's nn.optim, rule for rule: SGD and Muon are LARS settings, Adam and AdamW are LAMB settings.
 #include "nn/optim.h"
 
+#include "tensor/multi.h"
+
 
 namespace tg::nn {
 
@@ -35,8 +37,9 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr, const char* name)
     : name_(name), params_(checked_params(params, name)), lr_(lr_tensor(lr, params_[0].device(), name)) {}
 
 // its own buffer (the zeros of m and v are one graph, so contiguous() could give them one), filled by the state's realize
-Tensor Optimizer::new_state(const Shape& shape, double value) const {
-  Tensor t = Tensor::empty(shape, dtypes::float32, params_[0].device());
+Tensor Optimizer::new_state(const Shape& shape, double value, const Tensor* like) const {
+  // a parameter's state is split over devices as the parameter is, so the update runs on each shard
+  Tensor t = like ? empty_like_sharding(*like, dtypes::float32) : Tensor::empty(shape, dtypes::float32, params_[0].device());
   return t.assign(Tensor::full(shape, value, dtypes::float32, t.device()));
 }
 
@@ -100,7 +103,7 @@ class LARS final : public Optimizer {
       for (size_t i = 0; i < params_.size(); i++)
         TG_CHECK(params_[i].ndim() >= 1, TG_ERROR_SHAPE, strformat("%s: params[%zu] is 0-d; Newton-Schulz needs a first dim", c.name, i));
     if (c.momentum != 0)
-      for (auto& p : params_) b_.push_back(new_state(p.shape(), 0));
+      for (auto& p : params_) b_.push_back(new_state(p.shape(), 0, &p));
     state_ = b_;
     realize_state();
   }
@@ -146,8 +149,8 @@ class LAMB final : public Optimizer {
   LAMB(std::vector<Tensor> params, const LAMBConfig& c)
       : Optimizer(std::move(params), c.lr, c.name), c_(c), b1_t_(new_state({1}, 1)), b2_t_(new_state({1}, 1)) {
     TG_CHECK(c.weight_decay >= 0, TG_ERROR_INVALID_ARGUMENT, strformat("%s: weight_decay %g must be >= 0", c.name, c.weight_decay));
-    for (auto& p : params_) m_.push_back(new_state(p.shape(), 0));
-    for (auto& p : params_) v_.push_back(new_state(p.shape(), 0));
+    for (auto& p : params_) m_.push_back(new_state(p.shape(), 0, &p));
+    for (auto& p : params_) v_.push_back(new_state(p.shape(), 0, &p));
     state_ = {b1_t_, b2_t_};
     state_.insert(state_.end(), m_.begin(), m_.end());
     state_.insert(state_.end(), v_.begin(), v_.end());

@@ -30,7 +30,7 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<Tensor> params, double lr, const char* name);
-  Tensor new_state(const Shape& shape, double value) const;  // a float32 buffer, filled by realize_state
+  Tensor new_state(const Shape& shape, double value, const Tensor* like = nullptr) const;  // float32, filled by realize_state; split as `like`
   void realize_state();                                       // realizes state_
   // the params' new values from their grads, with every state update assigned; state_ lists that state
   virtual std::vector<Tensor> next(const std::vector<Tensor>& grads) = 0;

@@ -23,6 +23,8 @@ double Program::timed_launch(void** bufs, const int64_t* vars, size_t nvars, con
 
 std::string canonical_device(const char* name) {
   std::string d = name && *name ? name : getenv_str("DEV", getenv_str("DEVICE", "CPU"));
+  if (size_t c = d.find(','); c != std::string::npos)  // several devices (a sharded tensor's): each canonical
+    return canonical_device(d.substr(0, c).c_str()) + "," + canonical_device(d.substr(c + 1).c_str());
   for (auto& c : d) c = char(std::toupper(static_cast<unsigned char>(c)));
   if (d.size() > 2 && d.compare(d.size() - 2, 2, ":0") == 0) d.resize(d.size() - 2);
   if (d == "LLVM" || d == "CPU:LLVM") d = "CPU";

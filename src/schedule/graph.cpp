@@ -18,6 +18,11 @@ const AssignArg* assign_arg(const UOp* u) {
   if (u->op != Ops::ASSIGN || u->src.size() != 3) return nullptr;
   return static_cast<const AssignArg*>(std::get<std::shared_ptr<const ArgExt>>(u->src[2]->arg).get());
 }
+UOpRef AssignArg::part(size_t d) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  while (parts_.size() <= d) parts_.push_back(UOp::make(Ops::UNIQUE, dtypes::void_, {}, std::shared_ptr<const ArgExt>(std::make_shared<AssignArg>())));
+  return parts_[d];
+}
 UOpRef bound_var(const UOp* size, int64_t value, UOps inner) {
   UOps src{size->ref(), UOp::const_int(size->dtype, value)};
   if (size->op != Ops::DEFINE_VAR) src.insert(src.end(), inner.begin(), inner.end());

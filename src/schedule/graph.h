@@ -4,6 +4,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,12 @@ const std::shared_ptr<Buffer>& buffer_of(const UOp* buffer_node);
 struct AssignArg : ArgExt {
   mutable std::atomic<bool> done{false};
   std::string str() const override { return done ? "assign(done)" : "assign"; }
+  // the identity of this assign's part on device d of a multi tensor: the same node at every realize that lowers it
+  UOpRef part(size_t d) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::vector<UOpRef> parts_;
 };
 const AssignArg* assign_arg(const UOp* u);  // null unless u is an ASSIGN made by Tensor::assign
 // A symbolic dim's size is a Variable (DEFINE_VAR) or an expression of Variables that grows with each of them (i+2 from a

@@ -1,4 +1,6 @@
 #include "tensor/jit.h"
+
+#include "tensor/multi.h"
 #include "uop/viz.h"
 
 #include <algorithm>
@@ -62,12 +64,26 @@ struct Running {
 }  // namespace
 
 // the function's outputs and every tensor it assigned in place, realized in one schedule
-std::vector<Tensor> TinyJit::run_and_realize(const std::vector<Tensor>& inputs, bool capturing) {
+std::vector<Tensor> TinyJit::run_and_realize(const std::vector<Tensor>& inputs, bool capturing, const Layout& layout) {
   AssignLog log;
   std::vector<Tensor> outs;
   {
     Running r(this);
-    outs = fn_(inputs);
+    if (layout.empty()) outs = fn_(inputs);
+    else {  // the shards put back together
+      std::vector<Tensor> whole;
+      for (size_t i = 0, at = 0; i < layout.size(); at += layout[i].n, i++) {
+        if (layout[i].device.empty()) {
+          whole.push_back(inputs[at]);
+          continue;
+        }
+        UOps parts;
+        for (size_t k = 0; k < layout[i].n; k++) parts.push_back(inputs[at + k].uop());
+        DType dt = inputs[at].dtype();
+        whole.emplace_back(UOp::make(Ops::MULTI, dt, std::move(parts), std::vector<int64_t>{layout[i].axis}), layout[i].device);
+      }
+      outs = fn_(whole);
+    }
   }
   std::vector<Tensor> side;
   std::unordered_set<const TensorState*> seen;
@@ -92,14 +108,32 @@ std::vector<Tensor> TinyJit::run_and_realize(const std::vector<Tensor>& inputs, 
 std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs) { return (*this)(inputs, {}); }
 std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs, const Vars& vars) {
   TG_CHECK(!in_own_function(), TG_ERROR_INVALID_ARGUMENT, "jit: called from inside its own function");
+  if (std::none_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return is_multi_device(t.device()); })) return call_flat(inputs, vars, {});
+  Layout layout;
+  std::vector<Tensor> flat;
+  for (auto& t : inputs) {
+    if (!is_multi_device(t.device())) {
+      layout.push_back({}), flat.push_back(t);
+      continue;
+    }
+    std::vector<std::string> devs = split_devices(t.device());
+    layout.push_back({t.device(), multi_axis(t), devs.size()});
+    for (size_t d = 0; d < devs.size(); d++) flat.push_back(multi_shard(t, d));
+  }
+  return call_flat(flat, vars, layout);
+}
+std::vector<Tensor> TinyJit::call_flat(const std::vector<Tensor>& inputs, const Vars& vars, const Layout& layout) {
   // nested in another JIT's function: run ours unlocked, state untouched; an enclosing capture records its kernels
-  if (in_function()) return run_and_realize(prepare_inputs(inputs), false);
+  if (in_function()) return run_and_realize(prepare_inputs(inputs), false, layout);
   std::lock_guard<std::mutex> lk(mu_);
-  if (JIT == 0) return run_and_realize(prepare_inputs(inputs), false);  // every call as the first: run, realize outputs and assigns
-  if (cnt_ >= 2) return replay(inputs, vars);
+  if (JIT == 0) return run_and_realize(prepare_inputs(inputs), false, layout);  // every call as the first: run, realize outputs and assigns
+  if (cnt_ >= 2) {
+    TG_CHECK(layout == layout_, TG_ERROR_INVALID_ARGUMENT, "jit: the inputs are sharded otherwise than at the capture (devices or axis)");
+    return replay(inputs, vars);
+  }
   std::vector<Tensor> ins = prepare_inputs(inputs);
   if (cnt_ == 0) {
-    std::vector<Tensor> outs = run_and_realize(ins, false);
+    std::vector<Tensor> outs = run_and_realize(ins, false, layout);
     cnt_ = 1;
     return outs;
   }
@@ -107,8 +141,9 @@ std::vector<Tensor> TinyJit::operator()(const std::vector<Tensor>& inputs, const
   std::optional<Context> beam;
   if (JITBEAM >= 1) beam.emplace(std::initializer_list<std::pair<const char*, int64_t>>{{"BEAM", int64_t(JITBEAM)}});
   CaptureScope cap;
-  std::vector<Tensor> outs = run_and_realize(ins, true);
+  std::vector<Tensor> outs = run_and_realize(ins, true, layout);
   finish_capture(ins, outs, cap, vars);
+  layout_ = layout;
   cnt_ = 2;
   return outs;
 }

@@ -69,7 +69,16 @@ class TinyJit {
   struct InputUse {
     size_t item, buf, input;
   };
-  std::vector<Tensor> run_and_realize(const std::vector<Tensor>& inputs, bool capturing);
+  // A sharded input is passed as its shards, each an input of its own (a buffer on one device); the function gets it whole
+  struct Piece {
+    std::string device;  // empty: a plain input
+    int64_t axis = -1;
+    size_t n = 1;  // shards
+    bool operator==(const Piece&) const = default;
+  };
+  using Layout = std::vector<Piece>;
+  std::vector<Tensor> call_flat(const std::vector<Tensor>& inputs, const Vars& vars, const Layout& layout);
+  std::vector<Tensor> run_and_realize(const std::vector<Tensor>& inputs, bool capturing, const Layout& layout);
   void finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap, const Vars& vars);
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs, const Vars& vars);
   // a replay's outputs: the captured ones, with views of inputs moved to this call's inputs and Variables rebound
@@ -78,6 +87,7 @@ class TinyJit {
   Fn fn_;
   std::mutex mu_;
   std::atomic<int> cnt_{0};  // read without the lock (calls(), captured())
+  Layout layout_;            // of the captured call
   std::vector<InputSpec> in_specs_;
   std::vector<ExecItem> items_;
   std::vector<InputUse> input_uses_;

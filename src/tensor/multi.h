@@ -19,3 +19,39 @@ Tensor reduce_pair(const Tensor& a, const Tensor& b, ReduceOp op);
 std::vector<Tensor> allreduce_devices(const std::vector<Tensor>& ts, ReduceOp op);
 
 }  // namespace tg
+
+namespace tg {
+
+// ---- tensors sharded over devices (tinygrad's Tensor.shard and schedule/multi.py) ----
+// A multi tensor's device is its devices' canonical names joined by ',' ("CPU,CPU:1"). Its graph is built like any other:
+// the leaves are MULTI nodes (one source per device, arg {axis}: the dim split between them, -1 for a whole copy on
+// each), and everything above them is the logical tensor, so every Tensor op and autograd work unchanged. A realize
+// lowers the graph to one graph per device (lower_multi): ops on matching shards run per device, a reduce over the
+// split dim is an allreduce, a view that would move elements between shards first gathers the whole tensor on every
+// device, and a whole copy meeting a shard is cut to the shard's bounds.
+bool is_multi_device(const std::string& dev);
+std::vector<std::string> split_devices(const std::string& dev);  // one name for a plain device
+// each name canonical and opened (TG_ERROR_DEVICE names a bad one); two names for one device: TG_ERROR_INVALID_ARGUMENT
+std::string join_devices(const std::vector<std::string>& devs, const char* what);
+void check_devices(const std::string& dev);  // every device of a plain or multi device name opens
+
+// x on each of devs: split along `axis` into ceil(size / n) pieces (the last ones smaller or empty, as tinygrad), or a
+// whole copy on each (nullopt). The copies run now, as to() does, and start a new graph: no gradient flows back into x.
+// A multi x is gathered first.
+Tensor shard(const Tensor& x, const std::vector<std::string>& devs, std::optional<int64_t> axis);
+// x split as `like` is (its devices, its axis and bounds): the pieces an op with `like` expects
+Tensor shard_like(const Tensor& x, const Tensor& like);
+// uninitialized memory of like's shape, split as `like` (the state an optimizer keeps per parameter)
+Tensor empty_like_sharding(const Tensor& like, DType dtype);
+// the split dim of a multi tensor (-1: whole on every device) and each device's [start, end) along it
+int64_t multi_axis(const Tensor& t);
+std::vector<std::pair<int64_t, int64_t>> multi_bounds(const Tensor& t);
+// the multi tensor realized, then its part on device i, as a plain tensor on that device (a view, no copy)
+Tensor multi_shard(const Tensor& t, size_t i);
+// the whole tensor on device `dev`: the shards copied there and put in place, now
+Tensor multi_gather(const Tensor& t, const std::string& dev);
+// Realizes multi tensors that share one device tuple: their graphs lowered to per-device graphs, the collectives in them
+// run in order (each a step a TinyJit captures), then one schedule per device. Each tensor becomes MULTI of its results.
+void realize_multi(const std::vector<Tensor*>& ts);
+
+}  // namespace tg

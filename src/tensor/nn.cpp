@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "engine/realize.h"
+#include "tensor/multi.h"
 #include "tensor/tensor.h"
 
 namespace tg {
@@ -161,6 +162,7 @@ bool Tensor::use_winograd(const Tensor& w, int64_t groups, const Shape& stride, 
 // inside a CaptureScope of their own, so a TinyJit capturing around this conv does not record them; their inputs are
 // an arange, so the user's random stream is untouched.
 bool Tensor::winograd_faster(const Tensor& w, int64_t groups, const Shape& stride, const Shape& dilation, const PadPairs& padding) const {
+  if (is_multi_device(device())) return false;  // timed on one device only
   std::string key = device() + " " + dtype().name() + " " + shape_str(shape()) + " " + shape_str(w.shape());
   for (auto [b, a] : padding) key += strformat(" %lld,%lld", (long long)b, (long long)a);
   static std::mutex mu;
@@ -631,7 +633,9 @@ Tensor& Tensor::assign(const Tensor& value) {
     std::lock_guard<std::mutex> lk(tensor_state_mu());
     std::swap(s_->uop, u);
   };
-  bool whole = is_buffer_view(base, numel());
+  // a multi tensor whose shards are buffers is updated in place too, one assign per device
+  bool whole = is_buffer_view(base, numel()) ||
+               (base->op == Ops::MULTI && std::all_of(base->src.begin(), base->src.end(), [](const UOpRef& p) { return is_buffer_view(p.get(), tg::prod(p->shape())); }));
   if ((!whole && !written_buffer(s_->uop.get())) || v == s_->uop) {
     set(v);
     return *this;

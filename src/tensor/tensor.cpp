@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "engine/realize.h"
+#include "tensor/multi.h"
 
 namespace tg {
 
@@ -37,6 +38,7 @@ Tensor Tensor::from_data(const void* data, size_t nbytes, DType dtype, const Sha
   TG_CHECK(nbytes == need, TG_ERROR_INVALID_ARGUMENT,
            strformat("from_data: %zu bytes given, shape %s of %s needs %zu", nbytes, shape_str(shape).c_str(), dtype.name().c_str(), need));
   TG_CHECK(data || nbytes == 0, TG_ERROR_INVALID_ARGUMENT, "from_data: data is NULL");
+  if (is_multi_device(device)) return shard(from_data(data, nbytes, dtype, shape, split_devices(device)[0]), split_devices(device), std::nullopt);
   auto buf = std::make_shared<Buffer>(device, dtype, tg::prod(shape));
   // a bool is one byte, 0 or 1: the C renderer types it _Bool, so a 2 from the caller would cast to 2 and negate to 3
   // there while LLVM gives 1 and 0; any nonzero byte is true, stored as 1
@@ -50,11 +52,17 @@ Tensor Tensor::from_data(const void* data, size_t nbytes, DType dtype, const Sha
 }
 Tensor Tensor::empty(const Shape& shape, DType dtype, const std::string& device) {
   check_shape(shape, dtype, "empty");
+  if (is_multi_device(device)) {  // a whole copy on each device
+    std::string devs = join_devices(split_devices(device), "empty");
+    UOps parts;
+    for (auto& d : split_devices(devs)) parts.push_back(empty(shape, dtype, d).uop());
+    return Tensor(UOp::make(Ops::MULTI, dtype, std::move(parts), std::vector<int64_t>{-1}), devs);
+  }
   return Tensor(view_as(buffer_uop(std::make_shared<Buffer>(device, dtype, tg::prod(shape))), shape), device);
 }
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::string& device, const char* what) {
   check_shape(shape, dtype, what);
-  get_device(device);
+  check_devices(device);
   // tinygrad raises for int(nan) and int(inf): a silent 0 or 2^63 would be a lie
   TG_CHECK(std::isfinite(value) || dtypes::is_float(dtype) || dtypes::is_bool(dtype), TG_ERROR_INVALID_ARGUMENT,
            strformat("%s: %g can't be stored in %s", what, value, dtype.name().c_str()));
@@ -93,7 +101,7 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype, const
   TG_CHECK(len < 9.2e18, TG_ERROR_SHAPE, strformat("arange: start %g, stop %g, step %g gives %g elements, more than fit in int64", start, stop, step, len));
   int64_t n = int64_t(len);
   check_shape({n}, dtype, "arange");
-  get_device(device);
+  check_devices(device);
   // start + i*step, in float64 like the host formula it replaces, then converted to dtype
   Tensor i = iota(n, device).cast(dtypes::float64);
   Tensor v = i.mul(Tensor(UOp::const_(dtypes::float64, step), device)).add(Tensor(UOp::const_(dtypes::float64, start), device));
@@ -596,7 +604,7 @@ Tensor& Tensor::realize() {
   return *this;
 }
 void Tensor::realize_all(const std::vector<Tensor*>& ts) {
-  // one schedule per device, in the order the devices first appear
+  // one schedule per device, in the order the devices first appear; tensors sharded over one tuple of devices together
   std::vector<std::pair<std::string, std::vector<Tensor*>>> groups;
   for (auto* t : ts) {
     auto g = std::find_if(groups.begin(), groups.end(), [&](auto& x) { return x.first == t->s_->device; });
@@ -605,6 +613,10 @@ void Tensor::realize_all(const std::vector<Tensor*>& ts) {
   }
   if (groups.empty()) groups.push_back({"CPU", {}});
   for (auto& [dev, group] : groups) {
+    if (is_multi_device(dev)) {
+      realize_multi(group);
+      continue;
+    }
     std::vector<UOpRef> roots;
     for (auto* t : group) roots.push_back(t->s_->uop);
     std::vector<UOpRef> outs = realize_uops(roots, dev);
@@ -616,6 +628,7 @@ void Tensor::to_data(void* out, size_t nbytes) {
   TG_CHECK(nbytes == need, TG_ERROR_INVALID_ARGUMENT,
            strformat("to_data: buffer of %zu bytes given, tensor %s of %s needs %zu", nbytes, shape_str(shape()).c_str(), dtype().name().c_str(), need));
   TG_CHECK(out || nbytes == 0, TG_ERROR_INVALID_ARGUMENT, "to_data: out is NULL");
+  if (is_multi_device(device())) return multi_gather(*this, split_devices(device())[0]).to_data(out, nbytes);
   bool sym = !uop()->sym().empty();
   if (sym) {  // the symbolic graph runs (and stays) symbolic
     realize();
@@ -644,6 +657,8 @@ void Tensor::to_data(void* out, size_t nbytes) {
 }
 
 Tensor Tensor::to(const std::string& dev) const {
+  if (is_multi_device(dev)) return shard(*this, split_devices(dev), std::nullopt);
+  if (is_multi_device(device())) return multi_gather(*this, dev);
   get_device(dev);
   if (dev == device()) return *this;
   auto dst = std::make_shared<Buffer>(dev, dtype(), numel());
@@ -652,6 +667,7 @@ Tensor Tensor::to(const std::string& dev) const {
 }
 
 std::shared_ptr<Buffer> Tensor::contiguous_buffer(const char* what) const {
+  TG_CHECK(!is_multi_device(device()), TG_ERROR_UNSUPPORTED, std::string(what) + ": a tensor sharded over " + device() + "; gather it with to() first");
   TG_CHECK(uop()->sym().empty(), TG_ERROR_UNSUPPORTED, std::string(what) + ": a tensor with Variable dims; bind it first");
   Tensor c = contiguous();
   c.realize();

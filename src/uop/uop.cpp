@@ -362,6 +362,15 @@ void UOp::compute_shape() {
       if (from(src[0].get()))
         for (size_t i = 1; i < ints().size(); i++) shape_.at(size_t(ints()[i])) = 1;
       break;
+    case Ops::MULTI:  // the shards, one per device, put together along arg[0] (-1: each source is the whole)
+    case Ops::MSTACK:
+      if (!src.empty() && std::all_of(src.begin(), src.end(), [](auto& s) { return s->has_shape_; }) && from(src[0].get()) && ints().at(0) >= 0) {
+        size_t a = size_t(ints()[0]);
+        shape_.at(a) = 0;
+        for (auto& s : src) shape_.at(a) += s->shape_.at(a);
+      }
+      break;
+    case Ops::ALLREDUCE: from(src.at(0).get()); break;
     default:
       // a tensor-level ALU: sources share one shape (a scalar CONST among them takes the others' rank)
       if (keeps_shape(op)) from(src[0].get());

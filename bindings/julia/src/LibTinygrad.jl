@@ -2148,6 +2148,44 @@ docs/distributed.md.
 """
 tg_tensor_allreduce(tensors, n, op, out) = ccall((:tg_tensor_allreduce, libtinygrad), Int32, (Ptr{Ptr{Cvoid}}, Csize_t, Int32, Ptr{Ptr{Cvoid}}), tensors, n, op, out)
 """
+A new tensor holding t's values spread over `devices[0..n)` ("CPU", "CPU:1", ... "CL", "CUDA:1"; each named
+once): split along `axis` into ceil(size / n) pieces in device order (the last ones smaller or empty), or,
+with axis -1, a whole copy on each. Its device (tg_tensor_device) is the names joined by ',' ("CPU,CPU:1"),
+and any tensor op takes it with other tensors on the same devices: ops on matching shards run on each device,
+a reduce over the split axis is an allreduce, a view that moves elements between shards gathers the whole
+first, a whole copy meeting a shard is cut to it. tg_tensor_to(t, "CPU") gathers it on one device; a device
+name with ',' in tg_tensor_to, tg_tensor_zeros and the other makers replicates. The copies run now (as
+tg_tensor_to) and start a new graph: gradients reach the sharded tensor, not t. A sharded t is gathered first.
+See docs/distributed.md.
+"""
+tg_tensor_shard(t, devices, n, axis) = ccall((:tg_tensor_shard, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Ptr{UInt8}}, Csize_t, Int64), t, devices, n, axis)
+"""
+t (of like's shape) split as `like` is: its devices, its axis and each shard's bounds.
+"""
+tg_tensor_shard_like(t, like) = ccall((:tg_tensor_shard_like, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}), t, like)
+"""
+How many devices t is on (1 for a tensor on one device), or -1 on error.
+"""
+tg_tensor_device_count(t) = ccall((:tg_tensor_device_count, libtinygrad), Int64, (Ptr{Cvoid},), t)
+"""
+The name of t's device i (static storage), i < tg_tensor_device_count(t). NULL on error.
+"""
+tg_tensor_device_at(t, i) = ccall((:tg_tensor_device_at, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid}, Csize_t), t, i)
+"""
+The axis t is split along into *out, or -1 when each device holds the whole (and for a tensor on one device).
+"""
+tg_tensor_shard_axis(t, out) = ccall((:tg_tensor_shard_axis, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Int64}), t, out)
+"""
+Each device's [start, end) along the split axis into out[2i], out[2i + 1] (the whole axis 0 when not split);
+`capacity` is out's length and must be >= 2 * tg_tensor_device_count(t).
+"""
+tg_tensor_shard_bounds(t, out, capacity) = ccall((:tg_tensor_shard_bounds, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Int64}, Csize_t), t, out, capacity)
+"""
+t's part on its device i as a tensor on that device (t is realized first; a view of the shard's buffer, no
+copy).
+"""
+tg_tensor_shard_get(t, i) = ccall((:tg_tensor_shard_get, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Csize_t), t, i)
+"""
 Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new
 reference.
 """
@@ -2309,8 +2347,9 @@ export tg_llm_tokenize, tg_llm_detokenize, tg_llm_token_piece, tg_llm_bos, tg_ll
 export tg_llm_sampling_default, tg_llm_sample, tg_llm_generate, tg_llm_retain, tg_llm_release, tg_comm_world
 export tg_comm_split, tg_comm_retain, tg_comm_release, tg_comm_rank, tg_comm_size, tg_comm_allreduce
 export tg_comm_allgather, tg_comm_broadcast, tg_comm_send, tg_comm_recv, tg_comm_average_gradients
-export tg_comm_broadcast_tensors, tg_tensor_allreduce, tg_plan_create, tg_plan_run, tg_plan_kernel_count
-export tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option, tg_get_option, tg_option_push, tg_option_pop
-export tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
+export tg_comm_broadcast_tensors, tg_tensor_allreduce, tg_tensor_shard, tg_tensor_shard_like, tg_tensor_device_count
+export tg_tensor_device_at, tg_tensor_shard_axis, tg_tensor_shard_bounds, tg_tensor_shard_get, tg_plan_create
+export tg_plan_run, tg_plan_kernel_count, tg_plan_kernel, tg_plan_memory, tg_plan_release, tg_set_option
+export tg_get_option, tg_option_push, tg_option_pop, tg_counters_get, tg_counters_reset, tg_live_handles, libtinygrad
 
 end # module

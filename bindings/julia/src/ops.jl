@@ -474,6 +474,12 @@ comm_allgather(comm::Comm, t::Tensor) = adopt(Tensor, L.tg_comm_allgather(comm, 
 comm_broadcast(comm::Comm, t::Tensor, root::Integer) = adopt(Tensor, L.tg_comm_broadcast(comm, t, root))
 # tg_comm_send
 comm_send(comm::Comm, t::Tensor, dest::Integer, tag::Integer) = check(L.tg_comm_send(comm, t, dest, tag))
+# tg_tensor_shard_like
+shard_like(t::Tensor, like::Tensor) = adopt(Tensor, L.tg_tensor_shard_like(t, like))
+# tg_tensor_device_count
+device_count(t::Tensor) = check_value(() -> L.tg_tensor_device_count(t), -1, false)
+# tg_tensor_shard_get
+shard_get(t::Tensor, i::Integer) = adopt(Tensor, L.tg_tensor_shard_get(t, i))
 # tg_plan_run
 plan_run(plan::Plan) = check(L.tg_plan_run(plan))
 # tg_plan_kernel_count
@@ -485,7 +491,7 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 241 methods generated from 415 functions
+# 244 methods generated from 422 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, comm_allgather
 export comm_allreduce, comm_broadcast, comm_rank, comm_send, comm_size, comm_split, comm_world, contiguous
@@ -504,7 +510,7 @@ export onnx_output_kind, optimizer_lr, optimizer_set_lr, optimizer_step, optimiz
 export pad_to, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind, reciprocal
 export relu, relu6, repeat_interleave, requires_grad, rshift_tensor, rsqrt, scaled_dot_product_attention
 export scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
-export shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy, square, squeeze
-export squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count, state_metadata_set
-export state_save, state_set, to, tril, tril_tensor, triu, triu_tensor, unfold, unsqueeze, uop, uop_id, viz_clear
-export viz_dump, viz_enable, viz_set_capacity, viz_stop, where_, zeros_like
+export shard_get, shard_like, shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy
+export square, squeeze, squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count
+export state_metadata_set, state_save, state_set, to, tril, tril_tensor, triu, triu_tensor, unfold, unsqueeze, uop
+export uop_id, viz_clear, viz_dump, viz_enable, viz_set_capacity, viz_stop, where_, zeros_like

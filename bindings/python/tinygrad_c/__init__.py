@@ -442,7 +442,8 @@ dtypes.default_float = os.getenv("DEFAULT_FLOAT") or dtypes.float32
 
 # ---- tensors ---------------------------------------------------------------------------------------------------------
 Scalar = Union[int, float, bool]
-_enc = lambda device: _cstr(device, "device")
+# a tuple of devices (a sharded tensor's, or a whole copy on each) crosses the C API as the names joined by ','
+_enc = lambda device: _cstr(",".join(device) if isinstance(device, (tuple, list)) else device, "device")
 
 
 def _shape_args(shape) -> Tuple[int, ...]:
@@ -895,14 +896,39 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return _BY_VALUE[out.value]
 
   @property
-  def device(self) -> str:
+  def device(self) -> Union[str, Tuple[str, ...]]:
+    """The device's name; a tensor sharded over several devices gives the tuple of their names, as tinygrad."""
     d = C.tensor_device(self._h)
     if d is None: _raise_last("tensor_device")
-    return d.decode()
+    d = d.decode()
+    return tuple(d.split(",")) if "," in d else d
 
-  def to(self, device: str) -> "Tensor":
-    """A copy on `device` ("CL", "CUDA", "CPU", ...), realized now; gradients don't flow back across it."""
-    return Tensor._wrap(C.tensor_to(self._h, device.encode()), "tensor_to")
+  def to(self, device: Union[str, Tuple[str, ...]]) -> "Tensor":
+    """A copy on `device` ("CL", "CUDA", "CPU", ...), realized now; gradients don't flow back across it. A sharded
+    tensor is gathered whole on `device`; a tuple of devices puts a whole copy on each."""
+    return Tensor._wrap(C.tensor_to(self._h, _enc(device)), "tensor_to")
+
+  def shard(self, devices: Tuple[str, ...], axis: Optional[int] = None) -> "Tensor":
+    """This tensor spread over `devices`: split along `axis` (ceil(size / n) per device, the last ones smaller), or a
+    whole copy on each (axis None). Ops between tensors sharded alike run on each device; see docs/distributed.md."""
+    devs = (devices,) if isinstance(devices, str) else tuple(devices)
+    if axis is not None and not isinstance(axis, int): raise TypeError(f"shard: axis must be an int or None, got {type(axis).__name__}")
+    if axis is not None and axis < 0: axis += self.ndim  # -1 is the last dim here, as tinygrad; the C API's -1 copies whole
+    if axis is not None and not 0 <= axis < max(self.ndim, 1):
+      raise IndexError(f"shard: axis {axis} is out of range for shape {self.shape}")
+    arr = (ctypes.c_char_p * max(len(devs), 1))(*[_cstr(d, "device") for d in devs])
+    return Tensor._wrap(C.tensor_shard(self._h, arr, len(devs), -1 if axis is None else axis), "tensor_shard")
+
+  def shard_(self, devices: Tuple[str, ...], axis: Optional[int] = None) -> "Tensor":
+    """shard in place: this Python object now refers to the sharded tensor (its requires_grad kept)."""
+    rg, sharded = self.requires_grad, self.shard(devices, axis)
+    self._swap(C.tensor_retain(sharded._h))
+    if rg: self.requires_grad = rg
+    return self
+
+  def shard_like(self, like: "Tensor") -> "Tensor":
+    """This tensor split as `like` is (its devices, axis and bounds)."""
+    return Tensor._wrap(C.tensor_shard_like(self._h, like._h), "tensor_shard_like")
 
   def __repr__(self): return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r}>"
   def __bool__(self): raise TypeError("__bool__ on Tensor is not defined")

@@ -1692,6 +1692,33 @@ unsafe extern "C" {
   /// divides by n). See docs/distributed.md.
   pub fn tg_tensor_allreduce(tensors: *const *mut tg_tensor, n: usize, op: tg_reduce, out: *mut *mut tg_tensor) -> tg_status;
 
+  // ---- distributed: tensors sharded over the devices of one process
+  /// A new tensor holding t's values spread over `devices[0..n)` ("CPU", "CPU:1", ... "CL", "CUDA:1"; each
+  /// named once): split along `axis` into ceil(size / n) pieces in device order (the last ones smaller or
+  /// empty), or, with axis -1, a whole copy on each. Its device (tg_tensor_device) is the names joined by ','
+  /// ("CPU,CPU:1"), and any tensor op takes it with other tensors on the same devices: ops on matching shards
+  /// run on each device, a reduce over the split axis is an allreduce, a view that moves elements between
+  /// shards gathers the whole first, a whole copy meeting a shard is cut to it. tg_tensor_to(t, "CPU") gathers
+  /// it on one device; a device name with ',' in tg_tensor_to, tg_tensor_zeros and the other makers replicates.
+  /// The copies run now (as tg_tensor_to) and start a new graph: gradients reach the sharded tensor, not t. A
+  /// sharded t is gathered first. See docs/distributed.md.
+  pub fn tg_tensor_shard(t: *mut tg_tensor, devices: *const *const c_char, n: usize, axis: i64) -> *mut tg_tensor;
+  /// t (of like's shape) split as `like` is: its devices, its axis and each shard's bounds.
+  pub fn tg_tensor_shard_like(t: *mut tg_tensor, like: *mut tg_tensor) -> *mut tg_tensor;
+  /// How many devices t is on (1 for a tensor on one device), or -1 on error.
+  pub fn tg_tensor_device_count(t: *const tg_tensor) -> i64;
+  /// The name of t's device i (static storage), i < tg_tensor_device_count(t). NULL on error.
+  pub fn tg_tensor_device_at(t: *const tg_tensor, i: usize) -> *const c_char;
+  /// The axis t is split along into *out, or -1 when each device holds the whole (and for a tensor on one
+  /// device).
+  pub fn tg_tensor_shard_axis(t: *const tg_tensor, out: *mut i64) -> tg_status;
+  /// Each device's [start, end) along the split axis into out[2i], out[2i + 1] (the whole axis 0 when not
+  /// split); `capacity` is out's length and must be >= 2 * tg_tensor_device_count(t).
+  pub fn tg_tensor_shard_bounds(t: *const tg_tensor, out: *mut i64, capacity: usize) -> tg_status;
+  /// t's part on its device i as a tensor on that device (t is realized first; a view of the shard's buffer, no
+  /// copy).
+  pub fn tg_tensor_shard_get(t: *mut tg_tensor, i: usize) -> *mut tg_tensor;
+
   // ---- looking inside a realize
   /// Schedules `tensors` (borrowed, on one device) and compiles their kernels without running them. A new
   /// reference.

@@ -2128,6 +2128,60 @@ impl Tensor {
     }
     take_all::<Tensor>(out)
   }
+
+  /// `tg_tensor_shard`: A new tensor holding t's values spread over `devices[0..n)` ("CPU", "CPU:1", ... "CL",
+  /// "CUDA:1"; each named once): split along `axis` into ceil(size / n) pieces in device order (the last ones
+  /// smaller or empty), or, with axis -1, a whole copy on each. Its device (tg_tensor_device) is the names
+  /// joined by ',' ("CPU,CPU:1"), and any tensor op takes it with other tensors on the same devices: ops on
+  /// matching shards run on each device, a reduce over the split axis is an allreduce, a view that moves
+  /// elements between shards gathers the whole first, a whole copy meeting a shard is cut to it.
+  /// tg_tensor_to(t, "CPU") gathers it on one device; a device name with ',' in tg_tensor_to, tg_tensor_zeros
+  /// and the other makers replicates. The copies run now (as tg_tensor_to) and start a new graph: gradients
+  /// reach the sharded tensor, not t. A sharded t is gathered first. See docs/distributed.md.
+  pub fn shard(&self, devices: &[&str], axis: i64) -> Result<Tensor> {
+    let devices_c = devices.iter().map(|s| cstring(s, "devices")).collect::<Result<Vec<_>>>()?;
+    let devices_p: Vec<*const c_char> = devices_c.iter().map(|s| s.as_ptr()).collect();
+    let n = devices.len();
+    unsafe { Tensor::from_raw(sys::tg_tensor_shard(self.as_ptr(), devices_p.as_ptr(), n, axis)) }
+  }
+
+  /// `tg_tensor_shard_like`: t (of like's shape) split as `like` is: its devices, its axis and each shard's
+  /// bounds.
+  pub fn shard_like(&self, like: &Tensor) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_shard_like(self.as_ptr(), like.as_ptr())) }
+  }
+
+  /// `tg_tensor_device_count`: How many devices t is on (1 for a tensor on one device), or -1 on error.
+  pub fn device_count(&self) -> Result<i64> {
+    let r = unsafe { sys::tg_tensor_device_count(self.as_ptr()) };
+    if r == -1 {
+      return Err(Error::last());
+    }
+    Ok(r)
+  }
+
+  /// `tg_tensor_device_at`: The name of t's device i (static storage), i < tg_tensor_device_count(t). NULL on
+  /// error.
+  pub fn device_at(&self, i: usize) -> Result<String> {
+    unsafe { string(sys::tg_tensor_device_at(self.as_ptr(), i)) }
+  }
+
+  /// `tg_tensor_shard_axis`: The axis t is split along into *out, or -1 when each device holds the whole (and
+  /// for a tensor on one device).
+  pub fn shard_axis(&self) -> Result<i64> {
+    let mut out: i64 = Default::default();
+    let status = unsafe { sys::tg_tensor_shard_axis(self.as_ptr(), &mut out) };
+    if status != sys::TG_OK {
+      return Err(Error::last());
+    }
+    Ok(out)
+  }
+
+  /// `tg_tensor_shard_get`: t's part on its device i as a tensor on that device (t is realized first; a view of
+  /// the shard's buffer, no copy).
+  pub fn shard_get(&self, i: usize) -> Result<Tensor> {
+    unsafe { Tensor::from_raw(sys::tg_tensor_shard_get(self.as_ptr(), i)) }
+  }
 }
 
 impl Uop {
@@ -2940,7 +2994,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 326 of the manifest's 415. The others, and where they are:
+/// Functions wrapped above: 332 of the manifest's 422. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
@@ -3029,6 +3083,7 @@ pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_comm_recv", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
   ("tg_comm_average_gradients", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
   ("tg_comm_broadcast_tensors", "raw only (tinygrad_sys): a safe Comm type is not written yet"),
+  ("tg_tensor_shard_bounds", "raw only (tinygrad_sys): two slots per device (tg_tensor_device_count)"),
   ("tg_plan_kernel", "Plan::kernel"),
   ("tg_plan_release", "Drop"),
 ];
