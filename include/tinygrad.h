@@ -285,12 +285,17 @@ TG_API int64_t tg_tensor_numel(const tg_tensor* t);
 TG_API tg_status tg_tensor_shape(const tg_tensor* t, int64_t* out, size_t capacity);
 /* The dtype into *out. */
 TG_API tg_status tg_tensor_dtype(const tg_tensor* t, tg_dtype* out);
-/* The device name ("CPU"); valid while `t` is alive. NULL on error. */
+/* The device name ("CPU"; "CPU,CPU:1" for a tensor sharded over two devices); valid while `t` is alive and not
+ * replaced (tg_tensor_replace). NULL on error. */
 TG_API const char* tg_tensor_device(const tg_tensor* t);
 /* A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now (through host memory
  * between two GPUs). The copy starts a new graph: gradients don't flow back into t. Inside a tg_jit function the copy
  * is captured and runs again at every replay. TG_ERROR_DEVICE names an unknown or unavailable device. */
 TG_API tg_tensor* tg_tensor_to(tg_tensor* t, const char* device);
+/* t takes x's graph, dtype and device in place (tinygrad's Tensor.replace; its to_ and shard_ are a replace): every
+ * handle on t sees the change, a module's parameter included. t keeps its requires_grad; its grad is dropped. The
+ * shapes must match (TG_ERROR_SHAPE). */
+TG_API tg_status tg_tensor_replace(tg_tensor* t, tg_tensor* x);
 
 /* ---- tensors: elementwise --------------------------------------------------------------------------------------- */
 /* Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. */

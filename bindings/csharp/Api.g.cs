@@ -91,7 +91,8 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return out_;
   }
 
-  /// <summary>The device name ("CPU"); valid while `t` is alive. NULL on error. (tg_tensor_device)
+  /// <summary>The device name ("CPU"; "CPU,CPU:1" for a tensor sharded over two devices); valid while `t` is alive and not
+  /// replaced (tg_tensor_replace). NULL on error. (tg_tensor_device)
   /// </summary>
   public string Device() {
     return Native.Str(Native.tg_tensor_device(H)) ?? throw Native.Fail();
@@ -104,6 +105,14 @@ public sealed partial class Tensor : IDisposable, IHandle {
   /// </summary>
   public Tensor To(string device = null) {
     return new Tensor(Native.Check(Native.tg_tensor_to(H, device)));
+  }
+
+  /// <summary>t takes x's graph, dtype and device in place (tinygrad's Tensor.replace; its to_ and shard_ are a replace):
+  /// every handle on t sees the change, a module's parameter included. t keeps its requires_grad; its grad is
+  /// dropped. The shapes must match (TG_ERROR_SHAPE). (tg_tensor_replace)
+  /// </summary>
+  public void Replace(Tensor x) {
+    Native.Check(Native.tg_tensor_replace(H, Native.Arg(x, nameof(x)).H));
   }
 
   /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a + b. (tg_tensor_add)

@@ -683,7 +683,8 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_tensor_dtype(TensorHandle t, out DType @out);
-  /// <summary>The device name ("CPU"); valid while `t` is alive. NULL on error.
+  /// <summary>The device name ("CPU"; "CPU,CPU:1" for a tensor sharded over two devices); valid while `t` is alive and not
+  /// replaced (tg_tensor_replace). NULL on error.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern IntPtr tg_tensor_device(TensorHandle t);
@@ -694,6 +695,12 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_to(TensorHandle t, [MarshalAs(UnmanagedType.LPUTF8Str)] string device);
+  /// <summary>t takes x's graph, dtype and device in place (tinygrad's Tensor.replace; its to_ and shard_ are a replace):
+  /// every handle on t sees the change, a module's parameter included. t keeps its requires_grad; its grad is
+  /// dropped. The shapes must match (TG_ERROR_SHAPE).
+  /// </summary>
+  [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+  public static extern Status tg_tensor_replace(TensorHandle t, TensorHandle x);
 
   // ---- tensors: elementwise
   /// <summary>Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a + b.

@@ -261,6 +261,11 @@ static tg_tensor* tgw_tensor_to(tg_tensor* t, const char* device, tgw_err* tgw_e
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
   return tgw_r;
 }
+static tg_status tgw_tensor_replace(tg_tensor* t, tg_tensor* x, tgw_err* tgw_e) {
+  tg_status tgw_r = tg_tensor_replace(t, x);
+  if (tgw_r != TG_OK) tgw_fail(tgw_e, tgw_r);
+  return tgw_r;
+}
 static tg_tensor* tgw_tensor_add(tg_tensor* a, tg_tensor* b, tgw_err* tgw_e) {
   tg_tensor* tgw_r = tg_tensor_add(a, b);
   if (!tgw_r) tgw_fail(tgw_e, tg_last_error());
@@ -3663,7 +3668,8 @@ func (t *Tensor) DType() (DType, error) {
 	return result, nil
 }
 
-// Device is tg_tensor_device. The device name ("CPU"); valid while `t` is alive. NULL on error.
+// Device is tg_tensor_device. The device name ("CPU"; "CPU,CPU:1" for a tensor sharded over two devices); valid
+// while `t` is alive and not replaced (tg_tensor_replace). NULL on error.
 func (t *Tensor) Device() (string, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_device(t.ptr(), &st)
@@ -3693,6 +3699,20 @@ func (t *Tensor) To(device string) (*Tensor, error) {
 		return nil, err
 	}
 	return newTensor(ret), nil
+}
+
+// Replace is tg_tensor_replace. t takes x's graph, dtype and device in place (tinygrad's Tensor.replace; its to_
+// and shard_ are a replace): every handle on t sees the change, a module's parameter included. t keeps its
+// requires_grad; its grad is dropped. The shapes must match (TG_ERROR_SHAPE).
+func (t *Tensor) Replace(x *Tensor) error {
+	var st C.tgw_err
+	C.tgw_tensor_replace(t.ptr(), x.ptr(), &st)
+	runtime.KeepAlive(t)
+	runtime.KeepAlive(x)
+	if err := check(&st); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Add is tg_tensor_add. Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a +
@@ -8823,4 +8843,4 @@ func LiveHandles() int64 {
 
 // tg_jit_create is wrapped by hand: NewJit in jit.go: a Go func behind the tg_jit_fn callback.
 // tg_llm_generate is wrapped by hand: Llm.Generate in llm.go: a Go func behind the tg_llm_token_fn callback.
-const generatedFunctions = 420 // of 422 in the manifest
+const generatedFunctions = 421 // of 423 in the manifest

@@ -126,6 +126,9 @@ const char* tg_tensor_device(const tg_tensor* t) {
   return r;
 }
 
+tg_status tg_tensor_replace(tg_tensor* t, tg_tensor* x) {
+  return api::call([&] { get(t, "replace", "t").replace(get(x, "replace", "x")); });
+}
 TG_T(to(tg_tensor* t, const char* device), Tensor& x = get(t, "to"); TG_ARG(device, "to: device is NULL"); return wrap(x.to(canonical_device(device)));)
 
 TG_BINARY(add)

@@ -251,7 +251,6 @@ class Lowering {
       if (one) on_one_device_.insert(u.get());
       return;
     }
-    TG_CHECK(u->sym().empty(), TG_ERROR_UNSUPPORTED, "multi: sharded tensors with Variable dims are not supported");
     if (assign_arg(u.get())) {
       Split t = whole_or_split(u->src[0]);
       Split v = as(u->src[1], t.axis, t.sizes()), out{{}, t.axis};

@@ -7,6 +7,7 @@
 #include <functional>
 #include <numeric>
 #include <unordered_map>
+#include <utility>
 
 #include "engine/realize.h"
 #include "tensor/multi.h"
@@ -664,6 +665,20 @@ Tensor Tensor::to(const std::string& dev) const {
   auto dst = std::make_shared<Buffer>(dev, dtype(), numel());
   copy_step(dst, contiguous_buffer("to"));
   return on_buffer(std::move(dst), shape());
+}
+
+void Tensor::replace(const Tensor& x) {
+  TG_CHECK(x.shape() == shape(), TG_ERROR_SHAPE, "replace: shapes " + shape_str(shape()) + " and " + shape_str(x.shape()) + " differ");
+  if (x.same(*this)) return;
+  UOpRef old;
+  std::shared_ptr<TensorState> g;
+  {
+    std::lock_guard<std::mutex> lk(tensor_state_mu());
+    old = std::exchange(s_->uop, x.uop());
+    s_->device = x.device();
+    g = std::exchange(s_->grad, nullptr);
+    s_->origin = UOpRef();
+  }
 }
 
 std::shared_ptr<Buffer> Tensor::contiguous_buffer(const char* what) const {

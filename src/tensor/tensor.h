@@ -356,6 +356,8 @@ class Tensor {
   // A copy on `device` (a canonical name), realized now (copy_between: through the host between two GPUs).
   // The copy is an item a TinyJit captures (engine copy_step). It starts a new graph: gradients don't flow back across it.
   Tensor to(const std::string& device) const;
+  // this tensor (every handle on it) takes x's graph, dtype and device; requires_grad stays, the grad goes
+  void replace(const Tensor& x);
   // the buffer holding the elements in order, realized now (a kernel first when this is a view or not yet computed);
   // `what` names the caller in the error for a tensor with Variable dims
   std::shared_ptr<Buffer> contiguous_buffer(const char* what) const;

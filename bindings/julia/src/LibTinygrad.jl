@@ -477,7 +477,8 @@ The dtype into *out.
 """
 tg_tensor_dtype(t, out) = ccall((:tg_tensor_dtype, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Int32}), t, out)
 """
-The device name ("CPU"); valid while `t` is alive. NULL on error.
+The device name ("CPU"; "CPU,CPU:1" for a tensor sharded over two devices); valid while `t` is alive and not
+replaced (tg_tensor_replace). NULL on error.
 """
 tg_tensor_device(t) = ccall((:tg_tensor_device, libtinygrad), Ptr{UInt8}, (Ptr{Cvoid},), t)
 """
@@ -487,6 +488,12 @@ function the copy is captured and runs again at every replay. TG_ERROR_DEVICE na
 device.
 """
 tg_tensor_to(t, device) = ccall((:tg_tensor_to, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{UInt8}), t, device)
+"""
+t takes x's graph, dtype and device in place (tinygrad's Tensor.replace; its to_ and shard_ are a replace):
+every handle on t sees the change, a module's parameter included. t keeps its requires_grad; its grad is
+dropped. The shapes must match (TG_ERROR_SHAPE).
+"""
+tg_tensor_replace(t, x) = ccall((:tg_tensor_replace, libtinygrad), Int32, (Ptr{Cvoid}, Ptr{Cvoid}), t, x)
 """
 Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a + b.
 """
@@ -2283,39 +2290,40 @@ export tg_tensor_schedule, tg_uop_retain, tg_uop_release, tg_viz_enable, tg_viz_
 export tg_viz_clear, tg_viz_serve, tg_viz_stop, tg_viz_dump, tg_viz_json, tg_tensor_from_data, tg_tensor_empty
 export tg_tensor_zeros, tg_tensor_ones, tg_tensor_full, tg_tensor_arange, tg_tensor_eye, tg_tensor_linspace
 export tg_tensor_ndim, tg_tensor_numel, tg_tensor_shape, tg_tensor_dtype, tg_tensor_device, tg_tensor_to
-export tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div, tg_tensor_idiv, tg_tensor_maximum
-export tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt, tg_tensor_ge, tg_tensor_eq
-export tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar, tg_tensor_div_scalar
-export tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast, tg_tensor_neg, tg_tensor_exp, tg_tensor_exp2
-export tg_tensor_log, tg_tensor_log2, tg_tensor_sqrt, tg_tensor_reciprocal, tg_tensor_sin, tg_tensor_cos
-export tg_tensor_abs, tg_tensor_relu, tg_tensor_sigmoid, tg_tensor_tanh, tg_tensor_rsqrt, tg_tensor_square
-export tg_tensor_tan, tg_tensor_asin, tg_tensor_acos, tg_tensor_atan, tg_tensor_sinh, tg_tensor_cosh, tg_tensor_asinh
-export tg_tensor_acosh, tg_tensor_atanh, tg_tensor_erf, tg_tensor_sign, tg_tensor_trunc, tg_tensor_floor
-export tg_tensor_ceil, tg_tensor_round, tg_tensor_isnan, tg_tensor_isinf, tg_tensor_isfinite, tg_tensor_logical_not
-export tg_tensor_relu6, tg_tensor_leaky_relu, tg_tensor_elu, tg_tensor_celu, tg_tensor_selu, tg_tensor_gelu
-export tg_tensor_quick_gelu, tg_tensor_silu, tg_tensor_mish, tg_tensor_hardsigmoid, tg_tensor_logsigmoid
-export tg_tensor_softplus, tg_tensor_softsign, tg_tensor_hardswish, tg_tensor_hardtanh, tg_tensor_clamp
-export tg_tensor_mod, tg_tensor_fmod, tg_tensor_bitwise_and, tg_tensor_bitwise_or, tg_tensor_bitwise_xor
-export tg_tensor_bitwise_not, tg_tensor_lshift, tg_tensor_rshift, tg_tensor_lshift_tensor, tg_tensor_rshift_tensor
-export tg_tensor_copysign, tg_tensor_logaddexp, tg_tensor_lerp, tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod
-export tg_tensor_max, tg_tensor_min, tg_tensor_mean, tg_tensor_std, tg_tensor_var, tg_tensor_std_mean
-export tg_tensor_var_mean, tg_tensor_all, tg_tensor_any, tg_tensor_logsumexp, tg_tensor_argmax, tg_tensor_argmin
-export tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin, tg_tensor_softmax
-export tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand, tg_tensor_pad, tg_tensor_pad_to
-export tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_shrink_expr, tg_tensor_shrink_at, tg_tensor_rebind
-export tg_tensor_shape_vars, tg_tensor_from_expr, tg_tensor_at_binding, tg_tensor_flip, tg_tensor_transpose
-export tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze, tg_tensor_squeeze_all, tg_tensor_unsqueeze
-export tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll, tg_tensor_cat, tg_tensor_stack, tg_tensor_tril
-export tg_tensor_triu, tg_tensor_tril_tensor, tg_tensor_triu_tensor, tg_tensor_pad_mode, tg_tensor_matmul
-export tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk, tg_tensor_meshgrid, tg_tensor_diag
-export tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort, tg_tensor_topk, tg_tensor_scatter
-export tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero, tg_tensor_masked_select
-export tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone, tg_tensor_bitcast, tg_tensor_linear
-export tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd, tg_tensor_conv2d, tg_tensor_conv_transpose2d
-export tg_tensor_interpolate, tg_tensor_max_pool2d, tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose
-export tg_tensor_pool, tg_tensor_max_pool_indices, tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm
-export tg_tensor_dropout, tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa
-export tg_tensor_one_hot, tg_tensor_cross_entropy, tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss
+export tg_tensor_replace, tg_tensor_add, tg_tensor_sub, tg_tensor_mul, tg_tensor_div, tg_tensor_idiv
+export tg_tensor_maximum, tg_tensor_minimum, tg_tensor_pow, tg_tensor_lt, tg_tensor_le, tg_tensor_gt, tg_tensor_ge
+export tg_tensor_eq, tg_tensor_ne, tg_tensor_add_scalar, tg_tensor_sub_scalar, tg_tensor_mul_scalar
+export tg_tensor_div_scalar, tg_tensor_pow_scalar, tg_tensor_where, tg_tensor_cast, tg_tensor_neg, tg_tensor_exp
+export tg_tensor_exp2, tg_tensor_log, tg_tensor_log2, tg_tensor_sqrt, tg_tensor_reciprocal, tg_tensor_sin
+export tg_tensor_cos, tg_tensor_abs, tg_tensor_relu, tg_tensor_sigmoid, tg_tensor_tanh, tg_tensor_rsqrt
+export tg_tensor_square, tg_tensor_tan, tg_tensor_asin, tg_tensor_acos, tg_tensor_atan, tg_tensor_sinh
+export tg_tensor_cosh, tg_tensor_asinh, tg_tensor_acosh, tg_tensor_atanh, tg_tensor_erf, tg_tensor_sign
+export tg_tensor_trunc, tg_tensor_floor, tg_tensor_ceil, tg_tensor_round, tg_tensor_isnan, tg_tensor_isinf
+export tg_tensor_isfinite, tg_tensor_logical_not, tg_tensor_relu6, tg_tensor_leaky_relu, tg_tensor_elu
+export tg_tensor_celu, tg_tensor_selu, tg_tensor_gelu, tg_tensor_quick_gelu, tg_tensor_silu, tg_tensor_mish
+export tg_tensor_hardsigmoid, tg_tensor_logsigmoid, tg_tensor_softplus, tg_tensor_softsign, tg_tensor_hardswish
+export tg_tensor_hardtanh, tg_tensor_clamp, tg_tensor_mod, tg_tensor_fmod, tg_tensor_bitwise_and
+export tg_tensor_bitwise_or, tg_tensor_bitwise_xor, tg_tensor_bitwise_not, tg_tensor_lshift, tg_tensor_rshift
+export tg_tensor_lshift_tensor, tg_tensor_rshift_tensor, tg_tensor_copysign, tg_tensor_logaddexp, tg_tensor_lerp
+export tg_tensor_isclose, tg_tensor_sum, tg_tensor_prod, tg_tensor_max, tg_tensor_min, tg_tensor_mean, tg_tensor_std
+export tg_tensor_var, tg_tensor_std_mean, tg_tensor_var_mean, tg_tensor_all, tg_tensor_any, tg_tensor_logsumexp
+export tg_tensor_argmax, tg_tensor_argmin, tg_tensor_cumsum, tg_tensor_cumprod, tg_tensor_cummax, tg_tensor_cummin
+export tg_tensor_softmax, tg_tensor_log_softmax, tg_tensor_reshape, tg_tensor_permute, tg_tensor_expand
+export tg_tensor_pad, tg_tensor_pad_to, tg_tensor_shrink, tg_tensor_shrink_var, tg_tensor_shrink_expr
+export tg_tensor_shrink_at, tg_tensor_rebind, tg_tensor_shape_vars, tg_tensor_from_expr, tg_tensor_at_binding
+export tg_tensor_flip, tg_tensor_transpose, tg_tensor_flatten, tg_tensor_unflatten, tg_tensor_squeeze
+export tg_tensor_squeeze_all, tg_tensor_unsqueeze, tg_tensor_repeat, tg_tensor_repeat_interleave, tg_tensor_roll
+export tg_tensor_cat, tg_tensor_stack, tg_tensor_tril, tg_tensor_triu, tg_tensor_tril_tensor, tg_tensor_triu_tensor
+export tg_tensor_pad_mode, tg_tensor_matmul, tg_tensor_getitem, tg_tensor_setitem, tg_tensor_split, tg_tensor_chunk
+export tg_tensor_meshgrid, tg_tensor_diag, tg_tensor_diagonal, tg_tensor_unfold, tg_tensor_sort, tg_tensor_argsort
+export tg_tensor_topk, tg_tensor_scatter, tg_tensor_scatter_reduce, tg_tensor_masked_fill, tg_tensor_nonzero
+export tg_tensor_masked_select, tg_tensor_nonzero_sized, tg_tensor_masked_select_sized, tg_tensor_clone
+export tg_tensor_bitcast, tg_tensor_linear, tg_tensor_dot, tg_tensor_einsum, tg_tensor_qr, tg_tensor_svd
+export tg_tensor_conv2d, tg_tensor_conv_transpose2d, tg_tensor_interpolate, tg_tensor_max_pool2d
+export tg_tensor_avg_pool2d, tg_tensor_conv, tg_tensor_conv_transpose, tg_tensor_pool, tg_tensor_max_pool_indices
+export tg_tensor_max_unpool, tg_tensor_layernorm, tg_tensor_batchnorm, tg_tensor_dropout
+export tg_tensor_scaled_dot_product_attention, tg_tensor_scaled_dot_product_attention_gqa, tg_tensor_one_hot
+export tg_tensor_cross_entropy, tg_tensor_sparse_categorical_crossentropy, tg_tensor_nll_loss
 export tg_tensor_nll_loss_weighted, tg_tensor_binary_crossentropy, tg_tensor_binary_crossentropy_logits
 export tg_tensor_binary_crossentropy_logits_weighted, tg_tensor_gather, tg_tensor_assign, tg_manual_seed
 export tg_tensor_rand, tg_tensor_randn, tg_tensor_uniform, tg_tensor_normal, tg_tensor_randint

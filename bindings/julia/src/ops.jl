@@ -44,6 +44,8 @@ ndim(t::Tensor) = check_value(() -> L.tg_tensor_ndim(t), -1, false)
 numel(t::Tensor) = check_value(() -> L.tg_tensor_numel(t), -1, false)
 # tg_tensor_to
 to(t::Tensor, device::Union{AbstractString, Nothing} = nothing) = adopt(Tensor, L.tg_tensor_to(t, cstr(device)))
+# tg_tensor_replace
+replace(t::Tensor, x::Tensor) = check(L.tg_tensor_replace(t, x))
 # tg_tensor_add
 Base.:+(a::Tensor, b::Tensor) = adopt(Tensor, L.tg_tensor_add(a, b))
 # tg_tensor_sub
@@ -491,7 +493,7 @@ option_push(name::AbstractString, value::AbstractString) = check(L.tg_option_pus
 # tg_option_pop
 option_pop() = check(L.tg_option_pop())
 
-# 244 methods generated from 422 functions
+# 245 methods generated from 423 functions
 export arange, argsort, assign, at_binding, avg_pool2d, backward, batchnorm, binary_crossentropy
 export binary_crossentropy_logits, binary_crossentropy_logits_weighted, bitcast, cast, celu, clone, comm_allgather
 export comm_allreduce, comm_broadcast, comm_rank, comm_send, comm_size, comm_split, comm_world, contiguous
@@ -508,7 +510,7 @@ export nn_function, nn_groupnorm, nn_instancenorm, nn_linear, nn_lstm_cell, nn_r
 export one_hot, ones_like, onnx_input_count, onnx_input_kind, onnx_load_tensor, onnx_opset, onnx_output_count
 export onnx_output_kind, optimizer_lr, optimizer_set_lr, optimizer_step, optimizer_zero_grad, option_pop, option_push
 export pad_to, plan_kernel_count, plan_run, quick_gelu, rand_like, randn_like, randperm, realize, rebind, reciprocal
-export relu, relu6, repeat_interleave, requires_grad, rshift_tensor, rsqrt, scaled_dot_product_attention
+export relu, relu6, repeat_interleave, replace, requires_grad, rshift_tensor, rsqrt, scaled_dot_product_attention
 export scaled_dot_product_attention_gqa, scatter, scatter_reduce, selu, set_grad, set_option, set_requires_grad
 export shard_get, shard_like, shrink_var, sigmoid, silu, softmax, softplus, softsign, sparse_categorical_crossentropy
 export square, squeeze, squeeze_all, state_count, state_create, state_get, state_load, state_metadata_count

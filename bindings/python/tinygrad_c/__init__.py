@@ -858,10 +858,11 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return ret
 
   def replace(self, x: "Tensor") -> "Tensor":
-    """This tensor takes x's data (and graph); only the shapes must match (dtype and device may differ), as tinygrad."""
+    """This tensor takes x's data (and graph); only the shapes must match (dtype and device may differ), as tinygrad.
+    In place: every reference to this tensor sees it, a module's parameter included."""
     if not isinstance(x, Tensor): raise TypeError(f"replace takes a Tensor, got {type(x).__name__}")
     if self.shape != x.shape: raise AssertionError(f"replace shape mismatch {self.shape} != {x.shape}")
-    self._swap(C.tensor_retain(x._h))
+    _ok(C.tensor_replace(self._h, x._h), "tensor_replace")
     return self
 
   # -- properties
@@ -920,11 +921,8 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return Tensor._wrap(C.tensor_shard(self._h, arr, len(devs), -1 if axis is None else axis), "tensor_shard")
 
   def shard_(self, devices: Tuple[str, ...], axis: Optional[int] = None) -> "Tensor":
-    """shard in place: this Python object now refers to the sharded tensor (its requires_grad kept)."""
-    rg, sharded = self.requires_grad, self.shard(devices, axis)
-    self._swap(C.tensor_retain(sharded._h))
-    if rg: self.requires_grad = rg
-    return self
+    """shard in place: this tensor (every reference to it, a module's parameter too) is now the sharded one."""
+    return self.replace(self.shard(devices, axis))
 
   def shard_like(self, like: "Tensor") -> "Tensor":
     """This tensor split as `like` is (its devices, axis and bounds)."""
@@ -1023,11 +1021,9 @@ class Tensor(_Owned, metaclass=_TensorMeta):
     return self if all(p == (0, 0) for p in pads) else self.pad(pads, value=value)
 
   def to_(self, device: str) -> "Tensor":
-    """Moves this tensor (and its grad) to device in place: the Python object now refers to the moved tensor."""
-    moved = self.to(device)
+    """Moves this tensor (and its grad) to device in place: every reference to it sees the move (tinygrad's to_)."""
     g = self.grad
-    new, self._h = self._h, C.tensor_retain(moved._h)
-    C.tensor_release(new)
+    self.replace(self.to(device))
     if g is not None: self.grad = g.to(device)
     return self
 

@@ -612,13 +612,18 @@ unsafe extern "C" {
   pub fn tg_tensor_shape(t: *const tg_tensor, out: *mut i64, capacity: usize) -> tg_status;
   /// The dtype into *out.
   pub fn tg_tensor_dtype(t: *const tg_tensor, out: *mut tg_dtype) -> tg_status;
-  /// The device name ("CPU"); valid while `t` is alive. NULL on error.
+  /// The device name ("CPU"; "CPU,CPU:1" for a tensor sharded over two devices); valid while `t` is alive and
+  /// not replaced (tg_tensor_replace). NULL on error.
   pub fn tg_tensor_device(t: *const tg_tensor) -> *const c_char;
   /// A new tensor holding t's values on `device` ("CL", "CUDA:1", ...): t is realized and copied now (through
   /// host memory between two GPUs). The copy starts a new graph: gradients don't flow back into t. Inside a
   /// tg_jit function the copy is captured and runs again at every replay. TG_ERROR_DEVICE names an unknown or
   /// unavailable device.
   pub fn tg_tensor_to(t: *mut tg_tensor, device: *const c_char) -> *mut tg_tensor;
+  /// t takes x's graph, dtype and device in place (tinygrad's Tensor.replace; its to_ and shard_ are a
+  /// replace): every handle on t sees the change, a module's parameter included. t keeps its requires_grad; its
+  /// grad is dropped. The shapes must match (TG_ERROR_SHAPE).
+  pub fn tg_tensor_replace(t: *mut tg_tensor, x: *mut tg_tensor) -> tg_status;
 
   // ---- tensors: elementwise
   /// Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a + b.

@@ -703,7 +703,8 @@ impl Tensor {
     DType::from_raw(out).ok_or_else(|| Error::new(Status::ErrorInternal, format!("tg_tensor_dtype: unknown tg_dtype {out}")))
   }
 
-  /// `tg_tensor_device`: The device name ("CPU"); valid while `t` is alive. NULL on error.
+  /// `tg_tensor_device`: The device name ("CPU"; "CPU,CPU:1" for a tensor sharded over two devices); valid
+  /// while `t` is alive and not replaced (tg_tensor_replace). NULL on error.
   pub fn device(&self) -> Result<String> {
     unsafe { string(sys::tg_tensor_device(self.as_ptr())) }
   }
@@ -715,6 +716,13 @@ impl Tensor {
   pub fn to(&self, device: Option<&str>) -> Result<Tensor> {
     let device = device.map(|s| cstring(s, "device")).transpose()?;
     unsafe { Tensor::from_raw(sys::tg_tensor_to(self.as_ptr(), device.as_ref().map_or(core::ptr::null(), |s| s.as_ptr()))) }
+  }
+
+  /// `tg_tensor_replace`: t takes x's graph, dtype and device in place (tinygrad's Tensor.replace; its to_ and
+  /// shard_ are a replace): every handle on t sees the change, a module's parameter included. t keeps its
+  /// requires_grad; its grad is dropped. The shapes must match (TG_ERROR_SHAPE).
+  pub fn replace(&self, x: &Tensor) -> Result<()> {
+    check(unsafe { sys::tg_tensor_replace(self.as_ptr(), x.as_ptr()) })
   }
 
   /// `tg_tensor_add`: Binary ops broadcast like numpy/tinygrad and promote dtypes with tg_dtype_promote. a + b.
@@ -2994,7 +3002,7 @@ pub fn live_handles() -> i64 {
   unsafe { sys::tg_live_handles() }
 }
 
-/// Functions wrapped above: 332 of the manifest's 422. The others, and where they are:
+/// Functions wrapped above: 333 of the manifest's 423. The others, and where they are:
 pub const HANDWRITTEN: &[(&str, &str)] = &[
   ("tg_last_error", "Error::last"),
   ("tg_last_error_message", "Error::last"),
