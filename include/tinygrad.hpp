@@ -296,6 +296,34 @@ class Tensor : public detail::Shared<tg_tensor, tg_tensor_retain, tg_tensor_rele
   }
   std::string device() const { return detail::check(tg_tensor_device(p_)); }
   Tensor to(const char* device) const { return op(tg_tensor_to, device); }
+  // this tensor (every handle on it) takes x's graph, dtype and device (tinygrad's replace)
+  void replace(const Tensor& x) { detail::check(tg_tensor_replace(p_, x.p_)); }
+  // sharded over devices (docs/distributed.md): split along axis, or a whole copy on each with axis -1
+  Tensor shard(const std::vector<std::string>& devices, int64_t axis = -1) const {
+    std::vector<const char*> names;
+    for (auto& d : devices) names.push_back(d.c_str());
+    return adopt(tg_tensor_shard(p_, names.data(), names.size(), axis));
+  }
+  Tensor shard_like(const Tensor& like) const { return op(tg_tensor_shard_like, like.p_); }
+  std::vector<std::string> devices() const {
+    int64_t n = detail::check(tg_tensor_device_count(p_), int64_t(-1));
+    std::vector<std::string> out;
+    for (int64_t i = 0; i < n; i++) out.push_back(detail::check(tg_tensor_device_at(p_, size_t(i))));
+    return out;
+  }
+  int64_t shard_axis() const {
+    int64_t a;
+    detail::check(tg_tensor_shard_axis(p_, &a));
+    return a;
+  }
+  std::vector<std::pair<int64_t, int64_t>> shard_bounds() const {
+    std::vector<int64_t> b(2 * devices().size());
+    detail::check(tg_tensor_shard_bounds(p_, b.data(), b.size()));
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (size_t i = 0; i + 1 < b.size(); i += 2) out.push_back({b[i], b[i + 1]});
+    return out;
+  }
+  Tensor shard_get(size_t i) const { return op(tg_tensor_shard_get, i); }
 
   // data out: realizes. T must be the tensor's element type (no silent conversion: cast() first).
   template <class T>

@@ -416,13 +416,33 @@ void realize_multi(const std::vector<Tensor*>& ts) {
   // the collectives in graph order: each reads its parts realized on their devices and leaves a buffer on each device
   UOpMap<UOpRef> done;
   auto now = [&](const UOpRef& u) { return done.empty() ? u : u->substitute(done); };
-  for (auto& u : UOp::sink(all)->toposort()) {
+  UOps topo = UOp::sink(all)->toposort();
+  // a part's computed nodes that something outside the part reads too are realized with it, once (a batch norm's input:
+  // its mean and variance are collectives, the normalization reads it again)
+  std::unordered_map<const UOp*, std::vector<const UOp*>> users;
+  std::unordered_set<const UOp*> on_device;  // over some device's buffer (a graph of constants is on every device)
+  for (auto& u : topo) {
+    bool b = u->op == Ops::BUFFER;
+    for (auto& s : u->src) users[s.get()].push_back(u.get()), b |= on_device.count(s.get()) > 0;
+    if (b) on_device.insert(u.get());
+  }
+  auto computed = [](const UOp* v) { return GroupOp::alu(v->op) || v->op == Ops::REDUCE_AXIS || v->op == Ops::CONTIGUOUS || v->op == Ops::CAST; };
+  for (auto& u : topo) {
     if ((u->op != Ops::ALLREDUCE && u->op != Ops::MSTACK) || done.count(u)) continue;
     std::vector<Tensor> parts;
     for (size_t d = 0; d < n; d++) {
-      UOpRef r = realize_uops({now(u->src[d])}, devs[d])[0];
-      done[u->src[d]] = r;  // other users of the part read the same buffer
-      parts.push_back(Tensor(r, devs[d]));
+      const UOpRef& part = u->src[d];
+      UOps below = part->toposort(), roots{now(part)}, shared;
+      std::unordered_set<const UOp*> in(below.size());
+      for (auto& v : below) in.insert(v.get());
+      for (auto& v : below)
+        if (v != part && !done.count(v) && on_device.count(v.get()) && computed(v.get()) &&
+            std::any_of(users[v.get()].begin(), users[v.get()].end(), [&](const UOp* p) { return !in.count(p); }))
+          shared.push_back(v), roots.push_back(now(v));
+      UOps r = realize_uops(roots, devs[d]);
+      done[part] = r[0];  // other users of the part read the same buffer
+      for (size_t k = 0; k < shared.size(); k++) done[shared[k]] = r[k + 1];
+      parts.push_back(Tensor(r[0], devs[d]));
     }
     auto& a = u->arg_ints();
     std::vector<Tensor> res;

@@ -317,11 +317,19 @@ void hand_coded_optimizations(Scheduler& k) {
       for (auto& r : rngs)
         if (range_path(r.get()) == vp) lanes_r = r;
       int best = -1;
+      // only the loads inside the reduce loop count: an epilogue's (a gradient accumulated into the result, a residual)
+      // is read once per output, and would otherwise rule out the axis the reduce's own loads share
+      auto in_reduce = [&](const UOpRef& b) {
+        for (int ax : k.axes_of({AxisType::REDUCE}))
+          if (depends_on(b, k.rngs()[size_t(ax)])) return true;
+        return false;
+      };
       for (int ax : k.upcastable_dims()) {
         auto r = rngs[size_t(ax)];
         if (range_kind(r.get()) != AxisType::GLOBAL || split_from(r, range_path(vr.get()))) continue;
         bool reused = false, serves_vectors = true;
         for (auto& b : loads(k)) {
+          if (!in_reduce(b)) continue;
           reused |= stride_in(index_of(b), r) == 0;
           if (lanes_r && stride_in(index_of(b), lanes_r) == 1) serves_vectors &= stride_in(index_of(b), r) == 0;
         }
