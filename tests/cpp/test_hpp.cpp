@@ -171,6 +171,29 @@ TEST_F(Hpp, AllreduceBetweenDevices) {
   EXPECT_THROW(allreduce({ts[0], ts[0]}), Error);
 }
 
+TEST_F(Hpp, ShardedTensor) {
+  // 5 rows over 3 devices: 2, 2, 1; a reduce over the split axis is an allreduce, whole on each device
+  Tensor a = Tensor::from_vector({0.f, 1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f}, {5, 2});
+  Tensor s = a.shard({"CPU", "CPU:1", "CPU:2"}, 0);
+  EXPECT_EQ(s.device(), "CPU,CPU:1,CPU:2");
+  EXPECT_EQ(s.devices(), (std::vector<std::string>{"CPU", "CPU:1", "CPU:2"}));
+  EXPECT_EQ(s.shard_axis(), 0);
+  EXPECT_EQ(s.shard_bounds(), (std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {2, 4}, {4, 5}}));
+  EXPECT_EQ(s.shard_get(2).to_vector<float>(), (F{8, 9}));
+  EXPECT_EQ((s * 2.0).to_vector<float>(), (F{0, 2, 4, 6, 8, 10, 12, 14, 16, 18}));
+  Tensor col = s.sum({0});
+  EXPECT_EQ(col.shard_axis(), -1);
+  EXPECT_EQ(col.to_vector<float>(), (F{20, 25}));
+  Tensor w = Tensor::from_vector({1.f, 1.f}, {2, 1}).shard_like(col.reshape({2, 1}));
+  EXPECT_EQ(s.matmul(w).to("CPU:1").to_vector<float>(), (F{1, 5, 9, 13, 17}));
+  Tensor t = Tensor::from_vector({1.f, 2.f});
+  Tensor alias = t;
+  t.replace(Tensor::from_vector({1.f, 2.f}).shard({"CPU", "CPU:1"}));
+  EXPECT_EQ(alias.device(), "CPU,CPU:1");  // every handle sees it
+  EXPECT_THROW(a.shard({"CPU", "CPU"}, 0), Error);
+  EXPECT_THROW(s.add(a), Error);
+}
+
 TEST_F(Hpp, QrAndSvd) {
   // [[3, 0], [4, 5]]: Q @ R and U @ diag(S) @ Vh give it back; its singular values are sqrt(45) and sqrt(5)
   Tensor a = Tensor::from_vector({3.f, 0.f, 4.f, 5.f}, {2, 2});
