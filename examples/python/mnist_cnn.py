@@ -7,11 +7,14 @@ plain attributes, Tensor.sequential, nn.state.get_parameters for the optimizer, 
 
 Environment: STEPS (default 200), BS (batch size, 128), LR (Adam's, 0.002), EVAL_EVERY (steps, 50), TEST_N (test
 images evaluated, all 10,000 by default), TARGET (fail unless the final test accuracy in % reaches it; 0: no check),
-SEED (0).
+SEED (0), GPUS (1).
 """
-from tinygrad_c import Context, Tensor, TinyJit, function, nn
+from tinygrad_c import Context, Device, Tensor, TinyJit, function, nn
 from tinygrad_c.helpers import getenv, trange
 from tinygrad_c.nn.datasets import mnist
+
+
+GPUS = tuple(f"{Device.DEFAULT}:{i}" for i in range(getenv("GPUS", 1)))
 
 
 class ConvNet:
@@ -29,7 +32,9 @@ class ConvNet:
   def train_step(self, X: Tensor, Y: Tensor) -> Tensor:
     self.opt.zero_grad()
     idx = Tensor.randint(self.bs, high=X.shape[0])
-    loss = self(X[idx]).sparse_categorical_crossentropy(Y[idx]).backward()
+    x, y = X[idx], Y[idx]
+    if len(GPUS) > 1: x, y = x.shard(GPUS, axis=0), y.shard(GPUS, axis=0)  # each device takes its share of the batch
+    loss = self(x).sparse_categorical_crossentropy(y).backward()
     return loss.realize(*self.opt.schedule_step())
 
   @TinyJit
@@ -42,6 +47,9 @@ def main():
   if (n := getenv("TEST_N", 0)) > 0: X_test, Y_test = X_test[:n].contiguous().realize(), Y_test[:n].contiguous().realize()
 
   model = ConvNet()
+  if len(GPUS) > 1:
+    for x in nn.state.get_state_dict(model).values(): x.to_(GPUS)  # a copy of every weight on every device
+    X_test, Y_test = X_test.shard(GPUS, axis=0), Y_test.shard(GPUS, axis=0)
   # get_parameters includes BatchNorm's running statistics; the optimizer keeps the tensors that take gradients
   model.opt, model.bs = nn.optim.Adam(nn.state.get_parameters(model), lr=getenv("LR", 0.002)), getenv("BS", 128)
 

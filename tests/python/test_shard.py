@@ -337,3 +337,16 @@ def test_bad_arguments():
   assert C.tensor_shard(t._h, (ctypes.c_char_p * 1)(b"CPU"), 1, -2) is None  # axis -2: neither a dim nor -1
   assert C.tensor_shard_get(t.shard(D2)._h, 5) is None
   assert C.tensor_device_at(t._h, 1) is None
+
+
+def test_shard_over_another_kind_of_device():
+  try:
+    from tinygrad_c import Device
+    Device.open("CL")
+  except TinygradError:
+    pytest.skip("no OpenCL device")
+  x, w = _f32(8, 6), _f32(6, 4)
+  X, W = _shard(x, ("CPU", "CL"), 0), _shard(w, ("CPU", "CL"), None)
+  assert X.device == ("CPU", "CL")
+  _same((X @ W).relu().sum(0).numpy(), np.maximum(x @ w, 0).sum(0))
+  _same(X.to("CL").numpy(), x, exact=True)

@@ -265,12 +265,14 @@ def test_fetch_downloads_once_checks_sha256_and_gunzips(tmp_path, monkeypatch):
     srv.shutdown()
 
 
-def test_example_mnist_cnn_trains():
-  # examples/python/mnist_cnn.py, a few steps: it must learn (it checks TARGET itself and exits nonzero below it)
+@pytest.mark.parametrize("gpus", ["1", "2"])
+def test_example_mnist_cnn_trains(gpus):
+  # examples/python/mnist_cnn.py, a few steps: it must learn (it checks TARGET itself and exits nonzero below it); GPUS=2
+  # trains data-parallel over CPU:0 and CPU:1
   import os, subprocess, sys
   from pathlib import Path
   root = Path(__file__).resolve().parents[2]
-  env = dict(os.environ, STEPS="40", BS="64", EVAL_EVERY="40", TEST_N="1000", TARGET="60",
+  env = dict(os.environ, STEPS="40", BS="64", EVAL_EVERY="40", TEST_N="1000", TARGET="60", GPUS=gpus,
              PYTHONPATH=str(root / "bindings" / "python"))
   r = subprocess.run([sys.executable, str(root / "examples" / "python" / "mnist_cnn.py")], env=env, capture_output=True, text=True,
                      timeout=600)
