@@ -734,7 +734,9 @@ TG_API tg_tensor* tg_tensor_one_hot(tg_tensor* t, int64_t num_classes);
 /* Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N, C, ...), with label smoothing.
  * @int(reduction) */
 TG_API tg_tensor* tg_tensor_cross_entropy(tg_tensor* logits, tg_tensor* target, double label_smoothing, int reduction);
-/* Loss of logits (..., C) against int labels (...), skipping labels equal to ignore_index. @int(reduction) */
+/* Loss of logits (..., C) against int labels (...; any shape whose one-hot broadcasts with the logits), skipping labels
+ * equal to ignore_index; as tinygrad, ignore_index -1 skips nothing (a -1 label adds only its smoothing term and counts
+ * in the mean). @int(reduction) */
 TG_API tg_tensor* tg_tensor_sparse_categorical_crossentropy(tg_tensor* logits, tg_tensor* labels, int64_t ignore_index, double label_smoothing,
                                                             int reduction);
 /* Negative log-likelihood of log-probabilities (N, C, ...) against class indices. @int(reduction) */

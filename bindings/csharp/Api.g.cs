@@ -1300,8 +1300,9 @@ public sealed partial class Tensor : IDisposable, IHandle {
     return new Tensor(Native.Check(Native.tg_tensor_cross_entropy(H, Native.Arg(target, nameof(target)).H, labelSmoothing, reduction)));
   }
 
-  /// <summary>Loss of logits (..., C) against int labels (...), skipping labels equal to ignore_index.
-  /// (tg_tensor_sparse_categorical_crossentropy)
+  /// <summary>Loss of logits (..., C) against int labels (...; any shape whose one-hot broadcasts with the logits),
+  /// skipping labels equal to ignore_index; as tinygrad, ignore_index -1 skips nothing (a -1 label adds only its
+  /// smoothing term and counts in the mean). (tg_tensor_sparse_categorical_crossentropy)
   /// </summary>
   public Tensor SparseCategoricalCrossentropy(Tensor labels, long ignoreIndex, double labelSmoothing, int reduction) {
     return new Tensor(Native.Check(Native.tg_tensor_sparse_categorical_crossentropy(H, Native.Arg(labels, nameof(labels)).H, ignoreIndex, labelSmoothing, reduction)));

@@ -1430,7 +1430,9 @@ public static unsafe partial class Native {
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_cross_entropy(TensorHandle logits, TensorHandle target, double label_smoothing, int reduction);
-  /// <summary>Loss of logits (..., C) against int labels (...), skipping labels equal to ignore_index.
+  /// <summary>Loss of logits (..., C) against int labels (...; any shape whose one-hot broadcasts with the logits),
+  /// skipping labels equal to ignore_index; as tinygrad, ignore_index -1 skips nothing (a -1 label adds only its
+  /// smoothing term and counts in the mean).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern TensorHandle tg_tensor_sparse_categorical_crossentropy(TensorHandle logits, TensorHandle labels, long ignore_index, double label_smoothing, int reduction);

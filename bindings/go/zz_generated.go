@@ -5999,7 +5999,8 @@ func (logits *Tensor) CrossEntropy(target *Tensor, labelSmoothing float64, reduc
 }
 
 // SparseCategoricalCrossentropy is tg_tensor_sparse_categorical_crossentropy. Loss of logits (..., C) against
-// int labels (...), skipping labels equal to ignore_index.
+// int labels (...; any shape whose one-hot broadcasts with the logits), skipping labels equal to ignore_index;
+// as tinygrad, ignore_index -1 skips nothing (a -1 label adds only its smoothing term and counts in the mean).
 func (logits *Tensor) SparseCategoricalCrossentropy(labels *Tensor, ignoreIndex int64, labelSmoothing float64, reduction int32) (*Tensor, error) {
 	var st C.tgw_err
 	ret := C.tgw_tensor_sparse_categorical_crossentropy(logits.ptr(), labels.ptr(), C.int64_t(ignoreIndex), C.double(labelSmoothing), C.int(reduction), &st)

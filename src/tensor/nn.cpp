@@ -543,10 +543,11 @@ Tensor Tensor::cross_entropy(const Tensor& y, double label_smoothing, int reduct
   return reduce_loss(ret, reduction, "cross_entropy");
 }
 Tensor Tensor::sparse_categorical_crossentropy(const Tensor& y, int64_t ignore_index, double label_smoothing, int reduction) const {
-  TG_CHECK(ndim() >= 1 && y.ndim() == ndim() - 1, TG_ERROR_SHAPE,
-           "sparse_categorical_crossentropy: logits " + shape_str(shape()) + " need labels of one dim less, got " + shape_str(y.shape()));
+  TG_CHECK(ndim() >= 1, TG_ERROR_SHAPE, "sparse_categorical_crossentropy: 0-d logits have no class dim");
+  // as tinygrad: the labels' one-hot broadcasts against the logits (labels of one dim less, or any shape that broadcasts),
+  // and the default ignore_index -1 ignores nothing (a -1 label's one-hot is all zeros, and it counts in the mean)
   Tensor log_probs = log_softmax(-1);
-  Tensor keep = y.ne(Tensor(UOp::const_int(y.dtype(), ignore_index), device()));
+  Tensor keep = ignore_index != -1 ? y.ne(Tensor(UOp::const_int(y.dtype(), ignore_index), device())) : y.full_like(1).cast(dtypes::bool_);
   Tensor yo = y.one_hot(shape().back()).cast(log_probs.dtype()).mul(keep.unsqueeze(-1).cast(log_probs.dtype()));
   Tensor kf = keep.cast(log_probs.dtype());
   Tensor smoothing = log_probs.mean({-1}).mul(kf).mul(kf.scalar_like(label_smoothing));

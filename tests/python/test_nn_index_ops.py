@@ -631,6 +631,14 @@ def test_sparse_categorical_crossentropy(shape, ignore, ls, reduction):
   if ignore is not None: y.reshape(-1)[:2] = ignore  # some labels are skipped
   tf = lambda x: F.cross_entropy(x.reshape(-1, shape[-1]), torch.tensor(y.reshape(-1)), ignore_index=ii, label_smoothing=ls,
                                  reduction=reduction).reshape(shape[:-1] if reduction == "none" else ())
+  if ignore == -1:
+    # tinygrad's default ignore_index -1 ignores nothing: a -1 label's one-hot is zeros (no log-likelihood term), but its
+    # smoothing term stays and it counts in the mean (torch would skip it)
+    def tf(x):
+      lp, yt = F.log_softmax(x, -1), torch.tensor(y)
+      picked = torch.where(yt >= 0, lp.gather(-1, yt.clamp(min=0).unsqueeze(-1)).squeeze(-1), torch.zeros(()))
+      per = -((1 - ls) * picked + ls * lp.mean(-1))
+      return {"none": per, "sum": per.sum(), "mean": per.mean()}[reduction]
   gf = lambda x: x.sparse_categorical_crossentropy(Tensor(y.astype(np.int32)), ignore_index=ii, label_smoothing=ls, reduction=reduction)
   hto([shape], tf, gf)
 

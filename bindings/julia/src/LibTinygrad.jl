@@ -1295,7 +1295,9 @@ Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N, C
 """
 tg_tensor_cross_entropy(logits, target, label_smoothing, reduction) = ccall((:tg_tensor_cross_entropy, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Cdouble, Cint), logits, target, label_smoothing, reduction)
 """
-Loss of logits (..., C) against int labels (...), skipping labels equal to ignore_index.
+Loss of logits (..., C) against int labels (...; any shape whose one-hot broadcasts with the logits), skipping
+labels equal to ignore_index; as tinygrad, ignore_index -1 skips nothing (a -1 label adds only its smoothing
+term and counts in the mean).
 """
 tg_tensor_sparse_categorical_crossentropy(logits, labels, ignore_index, label_smoothing, reduction) = ccall((:tg_tensor_sparse_categorical_crossentropy, libtinygrad), Ptr{Cvoid}, (Ptr{Cvoid}, Ptr{Cvoid}, Int64, Cdouble, Cint), logits, labels, ignore_index, label_smoothing, reduction)
 """

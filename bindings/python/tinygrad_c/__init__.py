@@ -2874,6 +2874,11 @@ class TinyJit(_Owned):
 
   cnt = call_count  # tinygrad's name
 
+  @property
+  def captured(self) -> Optional["Plan"]:
+    """The capture (as a Plan of its kernels) once made, else None: tinygrad's `jit.captured`, a CapturedJit or None."""
+    return self.plan()
+
   def reset(self):
     """Forget the capture: the next call runs fn again as the first call did."""
     _ok(C.jit_reset(self._h), "jit_reset")

@@ -1119,7 +1119,9 @@ unsafe extern "C" {
   /// Loss of logits (N, C, ...) against class indices (N, ...) or probabilities (N, C, ...), with label
   /// smoothing.
   pub fn tg_tensor_cross_entropy(logits: *mut tg_tensor, target: *mut tg_tensor, label_smoothing: f64, reduction: c_int) -> *mut tg_tensor;
-  /// Loss of logits (..., C) against int labels (...), skipping labels equal to ignore_index.
+  /// Loss of logits (..., C) against int labels (...; any shape whose one-hot broadcasts with the logits),
+  /// skipping labels equal to ignore_index; as tinygrad, ignore_index -1 skips nothing (a -1 label adds only
+  /// its smoothing term and counts in the mean).
   pub fn tg_tensor_sparse_categorical_crossentropy(logits: *mut tg_tensor, labels: *mut tg_tensor, ignore_index: i64, label_smoothing: f64, reduction: c_int) -> *mut tg_tensor;
   /// Negative log-likelihood of log-probabilities (N, C, ...) against class indices.
   pub fn tg_tensor_nll_loss(logprobs: *mut tg_tensor, target: *mut tg_tensor, reduction: c_int) -> *mut tg_tensor;

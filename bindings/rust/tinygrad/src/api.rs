@@ -1873,8 +1873,9 @@ impl Tensor {
     unsafe { Tensor::from_raw(sys::tg_tensor_cross_entropy(self.as_ptr(), target.as_ptr(), label_smoothing, reduction)) }
   }
 
-  /// `tg_tensor_sparse_categorical_crossentropy`: Loss of logits (..., C) against int labels (...), skipping
-  /// labels equal to ignore_index.
+  /// `tg_tensor_sparse_categorical_crossentropy`: Loss of logits (..., C) against int labels (...; any shape
+  /// whose one-hot broadcasts with the logits), skipping labels equal to ignore_index; as tinygrad,
+  /// ignore_index -1 skips nothing (a -1 label adds only its smoothing term and counts in the mean).
   pub fn sparse_categorical_crossentropy(&self, labels: &Tensor, ignore_index: i64, label_smoothing: f64, reduction: c_int) -> Result<Tensor> {
     unsafe { Tensor::from_raw(sys::tg_tensor_sparse_categorical_crossentropy(self.as_ptr(), labels.as_ptr(), ignore_index, label_smoothing, reduction)) }
   }
