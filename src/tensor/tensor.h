@@ -297,6 +297,8 @@ class Tensor {
   // Winograd F(4, 3) for 3-tap stride-1 convolutions (WINO: -1 when it pays, by a rule or under BEAM by timing both; 1 always; 0 never)
   bool use_winograd(const Tensor& w, int64_t groups, const Shape& stride, const Shape& dilation, const PadPairs& padding) const;
   Tensor conv_winograd(const Tensor& w, int64_t groups, const PadPairs& padding) const;
+  // a depthwise 2-d conv with stride 2 and dilation 1 over the input's four phases: contiguous loads per tap
+  Tensor conv_depthwise_s2(const Tensor& w, const PadPairs& padding) const;
   bool winograd_faster(const Tensor& w, int64_t groups, const Shape& stride, const Shape& dilation, const PadPairs& padding) const;
   // the conv's result as a node whose gradient is conv_backward, plus the bias
   Tensor conv_finish(Tensor ret, const Tensor& w, const std::optional<Tensor>& bias, int64_t groups, const Shape& stride, const Shape& dilation,

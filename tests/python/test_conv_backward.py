@@ -34,6 +34,12 @@ CASES = [  # (batch, cin, cout, input, kernel, groups, stride, dilation, pads)
   (2, 3, 5, (12, 12), (5, 5), 1, (3, 3), (1, 2), [(-1, 2), (2, -2)]),  # negative pads crop
   (2, 2, 3, (13,), (4,), 1, (2,), (3,), [(1, 0)]),  # conv1d
   (1, 2, 4, (6, 5, 7), (3, 2, 3), 2, (1, 2, 2), (1, 1, 2), [(1, 1), (0, 1), (2, 0)]),  # conv3d
+  # depthwise with stride 2: computed over the input's four phases (conv_depthwise_s2): odd and even sizes, 2x2 to 5x5
+  (2, 6, 6, (12, 12), (3, 3), 6, (2, 2), (1, 1), [(1, 1), (1, 1)]),
+  (2, 5, 5, (7, 9), (3, 3), 5, (2, 2), (1, 1), [(1, 1), (1, 1)]),
+  (1, 4, 4, (11, 10), (5, 5), 4, (2, 2), (1, 1), [(2, 2), (2, 2)]),
+  (2, 3, 3, (8, 8), (2, 2), 3, (2, 2), (1, 1), [(0, 1), (0, 1)]),
+  (1, 3, 3, (6, 7), (3, 3), 3, (2, 2), (1, 1), [(0, 0), (0, 0)]),
 ]
 
 
@@ -43,6 +49,10 @@ def test_conv_gradients_match_torch(case):
   nsp = len(hw)
   x, w = rnd(bs, cin, *hw, seed=1), rnd(cout, cin // groups, *k, seed=2)
   out = Tensor(x).conv2d(Tensor(w), groups=groups, stride=stride, dilation=dilation, padding=[p for bp in reversed(pads) for p in bp])
+  conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nsp]
+  flat = [p for bp in reversed(pads) for p in bp]
+  want = conv(F.pad(torch.tensor(x), flat), torch.tensor(w), None, stride, 0, dilation, groups).numpy() if min(flat) >= 0 else None
+  if want is not None: np.testing.assert_allclose(out.numpy(), want, **TOL)
   g = rnd(*out.shape, seed=3)
   want_x, want_w = torch_grads(x, w, g, groups, stride, dilation, pads, nsp)
   ox, ow = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)

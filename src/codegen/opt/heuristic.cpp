@@ -261,11 +261,17 @@ void hand_coded_optimizations(Scheduler& k) {
     }
   // the contiguous output axis padded (PADTO: gated lanes) to a multiple of w, merged first with the axis outside it where
   // that keeps the inputs' index linear; pays(size, padded size, merged) says whether the idle lanes are worth it
+  int64_t reduce_work = 1;
+  for (int ax : k.axes_of({AxisType::REDUCE})) reduce_work *= k.full_shape()[size_t(ax)];
   auto pad_axis = [&](int64_t w, auto pays) {
     for (int ax : k.upcastable_dims()) {
       if (stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]) != 1) continue;
       for (bool merge : {true, false}) {
         Scheduler m = k;
+        // not for a short reduce (a depthwise conv's 9 taps, a pool's window): merged rows make each tap's padding gate a
+        // per-lane x % width, a vector division per tap that the few taps don't amortize (MobileNetV2's 14x14 depthwise
+        // convs ran at 2 GFLOP/s merged into 13 x 16 lanes; each row in 16 lanes, 2.4x faster)
+        if (merge && reduce && reduce_work < 64) continue;
         if (merge && (ax == 0 || !tg::attempt(m, Opt{OptOps::MERGE, ax - 1, 0}))) continue;
         int pa = merge ? ax - 1 : ax;
         int64_t sz = m.full_shape()[size_t(pa)], padded = (sz + w - 1) / w * w;
@@ -278,8 +284,6 @@ void hand_coded_optimizations(Scheduler& k) {
     }
     return -1;
   };
-  int64_t reduce_work = 1;
-  for (int ax : k.axes_of({AxisType::REDUCE})) reduce_work *= k.full_shape()[size_t(ax)];
   // full-width vectors, padded: merged rows if that adds at most a third; else, for a reduce with work enough per output
   // to be bound by its multiply-adds, a row of 20 or 24 (a 5x5 convolution's 24- or 28-wide image) in two 16-lane vectors
   // (62-75% busy) beats three or five of half the width: 1.25-1.3x faster forward and backward. (A depthwise or 1-channel
@@ -316,26 +320,32 @@ void hand_coded_optimizations(Scheduler& k) {
       UOpRef lanes_r;
       for (auto& r : rngs)
         if (range_path(r.get()) == vp) lanes_r = r;
-      int best = -1;
-      // only the loads inside the reduce loop count: an epilogue's (a gradient accumulated into the result, a residual)
-      // is read once per output, and would otherwise rule out the axis the reduce's own loads share
-      auto in_reduce = [&](const UOpRef& b) {
-        for (int ax : k.axes_of({AxisType::REDUCE}))
-          if (depends_on(b, k.rngs()[size_t(ax)])) return true;
-        return false;
-      };
-      for (int ax : k.upcastable_dims()) {
-        auto r = rngs[size_t(ax)];
-        if (range_kind(r.get()) != AxisType::GLOBAL || split_from(r, range_path(vr.get()))) continue;
-        bool reused = false, serves_vectors = true;
-        for (auto& b : loads(k)) {
-          if (!in_reduce(b)) continue;
-          reused |= stride_in(index_of(b), r) == 0;
-          if (lanes_r && stride_in(index_of(b), lanes_r) == 1) serves_vectors &= stride_in(index_of(b), r) == 0;
+      // An axis the reduce's own loads share, among them the vector-loaded ones: each vector load then serves every row
+      // (a matmul's m, a conv's output channels). An epilogue's load (a gradient accumulated into the result, a residual)
+      // is read once per output and must not rule such an axis out: conv2's input gradient with the old gradient added
+      // took 190 ms instead of 35. Without one, any axis a load is broadcast along (every load counts): a depthwise
+      // conv's channels, whose independent rows hide the multiply-add latency (MobileNetV2 2.4x faster than rows of y)
+      auto pick_rows = [&](bool epilogue_too) {
+        int best = -1;
+        bool serves = false;
+        for (int ax : k.upcastable_dims()) {
+          auto r = rngs[size_t(ax)];
+          if (range_kind(r.get()) != AxisType::GLOBAL || split_from(r, range_path(vr.get()))) continue;
+          bool reused = false, serves_vectors = true;
+          for (auto& b : loads(k)) {
+            bool in_loop = false;
+            for (int rax : k.axes_of({AxisType::REDUCE})) in_loop |= depends_on(b, k.rngs()[size_t(rax)]);
+            if (!in_loop && !epilogue_too) continue;
+            reused |= stride_in(index_of(b), r) == 0;
+            if (lanes_r && stride_in(index_of(b), lanes_r) == 1) serves_vectors &= stride_in(index_of(b), r) == 0;
+          }
+          if (reused && (best < 0 || serves_vectors)) best = ax, serves = serves_vectors;
+          if (reused && serves_vectors) break;
         }
-        if (reused && (best < 0 || serves_vectors)) best = ax;
-        if (reused && serves_vectors) break;
-      }
+        return std::make_pair(best, serves);
+      };
+      auto [best, serves] = pick_rows(false);
+      if (!serves) best = pick_rows(true).first;
       // 8 rows x 2 vectors: 16 accumulators, 2 vector loads and 8 broadcasts per step, within AVX-512's 32 registers.
       // A sliding window (a convolution's vector loads move by one element per tap, so nearly every one splits a cache
       // line, and pays for its mask where there is padding) makes vector loads dearer than broadcasts: 16 rows x 1
