@@ -98,7 +98,9 @@ tg_tensor* tg_tensor_shard(tg_tensor* t, const char* const* devices, size_t n, i
   });
 }
 tg_tensor* tg_tensor_shard_like(tg_tensor* t, tg_tensor* like) {
-  return api::make([&]() -> tg_tensor* { return api::wrap(shard_like(api::get(t, "tensor_shard_like", "t"), api::get(like, "tensor_shard_like", "like"))); });
+  return api::make([&]() -> tg_tensor* {
+    return api::wrap(shard_like(api::get(t, "tensor_shard_like", "t"), api::get(like, "tensor_shard_like", "like")));
+  });
 }
 int64_t tg_tensor_device_count(const tg_tensor* t) {
   int64_t r = -1;

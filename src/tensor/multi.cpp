@@ -215,7 +215,8 @@ class Lowering {
     if (it->second.axis < 0) return it->second;
     if (auto w = whole_.find(u); w != whole_.end()) return w->second;
     Split out;
-    for (size_t d = 0; d < n_; d++) out.per.push_back(UOp::make(Ops::MSTACK, u->dtype, it->second.per, std::vector<int64_t>{it->second.axis, int64_t(d)}));
+    for (size_t d = 0; d < n_; d++)
+      out.per.push_back(UOp::make(Ops::MSTACK, u->dtype, it->second.per, std::vector<int64_t>{it->second.axis, int64_t(d)}));
     return whole_[u] = out;
   }
   // u split along axis into these sizes, as an op with a shard of that split needs it

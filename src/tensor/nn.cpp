@@ -269,7 +269,8 @@ Tensor Tensor::conv(const Tensor& w, const std::optional<Tensor>& bias, int64_t 
   // a stride-2 conv 3.0 -> 1.15 ms)
   if (Tensor xin = contiguous(); xin.uop() != uop()) return xin.conv(w, bias, groups, stride, dilation, padding);
   if (use_winograd(w, groups, stride, dilation, padding)) return conv_finish(conv_winograd(w, groups, padding), w, bias, groups, stride, dilation, padding);
-  if (nsp == 2 && cin == 1 && cout == groups && stride == Shape{2, 2} && dilation == Shape{1, 1} && (dtype() == dtypes::float32 || dtype() == dtypes::float64) &&
+  bool f32_64 = dtype() == dtypes::float32 || dtype() == dtypes::float64;
+  if (nsp == 2 && cin == 1 && cout == groups && stride == Shape{2, 2} && dilation == Shape{1, 1} && f32_64 &&
       std::all_of(padding.begin(), padding.end(), [](auto p) { return p.first >= 0 && p.second >= 0; }))
     return conv_finish(conv_depthwise_s2(w, padding), w, bias, groups, stride, dilation, padding);
   Shape hw(w.shape().begin() + 2, w.shape().end());
@@ -301,7 +302,8 @@ Tensor Tensor::conv(const Tensor& w, const std::optional<Tensor>& bias, int64_t 
 Tensor Tensor::conv_depthwise_s2(const Tensor& w, const PadPairs& padding) const {
   int64_t n = shape()[0], c = shape()[1], kh = w.shape()[2], kw = w.shape()[3];
   int64_t hp = shape()[2] + padding[0].first + padding[0].second, wp = shape()[3] + padding[1].first + padding[1].second;
-  TG_CHECK(hp >= kh && wp >= kw, TG_ERROR_SHAPE, "conv: the padded input " + shape_str({hp, wp}) + " is smaller than the kernel " + shape_str({kh, kw}));
+  TG_CHECK(hp >= kh && wp >= kw, TG_ERROR_SHAPE,
+           "conv: the padded input " + shape_str({hp, wp}) + " is smaller than the kernel " + shape_str({kh, kw}));
   int64_t oh = (hp - kh) / 2 + 1, ow = (wp - kw) / 2 + 1;
   Tensor xp = pad({{0, 0}, {0, 0}, {padding[0].first, padding[0].second + hp % 2}, {padding[1].first, padding[1].second + wp % 2}});
   int64_t h2 = (hp + 1) / 2, w2 = (wp + 1) / 2;
@@ -309,7 +311,8 @@ Tensor Tensor::conv_depthwise_s2(const Tensor& w, const PadPairs& padding) const
   std::optional<Tensor> acc;
   for (int64_t ky = 0; ky < kh; ky++)
     for (int64_t kx = 0; kx < kw; kx++) {
-      Tensor v = phases.shrink({{0, n}, {0, c}, {ky % 2, ky % 2 + 1}, {kx % 2, kx % 2 + 1}, {ky / 2, ky / 2 + oh}, {kx / 2, kx / 2 + ow}}).reshape({n, c, oh, ow});
+      Tensor v = phases.shrink({{0, n}, {0, c}, {ky % 2, ky % 2 + 1}, {kx % 2, kx % 2 + 1}, {ky / 2, ky / 2 + oh}, {kx / 2, kx / 2 + ow}});
+      v = v.reshape({n, c, oh, ow});
       Tensor term = v.mul(w.shrink({{0, c}, {0, 1}, {ky, ky + 1}, {kx, kx + 1}}).reshape({1, c, 1, 1}).cast(dtype()));
       acc = acc ? acc->add(term) : term;
     }
@@ -659,8 +662,8 @@ Tensor& Tensor::assign(const Tensor& value) {
     std::swap(s_->uop, u);
   };
   // a multi tensor whose shards are buffers is updated in place too, one assign per device
-  bool whole = is_buffer_view(base, numel()) ||
-               (base->op == Ops::MULTI && std::all_of(base->src.begin(), base->src.end(), [](const UOpRef& p) { return is_buffer_view(p.get(), tg::prod(p->shape())); }));
+  auto shard_buffer = [](const UOpRef& p) { return is_buffer_view(p.get(), tg::prod(p->shape())); };
+  bool whole = is_buffer_view(base, numel()) || (base->op == Ops::MULTI && std::all_of(base->src.begin(), base->src.end(), shard_buffer));
   if ((!whole && !written_buffer(s_->uop.get())) || v == s_->uop) {
     set(v);
     return *this;

@@ -682,7 +682,8 @@ void Tensor::replace(const Tensor& x) {
 }
 
 std::shared_ptr<Buffer> Tensor::contiguous_buffer(const char* what) const {
-  TG_CHECK(!is_multi_device(device()), TG_ERROR_UNSUPPORTED, std::string(what) + ": a tensor sharded over " + device() + "; gather it with to() first");
+  TG_CHECK(!is_multi_device(device()), TG_ERROR_UNSUPPORTED,
+           std::string(what) + ": a tensor sharded over " + device() + "; gather it with to() first");
   TG_CHECK(uop()->sym().empty(), TG_ERROR_UNSUPPORTED, std::string(what) + ": a tensor with Variable dims; bind it first");
   Tensor c = contiguous();
   c.realize();
