@@ -474,6 +474,7 @@ UOps realized_parts(const Tensor& t) {
 Tensor shard(const Tensor& x0, const std::vector<std::string>& devs_in, std::optional<int64_t> axis) {
   std::string dev = join_devices(devs_in, "shard");
   std::vector<std::string> devs = split_devices(dev);
+  if (devs.size() == 1) return x0.to(devs[0]);  // one device: a plain tensor there
   Tensor x = is_multi_device(x0.device()) ? multi_gather(x0, devs[0]) : x0;
   TG_CHECK(x.uop()->sym().empty(), TG_ERROR_UNSUPPORTED, "shard: a tensor with Variable dims; bind it first");
   size_t n = devs.size();

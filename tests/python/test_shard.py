@@ -82,6 +82,14 @@ def test_to_a_tuple_replicates_and_names_are_canonical():
   assert y.device == D2 and y.tolist() == [1, 2, 3]
 
 
+def test_shard_over_one_device_is_a_plain_tensor():
+  x = _f32(4, 3)
+  t = _shard(x, ("CPU:2",), 0)
+  assert t.device == "CPU:2" and C.tensor_device_count(t._h) == 1
+  _same((t + 1).numpy(), x + 1, exact=True)
+  _same(_shard(x, D2, 0).shard(("CPU:1",)).numpy(), x, exact=True)
+
+
 def test_shard_of_a_sharded_tensor_reshards():
   x = _f32(8, 6)
   t = _shard(x, D2, 0).shard(D3, 1)
