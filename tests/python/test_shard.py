@@ -82,6 +82,19 @@ def test_to_a_tuple_replicates_and_names_are_canonical():
   assert y.device == D2 and y.tolist() == [1, 2, 3]
 
 
+def test_empty_shards():
+  # 2 rows over 4 devices: the last two shards are empty, and reduce to the identity
+  x, xi = _f32(2, 3), np.arange(6, dtype=np.int32).reshape(2, 3)
+  t, ti = _shard(x, D4, 0), Tensor(xi).shard(D4, 0)
+  _same((t * 2).numpy(), x * 2, exact=True)
+  _same(t.sum(0).numpy(), x.sum(0))
+  _same(t.max(0).numpy(), x.max(0), exact=True)
+  _same(t.argmax(0).numpy(), x.argmax(0), exact=True)
+  _same(ti.prod(0).numpy(), xi.prod(0), exact=True)
+  _same(ti.min(0).numpy(), xi.min(0), exact=True)
+  _same((t @ _shard(w := _f32(3, 5), D4, None)).numpy(), x @ w)
+
+
 def test_shard_over_one_device_is_a_plain_tensor():
   x = _f32(4, 3)
   t = _shard(x, ("CPU:2",), 0)
