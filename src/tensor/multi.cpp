@@ -319,19 +319,37 @@ class Lowering {
             return;
           }
           break;
-        case Ops::EXPAND:
         case Ops::SHRINK:
-        case Ops::PAD:
+        case Ops::PAD: {
+          // along the split axis too, each shard keeps its own part: a shrink cuts each to the range (some shards may
+          // end up empty), a pad goes to the first and the last shard; the result stays split, nothing is copied
+          std::vector<int64_t> starts{0};
+          for (auto z : sizes) starts.push_back(starts.back() + z);
+          Split out{{}, s.axis};
+          for (size_t d = 0; d < n_; d++) {
+            std::vector<int64_t> x = arg;
+            if (u->op == Ops::SHRINK) {
+              int64_t lo = std::clamp(arg[2 * a], starts[d], starts[d + 1]), hi = std::clamp(arg[2 * a + 1], lo, starts[d + 1]);
+              x[2 * a] = lo - starts[d], x[2 * a + 1] = hi - starts[d];
+            } else {
+              x[2 * a] = d == 0 ? arg[2 * a] : 0, x[2 * a + 1] = d + 1 == n_ ? arg[2 * a + 1] : 0;
+            }
+            // a shard this view leaves as it is keeps its node (the scheduler takes no all-zero pad)
+            const Shape& sh = s.per[d]->shape();
+            bool same = true;
+            for (size_t i = 0; i < sh.size(); i++)
+              same &= x[2 * i] == 0 && x[2 * i + 1] == (u->op == Ops::PAD ? 0 : sh[i]);
+            out.per.push_back(same ? s.per[d] : UOp::make(u->op, u->dtype, {s.per[d]}, x, u->tag));
+          }
+          m_[u] = out;
+          return;
+        }
+        case Ops::EXPAND:
         case Ops::FLIP: {
-          bool keeps = u->op == Ops::EXPAND ? arg[a] == in[a]
-                       : u->op == Ops::SHRINK ? arg[2 * a] == 0 && arg[2 * a + 1] == in[a]
-                       : u->op == Ops::PAD  ? arg[2 * a] == 0 && arg[2 * a + 1] == 0
-                                            : arg[a] == 0;
-          if (!keeps) break;
+          if (u->op == Ops::EXPAND ? arg[a] != in[a] : arg[a] != 0) break;
           m_[u] = each(u, {s}, s.axis, [&](size_t d) {
             std::vector<int64_t> x = arg;
             if (u->op == Ops::EXPAND) x[a] = sizes[d];
-            if (u->op == Ops::SHRINK) x[2 * a + 1] = sizes[d];
             return Arg(x);
           });
           return;

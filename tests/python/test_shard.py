@@ -180,6 +180,22 @@ def test_movement(axis):
     _same(v(t).numpy(), v(r).numpy(), exact=True)
 
 
+def test_shrink_and_pad_along_the_split_axis_stay_split():
+  x = _f32(10, 3)
+  t = _shard(x, D4, 0).realize()  # rows 3, 3, 3, 1
+  for lo, hi in [(2, 5), (0, 3), (3, 6), (9, 10), (4, 4), (0, 10)]:
+    GlobalCounters.reset()
+    s = t[lo:hi].contiguous().realize()
+    assert _axis(s) == 0 and GlobalCounters.copy_count == 0, (lo, hi)  # each device cut its own rows: nothing copied
+    assert [b - a for a, b in _bounds(s)] == [max(0, min(hi, e) - max(lo, b)) for b, e in [(0, 3), (3, 6), (6, 9), (9, 10)]]
+    _same(s.numpy(), x[lo:hi], exact=True)
+  p = t.pad(((2, 1), (0, 0)), value=7.0)
+  assert _axis(p) == 0 and [b - a for a, b in _bounds(p)] == [5, 3, 3, 2]
+  _same(p.numpy(), np.pad(x, ((2, 1), (0, 0)), constant_values=7.0), exact=True)
+  _same((p[1:12] * 2 + _shard(np.pad(x, ((2, 1), (0, 0)))[1:12], D4, 0)).numpy(), np.pad(x, ((2, 1), (0, 0)), constant_values=7.0)[1:12] * 2 +
+        np.pad(x, ((2, 1), (0, 0)))[1:12], exact=True)  # split unevenly against evenly: resharded
+
+
 def test_cat_and_stack_reshard_mismatched_axes():
   x, y, z = _f32(4, 4), _f32(4, 4), _f32(4, 4)
   X, Y, Z = _shard(x, D2, 0), _shard(y, D2, 0), _shard(z, D2, 1)
