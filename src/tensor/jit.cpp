@@ -79,8 +79,7 @@ std::vector<Tensor> TinyJit::run_and_realize(const std::vector<Tensor>& inputs, 
         }
         UOps parts;
         for (size_t k = 0; k < layout[i].n; k++) parts.push_back(inputs[at + k].uop());
-        DType dt = inputs[at].dtype();
-        whole.emplace_back(UOp::make(Ops::MULTI, dt, std::move(parts), std::vector<int64_t>{layout[i].axis}), layout[i].device);
+        whole.push_back(multi_tensor(std::move(parts), layout[i].axis, layout[i].device));
       }
       outs = fn_(whole);
     }

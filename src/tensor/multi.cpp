@@ -202,10 +202,6 @@ class Lowering {
   UOpMap<Split> m_, whole_;
   std::unordered_set<const UOp*> on_one_device_;  // plain nodes over a plain device's buffer
 
-  UOpRef on(const UOpRef& u, size_t d) const {
-    auto it = m_.find(u);
-    return it == m_.end() ? u : it->second.per[d];
-  }
   Split whole(const UOpRef& u) {
     auto it = m_.find(u);
     if (it == m_.end()) {
@@ -415,6 +411,11 @@ UOps parts_of(const Tensor& t) {
 
 }  // namespace
 
+Tensor multi_tensor(UOps parts, int64_t axis, const std::string& dev) {
+  DType dt = parts.at(0)->dtype;
+  return Tensor(UOp::make(Ops::MULTI, dt, std::move(parts), std::vector<int64_t>{axis}), dev);
+}
+
 void realize_multi(const std::vector<Tensor*>& ts) {
   if (ts.empty()) return;
   std::vector<std::string> devs = split_devices(ts[0]->device());
@@ -477,7 +478,7 @@ void realize_multi(const std::vector<Tensor*>& ts) {
     UOps got = realize_uops(rs, devs[d]);
     for (size_t i = 0; i < ts.size(); i++) per[i].push_back(got[i]);
   }
-  for (size_t i = 0; i < ts.size(); i++) ts[i]->became(UOp::make(Ops::MULTI, ts[i]->dtype(), std::move(per[i]), std::vector<int64_t>{outs[i].axis}));
+  for (size_t i = 0; i < ts.size(); i++) ts[i]->became(multi_tensor(std::move(per[i]), outs[i].axis, ts[i]->device()).uop());
 }
 
 namespace {
@@ -489,84 +490,82 @@ UOps realized_parts(const Tensor& t) {
 }
 }  // namespace
 
+namespace {
+// t's graph lowered: its axis and per-device parts (unrealized)
+Split lowered(const Tensor& t) {
+  Lowering low(split_devices(t.device()).size());
+  low.run({t.uop()});
+  return low.get(t.uop());
+}
+std::vector<std::pair<int64_t, int64_t>> bounds_of(const Split& s, const Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t at = 0, whole = t.ndim() ? t.shape()[0] : 1;
+  for (auto& u : s.per) {
+    int64_t len = s.axis < 0 ? whole : u->shape()[size_t(s.axis)];
+    out.push_back(s.axis < 0 ? std::make_pair(int64_t(0), len) : std::make_pair(at, at + len)), at += s.axis < 0 ? 0 : len;
+  }
+  return out;
+}
+// x (on one device) put on each of devs: cut to bounds[d] along axis, or whole (axis -1). The copies run now, as to()
+// does; a part already on its device is realized in place of a copy, so no gradient flows into x from any part.
+Tensor place(const Tensor& x, const std::vector<std::string>& devs, int64_t axis, const std::vector<std::pair<int64_t, int64_t>>& bounds,
+             const std::string& dev) {
+  UOps parts;
+  for (size_t d = 0; d < devs.size(); d++) {
+    Tensor p = axis < 0 ? x : Tensor(cut(x.uop(), axis, bounds[d].first, bounds[d].second), x.device());
+    if (p.device() != devs[d]) p = p.to(devs[d]);
+    else (p = p.contiguous()).realize();
+    parts.push_back(p.uop());
+  }
+  return multi_tensor(std::move(parts), axis, dev);
+}
+}  // namespace
+
 Tensor shard(const Tensor& x0, const std::vector<std::string>& devs_in, std::optional<int64_t> axis) {
   std::string dev = join_devices(devs_in, "shard");
   std::vector<std::string> devs = split_devices(dev);
   if (devs.size() == 1) return x0.to(devs[0]);  // one device: a plain tensor there
   Tensor x = is_multi_device(x0.device()) ? multi_gather(x0, devs[0]) : x0;
   TG_CHECK(x.uop()->sym().empty(), TG_ERROR_UNSUPPORTED, "shard: a tensor with Variable dims; bind it first");
-  size_t n = devs.size();
-  int64_t a = -1;
+  int64_t n = int64_t(devs.size()), a = -1;
   if (axis) {
     TG_CHECK(x.ndim() > 0, TG_ERROR_SHAPE, "shard: a 0-d tensor has no axis to split (axis None copies it whole)");
     TG_CHECK(*axis >= -x.ndim() && *axis < x.ndim(), TG_ERROR_SHAPE,
              strformat("shard: axis %lld is out of range for shape %s", (long long)*axis, shape_str(x.shape()).c_str()));
     a = *axis < 0 ? *axis + x.ndim() : *axis;
   }
-  UOps parts;
-  int64_t size = a < 0 ? 0 : x.shape()[size_t(a)], step = (size + int64_t(n) - 1) / int64_t(n);
-  for (size_t d = 0; d < n; d++) {
-    Tensor p = x;
-    if (a >= 0) {
-      std::vector<std::pair<int64_t, int64_t>> b;
-      for (int64_t i = 0; i < x.ndim(); i++) b.push_back({0, x.shape()[size_t(i)]});
-      b[size_t(a)] = {std::min(size, int64_t(d) * step), std::min(size, int64_t(d + 1) * step)};
-      p = p.shrink(b);
-    }
-    if (p.device() != devs[d]) p = p.to(devs[d]);
-    else (p = p.contiguous()).realize();  // a buffer, as a copy would be: no gradient flows into x from any shard
-    parts.push_back(p.uop());
-  }
-  return Tensor(UOp::make(Ops::MULTI, x.dtype(), std::move(parts), std::vector<int64_t>{a}), dev);
+  std::vector<std::pair<int64_t, int64_t>> bounds;
+  int64_t size = a < 0 ? 0 : x.shape()[size_t(a)], step = (size + n - 1) / n;
+  for (int64_t d = 0; d < n; d++) bounds.push_back({std::min(size, d * step), std::min(size, (d + 1) * step)});
+  return place(x, devs, a, bounds, dev);
 }
 
-int64_t multi_axis(const Tensor& t) {
-  if (!is_multi_device(t.device())) return -1;
-  Lowering low(split_devices(t.device()).size());
-  low.run({t.uop()});
-  return low.get(t.uop()).axis;
-}
+int64_t multi_axis(const Tensor& t) { return is_multi_device(t.device()) ? lowered(t).axis : -1; }
 std::vector<std::pair<int64_t, int64_t>> multi_bounds(const Tensor& t) {
   TG_CHECK(is_multi_device(t.device()), TG_ERROR_INVALID_ARGUMENT, "multi_bounds: the tensor is on one device (" + t.device() + ")");
-  Lowering low(split_devices(t.device()).size());
-  low.run({t.uop()});
-  Split s = low.get(t.uop());
-  std::vector<std::pair<int64_t, int64_t>> out;
-  int64_t at = 0;
-  for (auto& u : s.per) {
-    int64_t len = s.axis < 0 ? (t.ndim() ? t.shape()[0] : 1) : u->shape()[size_t(s.axis)];
-    out.push_back(s.axis < 0 ? std::make_pair(int64_t(0), len) : std::make_pair(at, at + len)), at += s.axis < 0 ? 0 : len;
-  }
-  return out;
+  return bounds_of(lowered(t), t);
 }
 
 Tensor shard_like(const Tensor& x, const Tensor& like) {
   TG_CHECK(is_multi_device(like.device()), TG_ERROR_INVALID_ARGUMENT, "shard_like: `like` is on one device (" + like.device() + ")");
   TG_CHECK(x.shape() == like.shape(), TG_ERROR_SHAPE, "shard_like: shapes " + shape_str(x.shape()) + " and " + shape_str(like.shape()) + " differ");
-  int64_t a = multi_axis(like);
-  Tensor s = shard(x, split_devices(like.device()), a < 0 ? std::nullopt : std::optional<int64_t>(a));
-  if (a < 0 || multi_bounds(s) == multi_bounds(like)) return s;
-  // bounds of another split than the even one: cut the whole to them on each device
   std::vector<std::string> devs = split_devices(like.device());
-  auto b = multi_bounds(like);
-  Tensor w = multi_gather(x, devs[0]);
-  UOps parts;
-  for (size_t d = 0; d < devs.size(); d++) parts.push_back(Tensor(cut(w.uop(), a, b[d].first, b[d].second), devs[0]).to(devs[d]).uop());
-  return Tensor(UOp::make(Ops::MULTI, x.dtype(), std::move(parts), std::vector<int64_t>{a}), like.device());
+  Split s = lowered(like);
+  Tensor w = is_multi_device(x.device()) ? multi_gather(x, devs[0]) : x;
+  return place(w, devs, s.axis, bounds_of(s, like), like.device());  // like's bounds, even or not
 }
 
 Tensor empty_like_sharding(const Tensor& like, DType dtype) {
   if (!is_multi_device(like.device())) return Tensor::empty(like.shape(), dtype, like.device());
   std::vector<std::string> devs = split_devices(like.device());
-  int64_t a = multi_axis(like);
-  auto b = multi_bounds(like);
+  Split s = lowered(like);
   UOps parts;
   for (size_t d = 0; d < devs.size(); d++) {
-    Shape s = like.shape();
-    if (a >= 0) s[size_t(a)] = b[d].second - b[d].first;
-    parts.push_back(Tensor::empty(s, dtype, devs[d]).uop());
+    Shape sh = like.shape();
+    if (s.axis >= 0) sh[size_t(s.axis)] = s.per[d]->shape()[size_t(s.axis)];
+    parts.push_back(Tensor::empty(sh, dtype, devs[d]).uop());
   }
-  return Tensor(UOp::make(Ops::MULTI, dtype, std::move(parts), std::vector<int64_t>{a}), like.device());
+  return multi_tensor(std::move(parts), s.axis, like.device());
 }
 
 Tensor multi_shard(const Tensor& t, size_t i) {

@@ -39,6 +39,8 @@ void check_devices(const std::string& dev);  // every device of a plain or multi
 // whole copy on each (nullopt). The copies run now, as to() does, and start a new graph: no gradient flows back into x.
 // A multi x is gathered first.
 Tensor shard(const Tensor& x, const std::vector<std::string>& devs, std::optional<int64_t> axis);
+// the multi tensor on `dev` (its devices joined by ',') whose part on device d is parts[d], split along axis (-1: whole)
+Tensor multi_tensor(UOps parts, int64_t axis, const std::string& dev);
 // x split as `like` is (its devices, its axis and bounds): the pieces an op with `like` expects
 Tensor shard_like(const Tensor& x, const Tensor& like);
 // uninitialized memory of like's shape, split as `like` (the state an optimizer keeps per parameter)

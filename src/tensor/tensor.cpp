@@ -58,7 +58,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, const std::string& device)
     std::string devs = join_devices(split_devices(device), "empty");
     UOps parts;
     for (auto& d : split_devices(devs)) parts.push_back(empty(shape, dtype, d).uop());
-    return Tensor(UOp::make(Ops::MULTI, dtype, std::move(parts), std::vector<int64_t>{-1}), devs);
+    return multi_tensor(std::move(parts), -1, devs);
   }
   return Tensor(view_as(buffer_uop(std::make_shared<Buffer>(device, dtype, tg::prod(shape))), shape), device);
 }
