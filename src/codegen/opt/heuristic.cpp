@@ -362,16 +362,19 @@ void hand_coded_optimizations(Scheduler& k) {
       // A window the rows share (a conv's image, read alike by every output channel of the tile) is packed below,
       // which makes its vector loads aligned and unmasked again: 8 x 2 (ResNet-18's 512-channel 7x7 conv 1.5 -> 1.26
       // ms, its 64-channel 56x56 one 1.13 -> 0.99). A window each row reads a part of (a depthwise conv's) keeps 16 x 1
-      window &= !serves;
+      // Where no second vector fits (13 blocks of 16 lanes: a 14x14 image, merged and padded), 16 rows x 1 for it too
+      // (ResNet-18's 256-channel 14x14 conv 1.66 -> 1.59 ms)
+      auto rest = range_path(vr.get());  // the rest of the vector axis: its path is the split's more significant part
+      rest.push_back(0);
+      bool two = false;
+      for (auto& r : k.rngs()) two |= range_path(r.get()) == rest && range_kind(r.get()) == AxisType::GLOBAL && r->src[0]->divides(2);
+      window &= !serves || !two;
       int64_t rows = getenv_int("TG_TILE_ROWS", window ? 16 : 8);
       // only powers of two: a tile of 6 rows (192 lanes) left LLVM building every step's broadcasts lane by lane, through
       // the stack (any matmul with 6, 12 or 18 rows ran at 17 GFLOP/s; 4 rows of 36: 305)
       if (best >= 0)
         for (int64_t amt : {rows, int64_t(8), int64_t(4), int64_t(2)})
           if (amt > 1 && attempt(Opt{OptOps::UPCAST, best, amt})) break;
-      // the rest of the vector axis: its path is the split's more significant part
-      auto rest = range_path(vr.get());
-      rest.push_back(0);
       int64_t cols = getenv_int("TG_TILE_VECS", window ? 1 : 2);
       auto rngs2 = k.rngs();
       for (size_t ax = 0; ax < rngs2.size() && cols > 1; ax++)
