@@ -48,8 +48,8 @@ def test_winograd_matches_torch(case):
 
 
 def kernels(x, w, **kw):
-  """the kernels one realize of conv2d(x, w) runs: the direct conv is one; Winograd six (the tiles gathered, three
-  transforms, the products, the tiles put back)"""
+  """the kernels one realize of conv2d(x, w) runs: the direct conv is one; Winograd seven (the tiles gathered, the
+  kernels transposed, three transforms, the products, the tiles put back)"""
   x.realize(), w.realize()
   before = GlobalCounters.kernel_count
   x.conv2d(w, **kw).realize()
@@ -59,7 +59,7 @@ def kernels(x, w, **kw):
 def test_which_convolutions_take_winograd():
   x, w = Tensor(rnd(1, 8, 12, 12)), Tensor(rnd(8, 8, 3, 3))
   with Context(WINO=1):
-    assert kernels(x, w, padding=1) == 6
+    assert kernels(x, w, padding=1) == 7
     assert kernels(x, w, padding=1, stride=2) == 1  # strided: direct
     assert kernels(x, w, padding=2, dilation=2) == 1  # dilated: direct
     assert kernels(x, Tensor(rnd(8, 8, 5, 5)), padding=2) == 1  # 5x5: direct
@@ -68,7 +68,7 @@ def test_which_convolutions_take_winograd():
   # unset: only where it pays (float32 2-d, >= 96 channels in and out, output >= 24 wide), see docs/nn.md
   assert kernels(x, w, padding=1) == 1
   big, wbig = Tensor(rnd(1, 128, 28, 28)), Tensor(rnd(128, 128, 3, 3) * 0.05)
-  assert kernels(big, wbig, padding=1) == 6
+  assert kernels(big, wbig, padding=1) == 7
   assert kernels(Tensor(rnd(1, 128, 14, 14)), wbig, padding=1) == 1
   assert kernels(big.cast("float16"), wbig.cast("float16"), padding=1) == 1
 
