@@ -127,14 +127,15 @@ struct RunState {
   bool read_input = false;
 };
 thread_local RunState* running = nullptr;
+bool reads_inputs(const Tensor& t) {
+  if (!running || running->inputs.empty()) return false;
+  for (auto& u : t.uop()->toposort())
+    if (running->inputs.count(u.get())) return true;
+  return false;
+}
 // notes a host read of `t` that depends on the inputs' data
 void note_host_read(const Tensor& t) {
-  if (!running || running->inputs.empty() || running->read_input) return;
-  for (auto& u : t.uop()->toposort())
-    if (running->inputs.count(u.get())) {
-      running->read_input = true;
-      return;
-    }
+  if (running && !running->read_input && reads_inputs(t)) running->read_input = true;
 }
 }  // namespace
 
@@ -200,6 +201,7 @@ const std::vector<Tensor>& OpCtx::seq(size_t k) const {
   return in[k].seq;
 }
 void OpCtx::note_read(const Tensor& t) const { note_host_read(t); }
+bool OpCtx::from_inputs(const Tensor& t) const { return reads_inputs(t); }
 namespace {
 // t's values on the host as T (int64 or double)
 template <class T>

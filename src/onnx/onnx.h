@@ -143,6 +143,8 @@ struct OpCtx {
   std::vector<int64_t> read_ints(const tg::Tensor& t) const;
   std::vector<double> read_floats(const tg::Tensor& t) const;
   void note_read(const tg::Tensor& t) const;  // t's data is read on the host by a Tensor method (nonzero's count)
+  // whether t's values come from the inputs' data, so a host read of them would be one (false for an initializer)
+  bool from_inputs(const tg::Tensor& t) const;
 
   bool has_attr(const char* n) const { return node.attr(n) != nullptr; }
   int64_t i(const char* n, int64_t dflt) const;

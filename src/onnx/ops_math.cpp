@@ -46,6 +46,9 @@ static Vals mod_op(OpCtx& c) {
 static Vals pow_op(OpCtx& c) {
   const Tensor &a = c.x(0), &b = c.x(1);
   if (dtypes::is_bool(a.dtype()) || dtypes::is_bool(b.dtype())) c.unsupported("Pow of bool tensors");
+  // a constant scalar exponent (an initializer: LayerNorm's 2) as a constant, so Tensor::pow can multiply
+  if (dtypes::is_float(a.dtype()) && b.numel() == 1 && b.ndim() <= a.ndim() && !c.from_inputs(b))
+    return {a.pow(a.scalar_like(c.read_floats(b)[0])).cast(a.dtype())};
   if (dtypes::is_float(a.dtype()) || !dtypes::is_float(b.dtype())) return {a.pow(b).cast(a.dtype())};
   Tensor r = a.cast(dtypes::float64).pow(b.cast(dtypes::float64)), near = r.round();
   Tensor exact = r.sub(near).abs().le(near.abs().add(cst(near, 1)).mul(cst(near, 1e-12)));

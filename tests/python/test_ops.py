@@ -235,6 +235,21 @@ def test_pow_negative_base():
   check(Tensor(a) ** 3.0, ref(lambda x: x ** 3, a, out=F32), "trans")
 
 
+@pytest.mark.parametrize("e", [1, 2, 3, 4, 5, 7, 8, 13, 64], ids=str)
+def test_pow_whole_constant_is_multiplication(e):
+  # a float to a constant whole power in [1, 64] is squarings and products (as tinygrad's): the values as numpy's pow
+  # to float32 rounding (a few roundings for high powers), signed zeros, infinities and NaN as pow's; the gradient too
+  a = np.array([-3.5, -0.0, 0.0, 1.5, np.inf, -np.inf, np.nan, 1.0001, -2.0, 0.5], F32)
+  t = Tensor(a) ** e
+  with np.errstate(over="ignore", invalid="ignore"):
+    want = np.power(a.astype(np.float64), e).astype(F32)
+  np.testing.assert_allclose(t.numpy(), want, rtol=2e-7 * e, atol=0, equal_nan=True)
+  assert np.array_equal(np.signbit(t.numpy()), np.signbit(want))
+  x = Tensor(np.array([-1.5, 0.0, 2.0, 0.75], F32), requires_grad=True)
+  (x ** e).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), e * np.array([-1.5, 0.0, 2.0, 0.75], np.float64) ** (e - 1), rtol=1e-5)
+
+
 # mixed dtypes promote like tinygrad's least_upper_dtype
 @pytest.mark.parametrize("da, db, out", [(I32, F32, F32), (I8, U8, np.int16), (I32, F16, F16), (F16, F32, F32), (U8, I32, I32),
                                          (B, I8, I8), (F32, F64, F64), (B, F32, F32)], ids=str)
