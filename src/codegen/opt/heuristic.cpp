@@ -27,11 +27,17 @@ static bool split_from(const UOpRef& r, const std::vector<int64_t>& prefix) {
   return q.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), q.begin());
 }
 
-// the inputs' accesses (INDEX of each LOAD) in the current AST: actions rewrite it, so ask again after one
-static UOps loads(const Scheduler& k) {
+// the inputs' LOADs in the current AST (a PACKed one carries its tag): actions rewrite it, so ask again after one
+static UOps load_ops(const Scheduler& k) {
   UOps out;
   for (auto& u : k.ast->toposort())
-    if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) out.push_back(u->src[0]);
+    if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX) out.push_back(u);
+  return out;
+}
+// their accesses (the INDEX of each)
+static UOps loads(const Scheduler& k) {
+  UOps out;
+  for (auto& u : load_ops(k)) out.push_back(u->src[0]);
   return out;
 }
 
@@ -459,17 +465,14 @@ void hand_coded_optimizations(Scheduler& k) {
   // one ran 3.4x slower with them inside)
   if (reduce) {
     bool big = false;
-    for (auto& u : k.ast->toposort())
-      if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX && !is_packed(u)) {
-        DType buf = u->src[0]->src[0]->dtype;
-        big |= buf.addrspace == AddrSpace::Global && buf.size * buf.base().itemsize() > kPackMaxBytes;
-      }
+    for (auto& u : load_ops(k)) {
+      DType buf = u->src[0]->src[0]->dtype;
+      big |= !is_packed(u) && buf.addrspace == AddrSpace::Global && buf.size * buf.base().itemsize() > kPackMaxBytes;
+    }
     auto gated = [&](int ax) {
       auto r = k.rngs()[size_t(ax)];
-      for (auto& u : k.ast->toposort())
-        if (u->op == Ops::LOAD && u->src[0]->op == Ops::INDEX && !(big && is_packed(u)) && u->src[0]->src.size() > 2 &&
-            depends_on(u->src[0]->src[2], r))
-          return true;
+      for (auto& u : load_ops(k))  // again after each SWAP: it makes new ranges
+        if (!(big && is_packed(u)) && u->src[0]->src.size() > 2 && depends_on(u->src[0]->src[2], r)) return true;
       return false;
     };
     auto red = k.axes_of({AxisType::REDUCE});
