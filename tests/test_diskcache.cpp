@@ -1,9 +1,10 @@
 // The kernel disk cache, seen from separate processes (tg_cache_probe, built next to this binary): on every device a second
-// process finds the first one's kernels and compiles nothing; a damaged file is built again; cache paths with shell
-// characters are only paths; a cache that can't be used (not a directory, writable by others) is reported once and
-// skipped, and nothing is loaded from it; the size cap evicts. Every test makes its own empty cache directory, so none
-// depends on what an earlier run left on disk.
+// process finds the first one's kernels and compiles nothing, and reads its rendered programs back; a damaged file is
+// built again; cache paths with shell characters are only paths; a cache that can't be used (not a directory, writable
+// by others) is reported once and skipped, and nothing is loaded from it; the size cap evicts. Every test makes its own
+// empty cache directory, so none depends on what an earlier run left on disk.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "subprocess.h"
 
@@ -181,4 +183,57 @@ TEST(DiskCache, AFifoInTheCacheIsAMissNotAWait) {
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_GE(r.compiles(), 1) << r.out;
   EXPECT_NE(r.out.find("result=" + std::to_string(int(kResult))), std::string::npos) << r.out;
+}
+
+namespace {
+// the rendered-program records (p<key>) of a cache dir, by name
+std::vector<std::string> records(const std::string& kdir) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(kdir.c_str())) {
+    while (struct dirent* e = ::readdir(d))
+      if (e->d_name[0] == 'p') names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  return names;
+}
+}  // namespace
+
+// A second process reads the first one's rendered programs (reading bumps a file's mtime, which eviction goes by) and
+// adds none; damaged records (cut short, bytes of another kind, lengths past the end) are rendered again, the result
+// is right, and the rewritten records are the originals again.
+TEST(DiskCache, RenderedProgramsAreReadBackAndDamagedOnesRenderedAgain) {
+  for (const char* dev : {"CPU", "CPU:CLANG"}) {
+    SCOPED_TRACE(dev);
+    TempDir t;
+    std::string env = std::string("DEV=") + dev + " XDG_CACHE_HOME=" + quote(t.path + "/c"), k = t.path + "/c/tinygrad/kernels";
+    ASSERT_EQ(probe(t, env).rc, 0);
+    auto names = records(k);
+    ASSERT_GE(names.size(), 1u) << "the first process keeps its rendered programs";
+    std::vector<std::string> orig;
+    for (auto& n : names) {
+      orig.push_back(slurp(k + "/" + n));
+      struct timespec old[2] = {{946684800, 0}, {946684800, 0}};  // 2000-01-01
+      ASSERT_EQ(::utimensat(AT_FDCWD, (k + "/" + n).c_str(), old, 0), 0);
+    }
+    ProbeRun b = probe(t, env);
+    ASSERT_EQ(b.rc, 0) << b.err;
+    EXPECT_NE(b.out.find("result=" + std::to_string(int(kResult))), std::string::npos) << b.out;
+    EXPECT_EQ(records(k).size(), names.size()) << "the second process rendered something new";
+    for (auto& n : names) {
+      struct stat st;
+      ASSERT_EQ(::stat((k + "/" + n).c_str(), &st), 0);
+      EXPECT_GT(st.st_mtime, 946684800 + 86400) << n << " was not read";
+    }
+    const char* damage[] = {"", " 1 2", " 99999999999999999999 x", " 1 0 0 0 0 999999:abc", "\xff\xfe garbage \n\n"};
+    for (const char* bad : damage) {
+      for (size_t i = 0; i < names.size(); i++) {
+        std::ofstream f(k + "/" + names[i], std::ios::binary | std::ios::trunc);
+        f << (*bad ? std::string(bad) : orig[i].substr(0, orig[i].size() / 2));
+      }
+      ProbeRun r = probe(t, env);
+      ASSERT_EQ(r.rc, 0) << r.err;
+      EXPECT_NE(r.out.find("result=" + std::to_string(int(kResult))), std::string::npos) << r.out;
+      for (size_t i = 0; i < names.size(); i++) EXPECT_EQ(slurp(k + "/" + names[i]), orig[i]) << "record " << names[i] << " was not rewritten";
+    }
+  }
 }

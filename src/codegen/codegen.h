@@ -24,5 +24,11 @@ struct ProgramSpec {
 // `lp_out`: where to leave the linearized program too (the C export renders it in pieces)
 ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts = nullptr,
                         LinearProgram* lp_out = nullptr);
+// get_program for a device's kernels: the rendered program is kept on disk (program_cache_get) by its optimized AST, its
+// name and what else decides the source (`ident`: the device's compiler; the renderer and its target), so another
+// process of the same build skips late lowering, linearizing and rendering. VIZ and DEBUG>=6, which show those stages,
+// render every time.
+ProgramSpec get_program_cached(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts,
+                               const std::string& ident);
 
 }  // namespace tg

@@ -4,7 +4,7 @@ namespace tg {
 
 std::shared_ptr<CompiledRunner> compile_program(const UOpRef& ast, const std::string& name, Device& dev, const std::vector<Opt>* opts) {
   if (DEBUG >= 3) std::fprintf(stderr, "=== kernel %s AST ===\n%s", name.c_str(), ast->str().c_str());
-  auto c = compile_spec(get_program(ast, name, dev.renderer(), opts), dev);
+  auto c = compile_spec(get_program_cached(ast, name, dev.renderer(), opts, dev.compiler().ident()), dev);
   c->ast = ast;
   return c;
 }

@@ -87,6 +87,8 @@ class Compiler {
   explicit Compiler(std::string ident) : ident_(std::move(ident)) {}
   virtual ~Compiler() = default;
   std::shared_ptr<Program> compile(const std::string& name, const std::string& src);
+  // what besides the source decides the bytes (compiler version, target, flags): part of every cache key
+  const std::string& ident() const { return ident_; }
 
  protected:
   // throws TG_ERROR_COMPILE (compile_failed) when the source doesn't compile

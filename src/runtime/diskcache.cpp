@@ -1,6 +1,9 @@
 #include "runtime/diskcache.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <pwd.h>
@@ -130,6 +133,7 @@ struct KernelFiles {
   std::string dir;
   bool checked = false, off = false;
   uint64_t stores = 0;
+  int64_t written = 0;  // bytes stored since the last eviction pass
 
   // the directory, checked on first use; false under CACHELEVEL=0 or when it can't be used
   bool usable() {
@@ -176,11 +180,17 @@ struct KernelFiles {
     if (!ok) err = "can't write " + tmp + ": " + std::strerror(werr);
     else if (::rename(tmp.c_str(), p.c_str()) != 0) err = "can't rename into " + p + ": " + std::strerror(errno);
     if (!err.empty()) return (void)::unlink(tmp.c_str()), turn_off(off, "kernel disk cache", err);
-    if (stores++ % 64 == 0) evict();
+    // every 64 stores, and whenever a tenth of the cap was written since the last look
+    written += int64_t(bin.size());
+    if (stores++ % 64 == 0 || written > cap() / 10) evict(), written = 0;
+  }
+  static int64_t cap() {
+    static const int64_t c = getenv_int("TG_DISK_CACHE_MB", 512) << 20;
+    return c;
   }
   // down to 90% of the cap when over it, oldest first
   void evict() {
-    static const int64_t cap = getenv_int("TG_DISK_CACHE_MB", 512) << 20;
+    const int64_t cap = KernelFiles::cap();
     DIR* d = ::opendir(dir.c_str());
     if (!d) return;
     struct Entry {
@@ -343,7 +353,53 @@ NamedLock& named_lock(const std::string& name) {
   }
   return *l;
 }
+// The GNU build ID of the module this code is linked into (libtinygrad.so, or a program built with the static library),
+// in hex; "" when it has none. A rendered program is only reused by the build that rendered it.
+const std::string& build_id() {
+  static const std::string id = [] {
+    struct Find {
+      uintptr_t addr;
+      std::string hex;
+    } f{reinterpret_cast<uintptr_t>(&hash_key), ""};
+    dl_iterate_phdr(
+        [](struct dl_phdr_info* info, size_t, void* arg) {
+          auto* f = static_cast<Find*>(arg);
+          bool here = false;
+          for (int i = 0; i < info->dlpi_phnum && !here; i++) {
+            const auto& ph = info->dlpi_phdr[i];
+            uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+            here = ph.p_type == PT_LOAD && f->addr >= lo && f->addr < lo + ph.p_memsz;
+          }
+          if (!here) return 0;
+          for (int i = 0; i < info->dlpi_phnum; i++) {
+            const auto& ph = info->dlpi_phdr[i];
+            if (ph.p_type != PT_NOTE) continue;
+            auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
+            for (size_t at = 0; at + sizeof(ElfW(Nhdr)) <= ph.p_memsz;) {
+              auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p + at);
+              size_t name = (n->n_namesz + 3) & ~size_t(3), desc = (n->n_descsz + 3) & ~size_t(3);
+              const unsigned char* d = p + at + sizeof(ElfW(Nhdr)) + name;
+              if (at + sizeof(ElfW(Nhdr)) + name + desc > ph.p_memsz) break;
+              if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::memcmp(d - name, "GNU", 4) == 0)
+                for (size_t k = 0; k < n->n_descsz; k++) f->hex += strformat("%02x", d[k]);
+              at += sizeof(ElfW(Nhdr)) + name + desc;
+            }
+          }
+          return 1;
+        },
+        &f);
+    return f.hex;
+  }();
+  return id;
+}
+// a program record's file name: the build and the record's identity, hashed
+std::string program_key(const std::string& what) { return "p" + hash_key("program v1\n" + build_id() + "\n" + what); }
 }  // namespace
+
+std::string program_cache_get(const std::string& what) { return build_id().empty() ? "" : kernel_files().get(program_key(what)); }
+void program_cache_put(const std::string& what, const std::string& record) {
+  if (!build_id().empty()) kernel_files().put(program_key(what), record);
+}
 
 std::optional<std::string> beam_cache_get(const std::string& what) {
   return IGNORE_BEAM_CACHE ? std::nullopt : beam_db().get(hash_key(what));
