@@ -96,85 +96,110 @@ UOpRef lift_add_cmp(const Match& m) {
 // The rules run on one REDUCE over one range, whose other inputs are opaque placeholders: they either sum the range
 // away in closed form or leave a REDUCE behind (and then the attempt is dropped).
 const PatternMatcher& pm_reduce_collapse() {
-  auto red = [](UPat body) { return UPat(Ops::REDUCE, {std::move(body), UPat::var("r")}).with_arg(int64_t(Ops::ADD)); };
-  auto rng = UPat(Ops::RANGE, {}, "r");
-  auto zero = UPat::const_(0);
-  // idx == r (also through a cast of r), either operand order
-  auto eq_r = [&](Ops op) {
-    return std::vector<UPat>{UPat(op, {UPat::var("idx"), rng}), UPat(op, {UPat::var("idx"), UPat(Ops::CAST, {rng}, "rc")})};
-  };
-  std::vector<Rule> rules = {
-      {UPat(Ops::REDUCE).any_len(), reduce_unparented},
-      // lift x+y and x*y out of a compare against the range part
-      {UPat(Ops::CMPLT, {UPat::var("x") + UPat::var("y"), UPat::var("c")}), lift_add_cmp},
-      {UPat({Ops::CMPNE, Ops::CMPEQ}, {UPat::var("x") + UPat::var("y"), UPat::var("c")}), lift_add_cmp},
-      {UPat(Ops::CMPLT, {UPat::var("x") * UPat::var("y"), UPat::var("c")}), [](const Match& m) -> UOpRef {
-         UOpRef x = m["x"], y = m["y"], c = m["c"];  // x*y < c <=> x < ceil(c/y) for y > 0
-         if (no_range(x)) std::swap(x, y);
-         if (!is_int(y->dtype) || no_range(x) || !no_range(y) || !no_range(c) || y->vmin() <= 0 || !no_wrap(x * y)) return {};
-         if (c->vmax() <= 0) return x < c / y;  // truncation is the ceiling for c <= 0
-         return c->vmin() >= 0 && no_wrap(c + y) ? x < (c + y - 1) / y : UOpRef();
-       }},
-      // the range part goes left: y < x is !(x < y+1) for ints, and where(!c, a, b) is where(c, b, a)
-      {UPat(Ops::CMPLT, {UPat::var("y"), UPat::var("x")}), [](const Match& m) -> UOpRef {
-         UOpRef x = m["x"], y = m["y"];
-         return is_int(x->dtype) && !no_range(x) && no_range(y) && no_wrap(y + 1) ? (x < y + 1)->logical_not() : UOpRef();
-       }},
-      {UPat(Ops::WHERE, {UPat(Ops::CMPNE, {UPat::var("c", dtypes::bool_), UPat::const_(1)}), UPat::var("a"), UPat::var("b")}),
-       [](const Match& m) { return m["c"]->where(m["b"], m["a"]); }},
-      // x <= y is (x < y) | (x == y): for ints, x < y+1
-      {UPat(Ops::OR, {UPat(Ops::CMPLT, {UPat::var("x"), UPat::var("y")}).ordered(), UPat(Ops::CMPEQ, {UPat::var("x"), UPat::var("y")})}),
-       [](const Match& m) -> UOpRef { return is_int(m["y"]->dtype) && no_wrap(m["y"] + 1) ? m["x"] < m["y"] + 1 : UOpRef(); }},
-      // an int through a float that holds it exactly and back is itself (arange's float64 formula)
-      {UPat(Ops::CAST, {UPat(Ops::CAST, {UPat::var("x")}, "f")}), [](const Match& m) -> UOpRef {
-         UOpRef x = m["x"];
-         int64_t lim = exact_int_limit(m["f"]->dtype);
-         if (!is_int(m.root->dtype) || !is_int(x->dtype) || x->vmin() < -lim || x->vmax() > lim) return {};
-         return double(x->vmin()) >= dtypes::min(m.root->dtype) && double(x->vmax()) <= dtypes::max(m.root->dtype) ? x->cast(m.root->dtype) : UOpRef();
-       }},
-      // a bool through a number and back is itself (one_hot's int32 mask, cast to bool by gather)
-      {UPat(Ops::CAST, {UPat(Ops::CAST, {UPat::var("x", dtypes::bool_)})}),
-       [](const Match& m) -> UOpRef { return m.root->dtype == dtypes::bool_ ? m["x"] : UOpRef(); }},
-      // a cast moves into the branches of a where with a constant one (the sum of a uint8 gather casts to uint32 first)
-      {UPat(Ops::CAST, {UPat(Ops::WHERE, {UPat::var("s"), UPat::var("a"), UPat::var("b")})}), [](const Match& m) -> UOpRef {
-         UOpRef a = m["a"], b = m["b"];
-         if (a->op != Ops::CONST && b->op != Ops::CONST) return {};
-         return m["s"]->where(a->cast(m.root->dtype), b->cast(m.root->dtype));
-       }},
-      // x * float(gate) == gate ? x : 0
-      {UPat(Ops::MUL, {UPat::var("x"), UPat(Ops::CAST, {UPat::var("gate", dtypes::bool_)})}),
-       [](const Match& m) { return m["gate"]->where(m["x"], m["x"]->const_like(0)); }},
-      // the range-compare collapse
-      {red(UPat(Ops::WHERE, {UPat(Ops::CMPLT, {rng, UPat::var("upper")}).ordered(), UPat::var("val"), zero})), range_count},
-      {red(UPat(Ops::WHERE, {UPat(Ops::CMPLT, {rng, UPat::var("lower")}).ordered(), zero, UPat::var("val")})), range_count},
-      {red(UPat(Ops::WHERE, {UPat(Ops::AND, {UPat(Ops::CMPNE, {UPat(Ops::CMPLT, {rng, UPat::var("lower")}).ordered(), UPat::const_(1)}),
-                                              UPat(Ops::CMPLT, {rng, UPat::var("upper")}).ordered()}),
-                             UPat::var("val"), zero})),
-       range_count},
-      // a gate the range doesn't touch moves out of the sum
-      {red(UPat(Ops::WHERE, {UPat::var("g"), UPat::var("a"), zero})),
-       [](const Match& m) { return no_range(m["g"]) ? m["g"]->where(reduce_add(m["a"], {m["r"]}), m["a"]->const_like(0)) : UOpRef(); }},
-      {red(UPat(Ops::WHERE, {UPat::var("g"), zero, UPat::var("a")})),
-       [](const Match& m) { return no_range(m["g"]) ? m["g"]->where(m["a"]->const_like(0), reduce_add(m["a"], {m["r"]})) : UOpRef(); }},
-      {red(UPat(Ops::WHERE, {UPat(Ops::AND, {UPat::var("g"), UPat::var("h")}), UPat::var("a"), zero})), [](const Match& m) -> UOpRef {
-         UOpRef a = m["a"], g = m["g"], h = m["h"];
-         if (!no_range(g)) std::swap(g, h);
-         return no_range(g) ? g->where(reduce_add(h->where(a, a->const_like(0)), {m["r"]}), a->const_like(0)) : UOpRef();
-       }},
-      // the sum of a sum is the sum of the sums
-      {red(UPat::var("x") + UPat::var("y")), [](const Match& m) { return reduce_add(m["x"], {m["r"]}) + reduce_add(m["y"], {m["r"]}); }},
-  };
-  // the gated-load collapse: where(idx == r, expr, 0) and where(idx != r, 0, expr)
-  for (auto& p : eq_r(Ops::CMPEQ)) rules.push_back({red(UPat(Ops::WHERE, {p, UPat::var("expr"), zero})), gated_load});
-  for (auto& p : eq_r(Ops::CMPNE)) rules.push_back({red(UPat(Ops::WHERE, {p, zero, UPat::var("expr")})), gated_load});
-  static const PatternMatcher pm = PatternMatcher(std::move(rules), "reduce_collapse") + symbolic();
+  static const PatternMatcher pm = [] {  // the rules are made once
+    auto red = [](UPat body) { return UPat(Ops::REDUCE, {std::move(body), UPat::var("r")}).with_arg(int64_t(Ops::ADD)); };
+    auto rng = UPat(Ops::RANGE, {}, "r");
+    auto zero = UPat::const_(0);
+    // idx == r (also through a cast of r), either operand order
+    auto eq_r = [&](Ops op) {
+      return std::vector<UPat>{UPat(op, {UPat::var("idx"), rng}), UPat(op, {UPat::var("idx"), UPat(Ops::CAST, {rng}, "rc")})};
+    };
+    std::vector<Rule> rules = {
+        {UPat(Ops::REDUCE).any_len(), reduce_unparented},
+        // lift x+y and x*y out of a compare against the range part
+        {UPat(Ops::CMPLT, {UPat::var("x") + UPat::var("y"), UPat::var("c")}), lift_add_cmp},
+        {UPat({Ops::CMPNE, Ops::CMPEQ}, {UPat::var("x") + UPat::var("y"), UPat::var("c")}), lift_add_cmp},
+        {UPat(Ops::CMPLT, {UPat::var("x") * UPat::var("y"), UPat::var("c")}), [](const Match& m) -> UOpRef {
+           UOpRef x = m["x"], y = m["y"], c = m["c"];  // x*y < c <=> x < ceil(c/y) for y > 0
+           if (no_range(x)) std::swap(x, y);
+           if (!is_int(y->dtype) || no_range(x) || !no_range(y) || !no_range(c) || y->vmin() <= 0 || !no_wrap(x * y)) return {};
+           if (c->vmax() <= 0) return x < c / y;  // truncation is the ceiling for c <= 0
+           return c->vmin() >= 0 && no_wrap(c + y) ? x < (c + y - 1) / y : UOpRef();
+         }},
+        // the range part goes left: y < x is !(x < y+1) for ints, and where(!c, a, b) is where(c, b, a)
+        {UPat(Ops::CMPLT, {UPat::var("y"), UPat::var("x")}), [](const Match& m) -> UOpRef {
+           UOpRef x = m["x"], y = m["y"];
+           return is_int(x->dtype) && !no_range(x) && no_range(y) && no_wrap(y + 1) ? (x < y + 1)->logical_not() : UOpRef();
+         }},
+        {UPat(Ops::WHERE, {UPat(Ops::CMPNE, {UPat::var("c", dtypes::bool_), UPat::const_(1)}), UPat::var("a"), UPat::var("b")}),
+         [](const Match& m) { return m["c"]->where(m["b"], m["a"]); }},
+        // x <= y is (x < y) | (x == y): for ints, x < y+1
+        {UPat(Ops::OR, {UPat(Ops::CMPLT, {UPat::var("x"), UPat::var("y")}).ordered(), UPat(Ops::CMPEQ, {UPat::var("x"), UPat::var("y")})}),
+         [](const Match& m) -> UOpRef { return is_int(m["y"]->dtype) && no_wrap(m["y"] + 1) ? m["x"] < m["y"] + 1 : UOpRef(); }},
+        // an int through a float that holds it exactly and back is itself (arange's float64 formula)
+        {UPat(Ops::CAST, {UPat(Ops::CAST, {UPat::var("x")}, "f")}), [](const Match& m) -> UOpRef {
+           UOpRef x = m["x"];
+           int64_t lim = exact_int_limit(m["f"]->dtype);
+           if (!is_int(m.root->dtype) || !is_int(x->dtype) || x->vmin() < -lim || x->vmax() > lim) return {};
+           bool fits = double(x->vmin()) >= dtypes::min(m.root->dtype) && double(x->vmax()) <= dtypes::max(m.root->dtype);
+           return fits ? x->cast(m.root->dtype) : UOpRef();
+         }},
+        // a bool through a number and back is itself (one_hot's int32 mask, cast to bool by gather)
+        {UPat(Ops::CAST, {UPat(Ops::CAST, {UPat::var("x", dtypes::bool_)})}),
+         [](const Match& m) -> UOpRef { return m.root->dtype == dtypes::bool_ ? m["x"] : UOpRef(); }},
+        // a cast moves into the branches of a where with a constant one (the sum of a uint8 gather casts to uint32 first)
+        {UPat(Ops::CAST, {UPat(Ops::WHERE, {UPat::var("s"), UPat::var("a"), UPat::var("b")})}), [](const Match& m) -> UOpRef {
+           UOpRef a = m["a"], b = m["b"];
+           if (a->op != Ops::CONST && b->op != Ops::CONST) return {};
+           return m["s"]->where(a->cast(m.root->dtype), b->cast(m.root->dtype));
+         }},
+        // x * float(gate) == gate ? x : 0
+        {UPat(Ops::MUL, {UPat::var("x"), UPat(Ops::CAST, {UPat::var("gate", dtypes::bool_)})}),
+         [](const Match& m) { return m["gate"]->where(m["x"], m["x"]->const_like(0)); }},
+        // the range-compare collapse
+        {red(UPat(Ops::WHERE, {UPat(Ops::CMPLT, {rng, UPat::var("upper")}).ordered(), UPat::var("val"), zero})), range_count},
+        {red(UPat(Ops::WHERE, {UPat(Ops::CMPLT, {rng, UPat::var("lower")}).ordered(), zero, UPat::var("val")})), range_count},
+        {red(UPat(Ops::WHERE, {UPat(Ops::AND, {UPat(Ops::CMPNE, {UPat(Ops::CMPLT, {rng, UPat::var("lower")}).ordered(), UPat::const_(1)}),
+                                                UPat(Ops::CMPLT, {rng, UPat::var("upper")}).ordered()}),
+                               UPat::var("val"), zero})),
+         range_count},
+        // a gate the range doesn't touch moves out of the sum
+        {red(UPat(Ops::WHERE, {UPat::var("g"), UPat::var("a"), zero})),
+         [](const Match& m) { return no_range(m["g"]) ? m["g"]->where(reduce_add(m["a"], {m["r"]}), m["a"]->const_like(0)) : UOpRef(); }},
+        {red(UPat(Ops::WHERE, {UPat::var("g"), zero, UPat::var("a")})),
+         [](const Match& m) { return no_range(m["g"]) ? m["g"]->where(m["a"]->const_like(0), reduce_add(m["a"], {m["r"]})) : UOpRef(); }},
+        {red(UPat(Ops::WHERE, {UPat(Ops::AND, {UPat::var("g"), UPat::var("h")}), UPat::var("a"), zero})), [](const Match& m) -> UOpRef {
+           UOpRef a = m["a"], g = m["g"], h = m["h"];
+           if (!no_range(g)) std::swap(g, h);
+           return no_range(g) ? g->where(reduce_add(h->where(a, a->const_like(0)), {m["r"]}), a->const_like(0)) : UOpRef();
+         }},
+        // the sum of a sum is the sum of the sums
+        {red(UPat::var("x") + UPat::var("y")), [](const Match& m) { return reduce_add(m["x"], {m["r"]}) + reduce_add(m["y"], {m["r"]}); }},
+    };
+    // the gated-load collapse: where(idx == r, expr, 0) and where(idx != r, 0, expr)
+    for (auto& p : eq_r(Ops::CMPEQ)) rules.push_back({red(UPat(Ops::WHERE, {p, UPat::var("expr"), zero})), gated_load});
+    for (auto& p : eq_r(Ops::CMPNE)) rules.push_back({red(UPat(Ops::WHERE, {p, zero, UPat::var("expr")})), gated_load});
+    return PatternMatcher(std::move(rules), "reduce_collapse") + symbolic();
+  }();
   return pm;
+}
+
+// Whether `u` reads memory at an index of the range and no int equality with the range could take it out: the rules
+// remove a range from a load only as where(idx == r, load, 0) (or load * (idx == r)) -> load at idx, so such a sum has
+// no closed form. Convolutions' and matmuls' sums are like this, and the rewrite is not tried for them.
+bool opaque_loads(const UOpRef& u, const std::unordered_set<const UOp*>& dep) {
+  bool load = false;
+  std::vector<const UOp*> todo{u.get()};
+  std::unordered_set<const UOp*> seen;
+  while (!todo.empty()) {
+    const UOp* x = todo.back();
+    todo.pop_back();
+    if (!dep.count(x) || !seen.insert(x).second) continue;
+    if ((x->op == Ops::CMPEQ || x->op == Ops::CMPNE) && x->src[0]->dtype != dtypes::bool_) return false;
+    if (x->op == Ops::INDEX || x->op == Ops::LOAD) {
+      load = true;
+      continue;
+    }
+    for (auto& s : x->src) todo.push_back(s.get());
+  }
+  return load;
 }
 
 // Sums `u` over `r` in closed form, or null. The inputs that don't depend on r become placeholders first (so the rules
 // see only r's part, and other ranges can't leak in); the result must be free of r to count.
 UOpRef collapse_range(const UOpRef& u, const UOpRef& r) {
   auto dep = depending_on(u, r);
+  if (opaque_loads(u, dep)) return {};
   UOpMap<UOpRef> to_ph, back;
   for (auto& x : u->toposort()) {
     if (!dep.count(x.get())) continue;

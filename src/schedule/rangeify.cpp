@@ -875,7 +875,11 @@ static LruCache<UOpRef, std::shared_ptr<const Schedule>, UOpHash>& schedule_cach
 }
 std::shared_ptr<const Schedule> get_schedule(const UOpRef& sink, const std::vector<std::pair<DType, int64_t>>& inputs) {
   if (auto s = schedule_cache().get(sink)) return *s;
-  auto s = create_schedule(sink, inputs);
+  std::shared_ptr<const Schedule> s;
+  {
+    SimplifyMemo memo;
+    s = create_schedule(sink, inputs);
+  }
   GlobalCounters::schedule_count++;
   return schedule_cache().put(sink, std::move(s));
 }

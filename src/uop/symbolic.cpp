@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "uop/viz.h"
+
 namespace tg {
 
 static bool is_intlike(DType d) { return dtypes::is_int(d); }
@@ -326,6 +328,19 @@ const PatternMatcher& symbolic() {
   return pm;
 }
 
-UOpRef UOp::simplify() const { return graph_rewrite(ref(), symbolic(), nullptr, false, "simplify"); }
+static thread_local SimplifyMemo* g_memo = nullptr;
+SimplifyMemo::SimplifyMemo() : prev_(g_memo) { g_memo = this; }
+SimplifyMemo::~SimplifyMemo() { g_memo = prev_; }
+
+// VIZ, which records each rewrite, runs them all
+UOpRef UOp::simplify() const {
+  UOpRef me = ref();
+  if (src.empty()) return me;
+  if (!g_memo || viz::on()) return graph_rewrite(me, symbolic(), nullptr, false, "simplify");
+  if (auto it = g_memo->memo_.find(me); it != g_memo->memo_.end()) return it->second;
+  UOpRef out = graph_rewrite(me, symbolic(), nullptr, false, "simplify");
+  g_memo->memo_.emplace(me, out);
+  return out;
+}
 
 }  // namespace tg
