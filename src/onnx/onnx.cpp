@@ -1,6 +1,12 @@
 // The ONNX model: loading (constants to tensors, every node checked against the operators we lower), running a graph
 // node by node into one lazy Tensor graph, the context operators get, and the control-flow operators.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -467,17 +473,31 @@ const OpTable& op_table() {
 
 Model::~Model() = default;
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  TG_CHECK(f.good(), TG_ERROR_IO, strformat("onnx: cannot open '%s'", path.c_str()));
-  std::streamoff size = f.tellg();
-  TG_CHECK(size >= 0 && uint64_t(size) <= (uint64_t(1) << 31), TG_ERROR_IO,
-           strformat("onnx: '%s' is larger than protobuf's 2 GiB (store big weights as external data)", path.c_str()));
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(bytes.data()), size);
-  TG_CHECK(f.gcount() == size, TG_ERROR_IO, strformat("onnx: short read from '%s'", path.c_str()));
-  return bytes;
+FileBytes::FileBytes(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO fails the check below, never blocks
+  TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("onnx: cannot open '%s': %s", path.c_str(), std::strerror(errno)));
+  struct stat st;
+  bool ok = ::fstat(fd, &st) == 0;
+  if (!ok || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(TG_ERROR_IO, strformat("onnx: '%s' is not a regular file", path.c_str()));
+  }
+  if (uint64_t(st.st_size) > (uint64_t(1) << 31)) {
+    ::close(fd);
+    fail(TG_ERROR_IO, strformat("onnx: '%s' is larger than protobuf's 2 GiB (store big weights as external data)", path.c_str()));
+  }
+  size_ = size_t(st.st_size);
+  if (size_ > 0) {
+    map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (map_ == MAP_FAILED) map_ = nullptr;
+  }
+  ::close(fd);
+  TG_CHECK(map_ || size_ == 0, TG_ERROR_IO, strformat("onnx: cannot map '%s': %s", path.c_str(), std::strerror(errno)));
+  static const uint8_t empty = 0;
+  data_ = map_ ? static_cast<const uint8_t*>(map_) : &empty;
+}
+FileBytes::~FileBytes() {
+  if (map_) ::munmap(map_, size_);
 }
 
 std::shared_ptr<Model> Model::load_file(const std::string& path, const Options& o) {

@@ -97,8 +97,23 @@ struct ModelProto {
   Graph graph;
 };
 
-// A whole file's bytes (TG_ERROR_IO naming it; at most protobuf's 2 GiB)
-std::vector<uint8_t> read_file(const std::string& path);
+// A whole file's bytes, mapped read-only (TG_ERROR_IO naming it; at most protobuf's 2 GiB): the parse and the copies into
+// tensors read the page cache, with no buffer of the file's size filled first
+class FileBytes {
+ public:
+  explicit FileBytes(const std::string& path);
+  ~FileBytes();
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  void* map_ = nullptr;
+};
+inline FileBytes read_file(const std::string& path) { return FileBytes(path); }
 
 // Parsers of the wire format (proto.cpp). `what` names the bytes in errors (the file). Malformed input is a tg::Error
 // (TG_ERROR_IO) naming the message and field; nothing reads outside [data, data + len); nesting past 64 graphs deep is
