@@ -150,19 +150,30 @@ Jit& jit() {
   return *j;
 }
 
-// The passes a kernel gets before code generation. The renderer's IR is already upcast, vectorized and ordered, and
-// most of O2's time went to re-deriving that (rounds of instcombine, GVN, LICM, SLP, the inliner); what kernels measurably
-// gain from is kept: SROA (accumulators into registers), CSE, one instcombine, CFG cleanup, and the loop unroller (the
-// int8 matmuls of LLM prefill, 5% faster with it). ResNet-18's 31 kernels compile in 18% less time than with O2, and
-// run as fast.
+// The passes a vectorized kernel gets before code generation. The renderer's IR is already upcast, vectorized and
+// ordered, and most of O2's time went to re-deriving that (rounds of instcombine, GVN, LICM, SLP, the inliner); what
+// kernels measurably gain from is kept: SROA (accumulators into registers), CSE, instcombine, CFG cleanup, and the loop
+// unroller (the int8 matmuls of LLM prefill, 5% faster with it). A kernel the renderer left scalar (a gather, a copy
+// with a gate per element) gets O2, whose loop vectorizer still finds work there (MobileNetV2's phase-split copy: 0.45
+// ms with this list, 0.3 with O2).
 constexpr const char* kPasses =
     "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop(loop-rotate,indvars),loop-unroll<O2>,"
     "instcombine<no-verify-fixpoint>,simplifycfg)";
+// whether LLVM IR text uses a vector type (<4 x float>)
+bool has_vectors(const std::string& ir) {
+  for (size_t at = ir.find('<'); at != std::string::npos; at = ir.find('<', at + 1)) {
+    size_t d = at + 1;
+    while (d < ir.size() && ir[d] >= '0' && ir[d] <= '9') d++;
+    if (d > at + 1 && ir.compare(d, 3, " x ") == 0) return true;
+  }
+  return false;
+}
 
 class LLVMCompiler : public Compiler {
  public:
   LLVMCompiler()
-      : Compiler("llvm " LLVM_VERSION_STRING " " + std::string(kPasses) + " " + host().triple + " " + host().cpu + " " + host().features) {}
+      : Compiler("llvm " LLVM_VERSION_STRING " " + std::string(kPasses) + ", scalar O2 " + host().triple + " " + host().cpu + " " +
+                 host().features) {}
 
  protected:
   std::shared_ptr<Program> load(const std::string& name, const std::string& bin) override {
@@ -171,7 +182,7 @@ class LLVMCompiler : public Compiler {
     TG_CHECK(why.empty(), TG_ERROR_COMPILE, "loading kernel " + name + " into the LLVM JIT failed: " + why);
     return p;
   }
-  // IR text -> verified module -> kPasses -> object file bytes for this CPU
+  // IR text -> verified module -> kPasses (O2 for a scalar kernel) -> object file bytes for this CPU
   std::string build(const std::string& name, const std::string& src) override {
     const Host& h = host();
     InLLVM in;
@@ -211,10 +222,14 @@ class LLVMCompiler : public Compiler {
             w->pb->registerLoopAnalyses(w->lam);
         w->pb->crossRegisterProxies(w->lam, w->fam, w->cgam, w->mam);
         llvm::ModulePassManager mpm;
-        if (auto err = w->pb->parsePassPipeline(mpm, kPasses)) why = "the pass pipeline: " + llvm::toString(std::move(err)), bad = true;
-        else if (mpm.run(*w->mod, w->mam); w->tm->addPassesToEmitFile(w->pm, w->out, nullptr, llvm::CodeGenFileType::ObjectFile))
-          why = "the target can't emit object files", bad = true;
-        else w->pm.run(*w->mod);
+        if (!has_vectors(src)) mpm = w->pb->buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+        else if (auto err = w->pb->parsePassPipeline(mpm, kPasses)) why = "the pass pipeline: " + llvm::toString(std::move(err)), bad = true;
+        if (!bad) {
+          mpm.run(*w->mod, w->mam);
+          if (w->tm->addPassesToEmitFile(w->pm, w->out, nullptr, llvm::CodeGenFileType::ObjectFile))
+            why = "the target can't emit object files", bad = true;
+          else w->pm.run(*w->mod);
+        }
       }
     } catch (...) {
       (void)w, (void)mem;  // deliberately leaked (see InLLVM): destroying what LLVM left half-done could crash
