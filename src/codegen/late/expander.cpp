@@ -15,15 +15,15 @@ struct Expander {
   // lanes of the axes `from` (a subset of `to`) for each lane of `to`
   std::vector<int64_t> swizzle(const std::vector<int64_t>& from, const std::vector<int64_t>& to) const {
     int64_t n = 1;
-    for (auto a : to) n *= sizes[size_t(a)];
-    std::vector<int64_t> out;
+    std::vector<char> kept(to.size());
+    for (size_t i = 0; i < to.size(); i++) n *= sizes[size_t(to[i])], kept[i] = std::find(from.begin(), from.end(), to[i]) != from.end();
+    std::vector<int64_t> out(static_cast<size_t>(n)), digit(to.size());
     for (int64_t l = 0; l < n; l++) {
       int64_t rem = l, src = 0;
-      std::vector<int64_t> digit(to.size());
       for (size_t i = to.size(); i-- > 0;) digit[i] = rem % sizes[size_t(to[i])], rem /= sizes[size_t(to[i])];
       for (size_t i = 0; i < to.size(); i++)
-        if (std::find(from.begin(), from.end(), to[i]) != from.end()) src = src * sizes[size_t(to[i])] + digit[i];
-      out.push_back(src);
+        if (kept[i]) src = src * sizes[size_t(to[i])] + digit[i];
+      out[size_t(l)] = src;
     }
     return out;
   }
@@ -62,10 +62,13 @@ struct Expander {
     for (auto& s : n->src) per_lane |= (s->op == Ops::UNROLL ? s->src[0]->dtype.scalar_of() : s->dtype) == dtypes::index;
     if (per_lane) {
       UOps srcs(n->src.size()), lanes;
+      std::vector<std::vector<int64_t>> sw(n->src.size());  // each source's lane for each of ours
+      for (size_t i = 0; i < n->src.size(); i++)
+        if (n->src[i]->op == Ops::UNROLL) sw[i] = swizzle(n->src[i]->arg_ints(), ax);
       for (int64_t l = 0; l < cnt; l++) {
         for (size_t i = 0; i < n->src.size(); i++) {
           auto& s = n->src[i];
-          srcs[i] = s->op == Ops::UNROLL ? lane_of(s->src[0], swizzle(s->arg_ints(), ax)[size_t(l)]) : s;
+          srcs[i] = s->op == Ops::UNROLL ? lane_of(s->src[0], sw[i][size_t(l)]) : s;
         }
         lanes.push_back(n->replace_src(srcs));
       }
