@@ -199,6 +199,29 @@ TEST(Opt, HeuristicsPackAMatmulsPanel) {
   EXPECT_EQ(c.run(packed), c.run(plain));
 }
 
+// x @ W.T (a Linear layer's weight, stored out x in): W's rows run along the reduce, a long stride along the output's
+// contiguous axis. The tile vectorizes that axis anyway and packs W's panel through gathers; the values match the
+// kernel without actions (and a plain row-sum, whose input has no other output axis to be shared along, keeps its
+// dot-product form: nothing packed)
+TEST(Opt, HeuristicsPackATransposedWeight) {
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  Case c(randt({64, 96}, 26).matmul(randt({128, 96}, 27).transpose()));
+  tg::Scheduler s = tg::optimize(c.last(), cpu, nullptr);
+  bool pack = false;
+  for (auto& o : s.applied_opts) pack |= o.op == OptOps::PACK;
+  EXPECT_TRUE(pack) << tg::opts_str(s.applied_opts);
+  int64_t lanes = std::min<int64_t>(16, cpu.target().vector_bytes / 4);
+  EXPECT_NE(std::find(s.applied_opts.begin(), s.applied_opts.end(), Opt{OptOps::UPCAST, 1, lanes}), s.applied_opts.end())
+      << "no vectors along the output's columns: " << tg::opts_str(s.applied_opts);
+  EXPECT_EQ(c.run(s.applied_opts), c.run({}));
+  Case rows(randt({128, 96}, 28).sum({1}));
+  tg::Scheduler r = tg::optimize(rows.last(), cpu, nullptr);
+  for (auto& o : r.applied_opts) EXPECT_NE(o.op, OptOps::PACK) << tg::opts_str(r.applied_opts);
+  auto got = rows.run(r.applied_opts), want = rows.run({});  // summed in another order: within float32 rounding
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); i++) EXPECT_NEAR(got[i], want[i], 1e-4f * (1 + std::abs(want[i]))) << i;
+}
+
 std::string refusal(const tg::UOpRef& ast, const tg::Renderer& ren, const std::vector<Opt>& opts) {
   tg::Scheduler s(ast, ren);
   try {
