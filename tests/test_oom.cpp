@@ -33,7 +33,12 @@ void expect_held(const Run& r) {
 // Before the fix, most of these trials ended in "LLVM ERROR: out of memory" (abort) or std::terminate from a UOp
 // being freed (free_node allocated a vector inside ~UOpRef).
 // (CPU:CLANG's cold steps run clang per kernel: its sweep is ctest's oom_sweep_CPU_CLANG only)
-TEST(Oom, SweepCpuTrainingStep) { expect_held(probe("sweep CPU 4 1 11")); }
+TEST(Oom, SweepCpuTrainingStep) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan has its own malloc: the probe's interposer would run before ASan is set up";
+#endif
+  expect_held(probe("sweep CPU 4 1 11"));
+}
 // a `ulimit -v` as the process's own limit: every allocation past it fails, the step still ends in a status
 TEST(Oom, StepUnderAddressSpaceLimit) {
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)

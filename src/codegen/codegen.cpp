@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <typeinfo>
+#include <unordered_map>
 
 #include "codegen/late/late.h"
 #include "codegen/linearize.h"
@@ -93,6 +94,20 @@ bool expr_rec(const UOp* u, const UOps& vars, std::string& out, int depth = 0) {
   return out += " )", true;
 }
 std::string str_rec(const std::string& s) { return " " + std::to_string(s.size()) + ":" + s; }
+// the AST as the record key's text: each node once, sources before users, a source by its number. Iterative (str()
+// recurses once per level, which a deep kernel on a small thread stack can't afford) and linear in the nodes
+std::string ast_rec(const UOpRef& ast) {
+  std::unordered_map<const UOp*, size_t> id;
+  std::string out;
+  for (auto& n : ast->toposort()) {
+    out += std::to_string(int(n->op)) + " " + dtype_rec(n->dtype) + str_rec(arg_str(n->arg)) + str_rec(arg_str(n->tag));
+    for (auto& x : n->src) out += " " + std::to_string(id.at(x.get()));
+    out += "\n";
+    size_t next = id.size();
+    id.emplace(n.get(), next);
+  }
+  return out;
+}
 
 std::optional<std::string> write_spec(const ProgramSpec& p) {
   std::string r = strformat(" %lld %zu %llu %llu %zu", (long long)p.threads, p.nbufs, (unsigned long long)p.ops, (unsigned long long)p.mem, p.uops);
@@ -220,7 +235,7 @@ ProgramSpec get_program_cached(const UOpRef& ast, const std::string& name, const
                  t.local_threads_max})
     what += " " + std::to_string(v);
   for (auto& tc : t.tensor_cores) what += " " + tc.name();
-  what += "\n" + nm + "\n" + k.ast->str();
+  what += "\n" + nm + "\n" + ast_rec(k.ast);
   if (auto rec = program_cache_get(what); !rec.empty())
     if (auto p = read_spec(rec); p && p->name == nm) return std::move(*p);
   ProgramSpec p = lower_program(ast, k, nm, ren, n_rw, nullptr);

@@ -411,7 +411,10 @@ Tensor Tensor::pool_nd(PoolKind kind, Shape k, Shape stride, Shape dilation, Pad
     // output, its bias and ReLU go into that kernel's epilogue). Fused into the pool's loads they were recomputed at
     // each read, and made the heuristics tile rows that share nothing: ResNet-18's max pool 1.45 -> 0.77 ms
     bool overlap = false;
-    for (size_t j = 0; j < n; j++) overlap |= stride[j] < dilation[j] * (k[j] - 1) + 1;
+    for (size_t j = 0; j < n; j++) {
+      int64_t span = 0;  // the window's extent less one; an overflow is a window no input holds (pool() refuses it)
+      overlap |= __builtin_mul_overflow(dilation[j], k[j] - 1, &span) || stride[j] <= span;
+    }
     if (overlap)
       if (Tensor xin = contiguous(); xin.uop() != uop()) return xin.pool_nd(kind, k, stride, dilation, padding, ceil_mode, count_include_pad);
     // the input's gradient realized once: BatchNorm's backward (and a conv's) reads it in several reductions, each of
