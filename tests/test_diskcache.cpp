@@ -40,14 +40,17 @@ ProbeRun probe(const TempDir& scratch, const std::string& env, double k = 1) {
   int rc = std::system(cmd.c_str());
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(o), slurp(e)};
 }
-size_t files_in(const std::string& dir) {
-  size_t n = 0;
+// the entries of `dir` (hidden ones aside) whose names start with `prefix`: "p" lists the rendered-program records
+std::vector<std::string> names_in(const std::string& dir, const std::string& prefix = "") {
+  std::vector<std::string> names;
   if (DIR* d = ::opendir(dir.c_str())) {
-    while (struct dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    while (struct dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.' && std::string(e->d_name).starts_with(prefix)) names.push_back(e->d_name);
     ::closedir(d);
   }
-  return n;
+  return names;
 }
+size_t files_in(const std::string& dir) { return names_in(dir).size(); }
 const double kResult = 2 * (120 + 16 * 1);  // ((0..15) + 1) * 2, summed
 
 TEST(DiskCache, SecondProcessFindsKernelsAndCompilesNothing) {
@@ -138,10 +141,9 @@ TEST(DiskCache, DamagedFilesAreBuiltAgain) {
     TempDir t;
     std::string env = std::string("DEV=") + dev + " XDG_CACHE_HOME=" + quote(t.path + "/c"), k = t.path + "/c/tinygrad/kernels";
     ASSERT_EQ(probe(t, env).rc, 0);
-    DIR* d = ::opendir(k.c_str());
-    ASSERT_NE(d, nullptr);
-    while (struct dirent* e = ::readdir(d)) EXPECT_TRUE(e->d_name[0] == '.' || ::truncate((k + "/" + e->d_name).c_str(), 100) == 0) << e->d_name;
-    ::closedir(d);
+    auto names = names_in(k);
+    ASSERT_FALSE(names.empty());
+    for (auto& n : names) EXPECT_EQ(::truncate((k + "/" + n).c_str(), 100), 0) << n;
     ProbeRun r = probe(t, env), again = probe(t, env);
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_GE(r.compiles(), 1);
@@ -167,12 +169,7 @@ TEST(DiskCache, AFifoInTheCacheIsAMissNotAWait) {
   TempDir t;
   std::string env = "XDG_CACHE_HOME=" + quote(t.path + "/cache"), kdir = t.path + "/cache/tinygrad/kernels";
   ASSERT_EQ(probe(t, env).rc, 0);
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(kdir.c_str())) {
-    while (struct dirent* e = ::readdir(d))
-      if (e->d_name[0] != '.') names.push_back(e->d_name);
-    ::closedir(d);
-  }
+  std::vector<std::string> names = names_in(kdir);
   ASSERT_FALSE(names.empty());
   for (auto& n : names) {
     std::string p = kdir + "/" + n;
@@ -185,19 +182,6 @@ TEST(DiskCache, AFifoInTheCacheIsAMissNotAWait) {
   EXPECT_NE(r.out.find("result=" + std::to_string(int(kResult))), std::string::npos) << r.out;
 }
 
-namespace {
-// the rendered-program records (p<key>) of a cache dir, by name
-std::vector<std::string> records(const std::string& kdir) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(kdir.c_str())) {
-    while (struct dirent* e = ::readdir(d))
-      if (e->d_name[0] == 'p') names.push_back(e->d_name);
-    ::closedir(d);
-  }
-  return names;
-}
-}  // namespace
-
 // A second process reads the first one's rendered programs (reading bumps a file's mtime, which eviction goes by) and
 // adds none; damaged records (cut short, bytes of another kind, lengths past the end) are rendered again, the result
 // is right, and the rewritten records are the originals again.
@@ -207,7 +191,7 @@ TEST(DiskCache, RenderedProgramsAreReadBackAndDamagedOnesRenderedAgain) {
     TempDir t;
     std::string env = std::string("DEV=") + dev + " XDG_CACHE_HOME=" + quote(t.path + "/c"), k = t.path + "/c/tinygrad/kernels";
     ASSERT_EQ(probe(t, env).rc, 0);
-    auto names = records(k);
+    auto names = names_in(k, "p");
     ASSERT_GE(names.size(), 1u) << "the first process keeps its rendered programs";
     std::vector<std::string> orig;
     for (auto& n : names) {
@@ -218,7 +202,7 @@ TEST(DiskCache, RenderedProgramsAreReadBackAndDamagedOnesRenderedAgain) {
     ProbeRun b = probe(t, env);
     ASSERT_EQ(b.rc, 0) << b.err;
     EXPECT_NE(b.out.find("result=" + std::to_string(int(kResult))), std::string::npos) << b.out;
-    EXPECT_EQ(records(k).size(), names.size()) << "the second process rendered something new";
+    EXPECT_EQ(names_in(k, "p").size(), names.size()) << "the second process rendered something new";
     for (auto& n : names) {
       struct stat st;
       ASSERT_EQ(::stat((k + "/" + n).c_str(), &st), 0);
@@ -233,7 +217,8 @@ TEST(DiskCache, RenderedProgramsAreReadBackAndDamagedOnesRenderedAgain) {
       ProbeRun r = probe(t, env);
       ASSERT_EQ(r.rc, 0) << r.err;
       EXPECT_NE(r.out.find("result=" + std::to_string(int(kResult))), std::string::npos) << r.out;
-      for (size_t i = 0; i < names.size(); i++) EXPECT_EQ(slurp(k + "/" + names[i]), orig[i]) << "record " << names[i] << " was not rewritten";
+      for (size_t i = 0; i < names.size(); i++)
+        EXPECT_EQ(slurp(k + "/" + names[i]), orig[i]) << "record " << names[i] << " was not rewritten";
     }
   }
 }

@@ -209,22 +209,30 @@ std::optional<ProgramSpec> read_spec(const std::string& s) {
   }
   return p;
 }
-}  // namespace
 
-ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts, LinearProgram* lp_out) {
+// the kernel with its actions applied (and, DEBUG>=3, printed), its name, and the rewrite count before them (VIZ)
+struct Optimized {
+  size_t n_rw;
+  Scheduler k;
+  std::string name;
+};
+Optimized optimized(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts) {
   size_t n_rw = viz::kernel_rewrites();
   Scheduler k = optimize(ast, ren, opts);
   std::string nm = k.name(name);
   if (DEBUG >= 3 && !k.applied_opts.empty()) std::fprintf(stderr, "=== kernel %s opts: %s ===\n", nm.c_str(), opts_str(k.applied_opts).c_str());
+  return {n_rw, std::move(k), std::move(nm)};
+}
+}  // namespace
+
+ProgramSpec get_program(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts, LinearProgram* lp_out) {
+  auto [n_rw, k, nm] = optimized(ast, name, ren, opts);
   return lower_program(ast, k, nm, ren, n_rw, lp_out);
 }
 
 ProgramSpec get_program_cached(const UOpRef& ast, const std::string& name, const Renderer& ren, const std::vector<Opt>* opts,
                                const std::string& ident) {
-  size_t n_rw = viz::kernel_rewrites();
-  Scheduler k = optimize(ast, ren, opts);
-  std::string nm = k.name(name);
-  if (DEBUG >= 3 && !k.applied_opts.empty()) std::fprintf(stderr, "=== kernel %s opts: %s ===\n", nm.c_str(), opts_str(k.applied_opts).c_str());
+  auto [n_rw, k, nm] = optimized(ast, name, ren, opts);
   if (viz::on() || DEBUG >= 6 || CACHELEVEL <= 0) return lower_program(ast, k, nm, ren, n_rw, nullptr);
   // what decides the source besides the build: the compiler, the renderer and its target, the name, the optimized AST
   const Target& t = ren.target();
@@ -239,11 +247,11 @@ ProgramSpec get_program_cached(const UOpRef& ast, const std::string& name, const
   if (auto rec = program_cache_get(what); !rec.empty())
     if (auto p = read_spec(rec); p && p->name == nm) return std::move(*p);
   ProgramSpec p = lower_program(ast, k, nm, ren, n_rw, nullptr);
-  // kept only when it reads back as written (a var or launch size the record can't say is rendered every time)
+  // kept only when it reads back as written, the very nodes (hash-consed) included: a var or launch size the record
+  // can't say is rendered every time
   if (auto rec = write_spec(p))
     if (auto back = read_spec(*rec); back && back->vars == p.vars && back->global_size == p.global_size && back->local_size == p.local_size &&
-                                     back->src == p.src && back->threads == p.threads && back->nbufs == p.nbufs && back->ops == p.ops &&
-                                     back->mem == p.mem && back->uops == p.uops && opts_str(back->opts) == opts_str(p.opts))
+                                     write_spec(*back) == rec)
       program_cache_put(what, *rec);
   return p;
 }

@@ -1,7 +1,7 @@
 // The caches under <user cache dir>/tinygrad ($XDG_CACHE_HOME, else $HOME/.cache, else the passwd home's): compiled
 // kernels and rendered programs, one file each in kernels/ (Compiler::compile, every device's one path), and BEAM's
-// choices in SQLite. All are off with CACHELEVEL=0. Code is only loaded from a directory this user owns and nobody else can write; a cache that
-// can't be used is reported once on stderr and the process goes on without it.
+// choices in SQLite. All are off with CACHELEVEL=0. Code is only loaded from a directory this user owns and nobody else
+// can write; a cache that can't be used is reported once on stderr and the process goes on without it.
 #pragma once
 #include <mutex>
 #include <optional>

@@ -336,10 +336,11 @@ SimplifyMemo::~SimplifyMemo() { g_memo = prev_; }
 UOpRef UOp::simplify() const {
   UOpRef me = ref();
   if (src.empty()) return me;
-  if (!g_memo || viz::on()) return graph_rewrite(me, symbolic(), nullptr, false, "simplify");
-  if (auto it = g_memo->memo_.find(me); it != g_memo->memo_.end()) return it->second;
+  SimplifyMemo* memo = viz::on() ? nullptr : g_memo;
+  if (memo)
+    if (auto it = memo->memo_.find(me); it != memo->memo_.end()) return it->second;
   UOpRef out = graph_rewrite(me, symbolic(), nullptr, false, "simplify");
-  g_memo->memo_.emplace(me, out);
+  if (memo) memo->memo_.emplace(me, out);
   return out;
 }
 

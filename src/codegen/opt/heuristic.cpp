@@ -59,7 +59,7 @@ static bool attempt(Scheduler& k, const Opt& o) {
 }
 
 // a packed panel (PACK, unless TG_PACK=0) for each input read inside the reduce loop (a bias read once per tile gains
-// nothing) and vector-loaded (or gathered with stride 2) along `lanes_r`
+// nothing) and vector-loaded (or gathered with stride 2, or under `gathered` any stride) along `lanes_r`
 static void pack_vector_inputs(Scheduler& k, const UOpRef& lanes_r, bool gathered) {
   if (!getenv_int("TG_PACK", 1)) return;
   for (size_t i = 0;; i++) {
@@ -544,7 +544,7 @@ void hand_coded_optimizations(Scheduler& k) {
   // a reduce whose output's contiguous axis an input reads with a long stride (x @ W.T, a Linear layer's weight): a
   // register tile along that axis over a packed copy of the input ran 4x faster than dot products along the reduce,
   // which stream the whole weight again for every block of rows (512 x 2048 @ (5632 x 2048).T: 106 -> 26 ms)
-  if (Scheduler g = k; !k.reduceops().empty() && cpu_heuristics(g, true)) k = std::move(g);
+  if (Scheduler g = k; cpu_heuristics(g, true)) k = std::move(g);
   else cpu_heuristics(k, false);
 }
 
