@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "engine/realize.h"
@@ -38,6 +39,7 @@ std::string sources(const Tensor& t) {
   return s;
 }
 bool host_has_dot4() { return tg::cpu_target("CPU", 1).dot4_bytes > 0; }
+bool host_has_dot2() { return tg::cpu_target("CPU", 1).dot2_bytes > 0; }
 
 // codes (rows, blocks, 32) in [0, 15] and x (blocks, 32) int8: the per-group int32 sums and each row's float total
 struct Case {
@@ -127,6 +129,45 @@ TEST(QuantDot, SharedOutputDoesNotRealizeTheSumsInsideIt) {
   for (float v : want) mx = std::max(mx, std::abs(v));
   for (auto& v : want) v /= mx;
   EXPECT_EQ(got, want);
+}
+
+// A bfloat matmul in the pairs form the LLM's prompt products take: the right side laid out (K / 2, N, 2), each pair
+// summed by its own reduce inside the one over K. On a host with AVX512-BF16 the LLVM kernel multiplies and adds each
+// pair in one vdpbf16ps (DOT2), accumulating straight into the register tile; elsewhere, and in C, float multiply-adds.
+// Products of bfloats are exact in float, so every element is checked against float64 to float32's summation error
+TEST(BfloatPairs, MatmulUsesDot2WhereTheHostHasItAndMatchesFloat64) {
+  constexpr int64_t M = 40, K = 256, N = 96;
+  std::mt19937_64 g(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto bf = [](float f) {  // rounded to bfloat (nearest even), as a float
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  std::vector<float> a(M * K), w(K * N);  // w as (K / 2, N, 2): w[(k / 2, n, k % 2)] is B[k][n]
+  for (auto& v : a) v = bf(nd(g));
+  for (auto& v : w) v = bf(nd(g));
+  for (const char* dev : {"CPU", "CPU:CLANG"}) {
+    SCOPED_TRACE(dev);
+    Tensor A = Tensor::from_data(a.data(), a.size() * 4, dt::float32, {M, K}, dev).cast(dt::bfloat16).contiguous().realize();
+    Tensor W = Tensor::from_data(w.data(), w.size() * 4, dt::float32, {K / 2, N, 2}, dev).cast(dt::bfloat16).contiguous().realize();
+    Tensor Wt = W.permute({1, 0, 2}).reshape({1, N, K / 2, 2}).cast(dt::float32);
+    Tensor y = A.reshape({M, 1, K / 2, 2}).cast(dt::float32).mul(Wt).sum({-1}).sum({-1});
+    if (std::string(dev) == "CPU") EXPECT_EQ(sources(y).find("dpbf16ps") != std::string::npos, host_has_dot2());
+    std::vector<float> got(M * N);
+    y.to_data(got.data(), got.size() * 4);
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        double want = 0, mag = 0;
+        for (int64_t k = 0; k < K; k++) {
+          double p = double(a[size_t(m * K + k)]) * double(w[size_t((k / 2 * N + n) * 2 + k % 2)]);
+          want += p, mag += std::abs(p);
+        }
+        ASSERT_NEAR(got[size_t(m * N + n)], want, 1e-6 * mag) << m << " " << n;
+      }
+  }
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ struct Linearizer {
   void push(Scope* s, const UOpRef& u) {
     s->body.push_back(u);
     if (GroupOp::alu(u->op) && u->dtype != dtypes::index) lp.ops += s->trip * uint64_t(u->dtype.count);
+    if (u->op == Ops::DOT4 || u->op == Ops::DOT2) lp.ops += s->trip * uint64_t(u->dtype.count * (u->op == Ops::DOT4 ? 8 : 4));
     if (u->op == Ops::WMMA) {  // a lane's share of the warp's 2*N*M*K
       auto& g = u->arg_ints();
       lp.ops += s->trip * uint64_t(2 * g[0] * g[1] * g[2] / std::max<int64_t>(g[3], 1));

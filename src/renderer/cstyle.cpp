@@ -506,7 +506,7 @@ CSourceParts CStyleRenderer::render_parts(const LinearProgram& lp) const {
   return std::move(r.parts);
 }
 bool CStyleRenderer::native_op(Ops op, DType dt) const {
-  if (op == Ops::DOT4) return false;
+  if (op == Ops::DOT4 || op == Ops::DOT2) return false;
   return kDialects[int(dialect_)].native_math || !((op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN) && dtypes::is_float(dt));
 }
 bool CStyleRenderer::holds_vector(Ops op, DType dt) const {

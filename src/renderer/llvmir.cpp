@@ -57,7 +57,7 @@ static std::string lit(const UOp& c) {
 namespace {
 struct LLRenderer {
   const LinearProgram& lp;
-  int dot4_bytes;  // Target::dot4_bytes
+  int dot4_bytes, dot2_bytes;  // Target's
   std::unordered_map<const UOp*, std::string> names;
   std::unordered_map<const UOp*, std::string> loop_ids;
   std::set<std::string> decls;  // intrinsic declarations and helpers, sorted so the same program renders the same text
@@ -206,28 +206,32 @@ struct LLRenderer {
     return narrow(r, u->dtype);
   }
 
-  // DOT4(a, b, c): vpdpbusd on pieces as wide as the target's (each a's and b's bytes as int32 lanes), put back together
+  // DOT4(a, b, c): vpdpbusd on pieces as wide as the target's (each a's and b's bytes as int32 lanes); DOT2(a, b, c):
+  // vdpbf16ps (each a's and b's pairs of bfloat bits as bfloat lanes); put back together
   std::string dot4(const UOpRef& u) {
     auto& s = u->src;
-    int n = u->dtype.count, w = std::min(dot4_bytes / 4, n);
-    while (n % w) w /= 2;
-    TG_CHECK(w >= 4, TG_ERROR_UNSUPPORTED, "LLVM renderer: DOT4 of " + u->dtype.name() + " on a target without it");
-    std::string fn = "@llvm.x86.avx512.vpdpbusd." + std::to_string(w * 32), W = ty(DType(Scalar::Int32, uint16_t(w)));
-    decls.insert("declare " + W + " " + fn + "(" + W + ", " + W + ", " + W + ")");
+    bool bf = u->op == Ops::DOT2;
+    int n = u->dtype.count, k = bf ? 2 : 4, w = std::min((bf ? dot2_bytes : dot4_bytes) / 4, n);
+    while (w > 0 && n % w) w /= 2;
+    TG_CHECK(w >= 4, TG_ERROR_UNSUPPORTED, "LLVM renderer: " + std::string(op_name(u->op)) + " of " + u->dtype.name() + " on a target without it");
+    std::string W = ty(DType(bf ? Scalar::Float32 : Scalar::Int32, uint16_t(w)));
+    std::string fn = bf ? "@llvm.x86.avx512bf16.dpbf16ps." + std::to_string(w * 32) : "@llvm.x86.avx512.vpdpbusd." + std::to_string(w * 32);
+    std::string P = bf ? "<" + std::to_string(2 * w) + " x bfloat>" : W;  // the type a piece of a or b is passed as
+    decls.insert("declare " + W + " " + fn + "(" + W + ", " + P + ", " + P + ")");
     auto lanes = [](int from, int count, int total) {
       std::string m;
       for (int i = 0; i < total; i++) m += (i ? ", i32 " : "i32 ") + (i < count ? std::to_string(from + i) : std::string("poison"));
       return "<" + std::to_string(total) + " x i32> <" + m + ">";
     };
-    auto piece = [&](const UOpRef& v, int at) {  // lanes [4 at, 4 (at + w)) of a byte vector, as w int32 lanes
-      std::string x = val(v, 4 * n);
-      if (w < n) x = emit("shufflevector " + ty(v->dtype) + " " + x + ", " + ty(v->dtype) + " poison, " + lanes(4 * at, 4 * w, 4 * w));
-      return emit("bitcast <" + std::to_string(4 * w) + " x i8> " + x + " to " + W);
+    auto piece = [&](const UOpRef& v, int at) {  // lanes [k at, k (at + w)) of a byte (bfloat bits) vector, as P
+      std::string x = val(v, k * n);
+      if (w < n) x = emit("shufflevector " + ty(v->dtype) + " " + x + ", " + ty(v->dtype) + " poison, " + lanes(k * at, k * w, k * w));
+      return emit("bitcast <" + std::to_string(k * w) + (bf ? " x i16> " : " x i8> ") + x + " to " + P);
     };
     std::string acc = val(s[2], n), out = "poison";
     for (int at = 0; at < n; at += w) {
       std::string c = w < n ? emit("shufflevector " + ty(u->dtype) + " " + acc + ", " + ty(u->dtype) + " poison, " + lanes(at, w, w)) : acc;
-      std::string r = emit("call " + W + " " + fn + "(" + W + " " + c + ", " + W + " " + piece(s[0], at) + ", " + W + " " + piece(s[1], at) + ")");
+      std::string r = emit("call " + W + " " + fn + "(" + W + " " + c + ", " + P + " " + piece(s[0], at) + ", " + P + " " + piece(s[1], at) + ")");
       if (w == n) return r;
       std::string m;  // out with lanes [at, at + w) from r
       std::string wide = emit("shufflevector " + W + " " + r + ", " + W + " poison, " + lanes(0, w, n));
@@ -328,7 +332,8 @@ struct LLRenderer {
       }
       case Ops::CAST: return cast(val(s[0]), s[0]->dtype, u->dtype);
       case Ops::BITCAST: return emit("bitcast " + typed(s[0]) + " to " + ty(u->dtype));
-      case Ops::DOT4: return dot4(u);
+      case Ops::DOT4:
+      case Ops::DOT2: return dot4(u);
       case Ops::WHERE: {
         int n = u->dtype.count;
         return emit("select " + ty(s[0]->dtype) + " " + val(s[0]) + ", " + ty(u->dtype) + " " + val(s[1], n) + ", " + ty(u->dtype) + " " + val(s[2], n));
@@ -410,10 +415,11 @@ struct LLRenderer {
 };
 }  // namespace
 
-std::string LLVMRenderer::render(const LinearProgram& lp) const { return LLRenderer{lp, target_.dot4_bytes}.run(); }
+std::string LLVMRenderer::render(const LinearProgram& lp) const { return LLRenderer{lp, target_.dot4_bytes, target_.dot2_bytes}.run(); }
 // every float width: 16-bit floats decompose through float32, so no lane is a libm call
 bool LLVMRenderer::native_op(Ops op, DType dt) const {
   if (op == Ops::DOT4) return target_.dot4_bytes > 0;
+  if (op == Ops::DOT2) return target_.dot2_bytes > 0;
   return !((op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN) && dtypes::is_float(dt));
 }
 

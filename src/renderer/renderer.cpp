@@ -14,6 +14,7 @@ Target cpu_target(const std::string& device, int64_t threads) {
   t.fma = __builtin_cpu_supports("fma");
   bool vnni512 = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
   t.dot4_bytes = vnni512 ? 64 : __builtin_cpu_supports("avxvnni") ? 32 : 0;
+  t.dot2_bytes = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vl") ? 64 : 0;
 #else
   t.vector_bytes = 16;  // NEON, and a safe width elsewhere
 #if defined(__aarch64__)
@@ -22,6 +23,7 @@ Target cpu_target(const std::string& device, int64_t threads) {
 #endif
   t.fma = t.fma && getenv_int("TG_FMA", 1) != 0;  // TG_FMA=0: a multiply and an add round separately, as numpy's do
   if (!getenv_int("TG_DOT4", 1)) t.dot4_bytes = 0;  // TG_DOT4=0: byte dot products as integer multiply-adds
+  if (!getenv_int("TG_DOT2", 1)) t.dot2_bytes = 0;  // TG_DOT2=0: bfloat dot products as float multiply-adds
   return t;
 }
 

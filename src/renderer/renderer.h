@@ -61,6 +61,9 @@ struct Target {
   // the widest vector (bytes) of x86's VNNI vpdpbusd: each int32 lane plus the 4 products of its bytes of a uint8 and an
   // int8 vector (DOT4), 64 multiply-adds in one instruction where float needs 16 and a conversion of each byte; 0: none
   int dot4_bytes = 0;
+  // the widest vector (bytes) of x86's AVX512-BF16 vdpbf16ps: each float lane plus the 2 products of its pair of bfloat
+  // lanes (DOT2), 32 multiply-adds in one instruction where float32 does 16; 0: none
+  int dot2_bytes = 0;
   // OpenCL has none of its own: with EMULATE=CUDA it takes CUDA's, computed by each warp's work-items together
   // through local memory in mma.sync's layout, so the tensor core lowering runs on any OpenCL device
   std::vector<TensorCore> tensor_cores;
@@ -74,8 +77,8 @@ class Renderer {
   // whether a vector value of `dt` made by `op` is rendered as a vector; the devectorizer splits the rest into lanes
   virtual bool holds_vector(Ops op, DType dt) const = 0;
   // whether `op` on `dt` (scalar or vector) is rendered as is; late lowering decomposes the rest (EXP2/LOG2/SIN) and
-  // makes a target instruction (DOT4) only where it is
-  virtual bool native_op(Ops op, DType dt) const { return op != Ops::DOT4; }
+  // makes a target instruction (DOT4, DOT2) only where it is
+  virtual bool native_op(Ops op, DType dt) const { return op != Ops::DOT4 && op != Ops::DOT2; }
 };
 
 // the host CPU as a target; `threads`: the cores THREAD may spread a kernel over (the runtime device counts them)

@@ -17,7 +17,7 @@ namespace tg {
   /* binary ALU */ X(ADD) X(SUB) X(MUL) X(IDIV) X(FDIV) X(MOD) X(MAX) X(CMPLT) X(CMPNE) X(CMPEQ) X(XOR) X(OR) X(AND) X(SHL)  \
   X(SHR) X(POW) X(THREEFRY)                                                                                                 \
   /* ternary ALU */ X(WHERE) X(MULACC)                                                                                       \
-  /* a target's instruction, made by late lowering */ X(DOT4)
+  /* a target's instruction, made by late lowering */ X(DOT4) X(DOT2)
 
 enum class Ops : uint8_t {
 #define TG_OP_ENUM(x) x,

@@ -1,8 +1,10 @@
-// Byte dot products as one instruction. An unrolled reduce of four int32 products of a uint8 and an int8 (a quantized
-// matmul: a weight's unsigned codes times the int8 activations) expands to four GEPs of one product vector added up,
-// lane o of the sum taking lanes L0[o]..L3[o]. On a target with DOT4 (x86 VNNI) the bytes are gathered so that each
-// output lane's four are adjacent, and DOT4 multiplies and adds them in one step: exact, since no int32 lane can
-// overflow from four products of bytes.
+// Dot products as one instruction. An unrolled reduce of k products per output lane expands to k GEPs of one product
+// vector added up, lane o of the sum taking lanes L0[o]..L(k-1)[o]. Where the target has the instruction the inputs are
+// gathered so that each output lane's k are adjacent, and one op multiplies and adds them:
+// - DOT4 (x86 VNNI vpdpbusd): four int32 products of a uint8 and an int8 (a quantized matmul: a weight's unsigned codes
+//   times the int8 activations); exact, since no int32 lane can overflow from four products of bytes;
+// - DOT2 (AVX512-BF16 vdpbf16ps): two float products of bfloat pairs (a bfloat matmul); each product is exact in float,
+//   the two adds round as a reduce's adds do (and, as the instruction does, subnormal inputs count as zero).
 #include <optional>
 
 #include "codegen/late/late.h"
@@ -10,12 +12,13 @@
 namespace tg {
 
 namespace {
-// the byte vector whose int32 cast `u` is, and whether it is signed: a CAST of bytes, or lanes of one
-std::optional<std::pair<UOpRef, bool>> bytes_of(const UOpRef& u) {
+// the narrow vector whose cast `u` is (a CAST of one, or lanes of such a CAST), if its scalar is `a` or `b`, and whether
+// it is `b`
+std::optional<std::pair<UOpRef, bool>> narrow_of(const UOpRef& u, Scalar a, Scalar b) {
   const UOp* c = u->op == Ops::GEP ? u->src[0].get() : u.get();
-  if (c->op != Ops::CAST || (c->src[0]->dtype.scalar != Scalar::UInt8 && c->src[0]->dtype.scalar != Scalar::Int8)) return std::nullopt;
-  UOpRef b = u->op == Ops::GEP ? gep(c->src[0], u->arg_ints()) : c->src[0];
-  return std::pair{b, c->src[0]->dtype.scalar == Scalar::Int8};
+  if (c->op != Ops::CAST || (c->src[0]->dtype.scalar != a && c->src[0]->dtype.scalar != b)) return std::nullopt;
+  UOpRef v = u->op == Ops::GEP ? gep(c->src[0], u->arg_ints()) : c->src[0];
+  return std::pair{v, c->src[0]->dtype.scalar == b};
 }
 
 // the leaves of a tree of int32 ADDs under `u`, left to right (at most `cap` of them, else none). A tree of `cap`
@@ -28,11 +31,14 @@ bool add_leaves(const UOpRef& u, UOps& out, size_t cap, size_t depth = 0) {
   return depth + 1 < cap && add_leaves(u->src[0], out, cap, depth + 1) && add_leaves(u->src[1], out, cap, depth + 1);
 }
 
-UOpRef dot4(const UOp* root) {
-  if (root->dtype.scalar != Scalar::Int32 || root->dtype.count % 4 != 0) return {};
+// `bf`: DOT2 of bfloat pairs, else DOT4 of bytes
+UOpRef dot(const UOp* root, bool bf) {
+  size_t k = bf ? 2 : 4;
+  if (root->dtype.scalar != (bf ? Scalar::Float32 : Scalar::Int32) || root->dtype.count % 4 != 0) return {};
   UOps leaves;
-  if (!add_leaves(root->ref(), leaves, 5)) return {};
-  // four GEPs of one product of a uint8 and an int8 vector; what else is added is the accumulator
+  if (!add_leaves(root->ref(), leaves, k + 1)) return {};
+  // k GEPs of one product (DOT4: of a uint8 and an int8 vector; DOT2: of two bfloat vectors); what else is added is
+  // the accumulator
   UOpRef prod;
   UOps gepped, rest;
   for (auto& l : leaves) {
@@ -40,22 +46,29 @@ UOpRef dot4(const UOp* root) {
     if (part) prod = l->src[0], gepped.push_back(l);
     else rest.push_back(l);
   }
-  if (gepped.size() != 4 || rest.size() > 1) return {};
-  auto a = bytes_of(prod->src[0]), b = bytes_of(prod->src[1]);
-  if (!a || !b || a->second == b->second) return {};
-  if (a->second) std::swap(a, b);  // a: the unsigned bytes
+  if (gepped.size() != k || rest.size() > 1) return {};
+  Scalar sa = bf ? Scalar::BFloat16 : Scalar::UInt8, sb = bf ? Scalar::BFloat16 : Scalar::Int8;
+  auto a = narrow_of(prod->src[0], sa, sb), b = narrow_of(prod->src[1], sa, sb);
+  if (!a || !b || (!bf && a->second == b->second)) return {};
+  if (!bf && a->second) std::swap(a, b);  // a: the unsigned bytes
   std::vector<int64_t> lanes;
   for (int64_t o = 0; o < root->dtype.count; o++)
     for (auto& g : gepped) lanes.push_back(g->arg_ints()[size_t(o)]);
   UOpRef acc = rest.empty() ? UOp::const_(root->dtype, 0) : rest[0];
-  return UOp::make(Ops::DOT4, root->dtype, {gep(a->first, lanes), gep(b->first, lanes), acc});
+  return UOp::make(bf ? Ops::DOT2 : Ops::DOT4, root->dtype, {gep(a->first, lanes), gep(b->first, lanes), acc});
 }
 }  // namespace
 
 UOpRef fuse_dot_products(const UOpRef& ast, const Renderer& ren) {
-  if (!ren.native_op(Ops::DOT4, dtypes::int32)) return ast;
-  static const PatternMatcher pm({{UPat(Ops::ADD), [](const Match& m) { return dot4(m.root); }}}, "dot4");
-  return graph_rewrite(ast, pm, nullptr, false, "dot4");
+  std::pair<bool, bool> has{ren.native_op(Ops::DOT4, dtypes::int32), ren.native_op(Ops::DOT2, dtypes::float32)};
+  if (!has.first && !has.second) return ast;
+  static const PatternMatcher pm({{UPat(Ops::ADD), [](const Match& m) {
+                                     bool bf = m.root->dtype.scalar == Scalar::Float32;
+                                     auto& h = m.ctx<std::pair<bool, bool>>();
+                                     return (bf ? h.second : h.first) ? dot(m.root, bf) : UOpRef();
+                                   }}},
+                                 "dot products");
+  return graph_rewrite(ast, pm, &has, false, "dot products");
 }
 
 }  // namespace tg

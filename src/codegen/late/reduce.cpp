@@ -86,7 +86,12 @@ struct Accumulators {
     for (size_t l = 0; l < accs.size(); l++) {
       const UOpRef& w = wl[l].first;
       if (!w) {
-        stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {accs[l], cur[l]->alu(op, {split ? lane_of(x, int64_t(l)) : x})}));
+        UOpRef v = split ? lane_of(x, int64_t(l)) : x;
+        // likewise a dot product instruction's (DOT4, DOT2) zero: it adds into the accumulator itself
+        bool dot = op == Ops::ADD && (v->op == Ops::DOT4 || v->op == Ops::DOT2) && v->dtype == at;
+        for (int64_t i = 0; dot && i < at.count; i++) dot &= lane_of(v->src[2], i)->is_const(0);
+        v = dot ? UOp::make(v->op, v->dtype, {v->src[0], v->src[1], cur[l]}) : cur[l]->alu(op, {v});
+        stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {accs[l], v}));
       } else if (std::find(placed.begin(), placed.end(), w.get()) == placed.end()) {
         placed.push_back(w.get());
         std::vector<size_t> lane(size_t(w->dtype.count));  // the WMMA's element -> the accumulator lane holding it
