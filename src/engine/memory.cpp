@@ -56,13 +56,7 @@ MemoryPlan plan_memory(std::vector<ExecItem>& items, const std::function<bool(co
       l->offset = at, arena = std::max(arena, at + l->bytes);
       placed.push_back(l);
     }
-    // rounded up to one of 8 sizes per power of two: the allocator's cache hands back only a freed block of the same
-    // size, and two realizes of nearly the same plan (a model's first layer and the next) then share one arena instead
-    // of each faulting in fresh pages (a 2-layer 512-token prompt: 150 and 146 MB arenas, 5x slower kernels where they
-    // first touched memory). The tail a plan doesn't use is never touched, so on the host it takes no memory
     plan.peak_bytes += arena;
-    for (int sh = 0; (size_t(8) << sh) < arena; sh++)
-      if ((size_t(16) << sh) >= arena) arena = (arena + (size_t(1) << sh) - 1) >> sh << sh;
     auto base = std::make_shared<Buffer>(device, dtypes::uint8, int64_t(arena));
     for (Life* l : ls) view[l->buf] = std::make_shared<Buffer>(base, l->offset, l->buf->dtype(), l->buf->size());
   }

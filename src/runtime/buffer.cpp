@@ -9,23 +9,24 @@
 namespace tg {
 
 void* Allocator::alloc(size_t nbytes) {
+  size_t blk = block_size(nbytes);
   {
     std::lock_guard<std::mutex> lk(mu_);
-    auto it = cache_.find(nbytes);
+    auto it = cache_.find(blk);
     if (it != cache_.end() && !it->second.empty()) {
       auto e = it->second.back();  // the most recently freed: the likeliest to be in cache
       it->second.pop_back();
       void* p = e->p;
       lru_.erase(e);
-      cached_ -= nbytes;
+      cached_ -= blk;
       live_ += nbytes;
       return p;
     }
   }
-  void* p = raw_alloc(nbytes);
+  void* p = raw_alloc(blk);
   if (!p) {  // free what we hold and retry once before giving up
     clear_cache();
-    p = raw_alloc(nbytes);
+    p = raw_alloc(blk);
   }
   TG_CHECK(p, TG_ERROR_OUT_OF_MEMORY, strformat("allocation of %zu bytes failed", nbytes));
   live_ += nbytes;
@@ -36,9 +37,9 @@ size_t Allocator::cache_limit() const {
   return limit;
 }
 // Runs in destructors (~Buffer): it must not throw, so memory it can't cache (no memory for the bookkeeping) goes back
-void Allocator::free(void* p, size_t nbytes) {
-  live_ -= nbytes;
-  size_t limit = cache_limit();
+void Allocator::free(void* p, size_t n) {
+  live_ -= n;
+  size_t nbytes = block_size(n), limit = cache_limit();
   std::lock_guard<std::mutex> lk(mu_);
   if (nbytes > limit) return raw_free(p, nbytes);
   // a loop that allocates and frees the same sizes each step (a model's forward pass after another model's) keeps them:

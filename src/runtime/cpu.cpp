@@ -48,6 +48,16 @@ static void parallel_memcpy(void* dst, const void* src, size_t n) {
 
 class CPUAllocator : public Allocator {
   void* raw_alloc(size_t n) override { return std::aligned_alloc(64, (n + 63) / 64 * 64); }
+  // from 1 MiB, one of 8 sizes per power of two: the cache hands back only a freed block of the same size, and two
+  // realizes of nearly the same plan (a model's first layer and the next: 150 and 146 MB arenas for a 512-token
+  // prompt) then share one block instead of each faulting in fresh pages (kernels 5x slower where they first touched
+  // memory). The tail a request doesn't use is never touched, so it takes no memory
+  size_t block_size(size_t n) const override {
+    if (n < (size_t(1) << 20) || n > (size_t(1) << 56)) return n;
+    int sh = 0;
+    while ((size_t(16) << sh) < n) sh++;
+    return (n + (size_t(1) << sh) - 1) >> sh << sh;
+  }
   void raw_free(void* p, size_t) override { std::free(p); }
   void copyin(void* dst, size_t offset, const void* src, size_t n) override { parallel_memcpy(static_cast<char*>(dst) + offset, src, n); }
   void copyout(void* dst, const void* src, size_t offset, size_t n) override { parallel_memcpy(dst, static_cast<const char*>(src) + offset, n); }

@@ -33,6 +33,8 @@ class Allocator {
   virtual void* view(void* base, size_t offset, size_t n) { return static_cast<char*>(base) + offset; }
   virtual void release_view(void*) {}
   virtual size_t view_alignment() const { return 64; }  // a view's offset is a multiple of this
+  // the size a request of n bytes takes from the system, and the size its freed block is cached under (default: n)
+  virtual size_t block_size(size_t n) const { return n; }
   // a device-to-device copy inside this allocator's device; false: not supported, go through the host
   virtual bool copy(void* /*dst*/, const void* /*src*/, size_t /*n*/) { return false; }
 
