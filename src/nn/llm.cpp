@@ -313,6 +313,12 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
   M.start_pos_ = UOp::variable("start_pos", 0, c.context - 1);
   M.rope_cos_ = Tensor::from_data(cs.data(), cs.size() * 4, dtypes::float32, {c.context, half}, M.device_);
   M.rope_sin_ = Tensor::from_data(sn.data(), sn.size() * 4, dtypes::float32, {c.context, half}, M.device_);
+  if (!c.rope_neox) {
+    std::vector<float> a(cs.size() * 2), bt(a.size());
+    for (size_t i = 0; i < cs.size(); i++) a[2 * i] = cs[i], a[2 * i + 1] = sn[i], bt[2 * i] = -sn[i], bt[2 * i + 1] = cs[i];
+    M.rope_a_ = Tensor::from_data(a.data(), a.size() * 4, dtypes::float32, {c.context, half, 2}, M.device_);
+    M.rope_b_ = Tensor::from_data(bt.data(), bt.size() * 4, dtypes::float32, {c.context, half, 2}, M.device_);
+  }
   return model;
 }
 
@@ -334,19 +340,22 @@ Tensor LlmModel::prefix(const Tensor& t, int64_t axis, int64_t size, bool sym) c
 Tensor LlmModel::rope(const Tensor& x, int64_t sp, bool sym) const {
   const Shape& s = x.shape();  // (1, heads, T, head dim)
   int64_t T = s[2], rd = cfg_.rope_dim, half = rd / 2, hd = cfg_.head_dim;
-  Tensor cos = window(*rope_cos_, 0, sp, T, sym).reshape({1, 1, T, half});
-  Tensor sin = window(*rope_sin_, 0, sp, T, sym).reshape({1, 1, T, half});
   Tensor xr = rd == hd ? x : x.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {0, rd}});
   auto rotate = [&]() {
     if (cfg_.rope_neox) {  // (x1, x2) halves -> (x1 cos - x2 sin, x2 cos + x1 sin)
+      Tensor cos = window(*rope_cos_, 0, sp, T, sym).reshape({1, 1, T, half});
+      Tensor sin = window(*rope_sin_, 0, sp, T, sym).reshape({1, 1, T, half});
       Tensor x1 = xr.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {0, half}}), x2 = xr.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {half, rd}});
       return Tensor::cat({x1.mul(cos).sub(x2.mul(sin)), x2.mul(cos).add(x1.mul(sin))}, -1);
     }
-    // adjacent pairs (x[2i], x[2i+1]), as ggml's llama rope
+    // adjacent pairs (x[2i], x[2i+1]), as ggml's llama rope: (x0 cos - x1 sin, x0 sin + x1 cos) as x0 * a + x1 * b
+    // (the same roundings: a negation is exact, and a fused multiply-add takes the first product either way)
     Tensor p = xr.reshape({s[0], s[1], T, half, 2});
-    Tensor x0 = p.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {0, half}, {0, 1}}).reshape({s[0], s[1], T, half});
-    Tensor x1 = p.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {0, half}, {1, 2}}).reshape({s[0], s[1], T, half});
-    return Tensor::stack({x0.mul(cos).sub(x1.mul(sin)), x0.mul(sin).add(x1.mul(cos))}, -1).reshape({s[0], s[1], T, rd});
+    Shape pairs{s[0], s[1], T, half, 2};
+    Tensor x0 = p.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {0, half}, {0, 1}}).expand(pairs);
+    Tensor x1 = p.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {0, half}, {1, 2}}).expand(pairs);
+    Tensor a = window(*rope_a_, 0, sp, T, sym).reshape({1, 1, T, half, 2}), b = window(*rope_b_, 0, sp, T, sym).reshape({1, 1, T, half, 2});
+    return x0.mul(a).add(x1.mul(b)).reshape({s[0], s[1], T, rd});
   };
   Tensor out = rotate();
   return rd == hd ? out : Tensor::cat({out, x.shrink({{0, s[0]}, {0, s[1]}, {0, T}, {rd, hd}})}, -1);
