@@ -91,43 +91,34 @@ Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
   return v.sum(axes).reshape(out);
 }
 
-// the weight dequantized into a float buffer, transposed, (cols, rows): written from the blocks' own structure, (blocks
-// of a row, ..., rows), so an axis of the kernel runs along each block's bytes and the heuristics tile it with the rows
-Tensor dense_t(const QWeight& w) {
-  if (w.raw.dtype() != dtypes::uint8 || w.raw.ndim() != 3) return w.dense().transpose().contiguous();
-  int64_t nb = w.raw.shape()[1];
-  Tensor bl = gguf_dequantize_blocked(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type);
-  Shape s{w.rows, nb};
-  s.insert(s.end(), bl.shape().begin() + 1, bl.shape().end());
-  std::vector<int64_t> perm;
-  for (int64_t i = 1; i < int64_t(s.size()); i++) perm.push_back(i);
-  perm.push_back(0);
-  return bl.reshape(s).permute(perm).contiguous().reshape({w.cols, w.rows});
+// The weight dequantized into a buffer of `dt` with its rows inner: transposed, (cols, rows), or with `pairs` as pairs
+// of adjacent columns along the rows, (cols / 2, rows, 2). Written from the blocks' own structure, (blocks of a row,
+// ..., rows) or (blocks of a row, ..., pairs, rows, 2) where a block's last axis holds whole pairs, so an axis of the
+// kernel runs along each block's bytes and the heuristics tile it with the rows
+Tensor dense_rows_inner(const QWeight& w, DType dt, bool pairs) {
+  Shape out = pairs ? Shape{w.cols / 2, w.rows, 2} : Shape{w.cols, w.rows};
+  if (w.raw.dtype() == dtypes::uint8 && w.raw.ndim() == 3) {
+    int64_t nb = w.raw.shape()[1];
+    Tensor bl = gguf_dequantize_blocked(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type);
+    Shape s{w.rows, nb};
+    s.insert(s.end(), bl.shape().begin() + 1, bl.shape().end());
+    if (!pairs || s.back() % 2 == 0) {
+      if (pairs) s.back() /= 2, s.push_back(2);
+      std::vector<int64_t> perm;
+      for (int64_t i = 1; i < int64_t(s.size()) - (pairs ? 1 : 0); i++) perm.push_back(i);
+      perm.push_back(0);
+      if (pairs) perm.push_back(int64_t(s.size()) - 1);
+      return bl.reshape(s).permute(perm).cast(dt).contiguous().reshape(out);
+    }
+  }
+  if (!pairs) return w.dense().transpose().cast(dt).contiguous();
+  return w.dense().reshape({w.rows, w.cols / 2, 2}).permute({1, 0, 2}).cast(dt).contiguous();
 }
 
 // whether `device` multiplies and adds pairs of bfloats in one instruction (DOT2: x86's AVX512-BF16)
 bool bf16_pairs(const std::string& device) {
   if (!getenv_int("TG_LLM_BF16", 1) || device.find(',') != std::string::npos) return false;
   return get_device(device).renderer().native_op(Ops::DOT2, dtypes::float32);
-}
-
-// the weight dequantized into a buffer of `dt` as pairs along its rows, (cols / 2, rows, 2): written from the blocks' own
-// structure where a block's last axis holds whole pairs, (blocks of a row, ..., pairs, rows, 2), as dense_t
-Tensor dense_pairs(const QWeight& w, DType dt) {
-  if (w.raw.dtype() == dtypes::uint8 && w.raw.ndim() == 3) {
-    int64_t nb = w.raw.shape()[1];
-    Tensor bl = gguf_dequantize_blocked(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type);
-    Shape s{w.rows, nb};
-    s.insert(s.end(), bl.shape().begin() + 1, bl.shape().end());
-    if (s.back() % 2 == 0) {
-      s.back() /= 2, s.push_back(2);
-      std::vector<int64_t> perm;
-      for (int64_t i = 1; i + 1 < int64_t(s.size()); i++) perm.push_back(i);
-      perm.push_back(0), perm.push_back(int64_t(s.size()) - 1);
-      return bl.reshape(s).permute(perm).cast(dt).contiguous().reshape({w.cols / 2, w.rows, 2});
-    }
-  }
-  return w.dense().reshape({w.rows, w.cols / 2, 2}).permute({1, 0, 2}).cast(dt).contiguous();
 }
 
 // A prompt's rows by a quantized weight where the CPU multiplies bfloat pairs: the weight dequantized into bfloats laid
@@ -138,7 +129,7 @@ Tensor dense_pairs(const QWeight& w, DType dt) {
 Tensor linear_bf16(const Tensor& x, const QWeight& w) {
   int64_t T = x.numel() / w.cols, h = w.cols / 2;
   Tensor xb = x.cast(dtypes::bfloat16).contiguous().reshape({T, 1, h, 2}).cast(dtypes::float32);
-  Tensor wp = dense_pairs(w, dtypes::bfloat16);
+  Tensor wp = dense_rows_inner(w, dtypes::bfloat16, true);
   // the pair its own (inner) sum: its two products are added before the accumulator, the form DOT2 takes
   Tensor out = xb.mul(wp.permute({1, 0, 2}).reshape({1, w.rows, h, 2}).cast(dtypes::float32)).sum({-1}).sum({-1});
   Shape s = x.shape();
@@ -151,7 +142,7 @@ Tensor linear(const Tensor& x, const QWeight& w) {
   // its input realized too: an elementwise producer fused into the matmul (a norm, SwiGLU) would be redone per tile
   if (x.numel() / w.cols >= kDenseRows) {
     if (quantized && w.cols % 2 == 0 && bf16_pairs(x.device())) return linear_bf16(x, w);
-    return x.contiguous().matmul(dense_t(w));
+    return x.contiguous().matmul(dense_rows_inner(w, dtypes::float32, false));
   }
   if (!quantized) return x.matmul(w.dense().transpose());
   int64_t nb = w.raw.shape()[1];

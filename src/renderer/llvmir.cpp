@@ -208,7 +208,7 @@ struct LLRenderer {
 
   // DOT4(a, b, c): vpdpbusd on pieces as wide as the target's (each a's and b's bytes as int32 lanes); DOT2(a, b, c):
   // vdpbf16ps (each a's and b's pairs of bfloat bits as bfloat lanes); put back together
-  std::string dot4(const UOpRef& u) {
+  std::string dot(const UOpRef& u) {
     auto& s = u->src;
     bool bf = u->op == Ops::DOT2;
     int n = u->dtype.count, k = bf ? 2 : 4, w = std::min((bf ? dot2_bytes : dot4_bytes) / 4, n);
@@ -333,7 +333,7 @@ struct LLRenderer {
       case Ops::CAST: return cast(val(s[0]), s[0]->dtype, u->dtype);
       case Ops::BITCAST: return emit("bitcast " + typed(s[0]) + " to " + ty(u->dtype));
       case Ops::DOT4:
-      case Ops::DOT2: return dot4(u);
+      case Ops::DOT2: return dot(u);
       case Ops::WHERE: {
         int n = u->dtype.count;
         return emit("select " + ty(s[0]->dtype) + " " + val(s[0]) + ", " + ty(u->dtype) + " " + val(s[1], n) + ", " + ty(u->dtype) + " " + val(s[2], n));

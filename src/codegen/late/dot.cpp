@@ -21,7 +21,7 @@ std::optional<std::pair<UOpRef, bool>> narrow_of(const UOpRef& u, Scalar a, Scal
   return std::pair{v, c->src[0]->dtype.scalar == b};
 }
 
-// the leaves of a tree of int32 ADDs under `u`, left to right (at most `cap` of them, else none). A tree of `cap`
+// the leaves of a tree of ADDs under `u`, left to right (at most `cap` of them, else none). A tree of `cap`
 // leaves is at most `cap` - 1 deep, so a longer chain of adds stops the walk there
 bool add_leaves(const UOpRef& u, UOps& out, size_t cap, size_t depth = 0) {
   if (u->op != Ops::ADD) {

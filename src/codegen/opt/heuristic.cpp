@@ -364,8 +364,10 @@ static bool cpu_heuristics(Scheduler& k, bool gathered) {
       };
       // k elements of a reduce adjacent in memory for each vector lane (a bfloat weight laid out (K/2, N, 2), bytes as
       // (K/4, N, 4)) where the target multiplies and adds such groups in one instruction (DOT2, DOT4): that reduce axis
-      // unrolled whole, so each step loads lanes x k contiguous elements, which the instruction takes as they are
-      if (lanes_r)
+      // unrolled whole, so each step loads lanes x k contiguous elements, which the instruction takes as they are. One
+      // such axis a call (a fused product of two weights has one each), again until none is left: each unroll
+      // rewrites the AST, so the loads are asked for again
+      auto unroll_group = [&]() {
         for (auto& b : loads(k)) {
           Scalar s = b->src[0]->dtype.scalar;
           int64_t g = stride_in(index_of(b), lanes_r);
@@ -374,11 +376,14 @@ static bool cpu_heuristics(Scheduler& k, bool gathered) {
           auto un = k.unrollable_dims();
           for (size_t i = 0; has && i < un.size(); i++)
             if (k.full_shape()[size_t(un[i])] == g && stride_in(index_of(b), k.rngs()[size_t(un[i])]) == 1 &&
-                attempt(Opt{OptOps::UNROLL, int64_t(i), g})) {
-              rngs = k.rngs();
-              break;
-            }
+                attempt(Opt{OptOps::UNROLL, int64_t(i), g}))
+              return true;
         }
+        return false;
+      };
+      while (lanes_r && unroll_group()) {
+      }
+      rngs = k.rngs();
       auto [best, serves] = pick_rows(false);
       if (!serves) best = pick_rows(true).first;
       // 8 rows x 2 vectors: 16 accumulators, 2 vector loads and 8 broadcasts per step, within AVX-512's 32 registers.
