@@ -14,6 +14,7 @@
 
 #include "capi_handles.h"
 #include "rss.h"
+#include "tensor/jit.h"
 #include "tinygrad.h"
 
 namespace {
@@ -640,4 +641,59 @@ TEST(Jit, CallsFromSeveralThreadsAreSerialized) {
   for (auto& t : ts) t.join();
   EXPECT_EQ(bad.load(), 0) << tg_last_error_message();
   EXPECT_EQ(tg_jit_call_count(jit), 200);
+}
+
+// ---- constants (TinyJit::set_constants, what the ONNX runner gives its initializers) ----
+
+namespace {
+tg::Tensor host(const std::vector<float>& v, tg::Shape s) {
+  return tg::Tensor::from_data(v.data(), v.size() * 4, tg::dtypes::float32, s, "CPU").realize();
+}
+std::vector<float> fetch(tg::Tensor t, size_t n) {
+  std::vector<float> out(n);
+  t.to_data(out.data(), n * 4);
+  return out;
+}
+}  // namespace
+
+// A kernel of the constants alone (w transposed into a buffer of its own) runs at the capture, not at the replays; the
+// kernels reading an input, a buffer the caller may change (b) or writing one the caller holds (an assign) replay. The
+// results match the function run directly after b and the inputs change.
+TEST(Jit, KernelsOfConstantsRunOnceAtTheCapture) {
+  constexpr int64_t N = 6, K = 8, M = 5;
+  auto wv = randv(M * K, 11, 1.0f), bv = randv(M, 12, 1.0f);
+  tg::Tensor w = host(wv, {M, K}), b = host(bv, {M}), seen = host(std::vector<float>(M, 0), {M});
+  tg::TinyJit jit([&](const std::vector<tg::Tensor>& xs) {
+    tg::Tensor wt = w.permute({1, 0}).contiguous();  // (K, M): reads w only
+    seen.assign(wt.sum({0}).add(b));                 // writes a buffer the caller holds: replays
+    return std::vector<tg::Tensor>{xs[0].matmul(wt).add(b.mul(b).contiguous())};  // b*b reads b, which may change
+  });
+  jit.set_constants({w});
+  for (int call = 0; call < 5; call++) {
+    auto xv = randv(N * K, 100 + call, 1.0f);
+    if (call == 3) {
+      bv = randv(M, 13, 1.0f);
+      b.assign(host(bv, {M})).realize();
+    }
+    tg::Tensor y = jit({host(xv, {N, K})})[0];
+    if (call >= 2) {
+      EXPECT_EQ(jit.hoisted(), 1u) << "call " << call;
+    }
+    auto got = fetch(y, N * M), s = fetch(seen, M);
+    for (int64_t i = 0; i < N; i++)
+      for (int64_t j = 0; j < M; j++) {
+        double want = double(bv[size_t(j)]) * bv[size_t(j)];
+        for (int64_t k = 0; k < K; k++) want += double(xv[size_t(i * K + k)]) * wv[size_t(j * K + k)];
+        EXPECT_NEAR(got[size_t(i * M + j)], want, 1e-4 * (1 + std::abs(want))) << "call " << call << " at " << i << "," << j;
+      }
+    for (int64_t j = 0; j < M; j++) {
+      double want = bv[size_t(j)];
+      for (int64_t k = 0; k < K; k++) want += wv[size_t(j * K + k)];
+      EXPECT_NEAR(s[size_t(j)], want, 1e-4 * (1 + std::abs(want))) << "call " << call;
+    }
+  }
+  // without constants nothing is hoisted: w may change between calls
+  tg::TinyJit plain([&](const std::vector<tg::Tensor>& xs) { return std::vector<tg::Tensor>{xs[0].matmul(w.permute({1, 0}).contiguous())}; });
+  for (int call = 0; call < 3; call++) plain({host(randv(N * K, 200 + call, 1.0f), {N, K})});
+  EXPECT_EQ(plain.hoisted(), 0u);
 }

@@ -666,6 +666,10 @@ std::vector<Value> Model::run(const std::vector<Value>& in) {
       }
       return outs;
     });
+    // the initializers never change: kernels of them alone (a Winograd conv's weight transform) run at the capture only
+    std::vector<Tensor> weights;
+    for (auto& [p, t] : consts_) weights.push_back(t);
+    jit->set_constants(weights);
   }
   std::vector<Tensor> outs = (*jit)(ts);
   if (data_dependent_) jits_.clear();  // this call's outputs are right (the function ran); later calls run eagerly

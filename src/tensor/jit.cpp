@@ -147,6 +147,47 @@ std::vector<Tensor> TinyJit::call_flat(const std::vector<Tensor>& inputs, const 
   return outs;
 }
 
+void TinyJit::set_constants(const std::vector<Tensor>& constants) {
+  TG_CHECK(!in_own_function(), TG_ERROR_INVALID_ARGUMENT, "jit: constants set from inside its own function");
+  std::lock_guard<std::mutex> lk(mu_);
+  constants_.clear();
+  for (auto& t : constants)
+    if (const UOp* b = whole_buffer(t.uop().get()); b && b->op == Ops::BUFFER && buffer_of(b)) constants_.push_back(buffer_of(b));
+}
+
+// Items whose every input is constant (set_constants, a buffer only the items hold and none writes, or an earlier
+// hoisted item's result) and whose result only the items hold leave the replay: the capture ran them, and their
+// results keep those values (the memory planner leaves a buffer alone whose first use is a read). A kernel with
+// Variables or a host step (a copy, a collective) always stays.
+void TinyJit::hoist_constants(const std::unordered_map<const Buffer*, std::pair<long, long>>& refs,
+                              const std::unordered_map<const Buffer*, size_t>& input_of, const std::unordered_set<const Buffer*>& output_bufs) {
+  hoisted_ = 0;
+  if (getenv_int("TG_JIT_HOIST", 1) == 0) return;
+  std::unordered_map<const Buffer*, int> writes;
+  for (auto& e : items_)
+    for (size_t j = 0; j < e.bufs.size(); j++)
+      if (j == 0 || e.prg->host) writes[e.bufs[j].get()]++;
+  auto is_private = [&](const Buffer* b) {
+    auto [mine, all] = refs.at(b);
+    return mine == all && !input_of.count(b) && !output_bufs.count(b) && !b->base();
+  };
+  std::unordered_set<const Buffer*> constant;
+  for (auto& b : constants_)
+    if (!output_bufs.count(b.get())) constant.insert(b.get());  // one the caller gets back may be written to
+  std::vector<ExecItem> kept;
+  for (auto& e : items_) {
+    const Buffer* out = e.bufs.empty() ? nullptr : e.bufs[0].get();
+    bool hoist = out && !e.prg->host && e.prg->vars.size() == (e.prg->core_var >= 0 ? 1u : 0u) && writes[out] == 1 && is_private(out);
+    for (size_t j = 1; hoist && j < e.bufs.size(); j++) {
+      const Buffer* b = e.bufs[j].get();
+      hoist = b != out && (constant.count(b) || (!writes.count(b) && is_private(b)));
+    }
+    if (hoist) constant.insert(out), hoisted_++;
+    else kept.push_back(std::move(e));
+  }
+  items_ = std::move(kept);
+}
+
 void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap, const Vars& vars) {
   // every Variable a kernel takes must come from an input's dims or the call's variables: a value bound inside the
   // function would be replayed as captured
@@ -189,8 +230,14 @@ void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vecto
   }
   // buffers only the captured items hold (made by this capture) can share memory across the whole function
   std::unordered_map<const Buffer*, std::pair<long, long>> refs;  // references from the items, and in all
-  for (auto& e : items_)
-    for (auto& b : e.bufs) refs[b.get()].first++, refs[b.get()].second = b.use_count();
+  auto count_refs = [&] {
+    refs.clear();
+    for (auto& e : items_)
+      for (auto& b : e.bufs) refs[b.get()].first++, refs[b.get()].second = b.use_count();
+  };
+  count_refs();
+  hoist_constants(refs, input_of, output_bufs);
+  count_refs();
   mem_ = plan_memory(items_, [&](const Buffer* b) {
     auto [mine, all] = refs.at(b);
     return mine == all && !input_of.count(b) && !output_bufs.count(b);
@@ -215,9 +262,9 @@ void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vecto
   for (auto& e : items_)
     if (e.ptrs[0]) written_.insert(e.ptrs[0]);
   if (DEBUG >= 1)
-    std::fprintf(stderr, "jit: captured %zu kernel%s, %zu input%s; %zu intermediate buffers share %.3f MB (of %.3f MB)\n", items_.size(),
-                 items_.size() == 1 ? "" : "s", inputs.size(), inputs.size() == 1 ? "" : "s", mem_.buffers, double(mem_.peak_bytes) * 1e-6,
-                 double(mem_.total_bytes) * 1e-6);
+    std::fprintf(stderr, "jit: captured %zu kernel%s (%zu more ran once: they read constants), %zu input%s; %zu intermediate buffers share %.3f MB (of %.3f MB)\n",
+                 items_.size(), items_.size() == 1 ? "" : "s", hoisted_, inputs.size(), inputs.size() == 1 ? "" : "s", mem_.buffers,
+                 double(mem_.peak_bytes) * 1e-6, double(mem_.total_bytes) * 1e-6);
 }
 
 std::vector<Tensor> TinyJit::replay(const std::vector<Tensor>& inputs, const Vars& vars) {
@@ -339,7 +386,7 @@ void TinyJit::reset() {
   if (in_function()) TG_CHECK(lk.try_lock(), TG_ERROR_INVALID_ARGUMENT, "jit: reset from inside another JIT's function while a call runs");
   else lk.lock();
   cnt_ = 0, items_.clear(), in_specs_.clear(), input_uses_.clear(), outputs_.clear(), input_bufs_.clear(), output_views_input_.clear();
-  out_devices_.clear(), item_dev_.clear(), mem_ = {};
+  out_devices_.clear(), item_dev_.clear(), mem_ = {}, hoisted_ = 0;
   graph_.reset(), graph_tried_ = false;
 }
 

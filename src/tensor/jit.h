@@ -48,6 +48,13 @@ class TinyJit {
   const std::vector<ExecItem>& items() const { return items_; }
   const MemoryPlan& memory() const { return mem_; }
   void reset();  // forget the capture: the next call is a warm-up again
+  // Buffers the owner promises never to change between calls (a loaded model's weights). A captured kernel that reads
+  // only these, buffers no code outside the capture can reach and no kernel writes, and earlier such kernels' results
+  // computes the same values at every call: it runs at the capture and the replays skip it (a Winograd conv's
+  // transformed weights, 0.9 ms of ResNet-18's 23). Its result must be a buffer only the capture holds. Set before the
+  // capture; a tensor that isn't a realized buffer adds nothing.
+  void set_constants(const std::vector<Tensor>& constants);
+  size_t hoisted() const { return hoisted_; }  // kernels the capture ran once instead of at every replay
   // The capture as one dependency-free C file (tensor/export.cpp, docs/export.md): `dir`/NAME.c, NAME.h, NAME_weights.c
   struct ExportOptions {
     std::string dir, name, target = "native";  // target: generic, native, x86-64-v3, x86-64-v4, aarch64, armv7
@@ -80,6 +87,8 @@ class TinyJit {
   std::vector<Tensor> call_flat(const std::vector<Tensor>& inputs, const Vars& vars, const Layout& layout);
   std::vector<Tensor> run_and_realize(const std::vector<Tensor>& inputs, bool capturing, const Layout& layout);
   void finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap, const Vars& vars);
+  void hoist_constants(const std::unordered_map<const Buffer*, std::pair<long, long>>& refs, const std::unordered_map<const Buffer*, size_t>& input_of,
+                       const std::unordered_set<const Buffer*>& output_bufs);
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs, const Vars& vars);
   // a replay's outputs: the captured ones, with views of inputs moved to this call's inputs and Variables rebound
   std::vector<Tensor> outputs_of(const std::vector<Tensor>& inputs, const UOps& in_bufs, const std::unordered_map<std::string, int64_t>& vals);
@@ -101,6 +110,8 @@ class TinyJit {
   bool has_vars_ = false;                     // some input has dims bound to Variables: each replay passes the kernels their values
   std::vector<std::string> call_vars_;        // Variables the kernels take from the call (tg_jit_call_vars), not from an input
   std::unordered_set<const void*> written_;  // the buffers the captured kernels write
+  std::vector<std::shared_ptr<Buffer>> constants_;
+  size_t hoisted_ = 0;
 };
 
 }  // namespace tg
