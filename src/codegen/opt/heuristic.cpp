@@ -74,7 +74,7 @@ static void pack_vector_inputs(Scheduler& k, const UOpRef& lanes_r, bool gathere
     // a stride-2 one too (a strided conv's window: its gathers done once by the copy; ResNet-18's 128-channel stride-2
     // conv 1.07 -> 0.64 ms), and under `gathered` any stride (x @ W.T's rows of W)
     int64_t st = stride_in(ld->src[0]->src[1], lanes_r);
-    if (in_loop && shared && (st == 1 || st == 2 || (gathered && st > 2))) attempt(k, Opt{OptOps::PACK, int64_t(i), 0});
+    if (in_loop && shared && (st == 1 || st == 2 || (gathered && (st > 2 || st < 0)))) attempt(k, Opt{OptOps::PACK, int64_t(i), 0});
   }
 }
 
@@ -251,20 +251,14 @@ static bool cpu_heuristics(Scheduler& k, bool gathered) {
       // gathered, but the register tile below reuses each one for a column of rows
       for (auto& b : loads(s)) {
         int64_t in = stride_in(index_of(b), r);
-        ok &= in == 0 || in == 1 || (reduce && in > 1 && (in <= 4 || gathered));
+        ok &= in == 0 || in == 1 || (reduce && in > 1 && (in <= 4 || gathered)) || (reduce && gathered && in < 0);
       }
       if (ok) return ax;
     }
     return -1;
   };
   int vec_axis = vector_axis(k, lanes);
-  std::vector<UOpRef> long_strided;  // (gathered) the buffers read with a long stride along the vector axis
-  if (gathered) {
-    if (!reduce || vec_axis < 0) return false;
-    for (auto& b : loads(k))
-      if (stride_in(index_of(b), k.rngs()[size_t(vec_axis)]) > 4) long_strided.push_back(b->src[0]);
-    if (long_strided.empty()) return false;
-  }
+  if (gathered && !reduce) return false;
   // a reduce whose contiguous output axis the full width doesn't divide (a 56-wide image): merged with the axis outside
   // it (the image's rows) the width may divide it, and the reduce's inner loop amortizes the per-lane gates that brings
   if (vec_axis < 0 && reduce && lanes > 1)
@@ -311,6 +305,15 @@ static bool cpu_heuristics(Scheduler& k, bool gathered) {
     vec_axis = pad_axis(lanes, [&](int64_t sz, int64_t padded, bool merge) {
       return merge ? padded * 3 <= sz * 4 : reduce_work >= 64 && padded * 100 <= sz * wide;
     });
+  // (gathered) the buffers read with a long stride along the full-width vector axis, or with an index that isn't linear
+  // in it (a strided conv's window over its merged rows)
+  std::vector<UOpRef> long_strided;
+  if (gathered) {
+    if (vec_axis < 0) return false;
+    for (auto& b : loads(k))
+      if (int64_t st = stride_in(index_of(b), k.rngs()[size_t(vec_axis)]); st > 4 || st < 0) long_strided.push_back(b->src[0]);
+    if (long_strided.empty()) return false;
+  }
   if (vec_axis < 0 && lanes >= 4 && (vec_axis = vector_axis(k, lanes / 2)) >= 0) lanes /= 2;
   // still none (a 14- or 7-wide image, a strided window): padded to the full or half width if that adds at most a third
   // to the work, or to one full-width vector if a row fills more than half of it (a 10-wide image in 16 lanes): a
