@@ -188,6 +188,22 @@ Context::~Context() {
   if (n_) ctx_pop(n_);
 }
 
+ContextCopy::ContextCopy() {
+  if (ctx_stack)
+    for (auto& o : *ctx_stack) vals_.emplace_back(o.name, o.value);
+}
+ContextCopy::Scope::Scope(const ContextCopy& c) : n_(0) {
+  try {
+    for (auto& [name, v] : c.vals_) ctx_push({name, v, false}), n_++;
+  } catch (...) {
+    if (n_) ctx_pop(n_);
+    throw;
+  }
+}
+ContextCopy::Scope::~Scope() {
+  if (n_) ctx_pop(n_);
+}
+
 void debug_log(int level, const char* fmt, ...) {
   if (DEBUG.get() < level) return;
   va_list ap;

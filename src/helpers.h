@@ -68,6 +68,26 @@ class Context {
   size_t n_;
 };
 
+// The calling thread's overrides (Context and tg_option_push), to be applied on another thread for work done on this
+// one's behalf (kernels compiled in parallel): a ContextCopy::Scope there makes them that thread's, until it ends.
+class ContextCopy {
+ public:
+  ContextCopy();
+  class Scope {
+   public:
+    explicit Scope(const ContextCopy& c);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    size_t n_;
+  };
+
+ private:
+  std::vector<std::pair<const char*, double>> vals_;
+};
+
 // printf-style logging to stderr when DEBUG >= level
 void debug_log(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 std::string strformat(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -297,3 +297,48 @@ TEST(Threads, CpuThreadCapLimitsALaunch) {
     EXPECT_EQ(distinct_threads(1), 1u);  // the inner cap wins
   }
 }
+
+// A realize's new kernels compile on several threads at once (engine/realize.cpp, compile_ahead); each thread takes
+// the caller's options: under NOOPT=1 (a thread-local push) no kernel gets vectors, without it the elementwise one
+// does, and the values are right either way
+TEST(Threads, KernelsCompiledTogetherKeepTheCallersOptions) {
+  auto xv = randv(64 * 64, 71, 1.0f);
+  for (int noopt : {1, 0}) {
+    SCOPED_TRACE(noopt ? "NOOPT=1" : "default");
+    if (noopt) {
+      ASSERT_EQ(tg_option_push("NOOPT", "1"), TG_OK);
+    }
+    double c = 1.25 + 0.5 * noopt;  // new constants: kernels no earlier realize compiled
+    T x = from(xv, {64, 64});
+    int64_t ax1 = 1, ax0 = 0;
+    T outs[3] = {T(tg_tensor_sum(T(tg_tensor_add_scalar(x, c)), &ax1, 1, 0)), T(tg_tensor_max(T(tg_tensor_mul_scalar(x, c)), &ax0, 1, 0)),
+                 T(tg_tensor_exp(T(tg_tensor_sub_scalar(x, c))))};
+    tg_tensor* ts[3] = {outs[0].p, outs[1].p, outs[2].p};
+    tg_plan* plan = tg_plan_create(ts, 3);
+    ASSERT_NE(plan, nullptr) << tg_last_error_message();
+    bool vectors = false;
+    for (size_t i = 0; i < tg_plan_kernel_count(plan); i++) {
+      tg_kernel_info k{};
+      k.struct_size = sizeof k;
+      ASSERT_EQ(tg_plan_kernel(plan, i, &k), TG_OK);
+      vectors |= std::string(k.source).find(" x float>") != std::string::npos;
+    }
+    EXPECT_EQ(vectors, !noopt);
+    ASSERT_EQ(tg_plan_run(plan), TG_OK) << tg_last_error_message();
+    tg_plan_release(plan);
+    std::vector<float> s(64), m(64), e(64 * 64);
+    ASSERT_EQ(tg_tensor_to_data(outs[0], s.data(), s.size() * 4), TG_OK);
+    ASSERT_EQ(tg_tensor_to_data(outs[1], m.data(), m.size() * 4), TG_OK);
+    ASSERT_EQ(tg_tensor_to_data(outs[2], e.data(), e.size() * 4), TG_OK);
+    for (int i = 0; i < 64; i++) {
+      double rs = 0, rm = -1e30;
+      for (int j = 0; j < 64; j++) rs += xv[size_t(i * 64 + j)] + c, rm = std::max(rm, double(xv[size_t(j * 64 + i)]) * c);
+      EXPECT_NEAR(s[size_t(i)], rs, 1e-3 * (1 + std::fabs(rs)));
+      EXPECT_FLOAT_EQ(m[size_t(i)], float(rm));
+    }
+    for (size_t i = 0; i < e.size(); i++) EXPECT_NEAR(e[i], std::exp(double(xv[i]) - c), 1e-5 * std::exp(double(xv[i]) - c));
+    if (noopt) {
+      ASSERT_EQ(tg_option_pop(), TG_OK);
+    }
+  }
+}

@@ -1,12 +1,15 @@
 #include "engine/realize.h"
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
+#include <thread>
 #include <unordered_set>
 
 #include "codegen/opt/beam.h"
 #include "renderer/renderer.h"
 #include "runtime/mpi.h"
+#include "runtime/threadpool.h"
 #include "schedule/schedule.h"
 #include "schedule/graph.h"
 #include "uop/viz.h"
@@ -179,8 +182,13 @@ struct ProgramKey {
 struct ProgramKeyHash {
   size_t operator()(const ProgramKey& k) const { return hash_combine(hash_combine(UOpHash()(k.ast), std::hash<std::string>()(k.device)), size_t(k.beam)); }
 };
+using ProgramCache = LruCache<ProgramKey, std::shared_ptr<const CompiledRunner>, ProgramKeyHash>;
+static ProgramCache& program_cache() {
+  static auto* cache = new ProgramCache(size_t(getenv_int("TG_PROGRAM_CACHE", 4096)));
+  return *cache;
+}
 static std::shared_ptr<const CompiledRunner> compile_item(const ScheduleItem& k, Device& dev) {
-  static auto* cache = new LruCache<ProgramKey, std::shared_ptr<const CompiledRunner>, ProgramKeyHash>(size_t(getenv_int("TG_PROGRAM_CACHE", 4096)));
+  auto* cache = &program_cache();
   ProgramKey key{k.ast, dev.name(), BEAM >= 1 ? int(BEAM) : 0};
   if (auto p = cache->get(key)) return *p;
   std::vector<Opt> opts;
@@ -192,6 +200,44 @@ static std::shared_ptr<const CompiledRunner> compile_item(const ScheduleItem& k,
   auto prg = compile_program(k.ast, k.name, dev, key.beam ? &opts : nullptr);
   prg->viz_id = rec.commit(dev.name());
   return cache->put(key, std::move(prg));
+}
+
+// The schedule's kernels not compiled yet, compiled on several threads at once before the items are made: LLVM's code
+// generation is most of a cold start (ResNet-18's 40 kernels). The cores this process may use (TG_COMPILE_THREADS
+// caps them; 1 compiles in order, as a kernel is reached), each thread under the caller's Context. A kernel that fails
+// here is compiled again in order, where its error reaches the caller. Not for BEAM (it times its candidates), VIZ
+// (it records on the calling thread) or DEBUG >= 3 (it prints each kernel as it compiles), and only on the CPUs.
+static void compile_ahead(const std::vector<std::shared_ptr<ScheduleItem>>& kernels, Device& dev) {
+  static const int64_t cap = getenv_int("TG_COMPILE_THREADS", 0);
+  if (BEAM >= 1 || viz::on() || DEBUG >= 3 || kernels.size() < 2 || dev.name().rfind("CPU", 0) != 0) return;
+  int64_t threads = std::min<int64_t>(cpu_cores(), cap > 0 ? cap : 64);
+  if (threads < 2) return;
+  std::vector<const ScheduleItem*> todo;
+  std::unordered_set<const UOp*> seen;
+  for (auto& k : kernels)
+    if (seen.insert(k->ast.get()).second && !program_cache().get(ProgramKey{k->ast, dev.name(), 0})) todo.push_back(k.get());
+  if (todo.size() < 2) return;
+  ContextCopy ctx;
+  std::atomic<size_t> next{0};
+  auto work = [&]() noexcept {
+    try {
+      ContextCopy::Scope scope(ctx);
+      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+        try {
+          compile_item(*todo[i], dev);
+        } catch (...) {  // compiled again, in order, by the caller
+        }
+      }
+    } catch (...) {
+    }
+  };
+  std::vector<std::thread> pool;
+  try {
+    for (int64_t t = 1; t < std::min<int64_t>(threads, int64_t(todo.size())); t++) pool.emplace_back(work);
+  } catch (...) {  // no thread to be had (a process limit): fewer helpers, or none
+  }
+  work();
+  for (auto& t : pool) t.join();
 }
 
 Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& device) {
@@ -231,6 +277,7 @@ Lowered lower_realize(const std::vector<UOpRef>& roots, const std::string& devic
     else l.outputs.push_back(rebind(o->substitute(from_param), roots[r], l.var_vals));
   }
   from_param.clear();
+  compile_ahead(sched->kernels, dev);
   for (auto& ki : sched->kernels) {
     ExecItem e{compile_item(*ki, dev), {}, {}, -1, {}};
     for (int s : ki->slots) e.bufs.push_back(bufs[size_t(s)]);

@@ -18,14 +18,20 @@
 
 namespace tg {
 
-int num_cpu_threads() {
+int cpu_cores() {
   static const int n = [] {
     cpu_set_t set;
     int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : int(std::thread::hardware_concurrency());
-    int64_t env = getenv_int("NUM_CPU_THREADS", 0);
     // ranks of an MPI job on one machine (mpirun sets the count) share its cores rather than each taking all
     int64_t local = std::clamp<int64_t>(std::atoll(getenv_str("OMPI_COMM_WORLD_LOCAL_SIZE", "1").c_str()), 1, 1024);
-    return int(std::clamp<int64_t>(env > 0 ? env : std::max<int64_t>(cores / local, 1), 1, 1024));
+    return int(std::clamp<int64_t>(cores / local, 1, 1024));
+  }();
+  return n;
+}
+int num_cpu_threads() {
+  static const int n = [] {
+    int64_t env = getenv_int("NUM_CPU_THREADS", 0);
+    return int(std::clamp<int64_t>(env > 0 ? env : cpu_cores(), 1, 1024));
   }();
   return n;
 }

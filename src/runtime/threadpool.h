@@ -6,7 +6,9 @@
 #include "runtime/device.h"
 
 namespace tg {
-// $NUM_CPU_THREADS, or the cores this process may run on (shared out among the ranks of an MPI job on this machine)
+// the cores this process may run on (shared out among the ranks of an MPI job on this machine)
+int cpu_cores();
+// $NUM_CPU_THREADS, or cpu_cores()
 int num_cpu_threads();
 // Calls entry(bufs, vars) once for each core id in [0, threads), with vars[core_var] set to it; returns when all are
 // done. The calling thread takes part. threads <= 1 is a plain call.
