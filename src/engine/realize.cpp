@@ -217,8 +217,21 @@ static void compile_ahead(const std::vector<std::shared_ptr<ScheduleItem>>& kern
   for (auto& k : kernels)
     if (seen.insert(k->ast.get()).second && !program_cache().get(ProgramKey{k->ast, dev.name(), 0})) todo.push_back(k.get());
   if (todo.size() < 2) return;
+  // the process's first compile on the calling thread: LLVM registers its passes and targets once (call_once), and an
+  // exception out of that (memory running out) on another thread went through glibc's pthread_once, whose unwinding
+  // then needed to load libgcc_s, and aborted the process
+  static std::atomic<bool> warm{false};
+  size_t first = 0;
+  if (!warm.load()) {
+    try {
+      compile_item(*todo[0], dev);
+    } catch (...) {
+      return;  // compiled again in order, by the caller
+    }
+    warm = true, first = 1;
+  }
   ContextCopy ctx;
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{first};
   auto work = [&]() noexcept {
     try {
       ContextCopy::Scope scope(ctx);
@@ -233,7 +246,7 @@ static void compile_ahead(const std::vector<std::shared_ptr<ScheduleItem>>& kern
   };
   std::vector<std::thread> pool;
   try {
-    for (int64_t t = 1; t < std::min<int64_t>(threads, int64_t(todo.size())); t++) pool.emplace_back(work);
+    for (int64_t t = 1; t < std::min<int64_t>(threads, int64_t(todo.size() - first)); t++) pool.emplace_back(work);
   } catch (...) {  // no thread to be had (a process limit): fewer helpers, or none
   }
   work();

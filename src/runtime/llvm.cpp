@@ -103,10 +103,12 @@ struct Jit {
   std::mutex mu;
   llvm::orc::LLJIT* jit = nullptr;  // never destroyed: kernels may run during static destruction, or after an abandon
   uint64_t dylibs = 0;
+  std::string session_error;  // what the session reported during the current load (under mu): a failed mapping says why here
   void start() {
     auto j = llvm::orc::LLJITBuilder().create();
     TG_CHECK(j, TG_ERROR_COMPILE, "can't start the LLVM JIT: " + llvm::toString(j.takeError()));
     jit = j->release();
+    jit->getExecutionSession().setErrorReporter([this](llvm::Error e) { session_error += (session_error.empty() ? "" : "; ") + llvm::toString(std::move(e)); });
     char prefix = jit->getDataLayout().getGlobalPrefix();
     auto& main = jit->getMainJITDylib();
     // libm by name as well: a process that loaded us with RTLD_LOCAL (Python's ctypes) may not have it in its global scope
@@ -123,6 +125,7 @@ struct Jit {
     InLLVM in;
     try {
       if (!jit) start();
+      session_error.clear();
       auto jd = jit->createJITDylib(name + "#" + std::to_string(dylibs++));
       if (!jd) return llvm::toString(jd.takeError());
       llvm::Error err = jit->addObjectFile(*jd, std::move(obj));
@@ -135,6 +138,7 @@ struct Jit {
         err = sym.takeError();
       }
       std::string why = llvm::toString(std::move(err));
+      if (!session_error.empty()) why += " (" + session_error + ")";
       llvm::consumeError(jit->getExecutionSession().removeJITDylib(*jd));
       return why;
     } catch (...) {
@@ -179,7 +183,9 @@ class LLVMCompiler : public Compiler {
   std::shared_ptr<Program> load(const std::string& name, const std::string& bin) override {
     auto p = std::make_shared<CPUProgram>();
     std::string why = jit().load(name, llvm::MemoryBuffer::getMemBufferCopy(bin, name), p->entry);
-    TG_CHECK(why.empty(), TG_ERROR_COMPILE, "loading kernel " + name + " into the LLVM JIT failed: " + why);
+    // the JIT's memory mapper failing to map the code (an address-space limit) is memory running out, not a bad kernel
+    bool oom = why.find("Cannot allocate memory") != std::string::npos;
+    TG_CHECK(why.empty(), oom ? TG_ERROR_OUT_OF_MEMORY : TG_ERROR_COMPILE, "loading kernel " + name + " into the LLVM JIT failed: " + why);
     return p;
   }
   // IR text -> verified module -> kPasses (O2 for a scalar kernel) -> object file bytes for this CPU
