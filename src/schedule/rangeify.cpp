@@ -835,8 +835,27 @@ static std::shared_ptr<Schedule> schedule_once(const UOpRef& sink, const std::ve
   // output read through the next conv's windows, and again by its ReLU's backward): one buffer, which every kernel
   // loads. A value stored once and recomputed elsewhere in another order may differ in its last bit, and max-pool's
   // backward compares them for equality
+  std::vector<const UOp*> found;
   for (auto& [r, ks] : sb.inlined_in)
-    if ((ks.size() > 1 && prod(r->src[0]->shape()) >= kRecompute) || sb.slot_of.count(r)) more.push_back(r);
+    if ((ks.size() > 1 && prod(r->src[0]->shape()) >= kRecompute) || sb.slot_of.count(r)) found.push_back(r);
+  // the outermost first: a reduce inside another one that gets a buffer is computed by that kernel alone (a quantized
+  // matmul's per-block sums, in a matmul whose output two kernels read); if still shared, the next try says. Inside
+  // means reached from it within one kernel, not across a buffer of this schedule: a chain of residual blocks (each
+  // block's output stored for the next conv and computed again in the residual add) is then found in one try, where
+  // walking the whole graph took a try per block and stopped after 8 (MobileNetV2 recomputed its later blocks)
+  std::unordered_set<const UOp*> inside;
+  for (const UOp* r : found) {
+    std::vector<const UOp*> stack;
+    for (auto& x : r->src) stack.push_back(x.get());
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (sb.slot_of.count(u) || !inside.insert(u).second) continue;
+      for (auto& x : u->src) stack.push_back(x.get());
+    }
+  }
+  for (const UOp* r : found)
+    if (!inside.count(r)) more.push_back(r);
   return sb.order_kernels() ? s : nullptr;
 }
 
@@ -852,13 +871,7 @@ std::shared_ptr<const Schedule> create_schedule(const UOpRef& sink_in, const Inp
     std::vector<const UOp*> more;
     auto s = schedule_once(sink, inputs, split_assigns, shared, more);
     if (!more.empty() && tries < 8) {
-      // the outermost first: a reduce inside another one that gets a buffer is computed by that kernel alone (a
-      // quantized matmul's per-block sums, in a matmul whose output two kernels read); if still shared, the next try says
-      std::unordered_set<const UOp*> inside;
-      for (const UOp* r : more)
-        for (auto& u : r->src[0]->toposort()) inside.insert(u.get());
-      for (const UOp* r : more)
-        if (!inside.count(r)) shared.insert(r);
+      shared.insert(more.begin(), more.end());
       continue;
     }
     if (s) return s;
