@@ -338,3 +338,47 @@ TEST(KernelCount, MlpForwardBackwardAtMostThirteen) {
 }
 
 }  // namespace
+
+namespace {
+// A chain of residual blocks as MobileNetV2's: each block's output is realized for the next block's product (a conv's
+// input) and added again after it (the residual). Every product is computed once: a reduce computed inline by two
+// kernels gets its own buffer, and the scheduler finds all of them at once, not one block per try (it used to stop
+// after 8 and compute the later blocks' products twice). The ops counter is the check: recomputed products add to it.
+TEST(KernelCount, ResidualChainComputesEachProductOnce) {
+  constexpr int64_t C = 32, P = 256, Blocks = 16;
+  Tensor x = tf(randf(size_t(C * P), 91), {C, P}).realize();
+  std::vector<Tensor> ws, vs;
+  for (int64_t i = 0; i < Blocks; i++) {
+    ws.push_back(tf(randf(size_t(C * C), uint64_t(100 + i), -0.2f, 0.2f), {C, C}).realize());
+    vs.push_back(tf(randf(size_t(C * C), uint64_t(200 + i), -0.2f, 0.2f), {C, C}).realize());
+  }
+  Tensor y = x;
+  for (int64_t i = 0; i < Blocks; i++) y = y.add(vs[size_t(i)].matmul(ws[size_t(i)].matmul(y.contiguous()).relu().contiguous()));
+  tg_counters_reset();
+  y.realize();
+  double products = double(2 * Blocks) * 2.0 * C * C * P;
+  EXPECT_LT(double(counters().global_ops), 1.05 * products) << "products " << products;
+  // the values, against float64 on the host
+  std::vector<double> h(x.numel());
+  auto xv = read(x);
+  for (size_t i = 0; i < h.size(); i++) h[i] = xv[i];
+  for (int64_t b = 0; b < Blocks; b++) {
+    auto wv = read(ws[size_t(b)]), vv = read(vs[size_t(b)]);
+    std::vector<double> t(size_t(C * P)), u(size_t(C * P));
+    for (int64_t r = 0; r < C; r++)
+      for (int64_t c = 0; c < P; c++) {
+        double s = 0;
+        for (int64_t k = 0; k < C; k++) s += double(wv[size_t(r * C + k)]) * h[size_t(k * P + c)];
+        t[size_t(r * P + c)] = std::max(s, 0.0);
+      }
+    for (int64_t r = 0; r < C; r++)
+      for (int64_t c = 0; c < P; c++) {
+        double s = 0;
+        for (int64_t k = 0; k < C; k++) s += double(vv[size_t(r * C + k)]) * t[size_t(k * P + c)];
+        u[size_t(r * P + c)] = h[size_t(r * P + c)] + s;
+      }
+    h = u;
+  }
+  expect_near_all(read(y), h, 1e-4, 1e-4);
+}
+}  // namespace
