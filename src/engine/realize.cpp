@@ -203,7 +203,7 @@ static std::shared_ptr<const CompiledRunner> compile_item(const ScheduleItem& k,
 }
 
 // The schedule's kernels not compiled yet, compiled on several threads at once before the items are made: LLVM's code
-// generation is most of a cold start (ResNet-18's 40 kernels). The cores this process may use (TG_COMPILE_THREADS
+// generation is most of a cold start (ResNet-18's 32 kernels). The cores this process may use (TG_COMPILE_THREADS
 // caps them; 1 compiles in order, as a kernel is reached), each thread under the caller's Context. A kernel that fails
 // here is compiled again in order, where its error reaches the caller. Not for BEAM (it times its candidates), VIZ
 // (it records on the calling thread) or DEBUG >= 3 (it prints each kernel as it compiles), and only on the CPUs.

@@ -108,7 +108,8 @@ struct Jit {
     auto j = llvm::orc::LLJITBuilder().create();
     TG_CHECK(j, TG_ERROR_COMPILE, "can't start the LLVM JIT: " + llvm::toString(j.takeError()));
     jit = j->release();
-    jit->getExecutionSession().setErrorReporter([this](llvm::Error e) { session_error += (session_error.empty() ? "" : "; ") + llvm::toString(std::move(e)); });
+    jit->getExecutionSession().setErrorReporter(
+        [this](llvm::Error e) { session_error += (session_error.empty() ? "" : "; ") + llvm::toString(std::move(e)); });
     char prefix = jit->getDataLayout().getGlobalPrefix();
     auto& main = jit->getMainJITDylib();
     // libm by name as well: a process that loaded us with RTLD_LOCAL (Python's ctypes) may not have it in its global scope

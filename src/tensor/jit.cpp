@@ -262,7 +262,9 @@ void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vecto
   for (auto& e : items_)
     if (e.ptrs[0]) written_.insert(e.ptrs[0]);
   if (DEBUG >= 1)
-    std::fprintf(stderr, "jit: captured %zu kernel%s (%zu more ran once: they read constants), %zu input%s; %zu intermediate buffers share %.3f MB (of %.3f MB)\n",
+    std::fprintf(stderr,
+                 "jit: captured %zu kernel%s (%zu more ran once: they read constants), %zu input%s; %zu intermediate buffers share %.3f MB "
+                 "(of %.3f MB)\n",
                  items_.size(), items_.size() == 1 ? "" : "s", hoisted_, inputs.size(), inputs.size() == 1 ? "" : "s", mem_.buffers,
                  double(mem_.peak_bytes) * 1e-6, double(mem_.total_bytes) * 1e-6);
 }

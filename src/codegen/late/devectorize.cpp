@@ -122,7 +122,8 @@ struct Devec {
     for (size_t i = 0; i < acc.size();) {
       int64_t s = i + 1 < acc.size() ? acc[i + 1].off - acc[i].off : 0;
       size_t j = i + 1;
-      while (j < acc.size() && acc[j].buf == acc[i].buf && acc[j].root == acc[i].root && acc[j].off - acc[j - 1].off == s && acc[j].valid == acc[i].valid)
+      while (j < acc.size() && acc[j].buf == acc[i].buf && acc[j].root == acc[i].root && acc[j].off - acc[j - 1].off == s &&
+             acc[j].valid == acc[i].valid)
         j++;
       if (s < 2 || s > 4 || j - i < 4) {
         i++;
