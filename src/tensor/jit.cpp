@@ -159,18 +159,14 @@ void TinyJit::set_constants(const std::vector<Tensor>& constants) {
 // hoisted item's result) and whose result only the items hold leave the replay: the capture ran them, and their
 // results keep those values (the memory planner leaves a buffer alone whose first use is a read). A kernel with
 // Variables or a host step (a copy, a collective) always stays.
-void TinyJit::hoist_constants(const std::unordered_map<const Buffer*, std::pair<long, long>>& refs,
-                              const std::unordered_map<const Buffer*, size_t>& input_of, const std::unordered_set<const Buffer*>& output_bufs) {
+void TinyJit::hoist_constants(const std::function<bool(const Buffer*)>& only_items, const std::unordered_set<const Buffer*>& output_bufs) {
   hoisted_ = 0;
   if (getenv_int("TG_JIT_HOIST", 1) == 0) return;
   std::unordered_map<const Buffer*, int> writes;
   for (auto& e : items_)
     for (size_t j = 0; j < e.bufs.size(); j++)
       if (j == 0 || e.prg->host) writes[e.bufs[j].get()]++;
-  auto is_private = [&](const Buffer* b) {
-    auto [mine, all] = refs.at(b);
-    return mine == all && !input_of.count(b) && !output_bufs.count(b) && !b->base();
-  };
+  auto is_private = [&](const Buffer* b) { return only_items(b) && !b->base(); };
   std::unordered_set<const Buffer*> constant;
   for (auto& b : constants_)
     if (!output_bufs.count(b.get())) constant.insert(b.get());  // one the caller gets back may be written to
@@ -235,13 +231,14 @@ void TinyJit::finish_capture(const std::vector<Tensor>& inputs, const std::vecto
     for (auto& e : items_)
       for (auto& b : e.bufs) refs[b.get()].first++, refs[b.get()].second = b.use_count();
   };
-  count_refs();
-  hoist_constants(refs, input_of, output_bufs);
-  count_refs();
-  mem_ = plan_memory(items_, [&](const Buffer* b) {
+  auto only_items = [&](const Buffer* b) {
     auto [mine, all] = refs.at(b);
     return mine == all && !input_of.count(b) && !output_bufs.count(b);
-  });
+  };
+  count_refs();
+  hoist_constants(only_items, output_bufs);
+  count_refs();  // the hoisted items' references are gone
+  mem_ = plan_memory(items_, only_items);
   item_dev_.clear();
   for (size_t i = 0; i < items_.size(); i++) {
     ExecItem& e = items_[i];

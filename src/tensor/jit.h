@@ -87,8 +87,8 @@ class TinyJit {
   std::vector<Tensor> call_flat(const std::vector<Tensor>& inputs, const Vars& vars, const Layout& layout);
   std::vector<Tensor> run_and_realize(const std::vector<Tensor>& inputs, bool capturing, const Layout& layout);
   void finish_capture(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs, CaptureScope& cap, const Vars& vars);
-  void hoist_constants(const std::unordered_map<const Buffer*, std::pair<long, long>>& refs,
-                       const std::unordered_map<const Buffer*, size_t>& input_of, const std::unordered_set<const Buffer*>& output_bufs);
+  // only_items: whether no one but the captured items holds a buffer (and it is neither an input nor behind an output)
+  void hoist_constants(const std::function<bool(const Buffer*)>& only_items, const std::unordered_set<const Buffer*>& output_bufs);
   std::vector<Tensor> replay(const std::vector<Tensor>& inputs, const Vars& vars);
   // a replay's outputs: the captured ones, with views of inputs moved to this call's inputs and Variables rebound
   std::vector<Tensor> outputs_of(const std::vector<Tensor>& inputs, const UOps& in_bufs, const std::unordered_map<std::string, int64_t>& vals);

@@ -131,16 +131,17 @@ struct Devec {
       }
       for (int64_t base = acc[i].off; base <= acc[j - 1].off; base += w) {
         std::vector<Access> chunk;
+        std::vector<const Access*> hit(size_t(w), nullptr);  // the lane's access at each element of the chunk, or none
         for (int64_t p = 0; p < w; p++) {
-          int64_t off = base + p, k = (off - acc[i].off) / s;
-          bool hit = (off - acc[i].off) % s == 0 && off <= acc[j - 1].off;
-          UOpRef gate = hit ? (acc[i + size_t(k)].valid ? acc[i + size_t(k)].valid : UOp::const_(dtypes::bool_, 1)) : UOp::const_(dtypes::bool_, 0);
+          int64_t off = base + p;
+          if ((off - acc[i].off) % s == 0 && off <= acc[j - 1].off) hit[size_t(p)] = &acc[i + size_t((off - acc[i].off) / s)];
+          const Access* a = hit[size_t(p)];
+          UOpRef gate = a ? (a->valid ? a->valid : UOp::const_(dtypes::bool_, 1)) : UOp::const_(dtypes::bool_, 0);
           chunk.push_back({acc[i].buf, acc[i].root, gate, off, 0});
         }
         UOpRef ld = emit(chunk, index_at(chunk));
         for (int64_t p = 0; p < w; p++)
-          if (int64_t off = base + p; (off - acc[i].off) % s == 0 && off <= acc[j - 1].off)
-            lanes[acc[i + size_t((off - acc[i].off) / s)].lane] = lane_of(ld, p);
+          if (hit[size_t(p)]) lanes[hit[size_t(p)]->lane] = lane_of(ld, p);
       }
       i = j;
     }
