@@ -148,10 +148,10 @@ bool Tensor::use_winograd(const Tensor& w, int64_t groups, const Shape& stride, 
   if (WINO == 1) return true;
   if (BEAM >= 1) return winograd_faster(w, groups, stride, dilation, padding);
   // The direct conv runs near the CPU's peak for few channels or small images, where the transforms' memory traffic and
-  // the tiles' padding cost more than the products saved. Measured on 2-d float32 convs (2 threads, AVX-512): 128
-  // channels at 56x56 3.2x faster, 256 at 28x28 1.7x, 128 at 28x28 1.7x, 96 at 28x28 1.4x; 64 channels at any size,
-  // 128 at 14x14, 256 at 14x14 and 512 at 7x7 slower (0.25-0.8x).
-  if (n != 2 || dtype() != dtypes::float32 || w.dtype() != dtypes::float32 || w.shape()[1] < 96 || w.shape()[0] / groups < 96) return false;
+  // the tiles' padding cost more than the products saved. Measured on 2-d float32 convs (AVX-512, 1 and 2 threads): 128
+  // channels at 28x28 2.6-3.3x faster, 96 at 28x28 1.9-2.7x, 64 at 56x56 1.15-1.3x, 64 at 28x28 1.05-1.15x; 32
+  // channels, 64 at 14x14 and 256 at 14x14 as fast or slower, 512 at 7x7 6x slower (two tiles a row: a thin matmul).
+  if (n != 2 || dtype() != dtypes::float32 || w.dtype() != dtypes::float32 || w.shape()[1] < 64 || w.shape()[0] / groups < 64) return false;
   for (size_t j = 0; j < n; j++)
     if (shape()[2 + j] + padding[j].first + padding[j].second - 2 < 24) return false;
   return true;
@@ -226,8 +226,10 @@ Tensor Tensor::conv_winograd(const Tensor& w, int64_t groups, const PadPairs& pa
   perm.push_back(1), perm.push_back(0);
   for (size_t j = 0; j < n; j++) perm.push_back(int64_t(2 + j));
   int64_t cols = cin_ * bs * ntiles;
-  // (6^n, cin_ * bs * tiles): Bt d B of every tile, its channels and batch along the columns
-  Tensor v = wino_matrix(kWinoBt, n, dtype(), device()).matmul(d.permute(perm).reshape({t6, cols}).contiguous()).contiguous();
+  // (6^n, cin_ * bs * tiles): Bt d B of every tile, its channels and batch along the columns. The tiles are copied in
+  // their own shape, then merged: copied as (6^n, cols) each load's index was a div/mod of the merged column, a scalar
+  // gather (64 channels at 56x56: 332 -> 85 us)
+  Tensor v = wino_matrix(kWinoBt, n, dtype(), device()).matmul(d.permute(perm).contiguous().reshape({t6, cols})).contiguous();
   // (6^n, cout * cin): G g Gt of every kernel
   std::vector<int64_t> wperm;
   for (size_t j = 0; j < n; j++) wperm.push_back(int64_t(2 + j));

@@ -65,8 +65,11 @@ def test_which_convolutions_take_winograd():
     assert kernels(x, Tensor(rnd(8, 8, 5, 5)), padding=2) == 1  # 5x5: direct
   with Context(WINO=0):
     assert kernels(x, w, padding=1) == 1
-  # unset: only where it pays (float32 2-d, >= 96 channels in and out, output >= 24 wide), see docs/nn.md
+  # unset: only where it pays (float32 2-d, >= 64 channels in and out, output >= 24 wide), see docs/nn.md
   assert kernels(x, w, padding=1) == 1
+  assert kernels(Tensor(rnd(1, 64, 24, 24)), Tensor(rnd(64, 64, 3, 3) * 0.05), padding=1) == 7
+  assert kernels(Tensor(rnd(1, 48, 24, 24)), Tensor(rnd(48, 48, 3, 3) * 0.05), padding=1) == 1
+  assert kernels(Tensor(rnd(1, 64, 22, 22)), Tensor(rnd(64, 64, 3, 3) * 0.05), padding=1) == 1
   big, wbig = Tensor(rnd(1, 128, 28, 28)), Tensor(rnd(128, 128, 3, 3) * 0.05)
   assert kernels(big, wbig, padding=1) == 7
   assert kernels(Tensor(rnd(1, 128, 14, 14)), wbig, padding=1) == 1
