@@ -157,13 +157,18 @@ Jit& jit() {
 
 // The passes a vectorized kernel gets before code generation. The renderer's IR is already upcast, vectorized and
 // ordered, and most of O2's time went to re-deriving that (rounds of instcombine, GVN, LICM, SLP, the inliner); what
-// kernels measurably gain from is kept: SROA (accumulators into registers), CSE, instcombine, CFG cleanup, and the loop
-// unroller (the int8 matmuls of LLM prefill, 5% faster with it). A kernel the renderer left scalar (a gather, a copy
-// with a gate per element) gets O2, whose loop vectorizer still finds work there (MobileNetV2's phase-split copy: 0.45
-// ms with this list, 0.3 with O2).
+// kernels measurably gain from is kept: SROA (accumulators into registers), CSE, instcombine and CFG cleanup. The loop
+// unroller (the int8 matmuls of LLM prefill, 5% faster with it) runs on small kernels only: a big unrolled body gives it
+// nothing to unroll, and the loop passes' scalar-evolution analyses (rotation, the unroller, and induction-variable
+// canonicalization, now dropped) took a fifth of a cold ResNet-18's time to its first output (435 -> 354 ms without
+// them; its replays, LLM decode and prefill measured the same). A kernel the renderer left scalar (a gather, a copy with
+// a gate per element) gets O2, whose loop vectorizer still finds work there (MobileNetV2's phase-split copy: 0.45 ms
+// with this list, 0.3 with O2).
 constexpr const char* kPasses =
-    "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop(loop-rotate,indvars),loop-unroll<O2>,"
+    "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop(loop-rotate),loop-unroll<O2>,"
     "instcombine<no-verify-fixpoint>,simplifycfg)";
+constexpr const char* kPassesBig = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
+constexpr size_t kBigIR = 16384;  // bytes of IR text
 // whether LLVM IR text uses a vector type (<4 x float>)
 bool has_vectors(const std::string& ir) {
   for (size_t at = ir.find('<'); at != std::string::npos; at = ir.find('<', at + 1)) {
@@ -177,7 +182,8 @@ bool has_vectors(const std::string& ir) {
 class LLVMCompiler : public Compiler {
  public:
   LLVMCompiler()
-      : Compiler("llvm " LLVM_VERSION_STRING " " + std::string(kPasses) + ", scalar O2 " + host().triple + " " + host().cpu + " " +
+      : Compiler("llvm " LLVM_VERSION_STRING " " + std::string(kPasses) + ", from " + std::to_string(kBigIR) + " B " + kPassesBig +
+                 ", scalar O2 " + host().triple + " " + host().cpu + " " +
                  host().features) {}
 
  protected:
@@ -230,7 +236,8 @@ class LLVMCompiler : public Compiler {
         w->pb->crossRegisterProxies(w->lam, w->fam, w->cgam, w->mam);
         llvm::ModulePassManager mpm;
         if (!has_vectors(src)) mpm = w->pb->buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
-        else if (auto err = w->pb->parsePassPipeline(mpm, kPasses)) why = "the pass pipeline: " + llvm::toString(std::move(err)), bad = true;
+        else if (auto err = w->pb->parsePassPipeline(mpm, src.size() < kBigIR ? kPasses : kPassesBig))
+          why = "the pass pipeline: " + llvm::toString(std::move(err)), bad = true;
         if (!bad) {
           mpm.run(*w->mod, w->mam);
           if (w->tm->addPassesToEmitFile(w->pm, w->out, nullptr, llvm::CodeGenFileType::ObjectFile))
