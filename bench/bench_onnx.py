@@ -2,8 +2,10 @@
 heads, 128 tokens) exported from PyTorch with random weights, batch 1, run by the library (tinygrad_c's OnnxRunner: a
 captured JIT replayed) and by ONNX Runtime (onnxruntime-node, graph optimizations on, sequential) at 1 and 2 threads,
 each side in a process of its own. Value: median latency in ms of RUNS runs after warm-up; ratio = ONNX Runtime's time /
-ours (higher is better for us). `onnx load resnet18`: ms from the file to the first output, ours with an empty kernel
-cache against ORT's session creation and first run; `... warm`: ours again with the kernels cached.
+ours (higher is better for us). `beam2 onnx ...`: ours again with BEAM=2 (searched in a fresh kernel cache, then
+timed; TG_BENCH_ONNX_BEAM sets the width, 0 skips these rows), against the same ONNX Runtime times. `onnx load
+resnet18`: ms from the file to the first output, ours with an empty kernel cache against ORT's session creation and
+first run; `... warm`: ours again with the kernels cached.
 usage: bench_onnx.py results.json   (rows replace those of the same name)"""
 import os
 import statistics
@@ -16,6 +18,7 @@ import merge_rows  # bench/, this script's directory
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 RUNS = int(os.environ.get("TG_BENCH_ONNX_RUNS", "20"))
+BEAM = int(os.environ.get("TG_BENCH_ONNX_BEAM", "2"))
 
 
 def models(d):
@@ -34,7 +37,7 @@ def models(d):
   return out
 
 
-def ours(path, feeds_file, threads, cache):
+def ours(path, feeds_file, threads, cache, beam=0):
   """(median ms, ms to the first output) of the library in a process with `threads` cores and kernel cache `cache`."""
   code = f"""
 import sys, time, statistics, numpy as np
@@ -52,7 +55,7 @@ for _ in range({RUNS}):
   s = time.perf_counter(); outs = r(feeds); [t.realize() for t in outs.values()]; ts.append((time.perf_counter() - s) * 1e3)
 print(statistics.median(ts), first)
 """
-  env = dict(os.environ, NUM_CPU_THREADS=str(threads), XDG_CACHE_HOME=cache)
+  env = dict(os.environ, NUM_CPU_THREADS=str(threads), XDG_CACHE_HOME=cache, BEAM=str(beam))
   r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=1800)
   if r.returncode != 0: raise RuntimeError(r.stderr[-2000:])
   med, first = map(float, r.stdout.split())
@@ -79,6 +82,10 @@ def main(out_path):
         _, times, load = ort_ref.run(path, feeds, threads=threads, runs=RUNS, warmup=3)
         rows.append(row(f"onnx {name} {threads}t", med, "ms", statistics.median(times)))
         print(f"onnx {name} {threads}t: ours {med:.2f} ms, ONNX Runtime {statistics.median(times):.2f} ms", flush=True)
+        if BEAM > 0:
+          bmed, _ = ours(path, feeds_file, threads, tempfile.mkdtemp(dir=d), beam=BEAM)
+          rows.append(row(f"beam{BEAM} onnx {name} {threads}t", bmed, "ms", statistics.median(times)))
+          print(f"beam{BEAM} onnx {name} {threads}t: ours {bmed:.2f} ms", flush=True)
         if name == "resnet18" and threads == 1:
           _, warm = ours(path, feeds_file, threads, cache)
           rows.append(row("onnx load resnet18", first, "ms", load))
