@@ -252,6 +252,25 @@ TEST(Opt, HeuristicsTileATranspose) {
   EXPECT_EQ(c.run(s.applied_opts), c.run({}));
 }
 
+// An elementwise kernel over images no vector width divides: a residual add of two (64, 14, 14) images merged whole
+// into full vectors; a per-channel bias add (its load not linear across channels) merged over the image only, 4 lanes
+// (both had no vector axis: scalar loops)
+TEST(Opt, HeuristicsMergeShortImagesIntoVectors) {
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  if (cpu.target().vector_bytes < 64) GTEST_SKIP() << "the host's vectors are narrower than 16 floats";
+  Case add(randt({64, 14, 14}, 31).add(randt({64, 14, 14}, 32)));
+  tg::Scheduler s = tg::optimize(add.last(), cpu, nullptr);
+  EXPECT_NE(std::find(s.applied_opts.begin(), s.applied_opts.end(), Opt{OptOps::UPCAST, 0, 16}), s.applied_opts.end())
+      << tg::opts_str(s.applied_opts);
+  EXPECT_EQ(s.full_shape().size(), 2u) << tg::opts_str(s.applied_opts);
+  EXPECT_EQ(add.run(s.applied_opts), add.run({}));
+  Case bias(randt({64, 14, 14}, 33).add(randt({64, 1, 1}, 34)));
+  tg::Scheduler b = tg::optimize(bias.last(), cpu, nullptr);
+  EXPECT_NE(std::find(b.applied_opts.begin(), b.applied_opts.end(), Opt{OptOps::UPCAST, 1, 4}), b.applied_opts.end())
+      << tg::opts_str(b.applied_opts);
+  EXPECT_EQ(bias.run(b.applied_opts), bias.run({}));
+}
+
 // A matmul whose rows 8 doesn't divide (36, 12, 18): the register tile takes 4 or 2 of them, never 6 or 3, whose
 // 192- or 96-lane vectors LLVM assembled lane by lane through the stack (17 GFLOP/s against 290 with 4 rows)
 TEST(Opt, HeuristicsRowTilesArePowersOfTwo) {

@@ -188,9 +188,10 @@ async function main() {
     if (!got.tooBig && st.before != null && want.has(st.before) && !cls(st.before).includes('before')) fail(`${what}: the before node ${st.before} is drawn but not marked`);
     if (!shotTaken && (st.rule || k === n - 1)) { await shot(page, 'graph.png'); shotTaken = true; }
   }
-  await page.keyboard.press('ArrowRight'); // past the last step: stays there
+  // past the last step it stays there; where --max-steps cut the walk short there is one more step to go to
+  await page.keyboard.press('ArrowRight');
   await page.keyboard.press('ArrowLeft');
-  await waitFor(graphSel('kernel', kid, r, n - 2), 'steps: ArrowRight at the last step then ArrowLeft');
+  await waitFor(graphSel('kernel', kid, r, n === rw.steps.length ? n - 2 : n - 1), 'steps: ArrowRight then ArrowLeft at the walk\'s end');
   noErrors('steps');
   ok(`steps: rewrite "${rw.name}" of kernel ${kid}, ${n} of its ${rw.steps.length} steps: drawn nodes = reachable nodes (up to ${maxNodes}), rule text, after/before highlighted`);
 

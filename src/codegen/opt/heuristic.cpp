@@ -259,6 +259,24 @@ static bool cpu_heuristics(Scheduler& k, bool gathered) {
   };
   int vec_axis = vector_axis(k, lanes);
   if (gathered && !reduce) return false;
+  // an elementwise kernel whose contiguous output axis no vector width divides (a 14x14 or 7x7 image's residual add):
+  // merged with the axes outside it while every access stays linear, until some width divides it (MobileNetV2's
+  // 96-channel 14x14 add 15 -> 2.4 us, scalar before)
+  if (vec_axis < 0 && !reduce && lanes >= 4) {
+    for (int64_t w : {lanes, lanes / 2, lanes / 4}) {
+      Scheduler m = k;
+      int ax = -1;
+      for (int a : m.upcastable_dims())
+        if (stride_in(index_of(store->src[0]), m.rngs()[size_t(a)]) == 1) ax = a;
+      for (; ax > 0 && vector_axis(m, w) < 0 && tg::attempt(m, Opt{OptOps::MERGE, ax - 1, 0}); ax--) {
+      }
+      if (vector_axis(m, w) >= 0) {
+        k = std::move(m);
+        break;
+      }
+    }
+    vec_axis = vector_axis(k, lanes);
+  }
   // a reduce whose contiguous output axis the full width doesn't divide (a 56-wide image): merged with the axis outside
   // it (the image's rows) the width may divide it, and the reduce's inner loop amortizes the per-lane gates that brings
   if (vec_axis < 0 && reduce && lanes > 1)
