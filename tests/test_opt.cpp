@@ -252,6 +252,20 @@ TEST(Opt, HeuristicsTileATranspose) {
   EXPECT_EQ(c.run(s.applied_opts), c.run({}));
 }
 
+// A conv weight's 9 taps moved outermost (Winograd's weight transform reads it so): the taps, shorter than a vector,
+// upcast whole against 16 output columns, so the copy is vectors (it was scalar)
+TEST(Opt, HeuristicsTileATransposeOfShortRuns) {
+  Case c(randt({32, 16, 3, 3}, 35).permute({2, 3, 0, 1}).reshape({9, 512}).contiguous());
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  if (cpu.target().vector_bytes < 64) GTEST_SKIP() << "the host's vectors are narrower than 16 floats";
+  tg::Scheduler s = tg::optimize(c.last(), cpu, nullptr);
+  std::vector<int64_t> ups;
+  for (auto& o : s.applied_opts)
+    if (o.op == OptOps::UPCAST) ups.push_back(o.arg);
+  EXPECT_EQ(ups, (std::vector<int64_t>{16, 9})) << tg::opts_str(s.applied_opts);
+  EXPECT_EQ(c.run(s.applied_opts), c.run({}));
+}
+
 // An elementwise kernel over images no vector width divides: a residual add of two (64, 14, 14) images merged whole
 // into full vectors; a per-channel bias add (its load not linear across channels) merged over the image only, 4 lanes
 // (both had no vector axis: scalar loops)

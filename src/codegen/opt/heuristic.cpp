@@ -542,7 +542,8 @@ static bool cpu_heuristics(Scheduler& k, bool gathered) {
   // transposed dequantization ran at 9 GB/s). An output axis shorter than a vector that is whole in it (a weight
   // written as pairs of bfloats along its rows, (cols / 2, rows, 2)) is upcast whole with the axis that continues it
   // in the output, and the input's run then continues along the axis that extends the pair in the input (3.1 -> 1.85
-  // ms for a 5632 x 2048 Q4_0 weight)
+  // ms for a 5632 x 2048 Q4_0 weight). An input axis shorter than a vector is upcast whole (a 3x3 conv weight's 9 taps
+  // moved outermost for Winograd: scalar, it took O2's 22 ms to compile for a copy that runs once)
   if (!reduce && vec_axis < 0 && lanes > 1) {
     auto out_stride = [&](int ax) { return stride_in(index_of(store->src[0]), k.rngs()[size_t(ax)]); };
     auto size = [&](int ax) { return k.full_shape()[size_t(ax)]; };
@@ -562,7 +563,9 @@ static bool cpu_heuristics(Scheduler& k, bool gathered) {
     if (out_ax >= 0 && out_stride(out_ax) == 1) short_ax = -1;
     for (int ax : k.upcastable_dims())
       for (auto& b : loads(k))
-        if (ax != short_ax && stride_in(index_of(b), k.rngs()[size_t(ax)]) == run && out_stride(ax) != 1 && size(ax) % 8 == 0) in_ax = ax;
+        if (ax != short_ax && stride_in(index_of(b), k.rngs()[size_t(ax)]) == run && out_stride(ax) != 1 &&
+            (size(ax) % 8 == 0 || (size(ax) > 1 && size(ax) < 16)))
+          in_ax = ax;
     if (out_ax >= 0 && in_ax >= 0) {
       auto in_path = range_path(k.rngs()[size_t(in_ax)].get());
       auto short_path = short_ax >= 0 ? range_path(k.rngs()[size_t(short_ax)].get()) : std::vector<int64_t>{};
@@ -580,7 +583,8 @@ static bool cpu_heuristics(Scheduler& k, bool gathered) {
         auto rngs = k.rngs();
         for (size_t ax = 0; ax < rngs.size(); ax++)
           if (range_path(rngs[ax].get()) == in_path) {
-            attempt(Opt{OptOps::UPCAST, int64_t(ax), k.full_shape()[ax] % 16 == 0 ? int64_t(16) : int64_t(8)});
+            int64_t sz = k.full_shape()[ax];
+            attempt(Opt{OptOps::UPCAST, int64_t(ax), sz % 16 == 0 ? int64_t(16) : sz % 8 == 0 ? int64_t(8) : sz});
             break;
           }
       }
