@@ -1,7 +1,10 @@
 // nn.state: safetensors round trips of every dtype, GGUF dequantization of every type against ggml's reference code
 // (ported here), and hostile files: each malformed file is an error naming the problem, never a crash.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -279,6 +282,52 @@ TEST(State, SafeSaveRefusesBadInput) {
   EXPECT_EQ(code({{"a", t}}, {{"k", "\xc0\x80", ""}}, dir.p / "x"), TG_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(code({{"a", t}}, {}, dir.p / "missing" / "x"), TG_ERROR_IO);
   EXPECT_TRUE(fs::is_empty(dir.p));
+}
+
+static std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// A path that exists and isn't a regular file is written in place, never renamed over: as root, a save to /dev/null
+// through a temporary file and a rename replaced the device node with the file. A FIFO gets the same bytes a file
+// does, and stays a FIFO; a directory is refused
+TEST(State, SafeSaveWritesSpecialFilesInPlace) {
+  TmpDir dir;
+  nn::StateDict sd{{"w", Tensor::arange(0, 6, 1, dtypes::float32, "CPU").reshape({2, 3})}};
+  nn::safe_save(sd, dir.p / "plain.safetensors", {});
+  std::string want = read_file(dir.p / "plain.safetensors");
+  fs::path fifo = dir.p / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // the read end opened first (it doesn't wait for a writer), and read after the save: a small file fits in the pipe's
+  // buffer, so no second thread, and nothing can hang whatever the save did
+  int rfd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(rfd, 0);
+  bool saved = true;
+  try {
+    nn::safe_save(sd, fifo, {});
+  } catch (const Error& e) {
+    saved = false;
+    ADD_FAILURE() << e.what();
+  }
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(rfd, buf, sizeof buf)) > 0;) got.append(buf, size_t(n));
+  ::close(rfd);
+  ASSERT_TRUE(saved);
+  ASSERT_LT(want.size(), 65536u);  // within a pipe's buffer
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  try {
+    nn::safe_save(sd, dir.p, {});
+    ADD_FAILURE() << "a directory was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code, TG_ERROR_IO);
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  int entries = 0;
+  for (auto& e : fs::directory_iterator(dir.p)) entries += e.path().filename().string().find(".tmp.") == std::string::npos ? 1 : 100;
+  EXPECT_EQ(entries, 2);  // plain.safetensors and the FIFO, no temporary left
 }
 
 TEST(State, SafetensorsHostileFiles) {

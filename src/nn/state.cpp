@@ -457,11 +457,15 @@ void safe_save(const StateDict& sd, const std::string& path, const Metadata& met
   for (auto& t : ts) ptrs.push_back(&t);
   Tensor::realize_all(ptrs);
 
-  // written next to `path` and renamed over it, so a reader never sees a half-written file
+  // written next to `path` and renamed over it, so a reader never sees a half-written file. A path that exists and isn't
+  // a regular file (/dev/null, a FIFO) is written in place: renamed over, the device node itself would be replaced
+  struct stat st;
+  bool in_place = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  TG_CHECK(!in_place || !S_ISDIR(st.st_mode), TG_ERROR_IO, path + ": is a directory");
   static std::atomic<uint64_t> counter{0};
-  std::string tmp = strformat("%s.tmp.%d.%llu", path.c_str(), int(::getpid()), (unsigned long long)counter++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("%s: can't create: %s", tmp.c_str(), std::strerror(errno)));
+  std::string tmp = in_place ? path : strformat("%s.tmp.%d.%llu", path.c_str(), int(::getpid()), (unsigned long long)counter++);
+  int fd = in_place ? ::open(path.c_str(), O_WRONLY | O_CLOEXEC) : ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("%s: can't %s: %s", tmp.c_str(), in_place ? "open" : "create", std::strerror(errno)));
   try {
     auto write_all = [&](const void* p, size_t n) {
       for (const char* c = static_cast<const char*>(p); n;) {
@@ -481,14 +485,15 @@ void safe_save(const StateDict& sd, const std::string& path, const Metadata& met
       t.to_data(buf.data(), buf.size());
       write_all(buf.data(), buf.size());
     }
-    TG_CHECK(::fsync(fd) == 0, TG_ERROR_IO, strformat("%s: fsync failed: %s", tmp.c_str(), std::strerror(errno)));
+    TG_CHECK(in_place || ::fsync(fd) == 0, TG_ERROR_IO, strformat("%s: fsync failed: %s", tmp.c_str(), std::strerror(errno)));
     int rc = ::close(fd);
     fd = -1;
     TG_CHECK(rc == 0, TG_ERROR_IO, strformat("%s: close failed: %s", tmp.c_str(), std::strerror(errno)));
-    TG_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, TG_ERROR_IO, strformat("%s: can't rename into place: %s", path.c_str(), std::strerror(errno)));
+    TG_CHECK(in_place || ::rename(tmp.c_str(), path.c_str()) == 0, TG_ERROR_IO,
+             strformat("%s: can't rename into place: %s", path.c_str(), std::strerror(errno)));
   } catch (...) {
     if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
+    if (!in_place) ::unlink(tmp.c_str());
     throw;
   }
 }

@@ -63,7 +63,8 @@ def safe_load_metadata(fn) -> Tuple[str, int, Dict[str, Any]]:
 
 
 def safe_save(tensors: Dict[str, Tensor], fn, metadata: Optional[Dict[str, Any]] = None):
-  """Saves a state_dict to a .safetensors file (atomically: written beside fn, then renamed) with optional metadata;
+  """Saves a state_dict to a .safetensors file (atomically: written beside fn, then renamed; a fn that isn't a regular
+  file, /dev/null or a FIFO, is written in place) with optional metadata;
   metadata values that are not str are written as their JSON text (the format's metadata is str -> str)."""
   st = _State(C.state_create(), "state_create")
   for k, v in tensors.items():
