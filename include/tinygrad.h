@@ -1184,8 +1184,9 @@ TG_API tg_status tg_state_set(tg_state* s, const char* name, tg_tensor* tensor);
 /* Write the state as a safetensors file at `path` (borrowed): tensors in the state's order, each realized and copied
  * out, the metadata as __metadata__ (every value as its text). Atomic: the file is written beside `path` and renamed
  * over it, so readers see the old file or the whole new one; a `path` that exists and isn't a regular file (/dev/null,
- * a FIFO) is written in place, and a directory is TG_ERROR_IO. Names and metadata must be UTF-8; a dtype safetensors
- * lacks is TG_ERROR_DTYPE; a failed write is TG_ERROR_IO and leaves a regular file at `path` as it was. */
+ * a FIFO) is written in place; a directory, or a FIFO with no reader, is TG_ERROR_IO. Names and metadata must be
+ * UTF-8; a dtype safetensors lacks is TG_ERROR_DTYPE; a failed write is TG_ERROR_IO and leaves a regular file at `path`
+ * as it was. */
 TG_API tg_status tg_state_save(const tg_state* s, const char* path);
 /* Number of metadata entries, or -1 on error. @errors(-1) */
 TG_API int64_t tg_state_metadata_count(const tg_state* s);

@@ -318,6 +318,13 @@ TEST(State, SafeSaveWritesSpecialFilesInPlace) {
   ASSERT_LT(want.size(), 65536u);  // within a pipe's buffer
   EXPECT_EQ(got, want);
   EXPECT_TRUE(fs::is_fifo(fifo));
+  try {  // no reader now: a named error, not a wait without end
+    nn::safe_save(sd, fifo, {});
+    ADD_FAILURE() << "a FIFO without a reader was written";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code, TG_ERROR_IO);
+    EXPECT_NE(std::string(e.what()).find("no reader"), std::string::npos) << e.what();
+  }
   try {
     nn::safe_save(sd, dir.p, {});
     ADD_FAILURE() << "a directory was accepted";

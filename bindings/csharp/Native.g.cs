@@ -2019,9 +2019,9 @@ public static unsafe partial class Native {
   /// <summary>Write the state as a safetensors file at `path` (borrowed): tensors in the state's order, each realized and
   /// copied out, the metadata as __metadata__ (every value as its text). Atomic: the file is written beside
   /// `path` and renamed over it, so readers see the old file or the whole new one; a `path` that exists and isn't
-  /// a regular file (/dev/null, a FIFO) is written in place, and a directory is TG_ERROR_IO. Names and metadata
-  /// must be UTF-8; a dtype safetensors lacks is TG_ERROR_DTYPE; a failed write is TG_ERROR_IO and leaves a
-  /// regular file at `path` as it was.
+  /// a regular file (/dev/null, a FIFO) is written in place; a directory, or a FIFO with no reader, is
+  /// TG_ERROR_IO. Names and metadata must be UTF-8; a dtype safetensors lacks is TG_ERROR_DTYPE; a failed write
+  /// is TG_ERROR_IO and leaves a regular file at `path` as it was.
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern Status tg_state_save(StateHandle s, [MarshalAs(UnmanagedType.LPUTF8Str)] string path);

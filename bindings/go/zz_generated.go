@@ -7619,9 +7619,9 @@ func (s *State) Set(name string, tensor *Tensor) error {
 // Save is tg_state_save. Write the state as a safetensors file at `path` (borrowed): tensors in the state's
 // order, each realized and copied out, the metadata as __metadata__ (every value as its text). Atomic: the file
 // is written beside `path` and renamed over it, so readers see the old file or the whole new one; a `path` that
-// exists and isn't a regular file (/dev/null, a FIFO) is written in place, and a directory is TG_ERROR_IO. Names
-// and metadata must be UTF-8; a dtype safetensors lacks is TG_ERROR_DTYPE; a failed write is TG_ERROR_IO and
-// leaves a regular file at `path` as it was.
+// exists and isn't a regular file (/dev/null, a FIFO) is written in place; a directory, or a FIFO with no
+// reader, is TG_ERROR_IO. Names and metadata must be UTF-8; a dtype safetensors lacks is TG_ERROR_DTYPE; a
+// failed write is TG_ERROR_IO and leaves a regular file at `path` as it was.
 func (s *State) Save(path string) error {
 	cvPath := C.CString(path)
 	defer C.free(unsafe.Pointer(cvPath))

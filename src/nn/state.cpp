@@ -464,8 +464,18 @@ void safe_save(const StateDict& sd, const std::string& path, const Metadata& met
   TG_CHECK(!in_place || !S_ISDIR(st.st_mode), TG_ERROR_IO, path + ": is a directory");
   static std::atomic<uint64_t> counter{0};
   std::string tmp = in_place ? path : strformat("%s.tmp.%d.%llu", path.c_str(), int(::getpid()), (unsigned long long)counter++);
-  int fd = in_place ? ::open(path.c_str(), O_WRONLY | O_CLOEXEC) : ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("%s: can't %s: %s", tmp.c_str(), in_place ? "open" : "create", std::strerror(errno)));
+  // in place without blocking (as open_regular does for reads): a FIFO with no reader would wait for one forever
+  int fd = in_place ? ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC) : ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  const char* why = errno == ENXIO ? "a named pipe with no reader" : std::strerror(errno);
+  TG_CHECK(fd >= 0, TG_ERROR_IO, strformat("%s: can't %s: %s", tmp.c_str(), in_place ? "open" : "create", why));
+  if (in_place) {
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+      int err = errno;
+      ::close(fd);
+      TG_CHECK(false, TG_ERROR_IO, strformat("%s: fcntl: %s", path.c_str(), std::strerror(err)));
+    }
+  }
   try {
     auto write_all = [&](const void* p, size_t n) {
       for (const char* c = static_cast<const char*>(p); n;) {

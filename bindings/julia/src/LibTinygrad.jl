@@ -1862,9 +1862,9 @@ tg_state_set(s, name, tensor) = ccall((:tg_state_set, libtinygrad), Int32, (Ptr{
 Write the state as a safetensors file at `path` (borrowed): tensors in the state's order, each realized and
 copied out, the metadata as __metadata__ (every value as its text). Atomic: the file is written beside `path`
 and renamed over it, so readers see the old file or the whole new one; a `path` that exists and isn't a
-regular file (/dev/null, a FIFO) is written in place, and a directory is TG_ERROR_IO. Names and metadata must
-be UTF-8; a dtype safetensors lacks is TG_ERROR_DTYPE; a failed write is TG_ERROR_IO and leaves a regular file
-at `path` as it was.
+regular file (/dev/null, a FIFO) is written in place; a directory, or a FIFO with no reader, is TG_ERROR_IO.
+Names and metadata must be UTF-8; a dtype safetensors lacks is TG_ERROR_DTYPE; a failed write is TG_ERROR_IO
+and leaves a regular file at `path` as it was.
 """
 tg_state_save(s, path) = ccall((:tg_state_save, libtinygrad), Int32, (Ptr{Cvoid}, Cstring), s, path)
 """
