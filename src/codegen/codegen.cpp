@@ -54,6 +54,7 @@ ProgramSpec lower_program(const UOpRef& ast, const Scheduler& k, const std::stri
   }
   LinearProgram lp = linearize(a, p.name);
   lp.threads = p.threads;
+  plan_prefetches(lp, ren.target());
   p.vars = lp.vars, p.nbufs = lp.globals.size(), p.mem = lp.mem, p.uops = lp.uops.size();
   // the ops of the whole launch: every THREAD core, work-group and work-item (symbolic sizes at their largest)
   p.ops = lp.ops * uint64_t(std::max<int64_t>(p.threads, 1));
@@ -237,8 +238,8 @@ ProgramSpec get_program_cached(const UOpRef& ast, const std::string& name, const
   // what decides the source besides the build: the compiler, the renderer and its target, the name, the optimized AST
   const Target& t = ren.target();
   std::string what = ident + "\n" + typeid(ren).name() + "\n" + t.device;
-  what += strformat(" %d%d%d %d %d %d %d %d", int(t.has_local), int(t.has_shared), int(t.has_threads), int(t.warp_size), t.vector_bytes,
-                    int(t.fma), t.dot4_bytes, t.dot2_bytes);
+  what += strformat(" %d%d%d %d %d %d %d %d %d", int(t.has_local), int(t.has_shared), int(t.has_threads), int(t.warp_size), t.vector_bytes,
+                    int(t.fma), t.dot4_bytes, t.dot2_bytes, t.prefetch_bytes);
   for (auto v : {t.global_max[0], t.global_max[1], t.global_max[2], t.local_max[0], t.local_max[1], t.local_max[2], t.shared_max,
                  t.local_threads_max})
     what += " " + std::to_string(v);

@@ -137,6 +137,44 @@ struct Linearizer {
 };
 }  // namespace
 
+namespace {
+// a buffer that may well have left the L2 since it was last read (256 x 2048 weights in Q4_0 are 295 KB)
+constexpr uint64_t kPrefetchMinBytes = 1 << 17;
+
+// bytes from one iteration's address of `idx` to the next iteration's of loop `r`; 0 where not a constant
+int64_t stride_bytes(const UOpRef& idx, const UOp* r) {
+  UOpRef at = idx->src[1], rr = r->ref();
+  UOpRef d = (at->substitute({{rr, rr + rr->const_like(1)}}) - at)->simplify();
+  return d->is_const() ? int64_t(d->const_value()) * idx->src[0]->dtype.base().itemsize() : 0;
+}
+}  // namespace
+
+void plan_prefetches(LinearProgram& lp, const Target& t) {
+  if (t.prefetch_bytes <= 0) return;
+  std::vector<const UOp*> open;
+  std::vector<uint64_t> trips{uint64_t(std::max<int64_t>(lp.threads, 1))};  // how often the body of each open loop runs
+  for (auto& u : lp.uops) {
+    if (u->op == Ops::RANGE) {
+      open.push_back(u.get());
+      trips.push_back(trips.back() * uint64_t(std::max<int64_t>(u->src[0]->vmax(), 0)));
+    } else if (u->op == Ops::END && !open.empty()) {
+      open.pop_back(), trips.pop_back();
+    } else if (u->op == Ops::LOAD && !open.empty() && range_kind(open.back()) == AxisType::REDUCE) {
+      const UOpRef& idx = u->src[0];
+      if (idx->op != Ops::INDEX || idx->src.size() > 2 || idx->src[0]->op != Ops::DEFINE_GLOBAL) continue;
+      DType buf = idx->src[0]->dtype;
+      uint64_t bytes = uint64_t(std::max<int64_t>(buf.size, 0)) * uint64_t(buf.base().itemsize());
+      uint64_t loaded = trips.back() * uint64_t(u->dtype.count) * uint64_t(u->dtype.base().itemsize());
+      // read about once, most of it by this load, forward by at least half a cache line and at most an eighth of the
+      // distance: a stream (a matmul reads its tiles many times, from cache; a walk down a column would fetch lines it
+      // never reads; a scalar load of 4 bytes would ask for each line 16 times)
+      if (bytes < kPrefetchMinBytes || loaded * 4 < bytes || loaded > 2 * bytes) continue;
+      int64_t step = stride_bytes(idx, open.back());
+      if (step >= 32 && step * 8 <= t.prefetch_bytes) lp.prefetch.push_back(u.get());
+    }
+  }
+}
+
 LinearProgram linearize(const UOpRef& ast, const std::string& name) {
   LinearProgram lp = Linearizer{}.run(ast, name);
   if (DEBUG >= 5) {

@@ -265,6 +265,7 @@ static bool c_vector_scalar(DType d) { return !is16(d) && !dtypes::is_bool(d) &&
 struct CRenderer {
   const LinearProgram& lp;
   const Spelling& sp;
+  int prefetch_bytes = 0;  // Target's
   std::string ctype(DType d) const { return tg::ctype(d, sp); }
   std::string storage_type(DType d) const { return tg::storage_type(d, sp); }
   std::string from_storage(DType d, const std::string& v) const {
@@ -463,6 +464,9 @@ struct CRenderer {
         line(call + ");");
       } else {
         std::string nm = (u->op == Ops::LOAD ? "val" : "alu") + std::to_string(counter++);
+        // a hint, as the LLVM renderer's: no fault where the address is past the buffer (an integer sum, not a pointer's)
+        if (u->op == Ops::LOAD && std::find(lp.prefetch.begin(), lp.prefetch.end(), u.get()) != lp.prefetch.end())
+          line("__builtin_prefetch((const void*)((__UINTPTR_TYPE__)&" + index(u->src[0]) + " + " + std::to_string(prefetch_bytes) + "), 0, 3);");
         line(value_type(u) + " " + nm + " = " + expr(u) + ";");
         names[u.get()] = nm;
       }
@@ -497,11 +501,11 @@ static Spelling spelling(Dialect d, bool vectors) {
 }
 std::string CStyleRenderer::render(const LinearProgram& lp) const {
   Spelling sp = spelling(dialect_, vectors_);
-  return CRenderer{lp, sp}.run();
+  return CRenderer{lp, sp, target_.prefetch_bytes}.run();
 }
 CSourceParts CStyleRenderer::render_parts(const LinearProgram& lp) const {
   Spelling sp = spelling(dialect_, vectors_);
-  CRenderer r{lp, sp};
+  CRenderer r{lp, sp, target_.prefetch_bytes};
   r.run();
   return std::move(r.parts);
 }

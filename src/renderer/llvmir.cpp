@@ -57,7 +57,7 @@ static std::string lit(const UOp& c) {
 namespace {
 struct LLRenderer {
   const LinearProgram& lp;
-  int dot4_bytes, dot2_bytes;  // Target's
+  int dot4_bytes, dot2_bytes, prefetch_bytes;  // Target's
   std::unordered_map<const UOp*, std::string> names;
   std::unordered_map<const UOp*, std::string> loop_ids;
   std::set<std::string> decls;  // intrinsic declarations and helpers, sorted so the same program renders the same text
@@ -284,7 +284,14 @@ struct LLRenderer {
     std::string v, from, then;
     gated(idx, [&](const std::string& f) {
       from = f;
-      v = emit("load " + (byte ? mem_ty(u->dtype) : ty(u->dtype)) + ", ptr " + address(idx) + align(idx->src[0]));
+      std::string at = address(idx);
+      // a hint: no fault and no effect on the program where the address is past the buffer (a plain, not inbounds, GEP)
+      if (std::find(lp.prefetch.begin(), lp.prefetch.end(), u.get()) != lp.prefetch.end()) {
+        decls.insert("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)");
+        ins("call void @llvm.prefetch.p0(ptr " + emit("getelementptr i8, ptr " + at + ", i64 " + std::to_string(prefetch_bytes)) +
+            ", i32 0, i32 3, i32 1)");
+      }
+      v = emit("load " + (byte ? mem_ty(u->dtype) : ty(u->dtype)) + ", ptr " + at + align(idx->src[0]));
       if (byte) v = emit("icmp ne " + mem_ty(u->dtype) + " " + v + ", zeroinitializer");
       then = block;
     });
@@ -415,7 +422,9 @@ struct LLRenderer {
 };
 }  // namespace
 
-std::string LLVMRenderer::render(const LinearProgram& lp) const { return LLRenderer{lp, target_.dot4_bytes, target_.dot2_bytes}.run(); }
+std::string LLVMRenderer::render(const LinearProgram& lp) const {
+  return LLRenderer{lp, target_.dot4_bytes, target_.dot2_bytes, target_.prefetch_bytes}.run();
+}
 // every float width: 16-bit floats decompose through float32, so no lane is a libm call
 bool LLVMRenderer::native_op(Ops op, DType dt) const {
   if (op == Ops::DOT4) return target_.dot4_bytes > 0;

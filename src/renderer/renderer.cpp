@@ -1,5 +1,7 @@
 #include "renderer/renderer.h"
 
+#include <algorithm>
+
 namespace tg {
 
 // The host CPU as a target: vectors as wide as its widest registers, THREAD across the cores this process may use.
@@ -24,6 +26,7 @@ Target cpu_target(const std::string& device, int64_t threads) {
   t.fma = t.fma && getenv_int("TG_FMA", 1) != 0;  // TG_FMA=0: a multiply and an add round separately, as numpy's do
   if (!getenv_int("TG_DOT4", 1)) t.dot4_bytes = 0;  // TG_DOT4=0: byte dot products as integer multiply-adds
   if (!getenv_int("TG_DOT2", 1)) t.dot2_bytes = 0;  // TG_DOT2=0: bfloat dot products as float multiply-adds
+  t.prefetch_bytes = int(std::clamp<int64_t>(getenv_int("TG_PREFETCH", 4096), 0, 1 << 20));  // TG_PREFETCH=0: none
   return t;
 }
 

@@ -45,6 +45,8 @@ struct LinearProgram {
   int64_t threads = 1;  // the kernel runs once for each value of its `core_id` var in [0, threads) (THREAD)
   uint64_t ops = 0;  // estimated arithmetic ops of one thread or work-item (get_program scales it to the whole launch)
   uint64_t mem = 0;  // bytes of the buffers it touches
+  // loads to prefetch Target::prefetch_bytes past their address, each iteration of their loop (plan_prefetches)
+  std::vector<const UOp*> prefetch;
 };
 
 struct Target {
@@ -64,6 +66,9 @@ struct Target {
   // the widest vector (bytes) of x86's AVX512-BF16 vdpbf16ps: each float lane plus the 2 products of its pair of bfloat
   // lanes (DOT2), 32 multiply-adds in one instruction where float32 does 16; 0: none
   int dot2_bytes = 0;
+  // a reduce loop that streams a large buffer and computes much per byte (a quantized GEMV) asks for its bytes this far
+  // ahead: the hardware prefetchers alone let the loads wait on memory between bursts of arithmetic; 0: never
+  int prefetch_bytes = 0;
   // OpenCL has none of its own: with EMULATE=CUDA it takes CUDA's, computed by each warp's work-items together
   // through local memory in mma.sync's layout, so the tensor core lowering runs on any OpenCL device
   std::vector<TensorCore> tensor_cores;
