@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <unordered_set>
 
 namespace tg {
@@ -152,6 +153,7 @@ int64_t stride_bytes(const UOpRef& idx, const UOp* r) {
 void plan_prefetches(LinearProgram& lp, const Target& t) {
   if (t.prefetch_bytes <= 0) return;
   std::vector<const UOp*> open;
+  std::set<std::pair<const UOp*, const UOp*>> asked;  // (buffer, loop)
   std::vector<uint64_t> trips{uint64_t(std::max<int64_t>(lp.threads, 1))};  // how often the body of each open loop runs
   for (auto& u : lp.uops) {
     if (u->op == Ops::RANGE) {
@@ -170,7 +172,8 @@ void plan_prefetches(LinearProgram& lp, const Target& t) {
       // never reads; a scalar load of 4 bytes would ask for each line 16 times)
       if (bytes < kPrefetchMinBytes || loaded * 4 < bytes || loaded > 2 * bytes) continue;
       int64_t step = stride_bytes(idx, open.back());
-      if (step >= 32 && step * 8 <= t.prefetch_bytes) lp.prefetch.push_back(u.get());
+      // one per buffer and loop: a block's two loads 18 bytes apart would ask for the same lines twice
+      if (step >= 32 && step * 8 <= t.prefetch_bytes && asked.insert({idx->src[0].get(), open.back()}).second) lp.prefetch.push_back(u.get());
     }
   }
 }
