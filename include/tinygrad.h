@@ -1314,7 +1314,8 @@ TG_API int64_t tg_llm_position(const tg_llm* m);
 TG_API int64_t tg_llm_context(const tg_llm* m);
 /* @errors(-1) */
 TG_API int64_t tg_llm_vocab_size(const tg_llm* m);
-/* The architecture's hyperparameters the model was built with, as JSON ({"arch": "llama", "n_layer": 22, ...}).
+/* The architecture's hyperparameters the model was built with, as JSON ({"arch": "llama", "n_layer": 22, ...}), and
+ * "prompt_products": how its prompts multiply quantized weights here ("int8", "bfloat16" or "float32"; docs/llm.md).
  * @errors(-1) */
 TG_API int64_t tg_llm_config(const tg_llm* m, char* buf, size_t size);
 /* A metadata value of the file (GGUF key) as JSON text; -1 with TG_ERROR_INVALID_ARGUMENT when the file has no such

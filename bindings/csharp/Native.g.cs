@@ -2195,7 +2195,8 @@ public static unsafe partial class Native {
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern long tg_llm_vocab_size(LlmHandle m);
   /// <summary>The architecture's hyperparameters the model was built with, as JSON ({"arch": "llama", "n_layer": 22,
-  /// ...}).
+  /// ...}), and "prompt_products": how its prompts multiply quantized weights here ("int8", "bfloat16" or
+  /// "float32"; docs/llm.md).
   /// </summary>
   [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
   public static extern long tg_llm_config(LlmHandle m, [Out] byte[] buf, UIntPtr size);

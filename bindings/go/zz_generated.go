@@ -8186,7 +8186,8 @@ func (m *Llm) VocabSize() (int64, error) {
 }
 
 // Config is tg_llm_config. The architecture's hyperparameters the model was built with, as JSON ({"arch":
-// "llama", "n_layer": 22, ...}).
+// "llama", "n_layer": 22, ...}), and "prompt_products": how its prompts multiply quantized weights here ("int8",
+// "bfloat16" or "float32"; docs/llm.md).
 func (m *Llm) Config() (string, error) {
 	buf := make([]byte, 128)
 	for {

@@ -97,9 +97,11 @@ int64_t tg_llm_config(const tg_llm* m, char* buf, size_t size) {
   return api::text_result(buf, size, "llm_config", [&] {
     const nn::LlmConfig& c = model(m, "llm_config").config();
     return strformat("{\"arch\": \"%s\", \"n_layer\": %lld, \"dim\": %lld, \"n_head\": %lld, \"n_kv_head\": %lld, \"head_dim\": %lld, \"ffn\": %lld, "
-                     "\"vocab\": %lld, \"context\": %lld, \"rope_dim\": %lld, \"rope_base\": %.17g, \"rope_neox\": %s, \"eps\": %.17g}",
+                     "\"vocab\": %lld, \"context\": %lld, \"rope_dim\": %lld, \"rope_base\": %.17g, \"rope_neox\": %s, \"eps\": %.17g, "
+                     "\"prompt_products\": \"%s\"}",
                      c.arch.c_str(), (long long)c.n_layer, (long long)c.dim, (long long)c.n_head, (long long)c.n_kv_head, (long long)c.head_dim,
-                     (long long)c.ffn, (long long)c.vocab, (long long)c.context, (long long)c.rope_dim, c.rope_base, c.rope_neox ? "true" : "false", c.eps);
+                     (long long)c.ffn, (long long)c.vocab, (long long)c.context, (long long)c.rope_dim, c.rope_base, c.rope_neox ? "true" : "false",
+                     c.eps, c.prompt_products.c_str());
   });
 }
 int64_t tg_llm_metadata(const tg_llm* m, const char* key, char* buf, size_t size) {

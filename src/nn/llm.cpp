@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "renderer/renderer.h"
+#include "runtime/cpurates.h"
 #include "runtime/device.h"
 #include "runtime/threadpool.h"
 #include "schedule/graph.h"
@@ -115,10 +116,65 @@ Tensor dense_rows_inner(const QWeight& w, DType dt, bool pairs) {
   return w.dense().reshape({w.rows, w.cols / 2, 2}).permute({1, 0, 2}).cast(dt).contiguous();
 }
 
+enum class PromptForm { Float32, BFloat16, Int8 };
+
 // whether `device` multiplies and adds pairs of bfloats in one instruction (DOT2: x86's AVX512-BF16)
 bool bf16_pairs(const std::string& device) {
-  if (!getenv_int("TG_LLM_BF16", 1) || device.find(',') != std::string::npos) return false;
+  if (!getenv_int("TG_LLM_BF16", 1) || getenv_str("TG_LLM_PROMPT", "auto") == "f32" || device.find(',') != std::string::npos) return false;
   return get_device(device).renderer().native_op(Ops::DOT2, dtypes::float32);
+}
+
+// The int8 prompt form pays where one core's vpdpbusd retires more than this many times the multiply-adds of its
+// vdpbf16ps: about half of its instructions convert and scale each block's sums (64 products of bytes an instruction
+// against 32 of bfloat pairs, so a CPU that runs both at one rate, 2x, keeps bfloat; an Intel Xeon measured 8.5x)
+constexpr double kInt8OverBf16 = 4.0;
+
+// How a prompt's products (kDenseRows rows or more) of a weight with an integer form of one scale per 32 (Q4_0, Q8_0,
+// Q4_K) are computed on `device`: TG_LLM_PROMPT (auto, int8, bf16, f32) where the device can, else by the measured
+// rates (cpu_dot_rates)
+PromptForm prompt_form(const std::string& device) {
+  bool multi = device.find(',') != std::string::npos;
+  bool dot4 = !multi && get_device(device).renderer().native_op(Ops::DOT4, dtypes::int32), dot2 = bf16_pairs(device);
+  std::string want = getenv_str("TG_LLM_PROMPT", "auto");
+  if (want == "f32") return PromptForm::Float32;
+  if (want == "bf16") return dot2 ? PromptForm::BFloat16 : PromptForm::Float32;
+  if (dot4 && (want == "int8" || !dot2 || cpu_dot_rates().int8 > kInt8OverBf16 * cpu_dot_rates().bf16)) return PromptForm::Int8;
+  return dot2 ? PromptForm::BFloat16 : PromptForm::Float32;
+}
+const char* prompt_form_name(PromptForm f) { return f == PromptForm::Int8 ? "int8" : f == PromptForm::BFloat16 ? "bfloat16" : "float32"; }
+
+// A prompt's rows by the blocks of a type with an integer form of one scale per sub-block, where the CPU's byte dot
+// products are fast (PromptForm::Int8): x rounded to int8 per 32 as the decode form does (llama.cpp rounds a prompt's
+// the same way), the codes realized as uint8 with the rows inner, (blocks, sub-blocks, groups, rows, 4), so one 64-byte
+// load is 16 rows' 4 bytes and a vpdpbusd multiplies them by 4 bytes of x broadcast. A sub-block's 8 groups are summed
+// in int32 (exact), then converted, scaled by the weight's scale (rows inner too) and x's step, and summed in float.
+Tensor linear_int8_rows(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
+  int64_t subs = f.codes.shape()[1], nb = w.cols / (32 * subs), T = x.numel() / w.cols;
+  Tensor xb = x.reshape({T, 1, nb, subs, 32});
+  Tensor amax = xb.abs().max({-1}, true);
+  Tensor inv = amax.gt(amax.scalar_like(0)).where(amax.scalar_like(127).div(amax), amax.scalar_like(0));
+  Tensor xq = xb.mul(inv).round().cast(dtypes::int8).contiguous();
+  Tensor sx = xq.cast(dtypes::int32).sum({-1}).cast(dtypes::float32);
+  sx = (f.offset ? sx.mul(sx.scalar_like(double(f.offset))) : sx).contiguous();
+  Tensor dx = amax.div(amax.scalar_like(127)).reshape({T, 1, nb, subs}).contiguous();
+  auto rows_inner = [&](const Tensor& t) {  // (rows, blocks, subs, ...) -> realized with the rows after the rest
+    int64_t n = t.ndim();
+    std::vector<int64_t> to, back(size_t(n), 0);
+    for (int64_t i = 1; i < n - (n > 3 ? 1 : 0); i++) to.push_back(i);
+    to.push_back(0);
+    if (n > 3) to.push_back(n - 1);
+    for (int64_t i = 0; i < n; i++) back[size_t(to[size_t(i)])] = i;
+    return t.permute(to).contiguous().permute(back);
+  };
+  Tensor codes = rows_inner(f.codes.reshape({w.rows, nb, subs, 8, 4})).reshape({1, w.rows, nb, subs, 8, 4});
+  Tensor dot = codes.cast(dtypes::int32).mul(xq.reshape({T, 1, nb, subs, 8, 4}).cast(dtypes::int32)).sum({-1}).sum({-1});
+  Tensor scale = rows_inner(f.scale.reshape({w.rows, nb, subs})).reshape({1, w.rows, nb, subs}).mul(dx);
+  Tensor fdot = dot.cast(dtypes::float32);
+  Tensor v = f.offset ? fdot.sub(sx).mul(scale)
+                      : fdot.mul(scale).sub(sx.mul(rows_inner(f.min.reshape({w.rows, nb, subs})).reshape({1, w.rows, nb, subs}).mul(dx)));
+  Shape out = x.shape();
+  out.back() = w.rows;
+  return v.sum({-1, -2}).reshape(out);
 }
 
 // A prompt's rows by a quantized weight where the CPU multiplies bfloat pairs: the weight dequantized into bfloats laid
@@ -141,7 +197,12 @@ Tensor linear(const Tensor& x, const QWeight& w) {
   bool quantized = w.raw.dtype() == dtypes::uint8 && w.raw.ndim() == 3;
   // its input realized too: an elementwise producer fused into the matmul (a norm, SwiGLU) would be redone per tile
   if (x.numel() / w.cols >= kDenseRows) {
-    if (quantized && w.cols % 2 == 0 && bf16_pairs(x.device())) return linear_bf16(x, w);
+    if (quantized && prompt_form(x.device()) == PromptForm::Int8) {
+      int64_t nb = w.raw.shape()[1];
+      auto f = gguf_int8_form(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type, w.halves ? &*w.halves : nullptr);
+      if (f && f->groups == 1) return linear_int8_rows(x, w, *f);
+    }
+    if (quantized && w.cols % 2 == 0 && prompt_form(x.device()) != PromptForm::Float32 && bf16_pairs(x.device())) return linear_bf16(x, w);
     return x.contiguous().matmul(dense_rows_inner(w, dtypes::float32, false));
   }
   if (!quantized) return x.matmul(w.dense().transpose());
@@ -191,6 +252,7 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
   TG_CHECK(c.arch == "llama" || c.arch == "qwen2", TG_ERROR_UNSUPPORTED,
            b.name + ": llm: general.architecture '" + c.arch.substr(0, 40) + "' is not supported (llama, qwen2)");
   const std::string a = c.arch + ".";
+  c.prompt_products = prompt_form_name(prompt_form(M.device_));
   constexpr int64_t kBig = int64_t(1) << 24;
   c.n_layer = m.count(a + "block_count", 1, 1024);
   c.dim = m.count(a + "embedding_length", 1, kBig);

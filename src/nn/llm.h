@@ -20,6 +20,9 @@ struct LlmConfig {
   int64_t n_layer = 0, dim = 0, n_head = 0, n_kv_head = 0, head_dim = 0, ffn = 0, vocab = 0, context = 0, rope_dim = 0;
   double eps = 1e-5, rope_base = 10000.0;
   bool rope_neox = false;  // rotate the two halves of a head (qwen2) instead of adjacent pairs (llama)
+  // how a prompt's products (16 rows or more) of Q4_0, Q8_0 and Q4_K weights are computed on this device: "int8",
+  // "bfloat16" or "float32" (docs/llm.md)
+  std::string prompt_products;
 };
 
 // A weight as the file holds it: quantized blocks (rows, blocks of a row, bytes of a block) uint8 or a native tensor.

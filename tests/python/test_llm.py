@@ -131,12 +131,17 @@ def tolerance(W, rtol):
 
 class RefModel:
   """The forward pass in float64 numpy, with its own KV cache. With Q4_0, Q8_0 and Q4_K weights, a matmul of fewer than 16
-  rows (the library's in-kernel path) first rounds its input as q8_rows does; with any quantized weight, one of 16 rows
-  or more rounds its input and the weight to bfloat where the library does (bf16_prompts)."""
-  def __init__(self, c, W):
+  rows (the library's in-kernel path) first rounds its input as q8_rows does. One of 16 rows or more takes the form the
+  library reports for its prompts (`prompt`, its config's "prompt_products"): "int8" rounds the input of Q4_0, Q8_0 and
+  Q4_K products as q8_rows does; with any other quantized weight, or with "bfloat16", the input and the weight are
+  rounded to bfloat where the library does (bf16_prompts); "float32" rounds nothing."""
+  def __init__(self, c, W, prompt):
+    assert prompt in ("int8", "bfloat16", "float32"), prompt
     self.c, self.W, self.pos = c, W, 0
-    self.q8 = getattr(W, "typ", F32) in (Q4_0, Q8_0, Q4_K, Q6_K)
-    self.bf16 = getattr(W, "typ", F32) not in (F32, F16, BF16) and bf16_prompts()
+    typ = getattr(W, "typ", F32)
+    self.q8 = typ in (Q4_0, Q8_0, Q4_K, Q6_K)
+    self.q8_prompt = prompt == "int8" and typ in (Q4_0, Q8_0, Q4_K)
+    self.bf16 = typ not in (F32, F16, BF16) and prompt != "float32" and bf16_prompts()
     self.hd = c["dim"] // c["n_head"]
     self.k = [np.zeros((c["n_kv_head"], c["context"], self.hd)) for _ in range(c["n_layer"])]
     self.v = [np.zeros((c["n_kv_head"], c["context"], self.hd)) for _ in range(c["n_layer"])]
@@ -184,12 +189,14 @@ class RefModel:
     return self.mm(self.norm(x[-1:], W["output_norm.weight"]), "output.weight" if "output.weight" in W else "token_embd.weight")[0]
 
   def mm(self, x, name):
+    if self.q8_prompt and x.shape[0] >= 16: return q8_rows(x) @ self.W[name].T
     if self.bf16 and x.shape[0] >= 16: return bf16(x) @ bf16(self.W[name]).T
     return (q8_rows(x) if self.q8 and x.shape[0] < 16 else x) @ self.W[name].T
 
 
 def run_both(path, c, W, steps, rtol):
-  m, ref = LLM(path), RefModel(c, W)
+  m = LLM(path)
+  ref = RefModel(c, W, m.config["prompt_products"])
   assert m.vocab_size == c["vocab"] and m.context == c["context"] and m.position == 0
   for toks in steps:
     got, want = m(toks).numpy(), ref(np.array(toks))
@@ -212,6 +219,30 @@ def test_llama_logits_match_float64(tmp_path, typ):
   run_both(tmp_path / "m.gguf", c, W, STEPS, 1e-3)
 
 
+def host_has_vnni():
+  try:
+    with open("/proc/cpuinfo") as f: flags = set(f.read().split())
+  except OSError:
+    return False
+  return "avx512_vnni" in flags and "avx512bw" in flags
+
+
+@pytest.mark.parametrize("form", ["int8", "bf16", "f32"])
+@pytest.mark.parametrize("typ", [Q8_0, Q4_0, Q4_K, Q6_K])
+def test_prompt_forms_match_float64(tmp_path, monkeypatch, form, typ):
+  """Each prompt form TG_LLM_PROMPT asks for, whichever the host would pick: the library reports the one it took (int8
+  where the LLVM CPU device has VNNI, bfloat16 where it has AVX512-BF16, else float32), and the reference rounds the
+  same way. Q6_K (two scales per 32) has no int8 prompt form and takes bfloat16 or float32."""
+  monkeypatch.setenv("TG_LLM_PROMPT", form)
+  c = tiny_config()
+  W = write_model(tmp_path / "m.gguf", c, typ, seed=typ + 100)
+  m = run_both(tmp_path / "m.gguf", c, W, STEPS, 1e-3)
+  cpu = os.environ.get("DEV", "CPU") == "CPU"
+  want = {"int8": "int8" if cpu and host_has_vnni() else "bfloat16" if bf16_prompts() else "float32",
+          "bf16": "bfloat16" if bf16_prompts() else "float32", "f32": "float32"}[form]
+  assert m.config["prompt_products"] == want
+
+
 def test_qwen2_biases_and_half_rope(tmp_path):
   c = tiny_config(arch="qwen2", rope_base=1000000.0)
   W = write_model(tmp_path / "q.gguf", c, Q8_0, seed=5)
@@ -225,7 +256,8 @@ def test_tied_embeddings_and_reset(tmp_path):
   first = m([9, 8]).numpy()
   m.reset()
   assert m.position == 0
-  np.testing.assert_allclose(m([9, 8]).numpy(), RefModel(c, W)(np.array([9, 8])), rtol=1e-3, atol=1e-3 * np.abs(first).max())
+  want = RefModel(c, W, m.config["prompt_products"])(np.array([9, 8]))
+  np.testing.assert_allclose(m([9, 8]).numpy(), want, rtol=1e-3, atol=1e-3 * np.abs(first).max())
 
 
 def test_config_and_metadata(tmp_path):
@@ -275,7 +307,8 @@ def test_decode_replays_one_capture_at_every_position(tmp_path):
   from tinygrad_c import counters
   c = tiny_config(n_layer=1)
   W = write_model(tmp_path / "d.gguf", c, Q8_0, seed=11)
-  m, ref = LLM(tmp_path / "d.gguf"), RefModel(c, W)
+  m = LLM(tmp_path / "d.gguf")
+  ref = RefModel(c, W, m.config["prompt_products"])
   rng = np.random.default_rng(3)
   toks = [int(t) for t in rng.integers(0, c["vocab"], 24)]
   np.testing.assert_allclose(m(toks[:4]).numpy(), ref(np.array(toks[:4])), rtol=0, atol=1e-3 * 50)
@@ -316,7 +349,7 @@ def test_end_to_end_tokenize_generate_detokenize(tmp_path):
   assert m.detokenize(ids, remove_special=True).lstrip(" ") == "Hello world, this is a test."
   pieces = []
   out = m.generate(ids, 32, on_token=lambda t, p: pieces.append(p), temperature=0.0)
-  ref = RefModel(c, W)
+  ref = RefModel(c, W, m.config["prompt_products"])
   logits, want = ref(np.array(ids)), []
   for _ in range(32):
     t = int(logits.argmax())

@@ -63,7 +63,7 @@ def test_logits_match_llama_cpp(tmp_path, arch, name):
   worst, argmax_checked = [], 0
   try:
     for _ in range(2):  # the second pass after a reset: the cache must forget
-      f64 = RefModel(c, W)
+      f64 = RefModel(c, W, ours.config["prompt_products"])
       for toks in [PROMPT] + [[t] for t in DECODE]:
         got, want, exact = ours(toks).numpy(), ref(toks), f64(np.array(toks))
         assert got.shape == want.shape == (c["vocab"],)

@@ -2027,7 +2027,9 @@ tg_llm_position(m) = ccall((:tg_llm_position, libtinygrad), Int64, (Ptr{Cvoid},)
 tg_llm_context(m) = ccall((:tg_llm_context, libtinygrad), Int64, (Ptr{Cvoid},), m)
 tg_llm_vocab_size(m) = ccall((:tg_llm_vocab_size, libtinygrad), Int64, (Ptr{Cvoid},), m)
 """
-The architecture's hyperparameters the model was built with, as JSON ({"arch": "llama", "n_layer": 22, ...}).
+The architecture's hyperparameters the model was built with, as JSON ({"arch": "llama", "n_layer": 22, ...}),
+and "prompt_products": how its prompts multiply quantized weights here ("int8", "bfloat16" or "float32";
+docs/llm.md).
 """
 tg_llm_config(m, buf, size) = ccall((:tg_llm_config, libtinygrad), Int64, (Ptr{Cvoid}, Ptr{UInt8}, Csize_t), m, buf, size)
 """

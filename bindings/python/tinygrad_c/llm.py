@@ -66,7 +66,8 @@ class LLM(_Owned):
 
   @property
   def config(self) -> dict:
-    """The hyperparameters the model was built with: arch, n_layer, dim, n_head, n_kv_head, head_dim, ffn, vocab, ..."""
+    """The hyperparameters the model was built with: arch, n_layer, dim, n_head, n_kv_head, head_dim, ffn, vocab, ...;
+    prompt_products: how its prompts multiply quantized weights here ("int8", "bfloat16" or "float32")."""
     return json.loads(self._text(C.llm_config))
 
   # ---- the tokenizer ----

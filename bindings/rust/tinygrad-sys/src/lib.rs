@@ -1615,7 +1615,8 @@ unsafe extern "C" {
   pub fn tg_llm_context(m: *const tg_llm) -> i64;
   pub fn tg_llm_vocab_size(m: *const tg_llm) -> i64;
   /// The architecture's hyperparameters the model was built with, as JSON ({"arch": "llama", "n_layer": 22,
-  /// ...}).
+  /// ...}), and "prompt_products": how its prompts multiply quantized weights here ("int8", "bfloat16" or
+  /// "float32"; docs/llm.md).
   pub fn tg_llm_config(m: *const tg_llm, buf: *mut c_char, size: usize) -> i64;
   /// A metadata value of the file (GGUF key) as JSON text; -1 with TG_ERROR_INVALID_ARGUMENT when the file has
   /// no such key.
