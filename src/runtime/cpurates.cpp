@@ -10,13 +10,13 @@
 namespace tg {
 
 namespace {
+#if defined(__x86_64__)
 constexpr long kIters = 4096;  // x 12 independent chains: long enough to leave the frequency ramp, short enough to be free
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-#if defined(__x86_64__)
 // twelve accumulators in registers of their own (an array would go through memory), each an instruction's latency or
 // more from its next use on two ports: throughput, not latency, is measured; the empty asm keeps each result live so
 // the compiler can't fold the loop
