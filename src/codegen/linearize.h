@@ -7,9 +7,9 @@
 namespace tg {
 
 LinearProgram linearize(const UOpRef& ast, const std::string& name);
-// Marks in lp.prefetch the loads a target with prefetch_bytes asks ahead for: a kernel of few ops per byte (a GEMV, not a
-// matmul, whose tiles come from cache), each ungated load of a global buffer of at least kPrefetchMinBytes whose index
-// moves with its innermost loop, a reduce loop
+// Marks in lp.prefetch the loads a target with prefetch_bytes asks ahead for: ungated loads in a reduce loop (their
+// innermost) that stream a large global buffer, reading it about once, forward in small constant steps (a GEMV's
+// weight; not a matmul's tiles, which come from cache); docs/codegen.md
 void plan_prefetches(LinearProgram& lp, const Target& t);
 
 }  // namespace tg
