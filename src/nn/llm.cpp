@@ -59,6 +59,22 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, double eps) {
 // is written transposed, (cols, rows): a matmul whose right side runs along its output columns vectorizes its loads and
 // its register tile over them (5x faster here than reading the file's row-major weights along the reduce)
 constexpr int64_t kDenseRows = 16;
+// x (T rows of 32 * subs * nb) rounded to int8 per 32 as ggml's q8_0 does (step max|x| / 127, values rounded): the
+// int8 values (T, 1, blocks, sub-blocks, 32) and each 32's step (T, 1, blocks, sub-blocks, 1), both realized
+struct Q8Rows {
+  Tensor q, step;
+};
+Q8Rows q8_rows(const Tensor& x, int64_t T, int64_t nb, int64_t subs) {
+  Tensor xb = x.reshape({T, 1, nb, subs, 32});
+  Tensor amax = xb.abs().max({-1}, true);
+  Tensor inv = amax.gt(amax.scalar_like(0)).where(amax.scalar_like(127).div(amax), amax.scalar_like(0));
+  return {xb.mul(inv).round().cast(dtypes::int8).contiguous(), amax.div(amax.scalar_like(127)).contiguous()};
+}
+// the weight's integer form, if its type has one (gguf_int8_form)
+std::optional<GGUFIntForm> int8_form(const QWeight& w) {
+  return gguf_int8_form(w.raw.reshape({w.rows * w.raw.shape()[1], w.raw.shape()[2]}), w.type, w.halves ? &*w.halves : nullptr);
+}
+
 // A few rows of x by the blocks of a type with an integer form (gguf_int8_form), as llama.cpp does it: x quantized per
 // 32 as int8 (ggml's q8_0: step max|x| / 127, values rounded), each sub-block's dot product summed in int32 over the
 // weight's uint8 codes (groups of 4 bytes: one DOT4 where the CPU has VNNI), then scaled. The min is taken as min * the
@@ -68,13 +84,10 @@ Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
   // (T, rows, blocks of a row, sub-blocks, groups, bytes): a block's sub-blocks as an axis of their own, which the
   // heuristics unroll, so Q4_K's packed scales are unpacked once per block and not per sub-block
   int64_t subs = f.codes.shape()[1], nb = w.cols / (32 * subs), T = x.numel() / w.cols;
-  Tensor xb = x.reshape({T, 1, nb, subs, 32});
-  Tensor amax = xb.abs().max({-1}, true);
-  Tensor inv = amax.gt(amax.scalar_like(0)).where(amax.scalar_like(127).div(amax), amax.scalar_like(0));
-  Tensor xq = xb.mul(inv).round().cast(dtypes::int8).contiguous().reshape({T, 1, nb, subs, 8, 4});
+  auto [xq, dx] = q8_rows(x, T, nb, subs);
+  xq = xq.reshape({T, 1, nb, subs, 8, 4});
   Tensor sx = xq.cast(dtypes::int32).sum({-1}).cast(dtypes::float32);
   sx = (f.offset ? sx.mul(sx.scalar_like(double(f.offset))) : sx).contiguous();
-  Tensor dx = amax.div(amax.scalar_like(127)).contiguous();
   Tensor dot = f.codes.reshape({1, w.rows, nb, subs, 8, 4}).cast(dtypes::int32).mul(xq.cast(dtypes::int32)).sum({-1});
   Tensor scale = f.scale.reshape({1, w.rows, nb, subs, f.groups}), min = f.min.reshape({1, w.rows, nb, subs, f.groups});
   Tensor fdot = dot.cast(dtypes::float32);
@@ -120,7 +133,7 @@ enum class PromptForm { Float32, BFloat16, Int8 };
 
 // whether `device` multiplies and adds pairs of bfloats in one instruction (DOT2: x86's AVX512-BF16)
 bool bf16_pairs(const std::string& device) {
-  if (!getenv_int("TG_LLM_BF16", 1) || getenv_str("TG_LLM_PROMPT", "auto") == "f32" || device.find(',') != std::string::npos) return false;
+  if (!getenv_int("TG_LLM_BF16", 1) || device.find(',') != std::string::npos) return false;
   return get_device(device).renderer().native_op(Ops::DOT2, dtypes::float32);
 }
 
@@ -150,28 +163,21 @@ const char* prompt_form_name(PromptForm f) { return f == PromptForm::Int8 ? "int
 // in int32 (exact), then converted, scaled by the weight's scale (rows inner too) and x's step, and summed in float.
 Tensor linear_int8_rows(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
   int64_t subs = f.codes.shape()[1], nb = w.cols / (32 * subs), T = x.numel() / w.cols;
-  Tensor xb = x.reshape({T, 1, nb, subs, 32});
-  Tensor amax = xb.abs().max({-1}, true);
-  Tensor inv = amax.gt(amax.scalar_like(0)).where(amax.scalar_like(127).div(amax), amax.scalar_like(0));
-  Tensor xq = xb.mul(inv).round().cast(dtypes::int8).contiguous();
+  auto [xq, step] = q8_rows(x, T, nb, subs);
   Tensor sx = xq.cast(dtypes::int32).sum({-1}).cast(dtypes::float32);
   sx = (f.offset ? sx.mul(sx.scalar_like(double(f.offset))) : sx).contiguous();
-  Tensor dx = amax.div(amax.scalar_like(127)).reshape({T, 1, nb, subs}).contiguous();
-  auto rows_inner = [&](const Tensor& t) {  // (rows, blocks, subs, ...) -> realized with the rows after the rest
-    int64_t n = t.ndim();
-    std::vector<int64_t> to, back(size_t(n), 0);
-    for (int64_t i = 1; i < n - (n > 3 ? 1 : 0); i++) to.push_back(i);
-    to.push_back(0);
-    if (n > 3) to.push_back(n - 1);
-    for (int64_t i = 0; i < n; i++) back[size_t(to[size_t(i)])] = i;
+  Tensor dx = step.reshape({T, 1, nb, subs});
+  // realized in the order `to` (the rows moved inner), then seen in the original order again
+  auto rows_inner = [](const Tensor& t, const std::vector<int64_t>& to) {
+    std::vector<int64_t> back(to.size());
+    for (size_t i = 0; i < to.size(); i++) back[size_t(to[i])] = int64_t(i);
     return t.permute(to).contiguous().permute(back);
   };
-  Tensor codes = rows_inner(f.codes.reshape({w.rows, nb, subs, 8, 4})).reshape({1, w.rows, nb, subs, 8, 4});
+  Tensor codes = rows_inner(f.codes.reshape({w.rows, nb, subs, 8, 4}), {1, 2, 3, 0, 4}).reshape({1, w.rows, nb, subs, 8, 4});
+  auto per_sub = [&](const Tensor& t) { return rows_inner(t.reshape({w.rows, nb, subs}), {1, 2, 0}).reshape({1, w.rows, nb, subs}).mul(dx); };
   Tensor dot = codes.cast(dtypes::int32).mul(xq.reshape({T, 1, nb, subs, 8, 4}).cast(dtypes::int32)).sum({-1}).sum({-1});
-  Tensor scale = rows_inner(f.scale.reshape({w.rows, nb, subs})).reshape({1, w.rows, nb, subs}).mul(dx);
-  Tensor fdot = dot.cast(dtypes::float32);
-  Tensor v = f.offset ? fdot.sub(sx).mul(scale)
-                      : fdot.mul(scale).sub(sx.mul(rows_inner(f.min.reshape({w.rows, nb, subs})).reshape({1, w.rows, nb, subs}).mul(dx)));
+  Tensor fdot = dot.cast(dtypes::float32), scale = per_sub(f.scale);
+  Tensor v = f.offset ? fdot.sub(sx).mul(scale) : fdot.mul(scale).sub(sx.mul(per_sub(f.min)));
   Shape out = x.shape();
   out.back() = w.rows;
   return v.sum({-1, -2}).reshape(out);
@@ -197,18 +203,17 @@ Tensor linear(const Tensor& x, const QWeight& w) {
   bool quantized = w.raw.dtype() == dtypes::uint8 && w.raw.ndim() == 3;
   // its input realized too: an elementwise producer fused into the matmul (a norm, SwiGLU) would be redone per tile
   if (x.numel() / w.cols >= kDenseRows) {
-    if (quantized && prompt_form(x.device()) == PromptForm::Int8) {
-      int64_t nb = w.raw.shape()[1];
-      auto f = gguf_int8_form(w.raw.reshape({w.rows * nb, w.raw.shape()[2]}), w.type, w.halves ? &*w.halves : nullptr);
-      if (f && f->groups == 1) return linear_int8_rows(x, w, *f);
-    }
-    if (quantized && w.cols % 2 == 0 && prompt_form(x.device()) != PromptForm::Float32 && bf16_pairs(x.device())) return linear_bf16(x, w);
+    PromptForm form = quantized ? prompt_form(x.device()) : PromptForm::Float32;
+    if (form == PromptForm::Int8)
+      if (auto f = int8_form(w); f && f->groups == 1) return linear_int8_rows(x, w, *f);
+    // a type without the int8 form takes bfloat pairs where the device has them
+    if (form != PromptForm::Float32 && w.cols % 2 == 0 && bf16_pairs(x.device())) return linear_bf16(x, w);
     return x.contiguous().matmul(dense_rows_inner(w, dtypes::float32, false));
   }
   if (!quantized) return x.matmul(w.dense().transpose());
   int64_t nb = w.raw.shape()[1];
   Tensor blocks = w.raw.reshape({w.rows * nb, w.raw.shape()[2]});
-  if (auto f = gguf_int8_form(blocks, w.type, w.halves ? &*w.halves : nullptr)) return linear_int8(x, w, *f);
+  if (auto f = int8_form(w)) return linear_int8(x, w, *f);
   Tensor wb = gguf_dequantize_blocked(blocks, w.type);
   Shape inner(wb.shape().begin() + 1, wb.shape().end()), ws{w.rows, nb}, xs = x.shape();
   ws.insert(ws.end(), inner.begin(), inner.end());
