@@ -465,7 +465,7 @@ struct CRenderer {
       } else {
         std::string nm = (u->op == Ops::LOAD ? "val" : "alu") + std::to_string(counter++);
         // a hint, as the LLVM renderer's: no fault where the address is past the buffer (an integer sum, not a pointer's)
-        if (u->op == Ops::LOAD && std::find(lp.prefetch.begin(), lp.prefetch.end(), u.get()) != lp.prefetch.end())
+        if (u->op == Ops::LOAD && lp.prefetched(u.get()))
           line("__builtin_prefetch((const void*)((__UINTPTR_TYPE__)&" + index(u->src[0]) + " + " + std::to_string(prefetch_bytes) + "), 0, 3);");
         line(value_type(u) + " " + nm + " = " + expr(u) + ";");
         names[u.get()] = nm;

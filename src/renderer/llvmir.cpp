@@ -286,7 +286,7 @@ struct LLRenderer {
       from = f;
       std::string at = address(idx);
       // a hint: no fault and no effect on the program where the address is past the buffer (a plain, not inbounds, GEP)
-      if (std::find(lp.prefetch.begin(), lp.prefetch.end(), u.get()) != lp.prefetch.end()) {
+      if (lp.prefetched(u.get())) {
         decls.insert("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)");
         ins("call void @llvm.prefetch.p0(ptr " + emit("getelementptr i8, ptr " + at + ", i64 " + std::to_string(prefetch_bytes)) +
             ", i32 0, i32 3, i32 1)");

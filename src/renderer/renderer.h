@@ -1,5 +1,6 @@
 // Renderer: a target's facts (what the optimizer, heuristics and late lowering may use) and linear program -> source.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -47,6 +48,7 @@ struct LinearProgram {
   uint64_t mem = 0;  // bytes of the buffers it touches
   // loads to prefetch Target::prefetch_bytes past their address, each iteration of their loop (plan_prefetches)
   std::vector<const UOp*> prefetch;
+  bool prefetched(const UOp* load) const { return std::find(prefetch.begin(), prefetch.end(), load) != prefetch.end(); }
 };
 
 struct Target {
