@@ -16,6 +16,13 @@ inline std::vector<float> randf(size_t n, uint64_t seed, float lo = -1, float hi
   for (auto& x : v) x = u(g);
   return v;
 }
+inline std::vector<float> randn(size_t n, uint64_t seed) {  // standard normal
+  std::mt19937_64 g(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
 inline tg::Tensor tf(const std::vector<float>& v, tg::Shape s, const char* device = "CPU") {
   return tg::Tensor::from_data(v.data(), v.size() * sizeof(float), tg::dtypes::float32, s, device);
 }

@@ -4,25 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "engine/realize.h"
+#include "float_data.h"
 #include "renderer/renderer.h"
 #include "tensor/tensor.h"
 
 namespace {
 
 using tg::Tensor;
-namespace dt = tg::dtypes;
-
-std::vector<float> randn(size_t n, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
-Tensor tensor(const std::vector<float>& v, tg::Shape s, const char* dev) { return Tensor::from_data(v.data(), v.size() * 4, dt::float32, s, dev).realize(); }
+using tg_test::randn;
+using tg_test::read;
+Tensor tensor(const std::vector<float>& v, tg::Shape s, const char* dev) { return tg_test::tf(v, s, dev).realize(); }
 std::string sources(const Tensor& t, const char* dev) {
   std::string s;
   for (auto& e : tg::lower_realize({t.uop()}, dev).items) s += e.prg->src;
@@ -37,8 +30,7 @@ void check_gemv(int64_t rows, int64_t cols, const char* dev, bool want) {
   auto w = randn(size_t(rows * cols), 1), x = randn(size_t(cols), 2);
   Tensor y = tensor(w, {rows, cols}, dev).mul(tensor(x, {1, cols}, dev)).sum({1});
   EXPECT_EQ(prefetches(sources(y, dev)), want && host_prefetches());
-  std::vector<float> got(static_cast<size_t>(rows));
-  y.to_data(got.data(), got.size() * 4);
+  std::vector<float> got = read(y);
   for (int64_t r = 0; r < rows; r++) {
     double ref = 0, mag = 0;
     for (int64_t c = 0; c < cols; c++) ref += double(w[size_t(r * cols + c)]) * x[size_t(c)], mag += std::fabs(double(w[size_t(r * cols + c)]) * x[size_t(c)]);
@@ -56,8 +48,7 @@ TEST(Prefetch, MatmulAndColumnWalkDoNot) {
   auto a = randn(256 * 256, 3), b = randn(256 * 256, 4);
   Tensor mm = tensor(a, {256, 256}, "CPU").matmul(tensor(b, {256, 256}, "CPU"));  // tiles reread from cache
   EXPECT_FALSE(prefetches(sources(mm, "CPU")));
-  std::vector<float> got(256 * 256);
-  mm.to_data(got.data(), got.size() * 4);
+  std::vector<float> got = read(mm);
   for (int64_t i = 0; i < 256; i += 37)
     for (int64_t j = 0; j < 256; j += 41) {
       double ref = 0;

@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 
 #include "engine/realize.h"
+#include "float_data.h"
 #include "renderer/renderer.h"
 #include "tensor/tensor.h"
 
@@ -16,13 +16,7 @@ namespace {
 
 using tg::Tensor;
 
-std::vector<float> randn(size_t n, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
+using tg_test::randn;
 
 // a stride-2 3x3 conv without padding: its windows' rows are read 2 elements apart and never gated
 TEST(StridedLoads, StrideTwoConvMatchesFloat64OnBothRenderers) {
