@@ -1,7 +1,14 @@
 """CUDA rows of the benchmark, run on a machine with an NVIDIA GPU and PyTorch built for CUDA (the references run in
 the same process, on the same GPU, side by side):
 
-  cuda matmul 4096 fp32 / fp16 : C = A @ B, 4096^3, GFLOP/s, against torch.matmul (cuBLAS; TF32 off)
+  cuda matmul 4096 fp32 / fp16 / bf16 : C = A @ B, 4096^3, GFLOP/s, against torch.matmul (cuBLAS; TF32 off)
+  cuda matmul 4096 tf32        : the fp32 product with ALLOW_TF32=1 against cuBLAS with TF32 allowed
+  beam2 cuda matmul 4096 fp16  : the fp16 product with the kernel BEAM=2 chose (its search not timed)
+  cuda conv2d                  : x (256, 64, 56, 56) * w (64, 64, 3, 3), pad 1, float32, against F.conv2d (cuDNN,
+                                 TF32 off, cudnn.benchmark on: its fastest algorithm)
+  cuda tiny jit replay         : us per replay of a captured TinyJit of 10 small kernels, 1000 replays queued back to
+                                 back, one wait at the end (a CUDA graph launch per replay; JIT_GRAPH=0 in the
+                                 environment: one launch per kernel), against the same through torch.cuda.CUDAGraph
   cuda elementwise 256M        : y = x * 2 + 1 on 256M float32, GB/s moved, against a device-to-device copy of the same
                                  bytes (torch's copy_, a cudaMemcpy)
   cuda jit step mlp            : a TinyJit-replayed training step of a 784-128-10 MLP, batch 64, Adam-like updates, us,
@@ -19,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bindings" / "pytho
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from tinygrad_c import Device, Tensor, TinyJit, dtypes  # noqa: E402
+from tinygrad_c import Context, Device, Tensor, TinyJit, dtypes  # noqa: E402
 
 DEV = "CUDA"
 ROWS = []
@@ -56,22 +63,94 @@ def row(name, unit, value, ref_name, ref_value, higher_is_better=True):
   print(f"{name:28s} {value:12.1f} {unit:7s} {ref_name:22s} {ref_value:12.1f}  ratio {ratio:.3f}", flush=True)
 
 
-def bench_matmul(n, dt, tdt):
+def options(**kw):
+  """Context(**kw) for the options this build has (an option it lacks is named on stdout and left out)."""
+  have = {}
+  for k, v in kw.items():
+    try:
+      with Context(**{k: v}): have[k] = v
+    except KeyError: print(f"(this build has no option {k})", flush=True)
+  return Context(**have)
+
+
+def bench_matmul(n, dt, tdt, tf32=False, beam=0):
   rng = np.random.default_rng(0)
   a_np, b_np = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
-  a, b = Tensor(a_np, device=DEV).cast(dt).realize(), Tensor(b_np, device=DEV).cast(dt).realize()
-  c = (a @ b).realize()
-  # correctness first: a corner against the same matmul in torch (fp16 products summed in fp32 by both)
-  ta, tb = torch.from_numpy(a_np).cuda().to(tdt), torch.from_numpy(b_np).cuda().to(tdt)
-  ref = (ta @ tb).float().cpu().numpy()
-  got = c.cast(dtypes.float32).numpy()
-  tol = 1e-2 if dt == dtypes.float16 else 1e-3
-  assert np.allclose(got[:64, :64], ref[:64, :64], rtol=tol, atol=tol * 8), "matmul disagrees with torch"
-  ours = median_time(lambda: (a @ b).realize(), runs=5)
-  torch.backends.cuda.matmul.allow_tf32 = False
+  name = f"{'beam2 ' if beam else ''}cuda matmul {n} {'tf32' if tf32 else dt.name.replace('bfloat', 'bf').replace('float', 'fp')}"
+  with options(BEAM=beam, ALLOW_TF32=int(tf32)):
+    a, b = Tensor(a_np, device=DEV).cast(dt).realize(), Tensor(b_np, device=DEV).cast(dt).realize()
+    t0 = time.perf_counter()
+    c = (a @ b).realize()
+    first = time.perf_counter() - t0
+    # correctness first: every element against the same matmul in torch (16-bit products summed in fp32 by both)
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    ta, tb = torch.from_numpy(a_np).cuda().to(tdt), torch.from_numpy(b_np).cuda().to(tdt)
+    ref = (ta.float() @ tb.float()).cpu().numpy() if not tf32 else (ta @ tb).cpu().numpy()
+    got = c.cast(dtypes.float32).numpy()
+    tol = {dtypes.float16: 2e-2, dtypes.bfloat16: 5e-2}.get(dt, 2e-2 if tf32 else 1e-3)
+    bad = ~np.isclose(got, ref, rtol=tol, atol=tol * 8)
+    assert not bad.any(), f"{name}: {bad.sum()} elements disagree with torch, first at {np.argwhere(bad)[0]}"
+    ours = median_time(lambda: (a @ b).realize(), runs=5)
   theirs = torch_time(lambda: ta @ tb)
+  torch.backends.cuda.matmul.allow_tf32 = False
   flops = 2 * n ** 3
-  row(f"cuda matmul {n} {dt.name.replace('float', 'fp')}", "GFLOP/s", flops / ours * 1e-9, "cuBLAS (torch.matmul)", flops / theirs * 1e-9)
+  if beam: print(f"  (BEAM={beam} search and first run: {first:.1f} s)", flush=True)
+  row(name, "GFLOP/s", flops / ours * 1e-9, "cuBLAS (torch.matmul)", flops / theirs * 1e-9)
+
+
+def bench_conv2d():
+  rng = np.random.default_rng(0)
+  x_np = rng.standard_normal((256, 64, 56, 56), dtype=np.float32)
+  w_np = rng.standard_normal((64, 64, 3, 3), dtype=np.float32) * 0.05
+  x, w = Tensor(x_np, device=DEV).realize(), Tensor(w_np, device=DEV).realize()
+  got = x.conv2d(w, padding=1).realize().numpy()
+  torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = False, True
+  tx, tw = torch.from_numpy(x_np).cuda(), torch.from_numpy(w_np).cuda()
+  ref = torch.nn.functional.conv2d(tx, tw, padding=1).cpu().numpy()
+  bad = ~np.isclose(got, ref, rtol=1e-3, atol=1e-3)
+  assert not bad.any(), f"conv2d: {bad.sum()} elements disagree with torch, first at {np.argwhere(bad)[0]}"
+  ours = median_time(lambda: x.conv2d(w, padding=1).realize(), runs=5)
+  theirs = torch_time(lambda: torch.nn.functional.conv2d(tx, tw, padding=1))
+  flops = 2 * 256 * 64 * 56 * 56 * 64 * 9
+  row("cuda conv2d", "GFLOP/s", flops / ours * 1e-9, "cuDNN (F.conv2d)", flops / theirs * 1e-9)
+
+
+def bench_jit_replay(replays=1000):
+  def f(x):
+    for i in range(10): x = (x * 0.5 + i).contiguous()
+    return x
+  jit = TinyJit(f)
+  xs = [Tensor(np.full(1024, k, np.float32), device=DEV).realize() for k in range(2)]
+  for i in range(3): y = jit(xs[i % 2])
+  want = np.zeros(1024, np.float32)  # the last replay's input, xs[0]
+  for i in range(10): want = want * 0.5 + i
+  assert np.allclose(y.numpy(), want), "the replayed jit is wrong"
+  assert len(jit.captured) == 10, f"the jit captured {len(jit.captured)} kernels, not 10"
+  ts = []
+  for _ in range(5):
+    Device[DEV].synchronize()
+    t0 = time.perf_counter()
+    for i in range(replays): jit(xs[i % 2])
+    Device[DEV].synchronize()
+    ts.append((time.perf_counter() - t0) / replays * 1e6)
+  us = statistics.median(ts)
+  tx = torch.ones(1024, device="cuda")
+  s = torch.cuda.Stream()
+  s.wait_stream(torch.cuda.current_stream())
+  with torch.cuda.stream(s):
+    for _ in range(3): tx.mul_(0.5)  # warm-up on a side stream, as torch.cuda.graph asks
+  torch.cuda.current_stream().wait_stream(s)
+  g = torch.cuda.CUDAGraph()
+  with torch.cuda.graph(g):
+    for _ in range(10): tx.mul_(0.5)  # 10 kernels
+  tts = []
+  for _ in range(5):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(replays): g.replay()
+    torch.cuda.synchronize()
+    tts.append((time.perf_counter() - t0) / replays * 1e6)
+  row("cuda tiny jit replay", "us", us, "torch.cuda.CUDAGraph replay", statistics.median(tts), higher_is_better=False)
 
 
 def bench_elementwise(n):
@@ -151,9 +230,14 @@ def main():
   print(f"device: {dict(Device.available())[DEV]}; torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
   bench_elementwise(256 << 20)
   bench_matmul(4096, dtypes.float32, torch.float32)
+  bench_matmul(4096, dtypes.float32, torch.float32, tf32=True)
   bench_matmul(4096, dtypes.float16, torch.float16)
+  bench_matmul(4096, dtypes.bfloat16, torch.bfloat16)
+  bench_conv2d()
   bench_jit_mlp()
-  if len(sys.argv) > 1: Path(sys.argv[1]).write_text(json.dumps(ROWS, indent=1) + "\n")
+  bench_jit_replay()
+  if "--no-beam" not in sys.argv: bench_matmul(4096, dtypes.float16, torch.float16, beam=2)
+  if len(sys.argv) > 1 and not sys.argv[1].startswith("-"): Path(sys.argv[1]).write_text(json.dumps(ROWS, indent=1) + "\n")
 
 
 if __name__ == "__main__":

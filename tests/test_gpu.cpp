@@ -256,6 +256,73 @@ TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
   }
 }
 
+// PACK on a GPU: the work-group stages each input's panel in local memory, all work-items copying, once per step of
+// the reduce (split by PACK's arg), between barriers. Checked on PoCL against a float64 matmul for work-groups that
+// divide the panels and ones that don't, one input staged or both, steps of 1, 4 and 16, and with tensor cores.
+TEST(Gpu, StagedMatmulsMatchAFloat64Matmul) {
+  try {
+    get_device("CL");
+  } catch (const Error& e) {
+    GTEST_SKIP() << e.what();
+  }
+  Target t = get_device("CL").renderer().target();
+  t.tensor_cores = cuda_tensor_cores(8, 0);
+  CStyleRenderer ren(t, Dialect::OpenCL);
+  using O = std::vector<Opt>;
+  auto L = [](int64_t ax, int64_t n) { return Opt{OptOps::LOCAL, ax, n}; };
+  auto U = [](int64_t ax, int64_t n) { return Opt{OptOps::UPCAST, ax, n}; };
+  auto P = [](int64_t in, int64_t steps) { return Opt{OptOps::PACK, in, steps}; };
+  struct Case {
+    int64_t M, K, N;
+    DType dt;
+    O opts;
+  };
+  std::vector<Case> cases{
+      {64, 96, 80, dtypes::float32, {L(1, 16), L(0, 8), U(1, 5), U(0, 4), P(0, 16), P(1, 16)}},  // panels of 8x4x16 and 16x16x5
+      {64, 96, 80, dtypes::float32, {L(1, 16), L(0, 4), U(1, 5), U(0, 2), P(0, 4), P(1, 4)}},     // 64 work-items, panels of 32 and 320
+      {64, 96, 80, dtypes::float32, {L(1, 8), U(0, 4), P(1, 0)}},                                 // one input, one k per stage
+      {48, 40, 24, dtypes::float32, {L(0, 3), U(1, 4), P(0, 8), P(1, 8)}},                       // 3 work-items: rounds that don't divide
+      {64, 128, 32, dtypes::float16, {Opt{OptOps::TC, 0, 0, {-1, 0, 1}}, U(0, 2), U(1, 2), L(1, 2), P(0, 2), P(1, 2)}},
+      {64, 128, 32, dtypes::float16, {Opt{OptOps::TC, 0, 0, {-1, 0, 1}}, U(0, 2), U(1, 2), P(0, 0), P(1, 4)}},
+  };
+  for (auto& c : cases) {
+    Tensor x = test::randt({c.M, c.K}, 31).cast(c.dt), w = test::randt({c.K, c.N}, 32).cast(c.dt);
+    std::vector<float> xv = host_values(x), wv = host_values(w);
+    Tensor prod = x.to("CL").matmul(w.to("CL")).cast(dtypes::float32);
+    Normalized n = normalize({prod.uop()});
+    auto sched = create_schedule(n.sink, n.specs);
+    ASSERT_EQ(sched->kernels.size(), 1u);
+    auto& k = *sched->kernels[0];
+    std::shared_ptr<CompiledRunner> prg;
+    try {
+      prg = compile_spec(get_program(k.ast, k.name, ren, &c.opts), get_device("CL"));
+    } catch (const Error& e) {
+      ADD_FAILURE() << opts_str(c.opts) << ": " << e.what();
+      continue;
+    }
+    EXPECT_NE(prg->src.find("__local "), std::string::npos) << prg->src;
+    std::vector<std::shared_ptr<Buffer>> bufs;
+    for (size_t i = 0; i < sched->slots.size(); i++)
+      bufs.push_back(i < n.inputs.size() ? buffer_of(n.inputs[i].get()) : std::make_shared<Buffer>("CL", sched->slots[i].first, sched->slots[i].second));
+    std::vector<void*> ptrs;
+    for (int sl : k.slots) ptrs.push_back(bufs[size_t(sl)]->ptr());
+    run_kernel(*prg, ptrs.data());
+    std::vector<float> got(size_t(c.M * c.N));
+    bufs[size_t(k.slots[0])]->copyout(got.data(), got.size() * sizeof(float));
+    for (int64_t i = 0; i < c.M; i++)
+      for (int64_t j = 0; j < c.N; j++) {
+        double s = 0, sabs = 0;
+        for (int64_t q = 0; q < c.K; q++) {
+          double p = double(xv[size_t(i * c.K + q)]) * double(wv[size_t(q * c.N + j)]);
+          s += p, sabs += std::fabs(p);
+        }
+        // float32 sums in another order; a float16 product is rounded to float16 at the end (half an ulp, 2^-11)
+        double tol = 1e-5 * sabs + 1e-5 + (c.dt == dtypes::float16 ? std::fabs(s) / 2048 : 0);
+        ASSERT_NEAR(got[size_t(i * c.N + j)], s, tol) << opts_str(c.opts) << " at " << i << "," << j << "\n" << prg->src;
+      }
+  }
+}
+
 // The CUDA source of tensor core kernels compiles to PTX with mma.sync (the GPU itself is tested where one is present).
 TEST(Gpu, TensorCoreKernelsCompileToMmaSync) {
   if (nvrtc_version().empty()) GTEST_SKIP() << "no NVRTC on this machine (the CUDA toolkit is not installed)";

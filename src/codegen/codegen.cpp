@@ -23,7 +23,7 @@ struct Stage {
 const std::vector<Stage>& late_stages() {
   static const std::vector<Stage> stages = {
       {"lower threads", [](const UOpRef& a, const Renderer&, ProgramSpec& p) { return lower_threads(a, &p.threads); }},
-      {"packs", [](const UOpRef& a, const Renderer&, ProgramSpec&) { return lower_packs(a); }},
+      {"packs", [](const UOpRef& a, const Renderer& ren, ProgramSpec&) { return lower_packs(a, ren.target()); }},
       {"group reduces", [](const UOpRef& a, const Renderer&, ProgramSpec&) { return lower_group_reduces(a); }},
       {"gpudims", [](const UOpRef& a, const Renderer& ren, ProgramSpec& p) { return add_gpudims(a, ren.target(), p.global_size, p.local_size); }},
       {"expander", [](const UOpRef& a, const Renderer&, ProgramSpec&) { return expand(a); }},

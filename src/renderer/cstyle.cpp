@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace tg {
 
@@ -203,9 +204,11 @@ static std::string wmma_helper(const UOp* u, const Spelling& sp) {
   TG_CHECK(g[0] == 8 && g[1] == 16 && g[2] == 16 && na == 8 && nb == 4 && nc == 4, TG_ERROR_UNSUPPORTED,
            "C renderer: no WMMA for tensor core " + wmma_fn(u) + " (m16n8k16 only)");
   TG_CHECK(sp.wmma != Spelling::Wmma::None, TG_ERROR_UNSUPPORTED, "C renderer: WMMA on a CPU target");
+  // mma.sync takes A and B as their 16-bit patterns (the call passes a loaded value's bits as they are); the emulation floats
+  bool bits = sp.wmma == Spelling::Wmma::MmaSync;
   std::string sig = "TG_FN void " + wmma_fn(u) + "(float* d";
   for (auto [p, n] : {std::pair{'a', na}, std::pair{'b', nb}, std::pair{'c', nc}})
-    for (int i = 0; i < n; i++) sig += strformat(", float %c%d", p, i);
+    for (int i = 0; i < n; i++) sig += strformat(", %s %c%d", bits && p != 'c' ? "uint16_t" : "float", p, i);
   if (sp.wmma == Spelling::Wmma::Local) {
     static const char* body = R"( {
   float a[8] = {a0, a1, a2, a3, a4, a5, a6, a7}, b[4] = {b0, b1, b2, b3}, c[4] = {c0, c1, c2, c3};
@@ -227,7 +230,7 @@ static std::string wmma_helper(const UOp* u, const Spelling& sp) {
     fn.replace(fn.find("TG_WMMA_OUT"), 11, round);
     return sig + ", __local float* s, int lane)" + fn;
   }
-  const char* cvt = in.scalar == Scalar::BFloat16 ? "tg_f2bf" : "tg_f2h";
+  const char* cvt = "";
   auto pk = [&](char p, int i, const char* f) { return strformat("(uint32_t)%s(%c%d) | (uint32_t)%s(%c%d) << 16", f, p, i, f, p, i + 1); };
   std::string b = sig + ") {\n  uint32_t ra[4] = {";
   for (int i = 0; i < 4; i++) b += (i ? ", " : "") + pk('a', 2 * i, cvt);
@@ -266,6 +269,9 @@ struct CRenderer {
   const LinearProgram& lp;
   const Spelling& sp;
   int prefetch_bytes = 0;  // Target's
+  // NVRTC unrolls a loop (on a GPU, a reduce) this many times (TG_CUDA_UNROLL; 0/1: as it decides): the next steps' loads then issue
+  // before this step's multiply-adds wait on theirs
+  int cuda_unroll = sp.wmma == Spelling::Wmma::MmaSync ? int(getenv_int("TG_CUDA_UNROLL", 0)) : 0;
   std::string ctype(DType d) const { return tg::ctype(d, sp); }
   std::string storage_type(DType d) const { return tg::storage_type(d, sp); }
   std::string from_storage(DType d, const std::string& v) const {
@@ -275,6 +281,8 @@ struct CRenderer {
   std::string fn(DType d, const char* name) const { return std::string(name) + (d.scalar == Scalar::Float64 || sp.overloaded_math ? "" : "f"); }
   std::string i64() const { return ctype(dtypes::int64); }
   std::unordered_map<const UOp*, std::string> names;
+  std::unordered_set<const UOp*> operand_bits;  // loads of a tensor core's 16-bit operands (CUDA)
+  std::unordered_map<const UOp*, std::string> bits;  // their bits' names
   std::map<std::string, std::string> typedefs, helpers;
   std::string out;
   std::string type(DType d) {
@@ -423,10 +431,19 @@ struct CRenderer {
       params += ", const " + i64() + " " + nm;
       entry_args += ", vars[" + std::to_string(i) + "]";
     }
+    if (sp.wmma == Spelling::Wmma::MmaSync)
+      for (auto& u : lp.uops)
+        if (u->op == Ops::WMMA)
+          for (size_t i = 0; i < 2; i++)
+            for (int64_t j = 0; j < u->src[i]->dtype.count; j++) {
+              UOpRef x = lane_of(u->src[i], j);
+              if (x->op == Ops::LOAD && is16(x->dtype) && x->dtype.count == 1 && x->src[0]->dtype.addrspace != AddrSpace::Reg) operand_bits.insert(x.get());
+            }
     for (auto& u : lp.uops) {
       if (u->op == Ops::RANGE) {
         std::string nm = u->render();
         names[u.get()] = nm;
+        if (cuda_unroll > 1) line(strformat("#pragma unroll %d", cuda_unroll));
         line("for (" + i64() + " " + nm + " = 0; " + nm + " < " + r(u->src[0]) + "; " + nm + "++) {");
         indent++;
       } else if (u->op == Ops::END) {
@@ -459,7 +476,11 @@ struct CRenderer {
         if (!helpers.count(fn)) helpers[fn] = wmma_helper(u.get(), sp);  // once per kernel, not per call
         line(ctype(u->dtype.scalar_of()) + " " + nm + "[" + std::to_string(u->dtype.count) + "];");
         for (size_t i = 0; i < 3; i++)
-          for (int64_t j = 0; j < u->src[i]->dtype.count; j++) call += ", " + r(lane_of(u->src[i], j));
+          for (int64_t j = 0; j < u->src[i]->dtype.count; j++) {
+            UOpRef x = lane_of(u->src[i], j);
+            auto b = bits.find(x.get());
+            call += ", " + (i == 2 || sp.wmma != Spelling::Wmma::MmaSync ? r(x) : b != bits.end() ? b->second : to_storage(x->dtype, r(x)));
+          }
         if (sp.wmma == Spelling::Wmma::Local) call += strformat(", tg_wmma_s + tg_lid / 32 * %d, tg_lid %% 32", kWmmaScratch);
         line(call + ");");
       } else {
@@ -467,7 +488,13 @@ struct CRenderer {
         // a hint, as the LLVM renderer's: no fault where the address is past the buffer (an integer sum, not a pointer's)
         if (u->op == Ops::LOAD && lp.prefetched(u.get()))
           line("__builtin_prefetch((const void*)((__UINTPTR_TYPE__)&" + index(u->src[0]) + " + " + std::to_string(prefetch_bytes) + "), 0, 3);");
-        line(value_type(u) + " " + nm + " = " + expr(u) + ";");
+        if (operand_bits.count(u.get())) {  // a tensor core's 16-bit operand: mma.sync takes its bits, not a float and back
+          const UOpRef& idx = u->src[0];
+          std::string v = index(idx);
+          bits[u.get()] = nm + "_b";
+          line("uint16_t " + nm + "_b = " + (idx->src.size() > 2 ? "(" + r(idx->src[2]) + "?" + v + ":(uint16_t)0)" : v) + ";");
+          line(value_type(u) + " " + nm + " = " + tg::from_storage(u->dtype, nm + "_b") + ";");  // unused: dead code to NVRTC
+        } else line(value_type(u) + " " + nm + " = " + expr(u) + ";");
         names[u.get()] = nm;
       }
     }

@@ -9,8 +9,9 @@ namespace tg {
 // gpudims.cpp: a THREAD range becomes the kernel's core_id variable; `threads` gets its size (1: none).
 UOpRef lower_threads(const UOpRef& ast, int64_t* threads);
 // pack.cpp: PACK: a marked input is copied into a contiguous scratch array once per iteration of the output loops it
-// uses, and read from there.
-UOpRef lower_packs(const UOpRef& ast);
+// uses, and read from there; on a GPU target the work-group copies it into local memory together, once per step of its
+// outermost reduce loop.
+UOpRef lower_packs(const UOpRef& ast, const Target& target);
 // group_reduce.cpp: GROUP/GROUPTOP reduces: partial results per work-item through local memory and a barrier, then
 // reduced again.
 UOpRef lower_group_reduces(const UOpRef& ast);

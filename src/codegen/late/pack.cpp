@@ -10,10 +10,104 @@
 
 namespace tg {
 
-UOpRef lower_packs(const UOpRef& ast) {
+namespace {
+// how far one step of `r` moves the index `x` (null: not a constant)
+int64_t step_of(const UOpRef& x, const UOpRef& r) {
+  UOpRef d = (x->substitute({{r, r + UOp::const_int(r->dtype, 1)}}) - x)->simplify();
+  return d->op == Ops::CONST ? d->vmax() : -1;
+}
+
+// GPU: the work-group's copy of a packed input's panel into local memory. Every work-item takes elements t, t + T, ...
+// of the panel (t its place in the work-group, T the work-group's size), read in the order of their addresses (the
+// panel's ranges by decreasing step in the input), so neighbouring work-items read neighbouring memory and write
+// neighbouring banks; the array keeps that order, each innermost row padded by 16 bytes so that the reads across a row
+// (a tensor core fragment's rows, a register tile's columns) fall in different banks. A barrier before the copy keeps
+// it from overwriting what the work-group still reads of the last stage, one after it makes the stage visible.
+UOpRef stage_load(const UOpRef& ast, const UOpRef& ld, int64_t id) {
+  const UOpRef& idx = ld->src[0];
+  UOps group;
+  for (auto& r : ast->toposort()) {
+    AxisType k = r->op == Ops::RANGE ? range_kind(r.get()) : AxisType::GLOBAL;
+    if (k == AxisType::LOCAL || k == AxisType::WARP || k == AxisType::GROUP_REDUCE) group.push_back(r);
+  }
+  std::sort(group.begin(), group.end(), [](const UOpRef& a, const UOpRef& b) { return range_path(a.get()) < range_path(b.get()); });
+  auto [t, nt] = row_major(group);
+  UOpRef step;  // the outermost reduce loop the read uses: the copy is made once per iteration of it
+  UOps panel;
+  for (auto& r : idx->toposort())
+    if (r->op == Ops::RANGE && range_kind(r.get()) == AxisType::REDUCE && (!step || range_path(r.get()) < range_path(step.get()))) step = r;
+  for (auto& r : idx->toposort())
+    if (r->op == Ops::RANGE && range_kind(r.get()) != AxisType::GLOBAL && r != step) panel.push_back(r);
+  std::vector<int64_t> stride;
+  for (auto& r : panel) stride.push_back(step_of(idx->src[1], r));
+  std::vector<size_t> order(panel.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {  // non-linear ones outermost, then by step
+    auto key = [&](size_t i) { return std::make_pair(stride[i] < 0 ? INT64_MAX : stride[i], range_path(panel[i].get())); };
+    return key(a) > key(b);
+  });
+  UOps rs;
+  for (size_t i : order) rs.push_back(panel[i]);
+  // the array's strides: row-major in that order, the innermost row padded to a multiple of 16 bytes plus 16
+  int64_t isz = ld->dtype.itemsize(), n = 1;
+  std::vector<int64_t> lstride(rs.size());
+  for (size_t i = rs.size(); i-- > 0;) {
+    lstride[i] = n;
+    int64_t sz = rs[i]->src[0]->vmax();
+    n *= sz;
+    if (i + 1 == rs.size() && rs.size() > 1 && sz * isz >= 32) n = (sz * isz + 15) / 16 * 16 / isz + 16 / isz;
+  }
+  int64_t elems = 1;
+  for (auto& r : rs) elems *= r->src[0]->vmax();
+  auto at_of = [&](const UOps& coords) {
+    UOpRef a = UOp::const_int(dtypes::index, 0);
+    for (size_t i = 0; i < rs.size(); i++) a = a + coords[i] * UOp::const_int(dtypes::index, lstride[i]);
+    return a->simplify();
+  };
+  UOpRef buf = UOp::make(Ops::DEFINE_LOCAL, ld->dtype.ptr_to(rs.empty() ? 1 : lstride[0] * rs[0]->src[0]->vmax(), AddrSpace::Local), {}, id);
+  // the copy: element f = j * T + t of the panel, j over the work-item's share
+  int64_t per = (elems + nt - 1) / nt;
+  UOpRef j = UOp::make(Ops::RANGE, dtypes::index, {UOp::const_int(dtypes::index, per)}, std::vector<int64_t>{4, id, int64_t(AxisType::REDUCE)});
+  UOpRef f = per > 1 ? (j * UOp::const_int(dtypes::index, nt) + t) : t;
+  UOps coords(rs.size());
+  UOpMap<UOpRef> to;
+  int64_t inner = 1;
+  for (size_t i = rs.size(); i-- > 0;) {
+    int64_t sz = rs[i]->src[0]->vmax();
+    UOpRef c = inner > 1 ? f / UOp::const_int(dtypes::index, inner) : f;
+    if (i > 0) c = c % UOp::const_int(dtypes::index, sz);
+    coords[i] = c->simplify(), to[rs[i]] = coords[i], inner *= sz;
+  }
+  UOpRef src_idx = idx->substitute(to);
+  UOpRef valid = elems % nt != 0 ? (f < UOp::const_int(dtypes::index, elems))->simplify() : UOpRef();
+  if (valid) {  // the last round of a panel the work-group doesn't divide: only the elements that exist
+    UOps s = src_idx->src;
+    if (s.size() > 2) s[2] = s[2] & valid;
+    else s.push_back(valid);
+    src_idx = src_idx->replace_src(s);
+  }
+  UOpRef read = UOp::make(Ops::LOAD, ld->dtype, {src_idx});
+  UOps dst{buf, at_of(coords)};
+  if (valid) dst.push_back(valid);
+  UOps st{UOp::make(Ops::INDEX, buf->dtype, dst), read};
+  if (step) st.push_back(UOp::make(Ops::BARRIER, dtypes::void_, {step}));  // the last stage's reads are done
+  UOpRef copy = UOp::make(Ops::STORE, dtypes::void_, st);
+  if (per > 1) copy = UOp::make(Ops::REDUCE, dtypes::void_, {copy, j}, int64_t(Ops::ADD));
+  UOpRef barrier = UOp::make(Ops::BARRIER, dtypes::void_, {copy});
+  UOps here;
+  for (auto& r : rs) here.push_back(r);
+  return UOp::make(Ops::LOAD, ld->dtype, {UOp::make(Ops::INDEX, buf->dtype, {buf, at_of(here)}), barrier});
+}
+}  // namespace
+
+UOpRef lower_packs(const UOpRef& ast, const Target& target) {
   UOpMap<UOpRef> subs;
   int64_t id = 1000;  // apart from the group reduces' arrays (0, 1, ...)
   for (auto& ld : ast->toposort()) {
+    if (ld->op == Ops::LOAD && is_packed(ld) && target.has_local) {
+      subs[ld] = stage_load(ast, ld, id++);
+      continue;
+    }
     if (ld->op != Ops::LOAD || !is_packed(ld)) continue;
     const UOpRef& idx = ld->src[0];
     auto lane = [](const UOpRef& r) { return range_kind(r.get()) == AxisType::UPCAST || range_kind(r.get()) == AxisType::UNROLL; };

@@ -149,6 +149,7 @@ static void gpu_optimizations(Scheduler& k) {
   // tensor cores first (as tinygrad): TC on the first axis choice it takes, then M and N upcast so each fragment loaded
   // serves several WMMAs, and a few warps per work-group along N. TC=0 turns this off, TC_OPT and TC_SELECT as tinygrad.
   static const int64_t use_tc = getenv_int("TC", 1), tc_opt = getenv_int("TC_OPT", 0), tc_select = getenv_int("TC_SELECT", -1);
+  static const int64_t tc_upcast = getenv_int("TG_TC_UPCAST", 5), tc_warps = getenv_int("TG_TC_WARPS", 4);  // the largest tried
   if (use_tc > 0 && !t.tensor_cores.empty() && (k.axes_of({AxisType::REDUCE, AxisType::GROUP_REDUCE}).size() == 1 || tc_opt >= 1))
     for (int axis = 0; axis < 3; axis++) {
       Scheduler tk = k;
@@ -160,6 +161,7 @@ static void gpu_optimizations(Scheduler& k) {
       };
       for (size_t d : {size_t(1), size_t(0)})
         for (int64_t sz : {int64_t(5), int64_t(4), int64_t(3), int64_t(2)}) {
+          if (sz > tc_upcast) continue;
           if (!axes[d]->src[0]->divides(sz) || axis_of(axes[d]) >= int64_t(tk.shape_len())) continue;
           try {
             axes[d] = tk.apply_opt(Opt{OptOps::UPCAST, axis_of(axes[d]), sz}).first;
@@ -167,8 +169,8 @@ static void gpu_optimizations(Scheduler& k) {
           }
           break;
         }
-      for (int64_t sz : {int64_t(4), int64_t(2)})
-        if (axes[0]->src[0]->divides(sz) && axis_of(axes[0]) < int64_t(tk.shape_len())) {
+      for (int64_t sz : {int64_t(8), int64_t(4), int64_t(2)})
+        if (sz <= tc_warps && axes[0]->src[0]->divides(sz) && axis_of(axes[0]) < int64_t(tk.shape_len())) {
           attempt(tk, Opt{OptOps::LOCAL, axis_of(axes[0]), sz});
           break;
         }
@@ -208,12 +210,13 @@ static void gpu_optimizations(Scheduler& k) {
     }
   int64_t budget = std::max<int64_t>(1, std::min<int64_t>(grouped > 1 ? 256 / grouped : 128, t.local_threads_max > 0 ? t.local_threads_max : 128));
   int locals = 0;
+  static const int64_t local_x = getenv_int("TG_GPU_LOCAL_X", 128);  // the most work-items along the innermost axis
   auto globals = k.axes_of({AxisType::GLOBAL});
   for (size_t i = globals.size(); i-- > 0 && locals < 3 && budget > 1;) {
     int ax = globals[i];
     int64_t sz = k.full_shape()[size_t(ax)];
     for (int64_t l : {int64_t(128), int64_t(64), int64_t(32), int64_t(16), int64_t(8), int64_t(4), int64_t(2)}) {
-      if (locals > 0 && l > 32) continue;
+      if ((locals > 0 && l > 32) || (locals == 0 && l > local_x)) continue;
       if (l > budget || sz % l != 0 || l > t.local_max[0]) continue;
       if (attempt(k, Opt{OptOps::LOCAL, ax, l})) budget /= l, locals++;
       break;

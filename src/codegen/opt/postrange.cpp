@@ -264,7 +264,7 @@ std::pair<UOpRef, UOpRef> Scheduler::apply_opt(const Opt& opt, bool append) {
     return {};
   }
   if (opt.op == OptOps::PACK) {
-    pack(opt.axis);
+    pack(opt.axis, opt.arg);
     if (append) applied_opts.push_back(opt);
     return {};
   }
@@ -377,14 +377,14 @@ std::pair<UOpRef, UOpRef> Scheduler::apply_opt(const Opt& opt, bool append) {
 // iteration of the output loops it depends on; the output loops inside those, which it doesn't use, then read the
 // panel from one contiguous block (a matmul's K x 32 panel of B, 1024 rows 4 KB apart before, 128 bytes apart after).
 // Here the LOAD is only marked; lower_packs makes the copy after the other actions have shaped the loops.
-void Scheduler::pack(int64_t input) {
+void Scheduler::pack(int64_t input, int64_t steps) {
   const Target& tg = ren->target();
-  opt_check(!tg.has_local, "pack is for CPUs: target " + tg.device + " stages inputs through local memory");
   UOps ins = inputs();
   std::string name = "input " + std::to_string(input);
   opt_check(input >= 0 && size_t(input) < ins.size(), "invalid " + name + " for PACK (" + std::to_string(ins.size()) + " loaded)");
   const UOpRef& ld = ins[size_t(input)];
   opt_check(!is_packed(ld), name + " is already packed");
+  if (tg.has_local) return stage(input, name, steps);
   // a read's panel: the non-output ranges it uses (their product, in bytes), and the innermost output loop it uses
   auto panel_of = [&](const UOpRef& l, UOps& used) {
     std::pair<int64_t, std::vector<int64_t>> p{l->dtype.itemsize(), {}};
@@ -413,6 +413,71 @@ void Scheduler::pack(int64_t input) {
   opt_check(bytes <= kPackMaxBytes, "panels of " + std::to_string(bytes) + " bytes exceed the " + std::to_string(kPackMaxBytes) +
                                         " a kernel's packs may take");
   set_ast(ast->substitute({{ld, ld->with_tag(kPackTag)}}));
+}
+
+// PACK on a GPU: the work-group stages what it reads of the input inside the input's outermost reduce loop (its step)
+// in local memory, all its work-items copying together, once per step; `steps` > 1 first splits that many iterations
+// off the step loop into a loop inside it, so each stage holds `steps` of them (a matmul's K by 16 per stage). The
+// LOAD is marked here; lower_packs makes the copy and the barriers.
+void Scheduler::stage(int64_t input, const std::string& name, int64_t steps) {
+  const Target& tg = ren->target();
+  UOpRef ld = inputs()[size_t(input)];
+  auto outermost_reduce = [&](const UOpRef& l) {
+    UOpRef best;
+    for (auto& r : ranges_in(l->src[0]))
+      if (range_kind(r.get()) == AxisType::REDUCE && (!best || range_path(r.get()) < range_path(best.get()))) best = r;
+    return best;
+  };
+  UOpRef step = outermost_reduce(ld);
+  opt_check(steps <= 1 || step, name + " is read in no reduce loop: nothing to split into stages");
+  if (steps > 1) {
+    // the other input of a matmul may have split the loop already: its inner part is this stage's too
+    auto p = range_path(step.get());
+    bool split = false;
+    if (!p.empty() && p.back() == 0)
+      for (auto& r : rngs()) {
+        auto q = range_path(r.get());
+        split |= range_kind(r.get()) == AxisType::REDUCE && q.size() == p.size() && std::equal(p.begin(), p.end() - 1, q.begin()) && q.back() == 1 &&
+                 r->src[0]->vmax() == steps && depends_on(ld->src[0], r);
+      }
+    if (!split) {
+      opt_check(step->src[0]->op == Ops::CONST && step->src[0]->vmax() % steps == 0 && step->src[0]->vmax() > steps,
+                "PACK's " + std::to_string(steps) + " steps don't divide the reduce loop of " + step->src[0]->render());
+      shift_to(step, steps, AxisType::REDUCE, false);
+    }
+  }
+  UOpRef cur = inputs()[size_t(input)];  // the split rewrote the AST; the numbering stays
+  UOpRef st = outermost_reduce(cur);
+  // the panel: the work-group's, upcast and inner reduce ranges the read uses; some must leave it (a broadcast along a
+  // work-item range or a register tile's lane) or no two reads share a staged element
+  int64_t elems = 1;
+  bool reused = false;
+  UOps used = ranges_in(cur->src[0]);
+  for (auto& r : used) {
+    AxisType t = range_kind(r.get());
+    if (t == AxisType::GLOBAL || r == st) continue;
+    opt_check(r->src[0]->op == Ops::CONST, "pack needs constant sizes");
+    opt_check(t != AxisType::GROUP_REDUCE, "pack of a grouped reduce's range");
+    elems *= r->src[0]->vmax();
+  }
+  for (auto& r : rngs()) {
+    AxisType t = range_kind(r.get());
+    reused |= (t == AxisType::LOCAL || t == AxisType::WARP || t == AxisType::UPCAST) && std::find(used.begin(), used.end(), r) == used.end();
+  }
+  opt_check(reused, name + " is read by one work-item, once: staging it would not be reused");
+  int64_t bytes = (elems + elems / 4) * cur->dtype.itemsize();  // (rows padded, up to a quarter more)
+  UOps other;
+  for (auto& x : inputs())
+    if (is_packed(x)) {
+      int64_t e = 1;
+      UOpRef xs = outermost_reduce(x);
+      for (auto& r : ranges_in(x->src[0]))
+        if (range_kind(r.get()) != AxisType::GLOBAL && r != xs) e *= r->src[0]->vmax();
+      bytes += (e + e / 4) * x->dtype.itemsize();
+    }
+  opt_check(bytes <= tg.shared_max, "staged panels of " + std::to_string(bytes) + " bytes exceed " + tg.device + "'s local memory of " +
+                                        std::to_string(tg.shared_max));
+  set_ast(ast->substitute({{cur, cur->with_tag(kPackTag)}}));
 }
 
 // PADTO: the axis runs to new_sz; the extra iterations read nothing (gated loads), write nothing (gated stores) and

@@ -44,7 +44,8 @@ class Scheduler {
  private:
   int real_axis(const Opt& opt) const;
   void pad_to(const UOpRef& rng, int64_t multiple);
-  void pack(int64_t input);
+  void pack(int64_t input, int64_t steps);
+  void stage(int64_t input, const std::string& name, int64_t steps);
   UOps apply_tc(const Opt& opt);
   void set_ast(const UOpRef& a);
   // the ast's toposort and its sorted ranges, made once per ast: the heuristics ask for rngs() inside loops over axes,
