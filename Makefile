@@ -215,6 +215,7 @@ bench: test-build
 	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so TG_ORT_DIR=$(abspath $(BUILD))/ort/node_modules $(PYTHON) bench/bench_onnx.py bench/results.json
 	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so TG_LLAMA_DIR=$(abspath $(BUILD))/llama/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64 $(PYTHON) bench/bench_llm.py bench/results.json
 	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) bench/bench_mpi.py bench/results.json
+	TINYGRAD_LIB=$(abspath $(BUILD))/libtinygrad.so $(PYTHON) bench/bench_cl.py bench/results.json
 	$(MAKE) --no-print-directory bench-cuda
 
 # the CUDA rows (bench/bench_cuda.py, against cuBLAS and a device copy through PyTorch's CUDA build) where a GPU is;

@@ -6,8 +6,8 @@ the same process, on the same GPU, side by side):
   beam2 cuda matmul 4096 fp16  : the fp16 product with the kernel BEAM=2 chose (its search not timed)
   cuda conv2d                  : x (256, 64, 56, 56) * w (64, 64, 3, 3), pad 1, float32, against F.conv2d (cuDNN,
                                  TF32 off, cudnn.benchmark on: its fastest algorithm)
-  cuda tiny jit replay         : us per replay of a captured TinyJit of 10 small kernels, 1000 replays queued back to
-                                 back, one wait at the end (a CUDA graph launch per replay; JIT_GRAPH=0 in the
+  cuda tiny jit replay         : us per replay of a captured TinyJit of 10 small kernels, 1000 replays through tg_jit_call
+                                 queued back to back, one wait at the end (a CUDA graph launch per replay; JIT_GRAPH=0 in the
                                  environment: one launch per kernel), against the same through torch.cuda.CUDAGraph
   cuda elementwise 256M        : y = x * 2 + 1 on 256M float32, GB/s moved, against a device-to-device copy of the same
                                  bytes (torch's copy_, a cudaMemcpy)
@@ -133,7 +133,24 @@ def bench_jit_replay(replays=1000):
     for i in range(replays): jit(xs[i % 2])
     Device[DEV].synchronize()
     ts.append((time.perf_counter() - t0) / replays * 1e6)
+  py_us = statistics.median(ts)
+  # the same replays through the C API (tg_jit_call, what a C program or a thin binding pays): the graph launch and
+  # the call's checks without the Python wrapper's argument handling
+  import ctypes
+  from tinygrad_c import C
+  out = (ctypes.c_void_p * 1)()
+  args = [(ctypes.c_void_p * 1)(x._h) for x in xs]
+  ts = []
+  for _ in range(5):
+    Device[DEV].synchronize()
+    t0 = time.perf_counter()
+    for i in range(replays):
+      assert C.jit_call(jit._h, args[i % 2], 1, out, 1) == 0, C.last_error_message()
+      C.tensor_release(out[0])
+    Device[DEV].synchronize()
+    ts.append((time.perf_counter() - t0) / replays * 1e6)
   us = statistics.median(ts)
+  print(f"  (the same through TinyJit's Python call: {py_us:.1f} us per replay)", flush=True)
   tx = torch.ones(1024, device="cuda")
   s = torch.cuda.Stream()
   s.wait_stream(torch.cuda.current_stream())

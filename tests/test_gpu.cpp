@@ -172,6 +172,8 @@ struct TcCase {
   Shape a, b;
   DType dt;
   bool half_acc = false;  // summed in float16 (the float16 -> float16 tensor core), 2-D only
+  int64_t select = -1;    // the tensor core (cuda_tensor_cores' order; -1: the first that fits)
+  int64_t k = 16;         // its K
 };
 std::vector<float> host_values(const Tensor& t) {
   Tensor f = t.cast(dtypes::float32).contiguous();
@@ -187,14 +189,18 @@ TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
     GTEST_SKIP() << e.what();
   }
   Target t = get_device("CL").renderer().target();
-  t.tensor_cores = cuda_tensor_cores(8, 0);
+  t.tensor_cores = cuda_tensor_cores(8, 0, true);
   CStyleRenderer ren(t, Dialect::OpenCL);
   std::vector<TcCase> cases{{{32, 64}, {64, 16}, dtypes::float16},  {{48, 32}, {32, 24}, dtypes::bfloat16}, {{2, 16, 48}, {2, 48, 8}, dtypes::float16},
                             {{20, 40}, {40, 12}, dtypes::float16},  {{64, 128}, {128, 32}, dtypes::float16},
-                            {{32, 64}, {64, 16}, dtypes::float16, true}};
+                            {{32, 64}, {64, 16}, dtypes::float16, true},
+                            {{32, 64}, {64, 16}, dtypes::float16, false, 3, 8},  // m16n8k8 (sm_75's)
+                            {{48, 40}, {40, 24}, dtypes::float16, true, 4, 8},
+                            {{32, 64}, {64, 16}, dtypes::float32, false, -1, 8},  // tf32 (ALLOW_TF32)
+                            {{2, 16, 24}, {2, 24, 8}, dtypes::float32, false, -1, 8}};
   using O = std::vector<Opt>;
-  auto tc = [](int64_t level) { return Opt{OptOps::TC, 0, 0, {-1, level, 1}}; };
   for (auto& c : cases) {
+    auto tc = [&](int64_t level) { return Opt{OptOps::TC, 0, 0, {c.select, level, 1}}; };
     Tensor x = test::randt(c.a, 21).cast(c.dt), w = test::randt(c.b, 22).cast(c.dt);
     std::vector<float> xv = host_values(x), wv = host_values(w);
     int64_t K = c.a.back(), M = c.a[c.a.size() - 2], N = c.b.back(), B = c.a.size() == 3 ? c.a[0] : 1;
@@ -206,13 +212,14 @@ TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
           for (int64_t k = 0; k < K; k++) s += double(xv[size_t((bi * M + i) * K + k)]) * double(wv[size_t((bi * K + k) * N + j)]);
           want[size_t((bi * M + i) * N + j)] = s;
         }
-    bool padded = M % 16 || N % 8 || K % 16;
+    bool padded = M % 16 || N % 8 || K % c.k;
     std::vector<std::pair<std::string, O>> lists{{"TC", O{tc(padded ? 2 : 0)}}, {"heuristics", O{}}};
-    lists.push_back({"TC shape only", O{Opt{OptOps::TC, 0, 0, {-1, padded ? 2 : 0, 2}}}});  // the warp and pieces, the sum kept
+    lists.push_back({"TC shape only", O{Opt{OptOps::TC, 0, 0, {c.select, padded ? 2 : 0, 2}}}});  // the warp and pieces, the sum kept
     if (M % 64 == 0 && N % 32 == 0)  // the two output axes are 0 and 1 (then the warp)
       lists.push_back({"TC+upcasts+local", O{tc(0), Opt{OptOps::UPCAST, 0, 2}, Opt{OptOps::UPCAST, 1, 2}, Opt{OptOps::LOCAL, 1, 2}}});
     for (auto& [what, opts] : lists) {
-      if (padded && what == "heuristics") continue;  // the heuristics don't pad for tensor cores (TC_OPT=0)
+      // the heuristics don't pad for tensor cores (TC_OPT=0) and take the first that fits
+      if ((padded || c.select >= 0) && what == "heuristics") continue;
       Tensor xc = x.to("CL"), wc = w.to("CL");
       Tensor prod = xc.matmul(wc);
       if (c.half_acc) {  // sum(-1) accumulates 16-bit floats in float32: this REDUCE_AXIS keeps float16
@@ -231,7 +238,10 @@ TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
         continue;
       }
       if (what != "TC shape only")
-        EXPECT_NE(prg->src.find("tg_wmma_8_16_16_" + std::string(c.dt.name()) + (c.half_acc ? "_float16(" : "_float32(")), std::string::npos) << what << "\n" << prg->src;
+        EXPECT_NE(prg->src.find("tg_wmma_8_16_" + std::to_string(c.k) + "_" + std::string(c.dt.name()) + (c.half_acc ? "_float16(" : "_float32(")),
+                  std::string::npos)
+            << what << "\n"
+            << prg->src;
       std::vector<std::shared_ptr<Buffer>> bufs;
       for (size_t i = 0; i < sched->slots.size(); i++)
         bufs.push_back(i < n.inputs.size() ? buffer_of(n.inputs[i].get()) : std::make_shared<Buffer>("CL", sched->slots[i].first, sched->slots[i].second));
@@ -243,13 +253,13 @@ TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
       // Tensor cores multiply exactly and add in float32: the result is off by its final rounding to the 16-bit dtype.
       // A float16 sum is also rounded after each WMMA (K/16 roundings of partial sums no larger than the sum of
       // |products|). The plain sum ("TC shape only") rounds each product to the dtype, and with a float16 sum each add.
-      double ulp = c.dt == dtypes::float16 ? 1.0 / 1024 : 1.0 / 128;
+      double ulp = c.dt == dtypes::float16 ? 1.0 / 1024 : c.dt == dtypes::float32 ? 1.0 / 1e6 : 1.0 / 128;  // (the emulation doesn't round to tf32)
       bool plain = what == "TC shape only";
       for (size_t i = 0; i < want.size(); i++) {
         int64_t bi = int64_t(i) / (M * N), r = int64_t(i) / N % M, col = int64_t(i) % N;
         double sabs = 0;
         for (int64_t k = 0; k < K; k++) sabs += std::fabs(double(xv[size_t((bi * M + r) * K + k)]) * double(wv[size_t((bi * K + k) * N + col)]));
-        double mag = std::fabs(want[i]) + (c.half_acc ? sabs * double(plain ? K + 1 : K / 16 + 1) : plain ? sabs : 0);
+        double mag = std::fabs(want[i]) + (c.half_acc ? sabs * double(plain ? K + 1 : K / c.k + 1) : plain ? sabs : 0);
         ASSERT_NEAR(got[i], want[i], ulp * mag + 1e-4) << shape_str(c.a) << " " << what << " at " << i << "\n" << prg->src;
       }
     }
@@ -266,7 +276,7 @@ TEST(Gpu, StagedMatmulsMatchAFloat64Matmul) {
     GTEST_SKIP() << e.what();
   }
   Target t = get_device("CL").renderer().target();
-  t.tensor_cores = cuda_tensor_cores(8, 0);
+  t.tensor_cores = cuda_tensor_cores(8, 0, true);
   CStyleRenderer ren(t, Dialect::OpenCL);
   using O = std::vector<Opt>;
   auto L = [](int64_t ax, int64_t n) { return Opt{OptOps::LOCAL, ax, n}; };
@@ -326,24 +336,34 @@ TEST(Gpu, StagedMatmulsMatchAFloat64Matmul) {
 // The CUDA source of tensor core kernels compiles to PTX with mma.sync (the GPU itself is tested where one is present).
 TEST(Gpu, TensorCoreKernelsCompileToMmaSync) {
   if (nvrtc_version().empty()) GTEST_SKIP() << "no NVRTC on this machine (the CUDA toolkit is not installed)";
-  CStyleRenderer ren(cuda_target("CUDA", 8, 0), Dialect::CUDA);
-  for (auto [dt, acc16] : {std::pair{dtypes::float16, false}, std::pair{dtypes::bfloat16, false}, std::pair{dtypes::float16, true}}) {
-    Tensor x = test::randt({64, 128}, 1).cast(dt), w = test::randt({128, 64}, 2).cast(dt), y = x.matmul(w);
-    if (acc16) {  // summed in float16: the f16.f16.f16.f16 form
+  struct C {
+    DType dt;
+    bool acc16;
+    int sm;
+    const char* mma;
+  };
+  for (auto c : {C{dtypes::float16, false, 80, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"},
+                 C{dtypes::bfloat16, false, 80, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"},
+                 C{dtypes::float16, true, 80, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"},  // summed in float16
+                 C{dtypes::float16, false, 75, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"},
+                 C{dtypes::float16, true, 75, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16"},
+                 C{dtypes::float32, false, 80, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}}) {  // ALLOW_TF32
+    Target t = cuda_target("CUDA", c.sm / 10, c.sm % 10);
+    t.tensor_cores = cuda_tensor_cores(c.sm / 10, c.sm % 10, true);
+    CStyleRenderer ren(t, Dialect::CUDA);
+    Tensor x = test::randt({64, 128}, 1).cast(c.dt), w = test::randt({128, 64}, 2).cast(c.dt), y = x.matmul(w);
+    if (c.acc16) {  // summed in float16: the f16.f16.f16.f16 form
       Tensor p3 = x.reshape({64, 1, 128}).mul(w.transpose(0, 1).reshape({1, 64, 128}));
       y = Tensor(UOp::make(Ops::REDUCE_AXIS, p3.dtype(), {p3.uop()}, std::vector<int64_t>{int64_t(Ops::ADD), 2}), "CPU").reshape({64, 64});
     }
-    test::Case c(y);
-    auto& k = *c.sched->kernels.back();
+    test::Case k0(y);
+    auto& k = *k0.sched->kernels.back();
     ProgramSpec p = get_program(k.ast, k.name, ren, nullptr);
     ASSERT_FALSE(p.opts.empty());
     EXPECT_EQ(p.opts[0].op, OptOps::TC) << opts_str(p.opts);
-    std::string ptx = nvrtc_compile(p.name, p.src, "compute_80");
-    const char* mma = acc16                   ? "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"
-                      : dt == dtypes::float16 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-                                              : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
-    EXPECT_NE(ptx.find(mma), std::string::npos)
-        << p.src;
+    std::string ptx = nvrtc_compile(p.name, p.src, strformat("compute_%d", c.sm));
+    EXPECT_NE(ptx.find(c.mma), std::string::npos) << p.src;
+    if (c.dt == dtypes::float32) EXPECT_NE(ptx.find("cvt.rna.tf32.f32"), std::string::npos) << p.src;
   }
 }
 }  // namespace

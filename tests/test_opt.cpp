@@ -330,6 +330,7 @@ TEST(Opt, IllegalActionsAreRefusedWithAReason) {
       {{{OptOps::MERGE, 2, 0}}, "merge needs an axis after axis 2"},
       {{{OptOps::UPCAST, 0, -3}}, "must be positive"},
       {{{OptOps::PACK, 2, 0}}, "invalid input 2 for PACK (2 loaded)"},
+      {{{OptOps::PACK, 0, 4}}, "a CPU packs the whole panel"},  // steps are a GPU's
       {{{OptOps::PACK, 1, 0}}, "a packed copy would not be reused"},  // B's columns are the innermost output loop
       {{{OptOps::SWAP, 0, 1}, {OptOps::PACK, 1, 0}, {OptOps::PACK, 1, 0}}, "input 1 is already packed"},
   };
@@ -381,7 +382,13 @@ TEST(Opt, GpuActionsRewriteTheAst) {
   EXPECT_EQ(s.full_shape(), (std::vector<int64_t>{8, 4, 16, 8, 4, 3})) << tg::opts_str(s.applied_opts);
   EXPECT_NE(refusal(s.ast, gpu, {{OptOps::NOLOCALS}}).find("no locals can't have locals"), std::string::npos);
   EXPECT_NE(refusal(s.ast, gpu, {{OptOps::GROUP, 0, 1 << 20}}).find("exceeds maximum shared memory"), std::string::npos);
-  EXPECT_NE(refusal(mm.last(), gpu, {{OptOps::PACK, 0, 0}}).find("pack is for CPUs"), std::string::npos);
+  // PACK on a GPU stages in local memory: refused where no work-item or lane would read a staged element twice and where
+  // its steps don't divide the reduce
+  EXPECT_NE(refusal(mm.last(), gpu, {{OptOps::PACK, 0, 0}}).find("staging it would not be reused"), std::string::npos);
+  EXPECT_NE(refusal(mm.last(), gpu, {{OptOps::LOCAL, 1, 16}, {OptOps::PACK, 0, 5}}).find("steps don't divide"), std::string::npos);
+  EXPECT_EQ(refusal(mm.last(), gpu, {{OptOps::LOCAL, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::PACK, 0, 4}, {OptOps::PACK, 1, 4}}), "")
+      << "both inputs, 4 steps a stage";
+  EXPECT_NE(refusal(mm.last(), gpu, {{OptOps::LOCAL, 1, 16}, {OptOps::PACK, 1, 4}}).find("input 1 is read by one work-item"), std::string::npos);
   tg::Scheduler s2(mm.last(), gpu);
   s2.apply_opt({OptOps::NOLOCALS});
   EXPECT_NE(refusal(s2.ast, gpu, {{OptOps::NOLOCALS}, {OptOps::LOCAL, 0, 4}}).find("can't use locals"), std::string::npos);
@@ -393,7 +400,7 @@ TEST(Opt, TensorCoreActionShapesTheKernel) {
   auto half = [](tg::Shape s, uint64_t seed) { return randt(std::move(s), seed).cast(tg::dtypes::float16); };
   Case mm(half({32, 64}, 1).matmul(half({64, 16}, 2)));
   LocalTarget gpu;
-  gpu.tensor_cores() = tg::cuda_tensor_cores(8, 0);
+  gpu.tensor_cores() = tg::cuda_tensor_cores(8, 0, false);
   tg::Scheduler s(mm.last(), gpu);
   s.apply_opt({OptOps::TC, 0, 0, {-1, 0, 1}});
   auto count = [&](tg::AxisType t) {
@@ -426,7 +433,7 @@ TEST(Opt, TensorCoreActionShapesTheKernel) {
   const std::vector<std::tuple<const Case*, std::vector<Opt>, const char*>> bad = {
       {&mm, {{OptOps::UPCAST, 0, 2}, tc}, "tensor core opts must be first"},
       {&mm, {{OptOps::TC, 1, 0, {-1, 0, 1}}}, "no tensor core of TESTGPU takes this kernel"},  // one axis choice only
-      {&mm, {{OptOps::TC, 0, 0, {3, 0, 1}}}, "valid tc_select"},
+      {&mm, {{OptOps::TC, 0, 0, {5, 0, 1}}}, "valid tc_select"},  // five tensor cores without tf32
       {&mm, {{OptOps::TC, 0, 0, {-1, 3, 1}}}, "valid tc_opt"},
       {&mm, {{OptOps::TC, 0, 0, {-1, 0, 0}}}, "use_tensor_cores value is not valid"},
       {&f32, {tc}, "no tensor core of TESTGPU takes this kernel (dtypes float32 x float32 -> float32"},

@@ -196,66 +196,80 @@ static std::string wmma_fn(const UOp* u) {
   return strformat("tg_wmma_%lld_%lld_%lld_", (long long)g[0], (long long)g[1], (long long)g[2]) + std::string(u->src[0]->dtype.scalar_of().name()) +
          "_" + std::string(u->dtype.scalar_of().name());
 }
-static constexpr int kWmmaScratch = 16 * 16 + 16 * 8;  // floats per warp in the emulation: A (16x16), B (16x8)
+static constexpr int kWmmaScratch = 16 * 16 + 16 * 8;  // floats per warp in the emulation: A (16xK), B (Kx8)
 static std::string wmma_helper(const UOp* u, const Spelling& sp) {
   auto& g = u->arg_ints();
   DType in = u->src[0]->dtype.scalar_of(), out = u->dtype.scalar_of();
   int na = u->src[0]->dtype.count, nb = u->src[1]->dtype.count, nc = u->dtype.count;
-  TG_CHECK(g[0] == 8 && g[1] == 16 && g[2] == 16 && na == 8 && nb == 4 && nc == 4, TG_ERROR_UNSUPPORTED,
-           "C renderer: no WMMA for tensor core " + wmma_fn(u) + " (m16n8k16 only)");
+  const int64_t K = g[2];
+  bool tf32 = in.scalar == Scalar::Float32;
+  TG_CHECK(g[0] == 8 && g[1] == 16 && ((K == 16 && na == 8 && nb == 4) || (K == 8 && na == 4 && nb == 2)) && nc == 4 && (is16(in) || (tf32 && K == 8)),
+           TG_ERROR_UNSUPPORTED, "C renderer: no WMMA for tensor core " + wmma_fn(u) + " (m16n8k16, m16n8k8)");
   TG_CHECK(sp.wmma != Spelling::Wmma::None, TG_ERROR_UNSUPPORTED, "C renderer: WMMA on a CPU target");
-  // mma.sync takes A and B as their 16-bit patterns (the call passes a loaded value's bits as they are); the emulation floats
-  bool bits = sp.wmma == Spelling::Wmma::MmaSync;
+  // mma.sync takes 16-bit A and B as their bit patterns (the call passes a loaded value's bits as they are); the
+  // emulation, and tf32, floats
+  bool bits = sp.wmma == Spelling::Wmma::MmaSync && is16(in);
   std::string sig = "TG_FN void " + wmma_fn(u) + "(float* d";
   for (auto [p, n] : {std::pair{'a', na}, std::pair{'b', nb}, std::pair{'c', nc}})
     for (int i = 0; i < n; i++) sig += strformat(", %s %c%d", bits && p != 'c' ? "uint16_t" : "float", p, i);
   if (sp.wmma == Spelling::Wmma::Local) {
-    static const char* body = R"( {
-  float a[8] = {a0, a1, a2, a3, a4, a5, a6, a7}, b[4] = {b0, b1, b2, b3}, c[4] = {c0, c1, c2, c3};
-  int g = lane >> 2, t = lane & 3;
+    // where element e of A and of B sits in its matrix (row, column), from the fragment layouts (renderer/tc.cpp)
+    std::string arow, acol, brow;
+    if (K == 16) arow = "g + 8 * ((e >> 1) & 1)", acol = "2 * t + (e & 1) + 8 * (e >> 2)", brow = "2 * t + (e & 1) + 8 * (e >> 1)";
+    else if (!tf32) arow = "g + 8 * (e >> 1)", acol = "2 * t + (e & 1)", brow = "2 * t + (e & 1)";
+    else arow = "g + 8 * (e & 1)", acol = "t + 4 * (e >> 1)", brow = "t + 4 * e";
+    std::string body = strformat(R"( {
+  float a[%d], b[%d], c[4] = {c0, c1, c2, c3};
+)", na, nb);
+    for (int i = 0; i < na; i++) body += strformat("  a[%d] = a%d;\n", i, i);
+    for (int i = 0; i < nb; i++) body += strformat("  b[%d] = b%d;\n", i, i);
+    body += strformat(R"(  int g = lane >> 2, t = lane & 3;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int e = 0; e < 8; e++) s[(g + 8 * ((e >> 1) & 1)) * 16 + 2 * t + (e & 1) + 8 * (e >> 2)] = a[e];
-  for (int e = 0; e < 4; e++) s[256 + (2 * t + (e & 1) + 8 * (e >> 1)) * 8 + g] = b[e];
+  for (int e = 0; e < %d; e++) s[(%s) * %lld + %s] = a[e];
+  for (int e = 0; e < %d; e++) s[256 + (%s) * 8 + g] = b[e];
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int e = 0; e < 4; e++) {
     int row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
     float acc = c[e];
-    for (int k = 0; k < 16; k++) acc += s[row * 16 + k] * s[256 + k * 8 + col];
-    d[e] = TG_WMMA_OUT(acc);
+    for (int k = 0; k < %lld; k++) acc += s[row * %lld + k] * s[256 + k * 8 + col];
+    d[e] = %s(acc);
   }
 }
-)";
-    std::string round = out.scalar == Scalar::Float16 ? "tg_hround" : "";
-    std::string fn = body;
-    fn.replace(fn.find("TG_WMMA_OUT"), 11, round);
-    return sig + ", __local float* s, int lane)" + fn;
+)",
+                      na, arow.c_str(), (long long)K, acol.c_str(), nb, brow.c_str(), (long long)K, (long long)K,
+                      out.scalar == Scalar::Float16 ? "tg_hround" : "");
+    return sig + ", __local float* s, int lane)" + body;
   }
-  const char* cvt = "";
-  auto pk = [&](char p, int i, const char* f) { return strformat("(uint32_t)%s(%c%d) | (uint32_t)%s(%c%d) << 16", f, p, i, f, p, i + 1); };
-  std::string b = sig + ") {\n  uint32_t ra[4] = {";
-  for (int i = 0; i < 4; i++) b += (i ? ", " : "") + pk('a', 2 * i, cvt);
-  b += "}, rb[2] = {" + pk('b', 0, cvt) + ", " + pk('b', 2, cvt) + "};\n";
+  std::string b = sig + ") {\n";
+  int ra = tf32 ? na : na / 2, rb = tf32 ? nb : nb / 2;  // registers: two 16-bit values in each, or one tf32
+  auto regs_of = [&](char p, int n) {
+    for (int i = 0; i < n; i++) {
+      if (tf32) b += strformat("  uint32_t r%c%d; asm(\"cvt.rna.tf32.f32 %%0, %%1;\" : \"=r\"(r%c%d) : \"f\"(%c%d));\n", p, i, p, i, p, i);
+      else b += strformat("  uint32_t r%c%d = (uint32_t)%c%d | (uint32_t)%c%d << 16;\n", p, i, p, 2 * i, p, 2 * i + 1);
+    }
+  };
+  regs_of('a', ra), regs_of('b', rb);
   bool f32 = out.scalar == Scalar::Float32;
   int ncr = f32 ? 4 : 2;  // C/D registers
-  const char* ti = in.scalar == Scalar::BFloat16 ? "bf16" : "f16";
+  const char* ti = tf32 ? "tf32" : in.scalar == Scalar::BFloat16 ? "bf16" : "f16";
   const char* to = f32 ? "f32" : "f16";
   auto regs = [](int from, int n) {
     std::string r = "{";
     for (int i = 0; i < n; i++) r += strformat("%s%%%d", i ? "," : "", from + i);
     return r + "}";
   };
-  std::string ptx = strformat("mma.sync.aligned.m16n8k16.row.col.%s.%s.%s.%s ", to, ti, ti, to) + regs(0, ncr) + ", " + regs(ncr, 4) + ", " +
-                    regs(ncr + 4, 2) + ", " + regs(0, ncr) + ";";
+  std::string ptx = strformat("mma.sync.aligned.m16n8k%lld.row.col.%s.%s.%s.%s ", (long long)K, to, ti, ti, to) + regs(0, ncr) + ", " + regs(ncr, ra) +
+                    ", " + regs(ncr + ra, rb) + ", " + regs(0, ncr) + ";";
   std::string outs, ins;
   if (f32) {
     b += "  d[0] = c0, d[1] = c1, d[2] = c2, d[3] = c3;\n";
     for (int i = 0; i < 4; i++) outs += strformat("%s\"+f\"(d[%d])", i ? ", " : "", i);
   } else {
-    b += "  uint32_t rc[2] = {" + pk('c', 0, "tg_f2h") + ", " + pk('c', 2, "tg_f2h") + "};\n";
+    b += "  uint32_t rc[2] = {(uint32_t)tg_f2h(c0) | (uint32_t)tg_f2h(c1) << 16, (uint32_t)tg_f2h(c2) | (uint32_t)tg_f2h(c3) << 16};\n";
     outs = "\"+r\"(rc[0]), \"+r\"(rc[1])";
   }
-  for (int i = 0; i < 4; i++) ins += strformat("%s\"r\"(ra[%d])", i ? ", " : "", i);
-  ins += ", \"r\"(rb[0]), \"r\"(rb[1])";
+  for (int i = 0; i < ra; i++) ins += strformat("%s\"r\"(ra%d)", i ? ", " : "", i);
+  for (int i = 0; i < rb; i++) ins += strformat(", \"r\"(rb%d)", i);
   b += "  asm(\"" + ptx + "\" : " + outs + " : " + ins + ");\n";
   if (!f32)
     for (int i = 0; i < 4; i++) b += strformat("  d[%d] = tg_h2f((uint16_t)(rc[%d] >> %d));\n", i, i / 2, 16 * (i % 2));
@@ -269,9 +283,6 @@ struct CRenderer {
   const LinearProgram& lp;
   const Spelling& sp;
   int prefetch_bytes = 0;  // Target's
-  // NVRTC unrolls a loop (on a GPU, a reduce) this many times (TG_CUDA_UNROLL; 0/1: as it decides): the next steps' loads then issue
-  // before this step's multiply-adds wait on theirs
-  int cuda_unroll = sp.wmma == Spelling::Wmma::MmaSync ? int(getenv_int("TG_CUDA_UNROLL", 0)) : 0;
   std::string ctype(DType d) const { return tg::ctype(d, sp); }
   std::string storage_type(DType d) const { return tg::storage_type(d, sp); }
   std::string from_storage(DType d, const std::string& v) const {
@@ -443,7 +454,6 @@ struct CRenderer {
       if (u->op == Ops::RANGE) {
         std::string nm = u->render();
         names[u.get()] = nm;
-        if (cuda_unroll > 1) line(strformat("#pragma unroll %d", cuda_unroll));
         line("for (" + i64() + " " + nm + " = 0; " + nm + " < " + r(u->src[0]) + "; " + nm + "++) {");
         indent++;
       } else if (u->op == Ops::END) {

@@ -32,8 +32,9 @@ struct TensorCore {
   // the pieces that number a lane's elements, most significant first: A, B and C/D take the first log2(elements) of them
   std::vector<std::string> upcast_pieces() const;
 };
-// NVIDIA's mma.sync shapes this project renders (m16n8k16: half or bfloat16 in, float or half out), by compute capability
-std::vector<TensorCore> cuda_tensor_cores(int major, int minor);
+// NVIDIA's mma.sync shapes this project renders, by compute capability: m16n8k16 (sm_80: half or bfloat16 in, float or
+// half out), m16n8k8 (sm_75: half in), and with tf32 (ALLOW_TF32=1) m16n8k8 tf32 (sm_80: float in and out)
+std::vector<TensorCore> cuda_tensor_cores(int major, int minor, bool tf32);
 
 // A linear program, the linearizer's output and what a renderer renders: RANGE opens a loop, END closes it; DEFINE_REG
 // declares an accumulator, a STORE to it (or to an AFTER of it, which only orders) sets it and a LOAD reads it. Every

@@ -54,21 +54,43 @@ std::vector<std::string> TensorCore::upcast_pieces() const {
 
 // PTX ISA, "Matrix Fragments for mma.m16n8k16": lane = 4 * groupID + threadID_in_group; A's element e is row
 // groupID + 8 * (e/2 % 2), column 2 * threadID_in_group + e % 2 + 8 * (e/4); B's is row 2 * threadID_in_group + e % 2 + 8 * (e/2),
-// column groupID; C's is row groupID + 8 * (e/2), column 2 * threadID_in_group + e % 2. The swizzle below is that layout.
-std::vector<TensorCore> cuda_tensor_cores(int major, int minor) {
-  (void)minor;
+// column groupID; C's is row groupID + 8 * (e/2), column 2 * threadID_in_group + e % 2. m16n8k8 with 16-bit floats: A
+// row groupID + 8 * (e/2), column 2 * threadID_in_group + e % 2; B row 2 * threadID_in_group + e % 2. m16n8k8 with tf32:
+// A row groupID + 8 * (e % 2), column threadID_in_group + 4 * (e/2); B row threadID_in_group + 4 * e. The swizzles below
+// are those layouts (the same as tinygrad's).
+std::vector<TensorCore> cuda_tensor_cores(int major, int minor, bool tf32) {
   std::vector<TensorCore> out;
-  if (major < 8) return out;  // m16n8k16 with bfloat16 needs sm_80 (Ampere); older GPUs run without tensor cores
-  for (auto [in, acc] : std::vector<std::pair<DType, DType>>{{dtypes::float16, dtypes::float32}, {dtypes::bfloat16, dtypes::float32},
-                                                              {dtypes::float16, dtypes::float16}})
-    out.push_back(TensorCore{{8, 16, 16},
+  int sm = major * 10 + minor;
+  if (sm < 75) return out;  // mma.sync m16n8k8 needs sm_75 (Turing); older GPUs run without tensor cores
+  const std::vector<std::string> opts{"u0", "l0", "l0", "l1", "l1", "l1", "u1"};
+  if (sm >= 80)  // m16n8k16, and bfloat16, need sm_80 (Ampere)
+    for (auto [in, acc] : std::vector<std::pair<DType, DType>>{{dtypes::float16, dtypes::float32}, {dtypes::bfloat16, dtypes::float32},
+                                                                {dtypes::float16, dtypes::float16}})
+      out.push_back(TensorCore{{8, 16, 16},
+                               32,
+                               {8, 4, 4},
+                               in,
+                               acc,
+                               opts,
+                               {{{{{"r1", "r2", "l2", "l3", "l4"}, {"u1", "r3"}, {"l0", "l1", "u0", "r0"}}},
+                                 {{{"r1", "r2", "u0", "l0", "l1"}, {"r0", "r3"}, {"l2", "l3", "l4", "u1"}}}}}});
+  for (DType acc : {dtypes::float32, dtypes::float16})
+    out.push_back(TensorCore{{8, 16, 8},
                              32,
-                             {8, 4, 4},
-                             in,
+                             {4, 2, 4},
+                             dtypes::float16,
                              acc,
-                             {"u0", "l0", "l0", "l1", "l1", "l1", "u1"},
-                             {{{{{"r1", "r2", "l2", "l3", "l4"}, {"u1", "r3"}, {"l0", "l1", "u0", "r0"}}},
-                               {{{"r1", "r2", "u0", "l0", "l1"}, {"r0", "r3"}, {"l2", "l3", "l4", "u1"}}}}}});
+                             opts,
+                             {{{{{"r1", "r2", "l2", "l3", "l4"}, {"r0", "u1"}, {"l0", "l1", "u0"}}}, {{{"r1", "r2", "u0", "l0", "l1"}, {"u1", "r0"}, {"l2", "l3", "l4"}}}}}});
+  // float32 products on tensor cores round the inputs to tf32 (10 mantissa bits): only when asked, as PyTorch
+  if (sm >= 80 && tf32)
+    out.push_back(TensorCore{{8, 16, 8},
+                             32,
+                             {4, 2, 4},
+                             dtypes::float32,
+                             dtypes::float32,
+                             opts,
+                             {{{{{"r0", "r1", "l2", "l3", "l4"}, {"u1", "r2"}, {"l0", "l1", "u0"}}}, {{{"r0", "r1", "u0", "l0", "l1"}, {"u1", "r2"}, {"l2", "l3", "l4"}}}}}});
   return out;
 }
 

@@ -195,7 +195,7 @@ Target cuda_target(const std::string& device, int major, int minor) {
   t.local_threads_max = 1024;
   t.shared_max = 48 << 10;
   t.warp_size = 32;
-  t.tensor_cores = cuda_tensor_cores(major, minor);
+  t.tensor_cores = cuda_tensor_cores(major, minor, getenv_int("ALLOW_TF32", 0) != 0);
   return t;
 }
 

@@ -301,7 +301,7 @@ class CLDevice : public Device {
     t.global_max = {int64_t(1) << 31, int64_t(1) << 31, int64_t(1) << 31};  // work-groups per dimension: size_t work-items
     t.shared_max = int64_t(info<cl_ulong>(dev_, CL_DEVICE_LOCAL_MEM_SIZE));
     t.warp_size = info<cl_device_type>(dev_, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU ? 32 : 1;
-    if (getenv_str("EMULATE", "") == "CUDA" && t.local_threads_max >= 32) t.tensor_cores = cuda_tensor_cores(8, 0);
+    if (getenv_str("EMULATE", "") == "CUDA" && t.local_threads_max >= 32) t.tensor_cores = cuda_tensor_cores(8, 0, getenv_int("ALLOW_TF32", 0) != 0);
     ren_ = std::make_unique<CStyleRenderer>(t, Dialect::OpenCL);
     size_t align = std::max<size_t>(64, info<cl_uint>(dev_, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
     alloc_ = std::make_unique<CLAllocator>(ctx_, q_, align);

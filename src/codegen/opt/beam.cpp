@@ -45,7 +45,7 @@ const std::vector<Opt>& actions() {
       for (int a1 = a0 + 1; a1 < 5; a1++) a.push_back({OptOps::SWAP, a0, a1});
     add(OptOps::THREAD, {2, 3, 4, 5, 8, 12, 16, 24, 32, 64}, 3);
     add(OptOps::MERGE, {0}, 4);
-    add(OptOps::PACK, {0}, 3);
+    add(OptOps::PACK, {0, 4, 16}, 3);  // (steps of a GPU's stages; a CPU refuses them)
     a.push_back({OptOps::NOLOCALS});
     return a;
   }();

@@ -141,6 +141,55 @@ static bool streamed(const Scheduler& k) {
   return false;
 }
 
+// A GPU matmul (one reduce loop; two output axes, each broadcast by an input): a work-group of 16 x 8 work-items, each
+// with an 8 x 8 register tile taken a work-group apart (a work-item's columns are 16 apart, so a warp's reads of a row
+// are neighbours), both inputs staged in local memory 16 steps of the reduce at a time (PACK). TG_GPU_STAGE sets the
+// steps (0: no staging, the plain tile below), TG_GPU_STAGE_TILE the tile (0: 8 on a GPU, none on an OpenCL CPU device;
+// 1: no staging).
+static bool staged_tile(Scheduler& k) {
+  // an OpenCL device on CPU cores (warps of 1, PoCL) stages nothing unless TG_GPU_STAGE_TILE asks: its local memory is
+  // the memory its caches already serve, and a staged 1024^3 matmul ran at half the plain kernel's speed there
+  static const int64_t steps = getenv_int("TG_GPU_STAGE", 16), tile_env = getenv_int("TG_GPU_STAGE_TILE", 0);
+  const int64_t tile = tile_env ? tile_env : k.ren->target().warp_size > 1 ? 8 : 1;
+  auto reduces = k.axes_of({AxisType::REDUCE});
+  if (steps <= 0 || tile <= 1 || k.reduceops().size() != 1 || reduces.size() != 1) return false;
+  if (!k.full_shape()[size_t(reduces[0])] || k.full_shape()[size_t(reduces[0])] % steps != 0) return false;
+  // the two output axes, innermost first, that some input is broadcast along
+  UOps axes;
+  for (int ax : k.axes_of({AxisType::GLOBAL})) {
+    auto r = k.rngs()[size_t(ax)];
+    bool reused = false;
+    for (auto& b : loads(k)) reused |= stride_in(b->src[1], r) == 0;
+    if (reused) axes.insert(axes.begin(), r);
+  }
+  if (axes.size() < 2) return false;
+  const int64_t lx = 16, ly = 8;
+  if (axes[0]->src[0]->op != Ops::CONST || axes[1]->src[0]->op != Ops::CONST || axes[0]->src[0]->vmax() % (lx * tile) != 0 ||
+      axes[1]->src[0]->vmax() % (ly * tile) != 0)
+    return false;
+  auto axis_of = [](Scheduler& s, const UOpRef& r) {
+    UOps all = s.rngs();
+    return int64_t(std::find(all.begin(), all.end(), r) - all.begin());
+  };
+  Scheduler tk = k;
+  try {
+    // work-items first, then the tile from what is left: a work-item's outputs are a work-group apart
+    UOpRef n = tk.apply_opt(Opt{OptOps::LOCAL, axis_of(tk, axes[0]), lx}).first;
+    UOpRef m = tk.apply_opt(Opt{OptOps::LOCAL, axis_of(tk, axes[1]), ly}).first;
+    tk.apply_opt(Opt{OptOps::UPCAST, axis_of(tk, n), tile});
+    tk.apply_opt(Opt{OptOps::UPCAST, axis_of(tk, m), tile});
+    int packed = 0;
+    UOpRef red = k.rngs()[size_t(reduces[0])];  // (the inputs the reduce reads: a bias added after it is read once)
+    for (int64_t i = 0; i < int64_t(tk.inputs().size()); i++)
+      if (depends_on(k.inputs()[size_t(i)]->src[0], red)) packed += attempt(tk, Opt{OptOps::PACK, i, steps});
+    if (!packed) return false;
+  } catch (const OptError&) {
+    return false;
+  }
+  k = tk;
+  return true;
+}
+
 // GPUs (tinygrad's heuristics for targets with local memory): a reduce to few outputs grouped across a work-group, else
 // a register tile for a reduce that reuses its inputs, then up to 128 work-items per work-group (at most 32 along an axis but the innermost, which gpudims puts on x, so
 // neighbouring work-items touch neighbouring memory), then 4 outputs per work-item of an elementwise kernel.
@@ -174,6 +223,9 @@ static void gpu_optimizations(Scheduler& k) {
           attempt(tk, Opt{OptOps::LOCAL, axis_of(axes[0]), sz});
           break;
         }
+      static const int64_t tc_stage = getenv_int("TG_TC_STAGE", 0);  // PACK both inputs, this many steps per stage
+      if (tc_stage > 0)
+        for (int64_t i = 0; i < 2; i++) attempt(tk, Opt{OptOps::PACK, i, tc_stage});
       k = tk;
       return;
     }
@@ -189,6 +241,7 @@ static void gpu_optimizations(Scheduler& k) {
         break;
       }
     }
+  if (grouped == 1 && staged_tile(k)) return;
   // a register tile: 4x4 outputs per work-item over the axes some input is broadcast along (a matmul's rows and
   // columns), so each loaded value serves 4 multiply-adds
   static const int64_t tile = getenv_int("TG_GPU_TILE", 4);

@@ -385,6 +385,7 @@ void Scheduler::pack(int64_t input, int64_t steps) {
   const UOpRef& ld = ins[size_t(input)];
   opt_check(!is_packed(ld), name + " is already packed");
   if (tg.has_local) return stage(input, name, steps);
+  opt_check(steps == 0, "PACK's steps (" + std::to_string(steps) + ") stage a GPU's reduce: a CPU packs the whole panel (arg 0)");
   // a read's panel: the non-output ranges it uses (their product, in bytes), and the innermost output loop it uses
   auto panel_of = [&](const UOpRef& l, UOps& used) {
     std::pair<int64_t, std::vector<int64_t>> p{l->dtype.itemsize(), {}};
