@@ -49,10 +49,10 @@ def main():
   ours, cpu = gflops("CL"), gflops("CPU")
   env = dict(os.environ, TG_GPU_STAGE_TILE="4")
   staged = float(subprocess.run([sys.executable, __file__, "--one"], env=env, capture_output=True, text=True, check=True).stdout.split()[-1])
-  row = {"name": "cl matmul 1024", "value": round(ours, 3), "unit": "GFLOP/s", "reference": "CPU device heuristics kernel", "reference_value": round(cpu, 3),
-         "ratio": round(ours / cpu, 3)}
-  print(f"cl matmul 1024: {ours:.1f} GFLOP/s (heuristics), {staged:.1f} staged in local memory (TG_GPU_STAGE_TILE=4); the CPU device's kernel {cpu:.1f}",
-        flush=True)
+  row = {"name": "cl matmul 1024", "value": round(ours, 3), "unit": "GFLOP/s", "reference": "CPU device heuristics kernel",
+         "reference_value": round(cpu, 3), "ratio": round(ours / cpu, 3)}
+  print(f"cl matmul 1024: {ours:.1f} GFLOP/s (heuristics), {staged:.1f} staged in local memory (TG_GPU_STAGE_TILE=4); "
+        f"the CPU device's kernel {cpu:.1f}", flush=True)
   if len(sys.argv) > 1:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import merge_rows

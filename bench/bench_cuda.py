@@ -2,7 +2,8 @@
 the same process, on the same GPU, side by side):
 
   cuda matmul 4096 fp32 / fp16 / bf16 : C = A @ B, 4096^3, GFLOP/s, against torch.matmul (cuBLAS; TF32 off)
-  cuda matmul 4096 tf32        : the fp32 product with ALLOW_TF32=1 against cuBLAS with TF32 allowed
+  cuda matmul 4096 tf32        : the fp32 product in a process with ALLOW_TF32=1 (tensor cores, inputs rounded to tf32)
+                                 against cuBLAS with TF32 allowed
   beam2 cuda matmul 4096 fp16  : the fp16 product with the kernel BEAM=2 chose (its search not timed)
   cuda conv2d                  : x (256, 64, 56, 56) * w (64, 64, 3, 3), pad 1, float32, against F.conv2d (cuDNN,
                                  TF32 off, cudnn.benchmark on: its fastest algorithm)
@@ -14,7 +15,8 @@ the same process, on the same GPU, side by side):
   cuda jit step mlp            : a TinyJit-replayed training step of a 784-128-10 MLP, batch 64, Adam-like updates, us,
                                  against the same step in PyTorch on the GPU (bench/mlp_torch.py's arithmetic)
 
-usage: bench_cuda.py [OUT.json]     (TINYGRAD_LIB names the library; figures are medians of several runs)
+usage: bench_cuda.py [OUT.json] [--no-beam | --beam-only]     (TINYGRAD_LIB names the library; figures are medians of
+several runs)
 """
 import json
 import statistics
@@ -77,7 +79,7 @@ def bench_matmul(n, dt, tdt, tf32=False, beam=0):
   rng = np.random.default_rng(0)
   a_np, b_np = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
   name = f"{'beam2 ' if beam else ''}cuda matmul {n} {'tf32' if tf32 else dt.name.replace('bfloat', 'bf').replace('float', 'fp')}"
-  with options(BEAM=beam, ALLOW_TF32=int(tf32)):
+  with options(BEAM=beam):
     a, b = Tensor(a_np, device=DEV).cast(dt).realize(), Tensor(b_np, device=DEV).cast(dt).realize()
     t0 = time.perf_counter()
     c = (a @ b).realize()
@@ -242,19 +244,49 @@ def bench_jit_mlp(steps=200):
   row("cuda jit step mlp", "us", ours, "PyTorch (CUDA)", theirs, higher_is_better=False)
 
 
+def tf32_row():
+  """The tf32 row in a child process with ALLOW_TF32=1 (the device reads it when it opens): its row as JSON."""
+  import os
+  import subprocess
+  env = dict(os.environ, ALLOW_TF32="1")
+  r = subprocess.run([sys.executable, __file__, "--tf32-child"], env=env, capture_output=True, text=True, timeout=300)
+  sys.stdout.write(r.stdout.split("ROW ")[0])
+  if r.returncode != 0 or "ROW " not in r.stdout: raise RuntimeError("the tf32 row failed: " + (r.stdout + r.stderr)[-3000:])
+  ROWS.append(json.loads(r.stdout.split("ROW ", 1)[1]))
+
+
+FAILED = []
+
+
+def guarded(fn, *args, **kw):
+  """One row: a failure is printed and makes the exit status 1, and the other rows still run."""
+  import traceback
+  try:
+    fn(*args, **kw)
+  except Exception:  # noqa: BLE001
+    traceback.print_exc()
+    FAILED.append(fn.__name__)
+
+
 def main():
   Device.open(DEV)
+  if "--tf32-child" in sys.argv:
+    bench_matmul(4096, dtypes.float32, torch.float32, tf32=True)
+    print("ROW " + json.dumps(ROWS[-1]), flush=True)
+    return
   print(f"device: {dict(Device.available())[DEV]}; torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
-  bench_elementwise(256 << 20)
-  bench_matmul(4096, dtypes.float32, torch.float32)
-  bench_matmul(4096, dtypes.float32, torch.float32, tf32=True)
-  bench_matmul(4096, dtypes.float16, torch.float16)
-  bench_matmul(4096, dtypes.bfloat16, torch.bfloat16)
-  bench_conv2d()
-  bench_jit_mlp()
-  bench_jit_replay()
-  if "--no-beam" not in sys.argv: bench_matmul(4096, dtypes.float16, torch.float16, beam=2)
+  if "--beam-only" not in sys.argv:
+    guarded(bench_elementwise, 256 << 20)
+    guarded(bench_matmul, 4096, dtypes.float32, torch.float32)
+    guarded(tf32_row)
+    guarded(bench_matmul, 4096, dtypes.float16, torch.float16)
+    guarded(bench_matmul, 4096, dtypes.bfloat16, torch.bfloat16)
+    guarded(bench_conv2d)
+    guarded(bench_jit_mlp)
+    guarded(bench_jit_replay)
+  if "--no-beam" not in sys.argv: guarded(bench_matmul, 4096, dtypes.float16, torch.float16, beam=2)
   if len(sys.argv) > 1 and not sys.argv[1].startswith("-"): Path(sys.argv[1]).write_text(json.dumps(ROWS, indent=1) + "\n")
+  if FAILED: sys.exit(f"bench_cuda: failed rows: {', '.join(FAILED)}")
 
 
 if __name__ == "__main__":

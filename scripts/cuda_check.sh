@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The GPU checks in one run, for a machine with an NVIDIA GPU, CUDA's driver and NVRTC, and a CUDA PyTorch:
-# the CUDA rows of the benchmark (bench/bench_cuda.py), the C GPU tests and the Python op suites on DEV=CUDA.
+# the CUDA rows of the benchmark (bench/bench_cuda.py; BEAM's row last), the Python op suites on DEV=CUDA and, with
+# CTESTS=1, the C GPU tests.
 #
 # usage: scripts/cuda_check.sh BUILD OUTDIR [quick]
 #   BUILD  a build folder holding libtinygrad.so (and tg_tests, if built with tests); built for the GPU machine,
 #          e.g. `cmake -B build-gpu -DTG_WITH_LLVM=OFF` (the CUDA path doesn't use LLVM)
-#   OUTDIR where the logs and bench_cuda.json go
+#   OUTDIR where the logs and bench_cuda.json (bench_cuda_beam.json: the BEAM row) go
 #   quick  no BEAM row, and only the op suite in Python
 # Each stage has its own time limit so one that hangs can't take the others' time; the exit status is the first
 # failing stage's.
@@ -27,11 +28,14 @@ stage() {  # stage NAME SECONDS CMD...
   return 0
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader
-stage bench 330 $PY bench/bench_cuda.py "$O/bench_cuda.json" ${Q:+--no-beam}
-command -v clang >/dev/null || export TG_CC=${TG_CC:-gcc}  # the CPU references of the C GPU tests
-[ -x "$B/tg_tests" ] && stage ctests 120 env TG_TEST_SRC=$PWD "$B/tg_tests" --gtest_brief=1 --gtest_filter='Gpu.*:*Cuda*:*CUDA*'
+stage bench 200 $PY bench/bench_cuda.py "$O/bench_cuda.json" --no-beam
 suites="tests/python/test_ops.py"
 [ -z "$Q" ] && suites="$suites tests/python/test_grad_ops.py tests/python/test_nn.py tests/python/test_nn_index_ops.py \
   tests/python/test_optim.py tests/python/test_jit.py tests/python/test_devices.py tests/python/test_capi_more_ops.py"
 stage pytest 240 env DEV=CUDA $PY -m pytest -q --maxfail=30 -n 8 -p no:cacheprovider $suites
+[ -z "$Q" ] && stage beam 200 $PY bench/bench_cuda.py "$O/bench_cuda_beam.json" --beam-only
+# the C GPU tests (NVRTC compiles, launch grids; the CL ones skip without OpenCL): CTESTS=1, they take minutes there
+command -v clang >/dev/null || export TG_CC=${TG_CC:-gcc}  # the CPU references of the C GPU tests
+[ -n "${CTESTS:-}" ] && [ -x "$B/tg_tests" ] && \
+  stage ctests 200 env TG_TEST_SRC=$PWD "$B/tg_tests" --gtest_brief=1 --gtest_filter='Gpu.*:*Cuda*:*CUDA*'
 exit $rc

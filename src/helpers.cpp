@@ -68,8 +68,8 @@ static constexpr EnvRange kEnvRanges[] = {
     {"TC_SELECT", -1, 255},            {"TG_GPU_TILE", 0, 64},          {"TG_GPU_UPCAST", 0, 64},        {"TG_TILE_ROWS", 0, 64},
     {"TG_TILE_VECS", 0, 64},           {"TG_TILE_SWAP", 0, 1},          {"TG_PACK", 0, 1},               {"JIT_GRAPH", 0, 1},
     {"TG_FMA", 0, 1},                 {"TG_COMM_TIMEOUT", 1, 86400},   {"TG_GPU_STAGE", 0, 1024},       {"TG_GPU_STAGE_TILE", 0, 16},
-    {"TG_GPU_LOCAL_X", 1, 1024},       {"TG_TC_STAGE", 0, 1024},        {"TG_TC_UPCAST", 1, 5},          {"TG_TC_WARPS", 1, 8},
-    {"ALLOW_TF32", 0, 1},
+    {"TG_GPU_STAGE_LY", 1, 64},        {"TG_GPU_LOCAL_X", 1, 1024},     {"TG_TC_STAGE", 0, 1024},        {"TG_TC_UPCAST", 1, 5},
+    {"TG_TC_WARPS", 1, 8},             {"ALLOW_TF32", 0, 1},
     {"THREADS", 0, 1},                 {"TRACK_MATCH_STATS", 0, 1},     {"VIZ", 0, 1},                   {"VIZ_PORT", 0, 65535},
     {"VIZ_CAPACITY", 1, kMiB},
 };

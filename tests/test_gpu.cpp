@@ -53,6 +53,11 @@ TEST(Gpu, CudaSourceCompilesToPtxWithNvrtc) {
       std::string ptx;
       ASSERT_NO_THROW(ptx = nvrtc_compile(p.name, p.src, "compute_80")) << p.src;
       EXPECT_NE(ptx.find(".visible .entry " + p.name + "("), std::string::npos) << ptx.substr(0, 400);
+      // the registers are capped for the work-group it launches with (__launch_bounds__: PTX's .maxntid)
+      int64_t items = 1;
+      for (auto& d : p.local_size)
+        if (d) items *= d->vmax();
+      EXPECT_NE(ptx.find(strformat(".maxntid %lld, 1, 1", (long long)items)), std::string::npos) << p.src;
       UOps topo = ast->toposort();
       EXPECT_EQ(p.nbufs, size_t(std::count_if(topo.begin(), topo.end(), [](auto& u) { return u->op == Ops::DEFINE_GLOBAL; })));
     }
@@ -313,7 +318,8 @@ TEST(Gpu, StagedMatmulsMatchAFloat64Matmul) {
     EXPECT_NE(prg->src.find("__local "), std::string::npos) << prg->src;
     std::vector<std::shared_ptr<Buffer>> bufs;
     for (size_t i = 0; i < sched->slots.size(); i++)
-      bufs.push_back(i < n.inputs.size() ? buffer_of(n.inputs[i].get()) : std::make_shared<Buffer>("CL", sched->slots[i].first, sched->slots[i].second));
+      bufs.push_back(i < n.inputs.size() ? buffer_of(n.inputs[i].get())
+                                         : std::make_shared<Buffer>("CL", sched->slots[i].first, sched->slots[i].second));
     std::vector<void*> ptrs;
     for (int sl : k.slots) ptrs.push_back(bufs[size_t(sl)]->ptr());
     run_kernel(*prg, ptrs.data());

@@ -54,6 +54,11 @@ ProgramSpec lower_program(const UOpRef& ast, const Scheduler& k, const std::stri
   }
   LinearProgram lp = linearize(a, p.name);
   lp.threads = p.threads;
+  if (ren.target().has_local) {
+    lp.local_items = 1;
+    for (auto& d : p.local_size)
+      if (d) lp.local_items *= std::max<int64_t>(d->vmax(), 1);
+  }
   plan_prefetches(lp, ren.target());
   p.vars = lp.vars, p.nbufs = lp.globals.size(), p.mem = lp.mem, p.uops = lp.uops.size();
   // the ops of the whole launch: every THREAD core, work-group and work-item (symbolic sizes at their largest)

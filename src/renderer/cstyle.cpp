@@ -203,8 +203,9 @@ static std::string wmma_helper(const UOp* u, const Spelling& sp) {
   int na = u->src[0]->dtype.count, nb = u->src[1]->dtype.count, nc = u->dtype.count;
   const int64_t K = g[2];
   bool tf32 = in.scalar == Scalar::Float32;
-  TG_CHECK(g[0] == 8 && g[1] == 16 && ((K == 16 && na == 8 && nb == 4) || (K == 8 && na == 4 && nb == 2)) && nc == 4 && (is16(in) || (tf32 && K == 8)),
-           TG_ERROR_UNSUPPORTED, "C renderer: no WMMA for tensor core " + wmma_fn(u) + " (m16n8k16, m16n8k8)");
+  bool shape = g[0] == 8 && g[1] == 16 && ((K == 16 && na == 8 && nb == 4) || (K == 8 && na == 4 && nb == 2)) && nc == 4;
+  TG_CHECK(shape && (is16(in) || (tf32 && K == 8)), TG_ERROR_UNSUPPORTED,
+           "C renderer: no WMMA for tensor core " + wmma_fn(u) + " (m16n8k16, m16n8k8)");
   TG_CHECK(sp.wmma != Spelling::Wmma::None, TG_ERROR_UNSUPPORTED, "C renderer: WMMA on a CPU target");
   // mma.sync takes 16-bit A and B as their bit patterns (the call passes a loaded value's bits as they are); the
   // emulation, and tf32, floats
@@ -258,8 +259,8 @@ static std::string wmma_helper(const UOp* u, const Spelling& sp) {
     for (int i = 0; i < n; i++) r += strformat("%s%%%d", i ? "," : "", from + i);
     return r + "}";
   };
-  std::string ptx = strformat("mma.sync.aligned.m16n8k%lld.row.col.%s.%s.%s.%s ", (long long)K, to, ti, ti, to) + regs(0, ncr) + ", " + regs(ncr, ra) +
-                    ", " + regs(ncr + ra, rb) + ", " + regs(0, ncr) + ";";
+  std::string ptx = strformat("mma.sync.aligned.m16n8k%lld.row.col.%s.%s.%s.%s ", (long long)K, to, ti, ti, to) + regs(0, ncr) + ", " +
+                    regs(ncr, ra) + ", " + regs(ncr + ra, rb) + ", " + regs(0, ncr) + ";";
   std::string outs, ins;
   if (f32) {
     b += "  d[0] = c0, d[1] = c1, d[2] = c2, d[3] = c3;\n";
@@ -448,7 +449,8 @@ struct CRenderer {
           for (size_t i = 0; i < 2; i++)
             for (int64_t j = 0; j < u->src[i]->dtype.count; j++) {
               UOpRef x = lane_of(u->src[i], j);
-              if (x->op == Ops::LOAD && is16(x->dtype) && x->dtype.count == 1 && x->src[0]->dtype.addrspace != AddrSpace::Reg) operand_bits.insert(x.get());
+              if (x->op == Ops::LOAD && is16(x->dtype) && x->dtype.count == 1 && x->src[0]->dtype.addrspace != AddrSpace::Reg)
+                operand_bits.insert(x.get());
             }
     for (auto& u : lp.uops) {
       if (u->op == Ops::RANGE) {
@@ -523,7 +525,11 @@ struct CRenderer {
     for (auto& g : lp.globals) fp64 |= g->dtype.base().scalar == Scalar::Float64;
     parts.head = std::string(fp64 ? sp.fp64 : "") + sp.head + kHalf + sp.half + kBFloat;
     parts.typedefs = std::move(typedefs), parts.helpers = std::move(helpers);
-    parts.kernel = sp.kernel + lp.name + "(" + params + ") {\n" + body + "}\n";
+    // CUDA: registers capped so that a work-group fits an SM (a kernel needing more registers than that fails to launch)
+    std::string bounds;
+    if (sp.wmma == Spelling::Wmma::MmaSync && lp.local_items > 0)
+      bounds = strformat("__launch_bounds__(%lld) ", (long long)std::min<int64_t>(lp.local_items, 1024));
+    parts.kernel = sp.kernel + bounds + lp.name + "(" + params + ") {\n" + body + "}\n";
     std::string src = parts.head + defs + fns + parts.kernel;
     if (!sp.entry) return src;
     return src + "void tg_entry(void** bufs, const int64_t* vars) {\n  (void)vars;\n  " + lp.name + "(" + entry_args + ");\n}\n";

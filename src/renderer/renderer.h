@@ -45,6 +45,7 @@ struct LinearProgram {
   UOps uops;
   UOps vars;            // DEFINE_VARs in the order of the entry's `vars` array
   int64_t threads = 1;  // the kernel runs once for each value of its `core_id` var in [0, threads) (THREAD)
+  int64_t local_items = 0;  // GPUs: the most work-items one work-group launches with (0: not known)
   uint64_t ops = 0;  // estimated arithmetic ops of one thread or work-item (get_program scales it to the whole launch)
   uint64_t mem = 0;  // bytes of the buffers it touches
   // loads to prefetch Target::prefetch_bytes past their address, each iteration of their loop (plan_prefetches)

@@ -81,7 +81,8 @@ std::vector<TensorCore> cuda_tensor_cores(int major, int minor, bool tf32) {
                              dtypes::float16,
                              acc,
                              opts,
-                             {{{{{"r1", "r2", "l2", "l3", "l4"}, {"r0", "u1"}, {"l0", "l1", "u0"}}}, {{{"r1", "r2", "u0", "l0", "l1"}, {"u1", "r0"}, {"l2", "l3", "l4"}}}}}});
+                             {{{{{"r1", "r2", "l2", "l3", "l4"}, {"r0", "u1"}, {"l0", "l1", "u0"}}},
+                               {{{"r1", "r2", "u0", "l0", "l1"}, {"u1", "r0"}, {"l2", "l3", "l4"}}}}}});
   // float32 products on tensor cores round the inputs to tf32 (10 mantissa bits): only when asked, as PyTorch
   if (sm >= 80 && tf32)
     out.push_back(TensorCore{{8, 16, 8},
@@ -90,7 +91,8 @@ std::vector<TensorCore> cuda_tensor_cores(int major, int minor, bool tf32) {
                              dtypes::float32,
                              dtypes::float32,
                              opts,
-                             {{{{{"r0", "r1", "l2", "l3", "l4"}, {"u1", "r2"}, {"l0", "l1", "u0"}}}, {{{"r0", "r1", "u0", "l0", "l1"}, {"u1", "r2"}, {"l2", "l3", "l4"}}}}}});
+                             {{{{{"r0", "r1", "l2", "l3", "l4"}, {"u1", "r2"}, {"l0", "l1", "u0"}}},
+                               {{{"r0", "r1", "u0", "l0", "l1"}, {"u1", "r2"}, {"l2", "l3", "l4"}}}}}});
   return out;
 }
 

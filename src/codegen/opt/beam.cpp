@@ -166,7 +166,12 @@ class Search {
       if (c.prog) least_ops = std::min(least_ops, c.prog->ops);
     for (auto& c : cands) {
       if (!c.prog || c.prog->ops / 1000 > least_ops) continue;  // 1000x the least compute: not worth a run
-      c.tm = time(*c.prog, round == 0 ? INFINITY : best_ * 3);
+      try {
+        c.tm = time(*c.prog, round == 0 ? INFINITY : best_ * 3);
+      } catch (const Error& e) {  // a launch the device refuses (a work-group past its registers): not a candidate
+        if (BEAM_DEBUG >= 2) std::fprintf(stderr, "BEAM %s: %s failed to run: %s\n", name_.c_str(), opts_str(c.k.applied_opts).c_str(), e.what());
+        continue;
+      }
       if (round == 0 && &c == &cands.back()) heur_tm_ = c.tm;
       best_ = std::min(best_, c.tm);
       timed.push_back(std::move(c));

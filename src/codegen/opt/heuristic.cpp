@@ -163,7 +163,8 @@ static bool staged_tile(Scheduler& k) {
     if (reused) axes.insert(axes.begin(), r);
   }
   if (axes.size() < 2) return false;
-  const int64_t lx = 16, ly = 8;
+  static const int64_t ly = getenv_int("TG_GPU_STAGE_LY", 8);  // work-items along the rows (16 along the columns)
+  const int64_t lx = 16;
   if (axes[0]->src[0]->op != Ops::CONST || axes[1]->src[0]->op != Ops::CONST || axes[0]->src[0]->vmax() % (lx * tile) != 0 ||
       axes[1]->src[0]->vmax() % (ly * tile) != 0)
     return false;
