@@ -369,7 +369,9 @@ TEST(Gpu, TensorCoreKernelsCompileToMmaSync) {
     EXPECT_EQ(p.opts[0].op, OptOps::TC) << opts_str(p.opts);
     std::string ptx = nvrtc_compile(p.name, p.src, strformat("compute_%d", c.sm));
     EXPECT_NE(ptx.find(c.mma), std::string::npos) << p.src;
-    if (c.dt == dtypes::float32) EXPECT_NE(ptx.find("cvt.rna.tf32.f32"), std::string::npos) << p.src;
+    if (c.dt == dtypes::float32) {
+      EXPECT_NE(ptx.find("cvt.rna.tf32.f32"), std::string::npos) << p.src;
+    }
   }
 }
 }  // namespace
