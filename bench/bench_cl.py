@@ -8,7 +8,6 @@ beside it.
 
 usage: bench_cl.py [OUT.json]     (TINYGRAD_LIB names the library; medians of 7 runs after 2 warm-ups)
 """
-import json
 import os
 import statistics
 import subprocess

@@ -65,21 +65,17 @@ def row(name, unit, value, ref_name, ref_value, higher_is_better=True):
   print(f"{name:28s} {value:12.1f} {unit:7s} {ref_name:22s} {ref_value:12.1f}  ratio {ratio:.3f}", flush=True)
 
 
-def options(**kw):
-  """Context(**kw) for the options this build has (an option it lacks is named on stdout and left out)."""
-  have = {}
-  for k, v in kw.items():
-    try:
-      with Context(**{k: v}): have[k] = v
-    except KeyError: print(f"(this build has no option {k})", flush=True)
-  return Context(**have)
+def agree(name, got, ref, rtol, atol):
+  """Every element of ours against the reference's."""
+  bad = ~np.isclose(got, ref, rtol=rtol, atol=atol)
+  assert not bad.any(), f"{name}: {bad.sum()} elements disagree with torch, first at {np.argwhere(bad)[0]}"
 
 
 def bench_matmul(n, dt, tdt, tf32=False, beam=0):
   rng = np.random.default_rng(0)
   a_np, b_np = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
   name = f"{'beam2 ' if beam else ''}cuda matmul {n} {'tf32' if tf32 else dt.name.replace('bfloat', 'bf').replace('float', 'fp')}"
-  with options(BEAM=beam):
+  with Context(BEAM=beam):
     a, b = Tensor(a_np, device=DEV).cast(dt).realize(), Tensor(b_np, device=DEV).cast(dt).realize()
     t0 = time.perf_counter()
     c = (a @ b).realize()
@@ -90,8 +86,7 @@ def bench_matmul(n, dt, tdt, tf32=False, beam=0):
     ref = (ta.float() @ tb.float()).cpu().numpy() if not tf32 else (ta @ tb).cpu().numpy()
     got = c.cast(dtypes.float32).numpy()
     tol = {dtypes.float16: 2e-2, dtypes.bfloat16: 5e-2}.get(dt, 2e-2 if tf32 else 1e-3)
-    bad = ~np.isclose(got, ref, rtol=tol, atol=tol * 8)
-    assert not bad.any(), f"{name}: {bad.sum()} elements disagree with torch, first at {np.argwhere(bad)[0]}"
+    agree(name, got, ref, tol, tol * 8)
     ours = median_time(lambda: (a @ b).realize(), runs=5)
   theirs = torch_time(lambda: ta @ tb)
   torch.backends.cuda.matmul.allow_tf32 = False
@@ -109,8 +104,7 @@ def bench_conv2d():
   torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = False, True
   tx, tw = torch.from_numpy(x_np).cuda(), torch.from_numpy(w_np).cuda()
   ref = torch.nn.functional.conv2d(tx, tw, padding=1).cpu().numpy()
-  bad = ~np.isclose(got, ref, rtol=1e-3, atol=1e-3)
-  assert not bad.any(), f"conv2d: {bad.sum()} elements disagree with torch, first at {np.argwhere(bad)[0]}"
+  agree("conv2d", got, ref, 1e-3, 1e-3)
   ours = median_time(lambda: x.conv2d(w, padding=1).realize(), runs=5)
   theirs = torch_time(lambda: torch.nn.functional.conv2d(tx, tw, padding=1))
   flops = 2 * 256 * 64 * 56 * 56 * 64 * 9

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <tuple>
 
 #include "codegen/codegen.h"
 #include "kernel_case.h"
@@ -39,6 +40,34 @@ std::vector<std::pair<UOpRef, std::string>> kernels() {
     for (auto& k : c.sched->kernels) out.emplace_back(k->ast, k->name);
   }
   return out;
+}
+
+// the CL device's target with CUDA's tensor cores, tf32's too (what EMULATE=CUDA with ALLOW_TF32=1 gives it)
+Target emulated_tc_target() {
+  Target t = get_device("CL").renderer().target();
+  t.tensor_cores = cuda_tensor_cores(8, 0, true);
+  return t;
+}
+
+// `out`, one kernel on CL, compiled by `ren` with `opts` (null: the heuristics) and run: the program and the output's
+// values as float32. What fails to compile or to run is thrown.
+std::pair<std::shared_ptr<CompiledRunner>, std::vector<float>> run_on_cl(const Tensor& out, const Renderer& ren,
+                                                                          const std::vector<Opt>* opts) {
+  Normalized n = normalize({out.cast(dtypes::float32).uop()});
+  auto sched = create_schedule(n.sink, n.specs);
+  TG_CHECK(sched->kernels.size() == 1, TG_ERROR_INTERNAL, strformat("%zu kernels, not one", sched->kernels.size()));
+  auto& k = *sched->kernels[0];
+  auto prg = compile_spec(get_program(k.ast, k.name, ren, opts), get_device("CL"));
+  std::vector<std::shared_ptr<Buffer>> bufs;
+  for (size_t i = 0; i < sched->slots.size(); i++)
+    bufs.push_back(i < n.inputs.size() ? buffer_of(n.inputs[i].get())
+                                       : std::make_shared<Buffer>("CL", sched->slots[i].first, sched->slots[i].second));
+  std::vector<void*> ptrs;
+  for (int sl : k.slots) ptrs.push_back(bufs[size_t(sl)]->ptr());
+  run_kernel(*prg, ptrs.data());
+  std::vector<float> got(size_t(out.numel()));
+  bufs[size_t(k.slots[0])]->copyout(got.data(), got.size() * sizeof(float));
+  return {prg, got};
 }
 
 TEST(Gpu, CudaSourceCompilesToPtxWithNvrtc) {
@@ -139,28 +168,15 @@ TEST(Gpu, GroupedReducesMatchThePlainKernel) {
       lists.push_back({Opt{OptOps::GROUPTOP, 0, 16}, Opt{OptOps::UPCAST, 0, 4}, Opt{OptOps::UNROLL, 0, 4}}),
           lists.push_back({Opt{OptOps::LOCAL, 0, 4}, Opt{OptOps::GROUP, 0, 8}, Opt{OptOps::UPCAST, 0, 2}});
     for (auto& opts : lists) {
-        Tensor xc = x.to("CL");
-        Normalized n = normalize({xc.sum({axis}).uop()});
-        auto sched = create_schedule(n.sink, n.specs);
-        ASSERT_EQ(sched->kernels.size(), 1u);
-        auto& k = *sched->kernels[0];
         std::shared_ptr<CompiledRunner> prg;
+        std::vector<float> got;
         try {
-          prg = compile_program(k.ast, k.name, get_device("CL"), &opts);
-        } catch (const OptError& e) {
+          std::tie(prg, got) = run_on_cl(x.to("CL").sum({axis}), get_device("CL").renderer(), &opts);
+        } catch (const Error& e) {
           ADD_FAILURE() << opts_str(opts) << ": " << e.what();
           continue;
         }
         EXPECT_NE(prg->src.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos) << prg->src;
-        std::vector<std::shared_ptr<Buffer>> bufs;
-        for (size_t i = 0; i < sched->slots.size(); i++)
-          bufs.push_back(i < n.inputs.size() ? buffer_of(n.inputs[i].get()) : std::make_shared<Buffer>("CL", sched->slots[i].first, sched->slots[i].second));
-        std::vector<void*> ptrs;
-        for (int sl : k.slots) ptrs.push_back(bufs[size_t(sl)]->ptr());
-        auto& out = bufs[size_t(k.slots[0])];
-        run_kernel(*prg, ptrs.data());
-        std::vector<float> got(w.size());
-        out->copyout(got.data(), got.size() * sizeof(float));
         for (size_t i = 0; i < w.size(); i++) EXPECT_NEAR(got[i], w[i], 1e-3f * (1 + std::fabs(w[i]))) << opts_str(opts) << " at " << i;
       }
   }
@@ -193,9 +209,7 @@ TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
   } catch (const Error& e) {
     GTEST_SKIP() << e.what();
   }
-  Target t = get_device("CL").renderer().target();
-  t.tensor_cores = cuda_tensor_cores(8, 0, true);
-  CStyleRenderer ren(t, Dialect::OpenCL);
+  CStyleRenderer ren(emulated_tc_target(), Dialect::OpenCL);
   std::vector<TcCase> cases{{{32, 64}, {64, 16}, dtypes::float16},  {{48, 32}, {32, 24}, dtypes::bfloat16}, {{2, 16, 48}, {2, 48, 8}, dtypes::float16},
                             {{20, 40}, {40, 12}, dtypes::float16},  {{64, 128}, {128, 32}, dtypes::float16},
                             {{32, 64}, {64, 16}, dtypes::float16, true},
@@ -231,13 +245,10 @@ TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
         Tensor p3 = xc.reshape({M, 1, K}).mul(wc.transpose(0, 1).reshape({1, N, K}));
         prod = Tensor(UOp::make(Ops::REDUCE_AXIS, p3.dtype(), {p3.uop()}, std::vector<int64_t>{int64_t(Ops::ADD), 2}), "CL").reshape({M, N});
       }
-      Normalized n = normalize({prod.cast(dtypes::float32).uop()});
-      auto sched = create_schedule(n.sink, n.specs);
-      ASSERT_EQ(sched->kernels.size(), 1u);
-      auto& k = *sched->kernels[0];
       std::shared_ptr<CompiledRunner> prg;
+      std::vector<float> got;
       try {
-        prg = compile_spec(get_program(k.ast, k.name, ren, what == "heuristics" ? nullptr : &opts), get_device("CL"));
+        std::tie(prg, got) = run_on_cl(prod, ren, what == "heuristics" ? nullptr : &opts);
       } catch (const Error& e) {
         ADD_FAILURE() << shape_str(c.a) << " " << what << ": " << e.what();
         continue;
@@ -247,14 +258,6 @@ TEST(Gpu, TensorCoresMatchAFloat64Matmul) {
                   std::string::npos)
             << what << "\n"
             << prg->src;
-      std::vector<std::shared_ptr<Buffer>> bufs;
-      for (size_t i = 0; i < sched->slots.size(); i++)
-        bufs.push_back(i < n.inputs.size() ? buffer_of(n.inputs[i].get()) : std::make_shared<Buffer>("CL", sched->slots[i].first, sched->slots[i].second));
-      std::vector<void*> ptrs;
-      for (int sl : k.slots) ptrs.push_back(bufs[size_t(sl)]->ptr());
-      run_kernel(*prg, ptrs.data());
-      std::vector<float> got(want.size());
-      bufs[size_t(k.slots[0])]->copyout(got.data(), got.size() * sizeof(float));
       // Tensor cores multiply exactly and add in float32: the result is off by its final rounding to the 16-bit dtype.
       // A float16 sum is also rounded after each WMMA (K/16 roundings of partial sums no larger than the sum of
       // |products|). The plain sum ("TC shape only") rounds each product to the dtype, and with a float16 sum each add.
@@ -280,9 +283,7 @@ TEST(Gpu, StagedMatmulsMatchAFloat64Matmul) {
   } catch (const Error& e) {
     GTEST_SKIP() << e.what();
   }
-  Target t = get_device("CL").renderer().target();
-  t.tensor_cores = cuda_tensor_cores(8, 0, true);
-  CStyleRenderer ren(t, Dialect::OpenCL);
+  CStyleRenderer ren(emulated_tc_target(), Dialect::OpenCL);
   using O = std::vector<Opt>;
   auto L = [](int64_t ax, int64_t n) { return Opt{OptOps::LOCAL, ax, n}; };
   auto U = [](int64_t ax, int64_t n) { return Opt{OptOps::UPCAST, ax, n}; };
@@ -303,28 +304,15 @@ TEST(Gpu, StagedMatmulsMatchAFloat64Matmul) {
   for (auto& c : cases) {
     Tensor x = test::randt({c.M, c.K}, 31).cast(c.dt), w = test::randt({c.K, c.N}, 32).cast(c.dt);
     std::vector<float> xv = host_values(x), wv = host_values(w);
-    Tensor prod = x.to("CL").matmul(w.to("CL")).cast(dtypes::float32);
-    Normalized n = normalize({prod.uop()});
-    auto sched = create_schedule(n.sink, n.specs);
-    ASSERT_EQ(sched->kernels.size(), 1u);
-    auto& k = *sched->kernels[0];
     std::shared_ptr<CompiledRunner> prg;
+    std::vector<float> got;
     try {
-      prg = compile_spec(get_program(k.ast, k.name, ren, &c.opts), get_device("CL"));
+      std::tie(prg, got) = run_on_cl(x.to("CL").matmul(w.to("CL")), ren, &c.opts);
     } catch (const Error& e) {
       ADD_FAILURE() << opts_str(c.opts) << ": " << e.what();
       continue;
     }
     EXPECT_NE(prg->src.find("__local "), std::string::npos) << prg->src;
-    std::vector<std::shared_ptr<Buffer>> bufs;
-    for (size_t i = 0; i < sched->slots.size(); i++)
-      bufs.push_back(i < n.inputs.size() ? buffer_of(n.inputs[i].get())
-                                         : std::make_shared<Buffer>("CL", sched->slots[i].first, sched->slots[i].second));
-    std::vector<void*> ptrs;
-    for (int sl : k.slots) ptrs.push_back(bufs[size_t(sl)]->ptr());
-    run_kernel(*prg, ptrs.data());
-    std::vector<float> got(size_t(c.M * c.N));
-    bufs[size_t(k.slots[0])]->copyout(got.data(), got.size() * sizeof(float));
     for (int64_t i = 0; i < c.M; i++)
       for (int64_t j = 0; j < c.N; j++) {
         double s = 0, sabs = 0;

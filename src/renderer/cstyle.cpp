@@ -347,6 +347,10 @@ struct CRenderer {
     if (!helpers.count(nm)) helpers[nm] = "TG_FN " + to + " " + nm + "(" + from + " a) { " + to + " b; memcpy(&b, &a, sizeof b); return b; }\n";
     return nm + "(" + a + ")";
   }
+  // a read `v` under its INDEX's gate, if it has one: `zero` where the gate is false
+  std::string gated(const UOpRef& idx, const std::string& v, const std::string& zero) {
+    return idx->src.size() > 2 ? "(" + r(idx->src[2]) + "?" + v + ":" + zero + ")" : v;
+  }
   std::string expr(const UOpRef& u) {
     auto& s = u->src;
     DType d = u->dtype;
@@ -356,7 +360,7 @@ struct CRenderer {
         const UOpRef& idx = s[0];
         std::string v = d.count > 1 ? vector_load(d) + "(&" + index(idx) + ")" : from_storage(d, index(idx));
         std::string zero = d.count > 1 ? r(UOp::const_(d.scalar_of(), 0)->replace_dtype(d)) : literal(d, 0);
-        return idx->src.size() > 2 ? "(" + r(idx->src[2]) + "?" + v + ":" + zero + ")" : v;
+        return gated(idx, v, zero);
       }
       case Ops::VECTORIZE: {
         std::vector<std::string> v;
@@ -501,10 +505,8 @@ struct CRenderer {
         if (u->op == Ops::LOAD && lp.prefetched(u.get()))
           line("__builtin_prefetch((const void*)((__UINTPTR_TYPE__)&" + index(u->src[0]) + " + " + std::to_string(prefetch_bytes) + "), 0, 3);");
         if (operand_bits.count(u.get())) {  // a tensor core's 16-bit operand: mma.sync takes its bits, not a float and back
-          const UOpRef& idx = u->src[0];
-          std::string v = index(idx);
           bits[u.get()] = nm + "_b";
-          line("uint16_t " + nm + "_b = " + (idx->src.size() > 2 ? "(" + r(idx->src[2]) + "?" + v + ":(uint16_t)0)" : v) + ";");
+          line("uint16_t " + nm + "_b = " + gated(u->src[0], index(u->src[0]), "(uint16_t)0") + ";");
           line(value_type(u) + " " + nm + " = " + tg::from_storage(u->dtype, nm + "_b") + ";");  // unused: dead code to NVRTC
         } else line(value_type(u) + " " + nm + " = " + expr(u) + ";");
         names[u.get()] = nm;

@@ -2,28 +2,15 @@
 # time) and tf32 tensor cores, end to end on the CL device (PoCL in CI), each in a fresh process: the settings that turn
 # them on there are read once. PoCL is an OpenCL device of CPU cores, which stages nothing unless TG_GPU_STAGE_TILE asks
 # (a GPU does by default); ALLOW_TF32=1 with EMULATE=CUDA gives the CL device CUDA's tensor cores with tf32.
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import cl_child  # noqa: E402
 
 SCRIPT = r"""
-import sys
-import numpy as np
-from tinygrad_c import Device, Tensor, TinygradError, dtypes
-try:
-  Device.open("CL")
-except TinygradError as e:
-  print("SKIP", e)
-  sys.exit(0)
 rng = np.random.default_rng(11)
 def r(*s): return rng.uniform(-1, 1, s).astype(np.float32)
-def check(name, got, want, rtol):
-  err = np.abs(got.astype(np.float64) - want) / (np.abs(want) + 1)
-  assert err.max() <= rtol, f"{name}: max relative error {err.max()} at {np.unravel_index(err.argmax(), err.shape)}"
-  print(name, "ok", err.max())
 RTOL = float(sys.argv[1])
 # shapes the staged tile takes (N a multiple of 16 x tile, M of 8 x tile, K of 16), one batched
 for sa, sb in [((64, 256), (256, 128)), ((128, 48), (48, 64)), ((2, 32, 64), (2, 64, 64))]:
@@ -43,21 +30,12 @@ print("DONE")
 """
 
 
-def run(env_extra, rtol):
-  root = Path(__file__).resolve().parents[2]
-  env = dict(os.environ, DEV="CL", DEBUG="4", PYTHONPATH=str(root / "bindings" / "python"), **env_extra)
-  r = subprocess.run([sys.executable, "-c", SCRIPT, str(rtol)], env=env, capture_output=True, text=True, timeout=900)
-  if r.stdout.startswith("SKIP"): pytest.skip(r.stdout.strip())
-  assert r.returncode == 0 and "DONE" in r.stdout, (r.stdout + r.stderr)[-6000:]
-  return r.stderr  # DEBUG=4: every kernel's source
-
-
 def test_staged_matmuls_match_numpy():
-  src = run({"TG_GPU_STAGE_TILE": "4"}, 1e-5)
+  src = cl_child.run(SCRIPT, {"TG_GPU_STAGE_TILE": "4"}, ["1e-5"])
   assert "__local float temp1000[" in src and "barrier(CLK_LOCAL_MEM_FENCE);" in src, "no matmul was staged in local memory"
 
 
 def test_tf32_tensor_cores_match_numpy():
   # the emulation multiplies in float32 (no rounding to tf32's 10 bits): the tolerance is float32's
-  src = run({"EMULATE": "CUDA", "ALLOW_TF32": "1"}, 1e-5)
+  src = cl_child.run(SCRIPT, {"EMULATE": "CUDA", "ALLOW_TF32": "1"}, ["1e-5"])
   assert "tg_wmma_8_16_8_float32_float32(" in src, "no float32 matmul ran on the (emulated) tf32 tensor cores"

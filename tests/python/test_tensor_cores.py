@@ -2,27 +2,14 @@
 # OpenCL renderer computes each WMMA across a warp's work-items in mma.sync's fragment layout. In a fresh process (the
 # device reads EMULATE when it opens), 16-bit matmuls through the heuristics (plain, batched, and a matmul's backward)
 # agree with numpy and their kernels use WMMA. A wrong swizzle scatters products and fails every comparison.
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import cl_child  # noqa: E402
 
 SCRIPT = r"""
-import sys
-import numpy as np
-from tinygrad_c import Device, Tensor, TinygradError, dtypes
-try:
-  Device.open("CL")
-except TinygradError as e:
-  print("SKIP", e)
-  sys.exit(0)
 rng = np.random.default_rng(7)
-def check(name, got, want, rtol):
-  err = np.abs(got.astype(np.float64) - want) / (np.abs(want) + 1)
-  assert err.max() <= rtol, f"{name}: max relative error {err.max()} at {np.unravel_index(err.argmax(), err.shape)}"
-  print(name, "ok", err.max())
 for dt, np_dt, rtol in [(dtypes.float16, np.float16, 2e-3), (dtypes.bfloat16, np.float32, 1.6e-2)]:
   for sa, sb in [((64, 128), (128, 96)), ((3, 32, 48), (3, 48, 16)), ((16, 64), (64, 8))]:
     a = rng.uniform(-1, 1, sa).astype(np.float32)
@@ -44,10 +31,6 @@ print("DONE")
 
 
 def test_emulated_tensor_cores_match_numpy():
-  root = Path(__file__).resolve().parents[2]
-  env = dict(os.environ, EMULATE="CUDA", DEV="CL", DEBUG="4", PYTHONPATH=str(root / "bindings" / "python"))
-  r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900)
-  if r.stdout.startswith("SKIP"): pytest.skip(r.stdout.strip())
-  assert r.returncode == 0 and "DONE" in r.stdout, (r.stdout + r.stderr)[-6000:]
+  src = cl_child.run(SCRIPT, {"EMULATE": "CUDA"})
   # DEBUG=4 prints every kernel's source: the matmuls ran on (emulated) tensor cores
-  assert "tg_wmma_8_16_16_float16_float32(" in r.stderr and "tg_wmma_8_16_16_bfloat16_float32(" in r.stderr
+  assert "tg_wmma_8_16_16_float16_float32(" in src and "tg_wmma_8_16_16_bfloat16_float32(" in src

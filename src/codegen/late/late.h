@@ -12,6 +12,14 @@ UOpRef lower_threads(const UOpRef& ast, int64_t* threads);
 // uses, and read from there; on a GPU target the work-group copies it into local memory together, once per step of its
 // outermost reduce loop.
 UOpRef lower_packs(const UOpRef& ast, const Target& target);
+// pack.cpp: where a GPU's staged copy of a packed input's panel sits in local memory (PACK checks it fits)
+struct StagedPanel {
+  UOpRef step;                   // the outermost reduce loop the read uses (null: none): one copy per iteration of it
+  UOps ranges;                   // the panel's ranges (the read's but the output loops and the step), outermost first
+  std::vector<int64_t> strides;  // theirs in the array: row-major, the innermost row padded
+  int64_t elems = 1, size = 1;   // elements copied per step; elements the array holds
+};
+StagedPanel staged_panel(const UOpRef& load);
 // group_reduce.cpp: GROUP/GROUPTOP reduces: partial results per work-item through local memory and a barrier, then
 // reduced again.
 UOpRef lower_group_reduces(const UOpRef& ast);

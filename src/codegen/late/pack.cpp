@@ -11,18 +11,49 @@
 namespace tg {
 
 namespace {
-// how far one step of `r` moves the index `x` (null: not a constant)
+// how far one step of `r` moves the index `x` (-1: not a constant)
 int64_t step_of(const UOpRef& x, const UOpRef& r) {
   UOpRef d = (x->substitute({{r, r + UOp::const_int(r->dtype, 1)}}) - x)->simplify();
   return d->op == Ops::CONST ? d->vmax() : -1;
 }
+}  // namespace
 
-// GPU: the work-group's copy of a packed input's panel into local memory. Every work-item takes elements t, t + T, ...
-// of the panel (t its place in the work-group, T the work-group's size), read in the order of their addresses (the
-// panel's ranges by decreasing step in the input), so neighbouring work-items read neighbouring memory and write
-// neighbouring banks; the array keeps that order, each innermost row padded by 16 bytes so that the reads across a row
-// (a tensor core fragment's rows, a register tile's columns) fall in different banks. A barrier before the copy keeps
-// it from overwriting what the work-group still reads of the last stage, one after it makes the stage visible.
+// The panel's ranges in the order of their addresses (by decreasing step in the input; ranges the index uses
+// non-linearly outermost), so neighbouring work-items of the copy read neighbouring memory and write neighbouring banks;
+// the array keeps that order, its innermost row padded to a multiple of 16 bytes plus 16, so that reads down a column
+// (a tensor core fragment's rows, a register tile's columns) fall in different banks.
+StagedPanel staged_panel(const UOpRef& ld) {
+  const UOpRef& idx = ld->src[0];
+  StagedPanel p;
+  for (auto& r : idx->toposort())
+    if (r->op == Ops::RANGE && range_kind(r.get()) == AxisType::REDUCE && (!p.step || range_path(r.get()) < range_path(p.step.get()))) p.step = r;
+  UOps panel;
+  std::vector<int64_t> stride;
+  for (auto& r : idx->toposort())
+    if (r->op == Ops::RANGE && range_kind(r.get()) != AxisType::GLOBAL && r != p.step) panel.push_back(r), stride.push_back(step_of(idx->src[1], r));
+  std::vector<size_t> order(panel.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    auto key = [&](size_t i) { return std::make_pair(stride[i] < 0 ? INT64_MAX : stride[i], range_path(panel[i].get())); };
+    return key(a) > key(b);
+  });
+  for (size_t i : order) p.ranges.push_back(panel[i]);
+  int64_t isz = ld->dtype.itemsize(), n = 1;
+  p.strides.resize(p.ranges.size());
+  for (size_t i = p.ranges.size(); i-- > 0;) {
+    p.strides[i] = n;
+    int64_t sz = p.ranges[i]->src[0]->vmax();
+    n *= sz, p.elems *= sz;
+    if (i + 1 == p.ranges.size() && p.ranges.size() > 1 && sz * isz >= 32) n = (sz * isz + 15) / 16 * 16 / isz + 16 / isz;
+  }
+  p.size = n;
+  return p;
+}
+
+namespace {
+// GPU: the work-group's copy of a packed input's panel into local memory (staged_panel's layout). Every work-item takes
+// elements t, t + T, ... of the panel (t its place in the work-group, T the work-group's size). A barrier before the
+// copy keeps it from overwriting what the work-group still reads of the last stage, one after it makes the stage visible.
 UOpRef stage_load(const UOpRef& ast, const UOpRef& ld, int64_t id) {
   const UOpRef& idx = ld->src[0];
   UOps group;
@@ -32,41 +63,16 @@ UOpRef stage_load(const UOpRef& ast, const UOpRef& ld, int64_t id) {
   }
   std::sort(group.begin(), group.end(), [](const UOpRef& a, const UOpRef& b) { return range_path(a.get()) < range_path(b.get()); });
   auto [t, nt] = row_major(group);
-  UOpRef step;  // the outermost reduce loop the read uses: the copy is made once per iteration of it
-  UOps panel;
-  for (auto& r : idx->toposort())
-    if (r->op == Ops::RANGE && range_kind(r.get()) == AxisType::REDUCE && (!step || range_path(r.get()) < range_path(step.get()))) step = r;
-  for (auto& r : idx->toposort())
-    if (r->op == Ops::RANGE && range_kind(r.get()) != AxisType::GLOBAL && r != step) panel.push_back(r);
-  std::vector<int64_t> stride;
-  for (auto& r : panel) stride.push_back(step_of(idx->src[1], r));
-  std::vector<size_t> order(panel.size());
-  for (size_t i = 0; i < order.size(); i++) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {  // non-linear ones outermost, then by step
-    auto key = [&](size_t i) { return std::make_pair(stride[i] < 0 ? INT64_MAX : stride[i], range_path(panel[i].get())); };
-    return key(a) > key(b);
-  });
-  UOps rs;
-  for (size_t i : order) rs.push_back(panel[i]);
-  // the array's strides: row-major in that order, the innermost row padded to a multiple of 16 bytes plus 16
-  int64_t isz = ld->dtype.itemsize(), n = 1;
-  std::vector<int64_t> lstride(rs.size());
-  for (size_t i = rs.size(); i-- > 0;) {
-    lstride[i] = n;
-    int64_t sz = rs[i]->src[0]->vmax();
-    n *= sz;
-    if (i + 1 == rs.size() && rs.size() > 1 && sz * isz >= 32) n = (sz * isz + 15) / 16 * 16 / isz + 16 / isz;
-  }
-  int64_t elems = 1;
-  for (auto& r : rs) elems *= r->src[0]->vmax();
+  StagedPanel p = staged_panel(ld);
+  const UOps& rs = p.ranges;
   auto at_of = [&](const UOps& coords) {
     UOpRef a = UOp::const_int(dtypes::index, 0);
-    for (size_t i = 0; i < rs.size(); i++) a = a + coords[i] * UOp::const_int(dtypes::index, lstride[i]);
+    for (size_t i = 0; i < rs.size(); i++) a = a + coords[i] * UOp::const_int(dtypes::index, p.strides[i]);
     return a->simplify();
   };
-  UOpRef buf = UOp::make(Ops::DEFINE_LOCAL, ld->dtype.ptr_to(rs.empty() ? 1 : lstride[0] * rs[0]->src[0]->vmax(), AddrSpace::Local), {}, id);
+  UOpRef buf = UOp::make(Ops::DEFINE_LOCAL, ld->dtype.ptr_to(p.size, AddrSpace::Local), {}, id);
   // the copy: element f = j * T + t of the panel, j over the work-item's share
-  int64_t per = (elems + nt - 1) / nt;
+  int64_t per = (p.elems + nt - 1) / nt;
   UOpRef j = UOp::make(Ops::RANGE, dtypes::index, {UOp::const_int(dtypes::index, per)}, std::vector<int64_t>{4, id, int64_t(AxisType::REDUCE)});
   UOpRef f = per > 1 ? (j * UOp::const_int(dtypes::index, nt) + t) : t;
   UOps coords(rs.size());
@@ -79,7 +85,7 @@ UOpRef stage_load(const UOpRef& ast, const UOpRef& ld, int64_t id) {
     coords[i] = c->simplify(), to[rs[i]] = coords[i], inner *= sz;
   }
   UOpRef src_idx = idx->substitute(to);
-  UOpRef valid = elems % nt != 0 ? (f < UOp::const_int(dtypes::index, elems))->simplify() : UOpRef();
+  UOpRef valid = p.elems % nt != 0 ? (f < UOp::const_int(dtypes::index, p.elems))->simplify() : UOpRef();
   if (valid) {  // the last round of a panel the work-group doesn't divide: only the elements that exist
     UOps s = src_idx->src;
     if (s.size() > 2) s[2] = s[2] & valid;
@@ -90,13 +96,11 @@ UOpRef stage_load(const UOpRef& ast, const UOpRef& ld, int64_t id) {
   UOps dst{buf, at_of(coords)};
   if (valid) dst.push_back(valid);
   UOps st{UOp::make(Ops::INDEX, buf->dtype, dst), read};
-  if (step) st.push_back(UOp::make(Ops::BARRIER, dtypes::void_, {step}));  // the last stage's reads are done
+  if (p.step) st.push_back(UOp::make(Ops::BARRIER, dtypes::void_, {p.step}));  // the last stage's reads are done
   UOpRef copy = UOp::make(Ops::STORE, dtypes::void_, st);
   if (per > 1) copy = UOp::make(Ops::REDUCE, dtypes::void_, {copy, j}, int64_t(Ops::ADD));
   UOpRef barrier = UOp::make(Ops::BARRIER, dtypes::void_, {copy});
-  UOps here;
-  for (auto& r : rs) here.push_back(r);
-  return UOp::make(Ops::LOAD, ld->dtype, {UOp::make(Ops::INDEX, buf->dtype, {buf, at_of(here)}), barrier});
+  return UOp::make(Ops::LOAD, ld->dtype, {UOp::make(Ops::INDEX, buf->dtype, {buf, at_of(rs)}), barrier});
 }
 }  // namespace
 
@@ -104,11 +108,11 @@ UOpRef lower_packs(const UOpRef& ast, const Target& target) {
   UOpMap<UOpRef> subs;
   int64_t id = 1000;  // apart from the group reduces' arrays (0, 1, ...)
   for (auto& ld : ast->toposort()) {
-    if (ld->op == Ops::LOAD && is_packed(ld) && target.has_local) {
+    if (ld->op != Ops::LOAD || !is_packed(ld)) continue;
+    if (target.has_local) {
       subs[ld] = stage_load(ast, ld, id++);
       continue;
     }
-    if (ld->op != Ops::LOAD || !is_packed(ld)) continue;
     const UOpRef& idx = ld->src[0];
     auto lane = [](const UOpRef& r) { return range_kind(r.get()) == AxisType::UPCAST || range_kind(r.get()) == AxisType::UNROLL; };
     UOps panel;

@@ -168,21 +168,18 @@ static bool staged_tile(Scheduler& k) {
   if (axes[0]->src[0]->op != Ops::CONST || axes[1]->src[0]->op != Ops::CONST || axes[0]->src[0]->vmax() % (lx * tile) != 0 ||
       axes[1]->src[0]->vmax() % (ly * tile) != 0)
     return false;
-  auto axis_of = [](Scheduler& s, const UOpRef& r) {
-    UOps all = s.rngs();
-    return int64_t(std::find(all.begin(), all.end(), r) - all.begin());
-  };
   Scheduler tk = k;
   try {
     // work-items first, then the tile from what is left: a work-item's outputs are a work-group apart
-    UOpRef n = tk.apply_opt(Opt{OptOps::LOCAL, axis_of(tk, axes[0]), lx}).first;
-    UOpRef m = tk.apply_opt(Opt{OptOps::LOCAL, axis_of(tk, axes[1]), ly}).first;
-    tk.apply_opt(Opt{OptOps::UPCAST, axis_of(tk, n), tile});
-    tk.apply_opt(Opt{OptOps::UPCAST, axis_of(tk, m), tile});
+    UOpRef n = tk.apply_opt(Opt{OptOps::LOCAL, tk.axis_of(axes[0]), lx}).first;
+    UOpRef m = tk.apply_opt(Opt{OptOps::LOCAL, tk.axis_of(axes[1]), ly}).first;
+    tk.apply_opt(Opt{OptOps::UPCAST, tk.axis_of(n), tile});
+    tk.apply_opt(Opt{OptOps::UPCAST, tk.axis_of(m), tile});
     int packed = 0;
     UOpRef red = k.rngs()[size_t(reduces[0])];  // (the inputs the reduce reads: a bias added after it is read once)
-    for (int64_t i = 0; i < int64_t(tk.inputs().size()); i++)
-      if (depends_on(k.inputs()[size_t(i)]->src[0], red)) packed += attempt(tk, Opt{OptOps::PACK, i, steps});
+    UOps ins = k.inputs();
+    for (size_t i = 0; i < ins.size(); i++)
+      if (depends_on(ins[i]->src[0], red)) packed += attempt(tk, Opt{OptOps::PACK, int64_t(i), steps});
     if (!packed) return false;
   } catch (const OptError&) {
     return false;
@@ -205,23 +202,19 @@ static void gpu_optimizations(Scheduler& k) {
       Scheduler tk = k;
       if (!attempt(tk, Opt{OptOps::TC, axis, 0, {tc_select, tc_opt, use_tc}})) continue;
       UOps axes = tk.tc_axes;
-      auto axis_of = [&](const UOpRef& r) {
-        UOps all = tk.rngs();
-        return int64_t(std::find(all.begin(), all.end(), r) - all.begin());
-      };
       for (size_t d : {size_t(1), size_t(0)})
         for (int64_t sz : {int64_t(5), int64_t(4), int64_t(3), int64_t(2)}) {
           if (sz > tc_upcast) continue;
-          if (!axes[d]->src[0]->divides(sz) || axis_of(axes[d]) >= int64_t(tk.shape_len())) continue;
+          if (!axes[d]->src[0]->divides(sz) || tk.axis_of(axes[d]) >= int64_t(tk.shape_len())) continue;
           try {
-            axes[d] = tk.apply_opt(Opt{OptOps::UPCAST, axis_of(axes[d]), sz}).first;
+            axes[d] = tk.apply_opt(Opt{OptOps::UPCAST, tk.axis_of(axes[d]), sz}).first;
           } catch (const OptError&) {
           }
           break;
         }
       for (int64_t sz : {int64_t(8), int64_t(4), int64_t(2)})
-        if (sz <= tc_warps && axes[0]->src[0]->divides(sz) && axis_of(axes[0]) < int64_t(tk.shape_len())) {
-          attempt(tk, Opt{OptOps::LOCAL, axis_of(axes[0]), sz});
+        if (sz <= tc_warps && axes[0]->src[0]->divides(sz) && tk.axis_of(axes[0]) < int64_t(tk.shape_len())) {
+          attempt(tk, Opt{OptOps::LOCAL, tk.axis_of(axes[0]), sz});
           break;
         }
       static const int64_t tc_stage = getenv_int("TG_TC_STAGE", 0);  // PACK both inputs, this many steps per stage

@@ -423,13 +423,7 @@ void Scheduler::pack(int64_t input, int64_t steps) {
 void Scheduler::stage(int64_t input, const std::string& name, int64_t steps) {
   const Target& tg = ren->target();
   UOpRef ld = inputs()[size_t(input)];
-  auto outermost_reduce = [&](const UOpRef& l) {
-    UOpRef best;
-    for (auto& r : ranges_in(l->src[0]))
-      if (range_kind(r.get()) == AxisType::REDUCE && (!best || range_path(r.get()) < range_path(best.get()))) best = r;
-    return best;
-  };
-  UOpRef step = outermost_reduce(ld);
+  UOpRef step = staged_panel(ld).step;
   opt_check(steps <= 1 || step, name + " is read in no reduce loop: nothing to split into stages");
   if (steps > 1) {
     // the other input of a matmul may have split the loop already: its inner part is this stage's too
@@ -448,34 +442,23 @@ void Scheduler::stage(int64_t input, const std::string& name, int64_t steps) {
     }
   }
   UOpRef cur = inputs()[size_t(input)];  // the split rewrote the AST; the numbering stays
-  UOpRef st = outermost_reduce(cur);
-  // the panel: the work-group's, upcast and inner reduce ranges the read uses; some must leave it (a broadcast along a
-  // work-item range or a register tile's lane) or no two reads share a staged element
-  int64_t elems = 1;
-  bool reused = false;
-  UOps used = ranges_in(cur->src[0]);
-  for (auto& r : used) {
-    AxisType t = range_kind(r.get());
-    if (t == AxisType::GLOBAL || r == st) continue;
+  StagedPanel panel = staged_panel(cur);
+  for (auto& r : panel.ranges) {
     opt_check(r->src[0]->op == Ops::CONST, "pack needs constant sizes");
-    opt_check(t != AxisType::GROUP_REDUCE, "pack of a grouped reduce's range");
-    elems *= r->src[0]->vmax();
+    opt_check(range_kind(r.get()) != AxisType::GROUP_REDUCE, "pack of a grouped reduce's range");
   }
+  // some range of the work-group or a register tile's lane must leave the panel (a broadcast), or no two reads share a
+  // staged element
+  bool reused = false;
   for (auto& r : rngs()) {
     AxisType t = range_kind(r.get());
-    reused |= (t == AxisType::LOCAL || t == AxisType::WARP || t == AxisType::UPCAST) && std::find(used.begin(), used.end(), r) == used.end();
+    reused |= (t == AxisType::LOCAL || t == AxisType::WARP || t == AxisType::UPCAST) && !depends_on(cur->src[0], r);
   }
   opt_check(reused, name + " is read by one work-item, once: staging it would not be reused");
-  int64_t bytes = (elems + elems / 4) * cur->dtype.itemsize();  // (rows padded, up to a quarter more)
-  UOps other;
+  // the arrays, this one and the kernel's other staged inputs', as lower_packs lays them out with the ranges of now
+  int64_t bytes = panel.size * cur->dtype.itemsize();
   for (auto& x : inputs())
-    if (is_packed(x)) {
-      int64_t e = 1;
-      UOpRef xs = outermost_reduce(x);
-      for (auto& r : ranges_in(x->src[0]))
-        if (range_kind(r.get()) != AxisType::GLOBAL && r != xs) e *= r->src[0]->vmax();
-      bytes += (e + e / 4) * x->dtype.itemsize();
-    }
+    if (is_packed(x)) bytes += staged_panel(x).size * x->dtype.itemsize();
   opt_check(bytes <= tg.shared_max, "staged panels of " + std::to_string(bytes) + " bytes exceed " + tg.device + "'s local memory of " +
                                         std::to_string(tg.shared_max));
   set_ast(ast->substitute({{cur, cur->with_tag(kPackTag)}}));

@@ -1,6 +1,7 @@
 // The optimizer's view of a kernel AST: its ranges (axes) in a canonical order, and the Opt actions that split and
 // retype them. Every action rewrites the AST; the result is still a plain kernel AST that any later stage can read.
 #pragma once
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,11 @@ class Scheduler {
   // the kernel's ranges of more than one iteration, ordered by (axis type position, path)
   UOps rngs() const;
   size_t shape_len() const { return rngs().size(); }
+  // the axis number of range `r` (shape_len(): not one of the kernel's ranges)
+  int64_t axis_of(const UOpRef& r) const {
+    UOps all = rngs();
+    return int64_t(std::find(all.begin(), all.end(), r) - all.begin());
+  }
   std::vector<int64_t> full_shape() const;  // sizes (a symbolic size is its upper bound)
   std::vector<AxisType> axis_types() const;
   std::vector<int> axes_of(std::initializer_list<AxisType> types) const;

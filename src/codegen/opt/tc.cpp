@@ -58,8 +58,7 @@ UOps Scheduler::apply_tc(const Opt& opt) {
       for (size_t i = 0; i < 3; i++) {
         if (axes[i]->src[0]->op == Ops::CONST && axes[i]->src[0]->vmax() % tc.dims[i] == 0) continue;
         opt_check(level >= 2, "tc padding requires opt_level >= 2");
-        UOps all = rngs();
-        int64_t idx = std::find(all.begin(), all.end(), axes[i]) - all.begin();
+        int64_t idx = axis_of(axes[i]);
         apply_opt(Opt{OptOps::PADTO, idx, tc.dims[i]}, false);
         axes[i] = rngs()[size_t(idx)];
       }
