@@ -335,6 +335,22 @@ TEST(Hardening, AllocatorCacheEvictsTheOldest) {
   EXPECT_EQ(a.cached_bytes(), 700u);
 }
 
+// from 2 MiB the host allocator maps each block on its own, 2 MiB-aligned (huge pages advised): every byte of a block
+// of an odd size is writable, and a freed block goes back to the system or to the cache whole
+TEST(Hardening, HostBlocksFromTwoMiBAreAlignedAndWhole) {
+  tg::Allocator& a = tg::get_device("CPU").allocator();
+  size_t live = a.live_bytes();
+  for (size_t n : {(size_t(2) << 20) + 12345, (size_t(6) << 20) - 1, size_t(300) << 20}) {
+    auto* p = static_cast<unsigned char*>(a.alloc(n));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % (size_t(2) << 20), 0u) << n;
+    std::memset(p, 0xab, n);
+    EXPECT_EQ(p[0] + p[n - 1], 2 * 0xab);
+    a.free(p, n);
+  }
+  EXPECT_EQ(a.live_bytes(), live);
+}
+
 // simplification removed every load of an input (x*0 for ints): the kernel must still get exactly the buffers it reads
 TEST(Hardening, KernelWhoseInputFoldsAwayRuns) {
   std::vector<int32_t> a{1, 2, 3}, b{10, 20, 30};

@@ -147,6 +147,20 @@ def test_shift_by_tensor():
   with pytest.raises(RuntimeError): u << 1.0
 
 
+def test_narrow_shifts_by_constants():
+  # 8- and 16-bit lanes shifted in their own width (vector byte shifts), every amount, against numpy's wrapping shifts
+  rng = _rng()
+  for dt, npt in ((dtypes.uint8, np.uint8), (dtypes.int8, np.int8), (dtypes.uint16, np.uint16), (dtypes.int16, np.int16)):
+    info = np.iinfo(npt)
+    a = rng.integers(info.min, info.max, 256, endpoint=True).astype(npt)
+    t = Tensor(a, dtype=dt)
+    for s in range(8 * a.itemsize):
+      np.testing.assert_array_equal((t >> s).numpy(), a >> npt(s), err_msg=f"{dt} >> {s}")
+      np.testing.assert_array_equal((t << s).numpy(), a << npt(s), err_msg=f"{dt} << {s}")
+      # nibble-style fields: a shift and a mask fused into one kernel
+      np.testing.assert_array_equal(((t >> s) & 15).numpy(), (a >> npt(s)) & npt(15), err_msg=f"({dt} >> {s}) & 15")
+
+
 def test_div_rounding_mode():
   num = [5, 6, 7, 0, -5, -6, -7]
   for den in (-10, -3, -2, 1, 3, 5, -3.0, 2.0):

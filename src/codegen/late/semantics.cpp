@@ -28,7 +28,15 @@ UOpRef safe_divmod(const UOp* u) {
 }
 UOpRef c_shift(const UOp* u) {
   DType d = u->dtype;
-  bool narrow = d.scalar_of().itemsize() < 4;
+  int bits = 8 * d.scalar_of().itemsize();
+  bool narrow = bits < 32;
+  // a constant amount under the width gives C's bits in the type itself (a left shift of a signed value excepted): a
+  // byte vector's nibbles are then split by byte shifts, not through 32-bit lanes and back
+  const UOpRef& k = u->src[1];
+  if (narrow && k->op == Ops::CONST && k->const_value() >= 0 && k->const_value() < bits && (u->op == Ops::SHR || dtypes::is_unsigned(d))) {
+    if (k->dtype == d) return {};
+    return u->src[0]->alu(u->op, {UOp::const_int(d, int64_t(k->const_value()))});
+  }
   DType w(u->op == Ops::SHL ? Scalar::UInt64 : !narrow ? d.scalar : dtypes::is_unsigned(d) ? Scalar::UInt32 : Scalar::Int32, d.count);
   if (w == d && u->src[1]->dtype == d) return {};
   auto to_w = [&](const UOpRef& v) { return v->op == Ops::CONST ? UOp::const_int(w, std::get<int64_t>(v->arg)) : v->cast(w); };
