@@ -285,6 +285,35 @@ TEST(Opt, HeuristicsMergeShortImagesIntoVectors) {
   EXPECT_EQ(bias.run(b.applied_opts), bias.run({}));
 }
 
+// Q4_0's decode product four blocks a step (nn/llm.cpp): x's int8 values times a block's nibbles, summed in int32 over
+// 4 bytes and the block's two nibble halves, then scaled per block. The heuristics unroll the 4 bytes, the halves, the
+// 4 groups of bytes and the 4 blocks: a step is four 16-byte runs 18 bytes apart, and 16 float lanes
+TEST(Opt, HeuristicsUnrollANibblePairWithItsRun) {
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  if (cpu.target().vector_bytes < 64) GTEST_SKIP() << "the host's vectors are narrower than 16 floats";
+  int64_t rows = 256, steps = 8;  // 147 KB of blocks: streamed, read row by row
+  std::mt19937 g(7);
+  std::vector<uint8_t> raw(size_t(rows * steps * 4 * 18));
+  std::vector<int8_t> xv(size_t(steps * 2 * 4 * 16));
+  for (auto& b : raw) b = uint8_t(g());
+  for (auto& v : xv) v = int8_t(g());
+  Tensor w = Tensor::from_data(raw.data(), raw.size(), tg::dtypes::uint8, {rows, steps * 4, 18}, "CPU");
+  Tensor bytes = w.shrink({{0, rows}, {0, steps * 4}, {2, 18}}).reshape({rows, steps, 4, 4, 1, 4});
+  Tensor hi = Tensor::arange(0, 2, 1, tg::dtypes::int32, "CPU").reshape({1, 1, 1, 1, 2, 1}).eq(Tensor::full({1}, 1, tg::dtypes::int32, "CPU"));
+  Tensor codes = hi.where(bytes.rshift(4), bytes.bitwise_and(bytes.scalar_like(15))).cast(tg::dtypes::int32);
+  // x stored (steps, half, block, group, byte), seen as (steps, block, group, half, byte)
+  Tensor x = Tensor::from_data(xv.data(), xv.size(), tg::dtypes::int8, {1, steps, 2, 4, 4, 4}, "CPU").permute({0, 1, 3, 4, 2, 5});
+  Case c(codes.mul(x.cast(tg::dtypes::int32)).sum({-1, -2}).cast(tg::dtypes::float32).mul(randt({rows, steps, 4, 1}, 40)).sum({-1, -2, -3}));
+  tg::Scheduler s = tg::optimize(c.last(), cpu, nullptr);
+  std::vector<int64_t> unrolls;
+  for (auto& o : s.applied_opts)
+    if (o.op == OptOps::UNROLL) unrolls.push_back(o.arg);
+  EXPECT_EQ(unrolls, (std::vector<int64_t>{4, 2, 4, 4})) << tg::opts_str(s.applied_opts);
+  std::vector<float> base = c.run({}), got = c.run(s.applied_opts);
+  // float sums of 32 terms of up to 32 * 15 * 128 each, reassociated: a few ulps of that (a wrong lane is off by thousands)
+  for (size_t i = 0; i < got.size(); i++) ASSERT_NEAR(got[i], base[i], 1e-6 * double(steps * 4 * 32 * 15 * 128)) << i;
+}
+
 // A matmul whose rows 8 doesn't divide (36, 12, 18): the register tile takes 4 or 2 of them, never 6 or 3, whose
 // 192- or 96-lane vectors LLVM assembled lane by lane through the stack (17 GFLOP/s against 290 with 4 rows)
 TEST(Opt, HeuristicsRowTilesArePowersOfTwo) {

@@ -42,6 +42,28 @@ TEST(Prefetch, GemvOverALargeWeightPrefetchesOnBothRenderers) {
   for (const char* dev : {"CPU", "CPU:CLANG"}) check_gemv(2048, 1024, dev, true);  // 8 MB, each byte read once
 }
 
+// a step that reads its buffer as several runs (a row of 4 blocks of 18 bytes, 16 of each read: Q4_0's codes), one load
+// each: every load reads under a quarter of the buffer, together most of it, so the loop still streams it
+TEST(Prefetch, LoadsOfOneBufferCountTogether) {
+  int64_t rows = 2048, steps = 16;
+  std::vector<uint8_t> raw(size_t(rows * steps * 4 * 18));
+  for (size_t i = 0; i < raw.size(); i++) raw[i] = uint8_t((i * 2654435761u) >> 13);
+  auto x = randn(size_t(steps * 4 * 16), 6);
+  Tensor w = Tensor::from_data(raw.data(), raw.size(), tg::dtypes::uint8, {rows, steps, 4, 18}, "CPU");
+  Tensor y = w.shrink({{0, rows}, {0, steps}, {0, 4}, {2, 18}}).cast(tg::dtypes::float32).mul(tensor(x, {1, steps, 4, 16}, "CPU")).sum({1, 2, 3});
+  EXPECT_EQ(prefetches(sources(y, "CPU")), host_prefetches());
+  std::vector<float> got = read(y);
+  for (int64_t r = 0; r < rows; r += 7) {
+    double ref = 0, mag = 0;
+    for (int64_t i = 0; i < steps * 4; i++)
+      for (int64_t j = 0; j < 16; j++) {
+        double p = double(raw[size_t((r * steps * 4 + i) * 18 + 2 + j)]) * x[size_t(i * 16 + j)];
+        ref += p, mag += std::fabs(p);
+      }
+    ASSERT_NEAR(got[size_t(r)], ref, 1e-5 * mag + 1e-6) << "row " << r;
+  }
+}
+
 TEST(Prefetch, SmallWeightDoesNot) { check_gemv(64, 256, "CPU", false); }  // 64 KB: may stay in the L2
 
 TEST(Prefetch, MatmulAndColumnWalkDoNot) {

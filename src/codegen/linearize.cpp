@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <set>
 #include <unordered_set>
 
 namespace tg {
@@ -152,8 +151,15 @@ int64_t stride_bytes(const UOpRef& idx, const UOp* r) {
 
 void plan_prefetches(LinearProgram& lp, const Target& t) {
   if (t.prefetch_bytes <= 0) return;
+  // what each loop's loads read of each buffer, summed over the loads: four blocks' 16-byte runs 18 bytes apart are
+  // four loads that each read under a quarter of the buffer, and together most of it
+  struct Stream {
+    const UOp* first;  // the load the prefetch goes with
+    int64_t step;
+    uint64_t bytes, loaded;
+  };
+  std::vector<std::pair<std::pair<const UOp*, const UOp*>, Stream>> streams;  // (buffer, loop), in program order
   std::vector<const UOp*> open;
-  std::set<std::pair<const UOp*, const UOp*>> asked;  // (buffer, loop)
   std::vector<uint64_t> trips{uint64_t(std::max<int64_t>(lp.threads, 1))};  // how often the body of each open loop runs
   for (auto& u : lp.uops) {
     if (u->op == Ops::RANGE) {
@@ -165,16 +171,21 @@ void plan_prefetches(LinearProgram& lp, const Target& t) {
       const UOpRef& idx = u->src[0];
       if (idx->op != Ops::INDEX || idx->src.size() > 2 || idx->src[0]->op != Ops::DEFINE_GLOBAL) continue;
       DType buf = idx->src[0]->dtype;
-      uint64_t bytes = uint64_t(std::max<int64_t>(buf.size, 0)) * uint64_t(buf.base().itemsize());
-      uint64_t loaded = trips.back() * uint64_t(u->dtype.count) * uint64_t(u->dtype.base().itemsize());
-      // read about once, most of it by this load, forward by at least half a cache line and at most an eighth of the
-      // distance: a stream (a matmul reads its tiles many times, from cache; a walk down a column would fetch lines it
-      // never reads; a scalar load of 4 bytes would ask for each line 16 times)
-      if (bytes < kPrefetchMinBytes || loaded * 4 < bytes || loaded > 2 * bytes) continue;
-      int64_t step = stride_bytes(idx, open.back());
-      // one per buffer and loop: a block's two loads 18 bytes apart would ask for the same lines twice
-      if (step >= 32 && step * 8 <= t.prefetch_bytes && asked.insert({idx->src[0].get(), open.back()}).second) lp.prefetch.push_back(u.get());
+      std::pair<const UOp*, const UOp*> key{idx->src[0].get(), open.back()};
+      auto it = std::find_if(streams.begin(), streams.end(), [&](auto& s) { return s.first == key; });
+      if (it == streams.end())
+        it = streams.insert(streams.end(), {key, Stream{u.get(), stride_bytes(idx, open.back()),
+                                                        uint64_t(std::max<int64_t>(buf.size, 0)) * uint64_t(buf.base().itemsize()), 0}});
+      it->second.loaded += trips.back() * uint64_t(u->dtype.count) * uint64_t(u->dtype.base().itemsize());
     }
+  }
+  for (auto& [key, s] : streams) {
+    // read about once, most of it by this loop, forward by at least half a cache line and at most an eighth of the
+    // distance: a stream (a matmul reads its tiles many times, from cache; a walk down a column would fetch lines it
+    // never reads; a scalar load of 4 bytes would ask for each line 16 times). One per buffer and loop: a block's two
+    // loads 18 bytes apart would ask for the same lines twice
+    if (s.bytes < kPrefetchMinBytes || s.loaded * 4 < s.bytes || s.loaded > 2 * s.bytes) continue;
+    if (s.step >= 32 && s.step * 8 <= t.prefetch_bytes) lp.prefetch.push_back(s.first);
   }
 }
 

@@ -85,6 +85,25 @@ Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
   // heuristics unroll, so Q4_K's packed scales are unpacked once per block and not per sub-block
   int64_t subs = f.codes.shape()[1], nb = w.cols / (32 * subs), T = x.numel() / w.cols;
   auto [xq, dx] = q8_rows(x, T, nb, subs);
+  if (w.type == 2 && nb % 4 == 0) {
+    // Q4_0 four blocks a step, (T, rows, steps, block, group, nibble, byte): a block's two nibble halves are summed in
+    // int32 before its scale, so the float work is 16 lanes (4 blocks x 4 groups) per 128 elements, not 32 per 64;
+    // the heuristics unroll nibble, group and block, and one step is 4 runs of 16 bytes (x laid out to match)
+    int64_t G = nb / 4;
+    std::string dev = x.device();
+    Tensor bytes = w.raw.shrink({{0, w.rows}, {0, nb}, {2, 18}}).reshape({1, w.rows, G, 4, 4, 1, 4});
+    Tensor one = Tensor::full({1, 1, 1, 1, 1, 1, 1}, 1, dtypes::int32, dev);
+    Tensor hi = Tensor::arange(0, 2, 1, dtypes::int32, dev).reshape({1, 1, 1, 1, 1, 2, 1}).eq(one);
+    Tensor codes = hi.where(bytes.rshift(4), bytes.bitwise_and(bytes.scalar_like(15))).cast(dtypes::int32);
+    // x's element h * 16 + 4g + y of block 4s + b, stored (s, h, b, g, y) so each half is one 64-byte load
+    Tensor xp = xq.reshape({T, 1, G, 4, 2, 4, 4}).permute({0, 1, 2, 4, 3, 5, 6}).contiguous().permute({0, 1, 2, 4, 5, 3, 6}).cast(dtypes::int32);
+    Tensor dot = codes.mul(xp).sum({-1, -2}).cast(dtypes::float32);
+    Tensor sx = xp.sum({-1, -2}).cast(dtypes::float32).mul(Tensor::full({1}, 8, dtypes::float32, dev)).contiguous();
+    Tensor scale = f.scale.reshape({1, w.rows, G, 4, 1}).mul(dx.reshape({T, 1, G, 4, 1}));
+    Shape out = x.shape();
+    out.back() = w.rows;
+    return dot.sub(sx).mul(scale).sum({-1, -2, -3}).reshape(out);
+  }
   xq = xq.reshape({T, 1, nb, subs, 8, 4});
   Tensor sx = xq.cast(dtypes::int32).sum({-1}).cast(dtypes::float32);
   sx = (f.offset ? sx.mul(sx.scalar_like(double(f.offset))) : sx).contiguous();

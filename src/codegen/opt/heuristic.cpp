@@ -537,14 +537,29 @@ static bool cpu_heuristics(Scheduler& k, bool gathered) {
       }
       // a run shorter than a register that an input continues along the next axis out (a quantized block's groups of 4
       // bytes, 8 groups to a block): that axis unrolled too, up to 32 elements, so the block's bytes are one vector load
-      int64_t next = 1;
+      int64_t next = 1, pair = 1;
       if (un.size() >= 2 && w == sz && sz < lanes) {
+        auto continues = [&](size_t at) {  // un[at]'s size if an input's run along r continues along it, else 1
+          auto r2 = k.rngs()[size_t(un[at])];
+          for (auto& b : loads(k))
+            if (stride_in(index_of(b), r) == 1 && stride_in(index_of(b), r2) == sz && sz * k.full_shape()[size_t(un[at])] <= 32)
+              return k.full_shape()[size_t(un[at])];
+          return int64_t(1);
+        };
+        next = continues(un.size() - 2);
+        // between them, a second axis of size 2 of the same integer sum (a Q4_0 block's two nibble halves, summed in
+        // int32 before the float work): unrolled with the run, which then continues past it
         auto r2 = k.rngs()[size_t(un[un.size() - 2])];
-        int64_t sz2 = k.full_shape()[size_t(un[un.size() - 2])];
-        for (auto& b : loads(k))
-          if (stride_in(index_of(b), r) == 1 && stride_in(index_of(b), r2) == sz && sz * sz2 <= 32) next = sz2;
+        bool int_pair = false;
+        for (auto& red : k.reduceops())
+          if (dtypes::is_int(red->dtype) && std::find(red->src.begin() + 1, red->src.end(), r) != red->src.end() &&
+              std::find(red->src.begin() + 1, red->src.end(), r2) != red->src.end())
+            int_pair = true;
+        if (next == 1 && un.size() >= 3 && int_pair && k.full_shape()[size_t(un[un.size() - 2])] == 2)
+          if ((next = continues(un.size() - 3)) > 1) pair = 2;
       }
       if (contiguous && sz % w == 0 && attempt(Opt{OptOps::UNROLL, int64_t(un.size() - 1), w})) {
+        if (pair > 1 && !attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), pair})) next = 1;
         if (next > 1) attempt(Opt{OptOps::UNROLL, int64_t(k.unrollable_dims().size() - 1), next});
         // no input to reuse (a plain sum), or one streamed: several accumulators instead, for the add latency. A short
         // axis (a Q4_K block's 8 sub-blocks) is unrolled whole: what its elements share (their packed scales) is then
