@@ -155,7 +155,6 @@ void plan_prefetches(LinearProgram& lp, const Target& t) {
   // four loads that each read under a quarter of the buffer, and together most of it
   struct Stream {
     const UOp* first;  // the load the prefetch goes with
-    int64_t step;
     uint64_t bytes, loaded;
   };
   std::vector<std::pair<std::pair<const UOp*, const UOp*>, Stream>> streams;  // (buffer, loop), in program order
@@ -174,8 +173,7 @@ void plan_prefetches(LinearProgram& lp, const Target& t) {
       std::pair<const UOp*, const UOp*> key{idx->src[0].get(), open.back()};
       auto it = std::find_if(streams.begin(), streams.end(), [&](auto& s) { return s.first == key; });
       if (it == streams.end())
-        it = streams.insert(streams.end(), {key, Stream{u.get(), stride_bytes(idx, open.back()),
-                                                        uint64_t(std::max<int64_t>(buf.size, 0)) * uint64_t(buf.base().itemsize()), 0}});
+        it = streams.insert(streams.end(), {key, Stream{u.get(), uint64_t(std::max<int64_t>(buf.size, 0)) * uint64_t(buf.base().itemsize()), 0}});
       it->second.loaded += trips.back() * uint64_t(u->dtype.count) * uint64_t(u->dtype.base().itemsize());
     }
   }
@@ -185,7 +183,8 @@ void plan_prefetches(LinearProgram& lp, const Target& t) {
     // never reads; a scalar load of 4 bytes would ask for each line 16 times). One per buffer and loop: a block's two
     // loads 18 bytes apart would ask for the same lines twice
     if (s.bytes < kPrefetchMinBytes || s.loaded * 4 < s.bytes || s.loaded > 2 * s.bytes) continue;
-    if (s.step >= 32 && s.step * 8 <= t.prefetch_bytes) lp.prefetch.push_back(s.first);
+    int64_t step = stride_bytes(s.first->src[0], key.second);
+    if (step >= 32 && step * 8 <= t.prefetch_bytes) lp.prefetch.push_back(s.first);
   }
 }
 
