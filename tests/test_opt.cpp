@@ -222,6 +222,22 @@ TEST(Opt, HeuristicsPackATransposedWeight) {
   for (size_t i = 0; i < got.size(); i++) EXPECT_NEAR(got[i], want[i], 1e-4f * (1 + std::abs(want[i]))) << i;
 }
 
+// A reshape of a reshape indexes memory as one reshape: a (rows, blocks, 36) view of a buffer, flattened, cut to each
+// block's first 32 and seen as (rows, blocks, 32) (the LLM's Q4_K codes are laid out so) reads memory linearly. Mapped
+// one reshape at a time the index kept a division and a remainder by 36 per load, which nothing simplified away
+TEST(Opt, ReshapesOfReshapesIndexLinearly) {
+  const int64_t rows = 16, nb = 4, n = rows * nb * 36;
+  Tensor base = tg::Tensor::arange(0, double(n), 1, tg::dtypes::float32, "CPU").contiguous().realize().reshape({rows, nb, 36});
+  Case c(base.reshape({n}).shrink({{0, rows * nb * 32}}).reshape({rows, nb, 32}).add(base.scalar_like(1)).contiguous());
+  const tg::Renderer& cpu = tg::get_device("CPU").renderer();
+  auto prog = tg::get_program(c.last(), "k", cpu, nullptr);
+  EXPECT_EQ(prog.src.find("sdiv"), std::string::npos) << prog.src;
+  EXPECT_EQ(prog.src.find("srem"), std::string::npos) << prog.src;
+  std::vector<float> got = c.run({});
+  ASSERT_EQ(got.size(), size_t(rows * nb * 32));
+  for (size_t i = 0; i < got.size(); i++) ASSERT_EQ(got[i], float(i + 1)) << "element " << i;
+}
+
 std::string refusal(const tg::UOpRef& ast, const tg::Renderer& ren, const std::vector<Opt>& opts) {
   tg::Scheduler s(ast, ren);
   try {

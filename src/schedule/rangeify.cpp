@@ -240,7 +240,12 @@ struct KernelBuilder {
       case Ops::DETACH:
       case Ops::CONTIGUOUS_BACKWARD: return src0(idx, gate, f.c.expanded);
       case Ops::RESHAPE: {
-        const Shape& ss = n->src[0]->shape();
+        // a chain of reshapes maps as one, to the shape under the last of them: each maps the linear index divided out
+        // over its source's shape, and through two the simplifier can't see that the second's products undo the first's
+        // divisions (a (rows, blocks, 144) view flattened and cut kept a division by 144 in every load)
+        const UOp* to = n->src[0].get();
+        while (to->op == Ops::RESHAPE && to != root && !sb.slot_of.count(to) && !sb.split.count(to)) to = to->src[0].get();
+        const Shape& ss = to->shape();
         // fast path: only size-1 dims differ, so indices map one to one
         Shape a, b;
         UOps nz;
@@ -257,7 +262,8 @@ struct KernelBuilder {
           Shape st = strides_of(ss);
           for (size_t i = 0; i < ss.size(); i++) sidx.push_back(ss[i] == 1 ? idx_const(0) : (lin / idx_const(st[i])) % idx_const(ss[i]));
         }
-        return src0(std::move(sidx), gate, f.c.expanded);
+        f.kids.push_back(Ctx{to, std::move(sidx), gate, f.c.expanded});
+        return;
       }
       case Ops::PERMUTE: {
         auto& p = n->arg_ints();

@@ -53,7 +53,8 @@ static bool attempt(Scheduler& k, const Opt& o) {
   try {
     k.apply_opt(o);
     return true;
-  } catch (const OptError&) {
+  } catch (const OptError& e) {
+    if (DEBUG >= 5) debug_log(5, "heuristic: %s rejected: %s\n", o.str().c_str(), e.what());
     return false;
   }
 }
