@@ -402,6 +402,52 @@ TEST(State, GGUFDequantizesEveryType) {
   }
 }
 
+// The LLM's decode order for Q4_K (gguf_repack_q4_k): every block's values, its integer form's codes, scales and mins
+// are the file's, bit for bit, through each reader of the new type
+TEST(State, Q4KDecodeOrderKeepsEveryValue) {
+  std::mt19937_64 rng(11);
+  const int nb = 6;
+  Bytes raw(size_t(nb * 144));
+  for (auto& b : raw) b = uint8_t(rng());
+  for (int i = 0; i < nb; i++)
+    for (int o : {0, 2}) put_f16(&raw[size_t(i * 144 + o)], float(int(rng() % 4096) - 2048) / 1024);
+  Tensor bl = Tensor::from_data(raw.data(), raw.size(), dtypes::uint8, {nb, 144}, "CPU");
+  Tensor re = nn::gguf_repack_q4_k(bl).contiguous();
+  EXPECT_EQ(re.shape(), (Shape{nb, 144}));
+  auto floats = [](const Tensor& t) {
+    std::vector<float> v(size_t(t.numel()));
+    t.cast(dtypes::float32).contiguous().to_data(v.data(), v.size() * 4);
+    return v;
+  };
+  auto same = [&](const Tensor& a, const Tensor& b, const char* what) {
+    SCOPED_TRACE(what);
+    ASSERT_EQ(a.numel(), b.numel());
+    std::vector<float> x = floats(a), y = floats(b);
+    for (size_t i = 0; i < x.size(); i++) ASSERT_EQ(std::memcmp(&x[i], &y[i], 4), 0) << "element " << i << ": " << x[i] << " vs " << y[i];
+  };
+  same(nn::gguf_dequantize(re, nn::kGGMLQ4KDecode), nn::gguf_dequantize(bl, 12), "values");
+  same(nn::gguf_dequantize_blocked(re, nn::kGGMLQ4KDecode).flatten(1), nn::gguf_dequantize(bl, 12), "blocked values, flattened");
+  auto a = nn::gguf_int8_form(re, nn::kGGMLQ4KDecode), b = nn::gguf_int8_form(bl, 12);
+  ASSERT_TRUE(a && b);
+  same(a->codes, b->codes, "codes");
+  same(a->scale, b->scale, "scales");
+  same(a->min, b->min, "mins");
+  EXPECT_TRUE(nn::gguf_has_int8_form(nn::kGGMLQ4KDecode));
+  // the layout itself: every block's codes first, code e of sub-block j (e = 16r + 8h + 4 nibble + y) in byte 64h + 32r +
+  // 4j + y of the block's 128, then the 16 bytes of each block, d and dmin as the file's
+  std::vector<float> back = floats(re);
+  for (int i = 0; i < nb; i++) {
+    for (int j = 0; j < 8; j++)
+      for (int e = 0; e < 32; e++) {
+        int r = e / 16, h = e / 8 % 2, nib = e / 4 % 2, y = e % 4;
+        int file = raw[size_t(144 * i + 16 + 32 * (j / 2) + e)] >> (4 * (j % 2)) & 15;
+        int ours = int(back[size_t(128 * i + 64 * h + 32 * r + 4 * j + y)]) >> (4 * nib) & 15;
+        ASSERT_EQ(ours, file) << "block " << i << " sub-block " << j << " code " << e;
+      }
+    for (int b = 0; b < 4; b++) ASSERT_EQ(int(back[size_t(128 * nb + 16 * i + b)]), int(raw[size_t(144 * i + b)])) << "block " << i << " byte " << b;
+  }
+}
+
 TEST(State, GGUFNativeTypesAndMetadata) {
   std::vector<float> f32{1.5f, -2, 3.25f, 0};
   Bytes raw32(16), raw16{0x00, 0x3c, 0x00, 0xc0}, rawbf{0x80, 0x3f, 0x40, 0xc0};  // f16 1, -2; bf16 1, -3

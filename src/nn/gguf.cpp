@@ -178,6 +178,33 @@ std::pair<Tensor, Tensor> k_scales_mins(const Tensor& bl) {
   return {halves(s03.bitwise_and(k(s, 63)), s8b.bitwise_and(k(s, 15)).bitwise_or(s03.rshift(6).lshift(4))),
           halves(s47.bitwise_and(k(s, 63)), s8b.rshift(4).bitwise_or(s47.rshift(6).lshift(4)))};
 }
+// Q4_K in the decode GEMV's order (kGGMLQ4KDecode): the same values and bytes, the tensor's codes first (128 bytes a
+// block) and then its blocks' other 16 bytes, so a block's codes are two whole aligned cache lines (in the file's
+// 144-byte blocks every 64-byte load of codes straddles two lines: the GEMV ran 1.5x slower). Within a block's codes,
+// byte 64h + 32r + 4j + y holds codes e and e + 4 of sub-block j, e = 16r + 8h + y: a 64-byte run is 16 lanes of 4
+// bytes, lane 8r + j, both of whose nibbles belong to sub-block j (one int32 sum for both before the scale; the file
+// splits each byte between two sub-blocks). The 16 bytes: d and dmin, then a sub-block's 6-bit scale with its min's
+// low 2 bits above it (bytes 4-12), then the mins' high 4 bits (sub-block i in byte 12 + i % 4, the high nibble for
+// i >= 4): a mask, a shift and an or where the file's packing takes a dozen instructions to unpack.
+// (blocks, 144) decode-order blocks -> their codes (blocks, 128) and the rest (blocks, 16), views
+Tensor kd_codes_bytes(const Tensor& bl) {
+  int64_t nb = bl.shape()[0];
+  return bl.reshape({nb * 144}).shrink({{0, nb * 128}}).reshape({nb, 128});
+}
+Tensor kd_head(const Tensor& bl) {
+  int64_t nb = bl.shape()[0];
+  return bl.reshape({nb * 144}).shrink({{nb * 128, nb * 144}}).reshape({nb, 16});
+}
+std::pair<Tensor, Tensor> kd_scales_mins(const Tensor& bl) {
+  int64_t nb = bl.shape()[0];
+  Tensor h = kd_head(bl), s = cols(h, 4, 12), mh = fields(cols(h, 12, 16), 4).reshape({nb, 8});
+  return {s.bitwise_and(k(s, 63)), s.rshift(6).bitwise_or(mh.lshift(2))};
+}
+// the codes of decode-order blocks, (blocks, j, r, h, nibble, y): flattened, element 32j + 16r + 8h + 4 nibble + y
+Tensor kd_codes(const Tensor& bl) {
+  int64_t nb = bl.shape()[0];
+  return fields(kd_codes_bytes(bl).reshape({nb, 2, 2, 8, 4}), 4).permute({0, 3, 2, 1, 4, 5});  // from (h, r, j, nibble, y)
+}
 // (blocks, ...) float32 in the block's own structure (Q4_0: 2 nibble fields x 16 bytes; Q4_K: 4 runs x 2 nibble
 // fields x 32 bytes; Q6_K: 2 halves x 4 runs x 2 scale groups x 16): flattened, the elements in order. A kernel that
 // sums over these axes addresses bytes and scales without dividing an element index
@@ -208,6 +235,12 @@ Tensor dequantize(const Tensor& bl, uint32_t type) {
       if (type == 13) q = q.bitwise_or(fields(cols(bl, 16, 48), 1).reshape({nb, 4, 2, 32}).lshift(4));
       auto sub = [&](const Tensor& t) { return t.reshape({nb, 4, 2, 1}).cast(dtypes::float32); };
       return dd.mul(sub(sc)).mul(q.cast(dtypes::float32)).sub(dmin.mul(sub(mn)));
+    }
+    case kGGMLQ4KDecode: {  // Q4_K in the decode order: the same values, (blocks, j, r, h, nibble, y)
+      auto [sc, mn] = kd_scales_mins(bl);
+      auto sub = [&](const Tensor& t) { return t.reshape({nb, 8, 1, 1, 1, 1}).cast(dtypes::float32); };
+      Tensor h = kd_head(bl), dd = f16_at(h, 0).reshape({nb, 1, 1, 1, 1, 1}), dmin = f16_at(h, 2).reshape({nb, 1, 1, 1, 1, 1});
+      return dd.mul(sub(sc)).mul(kd_codes(bl).cast(dtypes::float32)).sub(dmin.mul(sub(mn)));
     }
     case 14: {  // Q6_K: 4 low bits in ql, 2 high bits in qh, 16 int8 scales, d last. In each half of 128, element 32l+i
       // takes field l/2 of ql byte 32(l%2)+i, field l of qh byte i, and scale 8*half + 2l + i/16
@@ -315,7 +348,22 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
   if (gt->blk == 1) return tensor_from_bytes(b, at, ti.nbytes, gt->native, Shape(ti.dims.rbegin(), ti.dims.rend()), device);
   return tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {int64_t(ti.nbytes) / gt->bytes, gt->bytes}, device);
 }
-bool gguf_has_int8_form(uint32_t type) { return type == 2 || type == 8 || type == 12 || type == 14; }
+Tensor gguf_fields(const Tensor& t, int bits) { return fields(t, bits); }
+bool gguf_has_int8_form(uint32_t type) { return type == 2 || type == 8 || type == 12 || type == 14 || type == kGGMLQ4KDecode; }
+Tensor gguf_repack_q4_k(const Tensor& bl) {
+  int64_t nb = bl.shape()[0];
+  auto [sc, mn] = k_scales_mins(bl);
+  Tensor s = sc.bitwise_or(mn.bitwise_and(k(mn, 3)).lshift(6)), mh = mn.rshift(2);
+  Tensor m = cols(mh, 0, 4).bitwise_or(cols(mh, 4, 8).lshift(4));
+  // the file's codes in element order, e = 16r + 8h + 4 nibble + y within sub-block j, as (j, r, h, nibble, y)
+  Tensor q = fields(cols(bl, 16, 144).reshape({nb, 4, 32}), 4).reshape({nb, 8, 2, 2, 2, 4});
+  auto nib = [&](int64_t f) { return q.shrink({{0, nb}, {0, 8}, {0, 2}, {0, 2}, {f, f + 1}, {0, 4}}).reshape({nb, 8, 2, 2, 4}); };
+  Tensor qs = nib(0).bitwise_or(nib(1).lshift(4)).permute({0, 3, 2, 1, 4}).reshape({nb * 128});  // (h, r, j, y)
+  // each part realized first: the cat's copy then has one gate, where the parts' expressions under it were evaluated
+  // for every byte of both (0.2 GB/s)
+  Tensor head = Tensor::cat({cols(bl, 0, 4), s, m}, 1).reshape({nb * 16});
+  return Tensor::cat({qs.contiguous(), head.contiguous()}, 0).reshape({nb, 144});
+}
 std::optional<GGUFIntForm> gguf_int8_form(const Tensor& bl, uint32_t type, const Tensor* halves) {
   if (!gguf_has_int8_form(type)) return std::nullopt;
   int64_t nb = bl.shape()[0];
@@ -334,6 +382,15 @@ std::optional<GGUFIntForm> gguf_int8_form(const Tensor& bl, uint32_t type, const
       auto [sc, mn] = k_scales_mins(bl);
       Tensor codes = fields(cols(bl, 16, 144).reshape({nb, 4, 32}), 4).reshape({nb, 8, 32});
       return GGUFIntForm{codes, scale_at(0).mul(sc.cast(dtypes::float32)), scale_at(2).mul(mn.cast(dtypes::float32))};
+    }
+    case kGGMLQ4KDecode: {  // the same in the decode order: d and dmin from the 16 bytes after the codes
+      auto [sc, mn] = kd_scales_mins(bl);
+      auto head_f16 = [&](int64_t a) {
+        if (!halves) return f16_at(kd_head(bl), a);
+        Tensor h16 = halves->reshape({nb * 72}).shrink({{nb * 64, nb * 72}}).reshape({nb, 8});
+        return cols(h16, a / 2, a / 2 + 1).bitcast(dtypes::float16).cast(dtypes::float32);
+      };
+      return GGUFIntForm{kd_codes(bl).reshape({nb, 8, 32}), head_f16(0).mul(sc.cast(dtypes::float32)), head_f16(2).mul(mn.cast(dtypes::float32))};
     }
     case 14: {  // Q6_K: d * sc * (q - 32), q 6 bits (4 in ql, 2 in qh), an int8 scale per 16 elements
       Tensor xl = fields(cols(bl, 0, 128).reshape({nb, 2, 64}), 4).reshape({nb, 2, 4, 32});

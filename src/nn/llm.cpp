@@ -90,19 +90,33 @@ Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
     // int32 before its scale, so the float work is 16 lanes (4 blocks x 4 groups) per 128 elements, not 32 per 64;
     // the heuristics unroll nibble, group and block, and one step is 4 runs of 16 bytes (x laid out to match)
     int64_t G = nb / 4;
-    std::string dev = x.device();
-    Tensor bytes = w.raw.shrink({{0, w.rows}, {0, nb}, {2, 18}}).reshape({1, w.rows, G, 4, 4, 1, 4});
-    Tensor one = Tensor::full({1, 1, 1, 1, 1, 1, 1}, 1, dtypes::int32, dev);
-    Tensor hi = Tensor::arange(0, 2, 1, dtypes::int32, dev).reshape({1, 1, 1, 1, 1, 2, 1}).eq(one);
-    Tensor codes = hi.where(bytes.rshift(4), bytes.bitwise_and(bytes.scalar_like(15))).cast(dtypes::int32);
+    Tensor codes = gguf_fields(w.raw.shrink({{0, w.rows}, {0, nb}, {2, 18}}).reshape({1, w.rows, G, 4, 4, 4}), 4).cast(dtypes::int32);
     // x's element h * 16 + 4g + y of block 4s + b, stored (s, h, b, g, y) so each half is one 64-byte load
     Tensor xp = xq.reshape({T, 1, G, 4, 2, 4, 4}).permute({0, 1, 2, 4, 3, 5, 6}).contiguous().permute({0, 1, 2, 4, 5, 3, 6}).cast(dtypes::int32);
     Tensor dot = codes.mul(xp).sum({-1, -2}).cast(dtypes::float32);
-    Tensor sx = xp.sum({-1, -2}).cast(dtypes::float32).mul(Tensor::full({1}, 8, dtypes::float32, dev)).contiguous();
+    Tensor sx = xp.sum({-1, -2}).cast(dtypes::float32);
+    sx = sx.mul(sx.scalar_like(double(f.offset))).contiguous();
     Tensor scale = f.scale.reshape({1, w.rows, G, 4, 1}).mul(dx.reshape({T, 1, G, 4, 1}));
     Shape out = x.shape();
     out.back() = w.rows;
     return dot.sub(sx).mul(scale).sum({-1, -2, -3}).reshape(out);
+  }
+  if (w.type == kGGMLQ4KDecode) {
+    // Q4_K in the decode order (gguf_repack_q4_k: the codes first, each block's two aligned lines), (T, rows, blocks, h,
+    // r, j, nibble, byte): lane 8r + j of each 64-byte run is 4 bytes of sub-block j, both nibbles summed in int32 (two
+    // vpdpbusd), then scaled: 16 float lanes per 128 elements where the file's order takes 32. x's element 32j + 16r +
+    // 8h + 4 nibble + y is stored (h, nibble, r, j, y), so each nibble's x is one 64-byte load
+    Tensor bytes = w.raw.reshape({w.rows * nb * 144}).shrink({{0, w.rows * nb * 128}}).reshape({1, w.rows, nb, 2, 2, 8, 4});
+    Tensor codes = gguf_fields(bytes, 4).cast(dtypes::int32);
+    Tensor xp = xq.reshape({T, 1, nb, 8, 2, 2, 2, 4}).permute({0, 1, 2, 5, 6, 4, 3, 7}).contiguous();
+    xp = xp.permute({0, 1, 2, 3, 5, 6, 4, 7}).cast(dtypes::int32);
+    Tensor dot = codes.mul(xp).sum({-1, -2}).cast(dtypes::float32);
+    Tensor sx = xp.sum({-1, -2}).cast(dtypes::float32).contiguous();
+    Tensor d8 = dx.reshape({T, 1, nb, 1, 1, 8});
+    Tensor scale = f.scale.reshape({1, w.rows, nb, 1, 1, 8}).mul(d8), min = f.min.reshape({1, w.rows, nb, 1, 1, 8}).mul(d8);
+    Shape out = x.shape();
+    out.back() = w.rows;
+    return dot.mul(scale).sub(sx.mul(min)).sum({-1, -2, -3, -4}).reshape(out);
   }
   xq = xq.reshape({T, 1, nb, subs, 8, 4});
   Tensor sx = xq.cast(dtypes::int32).sum({-1}).cast(dtypes::float32);
@@ -322,7 +336,12 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
   auto shape = [](const GGUFTensorInfo& ti) {  // as the tensor's shape reads, outermost first
     return "(" + join_ints(Shape(ti.dims.rbegin(), ti.dims.rend()), ", ") + (ti.dims.size() == 1 ? ",)" : ")");
   };
-  auto weight = [&](const std::string& name, int64_t rows, int64_t cols) {
+  // Q4_K weights in the decode order where the decode products take the integer form (a byte dot product instruction):
+  // its GEMV then sums both nibbles of a byte in int32 and unpacks the scales with a mask and a shift (TG_LLM_REPACK=0:
+  // the file's order)
+  bool repack_q4_k = getenv_int("TG_LLM_REPACK", 1) && M.device_.find(',') == std::string::npos &&
+                     get_device(M.device_).renderer().native_op(Ops::DOT4, dtypes::int32);
+  auto weight = [&](const std::string& name, int64_t rows, int64_t cols, bool repack = true) {
     const GGUFTensorInfo* ti = info(name, true);
     int64_t elems, bytes;
     const char* tname;
@@ -333,8 +352,19 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
                        rows < 0 ? "rows" : std::to_string(rows).c_str(), (long long)cols));
     Tensor raw = gguf_raw(b, f, *ti, M.device_);
     QWeight w{elems == 1 ? raw : raw.reshape({ti->dims[1], cols / elems, bytes}), ti->type, ti->dims[1], cols};
+    if (ti->type == 12 && repack_q4_k && repack) {  // rearranged once for the decode GEMV (linear_int8), in place of the file's
+      Tensor re = gguf_repack_q4_k(raw.reshape({raw.numel() / bytes, bytes})).contiguous();
+      re.realize();
+      // seen from its buffer's own (1-d) shape: the readers of this type take its codes and scales as runs of the whole
+      // tensor, and a run of a 2-d view's flattening kept a division by 144 in every index
+      const UOp* u = re.uop().get();
+      while (u->op == Ops::RESHAPE) u = u->src[0].get();
+      TG_CHECK(u->op == Ops::BUFFER, TG_ERROR_RUNTIME, "llm: the rearranged Q4_K blocks of '" + name + "' are not a buffer");
+      w.raw = Tensor(buffer_uop(buffer_of(u)), M.device_).reshape(w.raw.shape());
+      w.type = kGGMLQ4KDecode;
+    }
     w.raw.realize();
-    if (elems > 1 && bytes % 2 == 0 && gguf_has_int8_form(ti->type)) {
+    if (elems > 1 && bytes % 2 == 0 && gguf_has_int8_form(w.type)) {
       // only where the blocks are a whole buffer (reshapes of it): a view inside a larger one starts elsewhere
       const UOp* u = w.raw.uop().get();
       while (u->op == Ops::RESHAPE) u = u->src[0].get();
@@ -357,7 +387,7 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
     return t;
   };
   int64_t qdim = c.n_head * c.head_dim, kvdim = c.n_kv_head * c.head_dim;
-  M.embed_ = weight("token_embd.weight", -1, c.dim);
+  M.embed_ = weight("token_embd.weight", -1, c.dim, false);  // its rows are gathered (rows_of): kept in the file's blocks
   c.vocab = M.embed_->rows;
   TG_CHECK(c.vocab >= 1, TG_ERROR_IO, b.name + ": llm: token_embd.weight has no rows");
   // the tokenizer's ids index the embedding's rows (llama.cpp refuses another count too)

@@ -121,6 +121,15 @@ struct GGUFIntForm {
 // scales are read as 16-bit loads (else each is two byte loads put together)
 std::optional<GGUFIntForm> gguf_int8_form(const Tensor& blocks, uint32_t type, const Tensor* halves = nullptr);
 bool gguf_has_int8_form(uint32_t type);  // whether gguf_int8_form gives one, without building it
+// each byte's 8 / bits fields of `bits` bits, (..., n) -> (..., 8 / bits, n), the lowest field first (ggml's order for
+// nibbles: a run's low nibbles, then its high ones); gguf.cpp says how they are made cheaply
+Tensor gguf_fields(const Tensor& t, int bits);
+// Q4_K blocks rearranged for the CPU's decode GEMV (gguf.cpp has the layout): a type of our own, never read from a
+// file, that gguf_int8_form, gguf_dequantize and gguf_dequantize_blocked take as they take Q4_K. All the codes come
+// before all the scales, so its (blocks, 144) tensor is read whole: a slice of its rows is not a set of blocks
+constexpr uint32_t kGGMLQ4KDecode = 0x10000 | 12;
+// (blocks, 144) uint8 Q4_K blocks -> the same values as kGGMLQ4KDecode blocks, a lazy expression
+Tensor gguf_repack_q4_k(const Tensor& blocks);
 // elements and bytes per block of a ggml type (1 and the itemsize for a native type); false for a type we don't read
 bool gguf_block(uint32_t type, int64_t* elems, int64_t* bytes, const char** name);
 
