@@ -147,6 +147,11 @@ Tensor f16_at(const Tensor& blocks, int64_t a) {
   return lo.bitwise_or(hi.lshift(8)).bitcast(dtypes::float16).cast(dtypes::float32);
 }
 // tinygrad's q_to_uint8, fields kept apart: each byte's 8/b fields of b bits, (..., n) -> (..., 8/b, n); flattened,
+// a bool tensor of `shape` (one axis of 2, the others 1) true at index 1 of that axis: an index-valued condition that
+// picks between two values computed from the same loads
+Tensor second_of_two(const Shape& shape, const std::string& device) {
+  return Tensor::arange(0, 2, 1, dtypes::int32, device).reshape(shape).eq(Tensor::full(shape, 1, dtypes::int32, device));
+}
 // field i of every byte comes before field i+1 (ggml's order: low nibbles of a run of bytes, then their high nibbles).
 // The bytes are expanded over the field axis and shifted by b * field, an index-valued count: each field loads its
 // bytes as one contiguous run, where a stack of shifted copies would select between two masked loads per element.
@@ -159,7 +164,7 @@ Tensor fields(const Tensor& t, int b) {
   shape.insert(shape.end() - 1, n);
   ones[t.ndim() - 1] = n;
   if (b == 4) {
-    Tensor hi = Tensor::arange(0, 2, 1, dtypes::int32, t.device()).reshape(ones).eq(Tensor::full(ones, 1, dtypes::int32, t.device()));
+    Tensor hi = second_of_two(ones, t.device());
     return hi.where(t.rshift(k(t, 4)).unsqueeze(-2), t.bitwise_and(k(t, 15)).unsqueeze(-2));
   }
   Tensor shift = Tensor::arange(0, 8, b, t.dtype(), t.device()).reshape(ones);
@@ -172,8 +177,7 @@ std::pair<Tensor, Tensor> k_scales_mins(const Tensor& bl) {
   Tensor s = cols(bl, 4, 16), s03 = cols(s, 0, 4), s47 = cols(s, 4, 8), s8b = cols(s, 8, 12);
   // sub-blocks 0-3 and 4-7 as two rows of one (blocks, 2, 4) tensor, the row picked by an index-valued condition:
   // every byte is loaded unconditionally (a cat would gate each half's loads by its padding)
-  Tensor upper = Tensor::arange(0, 2, 1, dtypes::int32, bl.device()).reshape({1, 2, 1}).eq(Tensor::full({1, 2, 1}, 1, dtypes::int32, bl.device()))
-                     .expand({nb, 2, 4});
+  Tensor upper = second_of_two({1, 2, 1}, bl.device()).expand({nb, 2, 4});
   auto halves = [&](const Tensor& lo, const Tensor& hi) { return upper.where(hi.unsqueeze(1).expand({nb, 2, 4}), lo.unsqueeze(1).expand({nb, 2, 4})).reshape({nb, 8}); };
   return {halves(s03.bitwise_and(k(s, 63)), s8b.bitwise_and(k(s, 15)).bitwise_or(s03.rshift(6).lshift(4))),
           halves(s47.bitwise_and(k(s, 63)), s8b.rshift(4).bitwise_or(s47.rshift(6).lshift(4)))};
@@ -363,8 +367,8 @@ Tensor gguf_repack_q4_k(const Tensor& bl) {
   auto half = [&](int64_t i) { return ab.shrink({{0, nb}, {0, 4}, {0, 1}, {0, 2}, {0, 2}, {i, i + 1}, {0, 4}}).reshape({nb, 4, 1, 2, 2, 4}); };
   Tensor a = half(0), b = half(1);
   Tensor lo = a.bitwise_and(k(a, 15)).bitwise_or(b.lshift(4)), hi = a.rshift(4).bitwise_or(b.bitwise_and(k(b, 0xF0)));
-  Tensor odd = Tensor::arange(0, 2, 1, dtypes::int32, bl.device()).reshape({1, 1, 2, 1, 1, 1}).eq(Tensor::full({1, 1, 2, 1, 1, 1}, 1, dtypes::int32, bl.device()));
-  Tensor qs = odd.where(hi, lo).permute({0, 4, 3, 1, 2, 5}).reshape({nb * 128});  // (c, f, r, h, y) -> (h, r, j = 2c + f, y)
+  // (c, f, r, h, y) -> (h, r, j = 2c + f, y)
+  Tensor qs = second_of_two({1, 1, 2, 1, 1, 1}, bl.device()).where(hi, lo).permute({0, 4, 3, 1, 2, 5}).reshape({nb * 128});
   // each part realized first: the cat's copy then has one gate, where the parts' expressions under it were evaluated
   // for every byte of both (0.2 GB/s)
   Tensor head = Tensor::cat({cols(bl, 0, 4), s, m}, 1).reshape({nb * 16});
