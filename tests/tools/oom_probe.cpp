@@ -191,8 +191,9 @@ static int sweep(const char* dev, int trials, int cold_every, uint64_t seed, int
     ncold += is_cold;
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     int64_t total = is_cold ? cold : warm, n = 1 + int64_t((double(i) + double(seed >> 11) / double(1ull << 53)) * double(total) / trials);
+    int64_t bs = is_cold ? batch++ : kWarmBatch;  // a trial run alone (`only`) keeps the batch size it has in the sweep
     if (only >= 0 && i != only) continue;
-    tg_status s = step(dev, is_cold ? batch++ : kWarmBatch, &l, &p, n, all_after);
+    tg_status s = step(dev, bs, &l, &p, n, all_after);
     std::string msg = s == TG_OK ? "" : tg_last_error_message();
     char what[96];
     snprintf(what, sizeof what, "trial %d (%s, allocation %lld fails%s)", i, is_cold ? "cold" : "warm", (long long)n, all_after ? " and all after" : "");
