@@ -190,15 +190,12 @@ std::pair<Tensor, Tensor> k_scales_mins(const Tensor& bl) {
 // splits each byte between two sub-blocks). The 16 bytes: d and dmin, then a sub-block's 6-bit scale with its min's
 // low 2 bits above it (bytes 4-12), then the mins' high 4 bits (sub-block i in byte 12 + i % 4, the high nibble for
 // i >= 4): a mask, a shift and an or where the file's packing takes a dozen instructions to unpack.
-// (blocks, 144) decode-order blocks -> their codes (blocks, 128) and the rest (blocks, 16), views
-Tensor kd_codes_bytes(const Tensor& bl) {
-  int64_t nb = bl.shape()[0];
-  return bl.reshape({nb * 144}).shrink({{0, nb * 128}}).reshape({nb, 128});
+// (blocks, 144) decode-order blocks -> each block's codes (blocks, 128) or its other bytes (blocks, 16), a view
+Tensor kd_part(const Tensor& bl, bool codes) {
+  int64_t nb = bl.shape()[0], w = codes ? 128 : 16, at = codes ? 0 : nb * 128;
+  return bl.reshape({nb * 144}).shrink({{at, at + nb * w}}).reshape({nb, w});
 }
-Tensor kd_head(const Tensor& bl) {
-  int64_t nb = bl.shape()[0];
-  return bl.reshape({nb * 144}).shrink({{nb * 128, nb * 144}}).reshape({nb, 16});
-}
+Tensor kd_head(const Tensor& bl) { return kd_part(bl, false); }
 std::pair<Tensor, Tensor> kd_scales_mins(const Tensor& bl) {
   int64_t nb = bl.shape()[0];
   Tensor h = kd_head(bl), s = cols(h, 4, 12), mh = fields(cols(h, 12, 16), 4).reshape({nb, 8});
@@ -207,7 +204,7 @@ std::pair<Tensor, Tensor> kd_scales_mins(const Tensor& bl) {
 // the codes of decode-order blocks, (blocks, j, r, h, nibble, y): flattened, element 32j + 16r + 8h + 4 nibble + y
 Tensor kd_codes(const Tensor& bl) {
   int64_t nb = bl.shape()[0];
-  return fields(kd_codes_bytes(bl).reshape({nb, 2, 2, 8, 4}), 4).permute({0, 3, 2, 1, 4, 5});  // from (h, r, j, nibble, y)
+  return fields(kd_part(bl, true).reshape({nb, 2, 2, 8, 4}), 4).permute({0, 3, 2, 1, 4, 5});  // from (h, r, j, nibble, y)
 }
 // (blocks, ...) float32 in the block's own structure (Q4_0: 2 nibble fields x 16 bytes; Q4_K: 4 runs x 2 nibble
 // fields x 32 bytes; Q6_K: 2 halves x 4 runs x 2 scale groups x 16): flattened, the elements in order. A kernel that
@@ -353,6 +350,7 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
   return tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {int64_t(ti.nbytes) / gt->bytes, gt->bytes}, device);
 }
 Tensor gguf_fields(const Tensor& t, int bits) { return fields(t, bits); }
+Tensor gguf_q4k_decode_code_bytes(const Tensor& blocks) { return kd_part(blocks, true); }
 bool gguf_has_int8_form(uint32_t type) { return type == 2 || type == 8 || type == 12 || type == 14 || type == kGGMLQ4KDecode; }
 Tensor gguf_repack_q4_k(const Tensor& bl) {
   int64_t nb = bl.shape()[0];

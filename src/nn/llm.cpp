@@ -106,7 +106,7 @@ Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
     // r, j, nibble, byte): lane 8r + j of each 64-byte run is 4 bytes of sub-block j, both nibbles summed in int32 (two
     // vpdpbusd), then scaled: 16 float lanes per 128 elements where the file's order takes 32. x's element 32j + 16r +
     // 8h + 4 nibble + y is stored (h, nibble, r, j, y), so each nibble's x is one 64-byte load
-    Tensor bytes = w.raw.reshape({w.rows * nb * 144}).shrink({{0, w.rows * nb * 128}}).reshape({1, w.rows, nb, 2, 2, 8, 4});
+    Tensor bytes = gguf_q4k_decode_code_bytes(w.raw.reshape({w.rows * nb, 144})).reshape({1, w.rows, nb, 2, 2, 8, 4});
     Tensor codes = gguf_fields(bytes, 4).cast(dtypes::int32);
     Tensor xp = xq.reshape({T, 1, nb, 8, 2, 2, 2, 4}).permute({0, 1, 2, 5, 6, 4, 3, 7}).contiguous();
     xp = xp.permute({0, 1, 2, 3, 5, 6, 4, 7}).cast(dtypes::int32);
@@ -353,14 +353,7 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
     Tensor raw = gguf_raw(b, f, *ti, M.device_);
     QWeight w{elems == 1 ? raw : raw.reshape({ti->dims[1], cols / elems, bytes}), ti->type, ti->dims[1], cols};
     if (ti->type == 12 && repack_q4_k && repack) {  // rearranged once for the decode GEMV (linear_int8), in place of the file's
-      Tensor re = gguf_repack_q4_k(raw.reshape({raw.numel() / bytes, bytes})).contiguous();
-      re.realize();
-      // seen from its buffer's own (1-d) shape: the readers of this type take its codes and scales as runs of the whole
-      // tensor, and a run of a 2-d view's flattening kept a division by 144 in every index
-      const UOp* u = re.uop().get();
-      while (u->op == Ops::RESHAPE) u = u->src[0].get();
-      TG_CHECK(u->op == Ops::BUFFER, TG_ERROR_RUNTIME, "llm: the rearranged Q4_K blocks of '" + name + "' are not a buffer");
-      w.raw = Tensor(buffer_uop(buffer_of(u)), M.device_).reshape(w.raw.shape());
+      w.raw = gguf_repack_q4_k(raw.reshape({raw.numel() / bytes, bytes})).contiguous().reshape(w.raw.shape());
       w.type = kGGMLQ4KDecode;
     }
     w.raw.realize();

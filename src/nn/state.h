@@ -130,6 +130,8 @@ Tensor gguf_fields(const Tensor& t, int bits);
 constexpr uint32_t kGGMLQ4KDecode = 0x10000 | 12;
 // (blocks, 144) uint8 Q4_K blocks -> the same values as kGGMLQ4KDecode blocks, a lazy expression
 Tensor gguf_repack_q4_k(const Tensor& blocks);
+// the codes of (blocks, 144) kGGMLQ4KDecode blocks, (blocks, 128) uint8, a view (gguf.cpp has their order)
+Tensor gguf_q4k_decode_code_bytes(const Tensor& blocks);
 // elements and bytes per block of a ggml type (1 and the itemsize for a native type); false for a type we don't read
 bool gguf_block(uint32_t type, int64_t* elems, int64_t* bytes, const char** name);
 
