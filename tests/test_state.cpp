@@ -402,50 +402,79 @@ TEST(State, GGUFDequantizesEveryType) {
   }
 }
 
-// The LLM's decode order for Q4_K (gguf_repack_q4_k): every block's values, its integer form's codes, scales and mins
-// are the file's, bit for bit, through each reader of the new type
-TEST(State, Q4KDecodeOrderKeepsEveryValue) {
-  std::mt19937_64 rng(11);
-  const int nb = 6;
-  Bytes raw(size_t(nb * 144));
-  for (auto& b : raw) b = uint8_t(rng());
-  for (int i = 0; i < nb; i++)
-    for (int o : {0, 2}) put_f16(&raw[size_t(i * 144 + o)], float(int(rng() % 4096) - 2048) / 1024);
-  Tensor bl = Tensor::from_data(raw.data(), raw.size(), dtypes::uint8, {nb, 144}, "CPU");
-  Tensor re = nn::gguf_repack_q4_k(bl).contiguous();
-  EXPECT_EQ(re.shape(), (Shape{nb, 144}));
-  auto floats = [](const Tensor& t) {
-    std::vector<float> v(size_t(t.numel()));
-    t.cast(dtypes::float32).contiguous().to_data(v.data(), v.size() * 4);
-    return v;
+// The LLM's decode orders (gguf_repack_decode): every block's values, its integer form's codes, scales and mins are the
+// file's, bit for bit, through each reader of the new types, and the bytes lie where gguf.cpp says
+TEST(State, DecodeOrdersKeepEveryValue) {
+  struct Case {
+    uint32_t type;
+    int bytes, codes;
   };
-  auto same = [&](const Tensor& a, const Tensor& b, const char* what) {
-    SCOPED_TRACE(what);
-    ASSERT_EQ(a.numel(), b.numel());
-    std::vector<float> x = floats(a), y = floats(b);
-    for (size_t i = 0; i < x.size(); i++) ASSERT_EQ(std::memcmp(&x[i], &y[i], 4), 0) << "element " << i << ": " << x[i] << " vs " << y[i];
-  };
-  same(nn::gguf_dequantize(re, nn::kGGMLQ4KDecode), nn::gguf_dequantize(bl, 12), "values");
-  same(nn::gguf_dequantize_blocked(re, nn::kGGMLQ4KDecode).flatten(1), nn::gguf_dequantize(bl, 12), "blocked values, flattened");
-  auto a = nn::gguf_int8_form(re, nn::kGGMLQ4KDecode), b = nn::gguf_int8_form(bl, 12);
-  ASSERT_TRUE(a && b);
-  same(a->codes, b->codes, "codes");
-  same(a->scale, b->scale, "scales");
-  same(a->min, b->min, "mins");
-  EXPECT_TRUE(nn::gguf_has_int8_form(nn::kGGMLQ4KDecode));
-  // the layout itself: every block's codes first, code e of sub-block j (e = 16r + 8h + 4 nibble + y) in byte 64h + 32r +
-  // 4j + y of the block's 128, then the 16 bytes of each block, d and dmin as the file's
-  std::vector<float> back = floats(re);
-  for (int i = 0; i < nb; i++) {
-    for (int j = 0; j < 8; j++)
-      for (int e = 0; e < 32; e++) {
-        int r = e / 16, h = e / 8 % 2, nib = e / 4 % 2, y = e % 4;
-        int file = raw[size_t(144 * i + 16 + 32 * (j / 2) + e)] >> (4 * (j % 2)) & 15;
-        int ours = int(back[size_t(128 * i + 64 * h + 32 * r + 4 * j + y)]) >> (4 * nib) & 15;
-        ASSERT_EQ(ours, file) << "block " << i << " sub-block " << j << " code " << e;
-      }
-    for (int b = 0; b < 4; b++) ASSERT_EQ(int(back[size_t(128 * nb + 16 * i + b)]), int(raw[size_t(144 * i + b)])) << "block " << i << " byte " << b;
+  for (Case c : {Case{2, 18, 16}, Case{8, 34, 32}, Case{12, 144, 128}}) {
+    SCOPED_TRACE("ggml type " + std::to_string(c.type));
+    std::mt19937_64 rng(11 + c.type);
+    const int nb = 6;
+    Bytes raw(size_t(nb * c.bytes));
+    for (auto& b : raw) b = uint8_t(rng());
+    for (int i = 0; i < nb; i++)
+      for (int o : {0, 2})
+        if (o == 0 || c.type == 12) put_f16(&raw[size_t(i * c.bytes + o)], float(int(rng() % 4096) - 2048) / 1024);
+    Tensor bl = Tensor::from_data(raw.data(), raw.size(), dtypes::uint8, {nb, c.bytes}, "CPU");
+    ASSERT_TRUE(nn::gguf_has_decode_order(c.type));
+    uint32_t dt = nn::kGGMLDecode | c.type;
+    Tensor re = nn::gguf_repack_decode(bl, c.type).contiguous();
+    EXPECT_EQ(re.shape(), (Shape{nb, c.bytes}));
+    auto floats = [](const Tensor& t) {
+      std::vector<float> v(size_t(t.numel()));
+      t.cast(dtypes::float32).contiguous().to_data(v.data(), v.size() * 4);
+      return v;
+    };
+    auto same = [&](const Tensor& a, const Tensor& b, const char* what) {
+      SCOPED_TRACE(what);
+      ASSERT_EQ(a.numel(), b.numel());
+      std::vector<float> x = floats(a), y = floats(b);
+      for (size_t i = 0; i < x.size(); i++) ASSERT_EQ(std::memcmp(&x[i], &y[i], 4), 0) << "element " << i << ": " << x[i] << " vs " << y[i];
+    };
+    same(nn::gguf_dequantize(re, dt), nn::gguf_dequantize(bl, c.type), "values");
+    same(nn::gguf_dequantize_blocked(re, dt).flatten(1), nn::gguf_dequantize(bl, c.type), "blocked values, flattened");
+    // the integer forms, with the float16 scales read through a 16-bit view of the blocks and without one
+    auto as_u16 = [&](Tensor t) {
+      Bytes b(size_t(t.numel()));
+      t.to_data(b.data(), b.size());
+      return Tensor::from_data(b.data(), b.size(), dtypes::uint16, {nb, c.bytes / 2}, "CPU");
+    };
+    Tensor h_re = as_u16(re), h_bl = as_u16(bl);
+    for (bool halves : {false, true}) {
+      auto a = nn::gguf_int8_form(re, dt, halves ? &h_re : nullptr), b = nn::gguf_int8_form(bl, c.type, halves ? &h_bl : nullptr);
+      ASSERT_TRUE(a && b);
+      same(a->codes, b->codes, "codes");
+      same(a->scale, b->scale, "scales");
+      same(a->min, b->min, "mins");
+      EXPECT_EQ(a->offset, b->offset);
+    }
+    EXPECT_TRUE(nn::gguf_has_int8_form(dt));
+    // the layout itself: every block's codes first, then the rest of each block, as the file's
+    std::vector<float> back = floats(re);
+    int rest = c.bytes - c.codes;
+    for (int i = 0; i < nb; i++) {
+      for (int b = 0; b < rest && c.type != 12; b++)
+        ASSERT_EQ(int(back[size_t(c.codes * nb + rest * i + b)]), int(raw[size_t(c.bytes * i + b)])) << "block " << i << " byte " << b;
+      for (int b = 0; b < c.codes && c.type != 12; b++)
+        ASSERT_EQ(int(back[size_t(c.codes * i + b)]), int(raw[size_t(c.bytes * i + rest + b)])) << "block " << i << " code byte " << b;
+      if (c.type != 12) continue;
+      // Q4_K: code e of sub-block j (e = 16r + 8h + 4 nibble + y) in byte 64h + 32r + 4j + y of the block's 128; d and
+      // dmin as the file's
+      for (int j = 0; j < 8; j++)
+        for (int e = 0; e < 32; e++) {
+          int r = e / 16, h = e / 8 % 2, nib = e / 4 % 2, y = e % 4;
+          int file = raw[size_t(144 * i + 16 + 32 * (j / 2) + e)] >> (4 * (j % 2)) & 15;
+          int ours = int(back[size_t(128 * i + 64 * h + 32 * r + 4 * j + y)]) >> (4 * nib) & 15;
+          ASSERT_EQ(ours, file) << "block " << i << " sub-block " << j << " code " << e;
+        }
+      for (int b = 0; b < 4; b++)
+        ASSERT_EQ(int(back[size_t(128 * nb + 16 * i + b)]), int(raw[size_t(144 * i + b)])) << "block " << i << " byte " << b;
+    }
   }
+  EXPECT_FALSE(nn::gguf_has_decode_order(14));
 }
 
 TEST(State, GGUFNativeTypesAndMetadata) {

@@ -7,6 +7,8 @@
 #include <unordered_set>
 
 #include "nn/state.h"
+#include "runtime/device.h"
+#include "schedule/graph.h"
 
 namespace tg::nn {
 namespace {
@@ -182,30 +184,35 @@ std::pair<Tensor, Tensor> k_scales_mins(const Tensor& bl) {
   return {halves(s03.bitwise_and(k(s, 63)), s8b.bitwise_and(k(s, 15)).bitwise_or(s03.rshift(6).lshift(4))),
           halves(s47.bitwise_and(k(s, 63)), s8b.rshift(4).bitwise_or(s47.rshift(6).lshift(4)))};
 }
-// Q4_K in the decode GEMV's order (kGGMLQ4KDecode): the same values and bytes, the tensor's codes first (128 bytes a
-// block) and then its blocks' other 16 bytes, so a block's codes are two whole aligned cache lines (in the file's
-// 144-byte blocks every 64-byte load of codes straddles two lines: the GEMV ran 1.5x slower). Within a block's codes,
-// byte 64h + 32r + 4j + y holds codes e and e + 4 of sub-block j, e = 16r + 8h + y: a 64-byte run is 16 lanes of 4
-// bytes, lane 8r + j, both of whose nibbles belong to sub-block j (one int32 sum for both before the scale; the file
-// splits each byte between two sub-blocks). The 16 bytes: d and dmin, then a sub-block's 6-bit scale with its min's
-// low 2 bits above it (bytes 4-12), then the mins' high 4 bits (sub-block i in byte 12 + i % 4, the high nibble for
-// i >= 4): a mask, a shift and an or where the file's packing takes a dozen instructions to unpack.
-// (blocks, 144) decode-order blocks -> each block's codes (blocks, 128) or its other bytes (blocks, 16), a view
-Tensor kd_part(const Tensor& bl, bool codes) {
-  int64_t nb = bl.shape()[0], w = codes ? 128 : 16, at = codes ? 0 : nb * 128;
-  return bl.reshape({nb * 144}).shrink({{at, at + nb * w}}).reshape({nb, w});
+// Weights in the decode GEMV's order (kGGMLDecode | the file's type): the same values and bytes, a tensor's codes first
+// and then the rest of its blocks, so a run of codes is whole aligned cache lines (in the file's blocks of 18, 34 or 144
+// bytes most 64-byte loads of codes straddle two lines: the GEMVs ran 1.5-1.9x slower). Q4_0's and Q8_0's codes keep
+// the file's order within a block, their float16 d follows. Q4_K's 128 bytes of codes: byte 64h + 32r + 4j + y holds
+// codes e and e + 4 of sub-block j, e = 16r + 8h + y: a 64-byte run is 16 lanes of 4 bytes, lane 8r + j, both of whose
+// nibbles belong to sub-block j (one int32 sum for both before the scale; the file splits each byte between two
+// sub-blocks). Its other 16 bytes: d and dmin, then a sub-block's 6-bit scale with its min's low 2 bits above it (bytes
+// 4-12), then the mins' high 4 bits (sub-block i in byte 12 + i % 4, the high nibble for i >= 4): a mask, a shift and
+// an or where the file's packing takes a dozen instructions to unpack.
+int64_t decode_code_bytes(uint32_t type) { return (type & 0xFFFF) == 12 ? 128 : (type & 0xFFFF) == 2 ? 16 : 32; }
+// (blocks, bytes) decode-order blocks -> each block's codes (blocks, code bytes) or its other bytes, a view
+Tensor kd_part(const Tensor& bl, uint32_t type, bool codes) {
+  int64_t nb = bl.shape()[0], B = bl.shape()[1], c = decode_code_bytes(type), w = codes ? c : B - c, at = codes ? 0 : nb * c;
+  return bl.reshape({nb * B}).shrink({{at, at + nb * w}}).reshape({nb, w});
 }
-Tensor kd_head(const Tensor& bl) { return kd_part(bl, false); }
+Tensor kd_head(const Tensor& bl, uint32_t type) { return kd_part(bl, type, false); }
 std::pair<Tensor, Tensor> kd_scales_mins(const Tensor& bl) {
   int64_t nb = bl.shape()[0];
-  Tensor h = kd_head(bl), s = cols(h, 4, 12), mh = fields(cols(h, 12, 16), 4).reshape({nb, 8});
+  Tensor h = kd_head(bl, kGGMLQ4KDecode), s = cols(h, 4, 12), mh = fields(cols(h, 12, 16), 4).reshape({nb, 8});
   return {s.bitwise_and(k(s, 63)), s.rshift(6).bitwise_or(mh.lshift(2))};
 }
-// the codes of decode-order blocks, (blocks, j, r, h, nibble, y): flattened, element 32j + 16r + 8h + 4 nibble + y
+// the codes of Q4_K decode-order blocks, (blocks, j, r, h, nibble, y): flattened, element 32j + 16r + 8h + 4 nibble + y
 Tensor kd_codes(const Tensor& bl) {
   int64_t nb = bl.shape()[0];
-  return fields(kd_part(bl, true).reshape({nb, 2, 2, 8, 4}), 4).permute({0, 3, 2, 1, 4, 5});  // from (h, r, j, nibble, y)
+  return fields(kd_part(bl, kGGMLQ4KDecode, true).reshape({nb, 2, 2, 8, 4}), 4).permute({0, 3, 2, 1, 4, 5});  // from (h, r, j, nibble, y)
 }
+// Q4_0's and Q8_0's code bytes and d, in the file's order or the decode order
+Tensor q8_0_codes(const Tensor& bl, uint32_t type) { return type & kGGMLDecode ? kd_part(bl, type, true) : cols(bl, 2, bl.shape()[1]); }
+Tensor q8_0_d(const Tensor& bl, uint32_t type) { return f16_at(type & kGGMLDecode ? kd_head(bl, type) : bl, 0); }
 // (blocks, ...) float32 in the block's own structure (Q4_0: 2 nibble fields x 16 bytes; Q4_K: 4 runs x 2 nibble
 // fields x 32 bytes; Q6_K: 2 halves x 4 runs x 2 scale groups x 16): flattened, the elements in order. A kernel that
 // sums over these axes addresses bytes and scales without dividing an element index
@@ -213,9 +220,10 @@ Tensor dequantize(const Tensor& bl, uint32_t type) {
   int64_t nb = bl.shape()[0];
   Tensor d = f16_at(bl, 0);
   switch (type) {
-    case 2: {  // Q4_0
-      Tensor q = fields(cols(bl, 2, 18), 4).cast(dtypes::float32);
-      return q.sub(k(q, 8)).mul(d.unsqueeze(-1));
+    case 2:
+    case kGGMLQ4_0Decode: {  // Q4_0
+      Tensor q = fields(q8_0_codes(bl, type), 4).cast(dtypes::float32);
+      return q.sub(k(q, 8)).mul(q8_0_d(bl, type).unsqueeze(-1));
     }
     case 3: return fields(cols(bl, 4, 20), 4).cast(dtypes::float32).mul(d.unsqueeze(-1)).add(f16_at(bl, 2).unsqueeze(-1));  // Q4_1
     case 6:
@@ -225,7 +233,8 @@ Tensor dequantize(const Tensor& bl, uint32_t type) {
       Tensor q = unpack(cols(bl, qh_off + 4, qh_off + 20), 4).bitwise_or(qh.lshift(4)).cast(dtypes::float32);
       return type == 6 ? q.sub(k(q, 16)).mul(d) : q.mul(d).add(f16_at(bl, 2));
     }
-    case 8: return cols(bl, 2, 34).bitcast(dtypes::int8).cast(dtypes::float32).mul(d);  // Q8_0
+    case 8:
+    case kGGMLQ8_0Decode: return q8_0_codes(bl, type).bitcast(dtypes::int8).cast(dtypes::float32).mul(q8_0_d(bl, type));  // Q8_0
     case 12:
     case 13: {  // Q4_K, Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins packed in 12 bytes; sub-block 2r+f is field f
       // of the r-th run of 32 bytes
@@ -240,7 +249,7 @@ Tensor dequantize(const Tensor& bl, uint32_t type) {
     case kGGMLQ4KDecode: {  // Q4_K in the decode order: the same values, (blocks, j, r, h, nibble, y)
       auto [sc, mn] = kd_scales_mins(bl);
       auto sub = [&](const Tensor& t) { return t.reshape({nb, 8, 1, 1, 1, 1}).cast(dtypes::float32); };
-      Tensor h = kd_head(bl), dd = f16_at(h, 0).reshape({nb, 1, 1, 1, 1, 1}), dmin = f16_at(h, 2).reshape({nb, 1, 1, 1, 1, 1});
+      Tensor h = kd_head(bl, type), dd = f16_at(h, 0).reshape({nb, 1, 1, 1, 1, 1}), dmin = f16_at(h, 2).reshape({nb, 1, 1, 1, 1, 1});
       return dd.mul(sub(sc)).mul(kd_codes(bl).cast(dtypes::float32)).sub(dmin.mul(sub(mn)));
     }
     case 14: {  // Q6_K: 4 low bits in ql, 2 high bits in qh, 16 int8 scales, d last. In each half of 128, element 32l+i
@@ -350,10 +359,14 @@ Tensor gguf_raw(const Bytes& b, const GGUFFile& f, const GGUFTensorInfo& ti, con
   return tensor_from_bytes(b, at, ti.nbytes, dtypes::uint8, {int64_t(ti.nbytes) / gt->bytes, gt->bytes}, device);
 }
 Tensor gguf_fields(const Tensor& t, int bits) { return fields(t, bits); }
-Tensor gguf_q4k_decode_code_bytes(const Tensor& blocks) { return kd_part(blocks, true); }
-bool gguf_has_int8_form(uint32_t type) { return type == 2 || type == 8 || type == 12 || type == 14 || type == kGGMLQ4KDecode; }
-Tensor gguf_repack_q4_k(const Tensor& bl) {
-  int64_t nb = bl.shape()[0];
+Tensor gguf_decode_code_bytes(const Tensor& blocks, uint32_t type) { return kd_part(blocks, type, true); }
+bool gguf_has_decode_order(uint32_t type) { return type == 2 || type == 8 || type == 12; }
+bool gguf_has_int8_form(uint32_t type) { return type == 14 || gguf_has_decode_order(type & ~kGGMLDecode); }
+namespace {
+// The two parts of a decode order's blocks, (blocks, code bytes) and (blocks, other bytes), lazy expressions of the file's
+std::pair<Tensor, Tensor> decode_parts(const Tensor& bl, uint32_t type) {
+  int64_t nb = bl.shape()[0], B = bl.shape()[1];
+  if (type != 12) return {cols(bl, 2, B), cols(bl, 0, 2)};  // Q4_0, Q8_0: the codes, then each block's d
   auto [sc, mn] = k_scales_mins(bl);
   Tensor s = sc.bitwise_or(mn.bitwise_and(k(mn, 3)).lshift(6)), mh = mn.rshift(2);
   Tensor m = cols(mh, 0, 4).bitwise_or(cols(mh, 4, 8).lshift(4));
@@ -366,24 +379,52 @@ Tensor gguf_repack_q4_k(const Tensor& bl) {
   Tensor a = half(0), b = half(1);
   Tensor lo = a.bitwise_and(k(a, 15)).bitwise_or(b.lshift(4)), hi = a.rshift(4).bitwise_or(b.bitwise_and(k(b, 0xF0)));
   // (c, f, r, h, y) -> (h, r, j = 2c + f, y)
-  Tensor qs = second_of_two({1, 1, 2, 1, 1, 1}, bl.device()).where(hi, lo).permute({0, 4, 3, 1, 2, 5}).reshape({nb * 128});
-  // each part realized first: the cat's copy then has one gate, where the parts' expressions under it were evaluated
-  // for every byte of both (0.2 GB/s)
-  Tensor head = Tensor::cat({cols(bl, 0, 4), s, m}, 1).reshape({nb * 16});
-  return Tensor::cat({qs.contiguous(), head.contiguous()}, 0).reshape({nb, 144});
+  Tensor qs = second_of_two({1, 1, 2, 1, 1, 1}, bl.device()).where(hi, lo).permute({0, 4, 3, 1, 2, 5}).reshape({nb, 128});
+  return {qs, Tensor::cat({cols(bl, 0, 4), s, m}, 1)};
+}
+}  // namespace
+
+Tensor gguf_repack_decode(const Tensor& bl, uint32_t type) {
+  TG_CHECK(gguf_has_decode_order(type), TG_ERROR_INTERNAL, strformat("gguf_repack_decode: ggml type %u has no decode order", type));
+  int64_t nb = bl.shape()[0], B = bl.shape()[1], c = decode_code_bytes(type);
+  if (nb == 0) return bl;
+  auto [codes, rest] = decode_parts(bl, type);
+  // each part written straight into its place in one buffer, a kernel each over the blocks' own shape: a cat of the
+  // two was a gated copy of every byte (1.5 GB/s), and a part flattened first divided each index by the block's size
+  auto base = std::make_shared<Buffer>(bl.device(), dtypes::uint8, nb * B);
+  auto part = [&](int64_t at, int64_t w) {
+    return Tensor(buffer_uop(std::make_shared<Buffer>(base, size_t(at), dtypes::uint8, nb * w)), bl.device()).reshape({nb, w});
+  };
+  Tensor dst_codes = part(0, c), dst_rest = part(nb * c, B - c);
+  dst_codes.assign(codes);
+  dst_rest.assign(rest);
+  Tensor::realize_all({&dst_codes, &dst_rest});
+  return Tensor(buffer_uop(base), bl.device()).reshape({nb, B});
 }
 std::optional<GGUFIntForm> gguf_int8_form(const Tensor& bl, uint32_t type, const Tensor* halves) {
   if (!gguf_has_int8_form(type)) return std::nullopt;
   int64_t nb = bl.shape()[0];
-  auto scale_at = [&](int64_t a) {  // the float16 at byte a, through the 16-bit view where there is one
-    return halves ? cols(*halves, a / 2, a / 2 + 1).bitcast(dtypes::float16).cast(dtypes::float32) : f16_at(bl, a);
+  // the float16 at byte a of a block (of the bytes after the codes, in a decode order), through the 16-bit view where
+  // there is one (else each is two byte loads put together)
+  auto scale_at = [&](int64_t a) {
+    if (!halves) return f16_at(type & kGGMLDecode ? kd_head(bl, type) : bl, a);
+    Tensor h16 = *halves;
+    if (type & kGGMLDecode) {
+      int64_t B2 = bl.shape()[1] / 2, c2 = decode_code_bytes(type) / 2;
+      h16 = halves->reshape({nb * B2}).shrink({{nb * c2, nb * B2}}).reshape({nb, B2 - c2});
+    }
+    return cols(h16, a / 2, a / 2 + 1).bitcast(dtypes::float16).cast(dtypes::float32);
   };
   switch (type) {
-    case 2:    // Q4_0: d * (q - 8), q the nibbles
-    case 8: {  // Q8_0: d * q, q int8: as uint8 q + 128, offset 128
-      Tensor codes = type == 2 ? fields(cols(bl, 2, 18), 4).reshape({nb, 1, 32}) : cols(bl, 2, 34).bitwise_xor(k(bl, 128)).reshape({nb, 1, 32});
+    case 2:  // Q4_0: d * (q - 8), q the nibbles
+    case kGGMLQ4_0Decode:
+    case 8:  // Q8_0: d * q, q int8: as uint8 q + 128, offset 128
+    case kGGMLQ8_0Decode: {
+      bool q4 = (type & ~kGGMLDecode) == 2;
+      Tensor bytes = q8_0_codes(bl, type);
+      Tensor codes = (q4 ? fields(bytes, 4) : bytes.bitwise_xor(k(bytes, 128))).reshape({nb, 1, 32});
       Tensor d = scale_at(0);
-      int64_t offset = type == 2 ? 8 : 128;
+      int64_t offset = q4 ? 8 : 128;
       return GGUFIntForm{codes, d, d.mul(k(d, double(offset))), offset};
     }
     case 12: {  // Q4_K: d * sc * q - dmin * mn per sub-block
@@ -393,12 +434,7 @@ std::optional<GGUFIntForm> gguf_int8_form(const Tensor& bl, uint32_t type, const
     }
     case kGGMLQ4KDecode: {  // the same in the decode order: d and dmin from the 16 bytes after the codes
       auto [sc, mn] = kd_scales_mins(bl);
-      auto head_f16 = [&](int64_t a) {
-        if (!halves) return f16_at(kd_head(bl), a);
-        Tensor h16 = halves->reshape({nb * 72}).shrink({{nb * 64, nb * 72}}).reshape({nb, 8});
-        return cols(h16, a / 2, a / 2 + 1).bitcast(dtypes::float16).cast(dtypes::float32);
-      };
-      return GGUFIntForm{kd_codes(bl).reshape({nb, 8, 32}), head_f16(0).mul(sc.cast(dtypes::float32)), head_f16(2).mul(mn.cast(dtypes::float32))};
+      return GGUFIntForm{kd_codes(bl).reshape({nb, 8, 32}), scale_at(0).mul(sc.cast(dtypes::float32)), scale_at(2).mul(mn.cast(dtypes::float32))};
     }
     case 14: {  // Q6_K: d * sc * (q - 32), q 6 bits (4 in ql, 2 in qh), an int8 scale per 16 elements
       Tensor xl = fields(cols(bl, 0, 128).reshape({nb, 2, 64}), 4).reshape({nb, 2, 4, 32});

@@ -85,12 +85,14 @@ Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
   // heuristics unroll, so Q4_K's packed scales are unpacked once per block and not per sub-block
   int64_t subs = f.codes.shape()[1], nb = w.cols / (32 * subs), T = x.numel() / w.cols;
   auto [xq, dx] = q8_rows(x, T, nb, subs);
-  if (w.type == 2 && nb % 4 == 0) {
+  if ((w.type == 2 || w.type == kGGMLQ4_0Decode) && nb % 4 == 0) {
     // Q4_0 four blocks a step, (T, rows, steps, block, group, nibble, byte): a block's two nibble halves are summed in
     // int32 before its scale, so the float work is 16 lanes (4 blocks x 4 groups) per 128 elements, not 32 per 64;
-    // the heuristics unroll nibble, group and block, and one step is 4 runs of 16 bytes (x laid out to match)
+    // the heuristics unroll nibble, group and block, and one step is 4 runs of 16 bytes (x laid out to match): in the
+    // decode order, one aligned cache line
     int64_t G = nb / 4;
-    Tensor codes = gguf_fields(w.raw.shrink({{0, w.rows}, {0, nb}, {2, 18}}).reshape({1, w.rows, G, 4, 4, 4}), 4).cast(dtypes::int32);
+    Tensor bytes = w.type == 2 ? w.raw.shrink({{0, w.rows}, {0, nb}, {2, 18}}) : gguf_decode_code_bytes(w.raw.reshape({w.rows * nb, 18}), w.type);
+    Tensor codes = gguf_fields(bytes.reshape({1, w.rows, G, 4, 4, 4}), 4).cast(dtypes::int32);
     // x's element h * 16 + 4g + y of block 4s + b, stored (s, h, b, g, y) so each half is one 64-byte load
     Tensor xp = xq.reshape({T, 1, G, 4, 2, 4, 4}).permute({0, 1, 2, 4, 3, 5, 6}).contiguous().permute({0, 1, 2, 4, 5, 3, 6}).cast(dtypes::int32);
     Tensor dot = codes.mul(xp).sum({-1, -2}).cast(dtypes::float32);
@@ -102,11 +104,11 @@ Tensor linear_int8(const Tensor& x, const QWeight& w, const GGUFIntForm& f) {
     return dot.sub(sx).mul(scale).sum({-1, -2, -3}).reshape(out);
   }
   if (w.type == kGGMLQ4KDecode) {
-    // Q4_K in the decode order (gguf_repack_q4_k: the codes first, each block's two aligned lines), (T, rows, blocks, h,
+    // Q4_K in the decode order (gguf_repack_decode: the codes first, each block's two aligned lines), (T, rows, blocks, h,
     // r, j, nibble, byte): lane 8r + j of each 64-byte run is 4 bytes of sub-block j, both nibbles summed in int32 (two
     // vpdpbusd), then scaled: 16 float lanes per 128 elements where the file's order takes 32. x's element 32j + 16r +
     // 8h + 4 nibble + y is stored (h, nibble, r, j, y), so each nibble's x is one 64-byte load
-    Tensor bytes = gguf_q4k_decode_code_bytes(w.raw.reshape({w.rows * nb, 144})).reshape({1, w.rows, nb, 2, 2, 8, 4});
+    Tensor bytes = gguf_decode_code_bytes(w.raw.reshape({w.rows * nb, 144}), w.type).reshape({1, w.rows, nb, 2, 2, 8, 4});
     Tensor codes = gguf_fields(bytes, 4).cast(dtypes::int32);
     Tensor xp = xq.reshape({T, 1, nb, 8, 2, 2, 2, 4}).permute({0, 1, 2, 5, 6, 4, 3, 7}).contiguous();
     xp = xp.permute({0, 1, 2, 3, 5, 6, 4, 7}).cast(dtypes::int32);
@@ -336,10 +338,10 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
   auto shape = [](const GGUFTensorInfo& ti) {  // as the tensor's shape reads, outermost first
     return "(" + join_ints(Shape(ti.dims.rbegin(), ti.dims.rend()), ", ") + (ti.dims.size() == 1 ? ",)" : ")");
   };
-  // Q4_K weights in the decode order where the decode products take the integer form (a byte dot product instruction):
-  // its GEMV then sums both nibbles of a byte in int32 and unpacks the scales with a mask and a shift (TG_LLM_REPACK=0:
-  // the file's order)
-  bool repack_q4_k = getenv_int("TG_LLM_REPACK", 1) && M.device_.find(',') == std::string::npos &&
+  // Q4_0, Q8_0 and Q4_K weights in the decode order where the decode products take the integer form (a byte dot product
+  // instruction): the GEMVs then load whole aligned lines of codes, and Q4_K's sums both nibbles of a byte in int32 and
+  // unpacks the scales with a mask and a shift (TG_LLM_REPACK=0: the file's order)
+  bool repack_decode = getenv_int("TG_LLM_REPACK", 1) && M.device_.find(',') == std::string::npos &&
                      get_device(M.device_).renderer().native_op(Ops::DOT4, dtypes::int32);
   auto weight = [&](const std::string& name, int64_t rows, int64_t cols, bool repack = true) {
     const GGUFTensorInfo* ti = info(name, true);
@@ -352,9 +354,9 @@ std::shared_ptr<LlmModel> LlmModel::load(const std::string& path, const LlmOptio
                        rows < 0 ? "rows" : std::to_string(rows).c_str(), (long long)cols));
     Tensor raw = gguf_raw(b, f, *ti, M.device_);
     QWeight w{elems == 1 ? raw : raw.reshape({ti->dims[1], cols / elems, bytes}), ti->type, ti->dims[1], cols};
-    if (ti->type == 12 && repack_q4_k && repack) {  // rearranged once for the decode GEMV (linear_int8), in place of the file's
-      w.raw = gguf_repack_q4_k(raw.reshape({raw.numel() / bytes, bytes})).contiguous().reshape(w.raw.shape());
-      w.type = kGGMLQ4KDecode;
+    if (gguf_has_decode_order(ti->type) && repack_decode && repack) {  // rearranged once for the decode GEMV (linear_int8)
+      w.raw = gguf_repack_decode(raw.reshape({raw.numel() / bytes, bytes}), ti->type).reshape(w.raw.shape());
+      w.type = kGGMLDecode | ti->type;
     }
     w.raw.realize();
     if (elems > 1 && bytes % 2 == 0 && gguf_has_int8_form(w.type)) {

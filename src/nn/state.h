@@ -124,14 +124,17 @@ bool gguf_has_int8_form(uint32_t type);  // whether gguf_int8_form gives one, wi
 // each byte's 8 / bits fields of `bits` bits, (..., n) -> (..., 8 / bits, n), the lowest field first (ggml's order for
 // nibbles: a run's low nibbles, then its high ones); gguf.cpp says how they are made cheaply
 Tensor gguf_fields(const Tensor& t, int bits);
-// Q4_K blocks rearranged for the CPU's decode GEMV (gguf.cpp has the layout): a type of our own, never read from a
-// file, that gguf_int8_form, gguf_dequantize and gguf_dequantize_blocked take as they take Q4_K. All the codes come
-// before all the scales, so its (blocks, 144) tensor is read whole: a slice of its rows is not a set of blocks
-constexpr uint32_t kGGMLQ4KDecode = 0x10000 | 12;
-// (blocks, 144) uint8 Q4_K blocks -> the same values as kGGMLQ4KDecode blocks, a lazy expression
-Tensor gguf_repack_q4_k(const Tensor& blocks);
-// the codes of (blocks, 144) kGGMLQ4KDecode blocks, (blocks, 128) uint8, a view (gguf.cpp has their order)
-Tensor gguf_q4k_decode_code_bytes(const Tensor& blocks);
+// Q4_0, Q8_0 and Q4_K blocks rearranged for the CPU's decode GEMV (gguf.cpp has the layouts): types of our own,
+// kGGMLDecode | the file's type, never read from a file, that gguf_int8_form, gguf_dequantize and
+// gguf_dequantize_blocked take as they take the file's. All of a tensor's codes come before all its scales, so its
+// (blocks, bytes) tensor is read whole: a slice of its rows is not a set of blocks
+constexpr uint32_t kGGMLDecode = 0x10000;
+constexpr uint32_t kGGMLQ4_0Decode = kGGMLDecode | 2, kGGMLQ8_0Decode = kGGMLDecode | 8, kGGMLQ4KDecode = kGGMLDecode | 12;
+bool gguf_has_decode_order(uint32_t type);  // whether a file's type has one (Q4_0, Q8_0, Q4_K)
+// (blocks, bytes) uint8 blocks of `type` -> the same values as blocks of type | kGGMLDecode, realized in a buffer of their own
+Tensor gguf_repack_decode(const Tensor& blocks, uint32_t type);
+// the codes of (blocks, bytes) decode-order blocks of `type` (either name), (blocks, code bytes) uint8, a view
+Tensor gguf_decode_code_bytes(const Tensor& blocks, uint32_t type);
 // elements and bytes per block of a ggml type (1 and the itemsize for a native type); false for a type we don't read
 bool gguf_block(uint32_t type, int64_t* elems, int64_t* bytes, const char** name);
 
