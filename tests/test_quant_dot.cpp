@@ -115,6 +115,28 @@ TEST(QuantDot, NibblesLoadTheirBytesOnceAsAVector) {
   EXPECT_EQ(got, want);
 }
 
+// A row short enough for the heuristics to unroll its reduce whole (8 blocks of 32, as a small model's Q8_0 GEMV):
+// the groups of 4 bytes still take DOT4, and the row's 64 float lanes are added as a tree of vector adds, not a chain
+// of 64 scalar multiply-adds (a latency chain that made such a GEMV 3x slower than its loads)
+TEST(QuantDot, WholeUnrolledRowIsSummedAsATree) {
+  const int64_t rows = 512, blocks = 8;
+  auto cv = bytes<uint8_t>(size_t(rows * blocks * 32), 6, 0, 255);
+  auto xv = bytes<int8_t>(size_t(blocks * 32), 7, -128, 127);
+  Tensor codes = tensor(cv, {rows, blocks, 8, 4}, dt::uint8, "CPU"), x = tensor(xv, {1, blocks, 8, 4}, dt::int8, "CPU");
+  Tensor y = codes.cast(dt::int32).mul(x.cast(dt::int32)).sum({-1}).cast(dt::float32).mul(Tensor::full({1}, 0.5, dt::float32, "CPU")).sum({-1, -2});
+  std::string src = sources(y);
+  size_t scalar_adds = 0;
+  for (const char* op : {"fadd float ", "fma.f32("})
+    for (size_t at = src.find(op); at != std::string::npos; at = src.find(op, at + 1)) scalar_adds++;
+  EXPECT_LE(scalar_adds, 2u) << src;
+  EXPECT_EQ(src.find("vpdpbusd") != std::string::npos, host_has_dot4()) << src;
+  std::vector<float> got(rows), want(rows);
+  y.to_data(got.data(), got.size() * 4);
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t e = 0; e < blocks * 32; e++) want[size_t(r)] += float(int(cv[size_t(r * blocks * 32 + e)]) * xv[size_t(e)]) * 0.5f;
+  EXPECT_EQ(got, want);
+}
+
 // A matmul's output read by two kernels gets a buffer; the per-group sums inside it don't (they were realized too, a
 // 4 x 8 x larger buffer than the output, written and read again)
 TEST(QuantDot, SharedOutputDoesNotRealizeTheSumsInsideIt) {

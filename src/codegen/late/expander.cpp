@@ -127,9 +127,23 @@ struct Expander {
       return gep(x, l);
     };
     // accumulators after their loop are added as a tree of vector ops, halves at a time (a GEMV's 64 lanes: 6 adds, not
-    // a chain of 63, which took longer than the loop for a row of 2048); inside a loop (no accumulator: the groups of 4
-    // a DOT4 takes) they stay a chain, in lane order
-    for (int64_t m = nred; !loops.empty() && m > 2 && m % 2 == 0; m /= 2) cur = part(cur, 0, m / 2)->alu(rop, {part(cur, m / 2, m / 2)}), nred = m / 2;
+    // a chain of 63, which took longer than the loop for a row of 2048). Without a loop (a reduce unrolled whole) parts
+    // 4q..4q+3 are first added as a chain, all q at once: the k products of one lane a DOT4 or DOT2 takes stay
+    // neighbours in a chain; the sums of those groups then take the tree (a GEMV whose row of 256 was unrolled whole
+    // added its 64 lanes as a chain of scalar multiply-adds, 4x slower than the row's loads)
+    bool tree = !loops.empty();
+    if (!tree && nred > 4 && nred % 4 == 0) {
+      int64_t q4 = nred / 4;
+      UOpRef g;
+      for (int64_t s = 0; s < 4; s++) {
+        std::vector<int64_t> l;
+        for (int64_t q = 0; q < q4; q++)
+          for (int64_t o = 0; o < nout; o++) l.push_back((4 * q + s) * nout + o);
+        g = g ? g->alu(rop, {gep(cur, l)}) : gep(cur, l);
+      }
+      cur = g, nred = q4, tree = true;
+    }
+    for (int64_t m = nred; tree && m > 2 && m % 2 == 0; m /= 2) cur = part(cur, 0, m / 2)->alu(rop, {part(cur, m / 2, m / 2)}), nred = m / 2;
     for (int64_t r = 0; r < nred; r++) acc = acc ? acc->alu(rop, {part(cur, r, 1)}) : part(cur, r, 1);
     return wrap(acc, out);
   }
