@@ -10,7 +10,9 @@ the same n_threads), each side in a process of its own.
 - `... bandwidth`: the same tokens/s against the bandwidth limit, the read bandwidth of this machine at the same
   thread count divided by the bytes a step reads (every weight, of the token embedding one row). The bandwidth is a
   C sum loop (as bench/ref_sum.c: OpenMP, gcc -O3 -march=native -fopenmp -ffast-math, compiled into the temp dir) over
-  1 GiB, far above the L3, on transparent huge pages (madvise, as the library's weights), the median of 7 passes. ratio = ours / limit.
+  1 GiB, far above the L3, on transparent huge pages (madvise, as the library's weights), the median of 7 passes,
+  measured just before and just after our side's run and the higher of the two taken (a shared machine's bandwidth
+  moves by 2x within minutes: one measurement at the start gave limits our runs exceeded). ratio = ours / limit.
 - `llm prefill tinyllama q4_0 512 2t`: tokens/s of a 512-token prompt in one eval from an empty cache, the median of
   PREFILL_RUNS after one warm-up (fewer, at least 1, once they took PREFILL_BUDGET_S).
 TG_BENCH_LLM_RUNS sets RUNS (default 10; PREFILL_RUNS is a third of it, at least 2). TG_BENCH_LLM_SMOKE=1 runs the
@@ -135,8 +137,6 @@ def main(out_path):
   tokenizer = llm_models.spm_tokenizer(n_vocab=config["vocab"])
   rows, table = [], []
   with tempfile.TemporaryDirectory(prefix="bench_llm_") as d:
-    bw = {t: bandwidth(d, t) for t in sorted({t for _, t, _ in PLAN})}
-    print("read bandwidth: " + ", ".join(f"{bw[t]:.1f} GB/s at {t}t" for t in bw), flush=True)
     for typ in dict.fromkeys(p[0] for p in PLAN):
       path = os.path.join(d, f"tinyllama_{typ}.gguf")
       t0 = time.perf_counter()
@@ -144,9 +144,13 @@ def main(out_path):
       print(f"{typ}: {total / 1e6:.0f} MB of weights, {per_token / 1e6:.0f} MB read per token, written in {time.perf_counter() - t0:.1f} s",
             flush=True)
       for _, threads, what in (p for p in PLAN if p[0] == typ):
-        ours, ref = run_side("ours", path, threads, what), run_side("llama.cpp", path, threads, what)
+        bw = [bandwidth(d, threads)] if "decode" in what else []
+        ours = run_side("ours", path, threads, what)
+        if "decode" in what: bw.append(bandwidth(d, threads))
+        ref = run_side("llama.cpp", path, threads, what)
         if "decode" in what:
-          name, limit = f"llm decode tinyllama {typ} {threads}t", bw[threads] * 1e9 / per_token
+          name, limit = f"llm decode tinyllama {typ} {threads}t", max(bw) * 1e9 / per_token
+          print(f"read bandwidth at {threads}t: {bw[0]:.1f} GB/s before our run, {bw[1]:.1f} after", flush=True)
           rows += [row(name, ours["decode"], "llama.cpp", ref["decode"]), row(name + " bandwidth", ours["decode"], "bandwidth limit", limit)]
           table.append((name, ours["decode"], ref["decode"], limit))
           print(f"{name}: ours {ours['decode']:.2f} tok/s ({ours['decode_runs']} steps), llama.cpp {ref['decode']:.2f} tok/s "
