@@ -127,12 +127,13 @@ struct Expander {
       return gep(x, l);
     };
     // accumulators after their loop are added as a tree of vector ops, halves at a time (a GEMV's 64 lanes: 6 adds, not
-    // a chain of 63, which took longer than the loop for a row of 2048). Without a loop (a reduce unrolled whole) parts
-    // 4q..4q+3 are first added as a chain, all q at once: the k products of one lane a DOT4 or DOT2 takes stay
-    // neighbours in a chain; the sums of those groups then take the tree (a GEMV whose row of 256 was unrolled whole
-    // added its 64 lanes as a chain of scalar multiply-adds, 4x slower than the row's loads)
+    // a chain of 63, which took longer than the loop for a row of 2048). Without a loop (a reduce unrolled whole) an
+    // integer sum stays a chain in lane order: its groups of 4 become DOT4s, each the next one's accumulator. A float
+    // one adds parts 4q..4q+3 as a chain, all q at once (the pairs a DOT2 takes stay neighbours), and those groups'
+    // sums as the tree (a GEMV whose row of 256 was unrolled whole added its 64 lanes as a chain of scalar
+    // multiply-adds, 4x slower than the row's loads)
     bool tree = !loops.empty();
-    if (!tree && nred > 4 && nred % 4 == 0) {
+    if (!tree && dtypes::is_float(n->dtype) && nred > 4 && nred % 4 == 0) {
       int64_t q4 = nred / 4;
       UOpRef g;
       for (int64_t s = 0; s < 4; s++) {
