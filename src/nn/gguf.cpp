@@ -193,7 +193,10 @@ std::pair<Tensor, Tensor> k_scales_mins(const Tensor& bl) {
 // sub-blocks). Its other 16 bytes: d and dmin, then a sub-block's 6-bit scale with its min's low 2 bits above it (bytes
 // 4-12), then the mins' high 4 bits (sub-block i in byte 12 + i % 4, the high nibble for i >= 4): a mask, a shift and
 // an or where the file's packing takes a dozen instructions to unpack.
-int64_t decode_code_bytes(uint32_t type) { return (type & 0xFFFF) == 12 ? 128 : (type & 0xFFFF) == 2 ? 16 : 32; }
+int64_t decode_code_bytes(uint32_t type) {
+  uint32_t file = type & ~kGGMLDecode;
+  return file == 12 ? 128 : file == 2 ? 16 : 32;
+}
 // (blocks, bytes) decode-order blocks -> each block's codes (blocks, code bytes) or its other bytes, a view
 Tensor kd_part(const Tensor& bl, uint32_t type, bool codes) {
   int64_t nb = bl.shape()[0], B = bl.shape()[1], c = decode_code_bytes(type), w = codes ? c : B - c, at = codes ? 0 : nb * c;
@@ -210,9 +213,10 @@ Tensor kd_codes(const Tensor& bl) {
   int64_t nb = bl.shape()[0];
   return fields(kd_part(bl, kGGMLQ4KDecode, true).reshape({nb, 2, 2, 8, 4}), 4).permute({0, 3, 2, 1, 4, 5});  // from (h, r, j, nibble, y)
 }
-// Q4_0's and Q8_0's code bytes and d, in the file's order or the decode order
-Tensor q8_0_codes(const Tensor& bl, uint32_t type) { return type & kGGMLDecode ? kd_part(bl, type, true) : cols(bl, 2, bl.shape()[1]); }
-Tensor q8_0_d(const Tensor& bl, uint32_t type) { return f16_at(type & kGGMLDecode ? kd_head(bl, type) : bl, 0); }
+// the code bytes and the float16 d of ggml's one-scale types (Q4_0, Q8_0: value = d * code), in the file's order or
+// the decode order
+Tensor one_scale_codes(const Tensor& bl, uint32_t type) { return type & kGGMLDecode ? kd_part(bl, type, true) : cols(bl, 2, bl.shape()[1]); }
+Tensor one_scale_d(const Tensor& bl, uint32_t type) { return f16_at(type & kGGMLDecode ? kd_head(bl, type) : bl, 0); }
 // (blocks, ...) float32 in the block's own structure (Q4_0: 2 nibble fields x 16 bytes; Q4_K: 4 runs x 2 nibble
 // fields x 32 bytes; Q6_K: 2 halves x 4 runs x 2 scale groups x 16): flattened, the elements in order. A kernel that
 // sums over these axes addresses bytes and scales without dividing an element index
@@ -222,8 +226,8 @@ Tensor dequantize(const Tensor& bl, uint32_t type) {
   switch (type) {
     case 2:
     case kGGMLQ4_0Decode: {  // Q4_0
-      Tensor q = fields(q8_0_codes(bl, type), 4).cast(dtypes::float32);
-      return q.sub(k(q, 8)).mul(q8_0_d(bl, type).unsqueeze(-1));
+      Tensor q = fields(one_scale_codes(bl, type), 4).cast(dtypes::float32);
+      return q.sub(k(q, 8)).mul(one_scale_d(bl, type).unsqueeze(-1));
     }
     case 3: return fields(cols(bl, 4, 20), 4).cast(dtypes::float32).mul(d.unsqueeze(-1)).add(f16_at(bl, 2).unsqueeze(-1));  // Q4_1
     case 6:
@@ -234,7 +238,7 @@ Tensor dequantize(const Tensor& bl, uint32_t type) {
       return type == 6 ? q.sub(k(q, 16)).mul(d) : q.mul(d).add(f16_at(bl, 2));
     }
     case 8:
-    case kGGMLQ8_0Decode: return q8_0_codes(bl, type).bitcast(dtypes::int8).cast(dtypes::float32).mul(q8_0_d(bl, type));  // Q8_0
+    case kGGMLQ8_0Decode: return one_scale_codes(bl, type).bitcast(dtypes::int8).cast(dtypes::float32).mul(one_scale_d(bl, type));  // Q8_0
     case 12:
     case 13: {  // Q4_K, Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins packed in 12 bytes; sub-block 2r+f is field f
       // of the r-th run of 32 bytes
@@ -421,7 +425,7 @@ std::optional<GGUFIntForm> gguf_int8_form(const Tensor& bl, uint32_t type, const
     case 8:  // Q8_0: d * q, q int8: as uint8 q + 128, offset 128
     case kGGMLQ8_0Decode: {
       bool q4 = (type & ~kGGMLDecode) == 2;
-      Tensor bytes = q8_0_codes(bl, type);
+      Tensor bytes = one_scale_codes(bl, type);
       Tensor codes = (q4 ? fields(bytes, 4) : bytes.bitwise_xor(k(bytes, 128))).reshape({nb, 1, 32});
       Tensor d = scale_at(0);
       int64_t offset = q4 ? 8 : 128;
